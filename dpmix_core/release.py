@@ -1,0 +1,271 @@
+"""What was released: a random-mixing release described as data.
+
+Keeps "what was released" apart from "how we account for it" (the
+``dp_accounting`` DpEvent idea): mechanisms build a :class:`MixingRelease`,
+accountants consume it. Sensitivities follow from the release's data bounds
+and the neighbouring relation; nothing here knows about any accountant.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import numbers
+from dataclasses import dataclass, field, replace
+
+import dp_accounting
+
+__all__ = [
+    "Adjacency",
+    "Sampling",
+    "NormBound",
+    "DataBounds",
+    "MixingRelease",
+    "class_centric_release",
+]
+
+
+class Sampling(str, enum.Enum):
+    """How the records of one synthetic point are chosen."""
+
+    WITHOUT_REPLACEMENT = "without-replacement"  # exactly l distinct records (DPMix, DP-CDA)
+    POISSON = "poisson"  # each record independently with prob. m/n (DPFMix)
+
+
+class Adjacency(str, enum.Enum):
+    """Neighbouring relation between datasets."""
+
+    REPLACE_ONE = "replace-one"  # n public; one record swapped
+    ADD_REMOVE_ONE = "add/remove-one"  # one record added or removed
+
+
+@dataclass(frozen=True)
+class NormBound:
+    """Bound on one record's feature (or label) vector.
+
+    ``diameter`` bounds ||u - u'|| for two admissible vectors (used under
+    replace-one); ``radius`` bounds ||u|| (used under add/remove-one).
+    """
+
+    diameter: float
+    radius: float
+    description: str
+
+    def __post_init__(self) -> None:
+        for name in ("diameter", "radius"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive finite number. Found {value}.")
+
+    @classmethod
+    def unit_box(cls, dim: int) -> "NormBound":
+        """Vectors in [0,1]^dim: ||u - u'|| <= sqrt(dim) (Lee et al. 2019)."""
+        _check_positive_int("dimension", dim)
+        return cls(math.sqrt(dim), math.sqrt(dim), f"[0,1]^{dim}")
+
+    @classmethod
+    def l2_ball(cls, radius: float) -> "NormBound":
+        """Vectors clipped to ||u|| <= c: ||u - u'|| <= 2c (DP-CDA, DPFMix)."""
+        if not (isinstance(radius, numbers.Real) and math.isfinite(radius) and radius > 0):
+            raise ValueError(f"Clipping norm must be a positive finite number. Found {radius}.")
+        return cls(2.0 * radius, float(radius), f"||.||_2 <= {radius:g}")
+
+    @classmethod
+    def one_hot(cls) -> "NormBound":
+        """One-hot label vectors: ||e_i - e_j|| = sqrt(2), ||e_i|| = 1 (DP-CDA Thm. 1)."""
+        return cls(math.sqrt(2.0), 1.0, "one-hot")
+
+
+@dataclass(frozen=True)
+class DataBounds:
+    """Per-record bounds on features x and labels y that the mechanism enforces."""
+
+    x: NormBound
+    y: NormBound
+
+    @classmethod
+    def unit_box(cls, dx: int, dy: int) -> "DataBounds":
+        """Lee et al. 2019: features in [0,1]^dx, labels in [0,1]^dy."""
+        return cls(NormBound.unit_box(dx), NormBound.unit_box(dy))
+
+    @classmethod
+    def clipped_one_hot(cls, clip: float) -> "DataBounds":
+        """DP-CDA: z-scored features clipped to ||x|| <= c, one-hot labels."""
+        return cls(NormBound.l2_ball(clip), NormBound.one_hot())
+
+    @classmethod
+    def clipped(cls, clip_x: float, clip_y: float) -> "DataBounds":
+        """DPFMix: ||x|| <= Cx and ||y|| <= Cy."""
+        return cls(NormBound.l2_ball(clip_x), NormBound.l2_ball(clip_y))
+
+    def describe(self) -> str:
+        return f"x: {self.x.description}, y: {self.y.description}"
+
+
+@dataclass(frozen=True)
+class MixingRelease:
+    """T synthetic points, each a mean of l records plus N(0, sigma_x^2 I), N(0, sigma_y^2 I).
+
+    For Poisson sampling ``mix_degree`` is the expected batch size m (the sum is
+    divided by m, DPFMix Alg. 1). ``sigma_x``/``sigma_y`` are the noise standard
+    deviations on the released averages; 0 means no noise.
+    """
+
+    n: int
+    mix_degree: int
+    num_points: int
+    sigma_x: float
+    sigma_y: float
+    sampling: Sampling
+    adjacency: Adjacency
+    bounds: DataBounds
+    notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        _check_positive_int("n", self.n)
+        _check_positive_int("l (mix degree)", self.mix_degree)
+        _check_positive_int("T (number of synthetic points)", self.num_points)
+        if self.mix_degree > self.n:
+            raise ValueError(f"l must not exceed n. Found l={self.mix_degree}, n={self.n}.")
+        for name in ("sigma_x", "sigma_y"):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Real) or math.isnan(value) or value < 0:
+                raise ValueError(f"{name} must be >= 0. Found {value}.")
+        if not isinstance(self.sampling, Sampling):
+            raise ValueError(f"Unknown sampling scheme {self.sampling!r}.")
+        if not isinstance(self.adjacency, Adjacency):
+            raise ValueError(f"Unknown adjacency {self.adjacency!r}.")
+
+    @property
+    def sampling_rate(self) -> float:
+        """gamma = l/n (without replacement) or q = m/n (Poisson)."""
+        return self.mix_degree / self.n
+
+    def sensitivities(self) -> tuple[float, float]:
+        """L2 sensitivity (Delta_x, Delta_y) of one released average before noise.
+
+        Replace-one: one of the l averaged records changes, so the mean moves by at
+        most diameter/l. Add/remove with Poisson sampling: the sum changes by at most
+        the radius and is divided by the fixed m.
+        """
+        if self.adjacency is Adjacency.REPLACE_ONE:
+            return self.bounds.x.diameter / self.mix_degree, self.bounds.y.diameter / self.mix_degree
+        return self.bounds.x.radius / self.mix_degree, self.bounds.y.radius / self.mix_degree
+
+    def gaussian_rdp_coefficient(self) -> float:
+        """r with base Gaussian RDP eps(alpha) = alpha * r = alpha/2 (Dx^2/sx^2 + Dy^2/sy^2)."""
+        dx, dy = self.sensitivities()
+        if self.sigma_x == 0 or self.sigma_y == 0:
+            return math.inf
+        return 0.5 * ((dx / self.sigma_x) ** 2 + (dy / self.sigma_y) ** 2)
+
+    def noise_multiplier(self) -> float:
+        """Effective multiplier z = (Dx^2/sx^2 + Dy^2/sy^2)^(-1/2) (DPFMix Lemma 2.2).
+
+        A Gaussian with block noise levels is a single Gaussian after whitening
+        each block, so the pair (sx, sy) acts like one multiplier z. 0 = no noise.
+        """
+        r = self.gaussian_rdp_coefficient()
+        if math.isinf(r):
+            return 0.0
+        return 1.0 / math.sqrt(2.0 * r)
+
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """The release as a ``dp_accounting`` event (sampled Gaussian, self-composed T times)."""
+        z = self.noise_multiplier()
+        base: dp_accounting.DpEvent = (
+            dp_accounting.GaussianDpEvent(z) if z > 0 else dp_accounting.NonPrivateDpEvent()
+        )
+        if self.sampling is Sampling.POISSON:
+            sampled = dp_accounting.PoissonSampledDpEvent(self.sampling_rate, base)
+        else:
+            sampled = dp_accounting.SampledWithoutReplacementDpEvent(self.n, self.mix_degree, base)
+        return dp_accounting.SelfComposedDpEvent(sampled, self.num_points)
+
+    def with_sigma(self, sigma_x: float, sigma_y: float) -> "MixingRelease":
+        return replace(self, sigma_x=sigma_x, sigma_y=sigma_y)
+
+    def describe(self) -> str:
+        """One line a person can read: sampling, adjacency, bounds, sizes."""
+        l_name = "m" if self.sampling is Sampling.POISSON else "l"
+        return (
+            f"{self.sampling.value} sampling ({l_name}={self.mix_degree} of n={self.n}), "
+            f"{self.adjacency.value} adjacency, {self.bounds.describe()}, T={self.num_points}"
+        )
+
+
+def class_centric_release(
+    *,
+    class_sizes: tuple[int, ...],
+    mix_degree: int,
+    num_points: int,
+    sigma_x: float,
+    sigma_y: float,
+    bounds: DataBounds,
+    label_may_change: bool = False,
+) -> MixingRelease:
+    """Conservative accounting view of class-centric mixing (thesis §4.2, DP-CDA Alg. 1).
+
+    Each class k is mixed separately: T_k = floor(T/K) points, each the mean of l
+    distinct records from the N_k records of class k. Class sizes are treated as
+    public. We account for the smallest pool N_min = min_k N_k (largest sampling
+    rate l/N_min, hence the largest per-point privacy loss) and count how many
+    releases one record can touch:
+
+    * label-preserving replace-one (a record is swapped for another record of the
+      same class): only its own class's T_k points, with gamma = l/N_min;
+    * label-changing replace-one: the old and the new class are both affected, so
+      up to 2*T_k points, and the smaller pool loses a record: gamma = l/(N_min - 1).
+      This treats each affected pool as a replace-one neighbour, which is the
+      conservative reading we document; it is not a theorem of either paper.
+
+    Using (n, T) instead, as a naive reading would, understates the sampling
+    rate K-fold and is not what the mechanism does.
+    """
+    if not class_sizes:
+        raise ValueError("class_sizes must list at least one class.")
+    for size in class_sizes:
+        _check_positive_int("class size", size)
+    k = len(class_sizes)
+    _check_positive_int("T (number of synthetic points)", num_points)
+    per_class = num_points // k
+    if per_class < 1:
+        raise ValueError(f"T={num_points} gives no point per class for K={k} classes.")
+    pool = min(class_sizes)
+    if mix_degree > pool - (1 if label_may_change else 0):
+        raise ValueError(
+            f"l={mix_degree} exceeds the smallest class ({pool} records); class-centric mixing needs l <= N_k."
+        )
+    if label_may_change:
+        return MixingRelease(
+            n=pool - 1,
+            mix_degree=mix_degree,
+            num_points=2 * per_class,
+            sigma_x=sigma_x,
+            sigma_y=sigma_y,
+            sampling=Sampling.WITHOUT_REPLACEMENT,
+            adjacency=Adjacency.REPLACE_ONE,
+            bounds=bounds,
+            notes=(
+                f"class-centric, K={k}: a label-changing swap touches 2*T_k={2 * per_class} points; "
+                f"pool N_min-1={pool - 1} (conservative reading, not a published theorem)",
+            ),
+        )
+    return MixingRelease(
+        n=pool,
+        mix_degree=mix_degree,
+        num_points=per_class,
+        sigma_x=sigma_x,
+        sigma_y=sigma_y,
+        sampling=Sampling.WITHOUT_REPLACEMENT,
+        adjacency=Adjacency.REPLACE_ONE,
+        bounds=bounds,
+        notes=(
+            f"class-centric, K={k}: a same-class swap touches T_k={per_class} points; pool N_min={pool}",
+        ),
+    )
+
+
+def _check_positive_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer. Found {value!r}.")
