@@ -76,7 +76,7 @@ class PldPoissonAccountant(Accountant):
                 value_discretization_interval=interval,
                 sampling_prob=release.sampling_rate,
             )
-            eps = single.self_compose(release.num_points).get_epsilon_for_delta(delta)
+            eps = _self_compose(single, release.num_points).get_epsilon_for_delta(delta)
         except (MemoryError, ValueError, OverflowError, FloatingPointError) as exc:
             return self._fallback(release, delta, f"PLD failed ({type(exc).__name__}: {exc})")
         return float(eps), None, (("discretization", interval), ("noise_multiplier", z)), None
@@ -86,3 +86,22 @@ class PldPoissonAccountant(Accountant):
         eps, order, details, _ = RdpPoissonAccountant()._compute(release, delta)
         reason = f"{why}; showing the rdp-poisson upper bound instead"
         return eps, order, details + (("fallback_rdp", 1.0),), reason
+
+
+_CHUNK = 4096
+_DIRECT_LIMIT = 100_000
+
+
+def _self_compose(single, count: int):
+    """single composed count times; in two stages for very large counts.
+
+    dp_accounting composes a one-bin PMF by a Python loop of ``count`` steps
+    (its sparse path checks size**count): 4 s at T = 1e7. Above 1e5 steps we
+    compose a 4096-fold block first (about 3x slower in the common dense case,
+    so not below). Tail truncation stays pessimistic: still an upper bound.
+    """
+    if count <= _DIRECT_LIMIT:
+        return single.self_compose(count)
+    blocks, rest = divmod(count, _CHUNK)
+    out = single.self_compose(_CHUNK).self_compose(blocks)
+    return out.compose(single.self_compose(rest)) if rest else out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from scipy.optimize import brentq
-from scipy.special import log_ndtr
+from scipy.special import log_ndtr, ndtri
 
 __all__ = ["poisson_clt_mu", "gdp_delta", "gdp_epsilon", "combined_noise_multiplier"]
 
@@ -51,10 +51,13 @@ def gdp_epsilon(delta: float, mu: float) -> float:
         return math.inf
     if mu <= 0:
         return 0.0
+    # delta(eps) <= Phi(-eps/mu + mu/2), so this eps is always enough; for large mu it is
+    # also tight, and it avoids cancellation in the two-term formula.
+    simple_bound = mu * (mu / 2.0 + float(ndtri(1.0 - delta)))
+    if mu > 40.0:
+        return simple_bound
     log_delta = math.log(delta)
     if _log_gdp_delta(0.0, mu) <= log_delta:
         return 0.0
-    hi = max(1.0, mu * mu / 2.0 + mu * math.sqrt(2.0 * math.log(1.0 / delta)) + 1.0)
-    while _log_gdp_delta(hi, mu) > log_delta:
-        hi *= 2.0
+    hi = max(simple_bound, 1e-9)
     return brentq(lambda e: _log_gdp_delta(e, mu) - log_delta, 0.0, hi, xtol=1e-12, rtol=1e-12)

@@ -52,8 +52,7 @@ def _log_integral(log_f, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """log of int_a^b exp(log_f(z)) dz by Gauss-Legendre, row-wise for arrays a, b."""
     half = 0.5 * (b - a)
     z = (0.5 * (a + b))[:, None] + half[:, None] * _GL_NODES[None, :]
-    with np.errstate(divide="ignore"):
-        return logsumexp(log_f(z) + np.log(_GL_WEIGHTS)[None, :], axis=1) + np.log(half)
+    return logsumexp(log_f(z) + np.log(_GL_WEIGHTS)[None, :], axis=1) + np.log(half)
 
 
 @lru_cache(maxsize=256)
@@ -61,24 +60,24 @@ def _log_moments_cached(r: float, k_max: int) -> tuple[float, ...]:
     mu = math.sqrt(2.0 * r)
     z0 = mu / 2.0  # L(z0) = 1
     ks = np.arange(2, k_max + 1, 2, dtype=float)
+    ks_col = ks[:, None]
     log_norm = -0.5 * math.log(2.0 * math.pi)
 
     def log_integrand(z: np.ndarray) -> np.ndarray:
         return ks_col * _log_abs_expm1(mu * z - r) - 0.5 * z * z + log_norm
 
-    ks_col = ks[:, None]
-    # Right of z0 the mode solves z = k mu / (1 - e^{-a}); left of it z = -k mu / (e^{-a} - 1).
-    right = _bisect(
-        lambda z: z - ks * mu / -np.expm1(-(mu * z - r)),
-        np.full_like(ks, z0 + 1e-12),
-        z0 + ks * mu + np.sqrt(ks) + 2.0,
-    )
-    left = _bisect(
-        lambda z: z + ks * mu / np.expm1(-(mu * z - r)),
-        min(z0, 0.0) - np.sqrt(ks) - 2.0,
-        np.full_like(ks, z0 - 1e-12),
-    )
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        # Right of z0 the mode solves z = k mu / (1 - e^{-a}); left of it z = -k mu / (e^{-a} - 1).
+        right = _bisect(
+            lambda z: z - ks * mu / -np.expm1(-(mu * z - r)),
+            np.full_like(ks, z0 + 1e-12),
+            z0 + ks * mu + np.sqrt(ks) + 2.0,
+        )
+        left = _bisect(
+            lambda z: z + ks * mu / np.expm1(-(mu * z - r)),
+            min(z0, 0.0) - np.sqrt(ks) - 2.0,
+            np.full_like(ks, z0 - 1e-12),
+        )
         log_right = _log_integral(log_integrand, np.maximum(z0, right - _HALF_WIDTH), right + _HALF_WIDTH)
         log_left = _log_integral(log_integrand, left - _HALF_WIDTH, np.minimum(z0, left + _HALF_WIDTH))
     log_b = np.logaddexp(log_right, log_left)

@@ -1,0 +1,23 @@
+# Two commands on a fresh machine:  make run  (the app)   make test  (the suite)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 8501
+
+.PHONY: run test bench clean
+
+$(VENV)/.installed: requirements.txt
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q -r requirements.txt
+	touch $@
+
+run: $(VENV)/.installed
+	$(PY) -m streamlit run app.py --server.port $(PORT)
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q
+
+bench: $(VENV)/.installed
+	$(PY) bench/bench_accountants.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

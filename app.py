@@ -1,0 +1,17 @@
+"""DPMix Studio: the frame and router. Pages live in pages/."""
+
+import streamlit as st
+
+st.set_page_config(page_title="DPMix Studio", page_icon="🔀", layout="wide")
+
+PAGES = [
+    st.Page("pages/privacy_accountant.py", title="Privacy accountant", icon="🧮", default=True),
+]
+
+page = st.navigation(PAGES)
+with st.sidebar:
+    st.caption(
+        "DPMix Studio — differentially private data release by random mixing. "
+        "Every ε names its accountant and whether it is a rigorous upper bound."
+    )
+page.run()

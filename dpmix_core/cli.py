@@ -1,0 +1,195 @@
+"""Command line: ``python -m dpmix_core {epsilon,calibrate} ...``.
+
+Contract (scripts and tests rely on it): ``--json`` prints one JSON object (a
+list for ``--accountant all``); infinite epsilon prints "inf"; invalid input
+exits with code 2 and one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Callable, Sequence
+
+from dpmix_core.accountants import ACCOUNTANTS, EpsilonResult, MixingSetting, epsilon_all, get_accountant
+from dpmix_core.calibration import calibrate_sigma
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, no usage dump
+        raise CliError(message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value.is_integer() or value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return int(value)
+
+
+def _finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if math.isnan(value):
+        raise argparse.ArgumentTypeError("NaN is not allowed")
+    return value
+
+
+def _class_sizes(text: str) -> tuple[int, ...]:
+    return tuple(_positive_int(part) for part in text.split(","))
+
+
+def add_setting_arguments(parser: argparse.ArgumentParser, *, with_sigma: bool) -> None:
+    """The data options shared by every accounting command."""
+    names = ", ".join([*ACCOUNTANTS, "all"])
+    parser.add_argument("--accountant", required=True, help=f"one of: {names}")
+    parser.add_argument("--n", type=_positive_int, required=True, help="records in the private dataset")
+    parser.add_argument("--l", type=_positive_int, required=True, help="mix degree l (Poisson: expected batch m)")
+    parser.add_argument("--T", type=_positive_int, required=True, help="number of synthetic points released")
+    if with_sigma:
+        parser.add_argument("--sigma-x", type=_finite_float, required=True, help="feature noise std")
+        parser.add_argument("--sigma-y", type=_finite_float, required=True, help="label noise std")
+    parser.add_argument("--delta", type=_finite_float, required=True)
+    parser.add_argument("--dx", type=_positive_int, default=784, help="feature dimension ([0,1]^dx bounds)")
+    parser.add_argument("--dy", type=_positive_int, default=10, help="label dimension ([0,1]^dy bounds)")
+    parser.add_argument("--clip", type=_finite_float, default=None, help="DP-CDA L2 clip c (default 1)")
+    parser.add_argument("--clip-x", type=_finite_float, default=1.0, help="DPFMix feature clip Cx")
+    parser.add_argument("--clip-y", type=_finite_float, default=1.0, help="DPFMix label clip Cy")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--classes", type=_positive_int, help="class-centric mixing over K equal classes")
+    group.add_argument("--class-sizes", type=_class_sizes, help="class-centric mixing: sizes N_1,...,N_K")
+    parser.add_argument(
+        "--label-may-change", action="store_true", help="class-centric: neighbours may differ in a label"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _setting(args: argparse.Namespace, sigma_x: float = 1.0, sigma_y: float = 1.0) -> MixingSetting:
+    class_sizes = args.class_sizes
+    if args.classes is not None:
+        if args.n % args.classes:
+            raise CliError(f"--n {args.n} is not divisible into --classes {args.classes} equal classes")
+        class_sizes = (args.n // args.classes,) * args.classes
+    if class_sizes is not None and args.n != sum(class_sizes):
+        raise CliError(f"class sizes sum to {sum(class_sizes)}, not --n {args.n}")
+    return MixingSetting(
+        n=args.n,
+        l=args.l,
+        T=args.T,
+        sigma_x=getattr(args, "sigma_x", sigma_x),
+        sigma_y=getattr(args, "sigma_y", sigma_y),
+        dx=args.dx,
+        dy=args.dy,
+        clip=args.clip,
+        clip_x=args.clip_x,
+        clip_y=args.clip_y,
+        class_sizes=class_sizes,
+        label_may_change=args.label_may_change,
+    )
+
+
+def _names(name: str) -> list[str]:
+    if name == "all":
+        return list(ACCOUNTANTS)
+    if name not in ACCOUNTANTS:
+        raise CliError(f"unknown accountant {name!r}; choose one of: {', '.join([*ACCOUNTANTS, 'all'])}")
+    return [name]
+
+
+def _format_eps(x: float) -> str:
+    return "inf" if math.isinf(x) else f"{x:.4f}"
+
+
+def _print_text(result: EpsilonResult, extra: str = "") -> None:
+    line = (
+        f"{result.accountant:12s} eps={_format_eps(result.epsilon):>10s}  delta={result.delta:.3g}  "
+        f"[{result.guarantee}]{extra}\n    {result.assumptions}"
+    )
+    if result.reason:
+        line += f"\n    note: {result.reason}"
+    print(line)
+
+
+def _emit(objs: list[dict], as_list: bool) -> None:
+    print(json.dumps(objs if as_list else objs[0], indent=None, allow_nan=False))
+
+
+def cmd_epsilon(args: argparse.Namespace) -> int:
+    names = _names(args.accountant)
+    setting = _setting(args)
+    if len(names) > 1:
+        results = epsilon_all(setting, args.delta)
+    else:
+        acc = get_accountant(names[0])
+        results = [acc.epsilon(acc.release_for(setting), args.delta)]
+    if args.json:
+        _emit([r.to_json() for r in results], args.accountant == "all")
+    else:
+        for r in results:
+            _print_text(r)
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    names = _names(args.accountant)
+    setting = _setting(args)
+    cals = [
+        calibrate_sigma(
+            get_accountant(name),
+            setting,
+            target_epsilon=args.target_epsilon,
+            delta=args.delta,
+            sigma_ratio=args.sigma_ratio,
+        )
+        for name in names
+    ]
+    if args.json:
+        _emit([c.to_json() for c in cals], args.accountant == "all")
+    else:
+        for c in cals:
+            _print_text(c.result, f"  sigma_x={c.sigma_x:.6g} sigma_y={c.sigma_y:.6g}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m dpmix_core", description="DPMix Studio core: privacy accounting for mixing.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = sub.add_parser("epsilon", help="epsilon of a mixing release under one or all accountants")
+    add_setting_arguments(p, with_sigma=True)
+    p.set_defaults(func=cmd_epsilon)
+    p = sub.add_parser("calibrate", help="sigma_x (sigma_y = lambda sigma_x) reaching a target epsilon")
+    add_setting_arguments(p, with_sigma=False)
+    p.add_argument("--target-epsilon", type=_finite_float, required=True)
+    p.add_argument("--sigma-ratio", type=_finite_float, default=1.0, help="lambda = sigma_y / sigma_x")
+    p.set_defaults(func=cmd_calibrate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        func: Callable[[argparse.Namespace], int] = args.func
+        return func(args)
+    except (CliError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

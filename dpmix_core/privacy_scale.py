@@ -1,0 +1,50 @@
+"""Plain-language anchors for epsilon, for non-experts."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["qualitative_label", "odds_ratio_text", "DEPLOYMENTS", "Deployment"]
+
+_BANDS = (
+    (1.0, "strong"),
+    (3.0, "moderate"),
+    (10.0, "weak"),
+    (20.0, "very weak (as in some large deployments)"),
+)
+
+
+def qualitative_label(epsilon: float) -> str:
+    """A coarse word for an epsilon (a rule of thumb, not a standard)."""
+    if math.isnan(epsilon) or epsilon < 0:
+        raise ValueError(f"epsilon must be >= 0. Found {epsilon}.")
+    if math.isinf(epsilon):
+        return "none (no formal guarantee)"
+    for limit, label in _BANDS:
+        if epsilon <= limit:
+            return label
+    return "little formal protection"
+
+
+def odds_ratio_text(epsilon: float) -> str:
+    """What eps means for an attacker's odds: they can change by at most e^eps (plus delta)."""
+    if math.isinf(epsilon) or epsilon > 700:
+        return "no bound on how much an attacker's odds can change"
+    return f"an attacker's odds about any one person change by at most x{math.exp(epsilon):,.3g}"
+
+
+@dataclass(frozen=True)
+class Deployment:
+    who: str
+    epsilon: float
+    what: str
+
+
+DEPLOYMENTS = (
+    Deployment("US Census Bureau, 2020 redistricting data", 19.61, "total budget, central DP (17.14 persons + 2.47 housing)"),
+    Deployment("Apple, QuickType suggestions", 8.0, "per day, local DP"),
+    Deployment("Apple, emoji suggestions", 4.0, "per day, local DP"),
+    Deployment("DP deep-learning papers (typical)", 8.0, "common upper end at delta = 1e-5 (CIFAR-10, ImageNet)"),
+    Deployment("DP deep-learning papers (strict)", 1.0, "often called a strong guarantee"),
+)

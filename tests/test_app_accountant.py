@@ -1,0 +1,100 @@
+"""AppTest drives the "Privacy accountant" page like a user."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "privacy_accountant.py")
+
+
+@pytest.fixture
+def at():
+    return AppTest.from_file(PAGE, default_timeout=120).run()
+
+
+def table(at):
+    return at.dataframe[0].value.set_index("accountant")
+
+
+def test_page_renders_all_accountants(at):
+    assert not at.exception and not at.error
+    t = table(at)
+    assert {"lee2019", "dpcda", "gdp-clt", "rdp-poisson", "pld-poisson", "rdp-wor"} <= set(t.index)
+    assert t.loc["gdp-clt", "guarantee"] == "approximation (not an upper bound)"
+    assert (t.drop(index="gdp-clt")["guarantee"] == "rigorous upper bound").all()
+    assert t["δ"].nunique() == 1 and t["sampling / adjacency"].str.contains("adjacency|replace|remove").all()
+
+
+def test_changing_sigma_changes_the_table(at):
+    before = table(at)["ε"].copy()
+    at.number_input(key="acc_sigma_x").set_value(0.2).run()
+    after = table(at)["ε"]
+    assert not at.exception and (before != after).all()
+
+
+def test_more_releases_cost_more(at):
+    before = float(table(at).loc["lee2019", "ε"])
+    at.number_input(key="acc_T").set_value(40000).run()
+    assert float(table(at).loc["lee2019", "ε"]) > before
+
+
+@pytest.mark.parametrize(
+    "preset, expected_lee",
+    [("Thesis §4.1 (DPMix, MNIST)", "15"), ("Thesis §4.2 (class-centric, MNIST)", None)],
+)
+def test_presets_load(at, preset, expected_lee):
+    at.selectbox(key="acc_preset").set_value(preset).run()
+    assert not at.exception and not at.error
+    t = table(at)
+    if expected_lee:
+        assert t.loc["lee2019", "ε"] == expected_lee
+        assert at.number_input(key="acc_sigma_x").value == pytest.approx(0.0711, abs=2e-4)
+    else:
+        assert "class-centric" in t.loc["lee2019", "assumptions"]
+
+
+def test_calibrated_presets_load(at):
+    at.selectbox(key="acc_preset").set_value("DPFMix (MNIST, m=64, eps=2)").run()
+    assert not at.exception
+    assert float(table(at).loc["gdp-clt", "ε"]) <= 2.0
+
+
+def test_bad_input_shows_error_not_crash(at):
+    at.number_input(key="acc_l").set_value(70000).run()
+    assert not at.exception
+    assert any("l must not exceed n" in e.value for e in at.error)
+    assert len(at.dataframe) == 0
+
+
+def test_class_centric_split_error(at):
+    at.checkbox(key="acc_class_centric").check().run()
+    at.number_input(key="acc_classes").set_value(7).run()
+    assert any("equal classes" in e.value for e in at.error)
+
+
+def test_no_noise_shows_infinity(at):
+    at.number_input(key="acc_sigma_x").set_value(0.0).run()
+    assert not at.exception
+    assert (table(at)["ε"] == "∞").all()
+
+
+def test_calibrate_form(at):
+    at.number_input(key="acc_target").set_value(15.0)
+    at.selectbox(key="acc_cal_accountant").set_value("lee2019")
+    at.button[0].click().run()  # the form's submit button
+    assert not at.exception
+    assert any("σx = **0.07" in s.value for s in at.success), [s.value for s in at.success]
+
+
+def test_unreachable_calibration_is_an_error(at):
+    at.number_input(key="acc_target").set_value(0.001)
+    at.selectbox(key="acc_cal_accountant").set_value("lee2019")
+    at.button[0].click().run()
+    assert not at.exception and any("out of reach" in e.value for e in at.error)
+
+
+def test_curve_axes(at):
+    for axis in ["T", "ℓ", "σx"]:
+        at.radio(key="acc_axis").set_value(axis).run()
+        assert not at.exception

@@ -1,0 +1,111 @@
+"""The CLI contract that scripts rely on."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dpmix_core.cli import main
+
+BASE = ["--n", "60000", "--l", "256", "--T", "10000", "--delta", str(1 / 60000)]
+SIGMA = ["--sigma-x", "0.0711", "--sigma-y", "0.0711"]
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_epsilon_json_thesis(capsys):
+    code, out, _ = run(capsys, "epsilon", "--accountant", "lee2019", *BASE, *SIGMA, "--json")
+    assert code == 0
+    obj = json.loads(out)
+    assert obj["accountant"] == "lee2019" and obj["delta"] == pytest.approx(1 / 60000)
+    assert obj["epsilon"] == pytest.approx(15.00, abs=0.01)
+    assert obj["guarantee"] == "rigorous upper bound"
+
+
+def test_all_prints_a_list_with_every_accountant(capsys):
+    code, out, _ = run(capsys, "epsilon", "--accountant", "all", *BASE, *SIGMA, "--json", "--clip", "1")
+    names = [o["accountant"] for o in json.loads(out)]
+    assert code == 0 and names == ["lee2019", "dpcda", "gdp-clt", "rdp-poisson", "pld-poisson", "rdp-wor"]
+
+
+def test_calibrate_json(capsys):
+    code, out, _ = run(
+        capsys, "calibrate", "--accountant", "lee2019", *BASE, "--target-epsilon", "15", "--sigma-ratio", "1", "--json"
+    )
+    obj = json.loads(out)
+    assert code == 0 and obj["sigma_x"] == pytest.approx(0.0711, abs=2e-4) and obj["epsilon"] <= 15
+
+
+def test_calibrate_all_is_a_list(capsys):
+    code, out, _ = run(
+        capsys, "calibrate", "--accountant", "all", *BASE, "--target-epsilon", "8", "--sigma-ratio", "2", "--json"
+    )
+    objs = json.loads(out)
+    assert code == 0 and len(objs) == 6
+    assert all(o["sigma_y"] == pytest.approx(2 * o["sigma_x"]) and o["epsilon"] <= 8 for o in objs)
+
+
+def test_no_noise_prints_inf(capsys):
+    code, out, _ = run(capsys, "epsilon", "--accountant", "gdp-clt", *BASE, "--sigma-x", "0", "--sigma-y", "0", "--json")
+    assert code == 0 and json.loads(out)["epsilon"] == "inf"
+
+
+def test_text_output_names_guarantee(capsys):
+    code, out, _ = run(capsys, "epsilon", "--accountant", "gdp-clt", *BASE, *SIGMA)
+    assert code == 0 and "approximation (not an upper bound)" in out and "poisson" in out
+
+
+def test_class_centric_options(capsys):
+    code, out, _ = run(capsys, "epsilon", "--accountant", "lee2019", *BASE, *SIGMA, "--classes", "10", "--json")
+    assert code == 0 and "T_k=1000" in json.loads(out)["assumptions"]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--l", "70000"],
+        ["--sigma-x", "-1"],
+        ["--T", "0"],
+        ["--delta", "1.5"],
+        ["--delta", "0"],
+        ["--sigma-x", "nan"],
+        ["--n", "abc"],
+        ["--classes", "7"],
+    ],
+)
+def test_invalid_input_exit_2_one_line(capsys, extra):
+    code, out, err = run(capsys, "epsilon", "--accountant", "lee2019", *BASE, *SIGMA, *extra)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error:") and "Traceback" not in err
+
+
+def test_unknown_accountant_exit_2(capsys):
+    code, _, err = run(capsys, "epsilon", "--accountant", "moments", *BASE, *SIGMA)
+    assert code == 2 and "unknown accountant" in err
+
+
+def test_unreachable_calibration_exit_2(capsys):
+    code, _, err = run(
+        capsys, "calibrate", "--accountant", "lee2019", "--n", "10", "--l", "10", "--T", "1000000",
+        "--delta", "1e-5", "--target-epsilon", "1e-6",
+    )
+    assert code == 2 and "out of reach" in err and err.count("\n") == 1
+
+
+def test_module_entry_point_subprocess():
+    proc = subprocess.run(
+        [sys.executable, "-m", "dpmix_core", "epsilon", "--accountant", "rdp-wor", *BASE, *SIGMA, "--json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0 and json.loads(proc.stdout)["accountant"] == "rdp-wor"
+    bad = subprocess.run(
+        [sys.executable, "-m", "dpmix_core", "epsilon", "--accountant", "lee2019", *BASE, "--sigma-x", "-1",
+         "--sigma-y", "1"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
