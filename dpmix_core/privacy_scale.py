@@ -11,7 +11,7 @@ _BANDS = (
     (1.0, "strong"),
     (3.0, "moderate"),
     (10.0, "weak"),
-    (20.0, "very weak (as in some large deployments)"),
+    (20.0, "very weak"),
 )
 
 

@@ -12,7 +12,7 @@ from dpmix_core.accountants import ACCOUNTANTS, MixingSetting, get_accountant
 from dpmix_core.curves import Axis, default_axis_values, epsilon_curve
 from dpmix_core.privacy_scale import qualitative_label
 
-__all__ = ["epsilon_table", "epsilon_curves", "format_epsilon", "AccountantInfo", "accountant_info"]
+__all__ = ["tightest_guarantees", "epsilon_table", "epsilon_curves", "format_epsilon", "AccountantInfo", "accountant_info"]
 
 
 def format_epsilon(eps: float) -> str:
@@ -72,6 +72,17 @@ def epsilon_table(setting: MixingSetting, delta: float, *, pld_accuracy: float =
             }
         )
     return pd.DataFrame(rows)
+
+
+def tightest_guarantees(table: pd.DataFrame) -> pd.DataFrame:
+    """Per release model (sampling, adjacency, bounds): the smallest rigorous epsilon and who gives it.
+
+    Rows with different assumptions describe different releases, so a single
+    minimum over the whole table would compare unlike things.
+    """
+    rigorous = table[table["guarantee"] == "rigorous upper bound"]
+    best = rigorous.loc[rigorous.groupby("assumptions", sort=False)["epsilon"].idxmin()]
+    return best[["assumptions", "accountant", "epsilon", "ε"]].reset_index(drop=True)
 
 
 def epsilon_curves(

@@ -10,7 +10,13 @@ from dpmix_core.calibration import calibrate_sigma
 from dpmix_core.figures import epsilon_curve_figure
 from dpmix_core.presets import ACCOUNTING_PRESETS
 from dpmix_core.privacy_scale import DEPLOYMENTS, odds_ratio_text
-from dpmix_core.reports import accountant_info, epsilon_curves, epsilon_table, format_epsilon
+from dpmix_core.reports import (
+    accountant_info,
+    epsilon_curves,
+    epsilon_table,
+    format_epsilon,
+    tightest_guarantees,
+)
 
 K = "acc_"  # session-state prefix of this page's widgets
 DEFAULTS = {
@@ -124,11 +130,13 @@ def _table(setting: MixingSetting, delta: float) -> None:
         width="stretch",
         column_config={"assumptions": st.column_config.TextColumn(width="large")},
     )
-    best = table[table["guarantee"] == "rigorous upper bound"]["epsilon"].min()
+    lines = [
+        f"- **{row['ε']}** ({row['accountant']}) for {row['assumptions']}: {odds_ratio_text(row['epsilon'])}."
+        for _, row in tightest_guarantees(table).iterrows()
+    ]
     st.info(
-        f"Tightest guaranteed ε here: **{format_epsilon(best)}** at δ = {delta:.2g} — {odds_ratio_text(best)}. "
-        "Each row assumes its paper's sampling scheme and data bounds; rows with different assumptions "
-        "describe different releases and are not interchangeable."
+        f"Tightest guaranteed ε at δ = {delta:.2g}, per release model (rows with different assumptions "
+        "describe different releases and are not interchangeable):\n" + "\n".join(lines)
     )
 
 

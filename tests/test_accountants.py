@@ -249,3 +249,13 @@ def test_rdp_wor_never_above_lee2019(setting):
 @given(settings_st)
 def test_pld_never_above_rdp_poisson(setting):
     assert eps("pld-poisson", setting) <= eps("rdp-poisson", setting) * (1 + 1e-6) + 1e-6
+
+
+def test_tightest_guarantees_never_mix_release_models():
+    from dpmix_core.reports import epsilon_table, tightest_guarantees
+
+    best = tightest_guarantees(epsilon_table(replace(THESIS, clip=1.0), 1e-5))
+    assert best["assumptions"].is_unique and len(best) == 3  # [0,1]^d WOR, clipped WOR, Poisson
+    assert "gdp-clt" not in set(best["accountant"])
+    poisson = best[best["assumptions"].str.startswith("poisson")]
+    assert poisson["accountant"].item() in {"pld-poisson", "rdp-poisson"}
