@@ -1,0 +1,527 @@
+"""Random-mixing mechanisms: DPMix, local perturbation, class-centric mixing (DP-CDA), Poisson mixing (DPFMix).
+
+Each mechanism returns :class:`SyntheticData` whose ``release`` (a
+:class:`~dpmix_core.release.MixingRelease`) is built by the same parameter
+object the mechanism ran with, so the accountants see exactly what was done:
+``params.release(...)`` gives the description *before* running (to calibrate
+sigma), and the mechanism attaches the same object to its output.
+
+Inputs: X (n, d) flattened features, uint8 pixels 0..255 or numbers; y (n,)
+integer labels in 0..K-1. Outputs are float32. The heavy lifting (exact index
+sampling, gather-and-sum, noise) is in :mod:`._engine` / :mod:`.sampling`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from dpmix_core.mechanisms._checks import (
+    check_features,
+    check_labels,
+    check_positive,
+    check_positive_int,
+    check_range,
+    check_sigma,
+)
+from dpmix_core.mechanisms._engine import (
+    Segment,
+    chunk_rows_for,
+    mix_and_perturb,
+    resolve_device,
+    seed_sequence,
+)
+from dpmix_core.mechanisms.outputs import SyntheticData
+from dpmix_core.mechanisms.sampling import index_dtype, sample_mixture_indices, sample_poisson_batches
+from dpmix_core.release import Adjacency, DataBounds, MixingRelease, Sampling, class_centric_release
+
+__all__ = [
+    "PREPROCESSING",
+    "ZSCORE_CAVEAT",
+    "DPMixParams",
+    "ClassCentricParams",
+    "PoissonMixParams",
+    "dpmix",
+    "local_perturbation",
+    "class_centric_mix",
+    "poisson_mix",
+]
+
+PREPROCESSING = ("zscore", "unit")
+ZSCORE_CAVEAT = "z-score statistics computed from the private data are not covered by the accountant"
+_EXACT_UINT8_SUM = 2**24 // 255  # l uint8 values sum exactly in float32 while 255*l <= 2^24
+
+
+# --------------------------------------------------------------------------- parameter sets
+
+
+@dataclass(frozen=True, kw_only=True)
+class DPMixParams:
+    """DPMix (Lee et al. 2019, Alg. 1; thesis App. A.1): T means of l distinct records, Gaussian noise."""
+
+    mix_degree: int  # l
+    num_points: int  # T
+    sigma_x: float
+    sigma_y: float
+    clamp_negative: bool = False  # post-processing: negative outputs set to 0
+
+    def __post_init__(self) -> None:
+        check_positive_int("mix_degree (l)", self.mix_degree)
+        check_positive_int("num_points (T)", self.num_points)
+        check_sigma("sigma_x", self.sigma_x)
+        check_sigma("sigma_y", self.sigma_y)
+        if not isinstance(self.clamp_negative, bool):
+            raise ValueError(f"clamp_negative must be True or False. Found {self.clamp_negative!r}.")
+
+    def release(self, *, n: int, dx: int, dy: int) -> MixingRelease:
+        """The release this run makes: without replacement, replace-one, [0,1]^dx x [0,1]^dy."""
+        _check_l_le_n(self.mix_degree, n)
+        return MixingRelease(
+            n=n,
+            mix_degree=self.mix_degree,
+            num_points=self.num_points,
+            sigma_x=self.sigma_x,
+            sigma_y=self.sigma_y,
+            sampling=Sampling.WITHOUT_REPLACEMENT,
+            adjacency=Adjacency.REPLACE_ONE,
+            bounds=DataBounds.unit_box(dx, dy),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClassCentricParams:
+    """Class-centric mixing (thesis §4.2; DP-CDA Alg. 1): l distinct records of one class, floor(T/K) points per class."""
+
+    mix_degree: int  # l
+    num_points: int  # T (floor(T/K) per class)
+    sigma_x: float
+    sigma_y: float
+    preprocessing: str = "zscore"  # "zscore" (DP-CDA: z-score, clip to ||x|| <= clip) or "unit" (thesis: [0,1])
+    clip: float = 1.0  # DP-CDA c (zscore only)
+    hard_labels: bool = False  # DP-CDA Eq. 1: one-hot of argmax of the noisy label
+    label_may_change: bool = False  # accounting view (see class_centric_release)
+
+    def __post_init__(self) -> None:
+        check_positive_int("mix_degree (l)", self.mix_degree)
+        check_positive_int("num_points (T)", self.num_points)
+        check_sigma("sigma_x", self.sigma_x)
+        check_sigma("sigma_y", self.sigma_y)
+        if self.preprocessing not in PREPROCESSING:
+            raise ValueError(f"preprocessing must be one of {PREPROCESSING}. Found {self.preprocessing!r}.")
+        check_positive("clip (c)", self.clip)
+        for name in ("hard_labels", "label_may_change"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False. Found {getattr(self, name)!r}.")
+
+    def bounds(self, *, dx: int, dy: int) -> DataBounds:
+        if self.preprocessing == "zscore":
+            return DataBounds.clipped_one_hot(self.clip)
+        return DataBounds.unit_box(dx, dy)
+
+    def release(self, *, class_sizes: tuple[int, ...], dx: int, dy: int) -> MixingRelease:
+        """Conservative class-centric accounting view (``class_centric_release``)."""
+        for k, size in enumerate(class_sizes):
+            if size < self.mix_degree:
+                raise ValueError(
+                    f"class {k} has {size} records, fewer than l={self.mix_degree}; "
+                    "class-centric mixing needs l <= N_k for every class."
+                )
+        return class_centric_release(
+            class_sizes=tuple(int(s) for s in class_sizes),
+            mix_degree=self.mix_degree,
+            num_points=self.num_points,
+            sigma_x=self.sigma_x,
+            sigma_y=self.sigma_y,
+            bounds=self.bounds(dx=dx, dy=dy),
+            label_may_change=self.label_may_change,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoissonMixParams:
+    """Poisson mixing (DPFMix Alg. 1): each record joins each point w.p. m/n; sum / m + Gaussian noise."""
+
+    mix_degree: int  # m, the expected batch size
+    num_points: int  # T
+    sigma_x: float
+    sigma_y: float
+    clip_x: float = 1.0  # Cx
+    clip_y: float = 1.0  # Cy
+
+    def __post_init__(self) -> None:
+        check_positive_int("mix_degree (m)", self.mix_degree)
+        check_positive_int("num_points (T)", self.num_points)
+        check_sigma("sigma_x", self.sigma_x)
+        check_sigma("sigma_y", self.sigma_y)
+        check_positive("clip_x (Cx)", self.clip_x)
+        check_positive("clip_y (Cy)", self.clip_y)
+
+    def release(self, *, n: int) -> MixingRelease:
+        """The release this run makes: Poisson rate m/n, add/remove-one, ||x|| <= Cx, ||y|| <= Cy."""
+        _check_l_le_n(self.mix_degree, n, name="mix_degree (m)")
+        return MixingRelease(
+            n=n,
+            mix_degree=self.mix_degree,
+            num_points=self.num_points,
+            sigma_x=self.sigma_x,
+            sigma_y=self.sigma_y,
+            sampling=Sampling.POISSON,
+            adjacency=Adjacency.ADD_REMOVE_ONE,
+            bounds=DataBounds.clipped(self.clip_x, self.clip_y),
+        )
+
+
+# --------------------------------------------------------------------------- mechanisms
+
+
+def dpmix(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    num_classes: int,
+    params: DPMixParams,
+    feature_range: tuple[float, float] | None = None,
+    seed: int | np.random.Generator | np.random.SeedSequence | None = None,
+    device: str = "cpu",
+) -> SyntheticData:
+    """DPMix (Lee et al. 2019, Alg. 1): x_t = mean of l distinct records in [0,1]^d + N(0, sigma_x^2 I), y_t likewise on one-hot labels."""
+    _check_params(params, DPMixParams)
+    X, y, n, d, k = _check_data(X, y, num_classes)
+    _check_l_le_n(params.mix_degree, n)
+    release = params.release(n=n, dx=d, dy=k)
+    dev = resolve_device(device)
+    seed_seq = seed_sequence(seed)
+    feats, scale, feat_note = _unit_features(X, feature_range)
+    l = params.mix_degree
+
+    def draw(rng: np.random.Generator, rows: int) -> tuple[np.ndarray, None]:
+        return sample_mixture_indices(n=n, mix_degree=l, num_points=rows, rng=rng), None
+
+    seg = Segment(0, params.num_points, 0, draw)
+    x_out, y_out = mix_and_perturb(
+        features=feats,
+        labels=y,
+        label_value=1.0,
+        dtype=_table_dtype(feats, l),
+        dx=d,
+        dy=k,
+        segments=[seg],
+        num_points=params.num_points,
+        denom_x=scale * l,
+        denom_y=float(l),
+        sigma_x=params.sigma_x,
+        sigma_y=params.sigma_y,
+        seed_seq=seed_seq,
+        chunk_rows=chunk_rows_for(l),
+        device=dev,
+    )
+    notes = [
+        f"DPMix (Lee et al. 2019): each of T={params.num_points} points averages l={l} distinct records drawn "
+        f"uniformly without replacement from n={n}, plus N(0, {params.sigma_x:g}^2 I) on features and "
+        f"N(0, {params.sigma_y:g}^2 I) on labels",
+        feat_note,
+        f"labels: one-hot over K={k} classes, released as soft labels",
+    ]
+    if params.clamp_negative:
+        np.maximum(x_out, 0, out=x_out)
+        np.maximum(y_out, 0, out=y_out)
+        notes.append("negative feature and label values set to 0 (post-processing; privacy unchanged)")
+    return SyntheticData(x_out, y_out, release, tuple(notes))
+
+
+def local_perturbation(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    num_classes: int,
+    num_points: int,
+    sigma_x: float,
+    sigma_y: float,
+    clamp_negative: bool = False,
+    feature_range: tuple[float, float] | None = None,
+    seed: int | np.random.Generator | np.random.SeedSequence | None = None,
+    device: str = "cpu",
+) -> SyntheticData:
+    """No-mixing baseline (Lee et al. 2019 with l = 1): x_t = one uniformly drawn record + N(0, sigma_x^2 I)."""
+    params = DPMixParams(
+        mix_degree=1, num_points=num_points, sigma_x=sigma_x, sigma_y=sigma_y, clamp_negative=clamp_negative
+    )
+    out = dpmix(X, y, num_classes=num_classes, params=params, feature_range=feature_range, seed=seed, device=device)
+    note = "local perturbation baseline: l=1 (no mixing), each point is one uniformly drawn record plus noise"
+    return SyntheticData(out.x, out.y, out.release, (note,) + out.notes)
+
+
+def class_centric_mix(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    num_classes: int,
+    params: ClassCentricParams,
+    mean: np.ndarray | None = None,
+    std: np.ndarray | None = None,
+    feature_range: tuple[float, float] | None = None,
+    seed: int | np.random.Generator | np.random.SeedSequence | None = None,
+    device: str = "cpu",
+) -> SyntheticData:
+    """Class-centric mixing (DP-CDA Alg. 1; thesis §4.2): per class k, floor(T/K) means of l distinct class-k records + N(0, sigma^2 I).
+
+    ``preprocessing="zscore"``: x <- (x - mean) / std feature-wise (``mean``/``std``
+    in the units of X as given; public constants when passed, else computed from
+    X with a caveat note), then each row clipped to ||x|| <= c. ``"unit"``: [0,1]
+    scaling as in DPMix (``feature_range`` for non-uint8 X). Noise-free labels are
+    exactly e_k; ``hard_labels`` releases one-hot(argmax(e_k + noise)).
+    """
+    _check_params(params, ClassCentricParams)
+    X, y, n, d, k = _check_data(X, y, num_classes)
+    counts = np.bincount(y, minlength=k)
+    release = params.release(class_sizes=tuple(int(c) for c in counts), dx=d, dy=k)
+    dev = resolve_device(device)
+    seed_seq = seed_sequence(seed)
+    l = params.mix_degree
+    notes = []
+    if params.preprocessing == "zscore":
+        if feature_range is not None:
+            raise ValueError("feature_range applies to preprocessing='unit'; z-scoring uses mean and std.")
+        feats, z_notes = _zscore_clip(X, mean, std, params.clip)
+        notes += z_notes
+        scale = 1.0
+        if mean is None or std is None:  # the accountants print release.notes with every epsilon
+            release = replace(release, notes=release.notes + (ZSCORE_CAVEAT,))
+    else:
+        if mean is not None or std is not None:
+            raise ValueError("mean and std apply to preprocessing='zscore'; 'unit' scaling uses feature_range.")
+        feats, scale, feat_note = _unit_features(X, feature_range)
+        notes.append(feat_note)
+    per_class = params.num_points // k
+    idx_type = index_dtype(n)
+    order = np.argsort(y, kind="stable").astype(idx_type)
+    starts = np.concatenate(([0], np.cumsum(counts)))
+    segments = []
+    for c in range(k):
+        members = order[starts[c] : starts[c + 1]]
+        size = int(counts[c])
+
+        def draw(rng, rows, members=members, size=size):
+            local = sample_mixture_indices(n=size, mix_degree=l, num_points=rows, rng=rng)
+            return members[local], None
+
+        segments.append(Segment(c * per_class, per_class, c, draw, np.eye(k, dtype=np.float32)[c]))
+    x_out, y_out = mix_and_perturb(
+        features=feats,
+        labels=None,
+        label_value=1.0,
+        dtype=_table_dtype(feats, l),
+        dx=d,
+        dy=k,
+        segments=segments,
+        num_points=per_class * k,
+        denom_x=scale * l,
+        denom_y=1.0,
+        sigma_x=params.sigma_x,
+        sigma_y=params.sigma_y,
+        seed_seq=seed_seq,
+        chunk_rows=chunk_rows_for(l),
+        device=dev,
+    )
+    notes.insert(
+        0,
+        f"class-centric mixing (DP-CDA Alg. 1): per class, floor(T/K)={per_class} points, each the mean of l={l} "
+        f"distinct records of that class, plus N(0, {params.sigma_x:g}^2 I) on features and "
+        f"N(0, {params.sigma_y:g}^2 I) on the one-hot label; rows grouped by class",
+    )
+    notes.append(f"class sizes {tuple(int(c) for c in counts)} are treated as public")
+    if per_class * k != params.num_points:
+        notes.append(f"released K*floor(T/K)={per_class * k} points (T={params.num_points} is not a multiple of K={k})")
+    if params.hard_labels:
+        y_out = np.eye(k, dtype=np.float32)[np.argmax(y_out, axis=1)]
+        notes.append("hard labels: one-hot of the argmax of the noisy label (DP-CDA Eq. 1; post-processing)")
+    else:
+        notes.append("soft labels: one-hot class label plus noise")
+    return SyntheticData(x_out, y_out, release, tuple(notes))
+
+
+def poisson_mix(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    num_classes: int,
+    params: PoissonMixParams,
+    feature_range: tuple[float, float] | None = None,
+    seed: int | np.random.Generator | np.random.SeedSequence | None = None,
+    device: str = "cpu",
+) -> SyntheticData:
+    """Poisson mixing (DPFMix Alg. 1): x_t = (sum of clipped x_i over a Poisson(m/n) batch) / m + N(0, sigma_x^2 I); y_t likewise.
+
+    Features: uint8 / 255, or min-max with the public ``feature_range``, else as
+    given; then each row clipped to ||x|| <= Cx. Labels: one-hot clipped to
+    ||y|| <= Cy. The sum is divided by m, never by the realised batch size.
+    """
+    _check_params(params, PoissonMixParams)
+    X, y, n, d, k = _check_data(X, y, num_classes)
+    _check_l_le_n(params.mix_degree, n, name="mix_degree (m)")
+    release = params.release(n=n)
+    dev = resolve_device(device)
+    seed_seq = seed_sequence(seed)
+    if X.dtype == np.uint8 and feature_range is None:
+        feats = X.astype(np.float32)
+        feats *= np.float32(1 / 255)
+        feat_note = "features: uint8 pixels divided by 255"
+    elif feature_range is not None:
+        feats, _, feat_note = _unit_features(X, feature_range)
+    else:
+        feats = X.astype(np.float32)
+        feat_note = "features: used as given (the clipping bounds their norm)"
+    feats = _clip_rows(feats, params.clip_x)
+    m = params.mix_degree
+    rate = m / n
+
+    def draw(rng: np.random.Generator, rows: int) -> tuple[np.ndarray, np.ndarray]:
+        return sample_poisson_batches(n=n, rate=rate, num_points=rows, rng=rng)
+
+    seg = Segment(0, params.num_points, 0, draw)
+    x_out, y_out = mix_and_perturb(
+        features=feats,
+        labels=y,
+        label_value=min(1.0, params.clip_y),
+        dtype=np.float32,
+        dx=d,
+        dy=k,
+        segments=[seg],
+        num_points=params.num_points,
+        denom_x=float(m),
+        denom_y=float(m),
+        sigma_x=params.sigma_x,
+        sigma_y=params.sigma_y,
+        seed_seq=seed_seq,
+        chunk_rows=chunk_rows_for(m),
+        device=dev,
+    )
+    notes = (
+        f"Poisson mixing (DPFMix Alg. 1): each record joins each of T={params.num_points} points independently "
+        f"with probability m/n={m}/{n}; the batch sum is divided by m={m} (not by the realised batch size), "
+        f"plus N(0, {params.sigma_x:g}^2 I) on features and N(0, {params.sigma_y:g}^2 I) on labels",
+        feat_note + f"; each row clipped to ||x|| <= Cx={params.clip_x:g}",
+        f"labels: one-hot scaled to ||y|| <= Cy={params.clip_y:g}, released as soft labels",
+    )
+    return SyntheticData(x_out, y_out, release, notes)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _table_dtype(feats: np.ndarray, l: int) -> type:
+    """float32, or float64 for uint8 sums that float32 would round (255 * l > 2^24, i.e. l > 65793)."""
+    return np.float64 if feats.dtype == np.uint8 and l > _EXACT_UINT8_SUM else np.float32
+
+
+def _check_params(params: object, cls: type) -> None:
+    if not isinstance(params, cls):
+        raise ValueError(f"params must be a {cls.__name__}. Found {type(params).__name__}.")
+
+
+def _check_data(X: np.ndarray, y: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray, int, int, int]:
+    X = check_features(X)
+    k = check_positive_int("num_classes (K)", num_classes)
+    y = check_labels(y, n=X.shape[0], num_classes=k)
+    return X, y, X.shape[0], X.shape[1], k
+
+
+def _check_l_le_n(l: int, n: int, name: str = "mix_degree (l)") -> None:
+    if l > n:
+        symbol = name.split()[-1].strip("()")
+        raise ValueError(f"{name} must not exceed the number of records n. Found {symbol}={l}, n={n}.")
+
+
+def _unit_features(X: np.ndarray, feature_range: tuple[float, float] | None) -> tuple[np.ndarray, float, str]:
+    """Features for [0,1] mixing as (table, scale, note): the table divided by ``scale`` lies in [0,1].
+
+    uint8 without a range: the raw integers (scale 255), so sums of up to 65793
+    values are exact in float32 (float64 beyond). Otherwise min-max with public bounds.
+    """
+    if feature_range is None:
+        if X.dtype != np.uint8:
+            raise ValueError(
+                f"X has dtype {X.dtype}: [0,1] scaling needs public bounds, e.g. feature_range=(0.0, 1.0) "
+                "or (0, 255); min-max from the private data would not be covered by the accountant."
+            )
+        return X, 255.0, "features: uint8 pixels divided by 255 (exact integer sums)"
+    lo, hi = check_range("feature_range", feature_range)
+    feats = np.clip(X, lo, hi).astype(np.float32)
+    feats -= np.float32(lo)
+    feats /= np.float32(hi - lo)
+    np.clip(feats, 0, 1, out=feats)
+    return feats, 1.0, f"features: min-max scaled with the public bounds ({lo:g}, {hi:g}); values outside clipped"
+
+
+def _zscore_clip(
+    X: np.ndarray, mean: np.ndarray | None, std: np.ndarray | None, clip: float
+) -> tuple[np.ndarray, list[str]]:
+    """DP-CDA preprocessing: feature-wise z-score, then each row clipped to ||x|| <= c."""
+    d = X.shape[1]
+    feats = X.astype(np.float32)
+    notes = []
+    private = []
+    if mean is None:
+        mean = _column_mean(feats)
+        private.append("mean")
+    else:
+        mean = _check_vector("mean", mean, d)
+    if std is None:
+        std = _column_std(feats, mean)
+        private.append("std")
+    else:
+        std = _check_vector("std", std, d)
+        if (std < 0).any():
+            j = int(np.argmax(std < 0))
+            raise ValueError(f"std must be >= 0. Found {std[j]} at feature {j}.")
+    zero = std == 0
+    std = np.where(zero, 1.0, std)
+    feats -= mean.astype(np.float32)
+    feats /= std.astype(np.float32)
+    feats = _clip_rows(feats, clip)
+    if private:
+        notes.append(
+            f"{ZSCORE_CAVEAT} ({' and '.join(private)} computed from X; pass public mean and std to avoid this)"
+        )
+    else:
+        notes.append("features z-scored with the public mean and std passed in")
+    if zero.any():
+        notes.append(f"{int(zero.sum())} feature(s) with std 0 were only centred (divided by 1)")
+    notes.append(f"features: each row clipped to L2 norm <= c={clip:g} after z-scoring")
+    return feats, notes
+
+
+def _column_mean(feats: np.ndarray, rows: int = 8192) -> np.ndarray:
+    """Feature means accumulated in float64, a block of rows at a time (no (n, d) float64 copy)."""
+    total = np.zeros(feats.shape[1])
+    for a in range(0, len(feats), rows):
+        total += feats[a : a + rows].sum(axis=0, dtype=np.float64)
+    return total / len(feats)
+
+
+def _column_std(feats: np.ndarray, mean: np.ndarray, rows: int = 8192) -> np.ndarray:
+    """Population std per feature around ``mean`` (two-pass, float64, blockwise)."""
+    total = np.zeros(feats.shape[1])
+    for a in range(0, len(feats), rows):
+        dev = feats[a : a + rows] - mean
+        total += np.einsum("ij,ij->j", dev, dev)
+    return np.sqrt(total / len(feats))
+
+
+def _check_vector(name: str, v: object, d: int) -> np.ndarray:
+    a = np.asarray(v, dtype=np.float64)
+    if a.shape != (d,):
+        raise ValueError(f"{name} must have shape ({d},) to match X. Found shape {a.shape}.")
+    if not np.isfinite(a).all():
+        j = int(np.argmax(~np.isfinite(a)))
+        raise ValueError(f"{name} must be finite. Found {a[j]} at feature {j}.")
+    return a
+
+
+def _clip_rows(feats: np.ndarray, radius: float) -> np.ndarray:
+    """x <- x * min(1, c / ||x||) row by row (in place on float32)."""
+    norms = np.sqrt(np.einsum("ij,ij->i", feats, feats, dtype=np.float64))
+    factor = np.minimum(1.0, radius / np.maximum(norms, 1e-300))
+    feats *= factor[:, None].astype(feats.dtype)
+    return feats
