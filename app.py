@@ -6,6 +6,8 @@ st.set_page_config(page_title="DPMix Studio", page_icon="🔀", layout="wide")
 
 PAGES = [
     st.Page("pages/privacy_accountant.py", title="Privacy accountant", icon="🧮", default=True),
+    st.Page("pages/mixed_samples.py", title="Mixed samples", icon="🖼️"),
+    st.Page("pages/dp_foundations.py", title="DP foundations", icon="🎓"),
 ]
 
 page = st.navigation(PAGES)

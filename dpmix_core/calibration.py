@@ -7,8 +7,9 @@ from dataclasses import dataclass, replace
 
 from scipy.optimize import brentq
 
-from dpmix_core.accountants import Accountant, EpsilonResult, MixingSetting
+from dpmix_core.accountants import Accountant, EpsilonResult, MixingSetting, UnsupportedReleaseError
 from dpmix_core.accountants.base import check_delta
+from dpmix_core.release import MixingRelease
 
 __all__ = ["Calibration", "calibrate_sigma", "SIGMA_MAX"]
 
@@ -31,7 +32,7 @@ class Calibration:
 
 def calibrate_sigma(
     accountant: Accountant,
-    setting: MixingSetting,
+    setting: MixingSetting | MixingRelease,
     *,
     target_epsilon: float,
     delta: float,
@@ -45,6 +46,9 @@ def calibrate_sigma(
     infinite) and return hi, so the returned noise never overshoots the budget
     (Opacus' get_noise_multiplier once returned sigma whose eps exceeded the
     target by ~0.5). A target that needs sigma > sigma_max is a ValueError.
+
+    ``setting`` is either user input (each accountant builds its paper's release)
+    or the exact release a mechanism makes (its sigmas are replaced).
     """
     if not (isinstance(target_epsilon, (int, float)) and math.isfinite(target_epsilon) and target_epsilon > 0):
         raise ValueError(f"target epsilon must be a positive finite number. Found {target_epsilon}.")
@@ -52,9 +56,16 @@ def calibrate_sigma(
         raise ValueError(f"sigma ratio lambda must be a positive finite number. Found {sigma_ratio}.")
     check_delta(delta)
 
+    if isinstance(setting, MixingRelease) and not accountant.supports(setting):
+        raise UnsupportedReleaseError(
+            f"{accountant.name} does not cover {setting.sampling.value} sampling with {setting.adjacency.value} adjacency."
+        )
+
     def result_at(sigma_x: float) -> EpsilonResult:
-        s = replace(setting, sigma_x=sigma_x, sigma_y=sigma_ratio * sigma_x)
-        return accountant.epsilon(accountant.release_for(s), delta)
+        sigma_y = sigma_ratio * sigma_x
+        if isinstance(setting, MixingRelease):
+            return accountant.epsilon(setting.with_sigma(sigma_x, sigma_y), delta)
+        return accountant.epsilon(accountant.release_for(replace(setting, sigma_x=sigma_x, sigma_y=sigma_y)), delta)
 
     top = result_at(sigma_max)
     if top.epsilon > target_epsilon:

@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpmix_core {epsilon,calibrate} ...``.
+"""Command line: ``python -m dpmix_core {epsilon,calibrate,synthesize} ...``.
 
 Contract (scripts and tests rely on it): ``--json`` prints one JSON object (a
 list for ``--accountant all``); infinite epsilon prints "inf"; invalid input
@@ -46,6 +46,23 @@ def _finite_float(text: str) -> float:
     if math.isnan(value):
         raise argparse.ArgumentTypeError("NaN is not allowed")
     return value
+
+
+def _range(text: str) -> tuple[float, float]:
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not LO,HI")
+    lo, hi = (_finite_float(p) for p in parts)
+    if not lo < hi:
+        raise argparse.ArgumentTypeError(f"{text!r}: LO must be below HI")
+    return lo, hi
+
+
+def _range_pair(text: str) -> tuple[float, float]:
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not MEAN,STD")
+    return _finite_float(parts[0]), _finite_float(parts[1])
 
 
 def _class_sizes(text: str) -> tuple[int, ...]:
@@ -164,6 +181,87 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress(done: int, total: int) -> None:
+    if total:
+        print(f"\rdownloading: {100 * done / total:5.1f} % of {total / 1e6:.1f} MB", end="", file=sys.stderr)
+        if done >= total:
+            print(file=sys.stderr)
+
+
+def cmd_synthesize(args: argparse.Namespace) -> int:
+    from dpmix_core.datasets import load_dataset, load_user_data
+    from dpmix_core.export import check_output_path, privacy_card, write_release
+    from dpmix_core.synthesis import SynthesisConfig, synthesize
+
+    check_output_path(args.out)
+    if args.data_file is not None:
+        path = args.data_file
+        try:
+            with open(path, "rb") as fh:
+                dataset = load_user_data(fh, filename=path)
+        except OSError as exc:
+            raise CliError(f"cannot read --data-file {path!r}: {exc.strerror}") from None
+    else:
+        dataset = load_dataset(args.dataset, data_dir=args.data_dir, progress=_progress)
+    config = SynthesisConfig(
+        mechanism=args.mechanism, l=args.l, T=args.T, sigma_x=args.sigma_x, sigma_y=args.sigma_y,
+        sigma_ratio=args.sigma_ratio, target_epsilon=args.target_epsilon, accountant=args.accountant,
+        delta=args.delta, preprocessing=args.preprocessing, clip=args.clip, zscore_constants=args.zscore_constants, clip_x=args.clip_x, clip_y=args.clip_y,
+        hard_labels=args.hard_labels, clamp_negative=args.clamp_negative, label_epsilon=args.label_epsilon,
+        label_task=args.label_task, feature_range=args.feature_range, seed=args.seed, device=args.device,
+    )
+    if args.accountant is not None and args.accountant not in ACCOUNTANTS:
+        raise CliError(f"unknown accountant {args.accountant!r}; choose one of: {', '.join(ACCOUNTANTS)}")
+    synthesis = synthesize(config, dataset)
+    data_path, card_path = write_release(synthesis, args.out)
+    card = privacy_card(synthesis)
+    if args.json:
+        print(json.dumps({"out": str(data_path), "card": str(card_path), **card}, allow_nan=False))
+    else:
+        print(f"wrote {data_path} ({synthesis.data.num_points} points) and {card_path}")
+        print(f"dataset: {dataset.source}, n={dataset.n_train}")
+        for e in card["epsilons"]:
+            eps = e["epsilon"] if isinstance(e["epsilon"], str) else _format_eps(e["epsilon"])
+            print(f"  {e['accountant']:12s} eps={eps}  [{e['guarantee']}]")
+    return 0
+
+
+def _add_synthesize(sub) -> None:
+    from dpmix_core.datasets import DATASET_NAMES
+    from dpmix_core.synthesis import MECHANISMS
+
+    p = sub.add_parser("synthesize", help="release a synthetic dataset (.npz/.csv) with its privacy card")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--dataset", default="embedded", choices=DATASET_NAMES, help="default: embedded MNIST sample")
+    src.add_argument("--data-file", help="your own CSV (label column + numeric features) or .npz (x, y)")
+    p.add_argument("--data-dir", help="folder with the official dataset files (or set DPMIX_DATA_DIR)")
+    p.add_argument("--mechanism", required=True, choices=MECHANISMS)
+    p.add_argument("--l", type=_positive_int, default=256, help="mix degree (Poisson: expected batch m)")
+    p.add_argument("--T", type=_positive_int, default=10000, help="number of synthetic points")
+    p.add_argument("--sigma-x", type=_finite_float)
+    p.add_argument("--sigma-y", type=_finite_float, help="default: sigma-ratio * sigma-x")
+    p.add_argument("--sigma-ratio", type=_finite_float, default=1.0)
+    p.add_argument("--target-epsilon", type=_finite_float, help="calibrate sigma to this epsilon")
+    p.add_argument("--accountant", help="accountant used for --target-epsilon")
+    p.add_argument("--delta", type=_finite_float, default=1e-5)
+    p.add_argument("--preprocessing", choices=["zscore", "unit"], default="zscore", help="class-centric features")
+    p.add_argument("--clip", type=_finite_float, default=1.0, help="class-centric L2 clip c")
+    p.add_argument("--zscore-constants", type=_range_pair, help="class-centric: public MEAN,STD for every feature "
+                   "(default: computed from the private data, which the accountant does not cover)")
+    p.add_argument("--clip-x", type=_finite_float, default=1.0)
+    p.add_argument("--clip-y", type=_finite_float, default=1.0)
+    p.add_argument("--hard-labels", action="store_true", help="class-centric: argmax labels (DP-CDA Eq. 1)")
+    p.add_argument("--clamp-negative", action="store_true", help="DPMix: clamp negatives to 0 (post-processing)")
+    p.add_argument("--label-epsilon", type=_finite_float, default=1.0, help="label-laplace epsilon")
+    p.add_argument("--label-task", choices=["classification", "regression"], default="classification")
+    p.add_argument("--feature-range", type=_range, help="public LO,HI bounds of float features (for [0,1] scaling)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="cpu")
+    p.add_argument("--out", required=True, help="FILE.npz or FILE.csv (a FILE.card.json is written beside it)")
+    p.add_argument("--json", action="store_true", help="print the privacy card as JSON")
+    p.set_defaults(func=cmd_synthesize)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m dpmix_core", description="DPMix Studio core: privacy accounting for mixing.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -175,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-epsilon", type=_finite_float, required=True)
     p.add_argument("--sigma-ratio", type=_finite_float, default=1.0, help="lambda = sigma_y / sigma_x")
     p.set_defaults(func=cmd_calibrate)
+    _add_synthesize(sub)
     return parser
 
 

@@ -1,0 +1,144 @@
+"""Page "Mixed samples": what the released points look like, next to the records they mix."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dpmix_core.accountants import ACCOUNTANTS
+from dpmix_core.data_choice import app_dataset, describe_dataset, needs_feature_range
+from dpmix_core.export import npz_bytes, privacy_card
+from dpmix_core.previews import PREVIEW_MECHANISMS, mixing_preview
+from dpmix_core.reports import format_epsilon
+from dpmix_core.synthesis import SynthesisConfig, synthesize
+
+K = "mix_"
+DEFAULTS = {"mechanism": "dpmix", "l": 16, "T": 10000, "sigma_x": 0.1, "ratio": 1.0, "delta": 1e-5,
+            "use_target": False, "target": 8.0, "accountant": "rdp-wor", "seed": 0, "clip": 1.0}
+MECHANISM_HELP = {
+    "dpmix": "DPMix (Lee et al. 2019): ℓ distinct records from the whole dataset, pixels in [0,1].",
+    "class-centric": "Class-centric (thesis §4.2, DP-CDA): ℓ records of one class, z-scored and clipped to ‖x‖ ≤ c.",
+    "poisson": "Poisson mixing (DPFMix): each record joins with probability m/n; the sum is divided by m.",
+    "local": "No mixing (ℓ = 1): each released point is one record plus noise — the baseline.",
+}
+
+
+@st.cache_resource(show_spinner="Loading data…")
+def cached_dataset(upload: bytes | None, filename: str | None):
+    return app_dataset(upload, filename)
+
+
+@st.cache_data(show_spinner="Mixing…", max_entries=64)
+def cached_preview(_dataset, dataset_key: str, config: SynthesisConfig):
+    return mixing_preview(_dataset, config)
+
+
+@st.cache_data(show_spinner="Preparing the export…", max_entries=4)
+def cached_export(_dataset, dataset_key: str, config: SynthesisConfig) -> bytes:
+    synthesis = synthesize(config, _dataset)
+    return npz_bytes(synthesis, privacy_card(synthesis))
+
+
+def _new_draw() -> None:
+    st.session_state[K + "seed"] += 1
+
+
+for key, value in DEFAULTS.items():
+    st.session_state.setdefault(K + key, value)
+
+st.title("Mixed samples")
+st.write("Each released point averages ℓ records and adds noise. Compare the records, their noise-free "
+         "average and what is actually released.")
+
+with st.expander("Use your own data (CSV with a label column, or .npz with x and y)"):
+    upload = st.file_uploader("Dataset file", type=["csv", "npz"], key=K + "upload")
+try:
+    dataset = cached_dataset(upload.getvalue() if upload else None, upload.name if upload else None)
+except ValueError as exc:
+    st.error(str(exc))
+    st.stop()
+st.caption(f"Data: {describe_dataset(dataset)}")
+dataset_key = upload.file_id if upload else dataset.source
+feature_range = None
+if needs_feature_range(dataset):
+    r1, r2 = st.columns(2)
+    lo = r1.number_input("Public lower bound of your features", value=0.0, key=K + "lo")
+    hi = r2.number_input("Public upper bound of your features", value=1.0, key=K + "hi")
+    st.caption("Bounds must be known without looking at the private data; values outside are clipped.")
+    feature_range = (lo, hi)
+
+c1, c2, c3 = st.columns(3)
+mechanism = c1.selectbox("Mechanism", PREVIEW_MECHANISMS, key=K + "mechanism")
+c1.caption(MECHANISM_HELP[mechanism])
+c1.number_input("ℓ — records per point (Poisson: expected m)", min_value=1, step=1, key=K + "l",
+                disabled=mechanism == "local")
+c2.number_input("T — points in the full release (ε is for all T)", min_value=1, step=1000, key=K + "T")
+c2.checkbox("Calibrate σ to a target ε", key=K + "use_target")
+use_target = st.session_state[K + "use_target"]
+if use_target:
+    c2.number_input("Target ε", min_value=1e-3, step=0.5, key=K + "target")
+    c2.selectbox("Accountant", list(ACCOUNTANTS), key=K + "accountant")
+else:
+    c2.number_input("σx — feature noise std", min_value=0.0, step=0.01, format="%.4f", key=K + "sigma_x")
+c3.number_input("λ = σy / σx", min_value=1e-6, step=0.1, key=K + "ratio")
+c3.number_input("δ", min_value=1e-15, max_value=0.5, format="%.2e", key=K + "delta")
+if mechanism == "class-centric":
+    c3.number_input("c — L2 clip after z-scoring", min_value=1e-6, step=0.1, key=K + "clip")
+    c3.checkbox("Fixed public z-score constants", key=K + "fixed_z",
+                help="Mean/std not computed from the private data (default: MNIST's published 0.1307, 0.3081).")
+    if st.session_state.get(K + "fixed_z"):
+        z1, z2 = c3.columns(2)
+        z1.number_input("mean", value=0.1307 * 255, key=K + "z_mean")
+        z2.number_input("std", value=0.3081 * 255, key=K + "z_std")
+c3.number_input("Seed", min_value=0, step=1, key=K + "seed")
+c3.button("New draw (next seed)", on_click=_new_draw, key=K + "redraw")
+
+ss = st.session_state
+try:
+    config = SynthesisConfig(
+        mechanism=mechanism, l=ss[K + "l"], T=ss[K + "T"], sigma_x=None if use_target else ss[K + "sigma_x"],
+        sigma_ratio=ss[K + "ratio"], target_epsilon=ss[K + "target"] if use_target else None,
+        accountant=ss[K + "accountant"] if use_target else None, delta=ss[K + "delta"], clip=ss[K + "clip"],
+        seed=ss[K + "seed"], feature_range=feature_range,
+        zscore_constants=(ss[K + "z_mean"], ss[K + "z_std"]) if ss.get(K + "fixed_z") else None,
+    )
+    preview = cached_preview(dataset, dataset_key, config)
+except ValueError as exc:
+    st.error(str(exc))
+    st.stop()
+
+used = preview.config
+st.subheader("Privacy of the full release")
+st.write(f"σx = {used.sigma_x:.4g}, σy = {used.sigma_y:.4g}, T = {used.T:,} points, δ = {used.delta:.2g}.")
+st.dataframe(
+    [{"accountant": e.accountant, "ε": format_epsilon(e.epsilon), "guarantee": e.guarantee,
+      "assumptions": e.assumptions, "note": e.reason or ""} for e in preview.epsilons],
+    hide_index=True, width="stretch",
+)
+
+for caveat in preview.caveats:
+    st.warning(f"Caveat: {caveat}. Tick 'Fixed public z-score constants' to avoid it.")
+
+st.subheader("Per class: records → noise-free mixture → released point")
+st.caption(preview.display_note + " Uniform mixing groups points by the class with the largest label share.")
+for cls in preview.classes:
+    cols = st.columns([4, 2, 2])
+    cols[0].image(list(cls.originals), width=64, caption=[f"record, class {cls.label}"] + [""] * (len(cls.originals) - 1))
+    if len(cls.clean):
+        cols[1].image(list(cls.clean), width=64, caption=["noise-free"] + [""] * (len(cls.clean) - 1))
+        cols[2].image(list(cls.noisy), width=64, caption=["released"] + [""] * (len(cls.noisy) - 1))
+    else:
+        cols[1].caption("no point led by this class in this draw")
+
+with st.expander("What was done to the data (from the mechanism)"):
+    for note in preview.notes:
+        st.markdown(f"- {note}")
+
+st.subheader("Export")
+if st.button("Prepare the full release for download", key=K + "prepare"):
+    st.download_button(
+        f"Download {used.T:,} points (.npz with privacy card)",
+        data=cached_export(dataset, dataset_key, used),
+        file_name=f"dpmix_{used.mechanism}_T{used.T}_seed{used.seed}.npz",
+        mime="application/octet-stream",
+        key=K + "download",
+    )

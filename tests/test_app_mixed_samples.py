@@ -1,0 +1,89 @@
+"""AppTest drives the "Mixed samples" page."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dpmix_core.data_choice import app_dataset, describe_dataset, needs_feature_range
+from dpmix_core.datasets import load_embedded
+from dpmix_core.previews import mixing_preview
+from dpmix_core.synthesis import SynthesisConfig
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "mixed_samples.py")
+
+
+@pytest.fixture
+def at():
+    return AppTest.from_file(PAGE, default_timeout=120).run()
+
+
+def eps_table(at):
+    return at.dataframe[0].value
+
+
+def test_renders_with_embedded_data(at):
+    assert not at.exception and not at.error
+    assert any("embedded MNIST sample" in c.value for c in at.caption)
+    assert list(eps_table(at)["accountant"]) == ["lee2019", "dpcda", "rdp-wor"]
+    assert any(c.value == "noise-free" for c in at.caption) or any("noise-free" in m.value for m in at.markdown)
+
+
+def test_poisson_uses_poisson_accountants(at):
+    at.selectbox(key="mix_mechanism").set_value("poisson").run()
+    assert not at.exception
+    assert set(eps_table(at)["accountant"]) == {"gdp-clt", "rdp-poisson", "pld-poisson"}
+
+
+def test_class_centric_warns_about_private_zscore_and_fixed_constants_remove_it(at):
+    at.selectbox(key="mix_mechanism").set_value("class-centric").run()
+    assert any("z-score" in w.value for w in at.warning)
+    at.checkbox(key="mix_fixed_z").check().run()
+    assert not at.exception and not any("z-score" in w.value for w in at.warning)
+
+
+def test_calibrate_to_target(at):
+    at.checkbox(key="mix_use_target").check().run()
+    at.number_input(key="mix_target").set_value(20.0)
+    at.selectbox(key="mix_accountant").set_value("rdp-wor").run()
+    assert not at.exception and not at.error
+    table = eps_table(at).set_index("accountant")
+    assert float(table.loc["rdp-wor", "ε"]) <= 20.0
+
+
+def test_bad_input_is_an_error_next_to_controls(at):
+    at.selectbox(key="mix_mechanism").set_value("class-centric").run()
+    at.number_input(key="mix_l").set_value(1000).run()  # classes have 400 records
+    assert not at.exception and any("fewer than l=1000" in e.value for e in at.error)
+
+
+def test_new_draw_changes_seed(at):
+    before = at.number_input(key="mix_seed").value
+    at.button(key="mix_redraw").click().run()
+    assert at.number_input(key="mix_seed").value == before + 1 and not at.exception
+
+
+def test_export_prepares_without_error(at):
+    at.number_input(key="mix_T").set_value(200).run()
+    at.button(key="mix_prepare").click().run()
+    assert not at.exception and not at.error
+
+
+def test_preview_noise_free_and_released_share_the_mixture():
+    ds = load_embedded()
+    p = mixing_preview(ds, SynthesisConfig(mechanism="dpmix", l=8, T=1000, sigma_x=1e-6, seed=3))
+    cls = p.classes[0]
+    np.testing.assert_allclose(cls.clean, cls.noisy, atol=1e-4)
+    assert p.classes[0].originals.max() <= 1.0 and len(p.classes) == 10
+
+
+def test_upload_and_feature_range_rules(tmp_path):
+    csv = "label,a,b\n" + "\n".join(f"{i % 2},0.{i % 9},0.5" for i in range(20))
+    ds = app_dataset(csv.encode(), "mine.csv")
+    assert ds.n_train == 20 and needs_feature_range(ds) and "20 training records" in describe_dataset(ds)
+    assert not needs_feature_range(load_embedded())
+    with pytest.raises(ValueError, match="not a number"):
+        app_dataset(b"label,a\n1,x\n0,1\n", "bad.csv")
+    with pytest.raises(ValueError, match="image"):
+        mixing_preview(ds, SynthesisConfig(mechanism="dpmix", l=2, T=10, sigma_x=0.1, feature_range=(0, 1)))

@@ -1,0 +1,120 @@
+"""synthesize(): mechanism by name, calibration, privacy card, export, CLI."""
+
+import json
+
+import numpy as np
+import pytest
+
+from dpmix_core.cli import main
+from dpmix_core.datasets import load_embedded
+from dpmix_core.export import csv_bytes, privacy_card, write_release
+from dpmix_core.synthesis import MECHANISMS, SynthesisConfig, planned_release, synthesize
+
+
+@pytest.fixture(scope="module")
+def ds():
+    return load_embedded()
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_every_mechanism_runs_and_has_a_card(ds, mechanism):
+    s = synthesize(SynthesisConfig(mechanism=mechanism, l=8, T=200, sigma_x=0.5, seed=1), ds)
+    card = privacy_card(s)
+    assert s.data.x.shape[1] == 784 and card["mechanism"] == mechanism
+    assert card["epsilons"] and all("epsilon" in e and "guarantee" in e for e in card["epsilons"])
+    assert card["dataset"]["n"] == ds.n_train and card["seed"] == 1
+    json.dumps(card, allow_nan=False)  # strict JSON
+
+
+def test_calibrated_release_meets_target(ds):
+    cfg = SynthesisConfig(mechanism="poisson", l=32, T=500, target_epsilon=3.0, accountant="pld-poisson")
+    s = synthesize(cfg, ds)
+    eps = {e["accountant"]: e["epsilon"] for e in privacy_card(s)["epsilons"]}
+    assert eps["pld-poisson"] <= 3.0 and s.config.sigma_x > 0
+    assert planned_release(s.config, ds).sigma_x == pytest.approx(s.config.sigma_x)
+
+
+def test_card_caveats(ds):
+    cc = privacy_card(synthesize(SynthesisConfig(mechanism="class-centric", l=8, T=100, sigma_x=1.0), ds))
+    assert any("z-score" in c for c in cc["caveats"])
+    fixed = SynthesisConfig(mechanism="class-centric", l=8, T=100, sigma_x=1.0, zscore_constants=(33.3, 78.6))
+    assert not any("not covered" in c for c in privacy_card(synthesize(fixed, ds))["caveats"])
+    po = privacy_card(synthesize(SynthesisConfig(mechanism="poisson", l=8, T=100, sigma_x=1.0), ds))
+    assert any("not an upper bound" in c for c in po["caveats"])
+    lab = privacy_card(synthesize(SynthesisConfig(mechanism="label-laplace", label_epsilon=2.0), ds))
+    assert any("NOT private" in c for c in lab["caveats"]) and lab["epsilons"][0]["epsilon"] == 2.0
+
+
+def test_same_seed_same_release(ds):
+    cfg = SynthesisConfig(mechanism="dpmix", l=8, T=50, sigma_x=0.3, seed=7)
+    np.testing.assert_array_equal(synthesize(cfg, ds).data.x, synthesize(cfg, ds).data.x)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(mechanism="mixup"), "Unknown mechanism"),
+        (dict(mechanism="dpmix"), "sigma_x"),
+        (dict(mechanism="dpmix", target_epsilon=1.0), "accountant"),
+        (dict(mechanism="dpmix", sigma_x=1.0, sigma_ratio=0.0), "lambda"),
+    ],
+)
+def test_config_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        SynthesisConfig(**kwargs)
+
+
+def test_write_npz_and_csv(ds, tmp_path):
+    s = synthesize(SynthesisConfig(mechanism="dpmix", l=4, T=20, sigma_x=0.1), ds)
+    npz, card = write_release(s, tmp_path / "r.npz")
+    with np.load(npz, allow_pickle=False) as z:
+        assert z["x"].shape == (20, 784) and json.loads(str(z["privacy_card"]))["mechanism"] == "dpmix"
+    assert json.loads(card.read_text())["release_description"]
+    csv, _ = write_release(s, tmp_path / "r.csv")
+    rows = csv.read_text().splitlines()
+    assert len(rows) == 21 and rows[0].startswith("y0,") and len(rows[1].split(",")) == 794
+    assert csv_bytes(s).decode().splitlines()[0] == rows[0]
+    with pytest.raises(ValueError, match=".npz or .csv"):
+        write_release(s, tmp_path / "r.parquet")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.card.json", "r.csv", "r.npz"]  # no temp files left
+
+
+def test_cli_synthesize(tmp_path, capsys):
+    out = tmp_path / "s.npz"
+    code = main(["synthesize", "--mechanism", "class-centric", "--l", "4", "--T", "100", "--sigma-x", "1",
+                 "--out", str(out), "--json"])
+    card = json.loads(capsys.readouterr().out)
+    assert code == 0 and out.exists() and card["mechanism"] == "class-centric"
+    assert {e["accountant"] for e in card["epsilons"]} == {"lee2019", "dpcda", "rdp-wor"}
+
+
+def test_cli_synthesize_user_csv(tmp_path, capsys):
+    csv = tmp_path / "mine.csv"
+    rng = np.random.default_rng(0)
+    rows = ["label,a,b,c"] + [f"{i % 2},{rng.random():.3f},{rng.random():.3f},{rng.random():.3f}" for i in range(60)]
+    csv.write_text("\n".join(rows))
+    code = main(["synthesize", "--data-file", str(csv), "--mechanism", "dpmix", "--l", "5", "--T", "10",
+                 "--sigma-x", "0.5", "--out", str(tmp_path / "o.csv"), "--feature-range", "0,1"])
+    assert code == 0 and "wrote" in capsys.readouterr().out
+    code = main(["synthesize", "--data-file", str(csv), "--mechanism", "dpmix", "--l", "5", "--T", "10",
+                 "--sigma-x", "0.5", "--out", str(tmp_path / "o2.csv")])
+    assert code == 2 and "public bounds" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--out", "/nonexistent/x.npz", "--sigma-x", "1"], "does not exist"),
+        (["--out", "x.txt", "--sigma-x", "1"], ".npz or .csv"),
+        (["--out", "x.npz"], "sigma_x"),
+        (["--out", "x.npz", "--target-epsilon", "1", "--accountant", "moments"], "unknown accountant"),
+        (["--out", "x.npz", "--sigma-x", "1", "--l", "5000"], "l"),
+        (["--out", "x.npz", "--sigma-x", "1", "--data-file", "/nonexistent.csv"], "cannot read"),
+    ],
+)
+def test_cli_synthesize_errors(tmp_path, capsys, monkeypatch, extra, message):
+    monkeypatch.chdir(tmp_path)
+    code = main(["synthesize", "--mechanism", "dpmix", "--T", "10", *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1
+    assert not list(tmp_path.iterdir())  # nothing half-written
