@@ -7,6 +7,8 @@ import streamlit as st
 
 from dpmix_core.datasets import Dataset, default_dataset
 from dpmix_core.teaching import (
+    LABEL_ADJACENCY,
+    REPLACE_ONE_LONG,
     HistogramComparison,
     LabelChangeExample,
     MeanImageComparison,
@@ -43,6 +45,7 @@ CALIBRATIONS = {
     "analytic": "analytic (Balle & Wang 2018)",
 }
 PCA_EPS, PCA_DELTA, PCA_K, PCA_MAX = (10.0, 2.0, 0.1), 1e-5, 10, 5000
+SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
 @st.cache_resource(show_spinner="Loading the dataset…")
@@ -105,12 +108,15 @@ def _header(ds: Dataset) -> int:
         f"**Data:** {ds.source}. **n = {ds.n_train:,}** training images of {shape} pixels, "
         f"{ds.num_classes} classes. Every number on this page is computed on these images."
     )
-    c1, c2, c3 = st.columns([1, 1, 4], vertical_alignment="bottom")
+    c1, c2, c3 = st.columns([1.2, 1.2, 3.6], vertical_alignment="bottom")
     c1.number_input(
         "Noise seed", min_value=0, step=1, key=K + "seed",
         help="The same seed reproduces every noisy draw on this page.",
     )
-    c2.button("🎲 New draw", key=K + "new_draw", on_click=_new_draw, help="Seed + 1: fresh noise everywhere.")
+    c2.button(
+        "New draw", key=K + "new_draw", icon=":material/casino:", on_click=_new_draw,
+        help="Seed + 1: fresh noise everywhere.",
+    )
     c3.caption("All noise below is drawn from this seed: a demo is reproducible, and *New draw* shows another outcome.")
     return int(st.session_state[K + "seed"])
 
@@ -145,16 +151,21 @@ def _labels_section(ds: Dataset, seed: int) -> None:
             )
     with right:
         st.subheader("Noise for your ε")
-        eps = st.select_slider("ε (privacy budget)", options=LABEL_EPS, key=K + "label_eps", format_func=lambda e: f"{e:g}")
+        eps = st.select_slider(
+            "ε (privacy budget)", options=LABEL_EPS, key=K + "label_eps", format_func=lambda e: f"{e:g}"
+        )
         b_hot = label_noise_scale(eps, "one-hot", k)
         b_num = label_noise_scale(eps, "regression", k)
         m1, m2 = st.columns(2)
-        m1.metric(f"One-hot: b = 2/ε", f"{b_hot:.3g}")
-        m2.metric(f"Regression: b = {k - 1}/ε", f"{b_num:.3g}", delta=f"×{b_num / b_hot:.3g} the noise", delta_color="inverse")
+        m1.metric("One-hot: b = 2/ε", f"{b_hot:.3g}")
+        m2.metric(
+            f"Regression: b = {k - 1}/ε", f"{b_num:.3g}",
+            delta=f"×{b_num / b_hot:.3g} the noise", delta_color="inverse",
+        )
         st.caption(
-            f"At ε = {eps:g} each one-hot coordinate gets Laplace noise of scale {b_hot:.3g} (std √2·b = "
-            f"{1.4142 * b_hot:.3g}); the number label gets scale {b_num:.3g} on a 0…{k - 1} range. "
-            "Both are pure ε-DP for the labels."
+            f"At ε = {eps:g} each of the {k} one-hot coordinates gets Laplace noise of scale {b_hot:.3g}; "
+            f"the single number label gets scale {b_num:.3g} on a 0…{k - 1} range. "
+            f"Both are pure ε-DP for the labels; adjacency: {LABEL_ADJACENCY}."
         )
     c1, c2 = st.columns(2)
     c1.plotly_chart(label_scale_figure(cached_scales(k), current=eps), width="stretch")
@@ -167,8 +178,10 @@ def _labels_section(ds: Dataset, seed: int) -> None:
 
 
 def _stats_controls(k: int) -> tuple[float, float, str, int]:
-    c1, c2, c3, c4 = st.columns([3, 2, 3, 1], gap="medium")
-    eps = c1.select_slider("ε (same for both mechanisms)", options=STAT_EPS, key=K + "eps", format_func=lambda e: f"{e:g}")
+    c1, c2, c3, c4 = st.columns([3, 2, 3, 1.2], gap="medium")
+    eps = c1.select_slider(
+        "ε (same for both mechanisms)", options=STAT_EPS, key=K + "eps", format_func=lambda e: f"{e:g}"
+    )
     delta = c2.select_slider("δ (Gaussian only)", options=DELTAS, key=K + "delta", format_func=lambda d: f"{d:.0e}")
     calibration = c3.radio(
         "Gaussian calibration", list(CALIBRATIONS), key=K + "calibration", format_func=CALIBRATIONS.get,
@@ -194,19 +207,16 @@ def _stats_section(ds: Dataset, seed: int) -> None:
     except ValueError as exc:
         st.error(str(exc))
         return
-    st.caption(
-        f"Gaussian σ certified by the **{method}** analysis"
-        + (" (auto: ε < 1)." if calibration == "auto" and method == "classic" else "")
-        + (" (auto: ε ≥ 1, where the classic bound is not proven)." if calibration == "auto" and method == "analytic" else "")
-        + f" Noise seed {seed}."
-    )
+    auto = " (auto: classic for ε < 1, analytic for ε ≥ 1, where the classic bound is not proven)"
+    auto = auto if calibration == "auto" else ""
+    st.caption(f"Gaussian σ certified by the **{method}** analysis{auto}. Noise seed {seed}.")
     name = ds.label_names[digit]
-    st.subheader(f"(a) DP mean image of digit {name} — 784 numbers")
+    st.subheader(f"(a) DP mean image of digit {name} — {means.dim:,} numbers")
     st.plotly_chart(mean_images_figure(means, label_name=name), width="stretch")
     lap_sd, gau_sd = noise_std(means.laplace.release), noise_std(means.gaussian.release)
     st.markdown(
         f"Noise std per pixel: Laplace **{lap_sd:.3g}** vs Gaussian **{gau_sd:.3g}**. For an average of n images "
-        f"in [0, 1]^d, Δ₁ = d/n grows with d but Δ₂ = √d/n only with √d: "
+        f"in [0, 1]ᵈ, Δ₁ = d/n grows with d but Δ₂ = √d/n only with √d: "
         f"**{'Gaussian' if gau_sd < lap_sd else 'Laplace'} adds less noise here**."
     )
     st.subheader(f"(b) DP class histogram — {ds.num_classes} numbers")
@@ -214,8 +224,9 @@ def _stats_section(ds: Dataset, seed: int) -> None:
     lap_sd, gau_sd = noise_std(hist.laplace.release), noise_std(hist.gaussian.release)
     st.markdown(
         f"Noise std per count: Laplace **{lap_sd:.3g}** vs Gaussian **{gau_sd:.3g}**. Changing one label moves "
-        f"one count down and another up: Δ₁ = 2, Δ₂ = √2, so in low dimension "
-        f"**{'Laplace' if lap_sd < gau_sd else 'Gaussian'} adds less noise here**."
+        f"one count down and another up: Δ₁ = 2 and Δ₂ = √2 are close in low dimension, and the Gaussian's "
+        f"δ-calibration costs more than the L2 norm saves: **{'Laplace' if lap_sd < gau_sd else 'Gaussian'} adds "
+        "less noise here**."
     )
     st.subheader("What was released, and with which guarantee")
     table = release_table(means.rows() + hist.rows())
@@ -228,6 +239,10 @@ def _stats_section(ds: Dataset, seed: int) -> None:
             "noise std per coordinate": st.column_config.NumberColumn(format="%.4g"),
             "adjacency": st.column_config.TextColumn(width="large"),
         },
+    )
+    st.caption(
+        f"Adjacency: {REPLACE_ONE_LONG}. Each guarantee holds by construction: the noise is calibrated to the "
+        "sensitivity under that adjacency. Under add/remove-one adjacency the sensitivities would differ."
     )
     with st.expander("Exact release descriptions and processing notes (from dpmix_core)"):
         for text in table["description"]:
@@ -256,6 +271,17 @@ def _pca_section(ds: Dataset, seed: int) -> None:
     )
     st.plotly_chart(pca_grid_figure(pca), width="stretch")
     st.dataframe(pca.table(), hide_index=True, width="stretch")
+    lam = pca.exact_eigenvalues
+    levels = ", ".join(
+        f"{pca.noise_spectral_norm(i):.2g} at ε = {rel.epsilon:g}" for i, rel in enumerate(pca.releases) if rel
+    )
+    st.markdown(
+        f"**Why the rows degrade:** the exact eigenvalues run from λ₁ = {lam[0]:.2g} down to "
+        f"λ{str(len(lam)).translate(SUBSCRIPTS)} = "
+        f"{lam[-1]:.2g}, while the noise matrix has spectral norm ≈ 2σ√d: {levels}. A component whose eigenvalue "
+        "sits below that level tends to drown in the noise. More data helps: the sensitivity √2/n, hence σ, "
+        "shrinks with n."
+    )
     st.markdown(
         f"**Sensitivity convention** (as in `dpmix_core/mechanisms/pca.py`): pixels are scaled to [0, 1] and each "
         f"image is clipped to ‖x‖ ≤ 1; with n public and **replace-one** adjacency, swapping one image changes "

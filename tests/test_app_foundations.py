@@ -1,0 +1,75 @@
+"""AppTest drives the "DP foundations" page like a teacher in a live demo."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "dp_foundations.py")
+
+
+@pytest.fixture
+def at():
+    return AppTest.from_file(PAGE, default_timeout=120).run()
+
+
+def metrics(at):
+    return {m.label: m.value for m in at.metric}
+
+
+def frame_with(at, column):
+    """The (first) dataframe shown with this column."""
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+def test_page_renders_all_sections(at):
+    assert not at.exception and not at.error
+    assert "n = " in at.info[0].value and "MNIST" in at.info[0].value
+    headers = [h.value for h in at.header]
+    assert len(headers) == 3 and headers[2] == "3 · Analyze-Gauss DP-PCA"
+    assert len(at.get("plotly_chart")) == 5
+    releases = frame_with(at, "guarantee (by construction)")
+    assert set(releases["mechanism"]) == {"Laplace", "Gaussian"}
+
+
+def test_epsilon_slider_changes_noise_scale(at):
+    assert metrics(at) == {"One-hot: b = 2/ε": "2", "Regression: b = 9/ε": "9"}
+    at.select_slider(key="fnd_label_eps").set_value(0.5).run()
+    assert not at.exception
+    assert metrics(at) == {"One-hot: b = 2/ε": "4", "Regression: b = 9/ε": "18"}
+
+
+def test_mechanism_epsilon_changes_release_table(at):
+    before = frame_with(at, "noise")["noise"].tolist()
+    at.select_slider(key="fnd_eps").set_value(0.5).run()
+    assert not at.exception and not at.error
+    t = frame_with(at, "noise")
+    assert t["noise"].tolist() != before and (t["ε"] == 0.5).all()
+    assert any("**classic** analysis" in c.value for c in at.caption)
+
+
+def test_classic_calibration_above_one_is_an_error(at):
+    at.radio(key="fnd_calibration").set_value("classic").run()  # default ε = 2
+    assert not at.exception
+    assert any("only for ε < 1" in e.value for e in at.error)
+    assert at.header[2].value == "3 · Analyze-Gauss DP-PCA"  # the rest of the page still renders
+    at.select_slider(key="fnd_eps").set_value(0.2).run()
+    assert not at.exception and not at.error
+
+
+def test_same_label_in_worked_example_is_an_error(at):
+    at.selectbox(key="fnd_new_label").set_value(3).run()
+    assert not at.exception
+    assert any("pick two different labels" in e.value for e in at.error)
+
+
+def test_pca_section_and_new_draw(at):
+    pca = frame_with(at, "variance captured vs exact top-k")
+    assert list(pca["row"]) == ["non-private", "ε = 10 (analytic)", "ε = 2 (analytic)", "ε = 0.1 (classic)"]
+    assert pca["δ"].tolist()[1:] == ["1e-05"] * 3
+    at.button(key="fnd_new_draw").click().run()
+    assert not at.exception and at.number_input(key="fnd_seed").value == 1
+    after = frame_with(at, "variance captured vs exact top-k")
+    assert after.iloc[0].equals(pca.iloc[0])  # exact row: same data
+    col = "variance captured vs exact top-k"
+    assert after[col].tolist()[1:] != pca[col].tolist()[1:]  # DP rows: new noise
