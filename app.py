@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-st.set_page_config(page_title="DPMix Studio", page_icon="🔀", layout="wide")
+st.set_page_config(page_title="DPMix Studio", page_icon=":material/shuffle:", layout="wide")
 
 PAGES = [
-    st.Page("pages/privacy_accountant.py", title="Privacy accountant", icon="🧮", default=True),
-    st.Page("pages/mixed_samples.py", title="Mixed samples", icon="🖼️"),
-    st.Page("pages/dp_foundations.py", title="DP foundations", icon="🎓"),
+    st.Page("pages/privacy_accountant.py", title="Privacy accountant", icon=":material/calculate:", default=True),
+    st.Page("pages/mixed_samples.py", title="Mixed samples", icon=":material/grid_view:"),
+    st.Page("pages/dp_foundations.py", title="DP foundations", icon=":material/school:"),
 ]
 
 page = st.navigation(PAGES)

@@ -1,0 +1,365 @@
+"""Sweeps: a list of runs (a grid over sigma, l, T or target epsilon, times repeats) executed by a
+backend, every run a row of the results store.
+
+Resumable by construction: runs are identified by key, done runs are reused and never recomputed,
+runs still queued or running (e.g. left behind by an interrupted CLI, or launched from the app) are
+adopted and waited for, and interrupted runs are re-queued. Failed and cancelled runs are re-run only
+when asked (``retry``; CLI ``--retry-failed``).
+
+``run_sweep`` blocks (the CLI); the app calls :func:`submit_sweep` and then pumps its
+:class:`~dpmix_core.jobs.JobManager` on each rerun.
+
+Spec files (TOML or JSON) for :func:`expand_grid`::
+
+    name = "sigma-grid"                              # sweep name (default: the file's stem)
+    kind = "dpmix_core.training.runner:run_job"      # the job function
+    repeats = 3                                      # each grid point 3 times, seed = base seed + r
+    repeat_key = "seed"                              # (default)
+    max_parallel = 2                                 # optional; --max-parallel wins
+    [base]                                           # fixed config fields
+    dataset = "embedded"
+    epochs = 5
+    [grid]                                           # cartesian product, in this order
+    sigma_x = [0.05, 0.1, 0.2]
+    l = [64, 256]
+    # points = [{target_epsilon = 1.0, accountant = "lee2019"}, ...]   # optional explicit list
+    # key_fn = "package.module:function"          # optional run identity (default: see default_key_fn)
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sqlite3
+import sys
+import time
+import tomllib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
+
+from dpmix_core.jobs import Backend, LocalProcessBackend
+from dpmix_core.store import ResultStore, Run, StoreError, SubmitOutcome, Sweep, config_key
+
+__all__ = [
+    "DEFAULT_RETRY",
+    "RunSpec",
+    "SweepSummary",
+    "TextProgress",
+    "add_sweep_arguments",
+    "cli_sweep",
+    "default_key_fn",
+    "default_run_key",
+    "expand_grid",
+    "export_csv",
+    "load_spec",
+    "run_sweep",
+    "submit_sweep",
+]
+
+RunSpec = tuple[str, Mapping[str, Any], "str | None"]  # (kind, config, key or None for the default key)
+ProgressFn = Callable[[int, int, int, int], None]  # (done, total, running, failed)
+DEFAULT_RETRY = ("interrupted",)  # re-run on resume; add "failed", "cancelled" to retry those too
+SPEC_KEYS = {"name", "description", "kind", "base", "grid", "points", "repeats", "repeat_key", "max_parallel", "key_fn"}
+
+
+@dataclass
+class SweepSummary:
+    sweep_id: int
+    name: str
+    total: int
+    counts: dict[str, int]
+    new: int  # runs never seen before
+    reused: int  # runs already in the store (done ones are not recomputed)
+    requeued: int  # failed/cancelled/interrupted runs queued again
+    elapsed_s: float
+    interrupted: bool = False  # KeyboardInterrupt: queued runs stay queued, a re-run resumes
+    timed_out: bool = False
+
+    @property
+    def done(self) -> int:
+        return self.counts.get("done", 0)
+
+    @property
+    def failed(self) -> int:
+        """Runs that ended without a result: failed + cancelled + interrupted."""
+        return sum(self.counts.get(s, 0) for s in ("failed", "cancelled", "interrupted"))
+
+    @property
+    def pending(self) -> int:
+        return self.counts.get("queued", 0) + self.counts.get("running", 0)
+
+    @property
+    def ok(self) -> bool:
+        return self.done == self.total
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "done": self.done, "failed": self.failed, "pending": self.pending, "ok": self.ok}
+
+    def line(self) -> str:
+        c = self.counts
+        text = (f"sweep {self.name!r} (id {self.sweep_id}): {self.done}/{self.total} done, {c.get('failed', 0)} failed,"
+                f" {c.get('cancelled', 0)} cancelled, {c.get('interrupted', 0)} interrupted, {self.pending} pending;"
+                f" {self.reused} reused, {self.new} new, {self.requeued} re-queued; {self.elapsed_s:.1f} s")
+        if self.interrupted:
+            text += " - interrupted: run the same command again to resume"
+        return text
+
+
+def submit_sweep(store: ResultStore, sweep_name: str, runs: Iterable[RunSpec], *, backend: Backend | None = None,
+                 spec: Mapping[str, Any] | None = None,
+                 retry: bool | Iterable[str] = DEFAULT_RETRY) -> tuple[Sweep, list[tuple[Run, SubmitOutcome]]]:
+    """Register (or resume) the sweep and queue its runs without waiting (what the app calls)."""
+    backend = backend or LocalProcessBackend(store)
+    sweep = store.create_sweep(sweep_name, spec, backend=backend.name, location=backend.location)
+    submitted = backend.submit_many(list(runs), sweep=sweep.id, requeue=retry)
+    return sweep, submitted
+
+
+def run_sweep(store: ResultStore, sweep_name: str, runs: Sequence[RunSpec], *, backend: Backend | None = None,
+              progress: ProgressFn | None = None, poll_s: float = 0.5, spec: Mapping[str, Any] | None = None,
+              retry: bool | Iterable[str] = DEFAULT_RETRY, timeout_s: float | None = None) -> SweepSummary:
+    """Submit the runs as sweep ``sweep_name`` and pump the backend until none is queued or running.
+
+    ``runs``: ``(kind, config, key)`` tuples (key None: the default key). Done runs are reused; a
+    re-run of the same sweep resumes it. ``progress(done, total, running, failed)`` is called after
+    every pump (``failed`` counts failed + cancelled + interrupted). Ctrl-C (KeyboardInterrupt)
+    returns at once with ``interrupted=True``: queued runs stay queued, running workers finish in the
+    background and store their results; a re-run picks everything up.
+    """
+    t0 = time.monotonic()
+    backend = backend or LocalProcessBackend(store)
+    sweep, submitted = submit_sweep(store, sweep_name, runs, backend=backend, spec=spec, retry=retry)
+    total = len({run.id for run, _ in submitted})
+    outcomes = [outcome for _, outcome in submitted]
+    interrupted = timed_out = False
+    try:
+        while True:
+            backend.pump()
+            counts = store.counts(sweep=sweep.id)
+            failed = counts["failed"] + counts["cancelled"] + counts["interrupted"]
+            if progress is not None:
+                progress(counts["done"], total, counts["running"], failed)
+            if counts["queued"] + counts["running"] == 0:
+                break
+            if timeout_s is not None and time.monotonic() - t0 > timeout_s:
+                timed_out = True
+                break
+            time.sleep(poll_s)
+    except KeyboardInterrupt:
+        interrupted = True
+    return SweepSummary(
+        sweep_id=sweep.id, name=sweep.name, total=total, counts=store.counts(sweep=sweep.id),
+        new=outcomes.count("new"), reused=outcomes.count("existing"), requeued=outcomes.count("requeued"),
+        elapsed_s=time.monotonic() - t0, interrupted=interrupted, timed_out=timed_out,
+    )
+
+
+def export_csv(store: ResultStore, sweep: int | str | Sweep, path: str | os.PathLike | TextIO, *,
+               status: str | Iterable[str] | None = "done") -> int:
+    """One CSV row per run of the sweep (done runs by default; ``status=None``: all), columns
+    ``run_id, key, kind, status, seconds, config.*, result.*, error``. Returns the row count."""
+    return store.export_csv(path, sweep=sweep, status=status)
+
+
+# -- spec files --------------------------------------------------------------------------------------
+def load_spec(path: str | os.PathLike) -> dict:
+    """Read a TOML (``.toml``) or JSON spec into a dict (ValueError with the reason if it cannot)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read spec {str(path)!r}: {exc.strerror or exc}") from None
+    try:
+        if path.suffix.lower() == ".toml":
+            spec = tomllib.loads(text)
+        elif path.suffix.lower() == ".json":
+            spec = json.loads(text)
+        else:
+            try:
+                spec = json.loads(text)
+            except json.JSONDecodeError:
+                spec = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"spec {str(path)!r} is not valid {path.suffix.lstrip('.') or 'JSON/TOML'}: {exc}") from None
+    if not isinstance(spec, dict):
+        raise ValueError(f"spec {str(path)!r} must be a table/object at the top level")
+    return spec
+
+
+def default_key_fn(kind: str) -> Callable[[Mapping[str, Any]], str]:
+    """How runs of ``kind`` are identified: training kinds (``dpmix_core.training...``) use the training
+    side's ``dpmix_core.experiments.config.run_key`` (so the app and the CLI agree on run identity);
+    every other kind uses :func:`dpmix_core.store.config_key` (sha256 of the canonical config JSON)."""
+    module = kind.partition(":")[0]
+    if module.startswith(("dpmix_core.training", "dpmix_core.experiments")):
+        from dpmix_core.experiments.config import run_key
+
+        return lambda config: run_key(dict(config))
+    return config_key
+
+
+def default_run_key(kind: str, config: Mapping[str, Any]) -> str:
+    return default_key_fn(kind)(config)
+
+
+def expand_grid(spec: Mapping[str, Any], *, key_fn: Callable[[Mapping[str, Any]], str] | None = None) -> list[RunSpec]:
+    """The runs of a spec: ``points`` x product of ``grid`` x ``repeats``, each over ``base``.
+
+    With ``repeats`` > 1, ``config[repeat_key]`` (default "seed") is the base value (0 if absent) + r.
+    Keys: ``key_fn(config)``, else the spec's ``key_fn = "module:function"``, else :func:`default_key_fn`.
+    """
+    unknown = set(spec) - SPEC_KEYS
+    if unknown:
+        raise ValueError(f"unknown spec key(s) {sorted(unknown)}; allowed: {sorted(SPEC_KEYS)}")
+    kind = spec.get("kind")
+    if not isinstance(kind, str) or ":" not in kind:
+        raise ValueError("spec needs kind = 'package.module:function' (the job function)")
+    base = spec.get("base", {})
+    grid = spec.get("grid", {})
+    points = spec.get("points", [{}])
+    repeats = spec.get("repeats", 1)
+    repeat_key = spec.get("repeat_key", "seed")
+    if not isinstance(base, dict) or not isinstance(grid, dict):
+        raise ValueError("spec 'base' and 'grid' must be tables/objects")
+    if not isinstance(points, list) or not points or not all(isinstance(p, dict) for p in points):
+        raise ValueError("spec 'points' must be a non-empty list of tables/objects")
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+        raise ValueError(f"spec 'repeats' must be a positive integer, got {repeats!r}")
+    axes = []
+    for name, values in grid.items():
+        values = values if isinstance(values, list) else [values]
+        if not values:
+            raise ValueError(f"grid axis {name!r} has no values")
+        axes.append([(name, v) for v in values])
+    if key_fn is None and spec.get("key_fn") is not None:
+        from dpmix_core.worker import resolve_callable
+
+        key_fn = resolve_callable(str(spec["key_fn"]))
+    key_fn = key_fn or default_key_fn(kind)
+    runs: list[RunSpec] = []
+    for point in points:
+        for combo in itertools.product(*axes):
+            config = {**base, **point, **dict(combo)}
+            for r in range(repeats):
+                c = dict(config)
+                if repeats > 1:
+                    c[repeat_key] = int(config.get(repeat_key, 0)) + r
+                runs.append((kind, c, key_fn(c)))
+    return runs
+
+
+# -- command line ------------------------------------------------------------------------------------
+class TextProgress:
+    """A one-line progress bar on stderr: ``[#####.....] 12/40  done 11  running 2  failed 1``."""
+
+    def __init__(self, stream: TextIO | None = None, width: int = 28):
+        self.stream = stream or sys.stderr
+        self.width = width
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._last: tuple | None = None
+        self._open = False
+
+    def __call__(self, done: int, total: int, running: int, failed: int) -> None:
+        state = (done, total, running, failed)
+        if state == self._last:
+            return
+        self._last = state
+        finished = done + failed
+        filled = int(self.width * finished / total) if total else self.width
+        line = (f"[{'#' * filled}{'.' * (self.width - filled)}] {finished}/{total}"
+                f"  done {done}  running {running}  failed {failed}")
+        if self.tty:
+            self.stream.write("\r" + line)
+            self._open = True
+            if finished >= total:
+                self.close()
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self._open:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._open = False
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not positive")
+    return value
+
+
+def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``sweep`` subcommand's options (then ``parser.set_defaults(func=cli_sweep)``)."""
+    parser.add_argument("spec", help="sweep spec file (.toml or .json)")
+    parser.add_argument("--store", help="results store (default: $DPMIX_STORE or ~/.cache/dpmix/results.sqlite)")
+    parser.add_argument("--export", metavar="CSV", help="write the sweep's done runs to this CSV at the end")
+    parser.add_argument("--max-parallel", type=_positive_int, help="runs at once (default: spec, else cores)")
+    parser.add_argument("--retry-failed", action="store_true", help="re-run failed and cancelled runs too")
+    parser.add_argument("--name", help="sweep name (default: the spec's name, else the file's stem)")
+    parser.add_argument("--poll", type=_positive_float, default=0.5, help="seconds between status checks")
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+
+
+def cli_sweep(args: argparse.Namespace, *,
+              expand: Callable[[Mapping[str, Any]], list[RunSpec]] | None = None) -> int:
+    """``python -m dpmix_core sweep SPEC ...``: 0 all done, 1 some run failed/cancelled/interrupted,
+    130 interrupted by Ctrl-C (resume by running it again). Spec errors raise ValueError.
+
+    ``expand(spec) -> [(kind, config, key)]`` turns the spec into runs (default :func:`expand_grid`;
+    the training side may pass one that calibrates sigma for target-epsilon points).
+    """
+    spec = load_spec(args.spec)
+    name = getattr(args, "name", None) or spec.get("name") or Path(args.spec).stem
+    runs = (expand or expand_grid)(spec)
+    if not runs:
+        raise ValueError(f"spec {args.spec!r} expands to no runs")
+    max_parallel = getattr(args, "max_parallel", None) or spec.get("max_parallel")
+    if max_parallel is not None and (not isinstance(max_parallel, int) or max_parallel < 1):
+        raise ValueError(f"max_parallel must be a positive integer, got {max_parallel!r}")
+    try:
+        store = ResultStore(getattr(args, "store", None))
+    except (StoreError, sqlite3.Error, OSError) as exc:
+        raise ValueError(f"cannot open the results store: {exc}") from None
+    backend = LocalProcessBackend(store, max_parallel)
+    retry = ("interrupted", "failed", "cancelled") if getattr(args, "retry_failed", False) else DEFAULT_RETRY
+    print(f"sweep {name!r}: {len(runs)} runs; {backend.describe()}", file=sys.stderr)
+    bar = TextProgress()
+    try:
+        summary = run_sweep(store, name, runs, backend=backend, progress=bar, poll_s=getattr(args, "poll", 0.5),
+                            spec=spec, retry=retry)
+    finally:
+        bar.close()
+    exported = None
+    if getattr(args, "export", None):
+        exported = export_csv(store, summary.sweep_id, args.export)
+    if getattr(args, "json", False):
+        print(json.dumps({**summary.to_dict(), "store": str(store.path), "export": args.export,
+                          "exported_rows": exported}))
+    else:
+        print(summary.line())
+        if exported is not None:
+            print(f"wrote {exported} row(s) to {args.export}")
+        for run in store.list_runs(sweep=summary.sweep_id, status=("failed", "cancelled", "interrupted"), limit=20):
+            print(f"  run {run.id} {run.status}: {run.error_summary}", file=sys.stderr)
+    if summary.interrupted:
+        return 130
+    return 0 if summary.ok else 1

@@ -1,0 +1,21 @@
+"""Every page opens through the router without an exception."""
+
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = re.findall(r'st\.Page\("([^"]+)"', (ROOT / "app.py").read_text())
+
+
+def test_router_lists_every_page_file():
+    assert sorted(PAGES) == sorted(f"pages/{p.name}" for p in (ROOT / "pages").glob("*.py"))
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_opens(page):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    at.switch_page(page).run()
+    assert not at.exception, at.exception

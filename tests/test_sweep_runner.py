@@ -1,0 +1,169 @@
+"""Sweeps: grid expansion, running to the end, resume without recomputing, Ctrl-C, retries, CSV, CLI."""
+
+import argparse
+import csv
+import json
+
+import pytest
+
+import fake_jobs
+from dpmix_core.store import ResultStore, config_key
+from dpmix_core.sweep_runner import (
+    add_sweep_arguments,
+    cli_sweep,
+    default_run_key,
+    expand_grid,
+    export_csv,
+    load_spec,
+    run_sweep,
+    submit_sweep,
+)
+from fake_jobs import executions
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = ResultStore(tmp_path / "results.sqlite")
+    yield store
+    fake_jobs.kill_leftovers(store)
+
+
+def grid(marker, xs=(1, 2, 3), repeats=2, kind="fake_jobs:quick", **base):
+    return expand_grid({"kind": kind, "base": {"marker": str(marker), **base}, "grid": {"x": list(xs)},
+                        "repeats": repeats})
+
+
+def test_expand_grid():
+    runs = expand_grid({"kind": "m:f", "base": {"T": 10, "seed": 5}, "grid": {"sigma": [0.1, 0.2], "l": [8, 16]},
+                        "repeats": 2})
+    configs = [c for _, c, _ in runs]
+    assert len(runs) == 8 and configs[0] == {"T": 10, "seed": 5, "sigma": 0.1, "l": 8}
+    assert [c["seed"] for c in configs[:2]] == [5, 6] and configs[2]["l"] == 16
+    assert all(key == default_run_key("m:f", c) == config_key(c) for _, c, key in runs) and len({k for _, _, k in runs}) == 8
+    points = expand_grid({"kind": "m:f", "points": [{"target_epsilon": 1.0}, {"target_epsilon": 8.0}],
+                          "grid": {"l": 4}})
+    assert [c for _, c, _ in points] == [{"target_epsilon": 1.0, "l": 4}, {"target_epsilon": 8.0, "l": 4}]
+    for bad, match in [({"grid": {}}, "kind"), ({"kind": "m:f", "repeats": 0}, "repeats"),
+                       ({"kind": "m:f", "gird": {}}, "unknown spec key"), ({"kind": "m:f", "grid": {"x": []}}, "no values")]:
+        with pytest.raises(ValueError, match=match):
+            expand_grid(bad)
+
+
+def test_sweep_runs_everything_and_exports(store, tmp_path):
+    marker = tmp_path / "marker"
+    calls = []
+    summary = run_sweep(store, "grid", grid(marker), backend=fake_jobs.backend(store), poll_s=0.05,
+                        progress=lambda *a: calls.append(a), spec={"note": "test"})
+    assert summary.ok and summary.total == 6 and summary.new == 6 and summary.done == 6
+    assert calls[-1] == (6, 6, 0, 0) and all(total == 6 for _, total, _, _ in calls)
+    assert executions(marker) == 6
+    sweep = store.get_sweep("grid")
+    assert sweep.spec == {"note": "test"} and sweep.backend == "local" and sweep.location
+    out = tmp_path / "results.csv"
+    assert export_csv(store, "grid", out) == 6
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["config.x"], r["config.seed"], r["result.value"]) for r in rows[:2]] == [("1", "0", "2"), ("1", "1", "2")]
+    assert {r["status"] for r in rows} == {"done"} and "result.nested.a" in rows[0]
+
+
+def test_resume_reuses_done_runs(store, tmp_path):
+    marker = tmp_path / "marker"
+    be = fake_jobs.backend(store)
+    run_sweep(store, "first", grid(marker), backend=be, poll_s=0.05)
+    again = run_sweep(store, "first", grid(marker), backend=be, poll_s=0.05)
+    assert again.ok and again.reused == 6 and again.new == 0 and executions(marker) == 6  # nothing recomputed
+    wider = run_sweep(store, "wider", grid(marker, xs=(1, 2, 3, 4)), backend=be, poll_s=0.05)
+    assert wider.ok and wider.total == 8 and wider.new == 2 and wider.reused == 6 and executions(marker) == 8
+    assert len(store.list_runs()) == 8 and len(store.list_runs(sweep="first")) == 6
+
+
+def test_ctrl_c_leaves_queued_runs_for_the_next_run(store, tmp_path):
+    marker = tmp_path / "marker"
+    be = fake_jobs.backend(store, max_parallel=1)
+    runs = grid(marker, xs=(1, 2, 3, 4), repeats=1, kind="fake_jobs:slow", epochs=3, step_s=0.05)
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    first = run_sweep(store, "s", runs, backend=be, poll_s=0.05, progress=interrupt)
+    assert first.interrupted and not first.ok
+    assert first.counts["queued"] == 3 and first.counts["running"] == 1  # the running one goes on alone
+    second = run_sweep(store, "s", runs, backend=be, poll_s=0.05)
+    assert second.ok and second.new == 0 and second.reused == 4
+    assert executions(marker) == 4 and all(r.attempts == 1 for r in store.list_runs())
+
+
+def test_failed_runs_are_retried_only_when_asked(store, tmp_path):
+    marker = tmp_path / "marker"
+    be = fake_jobs.backend(store)
+    runs = [("fake_jobs:crash", {"msg": "nope"}, None), ("fake_jobs:quick", {"x": 1, "marker": str(marker)}, None)]
+    first = run_sweep(store, "f", runs, backend=be, poll_s=0.05)
+    assert not first.ok and first.counts["failed"] == 1 and first.failed == 1
+    again = run_sweep(store, "f", runs, backend=be, poll_s=0.05)
+    assert again.requeued == 0 and store.list_runs(status="failed")[0].attempts == 1
+    retried = run_sweep(store, "f", runs, backend=be, poll_s=0.05, retry=True)
+    assert retried.requeued == 1 and store.list_runs(status="failed")[0].attempts == 2
+    assert executions(marker) == 1
+
+
+def test_interrupted_runs_are_rerun_on_resume(store, tmp_path):
+    marker = tmp_path / "marker"
+    runs = grid(marker, xs=(1, 2), repeats=1)
+    sweep, submitted = submit_sweep(store, "r", runs, backend=fake_jobs.backend(store))
+    victim = submitted[0][0]
+    store.claim(victim.id, pid=1)
+    store.mark_interrupted(victim.id, "no heartbeat for 40 s (worker killed, server restarted or machine slept)")
+    summary = run_sweep(store, "r", runs, backend=fake_jobs.backend(store), poll_s=0.05)
+    assert summary.ok and summary.requeued == 1 and store.get(victim.id).attempts == 2
+    assert executions(marker) == 2
+
+
+def test_spec_files_and_the_cli_entry_point(store, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PYTHONPATH", str(fake_jobs.TESTS_DIR))  # workers import fake_jobs
+    marker = tmp_path / "marker"
+    spec = tmp_path / "sigma.toml"
+    spec.write_text(f'kind = "fake_jobs:quick"\nrepeats = 2\nmax_parallel = 2\n[base]\nmarker = "{marker}"\n'
+                    '[grid]\nx = [1, 2]\n')
+    assert load_spec(spec)["grid"] == {"x": [1, 2]}
+    parser = argparse.ArgumentParser()
+    add_sweep_arguments(parser)
+    out = tmp_path / "out.csv"
+    args = parser.parse_args([str(spec), "--store", str(store.path), "--export", str(out), "--poll", "0.05", "--json"])
+    assert cli_sweep(args) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["name"] == "sigma" and printed["done"] == 4 and printed["exported_rows"] == 4
+    assert len(list(csv.DictReader(out.open()))) == 4 and executions(marker) == 4
+    as_json = tmp_path / "again.json"
+    as_json.write_text(json.dumps({"name": "sigma", "kind": "fake_jobs:quick", "repeats": 2,
+                                   "base": {"marker": str(marker)}, "grid": {"x": [1, 2]}}))
+    assert cli_sweep(parser.parse_args([str(as_json), "--store", str(store.path), "--poll", "0.05"])) == 0
+    assert "4/4 done" in capsys.readouterr().out and executions(marker) == 4  # resumed: nothing re-ran
+    crash = tmp_path / "crash.json"
+    crash.write_text(json.dumps({"kind": "fake_jobs:crash", "grid": {"msg": ["a"]}}))
+    assert cli_sweep(parser.parse_args([str(crash), "--store", str(store.path), "--poll", "0.05"])) == 1
+    assert "ValueError: boom: a" in capsys.readouterr().err
+    bad = tmp_path / "bad.toml"
+    bad.write_text("kind = ")
+    with pytest.raises(ValueError, match="not valid toml"):
+        cli_sweep(parser.parse_args([str(bad), "--store", str(store.path)]))
+    with pytest.raises(ValueError, match="cannot read spec"):
+        load_spec(tmp_path / "missing.toml")
+
+
+def test_training_kinds_use_the_training_run_key():
+    config_mod = pytest.importorskip("dpmix_core.experiments.config")
+    from dpmix_core.sweep_runner import default_key_fn
+
+    key_fn = default_key_fn("dpmix_core.training.runner:run_job")
+    config = {"method": "non-private"}
+    assert key_fn(config) == config_mod.run_key(config) and default_key_fn("fake_jobs:quick") is config_key
+
+
+def test_cli_store_errors_are_usage_errors(tmp_path):
+    parser = argparse.ArgumentParser()
+    add_sweep_arguments(parser)
+    spec = tmp_path / "s.json"
+    spec.write_text(json.dumps({"kind": "fake_jobs:quick", "grid": {"x": [1]}}))
+    (tmp_path / "dir.sqlite").mkdir()
+    with pytest.raises(ValueError, match="cannot open the results store"):
+        cli_sweep(parser.parse_args([str(spec), "--store", str(tmp_path / "dir.sqlite")]))
