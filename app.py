@@ -2,11 +2,16 @@
 
 import streamlit as st
 
+from dpmix_core.jobs import cap_torch_threads
+
+cap_torch_threads()  # leave the cores to the training workers
+
 st.set_page_config(page_title="DPMix Studio", page_icon=":material/shuffle:", layout="wide")
 
 PAGES = [
     st.Page("pages/privacy_accountant.py", title="Privacy accountant", icon=":material/calculate:", default=True),
     st.Page("pages/mixed_samples.py", title="Mixed samples", icon=":material/grid_view:"),
+    st.Page("pages/train_tradeoffs.py", title="Train & trade-offs", icon=":material/monitoring:"),
     st.Page("pages/dp_foundations.py", title="DP foundations", icon=":material/school:"),
 ]
 

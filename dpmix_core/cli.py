@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpmix_core {epsilon,calibrate,synthesize} ...``.
+"""Command line: ``python -m dpmix_core {epsilon,calibrate,synthesize,train,sweep} ...``.
 
 Contract (scripts and tests rely on it): ``--json`` prints one JSON object (a
 list for ``--accountant all``); infinite epsilon prints "inf"; invalid input
@@ -191,7 +191,7 @@ def _progress(done: int, total: int) -> None:
 def cmd_synthesize(args: argparse.Namespace) -> int:
     from dpmix_core.datasets import load_dataset, load_user_data
     from dpmix_core.export import check_output_path, privacy_card, write_release
-    from dpmix_core.synthesis import SynthesisConfig, synthesize
+    from dpmix_core.synthesis import synthesize
 
     check_output_path(args.out)
     if args.data_file is not None:
@@ -203,15 +203,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
             raise CliError(f"cannot read --data-file {path!r}: {exc.strerror}") from None
     else:
         dataset = load_dataset(args.dataset, data_dir=args.data_dir, progress=_progress)
-    config = SynthesisConfig(
-        mechanism=args.mechanism, l=args.l, T=args.T, sigma_x=args.sigma_x, sigma_y=args.sigma_y,
-        sigma_ratio=args.sigma_ratio, target_epsilon=args.target_epsilon, accountant=args.accountant,
-        delta=args.delta, preprocessing=args.preprocessing, clip=args.clip, zscore_constants=args.zscore_constants, clip_x=args.clip_x, clip_y=args.clip_y,
-        hard_labels=args.hard_labels, clamp_negative=args.clamp_negative, label_epsilon=args.label_epsilon,
-        label_task=args.label_task, feature_range=args.feature_range, seed=args.seed, device=args.device,
-    )
-    if args.accountant is not None and args.accountant not in ACCOUNTANTS:
-        raise CliError(f"unknown accountant {args.accountant!r}; choose one of: {', '.join(ACCOUNTANTS)}")
+    config = _synthesis_config(args)
     synthesis = synthesize(config, dataset)
     data_path, card_path = write_release(synthesis, args.out)
     card = privacy_card(synthesis)
@@ -226,16 +218,16 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_synthesize(sub) -> None:
+def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bool = True) -> None:
+    """Dataset and mechanism options shared by ``synthesize`` and ``train``."""
     from dpmix_core.datasets import DATASET_NAMES
     from dpmix_core.synthesis import MECHANISMS
 
-    p = sub.add_parser("synthesize", help="release a synthetic dataset (.npz/.csv) with its privacy card")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--dataset", default="embedded", choices=DATASET_NAMES, help="default: embedded MNIST sample")
     src.add_argument("--data-file", help="your own CSV (label column + numeric features) or .npz (x, y)")
     p.add_argument("--data-dir", help="folder with the official dataset files (or set DPMIX_DATA_DIR)")
-    p.add_argument("--mechanism", required=True, choices=MECHANISMS)
+    p.add_argument("--mechanism", required=mechanism_required, default="dpmix", choices=MECHANISMS)
     p.add_argument("--l", type=_positive_int, default=256, help="mix degree (Poisson: expected batch m)")
     p.add_argument("--T", type=_positive_int, default=10000, help="number of synthetic points")
     p.add_argument("--sigma-x", type=_finite_float)
@@ -256,10 +248,76 @@ def _add_synthesize(sub) -> None:
     p.add_argument("--label-task", choices=["classification", "regression"], default="classification")
     p.add_argument("--feature-range", type=_range, help="public LO,HI bounds of float features (for [0,1] scaling)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="cpu")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+
+def _add_synthesize(sub) -> None:
+    p = sub.add_parser("synthesize", help="release a synthetic dataset (.npz/.csv) with its privacy card")
+    _add_release_arguments(p)
     p.add_argument("--out", required=True, help="FILE.npz or FILE.csv (a FILE.card.json is written beside it)")
-    p.add_argument("--json", action="store_true", help="print the privacy card as JSON")
     p.set_defaults(func=cmd_synthesize)
+
+
+def _synthesis_config(args: argparse.Namespace):
+    from dpmix_core.synthesis import SynthesisConfig
+
+    if args.accountant is not None and args.accountant not in ACCOUNTANTS:
+        raise CliError(f"unknown accountant {args.accountant!r}; choose one of: {', '.join(ACCOUNTANTS)}")
+    return SynthesisConfig(
+        mechanism=args.mechanism, l=args.l, T=args.T, sigma_x=args.sigma_x, sigma_y=args.sigma_y,
+        sigma_ratio=args.sigma_ratio, target_epsilon=args.target_epsilon, accountant=args.accountant,
+        delta=args.delta, preprocessing=args.preprocessing, clip=args.clip, zscore_constants=args.zscore_constants,
+        clip_x=args.clip_x, clip_y=args.clip_y, hard_labels=args.hard_labels, clamp_negative=args.clamp_negative,
+        label_epsilon=args.label_epsilon, label_task=args.label_task, feature_range=args.feature_range,
+        seed=args.seed, device=args.device,
+    )
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from dpmix_core.training.train_cli import train_repeats
+
+    if args.data_file is not None:
+        raise CliError("train needs a dataset with an official test split: use --dataset (and --data-dir)")
+    synthesis = _synthesis_config(args) if args.method in ("mixing", "label-laplace") else None
+    summary = train_repeats(
+        method=args.method, dataset=args.dataset, data_dir=args.data_dir, synthesis=synthesis, model=args.model,
+        loss=args.loss, epochs=args.epochs, repeats=args.repeats, seed=args.seed, device=args.device,
+        dpsgd_epsilon=args.target_epsilon, dpsgd_delta=args.delta,
+        progress=None if args.json else lambda line: print(line, file=sys.stderr),
+    )
+    if args.json:
+        print(json.dumps(summary, allow_nan=False))
+    else:
+        acc, std = summary["test_accuracy"], summary["test_accuracy_std"]
+        print(f"test accuracy {100 * acc:.2f} % ± {100 * (std or 0):.2f} over {summary['repeats']} run(s), "
+              f"{summary['seconds']:.1f} s")
+        for name, eps in summary["epsilon"].items():
+            print(f"  {name:12s} eps={eps if isinstance(eps, str) else _format_eps(eps)}")
+    return 0
+
+
+def _add_train(sub) -> None:
+    from dpmix_core.training.names import LOSSES, METHODS, MODELS
+
+    p = sub.add_parser("train", help="train a model on a release (or a baseline) and evaluate on the real test set")
+    _add_release_arguments(p, mechanism_required=False)
+    p.add_argument("--method", choices=METHODS, default="mixing",
+                   help="mixing (train on the release) or a baseline on the same model")
+    p.add_argument("--model", choices=MODELS, default="thesis-cnn")
+    p.add_argument("--loss", choices=LOSSES, default="ce")
+    p.add_argument("--epochs", type=_positive_int, default=5)
+    p.add_argument("--repeats", type=_positive_int, default=1, help="runs with seeds seed, seed+1, ...")
+    p.set_defaults(func=cmd_train)
+
+
+def _add_sweep(sub) -> None:
+    from dpmix_core.sweep_runner import add_sweep_arguments, cli_sweep
+    from dpmix_core.trade_offs import expand_cli_spec
+
+    p = sub.add_parser("sweep", help="run a sweep spec (or preset:NAME) into the results store; resumable")
+    add_sweep_arguments(p)
+    p.set_defaults(func=lambda args: cli_sweep(args, expand=expand_cli_spec))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -274,6 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sigma-ratio", type=_finite_float, default=1.0, help="lambda = sigma_y / sigma_x")
     p.set_defaults(func=cmd_calibrate)
     _add_synthesize(sub)
+    _add_train(sub)
+    _add_sweep(sub)
     return parser
 
 

@@ -9,39 +9,24 @@ when asked (``retry``; CLI ``--retry-failed``).
 ``run_sweep`` blocks (the CLI); the app calls :func:`submit_sweep` and then pumps its
 :class:`~dpmix_core.jobs.JobManager` on each rerun.
 
-Spec files (TOML or JSON) for :func:`expand_grid`::
-
-    name = "sigma-grid"                              # sweep name (default: the file's stem)
-    kind = "dpmix_core.training.runner:run_job"      # the job function
-    repeats = 3                                      # each grid point 3 times, seed = base seed + r
-    repeat_key = "seed"                              # (default)
-    max_parallel = 2                                 # optional; --max-parallel wins
-    [base]                                           # fixed config fields
-    dataset = "embedded"
-    epochs = 5
-    [grid]                                           # cartesian product, in this order
-    sigma_x = [0.05, 0.1, 0.2]
-    l = [64, 256]
-    # points = [{target_epsilon = 1.0, accountant = "lee2019"}, ...]   # optional explicit list
-    # key_fn = "package.module:function"          # optional run identity (default: see default_key_fn)
+What a spec file means is not decided here: the caller passes ``expand`` (the product uses
+``dpmix_core.experiments`` sweeps; see ``dpmix_core.trade_offs.expand_cli_spec``), so this module
+only runs ``(kind, config, key)`` triples.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import sqlite3
 import sys
 import time
-import tomllib
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
 
 from dpmix_core.jobs import Backend, LocalProcessBackend
-from dpmix_core.store import ResultStore, Run, StoreError, SubmitOutcome, Sweep, config_key
+from dpmix_core.store import ResultStore, Run, StoreError, SubmitOutcome, Sweep
 
 __all__ = [
     "DEFAULT_RETRY",
@@ -50,11 +35,7 @@ __all__ = [
     "TextProgress",
     "add_sweep_arguments",
     "cli_sweep",
-    "default_key_fn",
-    "default_run_key",
-    "expand_grid",
     "export_csv",
-    "load_spec",
     "run_sweep",
     "submit_sweep",
 ]
@@ -62,7 +43,6 @@ __all__ = [
 RunSpec = tuple[str, Mapping[str, Any], "str | None"]  # (kind, config, key or None for the default key)
 ProgressFn = Callable[[int, int, int, int], None]  # (done, total, running, failed)
 DEFAULT_RETRY = ("interrupted",)  # re-run on resume; add "failed", "cancelled" to retry those too
-SPEC_KEYS = {"name", "description", "kind", "base", "grid", "points", "repeats", "repeat_key", "max_parallel", "key_fn"}
 
 
 @dataclass
@@ -164,93 +144,6 @@ def export_csv(store: ResultStore, sweep: int | str | Sweep, path: str | os.Path
     return store.export_csv(path, sweep=sweep, status=status)
 
 
-# -- spec files --------------------------------------------------------------------------------------
-def load_spec(path: str | os.PathLike) -> dict:
-    """Read a TOML (``.toml``) or JSON spec into a dict (ValueError with the reason if it cannot)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"cannot read spec {str(path)!r}: {exc.strerror or exc}") from None
-    try:
-        if path.suffix.lower() == ".toml":
-            spec = tomllib.loads(text)
-        elif path.suffix.lower() == ".json":
-            spec = json.loads(text)
-        else:
-            try:
-                spec = json.loads(text)
-            except json.JSONDecodeError:
-                spec = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"spec {str(path)!r} is not valid {path.suffix.lstrip('.') or 'JSON/TOML'}: {exc}") from None
-    if not isinstance(spec, dict):
-        raise ValueError(f"spec {str(path)!r} must be a table/object at the top level")
-    return spec
-
-
-def default_key_fn(kind: str) -> Callable[[Mapping[str, Any]], str]:
-    """How runs of ``kind`` are identified: training kinds (``dpmix_core.training...``) use the training
-    side's ``dpmix_core.experiments.config.run_key`` (so the app and the CLI agree on run identity);
-    every other kind uses :func:`dpmix_core.store.config_key` (sha256 of the canonical config JSON)."""
-    module = kind.partition(":")[0]
-    if module.startswith(("dpmix_core.training", "dpmix_core.experiments")):
-        from dpmix_core.experiments.config import run_key
-
-        return lambda config: run_key(dict(config))
-    return config_key
-
-
-def default_run_key(kind: str, config: Mapping[str, Any]) -> str:
-    return default_key_fn(kind)(config)
-
-
-def expand_grid(spec: Mapping[str, Any], *, key_fn: Callable[[Mapping[str, Any]], str] | None = None) -> list[RunSpec]:
-    """The runs of a spec: ``points`` x product of ``grid`` x ``repeats``, each over ``base``.
-
-    With ``repeats`` > 1, ``config[repeat_key]`` (default "seed") is the base value (0 if absent) + r.
-    Keys: ``key_fn(config)``, else the spec's ``key_fn = "module:function"``, else :func:`default_key_fn`.
-    """
-    unknown = set(spec) - SPEC_KEYS
-    if unknown:
-        raise ValueError(f"unknown spec key(s) {sorted(unknown)}; allowed: {sorted(SPEC_KEYS)}")
-    kind = spec.get("kind")
-    if not isinstance(kind, str) or ":" not in kind:
-        raise ValueError("spec needs kind = 'package.module:function' (the job function)")
-    base = spec.get("base", {})
-    grid = spec.get("grid", {})
-    points = spec.get("points", [{}])
-    repeats = spec.get("repeats", 1)
-    repeat_key = spec.get("repeat_key", "seed")
-    if not isinstance(base, dict) or not isinstance(grid, dict):
-        raise ValueError("spec 'base' and 'grid' must be tables/objects")
-    if not isinstance(points, list) or not points or not all(isinstance(p, dict) for p in points):
-        raise ValueError("spec 'points' must be a non-empty list of tables/objects")
-    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
-        raise ValueError(f"spec 'repeats' must be a positive integer, got {repeats!r}")
-    axes = []
-    for name, values in grid.items():
-        values = values if isinstance(values, list) else [values]
-        if not values:
-            raise ValueError(f"grid axis {name!r} has no values")
-        axes.append([(name, v) for v in values])
-    if key_fn is None and spec.get("key_fn") is not None:
-        from dpmix_core.worker import resolve_callable
-
-        key_fn = resolve_callable(str(spec["key_fn"]))
-    key_fn = key_fn or default_key_fn(kind)
-    runs: list[RunSpec] = []
-    for point in points:
-        for combo in itertools.product(*axes):
-            config = {**base, **point, **dict(combo)}
-            for r in range(repeats):
-                c = dict(config)
-                if repeats > 1:
-                    c[repeat_key] = int(config.get(repeat_key, 0)) + r
-                runs.append((kind, c, key_fn(c)))
-    return runs
-
-
 # -- command line ------------------------------------------------------------------------------------
 class TextProgress:
     """A one-line progress bar on stderr: ``[#####.....] 12/40  done 11  running 2  failed 1``."""
@@ -309,7 +202,7 @@ def _positive_float(text: str) -> float:
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``sweep`` subcommand's options (then ``parser.set_defaults(func=cli_sweep)``)."""
-    parser.add_argument("spec", help="sweep spec file (.toml or .json)")
+    parser.add_argument("spec", help="sweep spec file (.toml or .json), or preset:NAME")
     parser.add_argument("--store", help="results store (default: $DPMIX_STORE or ~/.cache/dpmix/results.sqlite)")
     parser.add_argument("--export", metavar="CSV", help="write the sweep's done runs to this CSV at the end")
     parser.add_argument("--max-parallel", type=_positive_int, help="runs at once (default: spec, else cores)")
@@ -320,21 +213,17 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cli_sweep(args: argparse.Namespace, *,
-              expand: Callable[[Mapping[str, Any]], list[RunSpec]] | None = None) -> int:
+              expand: Callable[[str], tuple[str, list[RunSpec], Mapping[str, Any]]]) -> int:
     """``python -m dpmix_core sweep SPEC ...``: 0 all done, 1 some run failed/cancelled/interrupted,
     130 interrupted by Ctrl-C (resume by running it again). Spec errors raise ValueError.
 
-    ``expand(spec) -> [(kind, config, key)]`` turns the spec into runs (default :func:`expand_grid`;
-    the training side may pass one that calibrates sigma for target-epsilon points).
+    ``expand(args.spec) -> (name, [(kind, config, key)], spec as JSON-ready dict)``.
     """
-    spec = load_spec(args.spec)
-    name = getattr(args, "name", None) or spec.get("name") or Path(args.spec).stem
-    runs = (expand or expand_grid)(spec)
+    spec_name, runs, spec = expand(args.spec)
+    name = getattr(args, "name", None) or spec_name
     if not runs:
         raise ValueError(f"spec {args.spec!r} expands to no runs")
-    max_parallel = getattr(args, "max_parallel", None) or spec.get("max_parallel")
-    if max_parallel is not None and (not isinstance(max_parallel, int) or max_parallel < 1):
-        raise ValueError(f"max_parallel must be a positive integer, got {max_parallel!r}")
+    max_parallel = getattr(args, "max_parallel", None)
     try:
         store = ResultStore(getattr(args, "store", None))
     except (StoreError, sqlite3.Error, OSError) as exc:

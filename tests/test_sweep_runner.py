@@ -1,4 +1,4 @@
-"""Sweeps: grid expansion, running to the end, resume without recomputing, Ctrl-C, retries, CSV, CLI."""
+"""Sweeps: running to the end, resume without recomputing, Ctrl-C, retries, CSV, CLI."""
 
 import argparse
 import csv
@@ -11,10 +11,7 @@ from dpmix_core.store import ResultStore, config_key
 from dpmix_core.sweep_runner import (
     add_sweep_arguments,
     cli_sweep,
-    default_run_key,
-    expand_grid,
     export_csv,
-    load_spec,
     run_sweep,
     submit_sweep,
 )
@@ -29,24 +26,9 @@ def store(tmp_path):
 
 
 def grid(marker, xs=(1, 2, 3), repeats=2, kind="fake_jobs:quick", **base):
-    return expand_grid({"kind": kind, "base": {"marker": str(marker), **base}, "grid": {"x": list(xs)},
-                        "repeats": repeats})
-
-
-def test_expand_grid():
-    runs = expand_grid({"kind": "m:f", "base": {"T": 10, "seed": 5}, "grid": {"sigma": [0.1, 0.2], "l": [8, 16]},
-                        "repeats": 2})
-    configs = [c for _, c, _ in runs]
-    assert len(runs) == 8 and configs[0] == {"T": 10, "seed": 5, "sigma": 0.1, "l": 8}
-    assert [c["seed"] for c in configs[:2]] == [5, 6] and configs[2]["l"] == 16
-    assert all(key == default_run_key("m:f", c) == config_key(c) for _, c, key in runs) and len({k for _, _, k in runs}) == 8
-    points = expand_grid({"kind": "m:f", "points": [{"target_epsilon": 1.0}, {"target_epsilon": 8.0}],
-                          "grid": {"l": 4}})
-    assert [c for _, c, _ in points] == [{"target_epsilon": 1.0, "l": 4}, {"target_epsilon": 8.0, "l": 4}]
-    for bad, match in [({"grid": {}}, "kind"), ({"kind": "m:f", "repeats": 0}, "repeats"),
-                       ({"kind": "m:f", "gird": {}}, "unknown spec key"), ({"kind": "m:f", "grid": {"x": []}}, "no values")]:
-        with pytest.raises(ValueError, match=match):
-            expand_grid(bad)
+    """(kind, config, key) triples: each x repeated with seeds 0..repeats-1."""
+    configs = [{"marker": str(marker), **base, "x": x, "seed": r} for x in xs for r in range(repeats)]
+    return [(kind, c, config_key(c)) for c in configs]
 
 
 def test_sweep_runs_everything_and_exports(store, tmp_path):
@@ -118,52 +100,32 @@ def test_interrupted_runs_are_rerun_on_resume(store, tmp_path):
     assert executions(marker) == 2
 
 
-def test_spec_files_and_the_cli_entry_point(store, tmp_path, monkeypatch, capsys):
+def test_the_cli_entry_point(store, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PYTHONPATH", str(fake_jobs.TESTS_DIR))  # workers import fake_jobs
     marker = tmp_path / "marker"
-    spec = tmp_path / "sigma.toml"
-    spec.write_text(f'kind = "fake_jobs:quick"\nrepeats = 2\nmax_parallel = 2\n[base]\nmarker = "{marker}"\n'
-                    '[grid]\nx = [1, 2]\n')
-    assert load_spec(spec)["grid"] == {"x": [1, 2]}
+    specs = {"sigma": grid(marker, xs=(1, 2)), "crash": [("fake_jobs:crash", {"msg": "a"}, None)]}
+
+    def expand(text):
+        return text, specs[text], {"name": text}
+
     parser = argparse.ArgumentParser()
     add_sweep_arguments(parser)
     out = tmp_path / "out.csv"
-    args = parser.parse_args([str(spec), "--store", str(store.path), "--export", str(out), "--poll", "0.05", "--json"])
-    assert cli_sweep(args) == 0
+    args = parser.parse_args(["sigma", "--store", str(store.path), "--export", str(out), "--poll", "0.05", "--json"])
+    assert cli_sweep(args, expand=expand) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["name"] == "sigma" and printed["done"] == 4 and printed["exported_rows"] == 4
     assert len(list(csv.DictReader(out.open()))) == 4 and executions(marker) == 4
-    as_json = tmp_path / "again.json"
-    as_json.write_text(json.dumps({"name": "sigma", "kind": "fake_jobs:quick", "repeats": 2,
-                                   "base": {"marker": str(marker)}, "grid": {"x": [1, 2]}}))
-    assert cli_sweep(parser.parse_args([str(as_json), "--store", str(store.path), "--poll", "0.05"])) == 0
+    assert cli_sweep(parser.parse_args(["sigma", "--store", str(store.path), "--poll", "0.05"]), expand=expand) == 0
     assert "4/4 done" in capsys.readouterr().out and executions(marker) == 4  # resumed: nothing re-ran
-    crash = tmp_path / "crash.json"
-    crash.write_text(json.dumps({"kind": "fake_jobs:crash", "grid": {"msg": ["a"]}}))
-    assert cli_sweep(parser.parse_args([str(crash), "--store", str(store.path), "--poll", "0.05"])) == 1
+    assert cli_sweep(parser.parse_args(["crash", "--store", str(store.path), "--poll", "0.05"]), expand=expand) == 1
     assert "ValueError: boom: a" in capsys.readouterr().err
-    bad = tmp_path / "bad.toml"
-    bad.write_text("kind = ")
-    with pytest.raises(ValueError, match="not valid toml"):
-        cli_sweep(parser.parse_args([str(bad), "--store", str(store.path)]))
-    with pytest.raises(ValueError, match="cannot read spec"):
-        load_spec(tmp_path / "missing.toml")
-
-
-def test_training_kinds_use_the_training_run_key():
-    config_mod = pytest.importorskip("dpmix_core.experiments.config")
-    from dpmix_core.sweep_runner import default_key_fn
-
-    key_fn = default_key_fn("dpmix_core.training.runner:run_job")
-    config = {"method": "non-private"}
-    assert key_fn(config) == config_mod.run_key(config) and default_key_fn("fake_jobs:quick") is config_key
 
 
 def test_cli_store_errors_are_usage_errors(tmp_path):
     parser = argparse.ArgumentParser()
     add_sweep_arguments(parser)
-    spec = tmp_path / "s.json"
-    spec.write_text(json.dumps({"kind": "fake_jobs:quick", "grid": {"x": [1]}}))
     (tmp_path / "dir.sqlite").mkdir()
     with pytest.raises(ValueError, match="cannot open the results store"):
-        cli_sweep(parser.parse_args([str(spec), "--store", str(tmp_path / "dir.sqlite")]))
+        cli_sweep(parser.parse_args(["s", "--store", str(tmp_path / "dir.sqlite")]),
+                  expand=lambda text: (text, [("fake_jobs:quick", {"x": 1}, None)], {}))

@@ -1,0 +1,379 @@
+"""One training run as data: :class:`RunConfig` (validated, JSON round-trip) and its identity :func:`run_key`.
+
+A run is fully described by its config: dataset, method, the release
+(a nested :class:`~dpmix_core.synthesis.SynthesisConfig` for mixing and
+label-only Laplace), model, loss, optimizer and schedule, epochs, batch size,
+validation fraction, subsample limits, DP-SGD / DP-PCA parameters and the
+seed. ``device``, ``data_dir`` and the display ``label`` say *where* and *under
+what name* it runs, not *what* runs: they are not part of the identity.
+
+No torch import here: configs validate in the app without loading torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import numbers
+import re
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from dpmix_core.datasets import DATASET_NAMES
+from dpmix_core.synthesis import MECHANISMS, SynthesisConfig
+from dpmix_core.training.names import (
+    BATCHNORM_MODELS,
+    DPSGD_ACCOUNTANTS,
+    FEATURES,
+    INPUT_NORMS,
+    LOSSES,
+    METHODS,
+    MODELS,
+    OPTIMIZERS,
+    SCHEDULES,
+)
+
+__all__ = ["RunConfig", "run_key", "NON_IDENTITY_FIELDS", "synthesis_from_dict"]
+
+NON_IDENTITY_FIELDS = ("device", "data_dir", "label")
+_RUN_OWNED_SYNTHESIS_FIELDS = ("seed", "device")  # set by the run, not stored in the nested dict
+_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+_SYNTHESIS_TUPLES = ("zscore_constants", "feature_range")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def synthesis_from_dict(d: dict) -> SynthesisConfig:
+    """A SynthesisConfig from its JSON form (lists -> tuples, "inf" -> inf); unknown keys are a ValueError."""
+    if not isinstance(d, dict):
+        raise ValueError(f"synthesis must be a table/dict of SynthesisConfig fields. Found {type(d).__name__}.")
+    known = {f.name for f in fields(SynthesisConfig)}
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise ValueError(
+            f"unknown synthesis key(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}."
+        )
+    if "mechanism" not in d:
+        raise ValueError("synthesis needs a mechanism (one of: " + ", ".join(MECHANISMS) + ").")
+    kw = {k: _from_json_number(v) for k, v in d.items()}
+    for name in _SYNTHESIS_TUPLES:
+        if kw.get(name) is not None:
+            value = kw[name]
+            if not isinstance(value, (list, tuple)) or len(value) != 2:
+                raise ValueError(f"synthesis.{name} must be a pair of numbers. Found {value!r}.")
+            kw[name] = tuple(float(v) for v in value)
+    return SynthesisConfig(**kw)
+
+
+def _from_json_number(value: Any) -> Any:
+    if isinstance(value, str) and value.lower() in ("inf", "+inf", "infinity"):
+        return math.inf
+    return value
+
+
+def _to_json_value(value: Any) -> Any:
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if isinstance(value, tuple):
+        return [_to_json_value(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that determines one training run; validated on construction (one-line ValueErrors).
+
+    method: "mixing" (train on a random-mixing release), "non-private" (real
+    data), "dp-sgd" (Opacus, calibrated to dpsgd_epsilon/dpsgd_delta),
+    "label-laplace" (real features, Laplace-noised labels) or "dp-pca"
+    (Analyze-Gauss projection to pca_components dimensions + a linear model).
+    ``synthesis`` is required for mixing and label-laplace, and must be None
+    otherwise; its seed is the run's seed and it always runs on the CPU (so a
+    release does not depend on the device).
+    ``features``: "pixels", or "scattering" (ScatterNet J=2, L=8 features of
+    every record, computed *before* any mechanism: DPFMix Table 3).
+    ``loss``: "kl" (soft labels, thesis §4.1), "ce" (argmax labels), "gkl"
+    (generalized KL, DPFMix App. D) or "mse" (regression on the label value;
+    the task is regression exactly when loss is "mse").
+    ``input_norm="rms"`` divides all inputs (train, validation, test) by the
+    root-mean-square of the training inputs: post-processing for released
+    data, not allowed for DP-SGD (it would read the private data).
+    ``train_limit``/``test_limit`` take a fixed random subset (the same for
+    every seed) of the training/test split: the quick variants.
+    """
+
+    method: str
+    dataset: str = "mnist"
+    synthesis: SynthesisConfig | None = None
+    features: str = "pixels"
+    model: str = "thesis-cnn"
+    loss: str = "ce"
+    optimizer: str = "adam"
+    lr: float = 1e-3
+    momentum: float = 0.9  # sgd only
+    weight_decay: float = 0.0
+    schedule: str = "constant"  # constant | step (x lr_gamma every lr_step_epochs) | cosine
+    lr_step_epochs: int = 10
+    lr_gamma: float = 0.5
+    epochs: int = 10
+    batch_size: int = 128
+    val_fraction: float = 0.1
+    input_norm: str = "none"
+    train_limit: int | None = None
+    test_limit: int | None = None
+    dpsgd_epsilon: float = 1.0
+    dpsgd_delta: float = 1e-5
+    dpsgd_clip: float = 1.0
+    dpsgd_accountant: str = "pld-poisson"
+    pca_components: int = 50
+    pca_epsilon: float = 1.0  # inf: exact (non-private) PCA
+    pca_delta: float = 1e-5
+    seed: int = 0
+    label: str = ""  # display name of the series (not identity)
+    device: str = "auto"  # not identity
+    data_dir: str | None = None  # not identity
+
+    def __post_init__(self) -> None:
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        _choice("method", self.method, METHODS)
+        _choice("dataset", self.dataset, DATASET_NAMES)
+        _choice("features", self.features, FEATURES)
+        _choice("model", self.model, MODELS)
+        _choice("loss", self.loss, LOSSES)
+        _choice("optimizer", self.optimizer, OPTIMIZERS)
+        _choice("schedule", self.schedule, SCHEDULES)
+        _choice("input_norm", self.input_norm, INPUT_NORMS)
+        _choice("dpsgd_accountant", self.dpsgd_accountant, DPSGD_ACCOUNTANTS)
+        for name in ("lr", "momentum", "weight_decay", "lr_gamma", "val_fraction", "dpsgd_epsilon", "dpsgd_delta",
+                     "dpsgd_clip", "pca_epsilon", "pca_delta"):
+            value = getattr(self, name)
+            if not _is_real(value) or math.isnan(value):
+                raise ValueError(f"{name} must be a number. Found {value!r}.")
+            set_(name, float(value))
+        for name in ("lr_step_epochs", "epochs", "batch_size", "pca_components"):
+            value = getattr(self, name)
+            if not _is_int(value) or value < 1:
+                raise ValueError(f"{name} must be a positive integer. Found {value!r}.")
+            set_(name, int(value))
+        for name in ("train_limit", "test_limit"):
+            value = getattr(self, name)
+            if value is not None:
+                if not _is_int(value) or value < 1:
+                    raise ValueError(f"{name} must be a positive integer or None. Found {value!r}.")
+                set_(name, int(value))
+        if not _is_int(self.seed) or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0. Found {self.seed!r}.")
+        set_("seed", int(self.seed))
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be a positive finite number. Found {self.lr}.")
+        if not 0 <= self.momentum < 1:
+            raise ValueError(f"momentum must be in [0, 1). Found {self.momentum}.")
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise ValueError(f"weight_decay must be >= 0. Found {self.weight_decay}.")
+        if not 0 < self.lr_gamma <= 1:
+            raise ValueError(f"lr_gamma must be in (0, 1]. Found {self.lr_gamma}.")
+        if not 0 <= self.val_fraction <= 0.5:
+            raise ValueError(f"val_fraction must be in [0, 0.5]. Found {self.val_fraction}.")
+        if not isinstance(self.label, str):
+            raise ValueError(f"label must be a string. Found {self.label!r}.")
+        if not (isinstance(self.device, str) and _DEVICE.match(self.device)):
+            raise ValueError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'. Found {self.device!r}.")
+        if self.data_dir is not None and not isinstance(self.data_dir, str):
+            set_("data_dir", str(self.data_dir))
+        self._check_synthesis(set_)
+        self._check_combination()
+
+    # ------------------------------------------------------------------ validation helpers
+
+    def _check_synthesis(self, set_) -> None:
+        syn = self.synthesis
+        if isinstance(syn, dict):
+            syn = synthesis_from_dict(syn)
+        if self.method in ("mixing", "label-laplace"):
+            if not isinstance(syn, SynthesisConfig):
+                raise ValueError(f"method {self.method!r} needs a synthesis config (SynthesisConfig or dict).")
+            if self.method == "mixing" and syn.mechanism == "label-laplace":
+                raise ValueError(
+                    "method 'mixing' needs a mixing mechanism; use method 'label-laplace' for label-only Laplace."
+                )
+            if self.method == "label-laplace" and syn.mechanism != "label-laplace":
+                raise ValueError(
+                    f"method 'label-laplace' needs synthesis.mechanism 'label-laplace'. Found {syn.mechanism!r}."
+                )
+            set_("synthesis", replace(_normalised_synthesis(syn), seed=self.seed, device="cpu"))
+        elif syn is not None:
+            raise ValueError(
+                f"synthesis applies to methods 'mixing' and 'label-laplace'; set it to None for {self.method!r}."
+            )
+
+    def _check_combination(self) -> None:
+        syn = self.synthesis
+        if self.features == "scattering" and self.model not in ("scatter-linear", "linear"):
+            raise ValueError(f"scattering features need model 'scatter-linear' or 'linear'. Found {self.model!r}.")
+        if self.features == "pixels" and self.model == "scatter-linear":
+            raise ValueError("model 'scatter-linear' needs features = 'scattering'.")
+        if self.method == "dp-pca" and self.model != "linear":
+            raise ValueError(
+                f"dp-pca trains a linear model on the projection; set model = 'linear'. Found {self.model!r}."
+            )
+        if self.method == "dp-sgd":
+            if self.model in BATCHNORM_MODELS:
+                raise ValueError(
+                    f"model {self.model!r} uses batch-norm, which DP-SGD cannot train (per-sample gradients); "
+                    "use 'dpcda-cnn-gn' (GroupNorm) or 'thesis-cnn'."
+                )
+            if self.input_norm != "none":
+                raise ValueError(
+                    "input_norm 'rms' reads the training inputs; DP-SGD trains on private data: use 'none'."
+                )
+            if not (math.isfinite(self.dpsgd_epsilon) and self.dpsgd_epsilon > 0):
+                raise ValueError(f"dpsgd_epsilon must be a positive finite number. Found {self.dpsgd_epsilon}.")
+            if not 0 < self.dpsgd_delta < 1:
+                raise ValueError(f"dpsgd_delta must be in (0, 1). Found {self.dpsgd_delta}.")
+            if not (math.isfinite(self.dpsgd_clip) and self.dpsgd_clip > 0):
+                raise ValueError(f"dpsgd_clip must be a positive finite number. Found {self.dpsgd_clip}.")
+        if self.method == "dp-pca":
+            if not self.pca_epsilon > 0:
+                raise ValueError(f"pca_epsilon must be positive (inf: exact PCA). Found {self.pca_epsilon}.")
+            if not 0 < self.pca_delta < 1:
+                raise ValueError(f"pca_delta must be in (0, 1). Found {self.pca_delta}.")
+        regression = self.loss == "mse"
+        if self.method == "mixing" and regression:
+            raise ValueError(
+                "loss 'mse' is for regression labels; mixing releases soft label vectors: use kl, ce or gkl."
+            )
+        if self.method == "label-laplace":
+            if (syn.label_task == "regression") != regression:
+                raise ValueError(
+                    f"label_task {syn.label_task!r} needs loss "
+                    f"{'mse' if syn.label_task == 'regression' else 'kl, ce or gkl'}; found loss {self.loss!r}."
+                )
+        if self.method == "mixing" and self.features == "scattering":
+            unbounded = syn.mechanism in ("dpmix", "local") or (
+                syn.mechanism == "class-centric" and syn.preprocessing == "unit"
+            )
+            if unbounded and syn.feature_range is None:
+                raise ValueError(
+                    f"mechanism {syn.mechanism!r} scales features to [0,1] with public bounds, which scattering "
+                    "features lack: use 'poisson' (clips ||x|| <= Cx), class-centric with preprocessing 'zscore', "
+                    "or set feature_range."
+                )
+
+    # ------------------------------------------------------------------ properties and JSON
+
+    @property
+    def task(self) -> str:
+        """'regression' when the loss is mse, else 'classification'."""
+        return "regression" if self.loss == "mse" else "classification"
+
+    @property
+    def mechanism(self) -> str | None:
+        """The synthesis mechanism, or None for methods without a release."""
+        return self.synthesis.mechanism if self.synthesis is not None else None
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict (infinite numbers as "inf"); ``RunConfig.from_dict`` inverts it."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "synthesis":
+                if value is None:
+                    out["synthesis"] = None
+                else:
+                    syn = dataclasses.asdict(value)
+                    for key in _RUN_OWNED_SYNTHESIS_FIELDS:
+                        syn.pop(key)
+                    out["synthesis"] = {k: _to_json_value(v) for k, v in syn.items()}
+            else:
+                out[f.name] = _to_json_value(value)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunConfig":
+        """Build from a (JSON) dict; unknown keys are a ValueError; missing keys take their defaults."""
+        if isinstance(d, RunConfig):
+            return d
+        if not isinstance(d, dict):
+            raise ValueError(f"a run config must be a dict. Found {type(d).__name__}.")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(
+                f"unknown run config key(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}."
+            )
+        if "method" not in d:
+            raise ValueError("a run config needs a method (one of: " + ", ".join(METHODS) + ").")
+        kw = {k: _from_json_number(v) for k, v in d.items() if k != "synthesis"}
+        syn = d.get("synthesis")
+        if syn is not None:
+            syn = dict(syn) if isinstance(syn, dict) else syn
+            if isinstance(syn, dict):
+                seed = syn.pop("seed", None)
+                syn.pop("device", None)
+                if seed is not None and "seed" not in kw:
+                    kw["seed"] = seed
+                syn = synthesis_from_dict(syn)
+        kw["synthesis"] = syn
+        return cls(**kw)
+
+    def identity(self) -> dict:
+        """The fields that determine the result: to_dict() without device, data_dir, label, and unused groups."""
+        d = self.to_dict()
+        for key in NON_IDENTITY_FIELDS:
+            d.pop(key)
+        if self.method != "dp-sgd":
+            for key in ("dpsgd_epsilon", "dpsgd_delta", "dpsgd_clip", "dpsgd_accountant"):
+                d.pop(key)
+        if self.method != "dp-pca":
+            for key in ("pca_components", "pca_epsilon", "pca_delta"):
+                d.pop(key)
+        if self.optimizer != "sgd":
+            d.pop("momentum")
+        if self.schedule != "step":
+            d.pop("lr_step_epochs")
+            d.pop("lr_gamma")
+        return d
+
+    def replace(self, **changes) -> "RunConfig":
+        return replace(self, **changes)
+
+
+def _normalised_synthesis(syn: SynthesisConfig) -> SynthesisConfig:
+    """Numbers in canonical types (15 -> 15.0 for float fields, 256.0 -> 256 for int fields): stable run keys."""
+    changes = {}
+    for f in fields(SynthesisConfig):
+        value = getattr(syn, f.name)
+        kind = str(f.type)
+        if kind.startswith("float") and _is_real(value):
+            changes[f.name] = float(value)
+        elif kind == "int" and isinstance(value, float) and value.is_integer():
+            changes[f.name] = int(value)
+        elif f.name in _SYNTHESIS_TUPLES and value is not None:
+            if not (isinstance(value, (list, tuple)) and len(value) == 2 and all(_is_real(v) for v in value)):
+                raise ValueError(f"synthesis.{f.name} must be a pair of numbers. Found {value!r}.")
+            changes[f.name] = tuple(float(v) for v in value)
+    return replace(syn, **changes)
+
+
+def _choice(name: str, value: object, options: tuple[str, ...]) -> None:
+    if value not in options:
+        raise ValueError(f"Unknown {name} {value!r}. Choose one of: {', '.join(options)}.")
+
+
+def run_key(config: dict | RunConfig) -> str:
+    """sha256 (hex) of the canonical JSON of the run's identity (device, data_dir and label excluded).
+
+    The dict is parsed first, so defaults filled in or left out, ints vs floats
+    (lr 1 vs 1.0) and key order all give the same key.
+    """
+    cfg = config if isinstance(config, RunConfig) else RunConfig.from_dict(config)
+    payload = json.dumps(cfg.identity(), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(payload.encode()).hexdigest()

@@ -1,0 +1,361 @@
+"""The papers' utility protocols as sweep presets, each with a clearly labelled quick variant, and a cost model.
+
+Every preset ``NAME`` has a full variant (the protocol as published, as far as
+the papers state it; our choices where they do not are listed in
+``description``) and ``NAME-quick`` (title starts with "QUICK"): fewer
+epochs / synthetic points / samples / repeats, each run finishing in at most
+60 s on the 2-core reference machine (bench/bench_training.py checks this).
+
+:func:`estimate_seconds` is a rough cost model for one run on that machine,
+built from throughputs measured by ``bench/bench_training.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from dpmix_core.experiments.config import RunConfig
+from dpmix_core.experiments.spec import Series, SweepSpec
+from dpmix_core.synthesis import SynthesisConfig
+
+__all__ = ["PRESETS", "preset_names", "get_preset", "estimate_seconds", "estimate_sweep_seconds", "QUICK_LIMIT_S"]
+
+QUICK_LIMIT_S = 60.0
+MNIST_N = 60000
+THESIS_DELTA = 1 / MNIST_N  # thesis §4.1: delta = 1/n
+
+# ------------------------------------------------------------------------------------------- cost model
+# Throughput (samples/s) on the 2-core reference machine (x86_64, torch 2.13 CPU, 2 threads), measured with
+# bench/bench_training.py on an idle machine: training at batch size 128, DP-SGD (Opacus, functorch per-sample
+# gradients) at batch 128, evaluation (forward only). Smaller batches are slower by (batch/128)**exponent.
+TRAIN_SPS = {"thesis-cnn": 7500.0, "dpcda-cnn": 2300.0, "dpcda-cnn-gn": 2300.0, "scatter-linear": 150000.0,
+             "linear": 450000.0}
+DPSGD_SPS = {"thesis-cnn": 1700.0, "dpcda-cnn-gn": 550.0, "scatter-linear": 16000.0, "linear": 55000.0}
+EVAL_SPS = {"thesis-cnn": 12000.0, "dpcda-cnn": 4500.0, "dpcda-cnn-gn": 4500.0, "scatter-linear": 400000.0,
+            "linear": 3700000.0}
+BATCH_EXPONENT = {"thesis-cnn": 0.14, "dpcda-cnn": 0.0, "dpcda-cnn-gn": 0.0, "scatter-linear": 0.7,
+                  "linear": 0.8}
+SCATTER_SPS = 2000.0  # ScatterNet J=2, L=8 images/s (first run only: features are cached)
+MIX_OPS_PER_S = 2.5e9  # gathered feature values per second when mixing (T * l * d)
+OVERHEAD_S = 2.0  # imports, dataset load, calibration, privacy card
+FEATURE_BYTES_PER_S = 1e9  # reading cached ScatterNet features and copying them (split, clip, tensors)
+SPLIT_SIZES = {"mnist": (60000, 10000), "fashion-mnist": (60000, 10000), "cifar10": (50000, 10000),
+               "embedded": (4000, 1000)}
+FEATURE_DIMS = {"mnist": 784, "fashion-mnist": 784, "cifar10": 3072, "embedded": 784}
+
+
+def _batch_factor(model: str, batch_size: int) -> float:
+    return min(1.0, (batch_size / 128) ** BATCH_EXPONENT[model])
+
+
+def estimate_seconds(run: RunConfig, *, features_cached: bool = True) -> float:
+    """Rough wall time of one run on the 2-core CPU reference machine (seconds)."""
+    n_train, n_test = SPLIT_SIZES[run.dataset]
+    if run.train_limit is not None:
+        n_train = min(n_train, run.train_limit)
+    if run.test_limit is not None:
+        n_test = min(n_test, run.test_limit)
+    d = FEATURE_DIMS[run.dataset]
+    if run.features == "scattering":
+        d = 81 * 49 * (3 if run.dataset == "cifar10" else 1)
+    seconds = OVERHEAD_S
+    if run.features == "scattering":
+        seconds += 2 * (n_train + n_test) * d * 4 / FEATURE_BYTES_PER_S
+        if not features_cached:
+            seconds += (n_train + n_test) / SCATTER_SPS
+    rows = n_train
+    if run.method == "mixing":
+        syn = run.synthesis
+        rows = syn.T
+        seconds += syn.T * syn.l * d / MIX_OPS_PER_S
+    if run.method == "dp-pca":
+        seconds += (d / 784) ** 3 * 0.6 + n_train * d * run.pca_components / 2e9
+    n_fit = int(rows * (1 - run.val_fraction))
+    n_val = rows - n_fit
+    model = run.model
+    factor = _batch_factor(model, run.batch_size)
+    if run.method == "dp-sgd":
+        seconds += run.epochs * n_fit / (DPSGD_SPS.get(model, 500.0) * factor)
+    else:
+        sps = TRAIN_SPS[model]
+        if run.method == "dp-pca":
+            sps *= 784 / max(run.pca_components, 1)  # the linear model sees k inputs, not d
+        seconds += run.epochs * n_fit / (sps * factor)
+    seconds += (run.epochs * n_val + n_test) / EVAL_SPS[model]
+    return float(seconds)
+
+
+def estimate_sweep_seconds(spec: SweepSpec, *, features_cached: bool = True) -> float:
+    """Sum of :func:`estimate_seconds` over the sweep's runs."""
+    return float(sum(estimate_seconds(r, features_cached=features_cached) for r in spec.runs()))
+
+
+# ------------------------------------------------------------------------------------------- presets
+
+
+def _quick(full: SweepSpec, *, base: dict, values: tuple | None = None, repeats: int = 1,
+           series: tuple[Series, ...] | None = None, note: str) -> SweepSpec:
+    return SweepSpec(
+        name=f"{full.name}-quick",
+        base=replace(full.base, **base),
+        axis=full.axis,
+        values=values if values is not None else full.values,
+        series=series if series is not None else full.series,
+        repeats=repeats,
+        title=f"QUICK — {full.title}",
+        description=f"Quick variant of {full.name} (each run <= 60 s on 2 CPU cores): {note}",
+        quick=True,
+        full_variant=full.name,
+    )
+
+
+def _thesis_41() -> tuple[SweepSpec, SweepSpec]:
+    base = RunConfig(
+        "mixing",
+        dataset="mnist",
+        synthesis=SynthesisConfig("dpmix", l=256, T=10000, target_epsilon=15.0, accountant="lee2019",
+                                  delta=THESIS_DELTA),
+        model="thesis-cnn", loss="kl", optimizer="adam", lr=1e-4, schedule="step", lr_step_epochs=10,
+        lr_gamma=0.5, epochs=50, batch_size=32, val_fraction=0.1,
+        dpsgd_epsilon=15.0, dpsgd_delta=THESIS_DELTA, dpsgd_clip=1.0,
+    )
+    series = (
+        Series("DPMix (l=256, T=10000)", {}),
+        Series("DP-SGD (same eps, delta)", {"method": "dp-sgd", "loss": "ce", "lr": 1e-3, "schedule": "constant",
+                                             "epochs": 15, "batch_size": 256}),
+        Series("non-private", {"method": "non-private", "loss": "ce", "epochs": 10}),
+    )
+    full = SweepSpec(
+        name="thesis-4.1", base=base, axis="target_epsilon", values=(15.0,), series=series, repeats=3,
+        title="Thesis §4.1: DPMix on MNIST, l=256, T=10000, eps=15 (lee2019, delta=1/n)",
+        description=(
+            "Thesis §4.1: T=10000 DPMix points (l=256, sigma calibrated to eps=15 with lee2019, delta=1/n), "
+            "thesis CNN (Table 4.1) trained with KL to the clamped, renormalised soft labels, Adam lr 1e-4 "
+            "halved every 10 epochs, 50 epochs, 10% validation; batch size 32 (Keras' default: the thesis does "
+            "not state it). Baselines on the same model: DP-SGD at the same (eps, delta) (Adam 1e-3, B=256, "
+            "15 epochs, clip 1) and non-private training (10 epochs)."
+        ),
+    )
+    quick = _quick(
+        full,
+        base={"schedule": "constant", "epochs": 20},
+        series=(
+            Series("DPMix (l=256, T=10000)", {}),
+            Series("DP-SGD (same eps, delta)", {"method": "dp-sgd", "loss": "ce", "lr": 1e-3, "schedule": "constant",
+                                                 "epochs": 3, "batch_size": 256, "train_limit": 20000}),
+            Series("non-private", {"method": "non-private", "loss": "ce", "epochs": 1, "batch_size": 128}),
+        ),
+        note="same release and model; Adam lr 1e-4 constant for 20 epochs (the full schedule's total step "
+             "size is that of ~19 epochs at 1e-4; larger rates collapse to one class on this data); DP-SGD on a "
+             "20,000-record subset for 3 epochs; non-private 1 epoch; one seed.",
+    )
+    return full, quick
+
+
+_THESIS_42_TRAINING = dict(model="thesis-cnn", loss="ce", optimizer="adam", lr=1e-4, schedule="step",
+                           lr_step_epochs=10, lr_gamma=0.5, epochs=50, batch_size=32, val_fraction=0.1)
+_THESIS_42_QUICK = {"lr": 1e-3, "lr_step_epochs": 2, "epochs": 6}
+
+
+def _thesis_42(axis: str, values: tuple, synthesis: SynthesisConfig, what: str,
+               quick_values: tuple | None = None, quick_base: dict | None = None) -> tuple[SweepSpec, SweepSpec]:
+    base = RunConfig("mixing", dataset="mnist", synthesis=synthesis, **_THESIS_42_TRAINING)
+    full = SweepSpec(
+        name=f"thesis-4.2-{axis.lower()}", base=base, axis=axis, values=values, repeats=3,
+        title=f"Thesis §4.2: class-centric mixing on MNIST, accuracy vs {what} (eps on a second axis)",
+        description=(
+            f"Thesis §4.2: class-centric mixing ([0,1] pixels, floor(T/K) points per class), {what} swept; "
+            "thesis CNN trained with cross-entropy on argmax labels; training as §4.1 (Adam 1e-4 halved every "
+            "10 epochs, 50 epochs, batch 32, 10% validation). Every applicable accountant's eps is recorded "
+            "with each run (the second axis)."
+        ),
+    )
+    quick = _quick(full, base={**_THESIS_42_QUICK, **(quick_base or {})}, values=quick_values,
+                   note="Adam lr 1e-3 halved every 2 epochs for 6 epochs; one seed.")
+    return full, quick
+
+
+def _class_centric_thesis(mix_degree: int = 128, T: int = 12000, sigma: float = 0.7) -> SynthesisConfig:
+    return SynthesisConfig("class-centric", l=mix_degree, T=T, sigma_x=sigma, preprocessing="unit", delta=1e-5)
+
+
+def _dpcda_table2() -> tuple[SweepSpec, SweepSpec]:
+    base = RunConfig(
+        "mixing", dataset="mnist",
+        synthesis=SynthesisConfig("class-centric", l=4, T=60000, target_epsilon=10.0, accountant="dpcda",
+                                  delta=1e-5, preprocessing="zscore", clip=1.0, hard_labels=True),
+        model="dpcda-cnn", loss="ce", optimizer="adam", lr=1e-3, epochs=10, batch_size=128, val_fraction=0.1,
+    )
+    series = (
+        Series("eps = inf (no noise)", {"synthesis.target_epsilon": None, "synthesis.sigma_x": 0.0,
+                                         "synthesis.sigma_y": 0.0, "synthesis.accountant": None}),
+        Series("eps = 20", {"synthesis.target_epsilon": 20.0}),
+        Series("eps = 10", {"synthesis.target_epsilon": 10.0}),
+    )
+    full = SweepSpec(
+        name="dpcda-table2", base=base, axis="l", values=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), series=series,
+        repeats=3,
+        title="DP-CDA Table 2: accuracy vs l x eps in {inf, 20, 10} (class-centric, z-score, c=1, dpcda accountant)",
+        description=(
+            "DP-CDA Table 2 on MNIST: class-centric mixing of z-scored pixels clipped to ||x|| <= 1, T=60000 "
+            "(6000 per class), sigma calibrated with the dpcda accountant at delta=1e-5, hard (argmax) labels "
+            "(DP-CDA Eq. 1); DP-CDA CNN (batch-norm, dropout) with cross-entropy. Our choices where the paper is "
+            "silent: Adam lr 1e-3, batch 128, 10 epochs. z-score statistics come from the private data "
+            "(as in the paper; flagged in every privacy card)."
+        ),
+    )
+    quick = _quick(full, base={"synthesis": replace(base.synthesis, T=10000), "epochs": 3},
+                   note="T=10000 points (1000 per class), 3 epochs, one seed.")
+    return full, quick
+
+
+def _dpfmix_table1() -> tuple[SweepSpec, SweepSpec]:
+    base = RunConfig(
+        "mixing", dataset="mnist",
+        synthesis=SynthesisConfig("poisson", l=64, T=60000, target_epsilon=1.0, accountant="gdp-clt", delta=1e-5,
+                                  clip_x=1.0, clip_y=1.0),
+        model="thesis-cnn", loss="gkl", input_norm="rms", optimizer="adam", lr=1e-3, epochs=10, batch_size=128,
+        val_fraction=0.1,
+    )
+    series = (
+        Series("uniform / rdp-wor", {"synthesis.mechanism": "dpmix", "synthesis.accountant": "rdp-wor"}),
+        Series("Poisson / gdp-clt", {}),
+    )
+    full = SweepSpec(
+        name="dpfmix-table1", base=base, axis="target_epsilon", values=(1.0, 2.0, 4.0, 8.0), series=series,
+        repeats=3,
+        title="DPFMix Table 1: uniform sampling + RDP vs Poisson sampling + GDP, eps in {1, 2, 4, 8}",
+        description=(
+            "DPFMix Table 1 on MNIST: T=60000 mixtures of m=64 records, sigma calibrated at delta=1e-5 either "
+            "for uniform (without-replacement) mixing with the tight RDP accountant (rdp-wor; [0,1] pixels) or "
+            "for Poisson mixing (||x||, ||y|| <= 1) with the paper's CLT accountant (gdp-clt: an approximation; "
+            "pld-poisson is recorded next to it). Thesis CNN, generalized-KL loss (DPFMix App. D), inputs "
+            "rescaled by their RMS (post-processing). Our choices: Adam lr 1e-3, batch 128, 10 epochs."
+        ),
+    )
+    quick = _quick(full, base={"synthesis": replace(base.synthesis, T=10000), "epochs": 4},
+                   note="T=10000 points, 4 epochs, one seed.")
+    return full, quick
+
+
+def _dpfmix_table3() -> tuple[SweepSpec, SweepSpec]:
+    base = RunConfig(
+        "mixing", dataset="mnist", features="scattering",
+        synthesis=SynthesisConfig("poisson", l=64, T=60000, target_epsilon=1.0, accountant="gdp-clt", delta=1e-5,
+                                  clip_x=1.0, clip_y=1.0),
+        model="scatter-linear", loss="gkl", optimizer="adam", lr=1e-3, epochs=10, batch_size=128,
+        val_fraction=0.1, dpsgd_delta=1e-5, dpsgd_clip=1.0,
+    )
+    series = (
+        Series("ScatterNet feature mixing (Poisson)", {}),
+        Series("DP-SGD ScatterNet+linear", {"method": "dp-sgd", "loss": "ce", "batch_size": 256}),
+        Series("non-private ScatterNet+linear", {"method": "non-private", "loss": "ce"}),
+    )
+    full = SweepSpec(
+        name="dpfmix-table3", base=base, axis="target_epsilon", values=(1.0, 2.0, 4.0, 8.0), series=series,
+        repeats=3,
+        title="DPFMix Table 3: Poisson mixing of ScatterNet features + linear classifier, eps in {1, 2, 4, 8}",
+        description=(
+            "DPFMix Table 3 on MNIST: ScatterNet features (J=2, L=8; 81x7x7) of every record first, then Poisson "
+            "mixing of the features (m=64, T=60000, clip Cx=Cy=1, sigma by gdp-clt at delta=1e-5), a linear "
+            "classifier (per-sample GroupNorm, Tramer & Boneh) trained with generalized KL, evaluated on the "
+            "scattering features of the real test set. Baselines: DP-SGD on the same ScatterNet+linear model "
+            "(Tramer & Boneh's baseline) at the same (eps, delta), and non-private training. Our choices: "
+            "Adam lr 1e-3, batch 128 (DP-SGD 256), 10 epochs."
+        ),
+    )
+    quick = _quick(
+        full, base={"synthesis": replace(base.synthesis, T=10000), "epochs": 4},
+        series=(
+            Series("ScatterNet feature mixing (Poisson)", {}),
+            Series("DP-SGD ScatterNet+linear", {"method": "dp-sgd", "loss": "ce", "batch_size": 256, "epochs": 2}),
+            Series("non-private ScatterNet+linear", {"method": "non-private", "loss": "ce", "epochs": 2}),
+        ),
+        note="T=10000 mixtures, 4 epochs; baselines 2 epochs; one seed. The first run on a machine also "
+             "computes the ScatterNet features of MNIST (about 40 s on 2 cores, then cached).",
+    )
+    return full, quick
+
+
+def _label_dp() -> tuple[SweepSpec, SweepSpec]:
+    base = RunConfig(
+        "label-laplace", dataset="mnist", synthesis=SynthesisConfig("label-laplace", label_epsilon=1.0),
+        model="thesis-cnn", loss="kl", optimizer="adam", lr=1e-3, epochs=10, batch_size=128, val_fraction=0.1,
+    )
+    series = (
+        Series("classification (clamped labels, KL)", {}),
+        Series("regression (label 0-9, MSE)", {"loss": "mse", "synthesis.label_task": "regression"}),
+        Series("non-private classification", {"method": "non-private", "loss": "ce"}),
+        Series("non-private regression", {"method": "non-private", "loss": "mse"}),
+    )
+    full = SweepSpec(
+        name="label-dp", base=base, axis="label_epsilon", values=(0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0),
+        series=series, repeats=3,
+        title="Label-only Laplace: accuracy vs eps and test MSE vs eps (log-log)",
+        description=(
+            "Label-only Laplace on MNIST (features public, labels private): one-hot labels + Lap(2/eps), clamped "
+            "to [0,1], trained with KL (classification); or the label as a number 0-9 + Lap(9/eps), clamped and "
+            "rounded, trained with MSE (regression; test MSE reported). Thesis CNN, Adam lr 1e-3, batch 128, "
+            "10 epochs; non-private baselines on the same model."
+        ),
+    )
+    quick = _quick(full, base={"train_limit": 10000, "epochs": 5},
+                   note="a 10,000-record training subset, 5 epochs, one seed.")
+    return full, quick
+
+
+def _dp_pca() -> tuple[SweepSpec, SweepSpec]:
+    base = RunConfig(
+        "dp-pca", dataset="mnist", model="linear", loss="ce", input_norm="rms", optimizer="adam", lr=1e-2,
+        epochs=20, batch_size=256, val_fraction=0.1, pca_components=50, pca_epsilon=1.0, pca_delta=1e-5,
+    )
+    full = SweepSpec(
+        name="dp-pca", base=base, axis="pca_epsilon", values=(0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, math.inf),
+        repeats=5,
+        title="AG DP-PCA + logistic regression: classification error vs eps (k = 50)",
+        description=(
+            "Analyze-Gauss DP-PCA (analytic Gaussian, delta=1e-5) of the MNIST training pixels (rows clipped to "
+            "the unit ball), top k=50 components; multinomial logistic regression on the projections (Adam lr "
+            "1e-2, batch 256, 20 epochs, inputs rescaled by their RMS). eps=inf is exact PCA. Only the "
+            "projection is private (the baseline's protocol); error = 1 - accuracy."
+        ),
+    )
+    quick = _quick(full, base={"epochs": 5}, note="5 epochs, one seed.")
+    return full, quick
+
+
+def _build() -> dict[str, SweepSpec]:
+    pairs = [
+        _thesis_41(),
+        _thesis_42("sigma", (0.2, 0.4, 0.6, 0.8, 1.0, 1.5, 2.0, 2.5, 3.0), _class_centric_thesis(), "sigma (l=128)",
+                   quick_values=(0.2, 0.7, 1.5, 3.0)),
+        _thesis_42("l", (32, 64, 128, 256, 512), _class_centric_thesis(), "l (sigma=0.7)"),
+        _thesis_42("T", (1000, 2000, 5000, 12000, 30000, 60000), _class_centric_thesis(), "T (l=128, sigma=0.7)",
+                   quick_values=(1000, 2000, 5000, 12000), quick_base={"epochs": 4}),
+        _dpcda_table2(),
+        _dpfmix_table1(),
+        _dpfmix_table3(),
+        _label_dp(),
+        _dp_pca(),
+    ]
+    out: dict[str, SweepSpec] = {}
+    for full, quick in pairs:
+        out[full.name] = full
+        out[quick.name] = quick
+    return out
+
+
+PRESETS: dict[str, SweepSpec] = _build()
+
+
+def preset_names(*, quick: bool | None = None) -> list[str]:
+    """Preset names (all, only quick, or only full)."""
+    return [n for n, s in PRESETS.items() if quick is None or s.quick == quick]
+
+
+def get_preset(name: str) -> SweepSpec:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"Unknown preset {name!r}. Choose one of: {', '.join(PRESETS)}.") from None

@@ -1,0 +1,105 @@
+"""Aggregate finished runs for plots: mean ± std over seeds per series, method, mechanism and axis value."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from dpmix_core.experiments.config import RunConfig
+from dpmix_core.experiments.spec import AXES, axis_value
+
+__all__ = ["aggregate", "infer_axis", "GROUP_COLUMNS"]
+
+GROUP_COLUMNS = ("label", "method", "mechanism", "axis_value")
+
+
+def _eps_number(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str) and value in ("inf", "+inf"):
+        return math.inf
+    return None  # "error: ..." or missing
+
+
+def infer_axis(configs: list[RunConfig]) -> str | None:
+    """The first axis (in AXES order) on which the runs take more than one value; None if none varies."""
+    for axis in AXES:
+        values = {axis_value(c, axis) for c in configs}
+        values.discard(None)
+        if len(values) > 1:
+            return axis
+    return None
+
+
+def aggregate(rows: list[dict], axis: str | None = None) -> pd.DataFrame:
+    """One row per (label, method, mechanism, axis value) of finished runs.
+
+    ``rows``: ``{"config": RunConfig.to_dict(), "result": run_job(...) output}``
+    (rows without a result or a test_accuracy are skipped). ``axis``: a sweep
+    axis name; by default each row's ``"axis"`` key, else the axis along which
+    the runs vary. ``label`` is the series name (RunConfig.label), so two
+    series of one method (e.g. DP-CDA at eps = 20 and eps = 10) stay apart.
+
+    Columns: label, method, mechanism, axis, axis_value, test_accuracy_mean /
+    _std / _count, test_mse_mean / _std / _count, seconds_mean, one
+    ``epsilon_<accountant>`` column per accountant seen (mean over the group;
+    inf when any run is unbounded) and delta. std is the sample standard
+    deviation (NaN for a single run).
+    """
+    finished = []
+    for row in rows:
+        result = row.get("result") if isinstance(row, dict) else None
+        if not isinstance(result, dict) or result.get("test_accuracy") is None:
+            continue
+        finished.append((RunConfig.from_dict(row["config"]), result, row.get("axis")))
+    columns = ["label", "method", "mechanism", "axis", "axis_value", "test_accuracy_mean", "test_accuracy_std",
+               "test_accuracy_count", "test_mse_mean", "test_mse_std", "test_mse_count", "seconds_mean", "delta"]
+    if not finished:
+        return pd.DataFrame(columns=columns)
+    if axis is None:
+        row_axes = {a for _, _, a in finished if a}
+        axis = row_axes.pop() if len(row_axes) == 1 else infer_axis([c for c, _, _ in finished])
+    records = []
+    for cfg, result, _ in finished:
+        rec = {
+            "label": cfg.label or cfg.method,
+            "method": cfg.method,
+            "mechanism": cfg.mechanism or "",
+            "axis_value": axis_value(cfg, axis) if axis else None,
+            "test_accuracy": float(result["test_accuracy"]),
+            "test_mse": None if result.get("test_mse") is None else float(result["test_mse"]),
+            "seconds": result.get("seconds"),
+            "delta": result.get("delta"),
+        }
+        for name, value in (result.get("epsilon") or {}).items():
+            rec[f"epsilon_{name}"] = _eps_number(value)
+        records.append(rec)
+    df = pd.DataFrame.from_records(records)
+    df["axis_value"] = df["axis_value"].astype(float)
+    eps_cols = sorted(c for c in df.columns if c.startswith("epsilon_"))
+    out = []
+    for key, g in df.groupby(list(GROUP_COLUMNS), dropna=False, sort=True):
+        label, method, mechanism, value = key
+        acc = g["test_accuracy"].astype(float)
+        mse = g["test_mse"].dropna().astype(float)
+        rec = {
+            "label": label,
+            "method": method,
+            "mechanism": mechanism or None,
+            "axis": axis,
+            "axis_value": None if pd.isna(value) else float(value),
+            "test_accuracy_mean": acc.mean(),
+            "test_accuracy_std": acc.std(ddof=1) if len(acc) > 1 else math.nan,
+            "test_accuracy_count": int(len(acc)),
+            "test_mse_mean": mse.mean() if len(mse) else math.nan,
+            "test_mse_std": mse.std(ddof=1) if len(mse) > 1 else math.nan,
+            "test_mse_count": int(len(mse)),
+            "seconds_mean": pd.to_numeric(g["seconds"], errors="coerce").mean(),
+            "delta": g["delta"].dropna().iloc[0] if g["delta"].notna().any() else None,
+        }
+        for col in eps_cols:
+            vals = g[col].dropna().astype(float)
+            rec[col] = (math.inf if (vals == math.inf).any() else vals.mean()) if len(vals) else math.nan
+        out.append(rec)
+    return pd.DataFrame.from_records(out, columns=columns + eps_cols)

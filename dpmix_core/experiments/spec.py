@@ -1,0 +1,355 @@
+"""Sweeps: a base run, one axis with values, series to compare, repeats with distinct seeds.
+
+A spec file (TOML or JSON) looks like::
+
+    name = "thesis-4.2-sigma"
+    title = "Thesis §4.2: accuracy vs sigma (class-centric, l = 128)"
+    axis = "sigma"                     # sigma | l | T | target_epsilon | label_epsilon | pca_epsilon | dpsgd_epsilon
+    values = [0.2, 0.7, 1.5, 3.0]
+    repeats = 3                        # seeds base.seed .. base.seed + repeats - 1
+    methods = ["mixing", "non-private"]  # optional: one series per method
+    mechanisms = ["class-centric"]       # optional: one series per mechanism (mixing runs)
+
+    [base]                             # a RunConfig (see dpmix_core.experiments.config)
+    method = "mixing"
+    model = "thesis-cnn"
+    loss = "ce"
+    [base.synthesis]
+    mechanism = "class-centric"
+    l = 128
+    T = 12000
+    sigma_x = 0.7
+
+Instead of ``methods``/``mechanisms``, ``[[series]]`` tables name a series and
+override base fields (``name = "eps = 20"``, ``synthesis = {target_epsilon = 20.0}``
+or ``"synthesis.target_epsilon" = 20.0``); the series name becomes each
+run's ``label``.
+
+How an axis value lands in a run depends on the run's method:
+
+=================  ==============================================================
+axis               effect
+=================  ==============================================================
+sigma              mixing: synthesis.sigma_x = v (sigma_y = lambda v), no target epsilon
+l, T               mixing: synthesis.l / synthesis.T = v
+target_epsilon     mixing: synthesis.target_epsilon = v (inf: sigma = 0, no noise);
+                   dp-sgd: dpsgd_epsilon; label-laplace: synthesis.label_epsilon;
+                   dp-pca: pca_epsilon (inf: exact PCA)
+label_epsilon      label-laplace: synthesis.label_epsilon
+pca_epsilon        dp-pca: pca_epsilon
+dpsgd_epsilon      dp-sgd: dpsgd_epsilon
+=================  ==============================================================
+
+An infinite epsilon for dp-sgd or label-laplace runs the non-private baseline.
+Runs the axis does not touch (a non-private baseline, or DP-SGD on a sigma
+axis) are the same for every value: ``runs()`` lists each distinct run once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dpmix_core.experiments.config import RunConfig, run_key
+from dpmix_core.training.names import METHODS
+
+__all__ = ["AXES", "Series", "SweepSpec", "load_spec", "axis_value", "apply_axis"]
+
+AXES = ("sigma", "l", "T", "target_epsilon", "label_epsilon", "pca_epsilon", "dpsgd_epsilon")
+EPSILON_AXES = ("target_epsilon", "label_epsilon", "pca_epsilon", "dpsgd_epsilon")
+_SPEC_KEYS = ("name", "title", "description", "axis", "values", "repeats", "base", "methods", "mechanisms", "series",
+              "quick", "full_variant")
+
+
+@dataclass(frozen=True)
+class Series:
+    """A named variant of the base run: ``overrides`` maps RunConfig fields (``synthesis.x`` for nested) to values."""
+
+    name: str
+    overrides: dict = field(default_factory=dict)
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in d.items():
+        if not isinstance(key, str):
+            raise ValueError(f"series keys must be strings. Found {key!r}.")
+        full = f"{prefix}{key}"
+        if isinstance(value, dict) and key == "synthesis" and not prefix:
+            out.update(_flatten(value, "synthesis."))
+        else:
+            out[full] = value
+    return out
+
+
+def _apply(config: dict, overrides: dict) -> dict:
+    d = json.loads(json.dumps(config))  # deep copy of a JSON-ready dict
+    for key, value in overrides.items():
+        if key.startswith("synthesis."):
+            sub = key.split(".", 1)[1]
+            if d.get("synthesis") is None:
+                d["synthesis"] = {}
+            d["synthesis"][sub] = value
+        else:
+            d[key] = value
+    if d.get("method") not in ("mixing", "label-laplace"):
+        d["synthesis"] = None
+    return d
+
+
+def _number(value: object, what: str) -> float:
+    if isinstance(value, str) and value.lower() in ("inf", "+inf", "infinity"):
+        return math.inf
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
+        raise ValueError(f"{what} must be a number (or \"inf\" for an epsilon). Found {value!r}.")
+    return float(value) if not isinstance(value, numbers.Integral) else int(value)
+
+
+def _check_axis_value(axis: str, value: float) -> float:
+    if axis in ("l", "T"):
+        if not (isinstance(value, int) or (isinstance(value, float) and value.is_integer())) or value < 1:
+            raise ValueError(f"{axis} values must be positive integers. Found {value!r}.")
+        return int(value)
+    if axis == "sigma":
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"sigma values must be finite and >= 0. Found {value!r}.")
+        return float(value)
+    if not value > 0:
+        raise ValueError(f"{axis} values must be positive (inf for no noise). Found {value!r}.")
+    return float(value)
+
+
+def apply_axis(config: dict, axis: str, value: float) -> dict:
+    """``config`` (a RunConfig dict) with the axis value applied for its method (see the module table)."""
+    d = json.loads(json.dumps(config))
+    method = d["method"]
+    syn = d.get("synthesis")
+    inf = isinstance(value, float) and math.isinf(value)
+    if method == "mixing":
+        if axis == "sigma":
+            syn.update(sigma_x=value, sigma_y=None, target_epsilon=None)
+        elif axis in ("l", "T"):
+            syn[axis] = value
+        elif axis == "target_epsilon":
+            if inf:
+                syn.update(sigma_x=0.0, sigma_y=0.0, target_epsilon=None)
+            else:
+                syn.update(target_epsilon=value, sigma_x=None, sigma_y=None)
+    elif method == "dp-sgd" and axis in ("target_epsilon", "dpsgd_epsilon"):
+        if inf:
+            d.update(method="non-private", synthesis=None)
+        else:
+            d["dpsgd_epsilon"] = value
+    elif method == "label-laplace" and axis in ("target_epsilon", "label_epsilon"):
+        if inf:
+            d.update(method="non-private", synthesis=None)
+        else:
+            syn["label_epsilon"] = value
+    elif method == "dp-pca" and axis in ("target_epsilon", "pca_epsilon"):
+        d["pca_epsilon"] = "inf" if inf else value
+    return d
+
+
+def axis_value(config: RunConfig | dict, axis: str) -> float | None:
+    """The run's position on ``axis``.
+
+    None when the axis does not apply; inf for no-noise and non-private runs on epsilon axes.
+    """
+    cfg = config if isinstance(config, RunConfig) else RunConfig.from_dict(config)
+    if axis not in AXES:
+        raise ValueError(f"Unknown axis {axis!r}. Choose one of: {', '.join(AXES)}.")
+    syn = cfg.synthesis
+    if axis in ("sigma", "l", "T"):
+        if cfg.method != "mixing":
+            return None
+        return {"sigma": syn.sigma_x, "l": syn.l, "T": syn.T}[axis]
+    if cfg.method == "non-private":
+        return math.inf
+    if cfg.method == "mixing" and axis == "target_epsilon":
+        if syn.target_epsilon is not None:
+            return syn.target_epsilon
+        return math.inf if syn.sigma_x == 0 and (syn.sigma_y or 0) == 0 else None
+    if cfg.method == "dp-sgd" and axis in ("target_epsilon", "dpsgd_epsilon"):
+        return cfg.dpsgd_epsilon
+    if cfg.method == "label-laplace" and axis in ("target_epsilon", "label_epsilon"):
+        return syn.label_epsilon
+    if cfg.method == "dp-pca" and axis in ("target_epsilon", "pca_epsilon"):
+        return cfg.pca_epsilon
+    return None
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A sweep: ``base`` run, ``axis`` with ``values``, ``series`` to compare, ``repeats`` seeds each.
+
+    ``quick`` marks the fast variant of a preset (``full_variant`` names the full one).
+    Validated on construction: every run it expands to is a valid RunConfig.
+    """
+
+    name: str
+    base: RunConfig
+    axis: str
+    values: tuple
+    series: tuple[Series, ...] = ()
+    repeats: int = 1
+    title: str = ""
+    description: str = ""
+    quick: bool = False
+    full_variant: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError("a sweep needs a non-empty name.")
+        if not isinstance(self.base, RunConfig):
+            raise ValueError(f"base must be a RunConfig. Found {type(self.base).__name__}.")
+        if self.axis not in AXES:
+            raise ValueError(f"Unknown axis {self.axis!r}. Choose one of: {', '.join(AXES)}.")
+        if not isinstance(self.values, (list, tuple)) or len(self.values) == 0:
+            raise ValueError(f"values must be a non-empty list of numbers for axis {self.axis!r}.")
+        values = tuple(_check_axis_value(self.axis, _number(v, f"{self.axis} value")) for v in self.values)
+        if len(set(values)) != len(values):
+            raise ValueError(f"values must be distinct. Found {list(self.values)}.")
+        object.__setattr__(self, "values", values)
+        if isinstance(self.repeats, bool) or not isinstance(self.repeats, numbers.Integral) or self.repeats < 1:
+            raise ValueError(f"repeats must be a positive integer. Found {self.repeats!r}.")
+        series = tuple(self.series)
+        for s in series:
+            if not isinstance(s, Series) or not s.name:
+                raise ValueError(f"each series needs a name and overrides. Found {s!r}.")
+        if len({s.name for s in series}) != len(series):
+            raise ValueError("series names must be distinct.")
+        object.__setattr__(self, "series", series)
+        self.runs()  # every run must be valid
+
+    def _series(self) -> tuple[Series, ...]:
+        return self.series or (Series(self.base.label or self.base.method, {}),)
+
+    def runs(self) -> list[RunConfig]:
+        """Every distinct run, in order: series, then axis value, then repeat (seed)."""
+        out: list[RunConfig] = []
+        seen: set[str] = set()
+        base = self.base.to_dict()
+        for s in self._series():
+            try:
+                series_base = _apply(base, s.overrides)
+                series_base["label"] = s.name
+                for value in self.values:
+                    with_value = apply_axis(series_base, self.axis, value)
+                    for r in range(self.repeats):
+                        cfg = RunConfig.from_dict({**with_value, "seed": self.base.seed + r})
+                        key = run_key(cfg)
+                        if key not in seen:
+                            seen.add(key)
+                            out.append(cfg)
+            except ValueError as exc:
+                raise ValueError(f"series {s.name!r}: {exc}") from None
+        return out
+
+    def to_dict(self) -> dict:
+        """JSON-ready; ``load_spec`` reads it back."""
+        out = {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "axis": self.axis,
+            "values": ["inf" if isinstance(v, float) and math.isinf(v) else v for v in self.values],
+            "repeats": self.repeats,
+            "quick": self.quick,
+            "full_variant": self.full_variant,
+            "base": self.base.to_dict(),
+        }
+        if self.series:
+            out["series"] = [{"name": s.name, **s.overrides} for s in self.series]
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SweepSpec":
+        if not isinstance(d, dict):
+            raise ValueError(f"a sweep spec must be a table/dict. Found {type(d).__name__}.")
+        unknown = sorted(set(d) - set(_SPEC_KEYS))
+        if unknown:
+            raise ValueError(f"unknown sweep key(s) {', '.join(map(repr, unknown))}; known: {', '.join(_SPEC_KEYS)}.")
+        for key in ("name", "axis", "values", "base"):
+            if key not in d:
+                raise ValueError(f"a sweep spec needs {key!r}.")
+        try:
+            base = RunConfig.from_dict(d["base"])
+        except ValueError as exc:
+            raise ValueError(f"base: {exc}") from None
+        series = _series_from(d, base)
+        values = d["values"]
+        if not isinstance(values, list):
+            values = [values] if not isinstance(values, tuple) else list(values)
+        return cls(
+            name=d["name"],
+            base=base,
+            axis=d["axis"],
+            values=tuple(values),
+            series=series,
+            repeats=d.get("repeats", 1),
+            title=d.get("title", ""),
+            description=d.get("description", ""),
+            quick=bool(d.get("quick", False)),
+            full_variant=d.get("full_variant"),
+        )
+
+
+def _series_from(d: dict, base: RunConfig) -> tuple[Series, ...]:
+    methods, mechanisms, raw = d.get("methods"), d.get("mechanisms"), d.get("series")
+    if raw is not None and (methods is not None or mechanisms is not None):
+        raise ValueError("give either 'series' or 'methods'/'mechanisms', not both.")
+    if raw is not None:
+        if not isinstance(raw, list) or not raw:
+            raise ValueError("series must be a non-empty list of tables, each with a name.")
+        out = []
+        for entry in raw:
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"]:
+                raise ValueError(f"each series needs a name. Found {entry!r}.")
+            overrides = _flatten({k: v for k, v in entry.items() if k != "name"})
+            out.append(Series(entry["name"], overrides))
+        return tuple(out)
+    if methods is None and mechanisms is None:
+        return ()
+    for what, items in (("methods", methods), ("mechanisms", mechanisms)):
+        if items is not None and (not isinstance(items, list) or not items):
+            raise ValueError(f"{what} must be a non-empty list.")
+    if methods is not None:
+        bad = [m for m in methods if m not in METHODS]
+        if bad:
+            raise ValueError(f"Unknown method(s) {bad}. Choose from: {', '.join(METHODS)}.")
+    out = []
+    for method in methods or [base.method]:
+        if method == "mixing" and mechanisms:
+            for mech in mechanisms:
+                out.append(Series(f"mixing: {mech}", {"method": "mixing", "synthesis.mechanism": mech}))
+        else:
+            out.append(Series(method, {"method": method}))
+    return tuple(out)
+
+
+def load_spec(source: str | Path | dict) -> SweepSpec:
+    """A SweepSpec from a dict, or a .toml / .json file path."""
+    if isinstance(source, SweepSpec):
+        return source
+    if isinstance(source, dict):
+        return SweepSpec.from_dict(source)
+    path = Path(source)
+    if not path.is_file():
+        raise ValueError(f"spec file {str(path)!r} does not exist.")
+    text = path.read_text(encoding="utf-8")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".toml":
+            data: Any = tomllib.loads(text)
+        elif suffix == ".json":
+            data = json.loads(text)
+        else:
+            raise ValueError(f"spec files must end in .toml or .json. Found {path.name!r}.")
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot parse {path.name}: {exc}") from None
+    return SweepSpec.from_dict(data)

@@ -1,0 +1,249 @@
+"""The experiment bench behind "Train & trade-offs": launch a sweep as background jobs, follow it, plot it.
+
+Everything goes through the results store (the only channel between the app
+and the workers); nothing here blocks or imports Streamlit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, replace
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from dpmix_core.datasets import DatasetError, load_dataset
+from dpmix_core.experiments.config import run_key
+from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
+from dpmix_core.experiments.results import aggregate
+from dpmix_core.experiments.spec import SweepSpec, load_spec
+from dpmix_core.jobs import LocalProcessBackend, default_max_parallel
+from dpmix_core.store import ResultStore
+from dpmix_core.sweep_runner import submit_sweep
+
+__all__ = [
+    "JOB_KIND",
+    "Launch",
+    "available_training_datasets",
+    "custom_spec",
+    "estimate_minutes",
+    "expand_cli_spec",
+    "sweep_jobs",
+    "launch_sweep",
+    "run_table",
+    "sweep_results",
+    "trade_off_figure",
+    "with_dataset",
+]
+
+JOB_KIND = "dpmix_core.training.runner:run_job"
+AXIS_TITLES = {
+    "sigma": "noise σx",
+    "l": "ℓ (records mixed per point)",
+    "T": "T (synthetic points released)",
+    "target_epsilon": "ε (δ as configured)",
+    "label_epsilon": "label ε",
+    "pca_epsilon": "PCA ε",
+    "dpsgd_epsilon": "DP-SGD ε",
+}
+
+
+@dataclass(frozen=True)
+class Launch:
+    sweep_id: int
+    sweep_name: str
+    run_ids: tuple[int, ...]
+    reused: int  # runs already done in the store: not recomputed
+    location: str
+
+
+def available_training_datasets(data_dir: str | None = None) -> dict[str, str]:
+    """name -> description of datasets usable offline: full MNIST if on disk, always the embedded sample."""
+    out = {}
+    try:
+        ds = load_dataset("mnist", data_dir=data_dir, download=False)
+        out["mnist"] = f"full MNIST ({ds.n_train:,} train / {len(ds.y_test):,} test) from {ds.source}"
+    except (DatasetError, ValueError):
+        pass
+    out["embedded"] = "embedded MNIST sample (4,000 train / 1,000 test; offline, for demos)"
+    return out
+
+
+def with_dataset(spec: SweepSpec, dataset: str, data_dir: str | None = None) -> SweepSpec:
+    """The same sweep on another dataset (the name records it, so results never mix)."""
+    if spec.base.dataset == dataset and spec.base.data_dir == data_dir:
+        return spec
+    base = replace(spec.base, dataset=dataset, data_dir=data_dir)
+    if dataset == "embedded":  # 4,000 records: keep l and T meaningful, never above what exists
+        base = replace(base, train_limit=None, test_limit=None)
+    name = spec.name if spec.name.endswith(f"@{dataset}") else f"{spec.name}@{dataset}"
+    return replace(spec, name=name, base=base)
+
+
+def estimate_minutes(spec: SweepSpec, max_parallel: int | None = None) -> float:
+    """Rough wall-clock minutes for the whole sweep on this machine's worker slots."""
+    slots = max_parallel or default_max_parallel()
+    return estimate_sweep_seconds(spec) / slots / 60.0
+
+
+def sweep_jobs(spec: SweepSpec) -> list[tuple[str, dict, str]]:
+    """The sweep as (job kind, config, run key) triples for the results store."""
+    return [(JOB_KIND, cfg.to_dict(), run_key(cfg)) for cfg in spec.runs()]
+
+
+def expand_cli_spec(text: str) -> tuple[str, list[tuple[str, dict, str]], dict]:
+    """``sweep SPEC`` on the command line: a .toml/.json spec file, or ``preset:NAME``."""
+    spec = get_preset(text.removeprefix("preset:")) if text.startswith("preset:") else load_spec(text)
+    return spec.name, sweep_jobs(spec), spec.to_dict()
+
+
+def launch_sweep(spec: SweepSpec, store: ResultStore, *, max_parallel: int | None = None) -> Launch:
+    """Queue every run of the sweep (done ones are reused) and start workers up to the limit."""
+    runs = sweep_jobs(spec)
+    backend = LocalProcessBackend(store, max_parallel=max_parallel)
+    sweep, submitted = submit_sweep(store, spec.name, runs, backend=backend, spec=spec.to_dict())
+    backend.pump()
+    reused = sum(1 for run, outcome in submitted if outcome == "existing" and run.status == "done")
+    return Launch(sweep.id, sweep.name, tuple(run.id for run, _ in submitted), reused, backend.describe())
+
+
+def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> pd.DataFrame:
+    """One row per run: what it is, where it stands, its error if any."""
+    rows = []
+    for run in store.list_runs(ids=run_ids):
+        cfg, prog = run.config, run.progress or {}
+        syn = cfg.get("synthesis") or {}
+        epoch, epochs = prog.get("epoch"), prog.get("epochs")
+        rows.append({
+            "run": run.id,
+            "series": cfg.get("label") or cfg.get("method"),
+            "mechanism": syn.get("mechanism", ""),
+            "seed": cfg.get("seed"),
+            "status": run.status,
+            "progress": (epoch / epochs) if epoch is not None and epochs else (1.0 if run.status == "done" else 0.0),
+            "phase": prog.get("phase", ""),
+            "loss": prog.get("loss"),
+            "accuracy": (run.result or {}).get("test_accuracy", prog.get("val_accuracy")),
+            "eta (s)": prog.get("eta_seconds"),
+            "error": run.error_summary or "",
+        })
+    return pd.DataFrame(rows)
+
+
+def sweep_results(store: ResultStore, sweep: int | str) -> tuple[pd.DataFrame, str | None, str]:
+    """(aggregated results, axis, title) of a stored sweep: loads instantly, no recomputation."""
+    stored = store.get_sweep(sweep)
+    if stored is None:
+        raise ValueError(f"No sweep {sweep!r} in the results store.")
+    axis, title, labels = None, stored.name, {}
+    if stored.spec:
+        try:
+            spec = load_spec(stored.spec)
+        except ValueError:
+            spec = None
+        if spec is not None:
+            axis, title = spec.axis, spec.title or spec.name
+            labels = {run_key(cfg): cfg.label for cfg in spec.runs()}
+    rows = store.results(stored.id)
+    for row in rows:  # a reused run keeps the series name of *this* sweep
+        if row["key"] in labels:
+            row["config"] = {**row["config"], "label": labels[row["key"]]}
+    return aggregate(rows, axis=axis), axis, title
+
+
+def _error_bars(std: pd.Series) -> list[float]:
+    return [0.0 if (v is None or (isinstance(v, float) and math.isnan(v))) else float(v) for v in std]
+
+
+def trade_off_figure(
+    agg: pd.DataFrame, axis: str | None, *, title: str = "", metric: str = "test_accuracy", epsilon_column: str | None = None
+) -> go.Figure:
+    """Accuracy (or MSE) vs the sweep axis: one line per series with ±1 std error bars.
+
+    Runs the axis does not move (non-private, or a baseline on a sigma axis) are
+    drawn as horizontal reference lines. With ``epsilon_column`` the mean epsilon
+    of the mixing series goes on a second y-axis (e.g. accuracy vs sigma, eps on the right).
+    """
+    fig = go.Figure()
+    mean, std = f"{metric}_mean", f"{metric}_std"
+    percent = metric == "test_accuracy"
+    scale = 100.0 if percent else 1.0
+    finite = agg[agg["axis_value"].map(lambda v: v is not None and not pd.isna(v) and math.isfinite(v))]
+    flat = agg[~agg.index.isin(finite.index)]
+    for label, part in finite.groupby("label", sort=False):
+        part = part.sort_values("axis_value")
+        fig.add_trace(go.Scatter(
+            x=part["axis_value"], y=part[mean] * scale, name=str(label), mode="lines+markers",
+            error_y={"type": "data", "array": [v * scale for v in _error_bars(part[std])], "visible": True},
+            line={"width": 2.5}, marker={"size": 8},
+        ))
+    for _, row in flat.iterrows():
+        if pd.isna(row[mean]):
+            continue
+        fig.add_hline(y=row[mean] * scale, line={"dash": "dot", "color": "#444"},
+                      annotation_text=f"{row['label']}: {row[mean] * scale:.1f}{'%' if percent else ''}",
+                      annotation_position="top left")
+    if epsilon_column and epsilon_column in finite.columns:
+        for label, part in finite.groupby("label", sort=False):
+            part = part.sort_values("axis_value")
+            if part[epsilon_column].notna().any():
+                fig.add_trace(go.Scatter(x=part["axis_value"], y=part[epsilon_column], yaxis="y2",
+                                         name=f"ε ({epsilon_column.removeprefix('epsilon_')}) — {label}",
+                                         mode="lines", line={"dash": "dash", "width": 2}))
+        fig.update_layout(yaxis2={"title": "ε", "overlaying": "y", "side": "right", "type": "log", "showgrid": False})
+    log_x = axis in ("sigma", "l", "T") or (axis or "").endswith("epsilon")
+    fig.update_layout(
+        title=title,
+        xaxis={"title": AXIS_TITLES.get(axis or "", axis or ""), "type": "log" if log_x else "linear"},
+        yaxis={"title": "test accuracy (%)" if percent else "test MSE", "type": "linear" if percent else "log"},
+        font={"size": 15},
+        legend={"orientation": "h", "y": -0.25},
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        height=480,
+    )
+    return fig
+
+
+def custom_spec(
+    *,
+    mechanisms: tuple[str, ...],
+    axis: str,
+    values: tuple[float, ...],
+    repeats: int,
+    model: str,
+    loss: str,
+    epochs: int,
+    l: int,
+    T: int,
+    sigma: float,
+    accountant: str,
+    delta: float,
+    dataset: str,
+    baselines: tuple[str, ...] = (),
+    train_limit: int | None = None,
+) -> SweepSpec:
+    """A sweep built from the page's controls: one series per mechanism, plus baselines on the same model."""
+    if not mechanisms:
+        raise ValueError("Pick at least one mechanism.")
+    from dpmix_core.experiments.config import RunConfig
+    from dpmix_core.experiments.spec import Series
+    from dpmix_core.synthesis import SynthesisConfig
+
+    synthesis = SynthesisConfig(mechanisms[0], l=l, T=T, sigma_x=sigma, accountant=accountant, delta=delta)
+    base = RunConfig("mixing", dataset=dataset, synthesis=synthesis, model=model, loss=loss, epochs=epochs,
+                     train_limit=train_limit, dpsgd_delta=delta)
+    series = [Series(m, {"synthesis.mechanism": m}) for m in mechanisms]
+    if "non-private" in baselines:
+        series.append(Series("non-private", {"method": "non-private", "synthesis": None}))
+    if "dp-sgd" in baselines:
+        if axis != "target_epsilon":
+            raise ValueError("DP-SGD is compared at equal epsilon: use the target ε axis.")
+        series.append(Series("DP-SGD (Opacus)", {"method": "dp-sgd", "synthesis": None}))
+    ident = hashlib.sha256(
+        f"{run_key(base)}|{axis}|{values}|{repeats}|{mechanisms}|{baselines}".encode()
+    ).hexdigest()[:10]
+    return SweepSpec(
+        name=f"custom-{axis}-{ident}", base=base, axis=axis, values=tuple(values), series=tuple(series),
+        repeats=repeats, title=f"Custom sweep over {AXIS_TITLES.get(axis, axis)} ({', '.join(mechanisms)})",
+    )

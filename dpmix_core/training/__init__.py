@@ -1,0 +1,17 @@
+"""Utility side of a release: train models on released (or baseline) data, evaluate on the real test split.
+
+Modules (torch is imported by the ones that need it, not here):
+
+* :mod:`~dpmix_core.training.models` — thesis CNN (Table 4.1), DP-CDA CNN (batch-norm / GroupNorm),
+  ScatterNet + linear, linear / logistic;
+* :mod:`~dpmix_core.training.losses` — KL to noisy soft labels, CE on argmax, generalized KL, MSE;
+* :mod:`~dpmix_core.training.train` — the in-memory training loop and evaluation;
+* :mod:`~dpmix_core.training.scattering` — cached ScatterNet features (kymatio);
+* :mod:`~dpmix_core.training.dpsgd` — DP-SGD with Opacus, calibrated with our accountants;
+* :mod:`~dpmix_core.training.pca` — Analyze-Gauss DP-PCA projection;
+* :mod:`~dpmix_core.training.runner` — ``run_job(config, reporter)`` / ``run_config(config)``.
+"""
+
+from dpmix_core.training.names import LOSSES, METHODS, MODELS
+
+__all__ = ["LOSSES", "METHODS", "MODELS"]

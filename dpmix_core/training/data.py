@@ -1,0 +1,145 @@
+"""Inputs for training and evaluation: subsets, the feature space of a release, labels as tensors.
+
+The model trains on what was released and is evaluated on the real, untouched
+test split mapped into *the same feature space* the mechanism used (e.g.
+pixels/255 for DPMix, z-score + clip for DP-CDA, clip to ||x|| <= Cx for
+Poisson mixing). That map uses only public constants or, where the mechanism
+itself read statistics of the private training set (z-scoring without public
+constants), exactly the statistics the mechanism used; its caveat travels in
+the release notes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from dpmix_core.datasets import Dataset
+from dpmix_core.mechanisms.mixing import _clip_rows, _column_mean, _column_std, _unit_features
+from dpmix_core.synthesis import SynthesisConfig
+
+__all__ = [
+    "SUBSET_SEED",
+    "subset_indices",
+    "subsample",
+    "flat",
+    "pixels01",
+    "release_feature_map",
+    "one_hot",
+    "split_validation",
+    "rms_scale",
+]
+
+SUBSET_SEED = 20240601  # train/test limits take the same subset for every run seed
+
+
+def subset_indices(n: int, limit: int | None) -> np.ndarray | None:
+    """Sorted indices of a fixed random subset of size ``limit`` (None when no limit applies)."""
+    if limit is None or limit >= n:
+        return None
+    rng = np.random.default_rng(SUBSET_SEED)
+    return np.sort(rng.choice(n, size=limit, replace=False))
+
+
+def subsample(ds: Dataset, *, train_limit: int | None, test_limit: int | None) -> Dataset:
+    """The dataset restricted to fixed random subsets of its splits (the 'quick' variants)."""
+    tr = subset_indices(ds.n_train, train_limit)
+    te = subset_indices(len(ds.x_test), test_limit) if ds.x_test is not None else None
+    if tr is None and te is None:
+        return ds
+    x_train, y_train = (ds.x_train, ds.y_train) if tr is None else (ds.x_train[tr], ds.y_train[tr])
+    x_test, y_test = (ds.x_test, ds.y_test) if te is None else (ds.x_test[te], ds.y_test[te])
+    note = []
+    if tr is not None:
+        note.append(f"train subset {len(tr)}/{ds.n_train}")
+    if te is not None:
+        note.append(f"test subset {len(te)}/{len(ds.x_test)}")
+    return Dataset(ds.name, x_train, y_train, x_test, y_test, ds.num_classes, f"{ds.source} ({', '.join(note)})",
+                   ds.label_names)
+
+
+def flat(x: np.ndarray) -> np.ndarray:
+    """(n, ...) -> (n, d) without copying when possible."""
+    return x.reshape(x.shape[0], -1)
+
+
+def pixels01(x: np.ndarray) -> np.ndarray:
+    """float32 (n, d): uint8 pixels / 255; float features as they are."""
+    x = flat(x)
+    if x.dtype == np.uint8:
+        out = x.astype(np.float32)
+        out *= np.float32(1 / 255)
+        return out
+    return x.astype(np.float32, copy=True)
+
+
+def release_feature_map(config: SynthesisConfig, x_train: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """raw records (n, d) -> float32 features in the space of the release made with ``config`` on ``x_train``.
+
+    Mirrors :mod:`dpmix_core.mechanisms.mixing`: [0,1] scaling (DPMix, local,
+    class-centric 'unit'), z-score + clip to ||x|| <= c (class-centric
+    'zscore'), scale + clip to ||x|| <= Cx (Poisson). label-laplace: pixels/255.
+    """
+    mech = config.mechanism
+    if mech == "label-laplace":
+        return pixels01
+    if mech in ("dpmix", "local") or (mech == "class-centric" and config.preprocessing == "unit"):
+        def unit(x: np.ndarray) -> np.ndarray:
+            feats, scale, _ = _unit_features(flat(x), config.feature_range)
+            out = feats.astype(np.float32, copy=True)
+            if scale != 1.0:
+                out *= np.float32(1 / scale)
+            return out
+        return unit
+    if mech == "class-centric":
+        x_train = flat(x_train)
+        d = x_train.shape[1]
+        if config.zscore_constants is not None:
+            mean = np.full(d, config.zscore_constants[0])
+            std = np.full(d, config.zscore_constants[1])
+        else:  # the statistics the mechanism computed from the private training set (see ZSCORE_CAVEAT)
+            train32 = x_train.astype(np.float32)
+            mean = _column_mean(train32)
+            std = _column_std(train32, mean)
+        std = np.where(std == 0, 1.0, std)
+        mean32, std32 = mean.astype(np.float32), std.astype(np.float32)
+
+        def zscore(x: np.ndarray) -> np.ndarray:
+            feats = flat(x).astype(np.float32)
+            feats -= mean32
+            feats /= std32
+            return _clip_rows(feats, config.clip)
+        return zscore
+
+    def poisson(x: np.ndarray) -> np.ndarray:  # mechanism == "poisson"
+        x = flat(x)
+        if config.feature_range is not None:
+            feats, _, _ = _unit_features(x, config.feature_range)
+            feats = feats.astype(np.float32, copy=True)
+        else:
+            feats = pixels01(x)
+        return _clip_rows(feats, config.clip_x)
+    return poisson
+
+
+def one_hot(y: np.ndarray, num_classes: int) -> np.ndarray:
+    """float32 (n, K) one-hot rows."""
+    return np.eye(num_classes, dtype=np.float32)[np.asarray(y, dtype=np.int64)]
+
+
+def split_validation(x: np.ndarray, y: np.ndarray, fraction: float, rng: np.random.Generator):
+    """A random ``fraction`` of the rows held out: (x_train, y_train, x_val, y_val)."""
+    n = x.shape[0]
+    n_val = int(round(fraction * n))
+    if n_val >= n:
+        raise ValueError(f"validation fraction {fraction} leaves no training rows out of {n}.")
+    order = rng.permutation(n)
+    tr, va = np.sort(order[n_val:]), np.sort(order[:n_val])
+    return x[tr], y[tr], x[va], y[va]
+
+
+def rms_scale(x: np.ndarray) -> float:
+    """1 / root-mean-square of the entries (1.0 for an all-zero array)."""
+    rms = float(np.sqrt(np.mean(np.square(x, dtype=np.float64)))) if x.size else 0.0
+    return 1.0 / rms if rms > 0 else 1.0

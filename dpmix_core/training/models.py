@@ -1,0 +1,178 @@
+"""Classifiers used to measure the utility of a release: thesis CNN, DP-CDA CNN, ScatterNet + linear, linear.
+
+Every model takes flat float32 rows (B, d), the layout the mechanisms release,
+and reshapes them itself: ``input_shape`` is the dataset's record shape,
+(H, W) for grey images, (H, W, C) for colour images (channels last, as
+``Dataset.x_train``), or (d,) for feature vectors. ``num_outputs`` is K for
+classification and 1 for regression on the label value.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from dpmix_core.training.names import BATCHNORM_MODELS, IMAGE_MODELS, MODELS
+
+__all__ = [
+    "MODELS",
+    "BATCHNORM_MODELS",
+    "IMAGE_MODELS",
+    "ThesisCNN",
+    "DPCDACNN",
+    "ScatterLinear",
+    "LinearModel",
+    "build_model",
+    "count_parameters",
+]
+
+
+class _ToImage(nn.Module):
+    """Flat rows (B, d) -> (B, C, H, W) for a record shape (H, W) or (H, W, C)."""
+
+    def __init__(self, input_shape: tuple[int, ...]) -> None:
+        super().__init__()
+        if len(input_shape) not in (2, 3):
+            raise ValueError(f"image models need records of shape (H, W) or (H, W, C). Found {input_shape}.")
+        self.shape = tuple(int(s) for s in input_shape)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if len(self.shape) == 2:
+            return x.reshape(x.shape[0], 1, *self.shape)
+        h, w, c = self.shape
+        return x.reshape(x.shape[0], h, w, c).permute(0, 3, 1, 2)
+
+
+def _channels(input_shape: tuple[int, ...]) -> int:
+    return 1 if len(input_shape) == 2 else int(input_shape[2])
+
+
+def _flat_size(body: nn.Module, input_shape: tuple[int, ...]) -> int:
+    with torch.no_grad():
+        return int(body(torch.zeros(1, math.prod(input_shape))).shape[1])
+
+
+class ThesisCNN(nn.Module):
+    """Thesis Table 4.1: conv 32@5x5, max-pool 2, conv 48@5x5, max-pool 2, fc 100, fc 100, fc K.
+
+    ReLU after every hidden layer; 'valid' convolutions (Keras' default), so a
+    28x28 input gives 48x4x4 = 768 features before fc 100. No batch-norm:
+    usable with DP-SGD as it is.
+    """
+
+    def __init__(self, input_shape: tuple[int, ...], num_outputs: int) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            _ToImage(input_shape),
+            nn.Conv2d(_channels(input_shape), 32, 5),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(32, 48, 5),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+        )
+        self.head = nn.Sequential(
+            nn.Linear(_flat_size(self.features, input_shape), 100),
+            nn.ReLU(),
+            nn.Linear(100, 100),
+            nn.ReLU(),
+            nn.Linear(100, num_outputs),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
+
+
+class DPCDACNN(nn.Module):
+    """DP-CDA CNN (Saha, Tonoy, Imtiaz, Table 1): conv blocks with batch-norm and dropout, then fc layers.
+
+    Block: conv 3x3 (same padding) -> norm -> ReLU -> max-pool 2 -> dropout 0.25,
+    with 32 then 64 channels; head: fc 128 -> ReLU -> dropout 0.5 -> fc K.
+    The widths and dropout rates are ours (a standard MNIST layout of that
+    shape): the paper's table could not be checked when this was written.
+    ``norm="batch"`` is the paper's batch-norm; ``norm="group"`` swaps in
+    GroupNorm (8 groups), which depends on one sample only, for DP-SGD (Opacus
+    rejects BatchNorm: it mixes the samples of a batch).
+    """
+
+    def __init__(self, input_shape: tuple[int, ...], num_outputs: int, *, norm: str = "batch") -> None:
+        super().__init__()
+        if norm not in ("batch", "group"):
+            raise ValueError(f"norm must be 'batch' or 'group'. Found {norm!r}.")
+
+        def block(c_in: int, c_out: int) -> list[nn.Module]:
+            layer = nn.BatchNorm2d(c_out) if norm == "batch" else nn.GroupNorm(8, c_out)
+            return [nn.Conv2d(c_in, c_out, 3, padding=1), layer, nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.25)]
+
+        self.features = nn.Sequential(
+            _ToImage(input_shape), *block(_channels(input_shape), 32), *block(32, 64), nn.Flatten()
+        )
+        self.head = nn.Sequential(
+            nn.Linear(_flat_size(self.features, input_shape), 128),
+            nn.ReLU(),
+            nn.Dropout(0.5),
+            nn.Linear(128, num_outputs),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
+
+
+class ScatterLinear(nn.Module):
+    """Linear classifier on ScatterNet features (Tramer & Boneh 2021; DPFMix Table 3).
+
+    Input: flat scattering coefficients (B, channels*h*w) with ``channels`` a
+    multiple of 81 (J=2, L=8: 81 per input channel, h = w = 7 for 28x28).
+    Per-sample GroupNorm without learned parameters (27 groups of 3
+    channels, as Tramer & Boneh) puts every sample on one scale whatever the
+    release did to it (clipping, division by m); then one linear layer.
+    """
+
+    def __init__(self, input_shape: tuple[int, ...], num_outputs: int, *, groups: int = 27) -> None:
+        super().__init__()
+        if len(input_shape) != 3:
+            raise ValueError(f"scatter-linear takes scattering features of shape (C, h, w). Found {input_shape}.")
+        c, h, w = (int(s) for s in input_shape)
+        if c % groups:
+            raise ValueError(f"scattering channels ({c}) must be a multiple of the {groups} groups.")
+        self.shape = (c, h, w)
+        self.norm = nn.GroupNorm(groups, c, affine=False)
+        self.linear = nn.Linear(c * h * w, num_outputs)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = self.norm(x.reshape(x.shape[0], *self.shape))
+        return self.linear(z.flatten(1))
+
+
+class LinearModel(nn.Module):
+    """Multinomial logistic regression (K outputs, with a softmax loss) or linear regression (1 output)."""
+
+    def __init__(self, input_shape: tuple[int, ...], num_outputs: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(math.prod(input_shape), num_outputs)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x.flatten(1))
+
+
+def build_model(name: str, *, input_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
+    """A fresh model by name (initialised from torch's global RNG: seed it first)."""
+    input_shape = tuple(int(s) for s in input_shape)
+    if name == "thesis-cnn":
+        return ThesisCNN(input_shape, num_outputs)
+    if name == "dpcda-cnn":
+        return DPCDACNN(input_shape, num_outputs, norm="batch")
+    if name == "dpcda-cnn-gn":
+        return DPCDACNN(input_shape, num_outputs, norm="group")
+    if name == "scatter-linear":
+        return ScatterLinear(input_shape, num_outputs)
+    if name == "linear":
+        return LinearModel(input_shape, num_outputs)
+    raise ValueError(f"Unknown model {name!r}. Choose one of: {', '.join(MODELS)}.")
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -1,0 +1,179 @@
+"""Page "Train & trade-offs": launch sweeps as background jobs, watch them, plot accuracy vs privacy."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dpmix_core.accountants import ACCOUNTANTS
+from dpmix_core.experiments.presets import get_preset, preset_names
+from dpmix_core.jobs import LocalProcessBackend, default_max_parallel
+from dpmix_core.store import ResultStore
+from dpmix_core.training.names import LOSSES, MODELS
+from dpmix_core.trade_offs import (
+    available_training_datasets,
+    custom_spec,
+    estimate_minutes,
+    launch_sweep,
+    run_table,
+    sweep_results,
+    trade_off_figure,
+    with_dataset,
+)
+
+K = "tr_"
+ACTIVE = ("queued", "running")
+AXES = {"σx": "sigma", "ℓ": "l", "T": "T", "target ε": "target_epsilon"}
+
+
+def store() -> ResultStore:
+    return ResultStore()  # DPMIX_STORE or ~/.cache/dpmix/results.sqlite; cheap, no connection kept
+
+
+@st.cache_data(show_spinner=False, ttl=60)
+def cached_datasets() -> dict[str, str]:
+    return available_training_datasets()
+
+
+def _launch(spec) -> None:
+    """Button callback: queue the sweep, remember its runs (session + URL so a reload finds them)."""
+    try:
+        launch = launch_sweep(spec, store(), max_parallel=st.session_state[K + "parallel"])
+    except ValueError as exc:
+        st.session_state[K + "launch_error"] = str(exc)
+        return
+    st.session_state[K + "run_ids"] = list(launch.run_ids)
+    st.session_state[K + "sweep"] = launch.sweep_id
+    st.session_state[K + "launch_error"] = None
+    st.query_params["sweep"] = str(launch.sweep_id)
+
+
+def _cancel_all() -> None:
+    backend = LocalProcessBackend(store())
+    for run in store().list_runs(ids=st.session_state.get(K + "run_ids", []), status=ACTIVE):
+        backend.cancel(run.id)
+
+
+def _sweep_builder(datasets: dict[str, str]):
+    mode = st.radio("Sweep", ["Published preset", "Build your own"], horizontal=True, key=K + "mode")
+    dataset = st.selectbox("Training data", list(datasets), format_func=datasets.get, key=K + "dataset")
+    if mode == "Published preset":
+        name = st.selectbox("Preset", preset_names(), key=K + "preset",
+                            format_func=lambda n: f"{n}  (quick)" if get_preset(n).quick else n)
+        spec = get_preset(name)
+        st.caption(f"**{spec.title}** — {spec.description}")
+        return with_dataset(spec, dataset)
+    c1, c2, c3 = st.columns(3)
+    mechanisms = c1.multiselect("Mechanisms", ["dpmix", "class-centric", "poisson", "local"],
+                                default=["class-centric"], key=K + "mechs")
+    axis_label = c1.selectbox("Axis", list(AXES), key=K + "axis")
+    values_text = c1.text_input("Values (comma-separated)", "0.2, 0.7, 1.5, 3.0", key=K + "values")
+    baselines = c1.multiselect("Baselines on the same model", ["non-private", "dp-sgd"], default=["non-private"],
+                               key=K + "baselines")
+    l = c2.number_input("ℓ (Poisson: m)", min_value=1, value=16, key=K + "l")
+    T = c2.number_input("T", min_value=1, value=4000, step=1000, key=K + "T")
+    sigma = c2.number_input("σx (when not on the axis)", min_value=0.0, value=0.7, format="%.4f", key=K + "sigma")
+    accountant = c2.selectbox("Accountant for target ε", list(ACCOUNTANTS), index=list(ACCOUNTANTS).index("rdp-wor"),
+                              key=K + "accountant")
+    delta = c2.number_input("δ", min_value=1e-15, max_value=0.5, value=1e-5, format="%.1e", key=K + "delta")
+    model = c3.selectbox("Model", MODELS, key=K + "model")
+    loss = c3.selectbox("Loss", LOSSES, index=LOSSES.index("ce"), key=K + "loss")
+    epochs = c3.number_input("Epochs", min_value=1, value=3, key=K + "epochs")
+    repeats = c3.number_input("Repeats (seeds)", min_value=1, value=2, key=K + "repeats")
+    try:
+        values = tuple(float(v) for v in values_text.replace(";", ",").split(",") if v.strip())
+        return custom_spec(mechanisms=tuple(mechanisms), axis=AXES[axis_label], values=values, repeats=repeats,
+                           model=model, loss=loss, epochs=epochs, l=l, T=T, sigma=sigma, accountant=accountant,
+                           delta=delta, dataset=dataset, baselines=tuple(baselines))
+    except ValueError as exc:
+        st.error(str(exc) if "could not convert" not in str(exc) else f"Values must be numbers: {values_text!r}.")
+        return None
+
+
+def _launch_panel(spec) -> None:
+    runs = spec.runs()
+    c1, c2 = st.columns([2, 1])
+    c2.number_input("Parallel workers", min_value=1, max_value=64, value=default_max_parallel(), key=K + "parallel")
+    minutes = estimate_minutes(spec, st.session_state[K + "parallel"])
+    c1.markdown(f"**{len(runs)} runs**, estimated **{minutes:.1f} min** on this machine "
+                "(runs already in the store are reused, not recomputed).")
+    st.button("Launch in the background", type="primary", on_click=_launch, args=(spec,), key=K + "launch")
+    if err := st.session_state.get(K + "launch_error"):
+        st.error(err)
+
+
+def _progress_panel() -> None:
+    ids = st.session_state.get(K + "run_ids") or []
+    if not ids:
+        return
+    s = store()
+    table = run_table(s, ids)
+    active = table["status"].isin(ACTIVE).any() if len(table) else False
+
+    @st.fragment(run_every=2.0 if active else None)
+    def live() -> None:
+        LocalProcessBackend(s, max_parallel=st.session_state.get(K + "parallel")).pump()
+        current = run_table(s, ids)
+        counts = current["status"].value_counts().to_dict()
+        st.markdown("**Progress** — " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        st.dataframe(current, hide_index=True, width="stretch", column_config={
+            "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0),
+            "accuracy": st.column_config.NumberColumn(format="%.3f"),
+            "loss": st.column_config.NumberColumn(format="%.4f"),
+            "eta (s)": st.column_config.NumberColumn(format="%.0f"),
+        })
+        still = current["status"].isin(ACTIVE).any()
+        if still:
+            st.button("Cancel the remaining runs", on_click=_cancel_all, key=K + "cancel")
+        elif active:
+            st.rerun()  # everything finished: refresh the plots once and stop polling
+
+    live()
+
+
+def _results_panel() -> None:
+    sweeps = store().list_sweeps()
+    if not sweeps:
+        st.info("No results yet: launch a sweep above. Results are kept in the store and load instantly later.")
+        return
+    names = {sw.id: f"{sw.name} (#{sw.id}, {sw.backend}{' @ ' + sw.location if sw.location else ''})" for sw in sweeps}
+    default = st.session_state.get(K + "sweep") or int(st.query_params.get("sweep", sweeps[-1].id))
+    ids = list(names)
+    chosen = st.selectbox("Show results of", ids, index=ids.index(default) if default in ids else len(ids) - 1,
+                          format_func=names.get, key=K + "show")
+    agg, axis, title = sweep_results(store(), chosen)
+    if agg.empty:
+        st.info("No finished runs in this sweep yet.")
+        return
+    eps_cols = [c for c in agg.columns if c.startswith("epsilon_")]
+    c1, c2, c3 = st.columns(3)
+    metric = c1.radio("Metric", ["test_accuracy", "test_mse"], horizontal=True, key=K + "metric",
+                      disabled=agg["test_mse_count"].sum() == 0)
+    second = c2.selectbox("ε on a second axis", ["(none)", *eps_cols], key=K + "eps2")
+    fmt = c3.radio("Download format", ["png", "svg"], horizontal=True, key=K + "fmt")
+    fig = trade_off_figure(agg, axis, title=title, metric=metric, epsilon_column=None if second == "(none)" else second)
+    st.plotly_chart(fig, width="stretch", config={"toImageButtonOptions": {"format": fmt, "scale": 2,
+                                                                           "filename": f"dpmix_sweep_{chosen}"}})
+    st.caption("Error bars: ±1 standard deviation over repeats (seeds). Dotted lines: runs the axis does not move "
+               "(e.g. non-private). ε columns: mean per point, from each accountant that applies "
+               "(gdp-clt is an approximation; the others are upper bounds). Use the camera icon to download.")
+    st.dataframe(agg, hide_index=True, width="stretch")
+    st.download_button("Download results (CSV)", agg.to_csv(index=False).encode(), file_name=f"sweep_{chosen}.csv",
+                       mime="text/csv", key=K + "csv")
+
+
+st.session_state.setdefault(K + "run_ids", [])
+if not st.session_state[K + "run_ids"] and "sweep" in st.query_params:  # a reload finds its sweep again
+    st.session_state[K + "run_ids"] = [r.id for r in store().list_runs(sweep=int(st.query_params["sweep"]))]
+
+st.title("Train & trade-offs")
+st.write("Pick a privacy level, launch training in the background, keep exploring, and watch the accuracy-versus-"
+         "privacy curves fill in. Jobs run in separate processes and survive page switches and reloads.")
+st.caption(f"Results store: {store().path}")
+
+spec = _sweep_builder(cached_datasets())
+if spec is not None:
+    _launch_panel(spec)
+_progress_panel()
+st.divider()
+st.subheader("Results")
+_results_panel()

@@ -1,0 +1,60 @@
+"""AppTest drives "Train & trade-offs": build a tiny sweep, launch it, see it finish and plot."""
+
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "train_tradeoffs.py")
+
+
+@pytest.fixture
+def at(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
+    monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path / "no-data"))  # offline: only the embedded sample
+    (tmp_path / "no-data").mkdir()
+    return AppTest.from_file(PAGE, default_timeout=120).run()
+
+
+def test_preset_mode_shows_estimate(at):
+    assert not at.exception and not at.error
+    assert any("runs**, estimated" in m.value for m in at.markdown)
+    assert at.selectbox(key="tr_dataset").value == "embedded"
+
+
+def test_bad_values_show_an_error(at):
+    at.radio(key="tr_mode").set_value("Build your own").run()
+    at.text_input(key="tr_values").input("0.5, abc").run()
+    assert not at.exception and any("numbers" in e.value for e in at.error)
+    at.text_input(key="tr_values").input("1.0").run()
+    at.multiselect(key="tr_baselines").set_value(["dp-sgd"]).run()
+    assert any("target ε axis" in e.value for e in at.error)
+
+
+def test_launch_tiny_job_see_it_complete_and_plot(at):
+    at.radio(key="tr_mode").set_value("Build your own").run()
+    at.multiselect(key="tr_mechs").set_value(["dpmix"])
+    at.text_input(key="tr_values").input("0.3")
+    at.multiselect(key="tr_baselines").set_value([])
+    at.number_input(key="tr_l").set_value(4)
+    at.number_input(key="tr_T").set_value(300)
+    at.selectbox(key="tr_model").set_value("linear")
+    at.number_input(key="tr_epochs").set_value(1)
+    at.number_input(key="tr_repeats").set_value(1).run()
+    assert any("**1 runs**" in m.value for m in at.markdown)
+    at.button(key="tr_launch").click().run()
+    assert not at.exception and at.session_state["tr_run_ids"]
+    deadline = time.time() + 150
+    while time.time() < deadline:
+        at.run()
+        statuses = set(at.dataframe[0].value["status"]) if at.dataframe else set()
+        if statuses and not statuses & {"queued", "running"}:
+            break
+        time.sleep(1.0)
+    assert statuses == {"done"}, at.dataframe[0].value.to_dict("records")
+    at.run()
+    assert not at.exception
+    assert len(at.get("plotly_chart")) == 1
+    results = at.dataframe[-1].value
+    assert 0.0 <= results["test_accuracy_mean"].iloc[0] <= 1.0 and results["test_accuracy_count"].iloc[0] == 1

@@ -1,0 +1,53 @@
+"""python -m dpmix_core train / sweep: the contract scripts rely on."""
+
+import json
+
+import pytest
+
+from dpmix_core.cli import main
+from dpmix_core.store import ResultStore
+
+TINY = ["--dataset", "embedded", "--l", "4", "--T", "300", "--sigma-x", "0.2", "--model", "linear", "--epochs", "1",
+        "--device", "cpu"]
+
+
+def test_train_json_contract(capsys):
+    code = main(["train", "--mechanism", "dpmix", *TINY, "--repeats", "2", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["repeats"] == 2 and 0 <= out["test_accuracy"] <= 1
+    assert out["test_accuracy_std"] is not None and out["seconds"] > 0
+    assert set(out["epsilon"]) == {"lee2019", "dpcda", "rdp-wor"}
+
+
+def test_train_baseline_and_errors(capsys):
+    assert main(["train", "--method", "non-private", *TINY, "--json"]) == 0
+    assert 0 <= json.loads(capsys.readouterr().out)["test_accuracy"] <= 1
+    code = main(["train", "--method", "dp-sgd", *TINY])
+    err = capsys.readouterr().err
+    assert code == 2 and "target epsilon" in err and err.count("\n") == 1
+
+
+def test_sweep_spec_file_runs_in_background_workers_and_resumes(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(
+        'name = "tiny"\naxis = "sigma"\nvalues = [0.1, 1.0]\n'
+        '[base]\nmethod = "mixing"\ndataset = "embedded"\nmodel = "linear"\nepochs = 1\ndevice = "cpu"\n'
+        '[base.synthesis]\nmechanism = "dpmix"\nl = 4\nT = 200\nsigma_x = 0.5\n'
+    )
+    csv = tmp_path / "out.csv"
+    code = main(["sweep", str(spec), "--export", str(csv), "--poll", "0.2", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0 and summary["done"] == 2 and summary["exported_rows"] == 2 and csv.exists()
+    assert main(["sweep", str(spec), "--poll", "0.2", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["reused"] == 2 and again["new"] == 0  # nothing recomputed
+    assert len(ResultStore().list_runs(sweep="tiny")) == 2
+
+
+@pytest.mark.parametrize("spec, message", [("preset:nope", "Unknown preset"), ("/nonexistent.toml", "")])
+def test_sweep_bad_spec_exit_2(spec, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
+    code = main(["sweep", spec])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1

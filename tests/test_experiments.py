@@ -1,0 +1,373 @@
+"""Experiments: RunConfig validation and round-trip, run_key, sweep specs (TOML/JSON), presets, aggregation."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from dpmix_core.experiments.config import RunConfig, run_key
+from dpmix_core.experiments.presets import (
+    PRESETS,
+    QUICK_LIMIT_S,
+    estimate_seconds,
+    estimate_sweep_seconds,
+    get_preset,
+    preset_names,
+)
+from dpmix_core.experiments.results import aggregate
+from dpmix_core.experiments.spec import AXES, SweepSpec, apply_axis, axis_value, load_spec
+from dpmix_core.synthesis import SynthesisConfig
+
+MIX = RunConfig(
+    "mixing",
+    synthesis=SynthesisConfig("dpmix", l=256, T=10000, target_epsilon=15, accountant="lee2019", delta=1 / 60000),
+    model="thesis-cnn", loss="kl", lr=1e-4, schedule="step", epochs=50, batch_size=32,
+)
+CONFIGS = [
+    MIX,
+    RunConfig("mixing", synthesis=SynthesisConfig("class-centric", l=4, T=600, sigma_x=0.5, hard_labels=True,
+                                                  zscore_constants=(33.3, 78.6)), model="dpcda-cnn"),
+    RunConfig("mixing", features="scattering", synthesis=SynthesisConfig("poisson", l=64, T=600, sigma_x=0.1),
+              model="scatter-linear", loss="gkl", input_norm="rms", train_limit=500, test_limit=100),
+    RunConfig("non-private", model="linear", loss="mse", optimizer="sgd", momentum=0.5),
+    RunConfig("dp-sgd", model="dpcda-cnn-gn", dpsgd_epsilon=2, dpsgd_delta=1e-5, dpsgd_clip=0.5),
+    RunConfig("label-laplace", synthesis=SynthesisConfig("label-laplace", label_epsilon=0.5, label_task="regression"),
+              loss="mse"),
+    RunConfig("dp-pca", model="linear", pca_epsilon=math.inf, pca_components=20, schedule="cosine"),
+]
+
+
+# --------------------------------------------------------------------------------------------- RunConfig
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"{c.method}-{c.model}")
+def test_round_trip_through_json(cfg):
+    d = cfg.to_dict()
+    text = json.dumps(d, allow_nan=False)
+    back = RunConfig.from_dict(json.loads(text))
+    assert back == cfg
+    assert back.to_dict() == d
+    assert run_key(d) == run_key(back) == run_key(cfg)
+
+
+def test_synthesis_takes_the_run_seed_and_cpu():
+    cfg = MIX.replace(seed=7)
+    assert cfg.synthesis.seed == 7 and cfg.synthesis.device == "cpu"
+    assert "seed" not in cfg.to_dict()["synthesis"]
+
+
+def test_run_key_ignores_device_data_dir_label_and_unused_groups():
+    key = run_key(MIX)
+    assert len(key) == 64 and int(key, 16) >= 0
+    assert run_key(MIX.replace(device="cuda")) == key
+    assert run_key(MIX.replace(data_dir="/somewhere", label="DPMix")) == key
+    assert run_key(MIX.replace(dpsgd_epsilon=3.0, pca_components=7, momentum=0.1)) == key  # unused by mixing+adam
+    assert run_key(MIX.replace(seed=1)) != key
+    assert run_key(MIX.replace(lr=2e-4)) != key
+    assert run_key(MIX.replace(synthesis=SynthesisConfig("dpmix", l=128, T=10000, target_epsilon=15,
+                                                         accountant="lee2019", delta=1 / 60000))) != key
+
+
+def test_run_key_is_canonical():
+    d = MIX.to_dict()
+    shuffled = dict(reversed(list(d.items())))
+    assert run_key(shuffled) == run_key(d)
+    minimal = {"method": "non-private", "model": "linear", "lr": 1}
+    full = RunConfig("non-private", model="linear", lr=1.0).to_dict()
+    assert run_key(minimal) == run_key(full)  # defaults filled in, 1 == 1.0
+    syn_int = {**d, "synthesis": {**d["synthesis"], "target_epsilon": 15}}
+    assert run_key(syn_int) == run_key(d)
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(method="magic"), "Unknown method"),
+        (dict(method="mixing"), "needs a synthesis"),
+        (dict(method="non-private", synthesis=SynthesisConfig("dpmix", sigma_x=1.0)), "set it to None"),
+        (dict(method="non-private", lr=0), "lr must be"),
+        (dict(method="non-private", epochs=0), "epochs must be"),
+        (dict(method="non-private", epochs=True), "epochs must be"),
+        (dict(method="non-private", val_fraction=0.9), "val_fraction"),
+        (dict(method="non-private", device="tpu"), "device must be"),
+        (dict(method="non-private", dataset="imagenet"), "Unknown dataset"),
+        (dict(method="dp-sgd", model="dpcda-cnn"), "batch-norm"),
+        (dict(method="dp-sgd", input_norm="rms"), "private data"),
+        (dict(method="dp-sgd", dpsgd_epsilon=math.inf), "dpsgd_epsilon"),
+        (dict(method="dp-pca", model="thesis-cnn"), "model = 'linear'"),
+        (dict(method="non-private", model="thesis-cnn", features="scattering"), "scattering features need"),
+        (dict(method="non-private", model="scatter-linear"), "needs features"),
+        (dict(method="mixing", synthesis=SynthesisConfig("dpmix", sigma_x=1.0), loss="mse"), "regression"),
+        (dict(method="mixing", synthesis=SynthesisConfig("label-laplace")), "mixing mechanism"),
+        (dict(method="label-laplace", synthesis=SynthesisConfig("dpmix", sigma_x=1.0)), "needs synthesis.mechanism"),
+        (dict(method="label-laplace", synthesis=SynthesisConfig("label-laplace", label_task="regression"),
+              loss="kl"), "needs loss mse"),
+        (dict(method="mixing", features="scattering", model="linear",
+              synthesis=SynthesisConfig("dpmix", sigma_x=1.0)), "public bounds"),
+    ],
+)
+def test_invalid_configs_say_why(kwargs, match):
+    with pytest.raises(ValueError, match=match) as info:
+        RunConfig(**kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_from_dict_rejects_unknown_keys():
+    with pytest.raises(ValueError, match="unknown run config key"):
+        RunConfig.from_dict({"method": "non-private", "epoch": 3})
+    with pytest.raises(ValueError, match="unknown synthesis key"):
+        RunConfig.from_dict({"method": "mixing", "synthesis": {"mechanism": "dpmix", "L": 3}})
+    with pytest.raises(ValueError, match="needs a method"):
+        RunConfig.from_dict({"model": "linear"})
+
+
+# --------------------------------------------------------------------------------------------- specs
+
+TOML_SPEC = """
+name = "sigma-sweep"
+title = "accuracy vs sigma"
+axis = "sigma"
+values = [0.5, 1.0, 2.0]
+repeats = 2
+methods = ["mixing", "non-private"]
+mechanisms = ["dpmix", "poisson"]
+
+[base]
+method = "mixing"
+dataset = "embedded"
+model = "thesis-cnn"
+loss = "gkl"
+epochs = 1
+seed = 10
+
+[base.synthesis]
+mechanism = "dpmix"
+l = 16
+T = 400
+sigma_x = 1.0
+"""
+
+
+def test_toml_and_json_specs_expand_alike(tmp_path):
+    toml_path = tmp_path / "sweep.toml"
+    toml_path.write_text(TOML_SPEC)
+    spec = load_spec(toml_path)
+    assert spec.name == "sigma-sweep" and spec.axis == "sigma" and spec.values == (0.5, 1.0, 2.0)
+    runs = spec.runs()
+    # 2 mechanisms x 3 sigmas x 2 seeds, plus the non-private baseline once per seed
+    assert len(runs) == 2 * 3 * 2 + 2
+    assert [r.label for r in runs[:6]] == ["mixing: dpmix"] * 6
+    assert [(r.synthesis.sigma_x, r.seed) for r in runs[:6]] == [(0.5, 10), (0.5, 11), (1.0, 10), (1.0, 11),
+                                                                 (2.0, 10), (2.0, 11)]
+    assert {r.synthesis.mechanism for r in runs[6:12]} == {"poisson"}
+    assert [(r.method, r.seed, r.synthesis) for r in runs[12:]] == [("non-private", 10, None),
+                                                                    ("non-private", 11, None)]
+    assert len({run_key(r) for r in runs}) == len(runs)
+    json_path = tmp_path / "sweep.json"
+    json_path.write_text(json.dumps(spec.to_dict()))
+    assert [r.to_dict() for r in load_spec(json_path).runs()] == [r.to_dict() for r in runs]
+    assert load_spec(spec.to_dict()).runs() == runs
+
+
+def test_series_overrides(tmp_path):
+    spec = load_spec({
+        "name": "dpcda",
+        "axis": "l",
+        "values": [2, 8],
+        "base": {"method": "mixing", "dataset": "embedded", "model": "dpcda-cnn",
+                 "synthesis": {"mechanism": "class-centric", "T": 400, "target_epsilon": 10, "accountant": "dpcda"}},
+        "series": [
+            {"name": "eps=inf", "synthesis": {"target_epsilon": None, "sigma_x": 0.0, "sigma_y": 0.0}},
+            {"name": "eps=20", "synthesis.target_epsilon": 20},
+        ],
+    })
+    runs = spec.runs()
+    assert [(r.label, r.synthesis.l) for r in runs] == [("eps=inf", 2), ("eps=inf", 8), ("eps=20", 2), ("eps=20", 8)]
+    assert runs[0].synthesis.sigma_x == 0.0 and runs[2].synthesis.target_epsilon == 20.0
+    assert axis_value(runs[0], "target_epsilon") == math.inf and axis_value(runs[3], "l") == 8
+
+
+def test_epsilon_axis_maps_to_each_method():
+    base = RunConfig("mixing", dataset="embedded", synthesis=SynthesisConfig("poisson", l=16, T=400,
+                                                                             accountant="gdp-clt", sigma_x=1.0),
+                     model="linear", dpsgd_delta=1e-5)
+    spec = SweepSpec(name="eps", base=base, axis="target_epsilon", values=(2.0, math.inf),
+                     series=load_spec({"name": "x", "axis": "target_epsilon", "values": [1],
+                                       "methods": ["mixing", "dp-sgd", "dp-pca"],
+                                       "base": base.to_dict()}).series)
+    runs = spec.runs()
+    got = [(r.method, axis_value(r, "target_epsilon")) for r in runs]
+    assert got == [("mixing", 2.0), ("mixing", math.inf), ("dp-sgd", 2.0), ("non-private", math.inf),
+                   ("dp-pca", 2.0), ("dp-pca", math.inf)]
+    assert runs[1].synthesis.sigma_x == 0.0 and runs[1].synthesis.target_epsilon is None
+    assert runs[0].synthesis.target_epsilon == 2.0 and runs[0].synthesis.sigma_x is None
+    assert apply_axis(base.to_dict(), "l", 32)["synthesis"]["l"] == 32
+
+
+@pytest.mark.parametrize(
+    "change,match",
+    [
+        ({"colour": "red"}, "unknown sweep key"),
+        ({"values": []}, "non-empty"),
+        ({"axis": "gamma"}, "Unknown axis"),
+        ({"values": [1.0, 1.0]}, "distinct"),
+        ({"values": ["big"]}, "must be a number"),
+        ({"values": [-1.0]}, "sigma values"),
+        ({"repeats": 0}, "repeats"),
+        ({"base": {"method": "mixing"}}, "base: method 'mixing' needs a synthesis"),
+        ({"methods": ["mixing"], "series": [{"name": "a"}]}, "either 'series'"),
+        ({"methods": ["teleport"]}, "Unknown method"),
+        ({"series": [{"model": "linear"}]}, "needs a name"),
+        ({"series": [{"name": "bad", "model": "resnet"}]}, "series 'bad': Unknown model"),
+        ({"name": ""}, "non-empty name"),
+    ],
+)
+def test_bad_specs_say_why(change, match):
+    d = {"name": "s", "axis": "sigma", "values": [0.5], "base": MIX.to_dict(), **change}
+    with pytest.raises(ValueError, match=match):
+        load_spec(d)
+
+
+def test_spec_files_must_exist_and_parse(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        load_spec(tmp_path / "missing.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = ")
+    with pytest.raises(ValueError, match="cannot parse"):
+        load_spec(bad)
+    yaml = tmp_path / "spec.yaml"
+    yaml.write_text("name: x")
+    with pytest.raises(ValueError, match=".toml or .json"):
+        load_spec(yaml)
+
+
+def test_l_and_T_axes_take_integers():
+    with pytest.raises(ValueError, match="positive integers"):
+        load_spec({"name": "s", "axis": "l", "values": [2.5], "base": MIX.to_dict()})
+    spec = load_spec({"name": "s", "axis": "T", "values": [1000.0], "base": MIX.to_dict()})
+    assert spec.runs()[0].synthesis.T == 1000 and isinstance(spec.values[0], int)
+
+
+# --------------------------------------------------------------------------------------------- presets
+
+PROTOCOLS = ("thesis-4.1", "thesis-4.2-sigma", "thesis-4.2-l", "thesis-4.2-t", "dpcda-table2", "dpfmix-table1",
+             "dpfmix-table3", "label-dp", "dp-pca")
+
+
+def test_every_protocol_has_a_full_and_a_labelled_quick_variant():
+    assert set(preset_names(quick=False)) == set(PROTOCOLS)
+    assert set(preset_names(quick=True)) == {f"{p}-quick" for p in PROTOCOLS}
+    for name in PROTOCOLS:
+        full, quick = get_preset(name), get_preset(f"{name}-quick")
+        assert not full.quick and quick.quick and quick.full_variant == name
+        assert quick.title.startswith("QUICK") and "quick" in quick.description.lower()
+        assert quick.axis == full.axis
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_presets_expand_to_valid_runs(name):
+    spec = PRESETS[name]
+    runs = spec.runs()
+    assert runs and all(isinstance(r, RunConfig) for r in runs)
+    assert len({run_key(r) for r in runs}) == len(runs)
+    assert load_spec(json.loads(json.dumps(spec.to_dict()))).runs() == runs  # presets survive JSON
+    assert estimate_sweep_seconds(spec) > 0
+
+
+@pytest.mark.parametrize("name", preset_names(quick=True))
+def test_quick_variants_are_small(name):
+    quick, full = PRESETS[name], PRESETS[PRESETS[name].full_variant]
+    assert quick.repeats <= full.repeats and len(quick.runs()) <= len(full.runs())
+    assert max(r.epochs for r in quick.runs()) <= max(r.epochs for r in full.runs())
+    for run in quick.runs():
+        assert estimate_seconds(run) <= QUICK_LIMIT_S, run.label
+    assert estimate_sweep_seconds(quick) < estimate_sweep_seconds(full)
+
+
+def test_thesis_41_encodes_the_protocol():
+    run = get_preset("thesis-4.1").runs()[0]
+    syn = run.synthesis
+    assert (syn.mechanism, syn.l, syn.T, syn.target_epsilon, syn.accountant) == ("dpmix", 256, 10000, 15.0, "lee2019")
+    assert syn.delta == pytest.approx(1 / 60000)
+    assert (run.model, run.loss, run.optimizer, run.lr, run.schedule, run.lr_step_epochs, run.lr_gamma, run.epochs,
+            run.val_fraction) == ("thesis-cnn", "kl", "adam", 1e-4, "step", 10, 0.5, 50, 0.1)
+    dpsgd = [r for r in get_preset("thesis-4.1").runs() if r.method == "dp-sgd"][0]
+    assert (dpsgd.dpsgd_epsilon, dpsgd.dpsgd_delta, dpsgd.model) == (15.0, syn.delta, "thesis-cnn")
+
+
+def test_dpcda_table2_grid():
+    runs = get_preset("dpcda-table2").runs()
+    ls = sorted({r.synthesis.l for r in runs})
+    assert ls == [2**i for i in range(10)]
+    assert {axis_value(r, "target_epsilon") for r in runs} == {math.inf, 20.0, 10.0}
+    assert all(r.synthesis.hard_labels and r.synthesis.preprocessing == "zscore" for r in runs)
+
+
+def test_estimate_grows_with_work():
+    small = RunConfig("non-private", model="thesis-cnn", epochs=1)
+    assert estimate_seconds(small.replace(epochs=10)) > estimate_seconds(small)
+    assert estimate_seconds(small.replace(train_limit=1000)) < estimate_seconds(small)
+    assert estimate_seconds(small.replace(method="dp-sgd")) > estimate_seconds(small)
+    scat = RunConfig("non-private", model="scatter-linear", features="scattering", epochs=1)
+    assert estimate_seconds(scat, features_cached=False) > estimate_seconds(scat)
+
+
+def test_get_preset_unknown():
+    with pytest.raises(ValueError, match="Unknown preset"):
+        get_preset("nope")
+
+
+# --------------------------------------------------------------------------------------------- aggregate
+
+
+def _row(cfg: RunConfig, acc: float, mse=None, eps=None) -> dict:
+    return {"config": cfg.to_dict(), "result": {"test_accuracy": acc, "test_mse": mse, "seconds": 1.0,
+                                                "epsilon": eps or {}, "delta": 1e-5}}
+
+
+def test_aggregate_groups_by_series_method_mechanism_and_axis_value():
+    spec = load_spec({"name": "s", "axis": "sigma", "values": [0.5, 1.0], "repeats": 3,
+                      "methods": ["mixing", "non-private"], "base": MIX.replace(dataset="embedded").to_dict()})
+    rows = []
+    for i, run in enumerate(spec.runs()):
+        acc = 0.5 + 0.1 * (run.seed % 3) + (0.2 if run.method == "non-private" else 0.0)
+        eps = {"lee2019": 3.0 / run.synthesis.sigma_x, "dpcda": "inf"} if run.method == "mixing" else {"none": "inf"}
+        rows.append(_row(run, acc, eps=eps))
+    rows.append({"config": MIX.to_dict(), "result": None})  # unfinished: skipped
+    rows.append({"config": MIX.to_dict(), "result": {"error": "boom"}})
+    df = aggregate(rows)
+    assert isinstance(df, pd.DataFrame) and len(df) == 3
+    assert set(df.columns) >= {"label", "method", "mechanism", "axis", "axis_value", "test_accuracy_mean",
+                               "test_accuracy_std", "test_accuracy_count", "test_mse_mean", "epsilon_lee2019"}
+    assert (df["axis"] == "sigma").all()
+    mix = df[df["method"] == "mixing"].sort_values("axis_value")
+    assert list(mix["axis_value"]) == [0.5, 1.0]
+    assert list(mix["test_accuracy_count"]) == [3, 3]
+    assert mix["test_accuracy_mean"].iloc[0] == pytest.approx(0.6)
+    assert mix["test_accuracy_std"].iloc[0] == pytest.approx(0.1)
+    assert list(mix["epsilon_lee2019"]) == pytest.approx([6.0, 3.0])
+    assert (mix["epsilon_dpcda"] == math.inf).all()
+    base = df[df["method"] == "non-private"].iloc[0]
+    assert math.isnan(base["axis_value"]) and base["test_accuracy_mean"] == pytest.approx(0.8)
+    assert pd.isna(base["mechanism"])
+
+
+def test_aggregate_regression_mse_and_empty():
+    cfg = RunConfig("label-laplace", dataset="embedded", loss="mse",
+                    synthesis=SynthesisConfig("label-laplace", label_epsilon=1.0, label_task="regression"))
+    rows = [_row(cfg.replace(seed=s), 0.3, mse=m, eps={"laplace": 1.0}) for s, m in ((0, 2.0), (1, 4.0))]
+    rows.append(_row(cfg.replace(synthesis=SynthesisConfig("label-laplace", label_epsilon=2.0,
+                                                           label_task="regression")), 0.4, mse=1.0,
+                     eps={"laplace": 2.0}))
+    df = aggregate(rows, axis="label_epsilon")
+    assert list(df["axis_value"]) == [1.0, 2.0]
+    assert list(df["test_mse_mean"]) == [3.0, 1.0] and list(df["test_mse_count"]) == [2, 1]
+    assert math.isnan(df["test_mse_std"].iloc[1])
+    assert aggregate([]).empty
+
+
+def test_axes_listed():
+    assert set(AXES) == {"sigma", "l", "T", "target_epsilon", "label_epsilon", "pca_epsilon", "dpsgd_epsilon"}

@@ -1,0 +1,410 @@
+"""Training: losses, models, the loop, ScatterNet features, DP-SGD, and tiny end-to-end runs of every method.
+
+Everything runs on the embedded 5,000-digit MNIST sample with a few hundred
+training records and one epoch, on the CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dpmix_core.experiments.config import RunConfig, run_key
+from dpmix_core.synthesis import SynthesisConfig
+from dpmix_core.training import losses as L
+from dpmix_core.training.models import build_model, count_parameters
+from dpmix_core.training.runner import Cancelled, NullReporter, run_config, run_job
+from dpmix_core.training.train import OptimSettings, evaluate, fit, lr_factor
+
+SMALL = dict(dataset="embedded", train_limit=300, test_limit=200, epochs=1, device="cpu", batch_size=64)
+RESULT_KEYS = ("test_accuracy", "test_mse", "epsilon", "delta", "seconds", "train_samples_per_second", "versions",
+               "privacy_card")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _private_cache(tmp_path_factory):
+    """ScatterNet features go to a temporary cache, not ~/.cache/dpmix."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DPMIX_CACHE_DIR", str(tmp_path_factory.mktemp("dpmix-cache")))
+        yield
+
+
+class Recorder:
+    def __init__(self, stop_after_epochs: int | None = None):
+        self.calls: list[dict] = []
+        self.stop_after_epochs = stop_after_epochs
+
+    def progress(self, **fields):
+        self.calls.append(fields)
+
+    def should_stop(self):
+        if self.stop_after_epochs is None:
+            return False
+        return sum(1 for c in self.calls if c["phase"] == "train") >= self.stop_after_epochs
+
+
+# --------------------------------------------------------------------------------------------- losses
+
+
+def test_clamp_renormalise_rows():
+    t = torch.tensor([[0.5, -0.2, 0.5], [-1.0, -2.0, -0.1], [0.0, 2.0, 2.0]])
+    p = L.clamp_renormalise(t)
+    assert torch.allclose(p.sum(1), torch.ones(3))
+    assert torch.allclose(p[0], torch.tensor([0.5, 0.0, 0.5]))
+    assert torch.allclose(p[1], torch.full((3,), 1 / 3))  # no positive entry: uniform
+    assert (p >= 0).all()
+
+
+def test_kl_soft_labels_matches_cross_entropy_on_one_hot_and_is_zero_at_fit():
+    logits = torch.randn(8, 5, generator=torch.Generator().manual_seed(0))
+    y = torch.randint(0, 5, (8,), generator=torch.Generator().manual_seed(1))
+    one_hot = F.one_hot(y, 5).float()
+    assert torch.allclose(L.kl_soft_labels(logits, one_hot), F.cross_entropy(logits, y), atol=1e-6)
+    target = torch.softmax(logits, 1)
+    assert float(L.kl_soft_labels(logits, target)) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_generalized_kl():
+    logits = torch.randn(6, 4, generator=torch.Generator().manual_seed(2))
+    probs = torch.softmax(logits, 1)
+    assert float(L.generalized_kl(logits, probs)) == pytest.approx(0.0, abs=1e-6)  # y = p
+    y = torch.rand(6, 4, generator=torch.Generator().manual_seed(3))
+    y = y / y.sum(1, keepdim=True)
+    assert torch.allclose(L.generalized_kl(logits, y), L.kl_soft_labels(logits, y), atol=1e-6)  # sums to 1: KL
+    noisy = torch.tensor([[0.9, -0.3, 0.2, 0.4]] * 6)  # non-negative after clamping, unnormalised
+    assert float(L.generalized_kl(logits, noisy)) >= 0
+    # by hand: sum y log(y/p) - y + p with y = max(target, 0)
+    yc = noisy.clamp_min(0)
+    manual = (torch.xlogy(yc, yc) - yc * torch.log(probs) - yc + probs).sum(1).mean()
+    assert torch.allclose(L.generalized_kl(logits, noisy), manual, atol=1e-6)
+
+
+def test_cross_entropy_argmax_and_mse():
+    logits = torch.tensor([[2.0, 0.0], [0.0, 2.0]])
+    soft = torch.tensor([[0.6, 0.4], [-0.1, 0.3]])
+    assert torch.allclose(L.cross_entropy_argmax(logits, soft), F.cross_entropy(logits, torch.tensor([0, 1])))
+    out = torch.tensor([[1.0], [3.0]])
+    assert float(L.mse_loss(out, torch.tensor([[2.0], [3.0]]))) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="Unknown loss"):
+        L.get_loss("hinge")
+
+
+# --------------------------------------------------------------------------------------------- models
+
+
+@pytest.mark.parametrize(
+    "name,shape",
+    [("thesis-cnn", (28, 28)), ("dpcda-cnn", (28, 28)), ("dpcda-cnn-gn", (28, 28)), ("thesis-cnn", (32, 32, 3)),
+     ("dpcda-cnn", (32, 32, 3)), ("scatter-linear", (81, 7, 7)), ("linear", (784,)), ("linear", (50,))],
+)
+def test_models_take_flat_rows(name, shape):
+    torch.manual_seed(0)
+    model = build_model(name, input_shape=shape, num_outputs=10)
+    x = torch.rand(3, int(np.prod(shape)))
+    assert model(x).shape == (3, 10)
+    assert count_parameters(model) > 0
+
+
+def test_thesis_cnn_layout():
+    model = build_model("thesis-cnn", input_shape=(28, 28), num_outputs=10)
+    convs = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
+    fcs = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert [(c.out_channels, c.kernel_size) for c in convs] == [(32, (5, 5)), (48, (5, 5))]
+    assert [f.out_features for f in fcs] == [100, 100, 10]
+    assert fcs[0].in_features == 48 * 4 * 4
+
+
+def test_unknown_model():
+    with pytest.raises(ValueError, match="Unknown model"):
+        build_model("resnet", input_shape=(28, 28), num_outputs=10)
+
+
+# --------------------------------------------------------------------------------------------- loop
+
+
+def test_fit_learns_a_separable_problem_and_respects_schedule():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(400, 5, generator=g)
+    y = F.one_hot((x[:, 0] > 0).long(), 2).float()
+    torch.manual_seed(0)
+    model = build_model("linear", input_shape=(5,), num_outputs=2)
+    settings = OptimSettings(lr=0.05, epochs=5, batch_size=50, schedule="step", lr_step_epochs=2, lr_gamma=0.5)
+    res = fit(model, L.get_loss("ce"), x, y, settings=settings, generator=torch.Generator().manual_seed(1))
+    assert [h["lr"] for h in res.history] == pytest.approx([0.05, 0.05, 0.025, 0.025, 0.0125])
+    assert res.history[-1]["loss"] < res.history[0]["loss"]
+    assert evaluate(model, x, y.argmax(1))["accuracy"] > 0.9
+    assert res.samples == 2000 and res.samples_per_second > 0
+    assert lr_factor(OptimSettings(schedule="cosine", epochs=4), 0) == 1.0
+
+
+# --------------------------------------------------------------------------------------------- ScatterNet
+
+
+def test_scattering_features_shape_and_cache(tmp_path, monkeypatch):
+    from dpmix_core.training.scattering import feature_cache_path, scattering_features, scattering_shape
+
+    monkeypatch.setenv("DPMIX_CACHE_DIR", str(tmp_path))
+    rng = np.random.default_rng(0)
+    imgs = rng.integers(0, 256, size=(20, 28, 28), dtype=np.uint8)
+    feats = scattering_features(imgs)
+    assert feats.shape == (20, 81, 7, 7) and feats.dtype == np.float32
+    path = feature_cache_path(imgs)
+    assert path.exists() and path.parent == tmp_path / "scattering"
+    np.testing.assert_array_equal(scattering_features(imgs), feats)  # from the cache
+    assert not list(path.parent.glob(".*"))  # no temporary files left
+    colour = rng.integers(0, 256, size=(2, 32, 32, 3), dtype=np.uint8)
+    assert scattering_features(colour, cache=False).shape == (2, 243, 8, 8)
+    assert scattering_shape((32, 32, 3)) == (243, 8, 8)
+
+
+# --------------------------------------------------------------------------------------------- DP-SGD
+
+
+def test_dpsgd_release_is_the_dpsgd_event_and_calibration_does_not_overshoot():
+    import dp_accounting
+
+    from dpmix_core.training.dpsgd import calibrate_noise_multiplier, dpsgd_epsilons, dpsgd_release
+
+    rel = dpsgd_release(n=1000, batch_size=50, steps=200, noise_multiplier=1.3, clip=0.7)
+    assert rel.noise_multiplier() == pytest.approx(1.3)
+    event = rel.dp_event()
+    assert isinstance(event, dp_accounting.SelfComposedDpEvent) and event.count == 200
+    assert event.event.sampling_probability == pytest.approx(0.05)
+    assert event.event.event.noise_multiplier == pytest.approx(1.3)
+    z = calibrate_noise_multiplier(n=1000, batch_size=50, steps=200, target_epsilon=2.0, delta=1e-5)
+    eps = dpsgd_epsilons(n=1000, batch_size=50, steps=200, noise_multiplier=z, delta=1e-5)
+    assert 1.95 < eps["pld-poisson"] <= 2.0
+    assert eps["opacus-prv"] == pytest.approx(2.0, abs=0.2)
+    assert eps["opacus-rdp"] == pytest.approx(eps["rdp-poisson"], rel=0.1)
+
+
+def test_dpsgd_takes_noisy_steps_on_empty_poisson_batches():
+    from dpmix_core.training.dpsgd import train_dpsgd
+
+    x = torch.rand(3, 4, generator=torch.Generator().manual_seed(0))
+    y = F.one_hot(torch.tensor([0, 1, 1]), 2).float()
+    g = torch.Generator().manual_seed(5)
+    draws = [int((torch.rand(3, generator=g) < 1 / 3).sum()) for _ in range(15)]
+    assert 0 in draws  # this seed draws at least one empty batch
+    torch.manual_seed(0)
+    model = build_model("linear", input_shape=(4,), num_outputs=2)
+    before = model.linear.weight.detach().clone()
+    model, res = train_dpsgd(model, L.get_loss("ce"), x, y, settings=OptimSettings(epochs=5, batch_size=1),
+                             noise_multiplier=1.0, clip=1.0, generator=torch.Generator().manual_seed(5))
+    assert res.samples == sum(draws)
+    assert torch.isfinite(model.linear.weight).all() and not torch.equal(model.linear.weight, before)
+
+
+def test_dpsgd_rejects_batchnorm_models():
+    from dpmix_core.training.dpsgd import check_dpsgd_model
+
+    with pytest.raises(ValueError, match="not DP-SGD compatible"):
+        check_dpsgd_model(build_model("dpcda-cnn", input_shape=(28, 28), num_outputs=10))
+    check_dpsgd_model(build_model("dpcda-cnn-gn", input_shape=(28, 28), num_outputs=10))
+
+
+# --------------------------------------------------------------------------------------------- end to end
+
+
+def _check_result(result: dict, config: RunConfig) -> None:
+    for key in RESULT_KEYS:
+        assert key in result, key
+    json.dumps(result, allow_nan=False)  # JSON-ready
+    assert 0.0 <= result["test_accuracy"] <= 1.0
+    assert result["seconds"] > 0 and result["train_samples_per_second"] > 0
+    assert set(result["versions"]) >= {"python", "torch", "numpy", "dpmix_core"}
+    assert result["run_key"] == run_key(config)
+    assert result["n_test"] == 200
+    if config.task == "regression":
+        assert result["test_mse"] is not None and result["test_mse"] >= 0
+    else:
+        assert result["test_mse"] is None
+    assert result["epsilon"], "every run reports an epsilon (inf for non-private)"
+
+
+MIXING_CASES = [
+    ("dpmix", "thesis-cnn", "kl", "pixels", dict(l=16, T=400, target_epsilon=20.0, accountant="lee2019")),
+    ("dpmix", "dpcda-cnn-gn", "gkl", "pixels", dict(l=8, T=400, sigma_x=0.1, clamp_negative=True)),
+    ("local", "linear", "kl", "pixels", dict(T=300, sigma_x=0.2)),
+    ("class-centric", "dpcda-cnn", "ce", "pixels", dict(l=4, T=400, sigma_x=0.05, hard_labels=True)),
+    ("class-centric", "thesis-cnn", "kl", "pixels", dict(l=4, T=400, sigma_x=0.3, preprocessing="unit")),
+    ("poisson", "thesis-cnn", "gkl", "pixels", dict(l=16, T=400, target_epsilon=8.0, accountant="pld-poisson")),
+    ("poisson", "scatter-linear", "gkl", "scattering", dict(l=16, T=400, sigma_x=0.01)),
+    ("class-centric", "linear", "ce", "scattering", dict(l=4, T=400, sigma_x=0.05)),
+]
+
+
+@pytest.mark.parametrize("mechanism,model,loss,features,knobs", MIXING_CASES)
+def test_mixing_runs(mechanism, model, loss, features, knobs):
+    cfg = RunConfig("mixing", synthesis=SynthesisConfig(mechanism, **knobs), model=model, loss=loss,
+                    features=features, input_norm="rms" if mechanism == "poisson" else "none", **SMALL)
+    rec = Recorder()
+    result = run_config(cfg, rec)
+    _check_result(result, cfg)
+    assert result["privacy_card"]["mechanism"] == mechanism
+    assert result["mechanism"] == mechanism
+    assert result["delta"] == cfg.synthesis.delta
+    accountants = {e["accountant"] for e in result["privacy_card"]["epsilons"]}
+    assert set(result["epsilon"]) == accountants
+    if "target_epsilon" in knobs:
+        assert result["epsilon"][knobs["accountant"]] <= knobs["target_epsilon"] * (1 + 1e-6)
+    train_calls = [c for c in rec.calls if c["phase"] == "train"]
+    assert len(train_calls) == cfg.epochs
+    for c in rec.calls:
+        assert set(c) >= {"epoch", "epochs", "loss", "val_accuracy", "test_accuracy", "eta_seconds"}
+    assert rec.calls[-1]["phase"] == "done" and rec.calls[-1]["test_accuracy"] == result["test_accuracy"]
+
+
+BASELINE_CASES = [
+    RunConfig("non-private", model="thesis-cnn", loss="ce", **SMALL),
+    RunConfig("non-private", model="linear", loss="mse", **SMALL),
+    RunConfig("non-private", model="scatter-linear", features="scattering", loss="kl", **SMALL),
+    RunConfig("dp-sgd", model="thesis-cnn", loss="ce", dpsgd_epsilon=4.0, **SMALL),
+    RunConfig("dp-sgd", model="dpcda-cnn-gn", loss="ce", dpsgd_epsilon=4.0, dpsgd_accountant="rdp-poisson", **SMALL),
+    RunConfig("dp-sgd", model="scatter-linear", features="scattering", loss="ce", dpsgd_epsilon=2.0, **SMALL),
+    RunConfig("dp-sgd", model="linear", loss="mse", dpsgd_epsilon=2.0, **SMALL),
+    RunConfig("label-laplace", synthesis=SynthesisConfig("label-laplace", label_epsilon=2.0), model="thesis-cnn",
+              loss="kl", **SMALL),
+    RunConfig("label-laplace", synthesis=SynthesisConfig("label-laplace", label_epsilon=2.0), model="linear",
+              loss="ce", **SMALL),
+    RunConfig("label-laplace", synthesis=SynthesisConfig("label-laplace", label_epsilon=1.0, label_task="regression"),
+              model="thesis-cnn", loss="mse", **SMALL),
+    RunConfig("dp-pca", model="linear", loss="ce", pca_components=20, pca_epsilon=1.0, input_norm="rms", **SMALL),
+    RunConfig("dp-pca", model="linear", loss="ce", pca_components=10, pca_epsilon=math.inf, **SMALL),
+]
+
+
+@pytest.mark.parametrize("cfg", BASELINE_CASES, ids=lambda c: f"{c.method}-{c.model}-{c.loss}-{c.features}")
+def test_baseline_runs(cfg):
+    result = run_config(cfg)
+    _check_result(result, cfg)
+    if cfg.method == "non-private":
+        assert result["epsilon"] == {"none": "inf"} and result["privacy_card"] is None
+    if cfg.method == "dp-sgd":
+        eps = result["epsilon"]
+        assert set(eps) == {"pld-poisson", "rdp-poisson", "opacus-rdp", "opacus-prv"}
+        assert eps[cfg.dpsgd_accountant] <= cfg.dpsgd_epsilon * (1 + 1e-6)
+        assert eps["rdp-poisson"] >= eps["pld-poisson"]  # RDP is the looser bound
+        assert result["dpsgd"]["noise_multiplier"] > 0 and result["delta"] == cfg.dpsgd_delta
+    if cfg.method == "label-laplace":
+        assert result["epsilon"] == {"laplace": cfg.synthesis.label_epsilon}
+        assert result["privacy_card"]["epsilons"][0]["epsilon"] == cfg.synthesis.label_epsilon
+    if cfg.method == "dp-pca":
+        assert result["epsilon"] == {"analytic-gaussian": "inf" if math.isinf(cfg.pca_epsilon) else cfg.pca_epsilon}
+        assert any("only the projection is DP" in n for n in result["notes"])
+
+
+def test_label_laplace_with_huge_epsilon_matches_non_private():
+    """Train and test inputs live in one feature space: with (almost) no label noise, label-laplace = non-private."""
+    knobs = {**SMALL, "model": "linear", "epochs": 3}
+    private = run_config(RunConfig("label-laplace", synthesis=SynthesisConfig("label-laplace", label_epsilon=1e7),
+                                   loss="ce", **knobs))
+    public = run_config(RunConfig("non-private", loss="ce", **knobs))
+    assert private["test_accuracy"] == pytest.approx(public["test_accuracy"], abs=0.02)
+    assert public["test_accuracy"] > 0.5
+
+
+def test_run_job_takes_the_dict_form():
+    cfg = RunConfig("non-private", model="linear", **SMALL)
+    a = run_job(cfg.to_dict(), NullReporter())
+    b = run_config(cfg)
+    assert a["test_accuracy"] == b["test_accuracy"] and a["run_key"] == b["run_key"]
+
+
+def test_train_repeats_summarises_seeds():
+    from dpmix_core.training.train_cli import train_repeats
+
+    lines: list[str] = []
+    out = train_repeats(method="dp-sgd", dataset="embedded", model="linear", loss="ce", epochs=2, repeats=2, seed=3,
+                        device="cpu", dpsgd_epsilon=2.0, dpsgd_delta=1e-5, progress=lines.append,
+                        train_limit=300, test_limit=200)
+    json.dumps(out, allow_nan=False)
+    assert out["repeats"] == 2 and [r["seed"] for r in out["runs"]] == [3, 4]
+    assert out["test_accuracy"] == pytest.approx(sum(r["test_accuracy"] for r in out["runs"]) / 2)
+    assert out["test_accuracy_std"] is not None and out["epsilon"]["pld-poisson"] <= 2.0 * (1 + 1e-6)
+    assert any("epoch 2/2" in line for line in lines) and lines[0].startswith("[run 1/2, seed 3]")
+    single = train_repeats(method="non-private", dataset="embedded", model="linear", epochs=1, device="cpu",
+                           train_limit=300, test_limit=200)
+    assert single["test_accuracy_std"] is None and single["epsilon"] == {"none": "inf"}
+    with pytest.raises(ValueError, match="target epsilon"):
+        train_repeats(method="dp-sgd", dataset="embedded", model="linear")
+
+
+def test_same_seed_same_result_on_cpu():
+    cfg = RunConfig("mixing", synthesis=SynthesisConfig("dpmix", l=8, T=300, sigma_x=0.1), model="dpcda-cnn",
+                    loss="kl", **{**SMALL, "epochs": 2})
+    a, b = run_config(cfg), run_config(cfg)
+    assert a["test_accuracy"] == b["test_accuracy"]
+    assert [h["loss"] for h in a["history"]] == [h["loss"] for h in b["history"]]
+    c = run_config(cfg.replace(seed=1))
+    assert [h["loss"] for h in c["history"]] != [h["loss"] for h in a["history"]]
+
+
+def test_dpsgd_same_seed_same_result():
+    cfg = RunConfig("dp-sgd", model="linear", loss="ce", dpsgd_epsilon=3.0, **SMALL)
+    assert run_config(cfg)["test_accuracy"] == run_config(cfg)["test_accuracy"]
+
+
+def test_cancel_between_epochs():
+    cfg = RunConfig("non-private", model="linear", **{**SMALL, "epochs": 50})
+    rec = Recorder(stop_after_epochs=2)
+    with pytest.raises(Cancelled):
+        run_config(cfg, rec)
+    assert sum(1 for c in rec.calls if c["phase"] == "train") == 2
+
+
+def test_cancel_before_any_work():
+    class StopNow(Recorder):
+        def should_stop(self):
+            return True
+
+    with pytest.raises(Cancelled):
+        run_job(RunConfig("non-private", model="linear", **SMALL).to_dict(), StopNow())
+
+
+def test_cancel_within_an_epoch(monkeypatch):
+    """should_stop is polled between batches (rate-limited to ~1 s; here every batch): a long epoch stops early."""
+    from dpmix_core.training import runner
+
+    monkeypatch.setattr(runner, "STOP_POLL_SECONDS", 0.0)
+
+    class StopAfterPolls(Recorder):
+        polls = 0
+
+        def should_stop(self):
+            self.polls += 1
+            return self.polls > 6
+
+    rec = StopAfterPolls()
+    with pytest.raises(Cancelled):
+        run_config(RunConfig("non-private", model="linear", **{**SMALL, "batch_size": 8, "epochs": 1}), rec)
+    assert not any(c["phase"] == "train" for c in rec.calls)  # stopped inside the first epoch
+    assert rec.polls == 7
+
+
+def test_device_auto_is_cpu_here():
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    result = run_config(RunConfig("non-private", model="linear", **{**SMALL, "device": "auto"}))
+    assert result["device"] == "cpu"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("DPMIX_SLOW_TESTS"), reason="slow: set DPMIX_SLOW_TESTS=1")
+def test_quick_thesis_preset_on_full_mnist():
+    from dpmix_core.datasets import DatasetUnavailableError
+    from dpmix_core.experiments.presets import get_preset
+
+    data_dir = os.environ.get("DPMIX_DATA_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+    run = get_preset("thesis-4.1-quick").runs()[0].replace(data_dir=data_dir, device="cpu")
+    try:
+        result = run_config(run)
+    except DatasetUnavailableError:
+        pytest.skip("full MNIST not available")
+    assert result["seconds"] <= 90 and result["test_accuracy"] > 0.3
