@@ -72,19 +72,11 @@ def gaussian_delta(*, epsilon: float, sigma: float, sensitivity: float) -> float
     return max(0.0, math.exp(log_ndtr(a - b)) - math.exp(epsilon + log_ndtr(-a - b)))
 
 
-@dataclass(frozen=True)
-class LaplaceRelease:
-    """A statistic plus Laplace(Delta_1/eps) noise per coordinate: pure eps-DP (Dwork et al. 2006)."""
+class _LaplaceNoise:
+    """What every Laplace release shares: scale Delta/eps, delta = 0, the dp_accounting event."""
 
     epsilon: float
-    sensitivity: float  # L1 sensitivity of the statistic under the stated adjacency
-    what: str
-
-    def __post_init__(self) -> None:
-        check_epsilon(self.epsilon)
-        check_positive("sensitivity", self.sensitivity)
-        if not isinstance(self.what, str) or not self.what.strip():
-            raise ValueError(f"what must describe the released statistic. Found {self.what!r}.")
+    sensitivity: float
 
     @property
     def scale(self) -> float:
@@ -97,6 +89,21 @@ class LaplaceRelease:
 
     def dp_event(self) -> dp_accounting.DpEvent:
         return dp_accounting.LaplaceDpEvent(self.scale / self.sensitivity)
+
+
+@dataclass(frozen=True)
+class LaplaceRelease(_LaplaceNoise):
+    """A statistic plus Laplace(Delta_1/eps) noise per coordinate: pure eps-DP (Dwork et al. 2006)."""
+
+    epsilon: float
+    sensitivity: float  # L1 sensitivity of the statistic under the stated adjacency
+    what: str
+
+    def __post_init__(self) -> None:
+        check_epsilon(self.epsilon)
+        check_positive("sensitivity", self.sensitivity)
+        if not isinstance(self.what, str) or not self.what.strip():
+            raise ValueError(f"what must describe the released statistic. Found {self.what!r}.")
 
     def describe(self) -> str:
         return (
@@ -156,7 +163,7 @@ class GaussianRelease:
 
 
 @dataclass(frozen=True)
-class LaplaceLabelRelease:
+class LaplaceLabelRelease(_LaplaceNoise):
     """Label-only Laplace (MNIST label-DP project): labels + Laplace(Delta_f/eps); pure eps-DP for the labels only.
 
     Neighbouring datasets differ in one record's label (n and the features are
@@ -176,18 +183,6 @@ class LaplaceLabelRelease:
         check_positive_int("n", self.n)
         if self.task not in LABEL_TASKS:
             raise ValueError(f"task must be one of {LABEL_TASKS}. Found {self.task!r}.")
-
-    @property
-    def scale(self) -> float:
-        """Laplace scale b = Delta_f / eps."""
-        return self.sensitivity / self.epsilon
-
-    @property
-    def delta(self) -> float:
-        return 0.0
-
-    def dp_event(self) -> dp_accounting.DpEvent:
-        return dp_accounting.LaplaceDpEvent(self.scale / self.sensitivity)
 
     def describe(self) -> str:
         return (
