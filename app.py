@@ -12,6 +12,7 @@ PAGES = [
     st.Page("pages/privacy_accountant.py", title="Privacy accountant", icon=":material/calculate:", default=True),
     st.Page("pages/mixed_samples.py", title="Mixed samples", icon=":material/grid_view:"),
     st.Page("pages/train_tradeoffs.py", title="Train & trade-offs", icon=":material/monitoring:"),
+    st.Page("pages/privacy_audit.py", title="Privacy audit", icon=":material/policy:"),
     st.Page("pages/dp_foundations.py", title="DP foundations", icon=":material/school:"),
 ]
 

@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpmix_core {epsilon,calibrate,synthesize,train,sweep} ...``.
+"""Command line: ``python -m dpmix_core {epsilon,calibrate,synthesize,train,sweep,audit} ...``.
 
 Contract (scripts and tests rely on it): ``--json`` prints one JSON object (a
 list for ``--accountant all``); infinite epsilon prints "inf"; invalid input
@@ -320,6 +320,14 @@ def _add_sweep(sub) -> None:
     p.set_defaults(func=lambda args: cli_sweep(args, expand=expand_cli_spec))
 
 
+def _add_audit(sub) -> None:
+    from dpmix_core.audit.empirical import add_audit_arguments, cli_audit
+
+    p = sub.add_parser("audit", help="empirical epsilon lower bound next to every accountant's epsilon")
+    add_audit_arguments(p)
+    p.set_defaults(func=cli_audit)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m dpmix_core", description="DPMix Studio core: privacy accounting for mixing.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -334,6 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_synthesize(sub)
     _add_train(sub)
     _add_sweep(sub)
+    _add_audit(sub)
     return parser
 
 

@@ -1,0 +1,32 @@
+"""Privacy auditing: empirical lower bounds on epsilon next to the accountants' upper bounds.
+
+``empirical`` audits the mechanism itself (canary in / out, Clopper-Pearson);
+``membership`` attacks models trained on a release (Yeom et al. 2018);
+``reidentification`` finds the training records nearest to released points.
+"""
+
+from dpmix_core.audit.empirical import (
+    MECHANISMS,
+    AuditConfig,
+    AuditResult,
+    add_audit_arguments,
+    audit_dataset,
+    canary_shift,
+    cli_audit,
+    clopper_pearson_upper,
+    epsilon_lower_bound,
+    run_audit,
+)
+
+__all__ = [
+    "MECHANISMS",
+    "AuditConfig",
+    "AuditResult",
+    "add_audit_arguments",
+    "audit_dataset",
+    "canary_shift",
+    "cli_audit",
+    "clopper_pearson_upper",
+    "epsilon_lower_bound",
+    "run_audit",
+]

@@ -1,0 +1,342 @@
+"""Membership inference on a model trained from a release: the loss-threshold attack (Yeom et al. 2018).
+
+The protocol (as DPFMix Table 4): draw ``members`` records from the private
+training split; train a model either on those records themselves
+("non-private") or on a mixing release made from them only ("mixing"); then
+compare the model's cross-entropy loss (with the true label) on the members
+against the loss on as many *non-members*, records from the same distribution
+that neither the model nor the release saw (by default further records of the
+training split; ``nonmembers="test"`` takes them from the test split).
+
+The attack says "member" when the loss is below a threshold. Reported:
+
+* AUC of that attack over all thresholds (0.5: no better than guessing), from
+  ranks (Mann-Whitney), ties counted one half;
+* advantage: max over thresholds of TPR - FPR (Yeom et al.'s membership advantage);
+* train accuracy (on the members), test accuracy (on the non-members) and the gap.
+
+Both are *empirical* lower-bound style evidence, not a privacy guarantee: a
+small AUC does not prove privacy, a large one proves leakage. The epsilon
+shown for a mixing run is the release's, from its applicable accountants, for
+a release made from ``members`` records (so larger than for the full dataset).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpmix_core.datasets import Dataset
+from dpmix_core.synthesis import SynthesisConfig
+
+__all__ = [
+    "SETTINGS",
+    "NONMEMBER_SOURCES",
+    "MembershipResult",
+    "attack_auc",
+    "attack_advantage",
+    "default_configs",
+    "format_epsilons",
+    "membership_inference",
+    "membership_table",
+]
+
+SETTINGS = ("non-private", "mixing")
+NONMEMBER_SOURCES = ("train", "test")
+AUDIT_MODELS = ("linear", "thesis-cnn")
+
+
+@dataclass(frozen=True)
+class MembershipResult:
+    """One membership-inference run. Losses are per-example cross-entropy with the true label."""
+
+    setting: str
+    model: str
+    epochs: int
+    member_losses: np.ndarray  # (m,)
+    nonmember_losses: np.ndarray  # (m,)
+    auc: float
+    advantage: float
+    threshold: float  # the loss threshold reaching ``advantage`` (member when loss <= threshold)
+    train_accuracy: float  # on the members
+    test_accuracy: float  # on the non-members
+    epsilon: dict[str, float] = field(default_factory=dict)  # accountant -> epsilon (inf without noise)
+    delta: float | None = None
+    sigma_x: float | None = None
+    sigma_y: float | None = None
+    released_points: int | None = None
+    synthesis: SynthesisConfig | None = None  # with the sigmas actually used
+    nonmember_source: str = "train"
+    seconds: float = 0.0
+    notes: tuple[str, ...] = ()
+
+    @property
+    def members(self) -> int:
+        return int(self.member_losses.shape[0])
+
+    @property
+    def gap(self) -> float:
+        """train accuracy - test accuracy (overfitting; > 0 means the model fits its members better)."""
+        return self.train_accuracy - self.test_accuracy
+
+    def epsilon_label(self) -> str:
+        """e.g. 'inf (non-private)', 'inf (no noise)', '3.2 (rdp-wor), 4.9 (lee2019)'."""
+        if self.setting == "non-private":
+            return "inf (non-private)"
+        return format_epsilons(self.epsilon)
+
+
+def format_epsilons(epsilon: dict[str, float]) -> str:
+    if not epsilon:
+        return "n/a"
+    values = list(epsilon.values())
+    if all(math.isinf(v) for v in values):
+        return "inf (no noise)" if values else "n/a"
+    return ", ".join(f"{v:.3g} ({name})" for name, v in sorted(epsilon.items(), key=lambda kv: kv[1]))
+
+
+# ---------------------------------------------------------------------------------------------- attack metrics
+
+
+def _check_scores(members: np.ndarray, nonmembers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    a = np.asarray(members, dtype=np.float64).reshape(-1)
+    b = np.asarray(nonmembers, dtype=np.float64).reshape(-1)
+    if a.size == 0 or b.size == 0:
+        raise ValueError(f"need at least one member and one non-member loss. Found {a.size} and {b.size}.")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise ValueError("losses must be finite (no NaN or inf).")
+    return a, b
+
+
+def attack_auc(member_losses: np.ndarray, nonmember_losses: np.ndarray) -> float:
+    """AUC of 'member when loss is low': P(loss_member < loss_nonmember) + P(equal) / 2, via average ranks."""
+    a, b = _check_scores(member_losses, nonmember_losses)
+    scores = -np.concatenate([a, b])  # higher score => member
+    uniq, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
+    starts = np.cumsum(counts) - counts  # number of strictly smaller scores
+    avg_rank = starts + (counts + 1) / 2.0  # 1-based average rank of each distinct value
+    rank_sum = float(avg_rank[inverse[: a.size]].sum())
+    return (rank_sum - a.size * (a.size + 1) / 2.0) / (a.size * b.size)
+
+
+def attack_advantage(member_losses: np.ndarray, nonmember_losses: np.ndarray) -> tuple[float, float]:
+    """(max over thresholds tau of TPR - FPR for 'member when loss <= tau', the best tau); 0 at tau = -inf."""
+    a, b = _check_scores(member_losses, nonmember_losses)
+    thresholds = np.unique(np.concatenate([a, b]))
+    tpr = np.searchsorted(np.sort(a), thresholds, side="right") / a.size
+    fpr = np.searchsorted(np.sort(b), thresholds, side="right") / b.size
+    diff = tpr - fpr
+    i = int(np.argmax(diff))
+    if diff[i] <= 0:
+        return 0.0, -math.inf
+    return float(diff[i]), float(thresholds[i])
+
+
+# ---------------------------------------------------------------------------------------------- the experiment
+
+
+def _check_inputs(dataset: Dataset, setting: str, synthesis: SynthesisConfig | None, model: str, epochs: int,
+                  members: int, nonmembers: str, lr: float, batch_size: int) -> None:
+    if not isinstance(dataset, Dataset):
+        raise ValueError(f"dataset must be a dpmix_core Dataset. Found {type(dataset).__name__}.")
+    if setting not in SETTINGS:
+        raise ValueError(f"setting must be one of {', '.join(SETTINGS)}. Found {setting!r}.")
+    if setting == "mixing":
+        if not isinstance(synthesis, SynthesisConfig):
+            raise ValueError("setting 'mixing' needs a SynthesisConfig (synthesis=...).")
+        if synthesis.mechanism == "label-laplace":
+            raise ValueError("label-laplace releases the real features unchanged: use a mixing mechanism "
+                             "(dpmix, class-centric, poisson, local).")
+        if synthesis.label_task != "classification":
+            raise ValueError("membership inference here needs classification labels (label_task='classification').")
+    elif synthesis is not None:
+        raise ValueError("setting 'non-private' trains on the real members: pass synthesis=None.")
+    if model not in AUDIT_MODELS:
+        raise ValueError(f"model must be one of {', '.join(AUDIT_MODELS)}. Found {model!r}.")
+    if model == "thesis-cnn" and len(dataset.x_train.shape) not in (3, 4):
+        raise ValueError(f"thesis-cnn needs image records. Found records of shape {dataset.x_train.shape[1:]}.")
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 1:
+        raise ValueError(f"epochs must be a positive integer. Found {epochs!r}.")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer. Found {batch_size!r}.")
+    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a positive finite number. Found {lr!r}.")
+    if nonmembers not in NONMEMBER_SOURCES:
+        raise ValueError(f"nonmembers must be one of {', '.join(NONMEMBER_SOURCES)}. Found {nonmembers!r}.")
+    if isinstance(members, bool) or not isinstance(members, (int, np.integer)) or members < 2:
+        raise ValueError(f"members must be an integer >= 2. Found {members!r}.")
+    n = dataset.n_train
+    if nonmembers == "train":
+        if 2 * members > n:
+            raise ValueError(f"members={members} leaves too few training records for as many non-members: "
+                             f"need 2*members <= n_train={n} (or nonmembers='test').")
+    else:
+        if members > n:
+            raise ValueError(f"members={members} exceeds the training records n_train={n}.")
+        n_test = 0 if dataset.x_test is None else len(dataset.x_test)
+        if members > n_test:
+            raise ValueError(f"nonmembers='test' needs members <= test records ({n_test}). Found members={members}.")
+
+
+def membership_inference(
+    dataset: Dataset,
+    *,
+    setting: str,
+    synthesis: SynthesisConfig | None = None,
+    model: str = "linear",
+    epochs: int = 10,
+    members: int = 1000,
+    nonmembers: str = "train",
+    lr: float = 1e-3,
+    batch_size: int = 128,
+    seed: int = 0,
+) -> MembershipResult:
+    """Train on ``members`` private records (or on a mixing release of them) and attack with the loss threshold.
+
+    ``setting``: "non-private" (train on the real members, pixels/255, one-hot labels) or
+    "mixing" (``synthesize(synthesis, members-only dataset)``; the model trains on the release
+    with the KL loss to its soft labels, and is attacked in the release's feature space).
+    ``seed`` picks members / non-members, the model initialisation and the batch order; the
+    release itself uses ``synthesis.seed``. Torch's global RNG is left as it was.
+    """
+    _check_inputs(dataset, setting, synthesis, model, epochs, members, nonmembers, lr, batch_size)
+    import torch
+    import torch.nn.functional as F
+
+    from dpmix_core.training import data as D
+    from dpmix_core.training.losses import get_loss
+    from dpmix_core.training.models import build_model
+    from dpmix_core.training.train import OptimSettings, fit, predict
+
+    t_start = time.perf_counter()
+    members = int(members)
+    seeds = np.random.SeedSequence(int(seed)).generate_state(3)  # members/non-members, torch init, batch order
+    rng = np.random.default_rng(int(seeds[0]))
+    n = dataset.n_train
+    perm = rng.permutation(n)
+    mem_idx = np.sort(perm[:members])
+    if nonmembers == "train":
+        non_idx = np.sort(perm[members: 2 * members])
+        x_non, y_non = dataset.x_train[non_idx], dataset.y_train[non_idx]
+    else:
+        non_idx = np.sort(rng.choice(len(dataset.x_test), size=members, replace=False))
+        x_non, y_non = dataset.x_test[non_idx], dataset.y_test[non_idx]
+    x_mem, y_mem = dataset.x_train[mem_idx], dataset.y_train[mem_idx]
+    k = dataset.num_classes
+    notes: list[str] = [
+        f"members: {members} records drawn at random from the training split; non-members: {members} other "
+        f"records of the {'training' if nonmembers == 'train' else 'test'} split, never seen by the model or release",
+        "attack: loss threshold (Yeom et al. 2018), member when cross-entropy with the true label is low",
+    ]
+
+    epsilon: dict[str, float] = {}
+    delta = sigma_x = sigma_y = released = None
+    used_config = None
+    if setting == "mixing":
+        from dpmix_core.accountants import applicable_accountants
+        from dpmix_core.release import MixingRelease
+        from dpmix_core.synthesis import synthesize
+
+        member_ds = Dataset(f"{dataset.name}-members", x_mem, y_mem, None, None, k,
+                            f"{dataset.source} ({members} membership-audit members)", dataset.label_names)
+        syn = synthesize(synthesis, member_ds)
+        used_config = syn.config
+        x_train, y_train = syn.data.x, syn.data.y
+        feature_map = D.release_feature_map(syn.config, x_mem)
+        release = syn.data.release
+        if isinstance(release, MixingRelease):
+            epsilon = {acc.name: float(acc.epsilon(release, syn.config.delta).epsilon)
+                       for acc in applicable_accountants(release)}
+        delta, sigma_x, sigma_y = syn.config.delta, syn.config.sigma_x, syn.config.sigma_y
+        released = int(x_train.shape[0])
+        notes.append(f"model trained on {released} points released by {syn.config.mechanism} "
+                     f"(l={syn.config.l}, sigma_x={sigma_x:.4g}, sigma_y={sigma_y:.4g}) from the members only; "
+                     f"epsilon is that release's, for n={members}")
+        loss_name = "kl"
+    else:
+        feature_map = D.pixels01
+        x_train, y_train = D.pixels01(x_mem), D.one_hot(y_mem, k)
+        notes.append("non-private: model trained on the real members (pixels/255)")
+        loss_name = "ce"
+
+    to = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=torch.float32)  # noqa: E731
+    settings = OptimSettings(optimizer="adam", lr=float(lr), epochs=int(epochs), batch_size=int(batch_size))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seeds[1]))
+        net = build_model(model, input_shape=tuple(dataset.x_train.shape[1:]), num_outputs=k)
+        fit(net, get_loss(loss_name), to(x_train), to(y_train), settings=settings,
+            generator=torch.Generator().manual_seed(int(seeds[2])))
+
+    def losses_and_acc(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+        logits = predict(net, to(feature_map(x)))
+        labels = torch.as_tensor(np.asarray(y, dtype=np.int64))
+        loss = F.cross_entropy(logits, labels, reduction="none").double().numpy()
+        acc = float((logits.argmax(dim=1) == labels).float().mean())
+        return loss, acc
+
+    mem_loss, train_acc = losses_and_acc(x_mem, y_mem)
+    non_loss, test_acc = losses_and_acc(x_non, y_non)
+    auc = attack_auc(mem_loss, non_loss)
+    adv, thr = attack_advantage(mem_loss, non_loss)
+    return MembershipResult(
+        setting=setting, model=model, epochs=int(epochs), member_losses=mem_loss, nonmember_losses=non_loss,
+        auc=auc, advantage=adv, threshold=thr, train_accuracy=train_acc, test_accuracy=test_acc,
+        epsilon=epsilon, delta=delta, sigma_x=sigma_x, sigma_y=sigma_y, released_points=released,
+        synthesis=used_config, nonmember_source=nonmembers, seconds=time.perf_counter() - t_start,
+        notes=tuple(notes),
+    )
+
+
+def membership_table(
+    dataset: Dataset,
+    *,
+    configs: list[tuple[str, str, SynthesisConfig | None]],
+    **kwargs: Any,
+):
+    """One row per (label, setting, synthesis) with the attack's numbers, as a pandas DataFrame.
+
+    Columns: label, setting, epsilon (e.g. '3.2 (rdp-wor), 5.4 (lee2019)'), epsilon_min (float, inf
+    without noise), AUC, advantage, train acc, test acc, gap, seconds. ``kwargs`` go to
+    :func:`membership_inference` (model, epochs, members, nonmembers, lr, batch_size, seed).
+    """
+    import pandas as pd
+
+    if not configs:
+        raise ValueError("configs must list at least one (label, setting, SynthesisConfig | None).")
+    rows = []
+    for entry in configs:
+        if not (isinstance(entry, tuple) and len(entry) == 3):
+            raise ValueError(f"each config must be a (label, setting, SynthesisConfig | None) tuple. Found {entry!r}.")
+        label, setting, syn = entry
+        res = membership_inference(dataset, setting=setting, synthesis=syn, **kwargs)
+        rows.append({
+            "label": str(label),
+            "setting": setting,
+            "epsilon": res.epsilon_label(),
+            "epsilon_min": min(res.epsilon.values()) if res.epsilon else math.inf,
+            "AUC": res.auc,
+            "advantage": res.advantage,
+            "train acc": res.train_accuracy,
+            "test acc": res.test_accuracy,
+            "gap": res.gap,
+            "seconds": res.seconds,
+        })
+    return pd.DataFrame(rows)
+
+
+def default_configs(*, l: int = 16, T: int = 2000, epsilons: tuple[float, ...] = (8.0, 1.0),
+                    accountant: str = "rdp-wor", seed: int = 0) -> list[tuple[str, str, SynthesisConfig | None]]:
+    """The 'Table 4' rows: non-private, DPMix without noise, DPMix calibrated to each epsilon."""
+    rows: list[tuple[str, str, SynthesisConfig | None]] = [
+        ("non-private", "non-private", None),
+        (f"DPMix l={l}, no noise", "mixing", SynthesisConfig("dpmix", l=l, T=T, sigma_x=0.0, sigma_y=0.0, seed=seed)),
+    ]
+    for eps in epsilons:
+        rows.append((f"DPMix l={l}, eps={eps:g} ({accountant})", "mixing",
+                     SynthesisConfig("dpmix", l=l, T=T, target_epsilon=eps, accountant=accountant, seed=seed)))
+    return rows
+
