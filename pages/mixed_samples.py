@@ -12,11 +12,11 @@ from dpmix_core.reports import format_epsilon
 from dpmix_core.synthesis import SynthesisConfig, synthesize
 
 K = "mix_"
-DEFAULTS = {"mechanism": "dpmix", "l": 16, "T": 10000, "sigma_x": 0.1, "ratio": 1.0, "delta": 1e-5,
+DEFAULTS = {"mechanism": "class-centric", "l": 4, "prep": "unit", "T": 10000, "sigma_x": 0.1, "ratio": 1.0, "delta": 1e-5,
             "use_target": False, "target": 8.0, "accountant": "rdp-wor", "seed": 0, "clip": 1.0}
 MECHANISM_HELP = {
     "dpmix": "DPMix (Lee et al. 2019): ℓ distinct records from the whole dataset, pixels in [0,1].",
-    "class-centric": "Class-centric (thesis §4.2, DP-CDA): ℓ records of one class, z-scored and clipped to ‖x‖ ≤ c.",
+    "class-centric": "Class-centric (thesis §4.2, DP-CDA): ℓ records of one class.",
     "poisson": "Poisson mixing (DPFMix): each record joins with probability m/n; the sum is divided by m.",
     "local": "No mixing (ℓ = 1): each released point is one record plus noise — the baseline.",
 }
@@ -82,6 +82,9 @@ else:
 c3.number_input("λ = σy / σx", min_value=1e-6, step=0.1, key=K + "ratio")
 c3.number_input("δ", min_value=1e-15, max_value=0.5, format="%.2e", key=K + "delta")
 if mechanism == "class-centric":
+    c3.selectbox("Features", ["unit", "zscore"], key=K + "prep",
+                 format_func={"unit": "[0,1] pixels (thesis §4.2)", "zscore": "z-score + L2 clip c (DP-CDA)"}.get)
+if mechanism == "class-centric" and st.session_state[K + "prep"] == "zscore":
     c3.number_input("c — L2 clip after z-scoring", min_value=1e-6, step=0.1, key=K + "clip")
     c3.checkbox("Fixed public z-score constants", key=K + "fixed_z",
                 help="Mean/std not computed from the private data (default: MNIST's published 0.1307, 0.3081).")
@@ -98,6 +101,7 @@ try:
         mechanism=mechanism, l=ss[K + "l"], T=ss[K + "T"], sigma_x=None if use_target else ss[K + "sigma_x"],
         sigma_ratio=ss[K + "ratio"], target_epsilon=ss[K + "target"] if use_target else None,
         accountant=ss[K + "accountant"] if use_target else None, delta=ss[K + "delta"], clip=ss[K + "clip"],
+        preprocessing=ss[K + "prep"],
         seed=ss[K + "seed"], feature_range=feature_range,
         zscore_constants=(ss[K + "z_mean"], ss[K + "z_std"]) if ss.get(K + "fixed_z") else None,
     )

@@ -27,6 +27,7 @@ def test_renders_with_embedded_data(at):
     assert not at.exception and not at.error
     assert any("embedded MNIST sample" in c.value for c in at.caption)
     assert list(eps_table(at)["accountant"]) == ["lee2019", "dpcda", "rdp-wor"]
+    assert "class-centric" in eps_table(at)["assumptions"].iloc[0]
     assert any(c.value == "noise-free" for c in at.caption) or any("noise-free" in m.value for m in at.markdown)
 
 
@@ -37,7 +38,8 @@ def test_poisson_uses_poisson_accountants(at):
 
 
 def test_class_centric_warns_about_private_zscore_and_fixed_constants_remove_it(at):
-    at.selectbox(key="mix_mechanism").set_value("class-centric").run()
+    assert not at.warning  # [0,1] pixels by default: no data-derived statistics
+    at.selectbox(key="mix_prep").set_value("zscore").run()
     assert any("z-score" in w.value for w in at.warning)
     at.checkbox(key="mix_fixed_z").check().run()
     assert not at.exception and not any("z-score" in w.value for w in at.warning)
@@ -53,7 +55,6 @@ def test_calibrate_to_target(at):
 
 
 def test_bad_input_is_an_error_next_to_controls(at):
-    at.selectbox(key="mix_mechanism").set_value("class-centric").run()
     at.number_input(key="mix_l").set_value(1000).run()  # classes have 400 records
     assert not at.exception and any("fewer than l=1000" in e.value for e in at.error)
 
