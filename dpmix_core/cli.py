@@ -14,6 +14,7 @@ import sys
 from typing import Callable, Sequence
 
 from dpmix_core.accountants import ACCOUNTANTS, EpsilonResult, MixingSetting, epsilon_all, get_accountant
+from dpmix_core.argtypes import finite_float, positive_int
 from dpmix_core.calibration import calibrate_sigma
 
 EXIT_USAGE = 2
@@ -28,31 +29,11 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(message)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value.is_integer() or value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return int(value)
-
-
-def _finite_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if math.isnan(value):
-        raise argparse.ArgumentTypeError("NaN is not allowed")
-    return value
-
-
 def _range(text: str) -> tuple[float, float]:
     parts = text.split(",")
     if len(parts) != 2:
         raise argparse.ArgumentTypeError(f"{text!r} is not LO,HI")
-    lo, hi = (_finite_float(p) for p in parts)
+    lo, hi = (finite_float(p) for p in parts)
     if not lo < hi:
         raise argparse.ArgumentTypeError(f"{text!r}: LO must be below HI")
     return lo, hi
@@ -62,31 +43,31 @@ def _range_pair(text: str) -> tuple[float, float]:
     parts = text.split(",")
     if len(parts) != 2:
         raise argparse.ArgumentTypeError(f"{text!r} is not MEAN,STD")
-    return _finite_float(parts[0]), _finite_float(parts[1])
+    return finite_float(parts[0]), finite_float(parts[1])
 
 
 def _class_sizes(text: str) -> tuple[int, ...]:
-    return tuple(_positive_int(part) for part in text.split(","))
+    return tuple(positive_int(part) for part in text.split(","))
 
 
 def add_setting_arguments(parser: argparse.ArgumentParser, *, with_sigma: bool) -> None:
     """The data options shared by every accounting command."""
     names = ", ".join([*ACCOUNTANTS, "all"])
     parser.add_argument("--accountant", required=True, help=f"one of: {names}")
-    parser.add_argument("--n", type=_positive_int, required=True, help="records in the private dataset")
-    parser.add_argument("--l", type=_positive_int, required=True, help="mix degree l (Poisson: expected batch m)")
-    parser.add_argument("--T", type=_positive_int, required=True, help="number of synthetic points released")
+    parser.add_argument("--n", type=positive_int, required=True, help="records in the private dataset")
+    parser.add_argument("--l", type=positive_int, required=True, help="mix degree l (Poisson: expected batch m)")
+    parser.add_argument("--T", type=positive_int, required=True, help="number of synthetic points released")
     if with_sigma:
-        parser.add_argument("--sigma-x", type=_finite_float, required=True, help="feature noise std")
-        parser.add_argument("--sigma-y", type=_finite_float, required=True, help="label noise std")
-    parser.add_argument("--delta", type=_finite_float, required=True)
-    parser.add_argument("--dx", type=_positive_int, default=784, help="feature dimension ([0,1]^dx bounds)")
-    parser.add_argument("--dy", type=_positive_int, default=10, help="label dimension ([0,1]^dy bounds)")
-    parser.add_argument("--clip", type=_finite_float, default=None, help="DP-CDA L2 clip c (default 1)")
-    parser.add_argument("--clip-x", type=_finite_float, default=1.0, help="DPFMix feature clip Cx")
-    parser.add_argument("--clip-y", type=_finite_float, default=1.0, help="DPFMix label clip Cy")
+        parser.add_argument("--sigma-x", type=finite_float, required=True, help="feature noise std")
+        parser.add_argument("--sigma-y", type=finite_float, required=True, help="label noise std")
+    parser.add_argument("--delta", type=finite_float, required=True)
+    parser.add_argument("--dx", type=positive_int, default=784, help="feature dimension ([0,1]^dx bounds)")
+    parser.add_argument("--dy", type=positive_int, default=10, help="label dimension ([0,1]^dy bounds)")
+    parser.add_argument("--clip", type=finite_float, default=None, help="DP-CDA L2 clip c (default 1)")
+    parser.add_argument("--clip-x", type=finite_float, default=1.0, help="DPFMix feature clip Cx")
+    parser.add_argument("--clip-y", type=finite_float, default=1.0, help="DPFMix label clip Cy")
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--classes", type=_positive_int, help="class-centric mixing over K equal classes")
+    group.add_argument("--classes", type=positive_int, help="class-centric mixing over K equal classes")
     group.add_argument("--class-sizes", type=_class_sizes, help="class-centric mixing: sizes N_1,...,N_K")
     parser.add_argument(
         "--label-may-change", action="store_true", help="class-centric: neighbours may differ in a label"
@@ -228,23 +209,23 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
     src.add_argument("--data-file", help="your own CSV (label column + numeric features) or .npz (x, y)")
     p.add_argument("--data-dir", help="folder with the official dataset files (or set DPMIX_DATA_DIR)")
     p.add_argument("--mechanism", required=mechanism_required, default="dpmix", choices=MECHANISMS)
-    p.add_argument("--l", type=_positive_int, default=256, help="mix degree (Poisson: expected batch m)")
-    p.add_argument("--T", type=_positive_int, default=10000, help="number of synthetic points")
-    p.add_argument("--sigma-x", type=_finite_float)
-    p.add_argument("--sigma-y", type=_finite_float, help="default: sigma-ratio * sigma-x")
-    p.add_argument("--sigma-ratio", type=_finite_float, default=1.0)
-    p.add_argument("--target-epsilon", type=_finite_float, help="calibrate sigma to this epsilon")
+    p.add_argument("--l", type=positive_int, default=256, help="mix degree (Poisson: expected batch m)")
+    p.add_argument("--T", type=positive_int, default=10000, help="number of synthetic points")
+    p.add_argument("--sigma-x", type=finite_float)
+    p.add_argument("--sigma-y", type=finite_float, help="default: sigma-ratio * sigma-x")
+    p.add_argument("--sigma-ratio", type=finite_float, default=1.0)
+    p.add_argument("--target-epsilon", type=finite_float, help="calibrate sigma to this epsilon")
     p.add_argument("--accountant", help="accountant used for --target-epsilon")
-    p.add_argument("--delta", type=_finite_float, default=1e-5)
+    p.add_argument("--delta", type=finite_float, default=1e-5)
     p.add_argument("--preprocessing", choices=["zscore", "unit"], default="zscore", help="class-centric features")
-    p.add_argument("--clip", type=_finite_float, default=1.0, help="class-centric L2 clip c")
+    p.add_argument("--clip", type=finite_float, default=1.0, help="class-centric L2 clip c")
     p.add_argument("--zscore-constants", type=_range_pair, help="class-centric: public MEAN,STD for every feature "
                    "(default: computed from the private data, which the accountant does not cover)")
-    p.add_argument("--clip-x", type=_finite_float, default=1.0)
-    p.add_argument("--clip-y", type=_finite_float, default=1.0)
+    p.add_argument("--clip-x", type=finite_float, default=1.0)
+    p.add_argument("--clip-y", type=finite_float, default=1.0)
     p.add_argument("--hard-labels", action="store_true", help="class-centric: argmax labels (DP-CDA Eq. 1)")
     p.add_argument("--clamp-negative", action="store_true", help="DPMix: clamp negatives to 0 (post-processing)")
-    p.add_argument("--label-epsilon", type=_finite_float, default=1.0, help="label-laplace epsilon")
+    p.add_argument("--label-epsilon", type=finite_float, default=1.0, help="label-laplace epsilon")
     p.add_argument("--label-task", choices=["classification", "regression"], default="classification")
     p.add_argument("--feature-range", type=_range, help="public LO,HI bounds of float features (for [0,1] scaling)")
     p.add_argument("--seed", type=int, default=0)
@@ -306,8 +287,8 @@ def _add_train(sub) -> None:
                    help="mixing (train on the release) or a baseline on the same model")
     p.add_argument("--model", choices=MODELS, default="thesis-cnn")
     p.add_argument("--loss", choices=LOSSES, default="ce")
-    p.add_argument("--epochs", type=_positive_int, default=5)
-    p.add_argument("--repeats", type=_positive_int, default=1, help="runs with seeds seed, seed+1, ...")
+    p.add_argument("--epochs", type=positive_int, default=5)
+    p.add_argument("--repeats", type=positive_int, default=1, help="runs with seeds seed, seed+1, ...")
     p.set_defaults(func=cmd_train)
 
 
@@ -336,8 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_epsilon)
     p = sub.add_parser("calibrate", help="sigma_x (sigma_y = lambda sigma_x) reaching a target epsilon")
     add_setting_arguments(p, with_sigma=False)
-    p.add_argument("--target-epsilon", type=_finite_float, required=True)
-    p.add_argument("--sigma-ratio", type=_finite_float, default=1.0, help="lambda = sigma_y / sigma_x")
+    p.add_argument("--target-epsilon", type=finite_float, required=True)
+    p.add_argument("--sigma-ratio", type=finite_float, default=1.0, help="lambda = sigma_y / sigma_x")
     p.set_defaults(func=cmd_calibrate)
     _add_synthesize(sub)
     _add_train(sub)

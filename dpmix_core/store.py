@@ -789,8 +789,8 @@ class ResultStore:
             doomed: list[int] = []
             if delete_runs:
                 doomed = [row[0] for row in conn.execute(
-                    f"SELECT run_id FROM sweep_runs WHERE sweep_id = ? AND run_id NOT IN"
-                    f" (SELECT run_id FROM sweep_runs WHERE sweep_id != ?)", (sweep_id, sweep_id))]
+                    "SELECT run_id FROM sweep_runs WHERE sweep_id = ? AND run_id NOT IN"
+                    " (SELECT run_id FROM sweep_runs WHERE sweep_id != ?)", (sweep_id, sweep_id))]
             conn.execute("DELETE FROM sweeps WHERE id = ?", (sweep_id,))  # cascades to sweep_runs
             conn.executemany("DELETE FROM runs WHERE id = ?", [(i,) for i in doomed])
         for run_id in doomed:

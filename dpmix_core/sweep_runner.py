@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
 
+from dpmix_core.argtypes import positive_float, positive_int
 from dpmix_core.jobs import Backend, LocalProcessBackend
 from dpmix_core.store import ResultStore, Run, StoreError, SubmitOutcome, Sweep
 
@@ -180,35 +181,15 @@ class TextProgress:
             self._open = False
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not positive")
-    return value
-
-
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``sweep`` subcommand's options (then ``parser.set_defaults(func=cli_sweep)``)."""
     parser.add_argument("spec", help="sweep spec file (.toml or .json), or preset:NAME")
     parser.add_argument("--store", help="results store (default: $DPMIX_STORE or ~/.cache/dpmix/results.sqlite)")
     parser.add_argument("--export", metavar="CSV", help="write the sweep's done runs to this CSV at the end")
-    parser.add_argument("--max-parallel", type=_positive_int, help="runs at once (default: spec, else cores)")
+    parser.add_argument("--max-parallel", type=positive_int, help="runs at once (default: spec, else cores)")
     parser.add_argument("--retry-failed", action="store_true", help="re-run failed and cancelled runs too")
     parser.add_argument("--name", help="sweep name (default: the spec's name, else the file's stem)")
-    parser.add_argument("--poll", type=_positive_float, default=0.5, help="seconds between status checks")
+    parser.add_argument("--poll", type=positive_float, default=0.5, help="seconds between status checks")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
 
 

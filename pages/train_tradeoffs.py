@@ -8,7 +8,6 @@ from dpmix_core.accountants import ACCOUNTANTS
 from dpmix_core.experiments.presets import get_preset, preset_names
 from dpmix_core.jobs import LocalProcessBackend, default_max_parallel
 from dpmix_core.store import ResultStore
-from dpmix_core.training.names import LOSSES, MODELS
 from dpmix_core.trade_offs import (
     available_training_datasets,
     custom_spec,
@@ -19,6 +18,7 @@ from dpmix_core.trade_offs import (
     trade_off_figure,
     with_dataset,
 )
+from dpmix_core.training.names import LOSSES, MODELS
 
 K = "tr_"
 ACTIVE = ("queued", "running")

@@ -22,7 +22,6 @@ from dpmix_core.audit import (
 )
 from dpmix_core.mechanisms.mixing import DPMixParams, PoissonMixParams, dpmix, poisson_mix
 
-
 # --------------------------------------------------------------------------- statistics
 
 

@@ -25,11 +25,11 @@ from dpmix_core.datasets import (
     RemoteFile,
     check_class_sizes,
     default_dataset,
+    embedded,
     load_dataset,
     load_embedded,
     load_user_data,
 )
-from dpmix_core.datasets import embedded
 from dpmix_core.datasets.formats import CIFAR_BATCHES, IDX_FILES, parse_cifar_batch, parse_idx
 
 SHARED_DATA = Path(__file__).parents[2] / "shared" / "data"

@@ -9,9 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 import fake_jobs
+import pytest
+from fake_jobs import status_is, wait_for
+
 from dpmix_core.jobs import (
     Backend,
     Cancelled,
@@ -23,7 +24,6 @@ from dpmix_core.jobs import (
 )
 from dpmix_core.store import ResultStore
 from dpmix_core.worker import EXIT_LOST, Reporter
-from fake_jobs import status_is, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 FINAL = ("done", "failed", "cancelled", "interrupted")

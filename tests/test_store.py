@@ -8,10 +8,10 @@ import threading
 import time
 from pathlib import Path
 
+import fake_jobs
 import numpy as np
 import pytest
 
-import fake_jobs
 from dpmix_core.store import (
     SCHEMA_VERSION,
     ResultStore,

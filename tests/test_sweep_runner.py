@@ -4,9 +4,10 @@ import argparse
 import csv
 import json
 
-import pytest
-
 import fake_jobs
+import pytest
+from fake_jobs import executions
+
 from dpmix_core.store import ResultStore, config_key
 from dpmix_core.sweep_runner import (
     add_sweep_arguments,
@@ -15,7 +16,6 @@ from dpmix_core.sweep_runner import (
     run_sweep,
     submit_sweep,
 )
-from fake_jobs import executions
 
 
 @pytest.fixture

@@ -59,6 +59,7 @@ from scipy import stats
 
 from dpmix_core.accountants import applicable_accountants
 from dpmix_core.accountants.base import EpsilonResult
+from dpmix_core.argtypes import finite_float, positive_int
 from dpmix_core.release import MixingRelease
 
 __all__ = [
@@ -382,17 +383,17 @@ def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``python -m dpmix_core audit`` (wire with ``set_defaults(func=cli_audit)``)."""
     parser.add_argument("--mechanism", choices=MECHANISMS, required=True,
                         help="dpmix: without replacement, replace-one; poisson: rate m/n, add/remove-one")
-    parser.add_argument("--n", type=_positive_int, required=True, help="dataset size (canary included)")
-    parser.add_argument("--l", type=_positive_int, required=True, help="mix degree l (m for poisson)")
-    parser.add_argument("--T", type=_positive_int, required=True, help="number of synthetic points")
-    parser.add_argument("--sigma-x", type=_float, required=True)
-    parser.add_argument("--sigma-y", type=_float, required=True)
-    parser.add_argument("--trials", type=_positive_int, default=10_000, help="runs per neighbouring dataset")
-    parser.add_argument("--d", type=_positive_int, default=16, help="feature dimension of the audit dataset")
-    parser.add_argument("--num-classes", type=_positive_int, default=2)
-    parser.add_argument("--delta", type=_float, default=1e-5)
-    parser.add_argument("--confidence", type=_float, default=0.95)
-    parser.add_argument("--noise-scale", type=_float, default=1.0,
+    parser.add_argument("--n", type=positive_int, required=True, help="dataset size (canary included)")
+    parser.add_argument("--l", type=positive_int, required=True, help="mix degree l (m for poisson)")
+    parser.add_argument("--T", type=positive_int, required=True, help="number of synthetic points")
+    parser.add_argument("--sigma-x", type=finite_float, required=True)
+    parser.add_argument("--sigma-y", type=finite_float, required=True)
+    parser.add_argument("--trials", type=positive_int, default=10_000, help="runs per neighbouring dataset")
+    parser.add_argument("--d", type=positive_int, default=16, help="feature dimension of the audit dataset")
+    parser.add_argument("--num-classes", type=positive_int, default=2)
+    parser.add_argument("--delta", type=finite_float, default=1e-5)
+    parser.add_argument("--confidence", type=finite_float, default=0.95)
+    parser.add_argument("--noise-scale", type=finite_float, default=1.0,
                         help="multiply the actual noise (0.1 = a broken mechanism; accountants see nominal sigma)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -418,26 +419,6 @@ def cli_audit(args: argparse.Namespace) -> int:
     if result.violation:
         print(f"VIOLATION: lower bound exceeds the smallest rigorous upper bound {result.smallest_upper_bound:.4g}")
     return 0
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value.is_integer() or value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return int(value)
-
-
-def _float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-    return value
 
 
 def _check_int(name: str, value: object, minimum: int) -> None:

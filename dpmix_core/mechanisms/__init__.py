@@ -23,6 +23,7 @@ from dpmix_core.mechanisms.descriptions import (
     gaussian_delta,
     gaussian_sigma,
 )
+from dpmix_core.mechanisms.label_dp import laplace_label_release
 from dpmix_core.mechanisms.mixing import (
     ClassCentricParams,
     DPMixParams,
@@ -32,7 +33,6 @@ from dpmix_core.mechanisms.mixing import (
     local_perturbation,
     poisson_mix,
 )
-from dpmix_core.mechanisms.label_dp import laplace_label_release
 from dpmix_core.mechanisms.outputs import DPPCAResult, DPStatistic, SyntheticData
 from dpmix_core.mechanisms.pca import analyze_gauss_pca, pca_sensitivity, symmetric_gaussian_noise
 from dpmix_core.mechanisms.sampling import sample_mixture_indices, sample_poisson_batches
