@@ -111,6 +111,10 @@ except ValueError as exc:
     st.stop()
 
 used = preview.config
+st.session_state["shared_release"] = {  # plain key: survives page switches (widget state does not)
+    "page": "Mixed samples", "n": dataset.n_train, "l": used.l, "T": used.T, "sigma_x": used.sigma_x,
+    "sigma_y": used.sigma_y, "delta": used.delta, "mechanism": used.mechanism,
+}
 st.subheader("Privacy of the full release")
 st.write(f"σx = {used.sigma_x:.4g}, σy = {used.sigma_y:.4g}, T = {used.T:,} points, δ = {used.delta:.2g}.")
 st.dataframe(

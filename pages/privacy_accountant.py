@@ -205,6 +205,10 @@ st.write(
 )
 setting, delta = _controls()
 if setting is not None:
+    st.session_state["shared_release"] = {  # plain key: survives page switches (widget state does not)
+        "page": "Privacy accountant", "n": setting.n, "l": setting.l, "T": setting.T,
+        "sigma_x": setting.sigma_x, "sigma_y": setting.sigma_y, "delta": delta,
+    }
     _table(setting, delta)
     tab_curves, tab_cal, tab_explain, tab_context = st.tabs(
         ["Curves", "Calibrate σ for a target ε", "What each accountant does", "What ε means"]

@@ -37,6 +37,21 @@ def cached_reid(_dataset, dataset_key: str, config: SynthesisConfig, points: int
     return nearest_records(_dataset, config, points=points, k=3, seed=config.seed)
 
 
+def _use_shared() -> None:
+    """Copy the release last set on the Privacy accountant or Mixed samples page into these controls."""
+    shared = st.session_state.get("shared_release") or {}
+    for key in ("l", "T"):
+        st.session_state[K + key] = int(shared[key])
+    st.session_state[K + "n"] = int(shared["n"])
+    st.session_state[K + "sx"] = max(float(shared["sigma_x"]), 1e-4)
+    st.session_state[K + "sy"] = max(float(shared["sigma_y"]), 1e-4)
+    st.session_state[K + "mia_l"] = int(shared["l"])
+    st.session_state[K + "re_l"] = int(shared["l"])
+    st.session_state[K + "re_sigma"] = float(shared["sigma_x"])
+    if shared.get("mechanism") == "poisson":
+        st.session_state[K + "mech"] = "poisson"
+
+
 def _empirical() -> None:
     st.markdown(
         "We plant one very unusual record (a *canary*), run the release mechanism thousands of times with and "
@@ -46,13 +61,15 @@ def _empirical() -> None:
         "wrong."
     )
     c1, c2, c3 = st.columns(3)
+    for key, value in {"n": 20, "l": 1, "T": 1, "sx": 1.0, "sy": 1.0}.items():
+        st.session_state.setdefault(K + key, value)
     mechanism = c1.selectbox("Mechanism", ["dpmix", "poisson"], key=K + "mech",
                              help="dpmix: sampling without replacement, replace-one; poisson: add/remove-one")
-    n = c1.number_input("n (records)", min_value=2, value=20, key=K + "n")
-    l = c1.number_input("ℓ (Poisson: m)", min_value=1, value=1, key=K + "l")
-    T = c2.number_input("T (points released)", min_value=1, value=1, key=K + "T")
-    sx = c2.number_input("σx", min_value=1e-4, value=1.0, format="%.4f", key=K + "sx")
-    sy = c2.number_input("σy", min_value=1e-4, value=1.0, format="%.4f", key=K + "sy")
+    n = c1.number_input("n (records)", min_value=2, key=K + "n")
+    l = c1.number_input("ℓ (Poisson: m)", min_value=1, key=K + "l")
+    T = c2.number_input("T (points released)", min_value=1, key=K + "T")
+    sx = c2.number_input("σx", min_value=1e-4, format="%.4f", key=K + "sx")
+    sy = c2.number_input("σy", min_value=1e-4, format="%.4f", key=K + "sy")
     trials = c3.select_slider("Trials per dataset", [1000, 3000, 10000, 30000, 100000], value=10000, key=K + "trials")
     scale = c3.select_slider("Noise actually added (× σ) — simulate a buggy implementation", [0.1, 0.3, 1.0],
                              value=1.0, key=K + "scale")
@@ -91,7 +108,8 @@ def _membership(dataset, key: str) -> None:
         "AUC 0.5 means no better than a coin flip; a large train–test accuracy gap is a warning sign."
     )
     c1, c2, c3 = st.columns(3)
-    l = c1.number_input("ℓ", min_value=1, value=16, key=K + "mia_l")
+    st.session_state.setdefault(K + "mia_l", 16)
+    l = c1.number_input("ℓ", min_value=1, key=K + "mia_l")
     T = c1.number_input("T", min_value=1, value=2000, step=500, key=K + "mia_T")
     eps_text = c2.text_input("ε values (comma-separated)", "8, 1", key=K + "mia_eps")
     members = c2.number_input("Member records", min_value=50, value=300, step=50, key=K + "mia_members")
@@ -119,8 +137,10 @@ def _reidentification(dataset, key: str) -> None:
     )
     c1, c2, c3 = st.columns(3)
     mechanism = c1.selectbox("Mechanism", ["local", "dpmix", "class-centric"], key=K + "re_mech")
-    l = c1.number_input("ℓ", min_value=1, value=4, key=K + "re_l", disabled=mechanism == "local")
-    sigma = c2.number_input("σx = σy", min_value=0.0, value=0.05, format="%.3f", key=K + "re_sigma")
+    st.session_state.setdefault(K + "re_l", 4)
+    st.session_state.setdefault(K + "re_sigma", 0.05)
+    l = c1.number_input("ℓ", min_value=1, key=K + "re_l", disabled=mechanism == "local")
+    sigma = c2.number_input("σx = σy", min_value=0.0, format="%.3f", key=K + "re_sigma")
     points = c2.number_input("Released points to inspect", min_value=1, max_value=24, value=6, key=K + "re_points")
     seed = c3.number_input("Seed", min_value=0, value=0, key=K + "re_seed")
     try:
@@ -145,6 +165,9 @@ st.title("Privacy audit")
 st.write("Accountants promise an upper bound on ε. This page looks for evidence from the other side: attacks "
          "on the mechanism, on models trained from the release, and on the released points themselves.")
 dataset = cached_dataset()
+if shared := st.session_state.get("shared_release"):
+    st.button(f"Use the release set on the {shared['page']} page (ℓ = {shared['l']}, T = {shared['T']:,}, "
+              f"σx = {shared['sigma_x']:.3g})", on_click=_use_shared, key=K + "use_shared")
 tab1, tab2, tab3 = st.tabs(["Empirical ε check", "Membership inference", "Re-identification"])
 with tab1:
     _empirical()

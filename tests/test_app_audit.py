@@ -53,3 +53,15 @@ def test_reidentification_leaks_without_mixing(at):
     at.number_input(key="aud_re_sigma").set_value(0.1).run()
     assert not at.exception
     assert metrics(at)["Released points that match one training record (nearest ≪ typical distance)"] == "0%"
+
+
+def test_controls_shared_with_the_accountant_page():
+    at = AppTest.from_file(str(Path(PAGE).parent.parent / "app.py"), default_timeout=120).run()
+    at.number_input(key="acc_n").set_value(200)
+    at.number_input(key="acc_l").set_value(2)
+    at.number_input(key="acc_T").set_value(3).run()
+    at.switch_page("pages/privacy_audit.py").run()
+    at.button(key="aud_use_shared").click().run()
+    assert not at.exception
+    assert (at.number_input(key="aud_n").value, at.number_input(key="aud_l").value,
+            at.number_input(key="aud_T").value) == (200, 2, 3)
