@@ -169,11 +169,45 @@ def _progress(done: int, total: int) -> None:
             print(file=sys.stderr)
 
 
+def _synthesize_streaming(args: argparse.Namespace) -> int:
+    """--memmap X.npy --labels Y.npy: a release larger than memory, written chunk by chunk to a folder."""
+    import numpy as np
+
+    from dpmix_core.streaming import STREAM_MECHANISMS, synthesize_streaming
+
+    if args.mechanism not in STREAM_MECHANISMS:
+        raise CliError(f"--memmap streams {', '.join(STREAM_MECHANISMS)} only; got --mechanism {args.mechanism}")
+    if args.labels is None or args.num_classes is None:
+        raise CliError("--memmap needs --labels Y.npy and --num-classes K")
+    if args.sigma_x is None:
+        raise CliError("streaming needs an explicit --sigma-x (calibrate first with 'calibrate')")
+    try:
+        source = np.load(args.memmap, mmap_mode="r", allow_pickle=False)
+        labels = np.load(args.labels, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"cannot memory-map the source: {exc}") from None
+    result = synthesize_streaming(
+        source, labels, num_classes=args.num_classes, mechanism=args.mechanism, l=args.l, T=args.T,
+        sigma_x=args.sigma_x, sigma_y=args.sigma_y, seed=args.seed, out_path=args.out, device=args.device,
+        feature_range=args.feature_range, clip_x=args.clip_x, clip_y=args.clip_y, delta=args.delta,
+    )
+    if args.json:
+        print(json.dumps({"out": str(result.out_dir), **result.card}, allow_nan=False))
+    else:
+        print(f"wrote {args.T:,} points to {result.out_dir} in {result.seconds:.1f} s ({result.chunks} chunks)")
+        for e in result.card["epsilons"]:
+            eps = e["epsilon"] if isinstance(e["epsilon"], str) else _format_eps(e["epsilon"])
+            print(f"  {e['accountant']:12s} eps={eps}  [{e['guarantee']}]")
+    return 0
+
+
 def cmd_synthesize(args: argparse.Namespace) -> int:
     from dpmix_core.datasets import load_dataset, load_user_data
     from dpmix_core.export import check_output_path, privacy_card, write_release
     from dpmix_core.synthesis import synthesize
 
+    if args.memmap is not None:
+        return _synthesize_streaming(args)
     check_output_path(args.out)
     if args.data_file is not None:
         path = args.data_file
@@ -236,7 +270,11 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
 def _add_synthesize(sub) -> None:
     p = sub.add_parser("synthesize", help="release a synthetic dataset (.npz/.csv) with its privacy card")
     _add_release_arguments(p)
-    p.add_argument("--out", required=True, help="FILE.npz or FILE.csv (a FILE.card.json is written beside it)")
+    p.add_argument("--out", required=True, help="FILE.npz or FILE.csv (a FILE.card.json is written beside it); "
+                   "with --memmap: an output folder")
+    p.add_argument("--memmap", help="X.npy (n, d) read memory-mapped in chunks: releases larger than memory")
+    p.add_argument("--labels", help="Y.npy (n,) integer labels for --memmap")
+    p.add_argument("--num-classes", type=positive_int, help="K for --memmap")
     p.set_defaults(func=cmd_synthesize)
 
 

@@ -480,7 +480,13 @@ class LocalProcessBackend:
                     _CHILDREN.pop(pid, None)
 
 
-_BACKENDS: dict[str, Callable[..., Backend]] = {"local": LocalProcessBackend}
+def _ray_backend(store: ResultStore, **options: Any) -> Backend:
+    from dpmix_core.ray_backend import RayBackend  # Ray is optional: imported only when asked for
+
+    return RayBackend(store, **options)
+
+
+_BACKENDS: dict[str, Callable[..., Backend]] = {"local": LocalProcessBackend, "ray": _ray_backend}
 
 
 def register_backend(name: str, factory: Callable[..., Backend]) -> None:

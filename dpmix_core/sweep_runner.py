@@ -186,6 +186,9 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", help="sweep spec file (.toml or .json), or preset:NAME")
     parser.add_argument("--store", help="results store (default: $DPMIX_STORE or ~/.cache/dpmix/results.sqlite)")
     parser.add_argument("--export", metavar="CSV", help="write the sweep's done runs to this CSV at the end")
+    parser.add_argument("--backend", choices=("local", "ray"), default="local",
+                        help="where runs execute (ray: pip install -r requirements-ray.txt)")
+    parser.add_argument("--address", help="Ray cluster: auto, ray://head:10001 or http://head:8265 (with --backend ray)")
     parser.add_argument("--max-parallel", type=positive_int, help="runs at once (default: spec, else cores)")
     parser.add_argument("--retry-failed", action="store_true", help="re-run failed and cancelled runs too")
     parser.add_argument("--name", help="sweep name (default: the spec's name, else the file's stem)")
@@ -209,7 +212,13 @@ def cli_sweep(args: argparse.Namespace, *,
         store = ResultStore(getattr(args, "store", None))
     except (StoreError, sqlite3.Error, OSError) as exc:
         raise ValueError(f"cannot open the results store: {exc}") from None
-    backend = LocalProcessBackend(store, max_parallel)
+    from dpmix_core.ray_backend import make_backend
+
+    try:
+        backend = make_backend(getattr(args, "backend", "local"), store, max_parallel=max_parallel,
+                               address=getattr(args, "address", None))
+    except ImportError as exc:
+        raise ValueError(str(exc)) from None
     retry = ("interrupted", "failed", "cancelled") if getattr(args, "retry_failed", False) else DEFAULT_RETRY
     print(f"sweep {name!r}: {len(runs)} runs; {backend.describe()}", file=sys.stderr)
     bar = TextProgress()

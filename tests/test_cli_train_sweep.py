@@ -51,3 +51,26 @@ def test_sweep_bad_spec_exit_2(spec, message, capsys, tmp_path, monkeypatch):
     code = main(["sweep", spec])
     err = capsys.readouterr().err
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_synthesize_streaming_from_memmap(tmp_path, capsys):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "X.npy", rng.integers(0, 256, (2000, 16), dtype=np.uint8))
+    np.save(tmp_path / "Y.npy", rng.integers(0, 3, 2000))
+    out = tmp_path / "release"
+    code = main(["synthesize", "--memmap", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "Y.npy"),
+                 "--num-classes", "3", "--mechanism", "dpmix", "--l", "4", "--T", "500", "--sigma-x", "0.1",
+                 "--out", str(out), "--json"])
+    card = json.loads(capsys.readouterr().out)
+    assert code == 0 and np.load(out / "x.npy").shape == (500, 16) and card["epsilons"]
+    code = main(["synthesize", "--memmap", str(tmp_path / "X.npy"), "--mechanism", "class-centric", "--l", "4",
+                 "--T", "10", "--sigma-x", "1", "--out", str(tmp_path / "o2")])
+    assert code == 2 and "streams" in capsys.readouterr().err
+
+
+def test_sweep_backend_option_is_validated(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
+    code = main(["sweep", "preset:thesis-4.1-quick", "--backend", "slurm"])
+    assert code == 2 and "invalid choice" in capsys.readouterr().err
