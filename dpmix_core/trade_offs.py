@@ -126,6 +126,8 @@ def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> pd.Da
             "loss": prog.get("loss"),
             "accuracy": (run.result or {}).get("test_accuracy", prog.get("val_accuracy")),
             "eta (s)": prog.get("eta_seconds"),
+            "where": ((prog.get("ray") or {}).get("node") and f"ray node {prog['ray']['node']}")
+            or (f"{run.backend} @ {run.host}" if run.host else run.backend),
             "error": run.error_summary or "",
         })
     return pd.DataFrame(rows)
