@@ -170,7 +170,6 @@ def synthesize_streaming(
         table_dtype = np.float64 if l > _EXACT_UINT8_SUM else np.float32
     else:
         table_dtype = np.float32
-    t_dtype = torch.float64 if table_dtype == np.float64 else torch.float32
     rate = l / n
     label_value = 1.0 if mechanism == "dpmix" else min(1.0, float(clip_y))
     stats = {"rows_read": 0, "max_unique_rows": 0, "max_indices": 0}
