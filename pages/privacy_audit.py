@@ -5,10 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from dpmix_core.audit import AuditConfig, run_audit
-from dpmix_core.audit.membership import default_configs, membership_table
+from dpmix_core.audit.membership import JOB_KIND, job_config
 from dpmix_core.audit.reidentification import nearest_records
 from dpmix_core.data_choice import describe_dataset
 from dpmix_core.datasets import default_dataset
+from dpmix_core.jobs import JobManager
+from dpmix_core.store import ResultStore, config_key
 from dpmix_core.reports import format_epsilon
 from dpmix_core.synthesis import SynthesisConfig
 
@@ -23,13 +25,6 @@ def cached_dataset():
 @st.cache_data(show_spinner="Auditing…", max_entries=64)
 def cached_audit(config: AuditConfig):
     return run_audit(config)
-
-
-@st.cache_data(show_spinner="Training models and attacking them…", max_entries=16)
-def cached_membership(_dataset, dataset_key: str, l: int, T: int, epsilons: tuple[float, ...], members: int,
-                      epochs: int, seed: int):
-    configs = default_configs(l=l, T=T, epsilons=epsilons, seed=seed)
-    return membership_table(_dataset, configs=configs, members=members, epochs=epochs, seed=seed)
 
 
 @st.cache_data(show_spinner="Searching nearest records…", max_entries=32)
@@ -115,18 +110,41 @@ def _membership(dataset, key: str) -> None:
     members = c2.number_input("Member records", min_value=50, value=300, step=50, key=K + "mia_members")
     epochs = c3.number_input("Training epochs (more = more overfitting)", min_value=1, value=100, key=K + "mia_epochs")
     seed = c3.number_input("Seed", min_value=0, value=0, key=K + "mia_seed")
-    if not st.button("Run the attack", key=K + "mia_run"):
-        st.caption("Trains one small model per row (seconds on the embedded sample).")
-        return
     try:
-        epsilons = tuple(float(v) for v in eps_text.split(",") if v.strip())
-        table = cached_membership(dataset, key, l, T, epsilons, members, epochs, seed)
+        config = job_config(l=l, T=T, epsilons=tuple(float(v) for v in eps_text.split(",") if v.strip()),
+                            members=members, epochs=epochs, seed=seed)
     except ValueError as exc:
         st.error(str(exc) if "could not convert" not in str(exc) else f"ε values must be numbers: {eps_text!r}.")
         return
-    st.dataframe(table.drop(columns=["epsilon_min", "seconds"], errors="ignore"), hide_index=True, width="stretch")
-    st.caption("ε per row from the release's applicable accountants (upper bounds), for a release made from the "
-               "member records only. Non-members are other records of the same training split.")
+    st.button("Run the attack in the background", on_click=_submit_attack, args=(config,), key=K + "mia_run")
+    run_id = st.session_state.get(K + "mia_job")
+    if run_id is None:
+        st.caption("Trains one small model per row in a background worker (seconds on the embedded sample).")
+        return
+
+    @st.fragment(run_every=1.5)
+    def attack_status() -> None:
+        manager = JobManager(ResultStore())
+        manager.pump()
+        run = manager.get(run_id)
+        if run is None or run.status in ("queued", "running"):
+            st.info(f"Attack {run.status if run else 'queued'}…")
+            return
+        if run.status != "done":
+            st.error(f"The attack run {run.status}: {run.error_summary}")
+            return
+        st.dataframe(run.result["rows"], hide_index=True, width="stretch",
+                     column_order=["label", "epsilon", "AUC", "advantage", "train acc", "test acc", "gap"])
+        st.caption("ε per row from the release's applicable accountants (upper bounds), for a release made from "
+                   "the member records only. Non-members are other records of the same training split.")
+
+    attack_status()
+
+
+def _submit_attack(config: dict) -> None:
+    """Button callback: the attack trains models, so it runs as a background job, never in this thread."""
+    run = JobManager(ResultStore()).submit(JOB_KIND, config, key=config_key({"kind": JOB_KIND, **config}))
+    st.session_state[K + "mia_job"] = run.id
 
 
 def _reidentification(dataset, key: str) -> None:

@@ -340,3 +340,28 @@ def default_configs(*, l: int = 16, T: int = 2000, epsilons: tuple[float, ...] =
                      SynthesisConfig("dpmix", l=l, T=T, target_epsilon=eps, accountant=accountant, seed=seed)))
     return rows
 
+
+
+JOB_KIND = "dpmix_core.audit.membership:run_job"
+
+
+def job_config(*, l: int, T: int, epsilons: tuple[float, ...], members: int, epochs: int, seed: int,
+               dataset: str = "default") -> dict:
+    """The background job's JSON config for the 'Table 4' attack table (see :func:`run_job`)."""
+    if not epsilons:
+        raise ValueError("Give at least one epsilon.")
+    return {"l": int(l), "T": int(T), "epsilons": [float(e) for e in epsilons], "members": int(members),
+            "epochs": int(epochs), "seed": int(seed), "dataset": dataset}
+
+
+def run_job(config: dict, reporter) -> dict:
+    """Worker entry point: train and attack every row in a background process (never in the app thread)."""
+    from dpmix_core.datasets import default_dataset, load_dataset
+
+    dataset = default_dataset() if config["dataset"] == "default" else load_dataset(config["dataset"])
+    reporter.progress(phase="training and attacking", rows=2 + len(config["epsilons"]))
+    rows = default_configs(l=config["l"], T=config["T"], epsilons=tuple(config["epsilons"]), seed=config["seed"])
+    table = membership_table(dataset, configs=rows, members=config["members"], epochs=config["epochs"],
+                             seed=config["seed"])
+    table = table.replace([math.inf], "inf")
+    return {"rows": table.to_dict("records"), "dataset": dataset.source}
