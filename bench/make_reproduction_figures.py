@@ -1,0 +1,340 @@
+"""Regenerate the figures and markdown tables of docs/REPRODUCTION.md from a results store.
+
+Usage (after the sweeps in docs/REPRODUCTION.md have run)::
+
+    .venv/bin/python bench/make_reproduction_figures.py --store results/repro.sqlite \
+        --out docs/figures > /tmp/repro_tables.md
+
+For every sweep found in the store (by default: the quick presets, in the report's order) it builds the
+aggregated table with :func:`dpmix_core.trade_offs.sweep_results` (mean ± sample std over seeds), saves
+``<out>/<sweep>.png`` (accuracy in % vs the sweep axis, error bars = ±1 std, one line per series,
+runs the axis does not move as horizontal lines, ε on a secondary axis where the axis is σ) and prints a
+markdown table per sweep. Nothing is recomputed: only finished runs in the store are read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from dpmix_core.store import ResultStore  # noqa: E402
+from dpmix_core.trade_offs import AXIS_TITLES, sweep_results  # noqa: E402
+
+DEFAULT_SWEEPS = (
+    "thesis-4.1-quick", "dpfmix-table1-quick", "thesis-4.2-l-quick", "dpcda-table2-quick",
+    "thesis-4.2-sigma-quick", "label-dp-quick", "dp-pca-quick", "dpfmix-table3-quick", "thesis-4.2-t-quick",
+)
+LOG_AXES = {"l", "T", "target_epsilon", "label_epsilon", "pca_epsilon", "dpsgd_epsilon"}
+
+plt.rcParams.update({"font.size": 13, "axes.titlesize": 13, "axes.labelsize": 13, "legend.fontsize": 11,
+                     "xtick.labelsize": 12, "ytick.labelsize": 12})
+
+
+def _finite(v) -> bool:
+    return v is not None and not pd.isna(v) and math.isfinite(float(v))
+
+
+def _is_inf(v) -> bool:
+    return v is not None and not pd.isna(v) and math.isinf(float(v))
+
+
+def _fmt(v, digits: int = 2) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    if isinstance(v, float) and math.isinf(v):
+        return "∞"
+    return f"{v:.{digits}f}"
+
+
+def run_counts(store: ResultStore, sweep: str) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for run in store.list_runs(sweep=sweep, status=None):
+        counts[run.status] += 1
+    return dict(counts)
+
+
+def sigma_by_group(store: ResultStore, sweep: str, axis: str | None, agg: pd.DataFrame) -> dict:
+    """Mean calibrated sigma_x per (label, axis value) of mixing runs (not an aggregate column)."""
+    from dpmix_core.experiments.config import RunConfig
+    from dpmix_core.experiments.results import axis_value
+
+    stored = store.get_sweep(sweep)
+    labels = {}
+    if stored is not None and stored.spec:
+        from dpmix_core.experiments.config import run_key
+        from dpmix_core.experiments.spec import load_spec
+        try:
+            spec = load_spec(stored.spec)
+            labels = {run_key(cfg): cfg.label for cfg in spec.runs()}
+        except ValueError:
+            pass
+    acc: dict = defaultdict(list)
+    for row in store.results(sweep):
+        res = row.get("result") or {}
+        if res.get("sigma_x") is None:
+            continue
+        cfg = RunConfig.from_dict(row["config"])
+        label = labels.get(row["key"], cfg.label or cfg.method)
+        av = axis_value(cfg, axis) if axis else None
+        acc[(label, None if av is None else float(av))].append(float(res["sigma_x"]))
+    return {k: sum(v) / len(v) for k, v in acc.items()}
+
+
+def markdown_table(agg: pd.DataFrame, axis: str | None, sigmas: dict) -> str:
+    eps_cols = [c for c in agg.columns if c.startswith("epsilon_")]
+    show_mse = agg["test_mse_count"].fillna(0).astype(int).sum() > 0
+    head = ["series", AXIS_TITLES.get(axis or "", axis or "axis"), "test acc. (%)", "n"]
+    if show_mse:
+        head.append("test MSE")
+    if sigmas:
+        head.append("σx (calibrated)")
+    head += [f"ε {c.removeprefix('epsilon_')}" for c in eps_cols] + ["δ", "s/run"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for _, r in agg.sort_values(["label", "axis_value"], na_position="first").iterrows():
+        acc = f"{100 * r['test_accuracy_mean']:.2f}"
+        if _finite(r["test_accuracy_std"]):
+            acc += f" ± {100 * r['test_accuracy_std']:.2f}"
+        cells = [str(r["label"]), _fmt(r["axis_value"], 4).rstrip("0").rstrip(".") if _finite(r["axis_value"])
+                 else _fmt(r["axis_value"]), acc, str(int(r["test_accuracy_count"]))]
+        if show_mse:
+            mse = _fmt(r["test_mse_mean"], 3)
+            if _finite(r["test_mse_std"]):
+                mse += f" ± {r['test_mse_std']:.3f}"
+            cells.append(mse)
+        if sigmas:
+            key = (r["label"], None if not _finite(r["axis_value"]) else float(r["axis_value"]))
+            cells.append(_fmt(sigmas.get(key), 4))
+        cells += [_fmt(r[c], 3) for c in eps_cols]
+        cells += [f"{r['delta']:.3g}" if _finite(r["delta"]) else "—", _fmt(r["seconds_mean"], 0)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def training_summary(store: ResultStore, sweep: str, axis: str | None) -> str:
+    """Per run: training loss at the first and last epoch (a diagnostic for under-training)."""
+    from dpmix_core.experiments.config import RunConfig
+    from dpmix_core.experiments.results import axis_value
+
+    lines = ["<details><summary>per-run training loss (first → last epoch)</summary>", "",
+             "| run | method | axis value | seed | epochs | loss first → last | test acc. (%) |",
+             "|---|---|---|---|---|---|---|"]
+    for row in store.results(sweep):
+        res = row.get("result") or {}
+        hist = res.get("history") or []
+        cfg = RunConfig.from_dict(row["config"])
+        av = axis_value(cfg, axis) if axis else None
+        losses = [h.get("loss") for h in hist if h.get("loss") is not None]
+        loss = f"{losses[0]:.4g} → {losses[-1]:.4g}" if losses else "—"
+        acc = res.get("test_accuracy")
+        lines.append(f"| {row['id']} | {cfg.method} | {_fmt(av, 4)} | {cfg.seed} | {len(hist)} | {loss} | "
+                     f"{_fmt(None if acc is None else 100 * acc)} |")
+    lines += ["", "</details>"]
+    return "\n".join(lines)
+
+
+def _plot_series(ax, agg: pd.DataFrame, metric: str, scale: float, transform=None) -> list:
+    mean, std = f"{metric}_mean", f"{metric}_std"
+    finite = agg[agg["axis_value"].map(_finite) & agg[mean].notna()]
+    flat = agg[~agg.index.isin(finite.index) & agg[mean].notna()]
+    handles = []
+    for label, part in finite.groupby("label", sort=False):
+        part = part.sort_values("axis_value")
+        y = part[mean] * scale
+        err = part[std].fillna(0.0) * scale
+        if transform is not None:
+            y = transform(y)
+        h = ax.errorbar(part["axis_value"], y, yerr=err, marker="o", linewidth=2, markersize=6, capsize=4,
+                        label=str(label))
+        handles.append(h)
+    for i, (_, row) in enumerate(flat.iterrows()):
+        y = row[mean] * scale
+        if transform is not None:
+            y = transform(pd.Series([y])).iloc[0]
+        h = ax.axhline(y, linestyle=":", color=f"C{(len(handles) + i) % 10}", linewidth=2,
+                       label=f"{row['label']}{' at ∞' if _is_inf(row['axis_value']) and 'non-private' not in str(row['label']) else ''}"
+                             f" ({y:.2f}{'%' if scale == 100 else ''})")
+        handles.append(h)
+    return handles
+
+
+def _plain_ticks(ax, values) -> None:
+    """Tick at the swept values, written plainly (1, 2, 4, 8 rather than 2x10^0)."""
+    from matplotlib.ticker import NullFormatter, NullLocator
+
+    ax.set_xticks(list(values))
+    ax.set_xticklabels([f"{v:g}" for v in values])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def figure(agg: pd.DataFrame, axis: str | None, title: str, sweep: str, path: Path) -> None:
+    is_label = sweep.startswith("label-dp")
+    is_pca = sweep.startswith("dp-pca")
+    ncols = 2 if is_label else 1
+    fig, axes = plt.subplots(1, ncols, figsize=(8.5 * ncols, 5.6), squeeze=False)
+    ax = axes[0][0]
+    xlabel = AXIS_TITLES.get(axis or "", axis or "")
+    if is_label:
+        cls = agg[~agg["label"].str.contains("regression")]
+        _plot_series(ax, cls, "test_accuracy", 100.0)
+        ax.set_ylabel("test accuracy (%)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _plain_ticks(ax, sorted({float(v) for v in agg["axis_value"] if _finite(v)}))
+        ax.set_title("classification (Δf = 2)")
+        ax.set_xlabel(xlabel)
+        ax.legend(loc="lower right")
+        ax2 = axes[0][1]
+        reg = agg[agg["test_mse_count"].fillna(0) > 0]
+        _plot_series(ax2, reg, "test_mse", 1.0)
+        ax2.set_xscale("log")
+        ax2.set_yscale("log")
+        _plain_ticks(ax2, sorted({float(v) for v in agg["axis_value"] if _finite(v)}))
+        ax2.set_ylabel("test MSE (label as 0–9)")
+        ax2.set_xlabel(xlabel)
+        ax2.set_title("regression (Δf = 9)")
+        ax2.legend(loc="upper right")
+        for a in axes[0]:
+            a.grid(True, which="both", alpha=0.3)
+    elif is_pca:
+        _plot_series(ax, agg, "test_accuracy", 100.0, transform=lambda y: 100.0 - y)
+        ax.set_ylabel("classification error (%)")
+        ax.set_xscale("log")
+        _plain_ticks(ax, sorted({float(v) for v in agg["axis_value"] if _finite(v)}))
+        ax.set_xlabel(xlabel)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(loc="upper right")
+    else:
+        handles = _plot_series(ax, agg, "test_accuracy", 100.0)
+        ax.set_ylabel("test accuracy (%)")
+        ax.set_xlabel(xlabel)
+        finite_x = sorted({float(v) for v in agg["axis_value"] if _finite(v)})
+        if axis in LOG_AXES and len(finite_x) > 1:
+            ax.set_xscale("log", base=2 if axis == "l" else 10)
+            _plain_ticks(ax, finite_x)
+        elif len(finite_x) == 1:
+            ax.set_xlim(finite_x[0] * 0.8, finite_x[0] * 1.2)
+        ax.grid(True, which="both", alpha=0.3)
+        if axis == "sigma":
+            eps_cols = [c for c in agg.columns if c.startswith("epsilon_")]
+            mix = agg[agg["axis_value"].map(_finite)].sort_values("axis_value")
+            ax2 = ax.twinx()
+            for j, col in enumerate(eps_cols):
+                part = mix[mix[col].map(_finite)]
+                if len(part):
+                    h, = ax2.plot(part["axis_value"], part[col], linestyle="--", color=f"C{(j + 3) % 10}",
+                                  linewidth=1.8, label=f"ε ({col.removeprefix('epsilon_')})")
+                    handles.append(h)
+            ax2.set_yscale("log")
+            ax2.set_ylabel("ε (right axis, dashed)")
+        ax.legend(handles=handles, labels=[h.get_label() for h in handles], loc="best", fontsize=10)
+    import textwrap
+
+    fig.suptitle("\n".join(textwrap.wrap(title, 95 * ncols)), fontsize=12)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# accountants whose epsilon is a guaranteed upper bound (dpmix_core.accountants: rigorous = True), plus the
+# closed-form Laplace / analytic-Gaussian values and Opacus' RDP; gdp-clt (an approximation) and the PRV
+# estimate are left out, so "certified" = the smallest guaranteed bound recorded for the run.
+CERTIFIED = ("lee2019", "dpcda", "rdp-wor", "rdp-poisson", "pld-poisson", "wbk", "opacus-rdp", "laplace",
+             "analytic-gaussian")
+CAVEATS = {"label-dp": " [labels only]", "dp-pca": " [projection only]"}
+
+
+def certified_epsilon(row: pd.Series) -> tuple[float, str] | None:
+    best = None
+    for name in CERTIFIED:
+        v = row.get(f"epsilon_{name}")
+        if _finite(v) and (best is None or float(v) < best[0]):
+            best = (float(v), name)
+    return best
+
+
+def combined_figure(tables: dict[str, tuple[pd.DataFrame, str | None]], path: Path) -> str:
+    """Item 8: every private series of every finished sweep, accuracy vs its certified epsilon."""
+    fig, ax = plt.subplots(figsize=(11, 6.5))
+    lines = ["| sweep | series | axis value | certified ε (accountant) | test acc. (%) |", "|---|---|---|---|---|"]
+    markers = "osD^v<>ph*XP"
+    k = 0
+    for sweep, (agg, axis) in tables.items():
+        base = sweep.removesuffix("-quick")
+        for label, part in agg.groupby("label", sort=False):
+            pts = []
+            for _, r in part.sort_values("axis_value").iterrows():
+                ce = certified_epsilon(r)
+                if ce is None or "regression" in str(label):
+                    continue
+                pts.append((ce[0], 100 * r["test_accuracy_mean"]))
+                lines.append(f"| {sweep} | {label} | {_fmt(r['axis_value'], 4)} | {ce[0]:.3f} ({ce[1]}) | "
+                             f"{100 * r['test_accuracy_mean']:.2f} |")
+            if not pts:
+                continue
+            pts.sort()
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers[k % len(markers)], linewidth=1.5,
+                    markersize=7, color=plt.cm.tab20(k % 20), label=f"{base}: {label}{CAVEATS.get(base, '')}")
+            k += 1
+    ax.set_xscale("log")
+    ax.set_xlabel("certified ε (smallest guaranteed bound recorded; δ as configured per sweep)")
+    ax.set_ylabel("test accuracy (%)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9)
+    ax.set_title("QUICK variants, full MNIST: all private methods vs certified ε")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--store", default="results/repro.sqlite")
+    p.add_argument("--out", default="docs/figures")
+    p.add_argument("--sweeps", nargs="*", default=list(DEFAULT_SWEEPS))
+    args = p.parse_args(argv)
+    store = ResultStore(args.store)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tables: dict[str, tuple[pd.DataFrame, str | None]] = {}
+    for sweep in args.sweeps:
+        if store.get_sweep(sweep) is None:
+            print(f"## {sweep}\n\n_not in the store (pending)_\n")
+            continue
+        agg, axis, title = sweep_results(store, sweep)
+        counts = run_counts(store, sweep)
+        total = sum(counts.values())
+        status = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+        print(f"## {sweep}\n\n{title}\n\nruns: {total} ({status})\n")
+        if agg.empty:
+            print("_no finished runs_\n")
+            continue
+        sigmas = sigma_by_group(store, sweep, axis, agg)
+        print(markdown_table(agg, axis, sigmas) + "\n")
+        print(training_summary(store, sweep, axis) + "\n")
+        path = out / f"{sweep}.png"
+        figure(agg, axis, title, sweep, path)
+        print(f"figure: {path}\n")
+        tables[sweep] = (agg, axis)
+    if tables:
+        path = out / "all-methods-certified-eps.png"
+        print("## all methods vs certified ε\n")
+        print(combined_figure(tables, path) + "\n")
+        print(f"figure: {path}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
