@@ -6,13 +6,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dpmix_core.accountants import EpsilonResult, applicable_accountants, get_accountant
-from dpmix_core.calibration import calibrate_sigma
+from dpmix_core.accountants import EpsilonResult, applicable_accountants
 from dpmix_core.datasets import Dataset
 from dpmix_core.mechanisms.mixing import ZSCORE_CAVEAT
-from dpmix_core.synthesis import SynthesisConfig, planned_release, synthesize
+from dpmix_core.synthesis import SynthesisConfig, planned_release, resolve_sigma, synthesize
 
-__all__ = ["ClassPreview", "MixingPreview", "PREVIEW_MECHANISMS", "mixing_preview", "resolve_sigma"]
+__all__ = ["ClassPreview", "MixingPreview", "PREVIEW_MECHANISMS", "mixing_preview"]
 
 PREVIEW_MECHANISMS = ("dpmix", "class-centric", "poisson", "local")
 
@@ -33,17 +32,6 @@ class MixingPreview:
     notes: tuple[str, ...]
     caveats: tuple[str, ...]  # things the accountant does not cover
     display_note: str
-
-
-def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
-    """The config with explicit sigmas (calibrated on the full release when a target epsilon is set)."""
-    if config.target_epsilon is None:
-        sx = config.sigma_x if config.sigma_x is not None else 1.0
-        sy = config.sigma_y if config.sigma_y is not None else config.sigma_ratio * sx
-        return replace(config, sigma_x=sx, sigma_y=sy)
-    cal = calibrate_sigma(get_accountant(config.accountant), planned_release(config, dataset),
-                          target_epsilon=config.target_epsilon, delta=config.delta, sigma_ratio=config.sigma_ratio)
-    return replace(config, sigma_x=cal.sigma_x, sigma_y=cal.sigma_y, target_epsilon=None)
 
 
 def _display(images: np.ndarray, unit: bool) -> np.ndarray:

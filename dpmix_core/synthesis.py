@@ -24,7 +24,7 @@ from dpmix_core.mechanisms import (
 from dpmix_core.mechanisms.mixing import ZSCORE_CAVEAT
 from dpmix_core.release import MixingRelease
 
-__all__ = ["MECHANISMS", "SynthesisConfig", "Synthesis", "synthesize", "planned_release"]
+__all__ = ["MECHANISMS", "SynthesisConfig", "Synthesis", "synthesize", "planned_release", "resolve_sigma"]
 
 MECHANISMS = ("dpmix", "class-centric", "poisson", "local", "label-laplace")
 
@@ -114,6 +114,18 @@ def planned_release(config: SynthesisConfig, dataset: Dataset) -> MixingRelease:
     return params.release(n=dataset.n_train, dx=d, dy=k)
 
 
+def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
+    """The config with explicit sigmas: a target epsilon is calibrated on the exact release for this dataset."""
+    if config.mechanism == "label-laplace":
+        return config
+    if config.target_epsilon is not None:
+        cal = calibrate_sigma(get_accountant(config.accountant), planned_release(config, dataset),
+                              target_epsilon=config.target_epsilon, delta=config.delta, sigma_ratio=config.sigma_ratio)
+        return replace(config, sigma_x=cal.sigma_x, sigma_y=cal.sigma_y, target_epsilon=None)
+    sx, sy = _sigmas(config)
+    return replace(config, sigma_x=sx, sigma_y=sy)
+
+
 def synthesize(config: SynthesisConfig, dataset: Dataset) -> Synthesis:
     """Run the configured mechanism on the training split (calibrating sigma first if asked)."""
     X = dataset.x_train.reshape(dataset.n_train, -1)
@@ -123,12 +135,8 @@ def synthesize(config: SynthesisConfig, dataset: Dataset) -> Synthesis:
         data = laplace_label_release(X, y, num_classes=k, epsilon=config.label_epsilon, task=config.label_task,
                                      postprocess=True, seed=config.seed)
         return Synthesis(data, config, dataset.name, dataset.source, dataset.n_train)
-    if config.target_epsilon is not None:
-        cal = calibrate_sigma(get_accountant(config.accountant), planned_release(config, dataset),
-                              target_epsilon=config.target_epsilon, delta=config.delta, sigma_ratio=config.sigma_ratio)
-        config = replace(config, sigma_x=cal.sigma_x, sigma_y=cal.sigma_y)
-    sx, sy = _sigmas(config)
-    config = replace(config, sigma_x=sx, sigma_y=sy)
+    config = resolve_sigma(config, dataset)
+    sx, sy = config.sigma_x, config.sigma_y
     params = _params(config, sx, sy)
     common = dict(num_classes=k, params=params, seed=config.seed, device=config.device,
                   feature_range=config.feature_range)

@@ -42,6 +42,7 @@ from dpmix_core.mechanisms import (
     laplace_label_release,
 )
 from dpmix_core.mechanisms._checks import check_delta, check_epsilon, check_positive_int
+from dpmix_core.mechanisms.label_dp import label_sensitivity as mechanism_label_sensitivity
 from dpmix_core.mechanisms.outputs import DPStatistic
 from dpmix_core.mechanisms.pca import clip_rows_to_unit_ball
 
@@ -175,12 +176,8 @@ def label_sensitivity(encoding: str, num_classes: int = 10) -> float:
     One-hot: changing label a to b (a != b) turns a 1 into 0 and a 0 into 1, so the
     L1 distance is 2 whatever a and b are. A number: |a - b| <= K - 1 (0 <-> 9 for digits).
     """
-    k = check_positive_int("num_classes (K)", num_classes)
-    if _check_encoding(encoding) == "one-hot":
-        return 2.0
-    if k < 2:
-        raise ValueError(f"regression labels need num_classes >= 2. Found num_classes={k}.")
-    return float(k - 1)
+    task = "classification" if _check_encoding(encoding) == "one-hot" else "regression"
+    return mechanism_label_sensitivity(task, num_classes)
 
 
 @dataclass(frozen=True)

@@ -175,7 +175,7 @@ def _reidentification(dataset, key: str) -> None:
         cols[1].image([img.clip(0, 1) for img in result.neighbours[i]], width=84,
                       caption=[f"d={d:.2f}" for d in result.distances[i]])
     st.caption(f"Distances in {result.space}; typical nearest-neighbour distance between training records "
-               f"{result.reference_distance:.2f}. ε of the full release (T = 10,000): "
+               f"{result.reference_distance:.2f}. ε of the full release (T = 10,000; rigorous upper bounds): "
                + ", ".join(f"{k} {format_epsilon(v)}" for k, v in result.epsilon.items()))
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dpmix_core.datasets import Dataset
-from dpmix_core.synthesis import SynthesisConfig
+from dpmix_core.synthesis import SynthesisConfig, resolve_sigma
 
 __all__ = ["LEAK_RATIO", "ReidResult", "nearest_records", "pairwise_sq_distances"]
 
@@ -90,19 +90,6 @@ def _check(dataset: Dataset, config: SynthesisConfig, points: int, k: int) -> No
             raise ValueError(f"{name} must be an integer in 1..{hi}. Found {v!r}.")
 
 
-def _calibrated(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
-    """The config with explicit sigmas: a target epsilon is calibrated for the *configured* T."""
-    if config.target_epsilon is None:
-        return config
-    from dpmix_core.accountants import get_accountant
-    from dpmix_core.calibration import calibrate_sigma
-    from dpmix_core.synthesis import planned_release
-
-    cal = calibrate_sigma(get_accountant(config.accountant), planned_release(config, dataset),
-                          target_epsilon=config.target_epsilon, delta=config.delta, sigma_ratio=config.sigma_ratio)
-    return replace(config, sigma_x=cal.sigma_x, sigma_y=cal.sigma_y, target_epsilon=None)
-
-
 def nearest_records(
     dataset: Dataset,
     synthesis_config: SynthesisConfig,
@@ -127,7 +114,7 @@ def nearest_records(
 
     points, k = int(points), int(k)
     seeds = np.random.SeedSequence(int(seed)).generate_state(3)  # release, point choice, reference sample
-    config = _calibrated(synthesis_config, dataset)
+    config = resolve_sigma(synthesis_config, dataset)
     release_full = planned_release(config, dataset)
     epsilon: dict[str, float] = {}
     if isinstance(release_full, MixingRelease):

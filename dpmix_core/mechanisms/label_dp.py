@@ -8,7 +8,23 @@ from dpmix_core.mechanisms._checks import check_epsilon, check_features, check_l
 from dpmix_core.mechanisms.descriptions import LABEL_TASKS, LaplaceLabelRelease
 from dpmix_core.mechanisms.outputs import SyntheticData
 
-__all__ = ["laplace_label_release"]
+__all__ = ["label_sensitivity", "laplace_label_release"]
+
+
+def label_sensitivity(task: str, num_classes: int) -> float:
+    """L1 sensitivity of one person's label: 2 for one-hot vectors, K-1 for the label as a number 0..K-1.
+
+    One-hot: a -> b turns one 1 into 0 and one 0 into 1, so ||e_a - e_b||_1 = 2 whatever a, b.
+    A number: |a - b| <= K - 1 (9 for digits).
+    """
+    if task not in LABEL_TASKS:
+        raise ValueError(f"task must be one of {LABEL_TASKS}. Found {task!r}.")
+    k = check_positive_int("num_classes (K)", num_classes)
+    if task == "classification":
+        return 2.0
+    if k < 2:
+        raise ValueError(f"regression labels need num_classes >= 2 (labels 0..K-1). Found num_classes={k}.")
+    return float(k - 1)
 
 
 def laplace_label_release(
@@ -40,7 +56,7 @@ def laplace_label_release(
         raise ValueError(f"regression labels need num_classes >= 2 (labels 0..K-1). Found num_classes={k}.")
     n = X.shape[0]
     rng = np.random.default_rng(seed)
-    sensitivity = 2.0 if task == "classification" else float(k - 1)
+    sensitivity = label_sensitivity(task, k)
     release = LaplaceLabelRelease(epsilon=epsilon, sensitivity=sensitivity, n=n, task=task)
     if task == "classification":
         labels = np.eye(k, dtype=np.float64)[y]
