@@ -5,7 +5,7 @@ Usage (after the sweeps in docs/REPRODUCTION.md have run)::
     .venv/bin/python bench/make_reproduction_figures.py --store results/repro.sqlite \
         --out docs/figures > /tmp/repro_tables.md
 
-For every sweep found in the store (by default: the quick presets, in the report's order) it builds the
+For every sweep found in the store (by default: every preset, full then quick, in the report's order) it builds the
 aggregated table with :func:`dpmix_core.trade_offs.sweep_results` (mean ± sample std over seeds), saves
 ``<out>/<sweep>.png`` (accuracy in % vs the sweep axis, error bars = ±1 std, one line per series,
 runs the axis does not move as horizontal lines, ε on a secondary axis where the axis is σ) and prints a
@@ -31,10 +31,9 @@ import pandas as pd  # noqa: E402
 from dpmix_core.store import ResultStore  # noqa: E402
 from dpmix_core.trade_offs import AXIS_TITLES, sweep_results  # noqa: E402
 
-DEFAULT_SWEEPS = (
-    "thesis-4.1-quick", "dpfmix-table1-quick", "thesis-4.2-l-quick", "dpcda-table2-quick",
-    "thesis-4.2-sigma-quick", "label-dp-quick", "dp-pca-quick", "dpfmix-table3-quick", "thesis-4.2-t-quick",
-)
+REPORT_ORDER = ("thesis-4.1", "thesis-4.2-l", "thesis-4.2-sigma", "thesis-4.2-t", "dpcda-table2", "dpfmix-table1",
+                "dpfmix-table3", "label-dp", "dp-pca", "all-methods")
+DEFAULT_SWEEPS = tuple(name for base in REPORT_ORDER for name in (base, f"{base}-quick"))
 LOG_AXES = {"l", "T", "target_epsilon", "label_epsilon", "pca_epsilon", "dpsgd_epsilon"}
 
 plt.rcParams.update({"font.size": 13, "axes.titlesize": 13, "axes.labelsize": 13, "legend.fontsize": 11,
@@ -265,7 +264,9 @@ def certified_epsilon(row: pd.Series) -> tuple[float, str] | None:
 
 
 def combined_figure(tables: dict[str, tuple[pd.DataFrame, str | None]], path: Path) -> str:
-    """Item 8: every private series of every finished sweep, accuracy vs its certified epsilon."""
+    """Every private series of every finished sweep (the full protocol where it ran, else QUICK), accuracy vs its
+    certified epsilon."""
+    tables = {k: v for k, v in tables.items() if not (k.endswith("-quick") and k.removesuffix("-quick") in tables)}
     fig, ax = plt.subplots(figsize=(11, 6.5))
     lines = ["| sweep | series | axis value | certified ε (accountant) | test acc. (%) |", "|---|---|---|---|---|"]
     markers = "osD^v<>ph*XP"
@@ -284,18 +285,51 @@ def combined_figure(tables: dict[str, tuple[pd.DataFrame, str | None]], path: Pa
             if not pts:
                 continue
             pts.sort()
+            tag = f"{base} (QUICK)" if sweep.endswith("-quick") else base
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers[k % len(markers)], linewidth=1.5,
-                    markersize=7, color=plt.cm.tab20(k % 20), label=f"{base}: {label}{CAVEATS.get(base, '')}")
+                    markersize=7, color=plt.cm.tab20(k % 20), label=f"{tag}: {label}{CAVEATS.get(base, '')}")
             k += 1
     ax.set_xscale("log")
     ax.set_xlabel("certified ε (smallest guaranteed bound recorded; δ as configured per sweep)")
     ax.set_ylabel("test accuracy (%)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9)
-    ax.set_title("QUICK variants, full MNIST: all private methods vs certified ε")
+    ax.set_title("Full MNIST: every private series vs certified ε (full protocol where run, else QUICK)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return "\n".join(lines)
+
+
+def pca_components_figure(data_dir: str, path: Path, *, seed: int = 0) -> str:
+    """Item 7 (dp-stats poster): top-10 Analyze-Gauss components of all MNIST training images at eps = 10, 2, 0.1."""
+    from dpmix_core.datasets import load_dataset
+    from dpmix_core.teaching import pca_comparison
+
+    ds = load_dataset("mnist", data_dir=data_dir)
+    pca = pca_comparison(ds.x_train, epsilons=(10.0, 2.0, 0.1), num_components=10, delta=1e-5,
+                         max_samples=ds.n_train, seed=seed)
+    imgs = pca.images()
+    rows, k = imgs.shape[:2]
+    fig, axes = plt.subplots(rows, k, figsize=(1.3 * k + 1.6, 1.4 * rows + 0.6), squeeze=False)
+    for i, label in enumerate(pca.row_labels()):
+        for j in range(k):
+            ax = axes[i][j]
+            lim = float(abs(imgs[i, j]).max()) or 1.0
+            ax.imshow(imgs[i, j], cmap="RdBu_r", vmin=-lim, vmax=lim)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if i == 0:
+                ax.set_title(f"PC {j + 1}", fontsize=11)
+        axes[i][0].set_ylabel(f"{label}\n{100 * pca.captured[i]:.0f} % var.", fontsize=9)
+    fig.suptitle(f"Analyze-Gauss DP-PCA of all {pca.n_used:,} MNIST training images (δ = {pca.delta:g}, "
+                 f"rows clipped to the unit ball; noise seed {seed})", fontsize=12)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    table = pca.table()
+    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in table.itertuples(index=False)]
     return "\n".join(lines)
 
 
@@ -304,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--store", default="results/repro.sqlite")
     p.add_argument("--out", default="docs/figures")
     p.add_argument("--sweeps", nargs="*", default=list(DEFAULT_SWEEPS))
+    p.add_argument("--data-dir", help="directory with mnist.npz: also draw the DP-PCA component grid (item 7)")
     args = p.parse_args(argv)
     store = ResultStore(args.store)
     out = Path(args.out)
@@ -328,6 +363,11 @@ def main(argv: list[str] | None = None) -> int:
         figure(agg, axis, title, sweep, path)
         print(f"figure: {path}\n")
         tables[sweep] = (agg, axis)
+    if args.data_dir:
+        path = out / "dp-pca-components.png"
+        print("## DP-PCA components (ε = 10, 2, 0.1)\n")
+        print(pca_components_figure(args.data_dir, path) + "\n")
+        print(f"figure: {path}\n")
     if tables:
         path = out / "all-methods-certified-eps.png"
         print("## all methods vs certified ε\n")

@@ -336,7 +336,21 @@ def _add_sweep(sub) -> None:
 
     p = sub.add_parser("sweep", help="run a sweep spec (or preset:NAME) into the results store; resumable")
     add_sweep_arguments(p)
-    p.set_defaults(func=lambda args: cli_sweep(args, expand=expand_cli_spec))
+    p.add_argument("--repeats", type=positive_int,
+                   help="seeds per point instead of the spec's (seeds 0..N-1: a later, larger N reuses these runs)")
+    p.add_argument("--values", type=_axis_number, nargs="+", metavar="V",
+                   help="run only these axis values (each must be one of the spec's: the runs are the spec's own)")
+    p.set_defaults(func=lambda args: cli_sweep(
+        args, expand=lambda text: expand_cli_spec(text, repeats=args.repeats, values=args.values)))
+
+
+def _axis_number(text: str) -> float:
+    """An axis value on the command line: an integer, a float, or inf."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number (or inf). Found {text!r}.") from None
+    return int(value) if value.is_integer() else value
 
 
 def _add_audit(sub) -> None:

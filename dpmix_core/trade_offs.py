@@ -92,10 +92,33 @@ def sweep_jobs(spec: SweepSpec) -> list[tuple[str, dict, str]]:
     return [(JOB_KIND, cfg.to_dict(), run_key(cfg)) for cfg in spec.runs()]
 
 
-def expand_cli_spec(text: str) -> tuple[str, list[tuple[str, dict, str]], dict]:
-    """``sweep SPEC`` on the command line: a .toml/.json spec file, or ``preset:NAME``."""
+def expand_cli_spec(text: str, *, repeats: int | None = None,
+                    values: list | tuple | None = None) -> tuple[str, list[tuple[str, dict, str]], dict]:
+    """``sweep SPEC`` on the command line: a .toml/.json spec file, or ``preset:NAME``.
+
+    ``repeats`` and ``values`` narrow the spec to a piece of it (fewer seeds,
+    some axis values): the runs keep the spec's own keys, so running the whole
+    spec later reuses every run a piece finished.
+    """
     spec = get_preset(text.removeprefix("preset:")) if text.startswith("preset:") else load_spec(text)
-    return spec.name, sweep_jobs(spec), spec.to_dict()
+    return spec.name, sweep_jobs(narrow_spec(spec, repeats=repeats, values=values)), spec.to_dict()
+
+
+def narrow_spec(spec: SweepSpec, *, repeats: int | None = None, values: list | tuple | None = None) -> SweepSpec:
+    """The spec with other repeats and/or a subset of its axis values (ValueError for a value not in it)."""
+    if values:
+        unknown = [v for v in values if not any(_same(v, w) for w in spec.values)]
+        if unknown:
+            raise ValueError(f"values {unknown} are not on the {spec.axis} axis of {spec.name!r} "
+                             f"({', '.join(str(v) for v in spec.values)}).")
+        spec = replace(spec, values=tuple(w for w in spec.values if any(_same(v, w) for v in values)))
+    if repeats is not None:
+        spec = replace(spec, repeats=repeats)
+    return spec
+
+
+def _same(a, b) -> bool:
+    return float(a) == float(b)
 
 
 def launch_sweep(spec: SweepSpec, store: ResultStore, *, max_parallel: int | None = None) -> Launch:
@@ -134,7 +157,11 @@ def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> pd.Da
 
 
 def sweep_results(store: ResultStore, sweep: int | str) -> tuple[pd.DataFrame, str | None, str]:
-    """(aggregated results, axis, title) of a stored sweep: loads instantly, no recomputation."""
+    """(aggregated results, axis, title) of a stored sweep: loads instantly, no recomputation.
+
+    Only the runs of the sweep's current spec count: when a spec (or preset) changes, runs linked to the
+    sweep under its earlier version are left out of the aggregate (they stay in the store).
+    """
     stored = store.get_sweep(sweep)
     if stored is None:
         raise ValueError(f"No sweep {sweep!r} in the results store.")
@@ -148,9 +175,10 @@ def sweep_results(store: ResultStore, sweep: int | str) -> tuple[pd.DataFrame, s
             axis, title = spec.axis, spec.title or spec.name
             labels = {run_key(cfg): cfg.label for cfg in spec.runs()}
     rows = store.results(stored.id)
+    if labels:  # runs of an earlier version of the spec (a preset whose protocol changed) stay stored, unshown
+        rows = [row for row in rows if row["key"] in labels]
     for row in rows:  # a reused run keeps the series name of *this* sweep
-        if row["key"] in labels:
-            row["config"] = {**row["config"], "label": labels[row["key"]]}
+        row["config"] = {**row["config"], "label": labels.get(row["key"], row["config"].get("label"))}
     return aggregate(rows, axis=axis), axis, title
 
 

@@ -74,3 +74,22 @@ def test_sweep_backend_option_is_validated(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
     code = main(["sweep", "preset:thesis-4.1-quick", "--backend", "slurm"])
     assert code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+def test_sweep_in_pieces_reuses_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
+    spec = tmp_path / "pieces.toml"
+    spec.write_text(
+        'name = "pieces"\naxis = "l"\nvalues = [2, 4]\nrepeats = 2\n'
+        '[base]\nmethod = "mixing"\ndataset = "embedded"\nmodel = "linear"\nepochs = 1\ndevice = "cpu"\n'
+        '[base.synthesis]\nmechanism = "dpmix"\nl = 4\nT = 200\nsigma_x = 0.5\n'
+    )
+    assert main(["sweep", str(spec), "--values", "4", "--repeats", "1", "--poll", "0.2", "--json"]) == 0
+    piece = json.loads(capsys.readouterr().out)
+    assert piece["done"] == 1 and piece["new"] == 1
+    assert main(["sweep", str(spec), "--poll", "0.2", "--json"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert whole["done"] == 4 and whole["reused"] == 1 and whole["new"] == 3
+    code = main(["sweep", str(spec), "--values", "8"])
+    err = capsys.readouterr().err
+    assert code == 2 and "not on the l axis" in err and err.count("\n") == 1

@@ -254,7 +254,7 @@ def test_l_and_T_axes_take_integers():
 # --------------------------------------------------------------------------------------------- presets
 
 PROTOCOLS = ("thesis-4.1", "thesis-4.2-sigma", "thesis-4.2-l", "thesis-4.2-t", "dpcda-table2", "dpfmix-table1",
-             "dpfmix-table3", "label-dp", "dp-pca")
+             "dpfmix-table3", "label-dp", "dp-pca", "all-methods")
 
 
 def test_every_protocol_has_a_full_and_a_labelled_quick_variant():
@@ -304,6 +304,24 @@ def test_dpcda_table2_grid():
     assert ls == [2**i for i in range(10)]
     assert {axis_value(r, "target_epsilon") for r in runs} == {math.inf, 20.0, 10.0}
     assert all(r.synthesis.hard_labels and r.synthesis.preprocessing == "zscore" for r in runs)
+
+
+def test_all_methods_calibrates_every_method_to_the_same_delta_with_a_rigorous_accountant():
+    from dpmix_core.accountants import get_accountant
+
+    runs = get_preset("all-methods").runs()
+    methods = {r.method for r in runs}
+    assert methods == {"mixing", "label-laplace", "dp-pca", "dp-sgd", "non-private"}
+    mixing = [r for r in runs if r.method == "mixing"]
+    assert {(r.synthesis.mechanism, r.features) for r in mixing} == {
+        ("dpmix", "pixels"), ("class-centric", "pixels"), ("poisson", "pixels"), ("poisson", "scattering")}
+    for r in mixing:
+        assert r.synthesis.delta == 1e-5 and r.synthesis.l == 64 and r.synthesis.T == 60000
+        assert get_accountant(r.synthesis.accountant).rigorous, r.label  # never the CLT approximation
+    assert all(r.model == "thesis-cnn" for r in runs if r.method in ("mixing", "label-laplace", "dp-sgd")
+               and r.features == "pixels")
+    assert {(r.dpsgd_delta, r.dpsgd_accountant) for r in runs if r.method == "dp-sgd"} == {(1e-5, "pld-poisson")}
+    assert {axis_value(r, "target_epsilon") for r in runs if r.method != "non-private"} == {1.0, 2.0, 4.0, 8.0}
 
 
 def test_estimate_grows_with_work():

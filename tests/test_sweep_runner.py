@@ -129,3 +129,29 @@ def test_cli_store_errors_are_usage_errors(tmp_path):
     with pytest.raises(ValueError, match="cannot open the results store"):
         cli_sweep(parser.parse_args(["s", "--store", str(tmp_path / "dir.sqlite")]),
                   expand=lambda text: (text, [("fake_jobs:quick", {"x": 1}, None)], {}))
+
+
+def test_sweep_results_leave_out_runs_of_an_earlier_spec_version(tmp_path):
+    from dataclasses import replace
+
+    from dpmix_core.experiments.spec import load_spec
+    from dpmix_core.trade_offs import JOB_KIND, sweep_jobs, sweep_results
+
+    store = ResultStore(tmp_path / "r.sqlite")
+    old = load_spec({"name": "p", "axis": "sigma", "values": [0.5],
+                     "base": {"method": "mixing", "dataset": "embedded", "model": "linear", "lr": 1e-3,
+                              "synthesis": {"mechanism": "dpmix", "l": 4, "T": 100, "sigma_x": 0.5}}})
+    new = replace(old, base=old.base.replace(lr=1e-4))  # the protocol changed: same sweep name, other runs
+
+    def finish_all(spec, accuracy):
+        sweep = store.create_sweep("p", spec.to_dict())
+        for kind, config, key in sweep_jobs(spec):
+            run = store.submit(kind, config, key, sweep=sweep.id)
+            assert kind == JOB_KIND and store.claim(run.id) is not None
+            store.finish(run.id, {"test_accuracy": accuracy, "epsilon": {}, "delta": 1e-5})
+
+    finish_all(old, 0.2)
+    finish_all(new, 0.8)
+    agg, axis, _ = sweep_results(store, "p")
+    assert axis == "sigma" and len(store.results(store.get_sweep("p").id)) == 2  # both stay stored
+    assert agg["test_accuracy_count"].tolist() == [1] and agg["test_accuracy_mean"].tolist() == [0.8]

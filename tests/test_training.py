@@ -135,8 +135,13 @@ def test_fit_learns_a_separable_problem_and_respects_schedule():
     torch.manual_seed(0)
     model = build_model("linear", input_shape=(5,), num_outputs=2)
     settings = OptimSettings(lr=0.05, epochs=5, batch_size=50, schedule="step", lr_step_epochs=2, lr_gamma=0.5)
-    res = fit(model, L.get_loss("ce"), x, y, settings=settings, generator=torch.Generator().manual_seed(1))
+    res = fit(model, L.get_loss("ce"), x, y, settings=settings, generator=torch.Generator().manual_seed(1),
+              x_val=x[:100], y_val=y[:100])
     assert [h["lr"] for h in res.history] == pytest.approx([0.05, 0.05, 0.025, 0.025, 0.0125])
+    val_losses = [h["val_loss"] for h in res.history]
+    assert val_losses[-1] < val_losses[0]  # the held-out loss is recorded and falls as the model learns
+    with torch.no_grad():
+        assert val_losses[-1] == pytest.approx(float(L.get_loss("ce")(model(x[:100]), y[:100])), rel=1e-5)
     assert res.history[-1]["loss"] < res.history[0]["loss"]
     assert evaluate(model, x, y.argmax(1))["accuracy"] > 0.9
     assert res.samples == 2000 and res.samples_per_second > 0

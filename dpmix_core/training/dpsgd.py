@@ -204,10 +204,10 @@ def _dpsgd_epochs(gsm, optimizer, loss_fn, x, y, *, q, steps, settings, generato
         result.seconds += time.perf_counter() - t0
         result.samples += seen
         entry = {"epoch": epoch + 1, "loss": float(total) / max(seen, 1), "lr": lr, "val_accuracy": None,
-                 "val_mse": None}
+                 "val_mse": None, "val_loss": None}
         if x_val is not None and len(x_val):
-            metrics = evaluate(gsm._module, x_val, y_val, task=task)
-            entry.update(val_accuracy=metrics["accuracy"], val_mse=metrics["mse"])
+            metrics = evaluate(gsm._module, x_val, y_val, task=task, loss_fn=loss_fn)
+            entry.update(val_accuracy=metrics["accuracy"], val_mse=metrics["mse"], val_loss=metrics["loss"])
         entry["seconds"] = result.seconds
         result.history.append(entry)
         if on_epoch is not None:

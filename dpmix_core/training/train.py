@@ -126,7 +126,7 @@ def fit(
     """Mini-batch training for ``settings.epochs`` epochs on shuffled in-memory tensors.
 
     ``on_epoch`` gets {epoch (1-based), loss (mean over the epoch), lr,
-    val_accuracy, val_mse, seconds (training time so far)} after each epoch;
+    val_accuracy, val_mse, val_loss, seconds (training time so far)} after each epoch;
     ``stop`` is polled between batches (it rate-limits itself) and at every
     epoch end.
     """
@@ -158,10 +158,11 @@ def fit(
         epoch_loss = float(total) / n  # one device sync per epoch
         result.seconds += time.perf_counter() - t0
         result.samples += n
-        entry = {"epoch": epoch + 1, "loss": epoch_loss, "lr": lr, "val_accuracy": None, "val_mse": None}
+        entry = {"epoch": epoch + 1, "loss": epoch_loss, "lr": lr, "val_accuracy": None, "val_mse": None,
+                 "val_loss": None}
         if x_val is not None and len(x_val):
-            metrics = evaluate(model, x_val, y_val, task=task)
-            entry.update(val_accuracy=metrics["accuracy"], val_mse=metrics["mse"])
+            metrics = evaluate(model, x_val, y_val, task=task, loss_fn=loss_fn)
+            entry.update(val_accuracy=metrics["accuracy"], val_mse=metrics["mse"], val_loss=metrics["loss"])
         entry["seconds"] = result.seconds
         result.history.append(entry)
         if on_epoch is not None:
@@ -179,16 +180,22 @@ def predict(model: nn.Module, x: torch.Tensor, *, batch_size: int = 256) -> torc
 
 @torch.no_grad()
 def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, task: str = "classification",
-             num_classes: int | None = None, batch_size: int = 256) -> dict:
-    """{accuracy, mse}: classification accuracy against class indices (1-D y) or argmax(y) (2-D y).
+             num_classes: int | None = None, batch_size: int = 256,
+             loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None) -> dict:
+    """{accuracy, mse, loss}: classification accuracy against class indices (1-D y) or argmax(y) (2-D y).
+
+    ``loss`` is ``loss_fn`` on all rows (None without it): on a release's own
+    held-out split it is the selection signal that stays meaningful when the
+    released labels are too noisy for their argmax to be (thesis §4.1).
 
     Regression (one output, the label as a number): ``mse`` to y and
     ``accuracy`` of the prediction rounded to the nearest class (clamped to
     0..K-1 when ``num_classes`` is given).
     """
     if x.shape[0] == 0:
-        return {"accuracy": None, "mse": None}
+        return {"accuracy": None, "mse": None, "loss": None}
     out = predict(model, x, batch_size=batch_size)
+    loss = float(loss_fn(out, y.to(out.device))) if loss_fn is not None else None
     if task == "regression":
         pred = out.reshape(-1).float()
         target = y.reshape(-1).float()
@@ -196,7 +203,7 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, task: str = 
         hi = (num_classes - 1) if num_classes else None
         rounded = torch.round(pred.clamp(0, hi) if hi is not None else pred)
         acc = float((rounded == torch.round(target)).float().mean())
-        return {"accuracy": acc, "mse": mse}
+        return {"accuracy": acc, "mse": mse, "loss": loss}
     labels = y.argmax(dim=1) if y.ndim == 2 else y
     acc = float((out.argmax(dim=1) == labels.to(out.device)).float().mean())
-    return {"accuracy": acc, "mse": None}
+    return {"accuracy": acc, "mse": None, "loss": loss}
