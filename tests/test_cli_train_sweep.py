@@ -27,14 +27,19 @@ def test_train_baseline_and_errors(capsys):
     assert code == 2 and "target epsilon" in err and err.count("\n") == 1
 
 
-def test_sweep_spec_file_runs_in_background_workers_and_resumes(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
+def _tiny_spec(tmp_path, head: str):
+    """A one-epoch linear-model sweep on the embedded data: ``head`` gives name, axis, values (and repeats)."""
     spec = tmp_path / "tiny.toml"
     spec.write_text(
-        'name = "tiny"\naxis = "sigma"\nvalues = [0.1, 1.0]\n'
-        '[base]\nmethod = "mixing"\ndataset = "embedded"\nmodel = "linear"\nepochs = 1\ndevice = "cpu"\n'
+        head + '[base]\nmethod = "mixing"\ndataset = "embedded"\nmodel = "linear"\nepochs = 1\ndevice = "cpu"\n'
         '[base.synthesis]\nmechanism = "dpmix"\nl = 4\nT = 200\nsigma_x = 0.5\n'
     )
+    return spec
+
+
+def test_sweep_spec_file_runs_in_background_workers_and_resumes(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
+    spec = _tiny_spec(tmp_path, 'name = "tiny"\naxis = "sigma"\nvalues = [0.1, 1.0]\n')
     csv = tmp_path / "out.csv"
     code = main(["sweep", str(spec), "--export", str(csv), "--poll", "0.2", "--json"])
     summary = json.loads(capsys.readouterr().out)
@@ -78,12 +83,7 @@ def test_sweep_backend_option_is_validated(tmp_path, capsys, monkeypatch):
 
 def test_sweep_in_pieces_reuses_runs(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
-    spec = tmp_path / "pieces.toml"
-    spec.write_text(
-        'name = "pieces"\naxis = "l"\nvalues = [2, 4]\nrepeats = 2\n'
-        '[base]\nmethod = "mixing"\ndataset = "embedded"\nmodel = "linear"\nepochs = 1\ndevice = "cpu"\n'
-        '[base.synthesis]\nmechanism = "dpmix"\nl = 4\nT = 200\nsigma_x = 0.5\n'
-    )
+    spec = _tiny_spec(tmp_path, 'name = "pieces"\naxis = "l"\nvalues = [2, 4]\nrepeats = 2\n')
     assert main(["sweep", str(spec), "--values", "4", "--repeats", "1", "--poll", "0.2", "--json"]) == 0
     piece = json.loads(capsys.readouterr().out)
     assert piece["done"] == 1 and piece["new"] == 1
