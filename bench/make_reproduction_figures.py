@@ -29,7 +29,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dpmix_core.store import ResultStore  # noqa: E402
-from dpmix_core.trade_offs import AXIS_TITLES, sweep_results  # noqa: E402
+from dpmix_core.trade_offs import AXIS_TITLES, published_comparison, sweep_published, sweep_results  # noqa: E402
 
 REPORT_ORDER = ("thesis-4.1", "thesis-4.2-l", "thesis-4.2-sigma", "thesis-4.2-t", "dpcda-table2", "dpfmix-table1",
                 "dpfmix-table3", "label-dp", "dp-pca", "all-methods")
@@ -177,7 +177,29 @@ def _plain_ticks(ax, values) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
-def figure(agg: pd.DataFrame, axis: str | None, title: str, sweep: str, path: Path) -> None:
+def _plot_published(ax, published) -> list:
+    """The papers' numbers as open stars (one marker set per series)."""
+    handles = []
+    series = sorted({p.series for p in published if math.isfinite(p.value)})
+    for i, name in enumerate(series):
+        pts = [p for p in published if p.series == name and math.isfinite(p.value)]
+        h = ax.scatter([p.value for p in pts], [100 * p.accuracy for p in pts], marker="*", s=260,
+                       facecolors="none", edgecolors=f"C{(i + 6) % 10}", linewidths=1.8, zorder=5,
+                       label=f"published — {name}")
+        handles.append(h)
+    return handles
+
+
+def comparison_markdown(table: pd.DataFrame) -> str:
+    head = list(table.columns)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in table.itertuples(index=False):
+        lines.append("| " + " | ".join("—" if (v is None or (isinstance(v, float) and math.isnan(v))) else
+                                       (f"{v:g}" if isinstance(v, float) else str(v)) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def figure(agg: pd.DataFrame, axis: str | None, title: str, sweep: str, path: Path, published=()) -> None:
     is_label = sweep.startswith("label-dp")
     is_pca = sweep.startswith("dp-pca")
     ncols = 2 if is_label else 1
@@ -216,6 +238,7 @@ def figure(agg: pd.DataFrame, axis: str | None, title: str, sweep: str, path: Pa
         ax.legend(loc="upper right")
     else:
         handles = _plot_series(ax, agg, "test_accuracy", 100.0)
+        handles += _plot_published(ax, published)
         ax.set_ylabel("test accuracy (%)")
         ax.set_xlabel(xlabel)
         finite_x = sorted({float(v) for v in agg["axis_value"] if _finite(v)})
@@ -357,10 +380,13 @@ def main(argv: list[str] | None = None) -> int:
             print("_no finished runs_\n")
             continue
         sigmas = sigma_by_group(store, sweep, axis, agg)
+        published = sweep_published(store, sweep)
+        if published:
+            print("published vs ours:\n\n" + comparison_markdown(published_comparison(agg, published)) + "\n")
         print(markdown_table(agg, axis, sigmas) + "\n")
         print(training_summary(store, sweep, axis) + "\n")
         path = out / f"{sweep}.png"
-        figure(agg, axis, title, sweep, path)
+        figure(agg, axis, title, sweep, path, published)
         print(f"figure: {path}\n")
         tables[sweep] = (agg, axis)
     if args.data_dir:

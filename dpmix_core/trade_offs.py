@@ -17,7 +17,7 @@ from dpmix_core.datasets import DatasetError, load_dataset
 from dpmix_core.experiments.config import run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.results import aggregate
-from dpmix_core.experiments.spec import SweepSpec, load_spec
+from dpmix_core.experiments.spec import Published, SweepSpec, load_spec
 from dpmix_core.jobs import LocalProcessBackend, default_max_parallel
 from dpmix_core.store import ResultStore
 from dpmix_core.sweep_runner import submit_sweep
@@ -33,6 +33,9 @@ __all__ = [
     "launch_sweep",
     "run_table",
     "sweep_results",
+    "sweep_published",
+    "published_comparison",
+    "REPRODUCED_WITHIN_PTS",
     "trade_off_figure",
     "with_dataset",
 ]
@@ -118,7 +121,10 @@ def narrow_spec(spec: SweepSpec, *, repeats: int | None = None, values: list | t
 
 
 def _same(a, b) -> bool:
-    return float(a) == float(b)
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return False
 
 
 def launch_sweep(spec: SweepSpec, store: ResultStore, *, max_parallel: int | None = None) -> Launch:
@@ -182,14 +188,55 @@ def sweep_results(store: ResultStore, sweep: int | str) -> tuple[pd.DataFrame, s
     return aggregate(rows, axis=axis), axis, title
 
 
+REPRODUCED_WITHIN_PTS = 3.0  # issue 5: a miss of more than 3 points is investigated
+
+
+def sweep_published(store: ResultStore, sweep: int | str) -> tuple[Published, ...]:
+    """The paper's numbers stored with the sweep's spec (empty for sweeps without any)."""
+    stored = store.get_sweep(sweep)
+    if stored is None or not stored.spec:
+        return ()
+    try:
+        return load_spec(stored.spec).published
+    except ValueError:
+        return ()
+
+
+def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) -> pd.DataFrame:
+    """One row per published point: the paper's accuracy, ours (mean ± std over n seeds), the gap and a verdict.
+
+    Verdict: "reproduced" within REPRODUCED_WITHIN_PTS points, "not reproduced" beyond, "pending" while no
+    run of that point has finished.
+    """
+    rows = []
+    for p in published:
+        match = agg[(agg["label"] == p.series) & agg["axis_value"].map(lambda v, p=p: _same(v, p.value))]
+        ours = match.iloc[0] if len(match) else None
+        n = int(ours["test_accuracy_count"]) if ours is not None else 0
+        mean = 100 * float(ours["test_accuracy_mean"]) if n else None
+        std = 100 * float(ours["test_accuracy_std"]) if n > 1 else None
+        gap = None if mean is None else mean - 100 * p.accuracy
+        verdict = ("pending" if gap is None else
+                   "reproduced" if abs(gap) <= REPRODUCED_WITHIN_PTS else "not reproduced")
+        rows.append({"series": p.series, "axis value": p.value, "published (%)": round(100 * p.accuracy, 2),
+                     "ours (%)": None if mean is None else round(mean, 2),
+                     "± std": None if std is None else round(std, 2), "seeds": n,
+                     "gap (pts)": None if gap is None else round(gap, 2), "verdict": verdict, "source": p.source})
+    return pd.DataFrame(rows, columns=["series", "axis value", "published (%)", "ours (%)", "± std", "seeds",
+                                       "gap (pts)", "verdict", "source"])
+
+
 def _error_bars(std: pd.Series) -> list[float]:
     return [0.0 if (v is None or (isinstance(v, float) and math.isnan(v))) else float(v) for v in std]
 
 
 def trade_off_figure(
-    agg: pd.DataFrame, axis: str | None, *, title: str = "", metric: str = "test_accuracy", epsilon_column: str | None = None
+    agg: pd.DataFrame, axis: str | None, *, title: str = "", metric: str = "test_accuracy", epsilon_column: str | None = None,
+    published: tuple[Published, ...] = (),
 ) -> go.Figure:
     """Accuracy (or MSE) vs the sweep axis: one line per series with ±1 std error bars.
+
+    ``published`` points (the papers' numbers) are drawn as open stars, one trace per series.
 
     Runs the axis does not move (non-private, or a baseline on a sigma axis) are
     drawn as horizontal reference lines. With ``epsilon_column`` the mean epsilon
@@ -214,6 +261,17 @@ def trade_off_figure(
         fig.add_hline(y=row[mean] * scale, line={"dash": "dot", "color": "#444"},
                       annotation_text=f"{row['label']}: {row[mean] * scale:.1f}{'%' if percent else ''}",
                       annotation_position="top left")
+    if percent:
+        by_series: dict[str, list[Published]] = {}
+        for p in published:
+            if math.isfinite(p.value):
+                by_series.setdefault(p.series, []).append(p)
+        for series, points in by_series.items():
+            fig.add_trace(go.Scatter(
+                x=[p.value for p in points], y=[100 * p.accuracy for p in points], mode="markers",
+                name=f"published — {series}", marker={"symbol": "star-open", "size": 15, "line": {"width": 2}},
+                hovertext=[p.source for p in points],
+            ))
     if epsilon_column and epsilon_column in finite.columns:
         for label, part in finite.groupby("label", sort=False):
             part = part.sort_values("axis_value")

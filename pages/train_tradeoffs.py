@@ -9,11 +9,14 @@ from dpmix_core.experiments.presets import get_preset, preset_names
 from dpmix_core.jobs import LocalProcessBackend, default_max_parallel
 from dpmix_core.store import ResultStore
 from dpmix_core.trade_offs import (
+    REPRODUCED_WITHIN_PTS,
     available_training_datasets,
     custom_spec,
     estimate_minutes,
     launch_sweep,
+    published_comparison,
     run_table,
+    sweep_published,
     sweep_results,
     trade_off_figure,
     with_dataset,
@@ -150,12 +153,18 @@ def _results_panel() -> None:
                       disabled=agg["test_mse_count"].sum() == 0)
     second = c2.selectbox("ε on a second axis", ["(none)", *eps_cols], key=K + "eps2")
     fmt = c3.radio("Download format", ["png", "svg"], horizontal=True, key=K + "fmt")
-    fig = trade_off_figure(agg, axis, title=title, metric=metric, epsilon_column=None if second == "(none)" else second)
+    published = sweep_published(store(), chosen)
+    fig = trade_off_figure(agg, axis, title=title, metric=metric, epsilon_column=None if second == "(none)" else second,
+                           published=published)
     st.plotly_chart(fig, width="stretch", config={"toImageButtonOptions": {"format": fmt, "scale": 2,
                                                                            "filename": f"dpmix_sweep_{chosen}"}})
     st.caption("Error bars: ±1 standard deviation over repeats (seeds). Dotted lines: runs the axis does not move "
                "(e.g. non-private). ε columns: mean per point, from each accountant that applies "
                "(gdp-clt is an approximation; the others are upper bounds). Use the camera icon to download.")
+    if published:
+        st.markdown("**Published vs ours** (open stars in the plot): a gap of more than "
+                    f"{REPRODUCED_WITHIN_PTS:g} points counts as not reproduced; docs/REPRODUCTION.md says why.")
+        st.dataframe(published_comparison(agg, published), hide_index=True, width="stretch")
     st.dataframe(agg, hide_index=True, width="stretch")
     st.download_button("Download results (CSV)", agg.to_csv(index=False).encode(), file_name=f"sweep_{chosen}.csv",
                        mime="text/csv", key=K + "csv")

@@ -58,3 +58,26 @@ def test_launch_tiny_job_see_it_complete_and_plot(at):
     assert len(at.get("plotly_chart")) == 1
     results = at.dataframe[-1].value
     assert 0.0 <= results["test_accuracy_mean"].iloc[0] <= 1.0 and results["test_accuracy_count"].iloc[0] == 1
+
+
+def test_stored_preset_sweep_shows_published_vs_ours(tmp_path, monkeypatch):
+    from dpmix_core.experiments.presets import get_preset
+    from dpmix_core.store import ResultStore
+    from dpmix_core.trade_offs import sweep_jobs
+
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
+    monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path))
+    spec = get_preset("thesis-4.2-l-quick")
+    store = ResultStore()
+    sweep = store.create_sweep(spec.name, spec.to_dict())
+    kind, config, key = [job for job in sweep_jobs(spec) if job[1]["synthesis"]["l"] == 128][0]
+    run = store.submit(kind, config, key, sweep=sweep.id)
+    store.claim(run.id)
+    store.finish(run.id, {"test_accuracy": 0.70, "epsilon": {"lee2019": 2.7}, "delta": 1e-5})
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert not at.exception
+    assert any("Published vs ours" in m.value for m in at.markdown)
+    table = at.dataframe[-2].value
+    row = table[table["axis value"] == 128].iloc[0]
+    assert (row["published (%)"], row["ours (%)"], row["verdict"]) == (79.3, 70.0, "not reproduced")
+    assert set(table["verdict"]) == {"not reproduced", "pending"}

@@ -389,3 +389,18 @@ def test_aggregate_regression_mse_and_empty():
 
 def test_axes_listed():
     assert set(AXES) == {"sigma", "l", "T", "target_epsilon", "label_epsilon", "pca_epsilon", "dpsgd_epsilon"}
+
+
+def test_published_points_round_trip_and_are_validated():
+    spec = get_preset("dpfmix-table1")
+    assert len(spec.published) == 8 and get_preset("dpfmix-table1-quick").published == spec.published
+    assert load_spec(json.loads(json.dumps(spec.to_dict()))).published == spec.published
+    point = {p.value: p.accuracy for p in spec.published if p.series == "uniform / rdp-wor"}
+    assert point[1.0] == pytest.approx(0.2040) and point[8.0] == pytest.approx(0.7375)
+    d = spec.to_dict()
+    with pytest.raises(ValueError, match="unknown series"):
+        load_spec({**d, "published": [{"series": "nope", "value": 1.0, "accuracy": 0.5}]})
+    with pytest.raises(ValueError, match="fraction"):
+        load_spec({**d, "published": [{"series": "uniform / rdp-wor", "value": 1.0, "accuracy": 79.2}]})
+    with pytest.raises(ValueError, match="needs series, value and accuracy"):
+        load_spec({**d, "published": [{"series": "uniform / rdp-wor", "value": 1.0}]})

@@ -155,3 +155,22 @@ def test_sweep_results_leave_out_runs_of_an_earlier_spec_version(tmp_path):
     agg, axis, _ = sweep_results(store, "p")
     assert axis == "sigma" and len(store.results(store.get_sweep("p").id)) == 2  # both stay stored
     assert agg["test_accuracy_count"].tolist() == [1] and agg["test_accuracy_mean"].tolist() == [0.8]
+
+
+def test_published_comparison_verdicts():
+    import pandas as pd
+
+    from dpmix_core.experiments.spec import Published
+    from dpmix_core.trade_offs import published_comparison, trade_off_figure
+
+    agg = pd.DataFrame({"label": ["a", "a", "b"], "axis_value": [1.0, 2.0, 1.0],
+                        "test_accuracy_mean": [0.80, 0.50, 0.9], "test_accuracy_std": [0.01, float("nan"), 0.0],
+                        "test_accuracy_count": [3, 1, 1]})
+    published = (Published("a", 1.0, 0.82, "paper"), Published("a", 2.0, 0.60), Published("a", 4.0, 0.7))
+    table = published_comparison(agg, published)
+    assert table["verdict"].tolist() == ["reproduced", "not reproduced", "pending"]
+    assert table["gap (pts)"].tolist()[:2] == [-2.0, -10.0] and table["seeds"].tolist() == [3, 1, 0]
+    assert table["± std"].tolist()[0] == 1.0 and pd.isna(table["± std"].tolist()[1])
+    fig = trade_off_figure(agg, "target_epsilon", published=published)
+    stars = [t for t in fig.data if t.name == "published — a"]
+    assert len(stars) == 1 and list(stars[0].y) == pytest.approx([82.0, 60.0, 70.0])

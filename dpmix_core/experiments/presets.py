@@ -16,7 +16,7 @@ import math
 from dataclasses import asdict, replace
 
 from dpmix_core.experiments.config import RunConfig
-from dpmix_core.experiments.spec import Series, SweepSpec
+from dpmix_core.experiments.spec import Published, Series, SweepSpec
 from dpmix_core.synthesis import SynthesisConfig
 
 __all__ = ["PRESETS", "preset_names", "get_preset", "estimate_seconds", "estimate_sweep_seconds", "QUICK_LIMIT_S"]
@@ -107,7 +107,13 @@ def _quick(full: SweepSpec, *, base: dict, values: tuple | None = None, repeats:
         description=f"Quick variant of {full.name} (each run <= 60 s on 2 CPU cores): {note}",
         quick=True,
         full_variant=full.name,
+        published=full.published,
     )
+
+
+def _published(series: str, source: str, points: dict) -> tuple[Published, ...]:
+    """{axis value: published accuracy in %} -> Published points (fractions)."""
+    return tuple(Published(series, value, acc / 100, source) for value, acc in points.items())
 
 
 # Not the thesis's protocol: a softmax-linear model on the same release. For l = 256 a mixture is close to Gaussian
@@ -134,6 +140,7 @@ def _thesis_41() -> tuple[SweepSpec, SweepSpec]:
     )
     full = SweepSpec(
         name="thesis-4.1", base=base, axis="target_epsilon", values=(15.0,), series=series, repeats=3,
+        published=_published("DPMix (l=256, T=10000)", "BUET thesis §4.1", {15.0: 68.35}),
         title="Thesis §4.1: DPMix on MNIST, l=256, T=10000, eps=15 (lee2019, delta=1/n)",
         description=(
             "Thesis §4.1: T=10000 DPMix points (l=256, sigma calibrated to eps=15 with lee2019, delta=1/n), "
@@ -167,11 +174,16 @@ _THESIS_42_TRAINING = dict(model="thesis-cnn", loss="ce", optimizer="adam", lr=1
 _THESIS_42_QUICK = {"lr_step_epochs": 4, "epochs": 10}
 
 
+_THESIS_42_TABLE = {32: 77.5, 64: 77.6, 128: 79.3, 256: 78.7, 512: 78.6}  # thesis Table 4.2, sigma = 0.7
+
+
 def _thesis_42(axis: str, values: tuple, synthesis: SynthesisConfig, what: str,
                quick_values: tuple | None = None, quick_base: dict | None = None) -> tuple[SweepSpec, SweepSpec]:
     base = RunConfig("mixing", dataset="mnist", synthesis=synthesis, **_THESIS_42_TRAINING)
+    published = {"l": _THESIS_42_TABLE, "sigma": {0.7: _THESIS_42_TABLE[128]}}.get(axis, {})
     full = SweepSpec(
         name=f"thesis-4.2-{axis.lower()}", base=base, axis=axis, values=values, repeats=3,
+        published=_published("mixing", "BUET thesis Table 4.2", published),
         title=f"Thesis §4.2: class-centric mixing on MNIST, accuracy vs {what} (eps on a second axis)",
         description=(
             f"Thesis §4.2: class-centric mixing ([0,1] pixels, floor(T/K) points per class), {what} swept; "
@@ -205,6 +217,9 @@ def _dpcda_table2() -> tuple[SweepSpec, SweepSpec]:
     full = SweepSpec(
         name="dpcda-table2", base=base, axis="l", values=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), series=series,
         repeats=3,
+        published=(_published("eps = inf (no noise)", "DP-CDA Table 2 (MNIST)", {4: 94.62})
+                   + _published("eps = 20", "DP-CDA Table 2 (MNIST)", {4: 78.07})
+                   + _published("eps = 10", "DP-CDA Table 2 (MNIST)", {1: 10.81, 4: 78.08})),
         title="DP-CDA Table 2: accuracy vs l x eps in {inf, 20, 10} (class-centric, z-score, c=1, dpcda accountant)",
         description=(
             "DP-CDA Table 2 on MNIST: class-centric mixing of z-scored pixels clipped to ||x|| <= 1, T=60000 "
@@ -235,6 +250,9 @@ def _dpfmix_table1() -> tuple[SweepSpec, SweepSpec]:
     full = SweepSpec(
         name="dpfmix-table1", base=base, axis="target_epsilon", values=(1.0, 2.0, 4.0, 8.0), series=series,
         repeats=3,
+        published=(_published("uniform / rdp-wor", "DPFMix Table 1 (MNIST)", {1.0: 20.40, 2.0: 47.63, 4.0: 67.33, 8.0: 73.75})
+                   + _published("Poisson / gdp-clt", "DPFMix Table 1 (MNIST)",
+                                {1.0: 79.19, 2.0: 82.71, 4.0: 84.09, 8.0: 85.71})),
         title="DPFMix Table 1: uniform sampling + RDP vs Poisson sampling + GDP, eps in {1, 2, 4, 8}",
         description=(
             "DPFMix Table 1 on MNIST: T=60000 mixtures of m=64 records, sigma calibrated at delta=1e-5 either "
@@ -267,6 +285,8 @@ def _dpfmix_table3() -> tuple[SweepSpec, SweepSpec]:
     full = SweepSpec(
         name="dpfmix-table3", base=base, axis="target_epsilon", values=(1.0, 2.0, 4.0, 8.0), series=series,
         repeats=3,
+        published=_published("ScatterNet feature mixing (Poisson)", "DPFMix Table 3 (MNIST)",
+                             {1.0: 89.82, 2.0: 92.20, 4.0: 93.50, 8.0: 94.32}),
         title="DPFMix Table 3: Poisson mixing of ScatterNet features + linear classifier, eps in {1, 2, 4, 8}",
         description=(
             "DPFMix Table 3 on MNIST: ScatterNet features (J=2, L=8; 81x7x7) of every record first, then Poisson "

@@ -58,12 +58,12 @@ from typing import Any
 from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.training.names import METHODS
 
-__all__ = ["AXES", "Series", "SweepSpec", "load_spec", "axis_value", "apply_axis"]
+__all__ = ["AXES", "Series", "Published", "SweepSpec", "load_spec", "axis_value", "apply_axis"]
 
 AXES = ("sigma", "l", "T", "target_epsilon", "label_epsilon", "pca_epsilon", "dpsgd_epsilon")
 EPSILON_AXES = ("target_epsilon", "label_epsilon", "pca_epsilon", "dpsgd_epsilon")
 _SPEC_KEYS = ("name", "title", "description", "axis", "values", "repeats", "base", "methods", "mechanisms", "series",
-              "quick", "full_variant")
+              "quick", "full_variant", "published")
 
 
 @dataclass(frozen=True)
@@ -184,10 +184,34 @@ def axis_value(config: RunConfig | dict, axis: str) -> float | None:
 
 
 @dataclass(frozen=True)
+class Published:
+    """A number a paper printed for one point of the sweep: ``accuracy`` (0-1) of ``series`` at axis ``value``."""
+
+    series: str
+    value: float
+    accuracy: float
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.series, str) or not self.series:
+            raise ValueError(f"a published point needs the name of its series. Found {self.series!r}.")
+        object.__setattr__(self, "value", _number(self.value, "published value"))
+        accuracy = _number(self.accuracy, "published accuracy")
+        if not 0.0 <= accuracy <= 1.0:
+            raise ValueError(f"published accuracy must be a fraction in [0, 1]. Found {self.accuracy!r}.")
+        object.__setattr__(self, "accuracy", accuracy)
+
+    def to_dict(self) -> dict:
+        value = "inf" if isinstance(self.value, float) and math.isinf(self.value) else self.value
+        return {"series": self.series, "value": value, "accuracy": self.accuracy, "source": self.source}
+
+
+@dataclass(frozen=True)
 class SweepSpec:
     """A sweep: ``base`` run, ``axis`` with ``values``, ``series`` to compare, ``repeats`` seeds each.
 
-    ``quick`` marks the fast variant of a preset (``full_variant`` names the full one).
+    ``quick`` marks the fast variant of a preset (``full_variant`` names the full one);
+    ``published`` holds the numbers the paper printed for points of this sweep (drawn next to ours).
     Validated on construction: every run it expands to is a valid RunConfig.
     """
 
@@ -201,6 +225,7 @@ class SweepSpec:
     description: str = ""
     quick: bool = False
     full_variant: str | None = None
+    published: tuple[Published, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -224,6 +249,15 @@ class SweepSpec:
         if len({s.name for s in series}) != len(series):
             raise ValueError("series names must be distinct.")
         object.__setattr__(self, "series", series)
+        published = tuple(p if isinstance(p, Published) else Published(**p) if isinstance(p, dict) else p
+                          for p in self.published)
+        names = {s.name for s in self._series()}
+        for p in published:
+            if not isinstance(p, Published):
+                raise ValueError(f"published points are tables with series, value, accuracy. Found {p!r}.")
+            if p.series not in names:
+                raise ValueError(f"published point for unknown series {p.series!r}; series: {', '.join(sorted(names))}.")
+        object.__setattr__(self, "published", published)
         self.runs()  # every run must be valid
 
     def _series(self) -> tuple[Series, ...]:
@@ -265,6 +299,8 @@ class SweepSpec:
         }
         if self.series:
             out["series"] = [{"name": s.name, **s.overrides} for s in self.series]
+        if self.published:
+            out["published"] = [p.to_dict() for p in self.published]
         return out
 
     @classmethod
@@ -296,7 +332,22 @@ class SweepSpec:
             description=d.get("description", ""),
             quick=bool(d.get("quick", False)),
             full_variant=d.get("full_variant"),
+            published=tuple(_published_from(d.get("published", []))),
         )
+
+
+def _published_from(raw) -> list[Published]:
+    if not isinstance(raw, list):
+        raise ValueError("published must be a list of tables with series, value, accuracy (and source).")
+    out = []
+    for entry in raw:
+        if not isinstance(entry, dict) or set(entry) - {"series", "value", "accuracy", "source"}:
+            raise ValueError(f"each published point is a table with series, value, accuracy, source. Found {entry!r}.")
+        try:
+            out.append(Published(**entry))
+        except TypeError:
+            raise ValueError(f"a published point needs series, value and accuracy. Found {entry!r}.") from None
+    return out
 
 
 def _series_from(d: dict, base: RunConfig) -> tuple[Series, ...]:
