@@ -331,6 +331,7 @@ def _add_train(sub) -> None:
 
 
 def _add_sweep(sub) -> None:
+    from dpmix_core.datasets import DATASET_NAMES
     from dpmix_core.sweep_runner import add_sweep_arguments, cli_sweep
     from dpmix_core.trade_offs import expand_cli_spec
 
@@ -340,8 +341,12 @@ def _add_sweep(sub) -> None:
                    help="seeds per point instead of the spec's (seeds 0..N-1: a later, larger N reuses these runs)")
     p.add_argument("--values", type=_axis_number, nargs="+", metavar="V",
                    help="run only these axis values (each must be one of the spec's: the runs are the spec's own)")
+    p.add_argument("--dataset", choices=DATASET_NAMES,
+                   help="run the protocol on another dataset (its own sweep, NAME@dataset; data from $DPMIX_DATA_DIR, "
+                        "the cache, or a download)")
     p.set_defaults(func=lambda args: cli_sweep(
-        args, expand=lambda text: expand_cli_spec(text, repeats=args.repeats, values=args.values)))
+        args, expand=lambda text: expand_cli_spec(text, repeats=args.repeats, values=args.values,
+                                                  dataset=args.dataset)))
 
 
 def _axis_number(text: str) -> float:

@@ -81,7 +81,7 @@ def with_dataset(spec: SweepSpec, dataset: str, data_dir: str | None = None) -> 
     if dataset == "embedded":  # 4,000 records: keep l and T meaningful, never above what exists
         base = replace(base, train_limit=None, test_limit=None)
     name = spec.name if spec.name.endswith(f"@{dataset}") else f"{spec.name}@{dataset}"
-    return replace(spec, name=name, base=base)
+    return replace(spec, name=name, base=base, published=())  # the papers' numbers are for the preset's dataset
 
 
 def estimate_minutes(spec: SweepSpec, max_parallel: int | None = None) -> float:
@@ -95,15 +95,18 @@ def sweep_jobs(spec: SweepSpec) -> list[tuple[str, dict, str]]:
     return [(JOB_KIND, cfg.to_dict(), run_key(cfg)) for cfg in spec.runs()]
 
 
-def expand_cli_spec(text: str, *, repeats: int | None = None,
-                    values: list | tuple | None = None) -> tuple[str, list[tuple[str, dict, str]], dict]:
+def expand_cli_spec(text: str, *, repeats: int | None = None, values: list | tuple | None = None,
+                    dataset: str | None = None) -> tuple[str, list[tuple[str, dict, str]], dict]:
     """``sweep SPEC`` on the command line: a .toml/.json spec file, or ``preset:NAME``.
 
     ``repeats`` and ``values`` narrow the spec to a piece of it (fewer seeds,
     some axis values): the runs keep the spec's own keys, so running the whole
-    spec later reuses every run a piece finished.
+    spec later reuses every run a piece finished. ``dataset`` runs the same
+    protocol on another dataset (a sweep of its own, ``NAME@dataset``).
     """
     spec = get_preset(text.removeprefix("preset:")) if text.startswith("preset:") else load_spec(text)
+    if dataset is not None:
+        spec = with_dataset(spec, dataset)
     return spec.name, sweep_jobs(narrow_spec(spec, repeats=repeats, values=values)), spec.to_dict()
 
 

@@ -93,3 +93,14 @@ def test_sweep_in_pieces_reuses_runs(tmp_path, capsys, monkeypatch):
     code = main(["sweep", str(spec), "--values", "8"])
     err = capsys.readouterr().err
     assert code == 2 and "not on the l axis" in err and err.count("\n") == 1
+
+
+def test_sweep_on_another_dataset_is_its_own_sweep_without_the_papers_numbers(tmp_path, capsys, monkeypatch):
+    from dpmix_core.trade_offs import expand_cli_spec
+
+    name, runs, spec = expand_cli_spec("preset:dpfmix-table1-quick", dataset="embedded", values=[1.0], repeats=1)
+    assert name == "dpfmix-table1-quick@embedded" and len(runs) == 2
+    assert {cfg["dataset"] for _, cfg, _ in runs} == {"embedded"} and "published" not in spec
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
+    code = main(["sweep", "preset:dp-pca-quick", "--dataset", "nope"])
+    assert code == 2 and "invalid choice" in capsys.readouterr().err
