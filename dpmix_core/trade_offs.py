@@ -107,6 +107,10 @@ def expand_cli_spec(text: str, *, repeats: int | None = None, values: list | tup
     spec = get_preset(text.removeprefix("preset:")) if text.startswith("preset:") else load_spec(text)
     if dataset is not None:
         spec = with_dataset(spec, dataset)
+        try:  # fail before queueing anything (finds it in DPMIX_DATA_DIR or the cache, or downloads it once)
+            load_dataset(dataset, data_dir=spec.base.data_dir)
+        except DatasetError as exc:
+            raise ValueError(str(exc)) from None
     return spec.name, sweep_jobs(narrow_spec(spec, repeats=repeats, values=values)), spec.to_dict()
 
 

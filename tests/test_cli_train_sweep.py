@@ -104,3 +104,20 @@ def test_sweep_on_another_dataset_is_its_own_sweep_without_the_papers_numbers(tm
     monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
     code = main(["sweep", "preset:dp-pca-quick", "--dataset", "nope"])
     assert code == 2 and "invalid choice" in capsys.readouterr().err
+    # offline: a clear one-line error before anything is queued (the mirror is a closed local port)
+    import socket
+
+    from dpmix_core.datasets.catalog import MIRRORS, Mirror
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setitem(MIRRORS, "fashion-mnist", Mirror(f"http://127.0.0.1:{port}/", MIRRORS["fashion-mnist"].files))
+    for var in ("DPMIX_DATA_DIR", "DPMIX_MIRROR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("DPMIX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    code = main(["sweep", "preset:dp-pca-quick", "--dataset", "fashion-mnist"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Fashion-MNIST not found" in err and "--data-dir" in err and err.count("\n") == 1
+    assert ResultStore().list_runs() == []
