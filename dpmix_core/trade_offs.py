@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, replace
 
 import pandas as pd
+import plotly.colors
 import plotly.graph_objects as go
 
 from dpmix_core.datasets import DatasetError, load_dataset
@@ -255,12 +256,15 @@ def trade_off_figure(
     scale = 100.0 if percent else 1.0
     finite = agg[agg["axis_value"].map(lambda v: v is not None and not pd.isna(v) and math.isfinite(v))]
     flat = agg[~agg.index.isin(finite.index)]
+    palette = plotly.colors.qualitative.Plotly
+    colors: dict[str, str] = {}
     for label, part in finite.groupby("label", sort=False):
         part = part.sort_values("axis_value")
+        colors[str(label)] = palette[len(colors) % len(palette)]
         fig.add_trace(go.Scatter(
             x=part["axis_value"], y=part[mean] * scale, name=str(label), mode="lines+markers",
             error_y={"type": "data", "array": [v * scale for v in _error_bars(part[std])], "visible": True},
-            line={"width": 2.5}, marker={"size": 8},
+            line={"width": 2.5, "color": colors[str(label)]}, marker={"size": 8},
         ))
     for _, row in flat.iterrows():
         if pd.isna(row[mean]):
@@ -276,7 +280,9 @@ def trade_off_figure(
         for series, points in by_series.items():
             fig.add_trace(go.Scatter(
                 x=[p.value for p in points], y=[100 * p.accuracy for p in points], mode="markers",
-                name=f"published — {series}", marker={"symbol": "star-open", "size": 15, "line": {"width": 2}},
+                name=f"published — {series}",
+                marker={"symbol": "star-open", "size": 15, "line": {"width": 2},
+                        "color": colors.get(series, "#444")},
                 hovertext=[p.source for p in points],
             ))
     if epsilon_column and epsilon_column in finite.columns:
