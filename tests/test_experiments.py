@@ -254,7 +254,7 @@ def test_l_and_T_axes_take_integers():
 # --------------------------------------------------------------------------------------------- presets
 
 PROTOCOLS = ("thesis-4.1", "thesis-4.2-sigma", "thesis-4.2-l", "thesis-4.2-t", "dpcda-table2", "dpfmix-table1",
-             "dpfmix-table3", "label-dp", "dp-pca", "all-methods")
+             "dpfmix-table1-m", "dpfmix-table3", "label-dp", "dp-pca", "all-methods")
 
 
 def test_every_protocol_has_a_full_and_a_labelled_quick_variant():
@@ -404,3 +404,11 @@ def test_published_points_round_trip_and_are_validated():
         load_spec({**d, "published": [{"series": "uniform / rdp-wor", "value": 1.0, "accuracy": 79.2}]})
     with pytest.raises(ValueError, match="needs series, value and accuracy"):
         load_spec({**d, "published": [{"series": "uniform / rdp-wor", "value": 1.0}]})
+
+
+def test_dpfmix_best_m_sweep_shares_runs_with_table1():
+    table1 = {run_key(r) for r in get_preset("dpfmix-table1").runs() if r.seed == 0}
+    m_runs = get_preset("dpfmix-table1-m").runs()
+    assert {r.synthesis.l for r in m_runs} == {16, 32, 64, 128, 256} and len(m_runs) == 40
+    at64 = {run_key(r) for r in m_runs if r.synthesis.l == 64}
+    assert at64 == table1  # m = 64 is table 1's own runs: reused, never recomputed

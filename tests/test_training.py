@@ -226,6 +226,8 @@ def _check_result(result: dict, config: RunConfig) -> None:
     assert set(result["versions"]) >= {"python", "torch", "numpy", "dpmix_core"}
     assert result["run_key"] == run_key(config)
     assert result["n_test"] == 200
+    even, odd = result["test_accuracy_halves"]  # 100 + 100 rows: their mean is the whole-split accuracy
+    assert (even + odd) / 2 == pytest.approx(result["test_accuracy"], abs=1e-6)
     if config.task == "regression":
         assert result["test_mse"] is not None and result["test_mse"] >= 0
     else:
