@@ -260,7 +260,12 @@ def figure(agg: pd.DataFrame, axis: str | None, title: str, sweep: str, path: Pa
                     handles.append(h)
             ax2.set_yscale("log")
             ax2.set_ylabel("ε (right axis, dashed)")
-        ax.legend(handles=handles, labels=[h.get_label() for h in handles], loc="best", fontsize=10)
+        if len(handles) > 5:  # many series: the legend goes beside the plot, not over the curves
+            fig.set_size_inches(14, 5.6)
+            ax.legend(handles=handles, labels=[h.get_label() for h in handles], loc="center left",
+                      bbox_to_anchor=(1.01, 0.5), fontsize=10)
+        else:
+            ax.legend(handles=handles, labels=[h.get_label() for h in handles], loc="best", fontsize=10)
     import textwrap
 
     fig.suptitle("\n".join(textwrap.wrap(title, 95 * ncols)), fontsize=12)
