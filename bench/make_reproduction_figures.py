@@ -29,7 +29,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dpmix_core.store import ResultStore  # noqa: E402
-from dpmix_core.trade_offs import AXIS_TITLES, published_comparison, sweep_published, sweep_results  # noqa: E402
+from dpmix_core.trade_offs import (  # noqa: E402
+    AXIS_TITLES,
+    published_comparison,
+    sweep_published,
+    sweep_results,
+    sweep_rows,
+)
 
 REPORT_ORDER = ("thesis-4.1", "thesis-4.2-l", "thesis-4.2-sigma", "thesis-4.2-t", "dpcda-table2", "dpfmix-table1",
                 "dpfmix-table1-m", "dpfmix-table3", "label-dp", "dp-pca", "all-methods")
@@ -68,25 +74,14 @@ def sigma_by_group(store: ResultStore, sweep: str, axis: str | None, agg: pd.Dat
     from dpmix_core.experiments.config import RunConfig
     from dpmix_core.experiments.results import axis_value
 
-    stored = store.get_sweep(sweep)
-    labels = {}
-    if stored is not None and stored.spec:
-        from dpmix_core.experiments.config import run_key
-        from dpmix_core.experiments.spec import load_spec
-        try:
-            spec = load_spec(stored.spec)
-            labels = {run_key(cfg): cfg.label for cfg in spec.runs()}
-        except ValueError:
-            pass
     acc: dict = defaultdict(list)
-    for row in store.results(sweep):
+    for row in sweep_rows(store, sweep):
         res = row.get("result") or {}
         if res.get("sigma_x") is None:
             continue
         cfg = RunConfig.from_dict(row["config"])
-        label = labels.get(row["key"], cfg.label or cfg.method)
         av = axis_value(cfg, axis) if axis else None
-        acc[(label, None if av is None else float(av))].append(float(res["sigma_x"]))
+        acc[(cfg.label or cfg.method, None if av is None else float(av))].append(float(res["sigma_x"]))
     return {k: sum(v) / len(v) for k, v in acc.items()}
 
 
@@ -128,7 +123,7 @@ def training_summary(store: ResultStore, sweep: str, axis: str | None) -> str:
     lines = ["<details><summary>per-run training loss (first → last epoch)</summary>", "",
              "| run | method | axis value | seed | epochs | loss first → last | test acc. (%) |",
              "|---|---|---|---|---|---|---|"]
-    for row in store.results(sweep):
+    for row in sweep_rows(store, sweep):
         res = row.get("result") or {}
         hist = res.get("history") or []
         cfg = RunConfig.from_dict(row["config"])
@@ -160,9 +155,9 @@ def _plot_series(ax, agg: pd.DataFrame, metric: str, scale: float, transform=Non
         y = row[mean] * scale
         if transform is not None:
             y = transform(pd.Series([y])).iloc[0]
+        at_inf = " at ∞" if _is_inf(row["axis_value"]) and "non-private" not in str(row["label"]) else ""
         h = ax.axhline(y, linestyle=":", color=f"C{(len(handles) + i) % 10}", linewidth=2,
-                       label=f"{row['label']}{' at ∞' if _is_inf(row['axis_value']) and 'non-private' not in str(row['label']) else ''}"
-                             f" ({y:.2f}{'%' if scale == 100 else ''})")
+                       label=f"{row['label']}{at_inf} ({y:.2f}{'%' if scale == 100 else ''})")
         handles.append(h)
     return handles
 
@@ -333,20 +328,14 @@ def best_m_table(store: ResultStore, sweep: str) -> str:
     """DPFMix Table 1, best m per cell: m chosen on the even test rows, accuracy reported on the odd rows."""
     from dpmix_core.experiments.config import RunConfig
 
-    labels = {}
-    stored = store.get_sweep(sweep)
-    if stored is not None and stored.spec:
-        from dpmix_core.experiments.config import run_key
-        from dpmix_core.experiments.spec import load_spec
-        labels = {run_key(cfg): cfg.label for cfg in load_spec(stored.spec).runs()}
     cells: dict = defaultdict(lambda: defaultdict(list))
-    for row in store.results(sweep):
+    for row in sweep_rows(store, sweep):
         res = row.get("result") or {}
         halves = res.get("test_accuracy_halves")
-        if row["key"] not in labels or not halves:
+        if not halves or None in halves:
             continue
         cfg = RunConfig.from_dict(row["config"])
-        cells[labels[row["key"]]][cfg.synthesis.l].append((halves[0], halves[1], res["test_accuracy"]))
+        cells[cfg.label][cfg.synthesis.l].append((halves[0], halves[1], res["test_accuracy"]))
     lines = ["| series | m chosen (even test rows) | acc. on odd rows (%) | acc. at m = 64 (odd rows) | "
              "best m on the whole test set (the paper's way) | its acc. (%) |", "|---|---|---|---|---|---|"]
     for label, by_m in cells.items():

@@ -34,6 +34,7 @@ __all__ = [
     "launch_sweep",
     "run_table",
     "sweep_results",
+    "sweep_rows",
     "sweep_published",
     "published_comparison",
     "REPRODUCED_WITHIN_PTS",
@@ -170,29 +171,41 @@ def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def sweep_results(store: ResultStore, sweep: int | str) -> tuple[pd.DataFrame, str | None, str]:
-    """(aggregated results, axis, title) of a stored sweep: loads instantly, no recomputation.
+def _stored_spec(stored) -> SweepSpec | None:
+    """The spec a stored sweep was last run with (None when it has none or it no longer loads)."""
+    if not stored.spec:
+        return None
+    try:
+        return load_spec(stored.spec)
+    except ValueError:
+        return None
+
+
+def sweep_rows(store: ResultStore, sweep: int | str) -> list[dict]:
+    """The finished runs of a stored sweep, each ``config["label"]`` set to its series name in *this* sweep.
 
     Only the runs of the sweep's current spec count: when a spec (or preset) changes, runs linked to the
-    sweep under its earlier version are left out of the aggregate (they stay in the store).
+    sweep under its earlier version are left out (they stay in the store).
     """
     stored = store.get_sweep(sweep)
     if stored is None:
         raise ValueError(f"No sweep {sweep!r} in the results store.")
-    axis, title, labels = None, stored.name, {}
-    if stored.spec:
-        try:
-            spec = load_spec(stored.spec)
-        except ValueError:
-            spec = None
-        if spec is not None:
-            axis, title = spec.axis, spec.title or spec.name
-            labels = {run_key(cfg): cfg.label for cfg in spec.runs()}
+    spec = _stored_spec(stored)
+    labels = {run_key(cfg): cfg.label for cfg in spec.runs()} if spec is not None else {}
     rows = store.results(stored.id)
-    if labels:  # runs of an earlier version of the spec (a preset whose protocol changed) stay stored, unshown
+    if labels:
         rows = [row for row in rows if row["key"] in labels]
     for row in rows:  # a reused run keeps the series name of *this* sweep
         row["config"] = {**row["config"], "label": labels.get(row["key"], row["config"].get("label"))}
+    return rows
+
+
+def sweep_results(store: ResultStore, sweep: int | str) -> tuple[pd.DataFrame, str | None, str]:
+    """(aggregated results, axis, title) of a stored sweep (see :func:`sweep_rows`): loads instantly."""
+    rows = sweep_rows(store, sweep)
+    stored = store.get_sweep(sweep)
+    spec = _stored_spec(stored)
+    axis, title = (spec.axis, spec.title or spec.name) if spec is not None else (None, stored.name)
     return aggregate(rows, axis=axis), axis, title
 
 
@@ -202,12 +215,8 @@ REPRODUCED_WITHIN_PTS = 3.0  # issue 5: a miss of more than 3 points is investig
 def sweep_published(store: ResultStore, sweep: int | str) -> tuple[Published, ...]:
     """The paper's numbers stored with the sweep's spec (empty for sweeps without any)."""
     stored = store.get_sweep(sweep)
-    if stored is None or not stored.spec:
-        return ()
-    try:
-        return load_spec(stored.spec).published
-    except ValueError:
-        return ()
+    spec = None if stored is None else _stored_spec(stored)
+    return () if spec is None else spec.published
 
 
 def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) -> pd.DataFrame:
@@ -239,8 +248,8 @@ def _error_bars(std: pd.Series) -> list[float]:
 
 
 def trade_off_figure(
-    agg: pd.DataFrame, axis: str | None, *, title: str = "", metric: str = "test_accuracy", epsilon_column: str | None = None,
-    published: tuple[Published, ...] = (),
+    agg: pd.DataFrame, axis: str | None, *, title: str = "", metric: str = "test_accuracy",
+    epsilon_column: str | None = None, published: tuple[Published, ...] = (),
 ) -> go.Figure:
     """Accuracy (or MSE) vs the sweep axis: one line per series with ±1 std error bars.
 

@@ -51,16 +51,19 @@ def _is_real(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def _reject_unknown_keys(d: dict, cls: type, what: str) -> None:
+    """ValueError naming the keys of ``d`` that are not fields of the dataclass ``cls``."""
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise ValueError(f"unknown {what} key(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}.")
+
+
 def synthesis_from_dict(d: dict) -> SynthesisConfig:
     """A SynthesisConfig from its JSON form (lists -> tuples, "inf" -> inf); unknown keys are a ValueError."""
     if not isinstance(d, dict):
         raise ValueError(f"synthesis must be a table/dict of SynthesisConfig fields. Found {type(d).__name__}.")
-    known = {f.name for f in fields(SynthesisConfig)}
-    unknown = sorted(set(d) - known)
-    if unknown:
-        raise ValueError(
-            f"unknown synthesis key(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}."
-        )
+    _reject_unknown_keys(d, SynthesisConfig, "synthesis")
     if "mechanism" not in d:
         raise ValueError("synthesis needs a mechanism (one of: " + ", ".join(MECHANISMS) + ").")
     kw = {k: _from_json_number(v) for k, v in d.items()}
@@ -303,12 +306,7 @@ class RunConfig:
             return d
         if not isinstance(d, dict):
             raise ValueError(f"a run config must be a dict. Found {type(d).__name__}.")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(
-                f"unknown run config key(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}."
-            )
+        _reject_unknown_keys(d, cls, "run config")
         if "method" not in d:
             raise ValueError("a run config needs a method (one of: " + ", ".join(METHODS) + ").")
         kw = {k: _from_json_number(v) for k, v in d.items() if k != "synthesis"}

@@ -226,8 +226,8 @@ def _dpcda_table2() -> tuple[SweepSpec, SweepSpec]:
             "(6000 per class), sigma calibrated with the dpcda accountant at delta=1e-5, hard (argmax) labels "
             "(DP-CDA Eq. 1); DP-CDA CNN (batch-norm, dropout) with cross-entropy. Our choices where the paper is "
             "silent: Adam lr 1e-4 (chosen on the release's own validation split at l=4, eps=20: at lr 1e-3 the "
-            "CNN never leaves chance on noisy releases, validation accuracy 0.09 vs 0.37), batch 128, 10 epochs. z-score statistics come from the private data "
-            "(as in the paper; flagged in every privacy card)."
+            "CNN never leaves chance on noisy releases, validation accuracy 0.09 vs 0.37), batch 128, 10 epochs. "
+            "z-score statistics come from the private data (as in the paper; flagged in every privacy card)."
         ),
     )
     quick = _quick(full, base={"synthesis": replace(base.synthesis, T=10000), "epochs": 8},
@@ -250,7 +250,8 @@ def _dpfmix_table1() -> tuple[SweepSpec, SweepSpec]:
     full = SweepSpec(
         name="dpfmix-table1", base=base, axis="target_epsilon", values=(1.0, 2.0, 4.0, 8.0), series=series,
         repeats=3,
-        published=(_published("uniform / rdp-wor", "DPFMix Table 1 (MNIST)", {1.0: 20.40, 2.0: 47.63, 4.0: 67.33, 8.0: 73.75})
+        published=(_published("uniform / rdp-wor", "DPFMix Table 1 (MNIST)",
+                              {1.0: 20.40, 2.0: 47.63, 4.0: 67.33, 8.0: 73.75})
                    + _published("Poisson / gdp-clt", "DPFMix Table 1 (MNIST)",
                                 {1.0: 79.19, 2.0: 82.71, 4.0: 84.09, 8.0: 85.71})),
         title="DPFMix Table 1: uniform sampling + RDP vs Poisson sampling + GDP, eps in {1, 2, 4, 8}",
@@ -259,7 +260,8 @@ def _dpfmix_table1() -> tuple[SweepSpec, SweepSpec]:
             "for uniform (without-replacement) mixing with the tight RDP accountant (rdp-wor; [0,1] pixels) or "
             "for Poisson mixing (||x||, ||y|| <= 1) with the paper's CLT accountant (gdp-clt: an approximation; "
             "pld-poisson is recorded next to it). Thesis CNN, generalized-KL loss (DPFMix App. D), inputs "
-            "rescaled by their RMS (post-processing). Our choices: Adam lr 1e-3 (uniform series: 1e-4, chosen on the "
+            "rescaled by their RMS (post-processing). Our choices: Adam lr 1e-3 (uniform series: 1e-4, chosen on "
+            "the "
             "release's own validation split at eps=2: at 1e-3 the CNN stays at the constant predictor), batch 128, "
             "10 epochs."
         ),
@@ -378,11 +380,6 @@ def _dp_pca() -> tuple[SweepSpec, SweepSpec]:
     return full, quick
 
 
-def _fields(config: SynthesisConfig) -> dict:
-    """Every field of a synthesis config, as a series override (replaces the base release entirely)."""
-    return asdict(config)
-
-
 def _all_methods() -> tuple[SweepSpec, SweepSpec]:
     mix = dict(l=64, T=60000, delta=1e-5)
     base = RunConfig(
@@ -391,21 +388,22 @@ def _all_methods() -> tuple[SweepSpec, SweepSpec]:
         model="thesis-cnn", loss="kl", optimizer="adam", lr=1e-4, epochs=10, batch_size=128, val_fraction=0.1,
         dpsgd_delta=1e-5, dpsgd_clip=1.0, pca_delta=1e-5, pca_components=50,
     )
-    poisson = {"synthesis": _fields(SynthesisConfig("poisson", accountant="pld-poisson", target_epsilon=1.0, clip_x=1.0,
+    poisson = {"synthesis": asdict(SynthesisConfig("poisson", accountant="pld-poisson", target_epsilon=1.0, clip_x=1.0,
                                             clip_y=1.0, **mix)),
                "loss": "gkl", "input_norm": "rms", "lr": 1e-3}
+    # a whole SynthesisConfig as an override (asdict) replaces the base release entirely
     series = (
         Series("DPMix (uniform, rdp-wor)", {}),
         Series("class-centric (z-score, c=1, dpcda)", {
-            "synthesis": _fields(SynthesisConfig("class-centric", accountant="dpcda", target_epsilon=1.0,
+            "synthesis": asdict(SynthesisConfig("class-centric", accountant="dpcda", target_epsilon=1.0,
                                                  preprocessing="zscore", clip=1.0, hard_labels=True, **mix)),
             "loss": "ce"}),
         Series("Poisson mixing (pld-poisson)", poisson),
         Series("ScatterNet feature mixing (Poisson, pld-poisson) + linear",
                {**poisson, "features": "scattering", "model": "scatter-linear", "input_norm": "none"}),
-        Series("label-only Laplace [labels only]", {"method": "label-laplace",
-                                                   "synthesis": _fields(SynthesisConfig("label-laplace", label_epsilon=1.0)),
-                                                   "lr": 1e-3}),
+        Series("label-only Laplace [labels only]", {
+            "method": "label-laplace", "synthesis": asdict(SynthesisConfig("label-laplace", label_epsilon=1.0)),
+            "lr": 1e-3}),
         Series("AG DP-PCA (k=50) + linear [projection only]", {"method": "dp-pca", "model": "linear", "loss": "ce",
                                                                 "input_norm": "rms", "lr": 1e-2, "batch_size": 256}),
         Series("DP-SGD (Opacus, pld-poisson)", {"method": "dp-sgd", "loss": "ce", "lr": 1e-3, "batch_size": 256}),

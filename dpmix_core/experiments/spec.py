@@ -256,7 +256,8 @@ class SweepSpec:
             if not isinstance(p, Published):
                 raise ValueError(f"published points are tables with series, value, accuracy. Found {p!r}.")
             if p.series not in names:
-                raise ValueError(f"published point for unknown series {p.series!r}; series: {', '.join(sorted(names))}.")
+                raise ValueError(
+                    f"published point for unknown series {p.series!r}; series: {', '.join(sorted(names))}.")
         object.__setattr__(self, "published", published)
         self.runs()  # every run must be valid
 

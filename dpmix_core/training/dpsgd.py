@@ -27,7 +27,15 @@ import torch
 from torch import nn
 
 from dpmix_core.release import Adjacency, DataBounds, MixingRelease, Sampling
-from dpmix_core.training.train import FitResult, OptimSettings, StopCheck, evaluate, lr_factor, make_optimizer, set_lr
+from dpmix_core.training.train import (
+    FitResult,
+    OptimSettings,
+    StopCheck,
+    end_epoch,
+    lr_factor,
+    make_optimizer,
+    set_lr,
+)
 
 __all__ = [
     "steps_per_epoch",
@@ -203,12 +211,5 @@ def _dpsgd_epochs(gsm, optimizer, loss_fn, x, y, *, q, steps, settings, generato
                 stop()
         result.seconds += time.perf_counter() - t0
         result.samples += seen
-        entry = {"epoch": epoch + 1, "loss": float(total) / max(seen, 1), "lr": lr, "val_accuracy": None,
-                 "val_mse": None, "val_loss": None}
-        if x_val is not None and len(x_val):
-            metrics = evaluate(gsm._module, x_val, y_val, task=task, loss_fn=loss_fn)
-            entry.update(val_accuracy=metrics["accuracy"], val_mse=metrics["mse"], val_loss=metrics["loss"])
-        entry["seconds"] = result.seconds
-        result.history.append(entry)
-        if on_epoch is not None:
-            on_epoch(entry)
+        end_epoch(result, gsm._module, epoch=epoch, loss=float(total) / max(seen, 1), lr=lr, loss_fn=loss_fn,
+                  task=task, x_val=x_val, y_val=y_val, on_epoch=on_epoch)

@@ -27,6 +27,7 @@ __all__ = [
     "make_optimizer",
     "lr_factor",
     "fit",
+    "end_epoch",
     "evaluate",
     "predict",
 ]
@@ -158,16 +159,23 @@ def fit(
         epoch_loss = float(total) / n  # one device sync per epoch
         result.seconds += time.perf_counter() - t0
         result.samples += n
-        entry = {"epoch": epoch + 1, "loss": epoch_loss, "lr": lr, "val_accuracy": None, "val_mse": None,
-                 "val_loss": None}
-        if x_val is not None and len(x_val):
-            metrics = evaluate(model, x_val, y_val, task=task, loss_fn=loss_fn)
-            entry.update(val_accuracy=metrics["accuracy"], val_mse=metrics["mse"], val_loss=metrics["loss"])
-        entry["seconds"] = result.seconds
-        result.history.append(entry)
-        if on_epoch is not None:
-            on_epoch(entry)
+        end_epoch(result, model, epoch=epoch, loss=epoch_loss, lr=lr, loss_fn=loss_fn, task=task, x_val=x_val,
+                  y_val=y_val, on_epoch=on_epoch)
     return result
+
+
+def end_epoch(result: FitResult, model: nn.Module, *, epoch: int, loss: float, lr: float,
+              loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], task: str,
+              x_val: torch.Tensor | None, y_val: torch.Tensor | None, on_epoch: EpochCallback | None) -> None:
+    """Append the epoch's history entry (validation metrics when a split is given) and report it."""
+    entry = {"epoch": epoch + 1, "loss": loss, "lr": lr, "val_accuracy": None, "val_mse": None, "val_loss": None}
+    if x_val is not None and len(x_val):
+        metrics = evaluate(model, x_val, y_val, task=task, loss_fn=loss_fn)
+        entry.update(val_accuracy=metrics["accuracy"], val_mse=metrics["mse"], val_loss=metrics["loss"])
+    entry["seconds"] = result.seconds
+    result.history.append(entry)
+    if on_epoch is not None:
+        on_epoch(entry)
 
 
 @torch.no_grad()
@@ -182,28 +190,32 @@ def predict(model: nn.Module, x: torch.Tensor, *, batch_size: int = 256) -> torc
 def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, task: str = "classification",
              num_classes: int | None = None, batch_size: int = 256,
              loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None) -> dict:
-    """{accuracy, mse, loss}: classification accuracy against class indices (1-D y) or argmax(y) (2-D y).
+    """{accuracy, accuracy_halves, mse, loss}: accuracy against class indices (1-D y) or argmax(y) (2-D y).
 
-    ``loss`` is ``loss_fn`` on all rows (None without it): on a release's own
-    held-out split it is the selection signal that stays meaningful when the
-    released labels are too noisy for their argmax to be (thesis §4.1).
+    ``accuracy_halves`` is the accuracy on the even and on the odd rows (pick a
+    hyper-parameter on one half, report the other). ``loss`` is ``loss_fn`` on
+    all rows (None without it): on a release's own held-out split it is the
+    selection signal that stays meaningful when the released labels are too
+    noisy for their argmax to be (thesis §4.1).
 
     Regression (one output, the label as a number): ``mse`` to y and
     ``accuracy`` of the prediction rounded to the nearest class (clamped to
     0..K-1 when ``num_classes`` is given).
     """
     if x.shape[0] == 0:
-        return {"accuracy": None, "mse": None, "loss": None}
+        return {"accuracy": None, "accuracy_halves": [None, None], "mse": None, "loss": None}
     out = predict(model, x, batch_size=batch_size)
     loss = float(loss_fn(out, y.to(out.device))) if loss_fn is not None else None
+    mse = None
     if task == "regression":
         pred = out.reshape(-1).float()
-        target = y.reshape(-1).float()
+        target = y.reshape(-1).float().to(pred.device)
         mse = float(torch.mean((pred - target) ** 2))
         hi = (num_classes - 1) if num_classes else None
-        rounded = torch.round(pred.clamp(0, hi) if hi is not None else pred)
-        acc = float((rounded == torch.round(target)).float().mean())
-        return {"accuracy": acc, "mse": mse, "loss": loss}
-    labels = y.argmax(dim=1) if y.ndim == 2 else y
-    acc = float((out.argmax(dim=1) == labels.to(out.device)).float().mean())
-    return {"accuracy": acc, "mse": None, "loss": loss}
+        correct = torch.round(pred.clamp(0, hi) if hi is not None else pred) == torch.round(target)
+    else:
+        labels = y.argmax(dim=1) if y.ndim == 2 else y
+        correct = out.argmax(dim=1) == labels.to(out.device)
+    correct = correct.float()
+    halves = [float(correct[i::2].mean()) if len(correct[i::2]) else None for i in (0, 1)]
+    return {"accuracy": float(correct.mean()), "accuracy_halves": halves, "mse": mse, "loss": loss}
