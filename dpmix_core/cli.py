@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 from dpmix_core.accountants import ACCOUNTANTS, EpsilonResult, MixingSetting, epsilon_all, get_accountant
 from dpmix_core.argtypes import finite_float, positive_int
 from dpmix_core.calibration import calibrate_sigma
+from dpmix_core.release import PRIVATE_NORMALISATION
 
 EXIT_USAGE = 2
 
@@ -70,7 +71,15 @@ def add_setting_arguments(parser: argparse.ArgumentParser, *, with_sigma: bool) 
     group.add_argument("--classes", type=positive_int, help="class-centric mixing over K equal classes")
     group.add_argument("--class-sizes", type=_class_sizes, help="class-centric mixing: sizes N_1,...,N_K")
     parser.add_argument(
-        "--label-may-change", action="store_true", help="class-centric: neighbours may differ in a label"
+        "--features-only", action="store_true",
+        help="class-centric: DP-CDA's reading (a neighbour swaps a record within its class); labels NOT protected. "
+        "Default: replace-one, the record's label protected too",
+    )
+    parser.add_argument("--label-may-change", action="store_true", help=argparse.SUPPRESS)  # the default since v0.2
+    parser.add_argument(
+        "--private-normalisation", action="store_true",
+        help="the release z-scored with statistics of the private data: epsilons are computed for reference "
+        "but no accountant covers the release",
     )
     parser.add_argument("--json", action="store_true", help="print JSON")
 
@@ -83,6 +92,11 @@ def _setting(args: argparse.Namespace, sigma_x: float = 1.0, sigma_y: float = 1.
         class_sizes = (args.n // args.classes,) * args.classes
     if class_sizes is not None and args.n != sum(class_sizes):
         raise CliError(f"class sizes sum to {sum(class_sizes)}, not --n {args.n}")
+    if class_sizes is None and (args.features_only or args.label_may_change):
+        flag = "--features-only" if args.features_only else "--label-may-change"
+        raise CliError(f"{flag} applies to class-centric accounting: give --classes K or --class-sizes")
+    if args.features_only and args.label_may_change:
+        raise CliError("--features-only and --label-may-change contradict each other; pick one")
     return MixingSetting(
         n=args.n,
         l=args.l,
@@ -95,7 +109,8 @@ def _setting(args: argparse.Namespace, sigma_x: float = 1.0, sigma_y: float = 1.
         clip_x=args.clip_x,
         clip_y=args.clip_y,
         class_sizes=class_sizes,
-        label_may_change=args.label_may_change,
+        protect_labels=not args.features_only,
+        not_covered=PRIVATE_NORMALISATION if args.private_normalisation else None,
     )
 
 
@@ -236,7 +251,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
 def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bool = True) -> None:
     """Dataset and mechanism options shared by ``synthesize`` and ``train``."""
     from dpmix_core.datasets import DATASET_NAMES
-    from dpmix_core.synthesis import MECHANISMS
+    from dpmix_core.synthesis import MECHANISMS, PREPROCESSING
 
     src = p.add_mutually_exclusive_group()
     src.add_argument("--dataset", default="embedded", choices=DATASET_NAMES, help="default: embedded MNIST sample")
@@ -251,10 +266,18 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
     p.add_argument("--target-epsilon", type=finite_float, help="calibrate sigma to this epsilon")
     p.add_argument("--accountant", help="accountant used for --target-epsilon")
     p.add_argument("--delta", type=finite_float, default=1e-5)
-    p.add_argument("--preprocessing", choices=["zscore", "unit"], default="zscore", help="class-centric features")
+    p.add_argument("--preprocessing", choices=list(PREPROCESSING), default="unit",
+                   help="class-centric features: unit = [0,1] (thesis §4.2, default); zscore = z-score with PUBLIC "
+                   "constants + L2 clip c (DP-CDA); zscore-private = statistics of the private data (opt-in: "
+                   "no epsilon is then covered)")
     p.add_argument("--clip", type=finite_float, default=1.0, help="class-centric L2 clip c")
-    p.add_argument("--zscore-constants", type=_range_pair, help="class-centric: public MEAN,STD for every feature "
-                   "(default: computed from the private data, which the accountant does not cover)")
+    p.add_argument("--zscore-constants", type=_range_pair, help="class-centric zscore: public MEAN,STD for every "
+                   "feature (default: the built-in dataset's documented constants; uploads must state them)")
+    p.add_argument("--features-only", action="store_true",
+                   help="class-centric: account for DP-CDA's same-class swap; labels NOT protected "
+                   "(default: replace-one, labels protected)")
+    p.add_argument("--public-n", type=positive_int,
+                   help="poisson: the public n that sets the rate m/n (default: the dataset's size, stated as public)")
     p.add_argument("--clip-x", type=finite_float, default=1.0)
     p.add_argument("--clip-y", type=finite_float, default=1.0)
     p.add_argument("--hard-labels", action="store_true", help="class-centric: argmax labels (DP-CDA Eq. 1)")
@@ -287,6 +310,7 @@ def _synthesis_config(args: argparse.Namespace):
         mechanism=args.mechanism, l=args.l, T=args.T, sigma_x=args.sigma_x, sigma_y=args.sigma_y,
         sigma_ratio=args.sigma_ratio, target_epsilon=args.target_epsilon, accountant=args.accountant,
         delta=args.delta, preprocessing=args.preprocessing, clip=args.clip, zscore_constants=args.zscore_constants,
+        protect_labels=not args.features_only, public_n=args.public_n,
         clip_x=args.clip_x, clip_y=args.clip_y, hard_labels=args.hard_labels, clamp_negative=args.clamp_negative,
         label_epsilon=args.label_epsilon, label_task=args.label_task, feature_range=args.feature_range,
         seed=args.seed, device=args.device,

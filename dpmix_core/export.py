@@ -58,6 +58,9 @@ def privacy_card(synthesis: Synthesis) -> dict:
         "caveats": list(data.notes) + list(_GENERAL_CAVEATS),
     }
     if isinstance(release, MixingRelease):
+        card["protects"] = release.protects.value
+        card["covered"] = release.covered
+        card["caveats"] = list(release.caveats()) + card["caveats"]
         for acc in applicable_accountants(release):
             card["epsilons"].append(acc.epsilon(release, config.delta).to_json())
         if any(not e["upper_bound"] for e in card["epsilons"]):

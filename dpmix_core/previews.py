@@ -8,7 +8,6 @@ import numpy as np
 
 from dpmix_core.accountants import EpsilonResult, applicable_accountants
 from dpmix_core.datasets import Dataset
-from dpmix_core.mechanisms.mixing import ZSCORE_CAVEAT
 from dpmix_core.synthesis import SynthesisConfig, planned_release, resolve_sigma, synthesize
 
 __all__ = ["ClassPreview", "MixingPreview", "PREVIEW_MECHANISMS", "mixing_preview"]
@@ -89,5 +88,5 @@ def mixing_preview(
         "Released points are shown clipped to [0, 1]." if unit
         else "Features are z-scored/clipped, so each image is min-max scaled for display."
     )
-    caveats = tuple(note for note in release.notes if note == ZSCORE_CAVEAT)
+    caveats = release.caveats()
     return MixingPreview(tuple(previews), epsilons, config, noisy.notes, caveats, display_note)

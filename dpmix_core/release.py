@@ -17,6 +17,8 @@ import dp_accounting
 
 __all__ = [
     "Adjacency",
+    "Protects",
+    "PRIVATE_NORMALISATION",
     "Sampling",
     "NormBound",
     "DataBounds",
@@ -37,6 +39,18 @@ class Adjacency(str, enum.Enum):
 
     REPLACE_ONE = "replace-one"  # n public; one record swapped
     ADD_REMOVE_ONE = "add/remove-one"  # one record added or removed
+
+
+class Protects(str, enum.Enum):
+    """What of a record the neighbouring relation may change, hence what the epsilon protects."""
+
+    FEATURES_AND_LABELS = "features and labels"  # the record may change entirely (label included)
+    FEATURES_ONLY = "features only; labels not protected"  # DP-CDA's same-class swap
+
+
+# Why no accountant covers a release whose normalisation constants were computed from the private data:
+# one record then moves every released point (other classes too), not only the points that contain it.
+PRIVATE_NORMALISATION = "normalisation constants computed from the private data"
 
 
 @dataclass(frozen=True)
@@ -107,8 +121,16 @@ class MixingRelease:
     """T synthetic points, each a mean of l records plus N(0, sigma_x^2 I), N(0, sigma_y^2 I).
 
     For Poisson sampling ``mix_degree`` is the expected batch size m (the sum is
-    divided by m, DPFMix Alg. 1). ``sigma_x``/``sigma_y`` are the noise standard
-    deviations on the released averages; 0 means no noise.
+    divided by m, DPFMix Alg. 1) and ``n`` is the *stated, public* n that sets the
+    rate m/n (under add/remove adjacency the true n is private, so the mechanism
+    must use this stated value too). ``sigma_x``/``sigma_y`` are the noise
+    standard deviations on the released averages; 0 means no noise.
+
+    ``protects`` says what the neighbouring relation may change (labels included
+    or not). ``not_covered`` is set when something the release did lies outside
+    every accountant's assumptions (e.g. z-scoring with statistics of the private
+    data): its epsilons are then computed for reference but never labelled an
+    upper bound.
     """
 
     n: int
@@ -120,6 +142,8 @@ class MixingRelease:
     adjacency: Adjacency
     bounds: DataBounds
     notes: tuple[str, ...] = field(default=())
+    protects: Protects = Protects.FEATURES_AND_LABELS
+    not_covered: str | None = None
 
     def __post_init__(self) -> None:
         _check_positive_int("n", self.n)
@@ -135,6 +159,24 @@ class MixingRelease:
             raise ValueError(f"Unknown sampling scheme {self.sampling!r}.")
         if not isinstance(self.adjacency, Adjacency):
             raise ValueError(f"Unknown adjacency {self.adjacency!r}.")
+        if not isinstance(self.protects, Protects):
+            raise ValueError(f"Unknown protection {self.protects!r}.")
+        if self.not_covered is not None and not (isinstance(self.not_covered, str) and self.not_covered.strip()):
+            raise ValueError(f"not_covered must be None or a reason. Found {self.not_covered!r}.")
+
+    @property
+    def covered(self) -> bool:
+        """True when the accountants' assumptions hold for what was released."""
+        return self.not_covered is None
+
+    def caveats(self) -> tuple[str, ...]:
+        """Plain-language lines every display of this release's epsilon must carry (empty when none apply)."""
+        out = []
+        if self.not_covered is not None:
+            out.append(f"not covered: {self.not_covered}; no epsilon shown for this release is an upper bound")
+        if self.protects is not Protects.FEATURES_AND_LABELS:
+            out.append(f"epsilon protects {self.protects.value} (a neighbour swaps a record within its class)")
+        return tuple(out)
 
     @property
     def sampling_rate(self) -> float:
@@ -188,10 +230,15 @@ class MixingRelease:
     def describe(self) -> str:
         """One line a person can read: sampling, adjacency, bounds, sizes."""
         l_name = "m" if self.sampling is Sampling.POISSON else "l"
-        return (
-            f"{self.sampling.value} sampling ({l_name}={self.mix_degree} of n={self.n}), "
-            f"{self.adjacency.value} adjacency, {self.bounds.describe()}, T={self.num_points}"
+        n_name = "public n" if self.sampling is Sampling.POISSON else "n"
+        text = (
+            f"{self.sampling.value} sampling ({l_name}={self.mix_degree} of {n_name}={self.n}), "
+            f"{self.adjacency.value} adjacency protecting {self.protects.value}, {self.bounds.describe()}, "
+            f"T={self.num_points}"
         )
+        if self.not_covered is not None:
+            text += f"; NOT COVERED by any accountant: {self.not_covered}"
+        return text
 
 
 def class_centric_release(
@@ -202,22 +249,36 @@ def class_centric_release(
     sigma_x: float,
     sigma_y: float,
     bounds: DataBounds,
-    label_may_change: bool = False,
+    protect_labels: bool = True,
+    not_covered: str | None = None,
 ) -> MixingRelease:
-    """Conservative accounting view of class-centric mixing (thesis §4.2, DP-CDA Alg. 1).
+    """Accounting view of class-centric mixing (thesis §4.2, DP-CDA Alg. 1).
 
     Each class k is mixed separately: T_k = floor(T/K) points, each the mean of l
-    distinct records from the N_k records of class k. Class sizes are treated as
+    distinct records from the N_k records of class k; class sizes are treated as
     public. We account for the smallest pool N_min = min_k N_k (largest sampling
-    rate l/N_min, hence the largest per-point privacy loss) and count how many
-    releases one record can touch:
+    rate l/N_min, hence the largest per-point privacy loss).
 
-    * label-preserving replace-one (a record is swapped for another record of the
-      same class): only its own class's T_k points, with gamma = l/N_min;
-    * label-changing replace-one: the old and the new class are both affected, so
-      up to 2*T_k points, and the smaller pool loses a record: gamma = l/(N_min - 1).
-      This treats each affected pool as a replace-one neighbour, which is the
-      conservative reading we document; it is not a theorem of either paper.
+    ``protect_labels=True`` (the default): full replace-one adjacency, the
+    record's label may change too. Accounted as T' = 2*T_k without-replacement
+    releases at pool n' = N_min - 1. Proof: let r (class a) become r' (class b).
+    Classes other than a, b are unchanged and their points have the same law.
+    Class a's pool loses r: with gamma = l/N_a the output on the larger pool is
+    (1-gamma) A + gamma B, where A is the output on the pool without r and B
+    mixes r with l-1 others; B is a coupling of replace-one neighbours of A's
+    components (shift <= diameter/l). Writing A = (1-gamma) A + gamma A, the pair
+    is an instance of the replace-one without-replacement structure of WBK 2019
+    (Thm. 9/27: mixtures (1-gamma) M0 + gamma M1 vs (1-gamma) M0 + gamma M1' whose
+    components are pairwise neighbours) at rate gamma = l/N_a; class b (gaining
+    r') is the same with the roles exchanged, rate l/(N_b + 1). Both rates are at
+    most l/(N_min - 1) for every pair in which the stated sizes belong to either
+    dataset (the shrunk class has >= N_min - 1 records), the bounds are monotone
+    in gamma, and the two classes' points are independent: 2*T_k compositions.
+    Tested in tests/test_privacy_defaults.py.
+
+    ``protect_labels=False``: DP-CDA's reading, a neighbour swaps a record for
+    another of the same class, so only the class's T_k points move, gamma =
+    l/N_min. The record's label is not protected and every epsilon says so.
 
     Using (n, T) instead, as a naive reading would, understates the sampling
     rate K-fold and is not what the mechanism does.
@@ -226,17 +287,20 @@ def class_centric_release(
         raise ValueError("class_sizes must list at least one class.")
     for size in class_sizes:
         _check_positive_int("class size", size)
+    if not isinstance(protect_labels, bool):
+        raise ValueError(f"protect_labels must be True or False. Found {protect_labels!r}.")
     k = len(class_sizes)
     _check_positive_int("T (number of synthetic points)", num_points)
     per_class = num_points // k
     if per_class < 1:
         raise ValueError(f"T={num_points} gives no point per class for K={k} classes.")
     pool = min(class_sizes)
-    if mix_degree > pool - (1 if label_may_change else 0):
+    if mix_degree > pool - (1 if protect_labels else 0):
+        need = "l <= N_min - 1 when labels are protected" if protect_labels else "l <= N_k"
         raise ValueError(
-            f"l={mix_degree} exceeds the smallest class ({pool} records); class-centric mixing needs l <= N_k."
+            f"l={mix_degree} is too large for the smallest class ({pool} records); class-centric mixing needs {need}."
         )
-    if label_may_change:
+    if protect_labels:
         return MixingRelease(
             n=pool - 1,
             mix_degree=mix_degree,
@@ -247,9 +311,11 @@ def class_centric_release(
             adjacency=Adjacency.REPLACE_ONE,
             bounds=bounds,
             notes=(
-                f"class-centric, K={k}: a label-changing swap touches 2*T_k={2 * per_class} points; "
-                f"pool N_min-1={pool - 1} (conservative reading, not a published theorem)",
+                f"class-centric, K={k}: replacing a record (label included) touches the 2*T_k={2 * per_class} "
+                f"points of its old and new class; pool N_min-1={pool - 1} (class sizes stated as public)",
             ),
+            protects=Protects.FEATURES_AND_LABELS,
+            not_covered=not_covered,
         )
     return MixingRelease(
         n=pool,
@@ -261,8 +327,11 @@ def class_centric_release(
         adjacency=Adjacency.REPLACE_ONE,
         bounds=bounds,
         notes=(
-            f"class-centric, K={k}: a same-class swap touches T_k={per_class} points; pool N_min={pool}",
+            f"class-centric, K={k}: a same-class swap touches T_k={per_class} points; pool N_min={pool} "
+            "(DP-CDA's reading: the record's label is not protected)",
         ),
+        protects=Protects.FEATURES_ONLY,
+        not_covered=not_covered,
     )
 
 

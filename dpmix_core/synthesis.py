@@ -9,7 +9,7 @@ import numpy as np
 
 from dpmix_core.accountants import get_accountant
 from dpmix_core.calibration import calibrate_sigma
-from dpmix_core.datasets import Dataset
+from dpmix_core.datasets import Dataset, public_zscore_constants
 from dpmix_core.mechanisms import (
     ClassCentricParams,
     DPMixParams,
@@ -21,10 +21,19 @@ from dpmix_core.mechanisms import (
     local_perturbation,
     poisson_mix,
 )
-from dpmix_core.mechanisms.mixing import ZSCORE_CAVEAT
+from dpmix_core.mechanisms.mixing import PREPROCESSING
 from dpmix_core.release import MixingRelease
 
-__all__ = ["MECHANISMS", "SynthesisConfig", "Synthesis", "synthesize", "planned_release", "resolve_sigma"]
+__all__ = [
+    "MECHANISMS",
+    "PREPROCESSING",
+    "SynthesisConfig",
+    "Synthesis",
+    "synthesize",
+    "planned_release",
+    "resolve_preprocessing",
+    "resolve_sigma",
+]
 
 MECHANISMS = ("dpmix", "class-centric", "poisson", "local", "label-laplace")
 
@@ -42,9 +51,11 @@ class SynthesisConfig:
     target_epsilon: float | None = None  # calibrate sigma to this with `accountant`
     accountant: str | None = None
     delta: float = 1e-5
-    preprocessing: str = "zscore"  # class-centric: "zscore" (DP-CDA) or "unit" (thesis)
+    preprocessing: str = "unit"  # class-centric: "unit" (thesis), "zscore" (DP-CDA, public constants), "zscore-private"
     clip: float = 1.0  # class-centric c
-    zscore_constants: tuple[float, float] | None = None  # public (mean, std) for every feature; None: from the data
+    zscore_constants: tuple[float, float] | None = None  # public (mean, std) for every feature ("zscore")
+    protect_labels: bool = True  # class-centric: replace-one incl. labels; False: same-class swap (features only)
+    public_n: int | None = None  # Poisson: the stated n that sets the rate m/n; None: the dataset's size
     clip_x: float = 1.0  # Poisson Cx
     clip_y: float = 1.0  # Poisson Cy
     hard_labels: bool = False
@@ -65,8 +76,27 @@ class SynthesisConfig:
                 raise ValueError("Give sigma_x (and sigma_y), or a target epsilon with an accountant.")
         elif self.accountant is None:
             raise ValueError("A target epsilon needs an accountant to calibrate with (e.g. rdp-wor, pld-poisson).")
-        if self.zscore_constants is not None and not self.zscore_constants[1] > 0:
-            raise ValueError(f"z-score std must be positive. Found {self.zscore_constants[1]}.")
+        if self.preprocessing not in PREPROCESSING:
+            raise ValueError(f"preprocessing must be one of {', '.join(PREPROCESSING)}. Found {self.preprocessing!r}.")
+        if self.zscore_constants is not None:
+            if self.preprocessing != "zscore":
+                raise ValueError(
+                    f"z-score constants apply to preprocessing 'zscore' only (found {self.preprocessing!r})."
+                )
+            if not self.zscore_constants[1] > 0:
+                raise ValueError(f"z-score std must be positive. Found {self.zscore_constants[1]}.")
+        if not isinstance(self.protect_labels, bool):
+            raise ValueError(f"protect_labels must be True or False. Found {self.protect_labels!r}.")
+        if not self.protect_labels and self.mechanism != "class-centric":
+            raise ValueError(
+                f"{self.mechanism}'s accounting always protects labels; a features-only reading "
+                "(same-class swap) exists for class-centric mixing only."
+            )
+        if self.public_n is not None:
+            if isinstance(self.public_n, bool) or not isinstance(self.public_n, int) or self.public_n < 1:
+                raise ValueError(f"public n must be a positive integer. Found {self.public_n!r}.")
+            if self.mechanism != "poisson":
+                raise ValueError("a stated public n sets the Poisson rate m/n; it applies to mechanism 'poisson' only.")
         if not (math.isfinite(self.sigma_ratio) and self.sigma_ratio > 0):
             raise ValueError(f"sigma ratio lambda must be positive. Found {self.sigma_ratio}.")
 
@@ -93,22 +123,39 @@ def _params(config: SynthesisConfig, sigma_x: float, sigma_y: float):
                            clamp_negative=config.clamp_negative)
     if config.mechanism == "class-centric":
         return ClassCentricParams(mix_degree=config.l, num_points=config.T, sigma_x=sigma_x, sigma_y=sigma_y,
-                                  preprocessing=config.preprocessing, clip=config.clip, hard_labels=config.hard_labels)
+                                  preprocessing=config.preprocessing, clip=config.clip, hard_labels=config.hard_labels,
+                                  protect_labels=config.protect_labels)
     return PoissonMixParams(mix_degree=config.l, num_points=config.T, sigma_x=sigma_x, sigma_y=sigma_y,
-                            clip_x=config.clip_x, clip_y=config.clip_y)
+                            clip_x=config.clip_x, clip_y=config.clip_y, public_n=config.public_n)
+
+
+def resolve_preprocessing(config: SynthesisConfig, dataset_name: str) -> SynthesisConfig:
+    """The config with explicit public z-score constants: "zscore" without them takes the dataset's documented ones.
+
+    Raises ValueError when the dataset has none (uploads): the user must state
+    public constants, or opt in to "zscore-private" (never covered).
+    """
+    if config.mechanism != "class-centric" or config.preprocessing != "zscore" or config.zscore_constants is not None:
+        return config
+    constants = public_zscore_constants(dataset_name)
+    if constants is None:
+        raise ValueError(
+            f"z-scoring {dataset_name!r} needs public constants: give a mean and std that do not depend on the "
+            "private data (e.g. --zscore-constants MEAN,STD), use [0,1] features (preprocessing 'unit'), or opt in "
+            "to 'zscore-private' (statistics of the private data; then no epsilon is covered)."
+        )
+    return replace(config, zscore_constants=constants)
 
 
 def planned_release(config: SynthesisConfig, dataset: Dataset) -> MixingRelease:
     """The release the mechanism will make on this dataset (before any data is touched)."""
+    config = resolve_preprocessing(config, dataset.name)
     sx, sy = _sigmas(config)
     params = _params(config, sx, sy)
     d, k = dataset.feature_dim, dataset.num_classes
     if isinstance(params, ClassCentricParams):
         counts = tuple(int(c) for c in dataset.class_counts())
-        release = params.release(class_sizes=counts, dx=d, dy=k)
-        if params.preprocessing == "zscore" and config.zscore_constants is None:
-            release = replace(release, notes=release.notes + (ZSCORE_CAVEAT,))
-        return release
+        return params.release(class_sizes=counts, dx=d, dy=k)
     if isinstance(params, PoissonMixParams):
         return params.release(n=dataset.n_train)
     return params.release(n=dataset.n_train, dx=d, dy=k)
@@ -118,6 +165,7 @@ def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
     """The config with explicit sigmas: a target epsilon is calibrated on the exact release for this dataset."""
     if config.mechanism == "label-laplace":
         return config
+    config = resolve_preprocessing(config, dataset.name)
     if config.target_epsilon is not None:
         cal = calibrate_sigma(get_accountant(config.accountant), planned_release(config, dataset),
                               target_epsilon=config.target_epsilon, delta=config.delta, sigma_ratio=config.sigma_ratio)

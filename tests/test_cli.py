@@ -62,7 +62,15 @@ def test_text_output_names_guarantee(capsys):
 
 def test_class_centric_options(capsys):
     code, out, _ = run(capsys, "epsilon", "--accountant", "lee2019", *BASE, *SIGMA, "--classes", "10", "--json")
-    assert code == 0 and "T_k=1000" in json.loads(out)["assumptions"]
+    result = json.loads(out)
+    assert code == 0 and "2*T_k=2000" in result["assumptions"] and result["guarantee"] == "rigorous upper bound"
+    code, out, _ = run(capsys, "epsilon", "--accountant", "lee2019", *BASE, *SIGMA, "--classes", "10",
+                       "--features-only", "--json")
+    result = json.loads(out)
+    assert code == 0 and "T_k=1000" in result["assumptions"]
+    assert result["guarantee"] == "rigorous upper bound (features only; labels not protected)"
+    code, _, err = run(capsys, "epsilon", "--accountant", "lee2019", *BASE, *SIGMA, "--features-only")
+    assert code == 2 and "--classes" in err
 
 
 @pytest.mark.parametrize(

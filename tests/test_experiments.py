@@ -29,7 +29,7 @@ MIX = RunConfig(
 CONFIGS = [
     MIX,
     RunConfig("mixing", synthesis=SynthesisConfig("class-centric", l=4, T=600, sigma_x=0.5, hard_labels=True,
-                                                  zscore_constants=(33.3, 78.6)), model="dpcda-cnn"),
+                                                  preprocessing="zscore", zscore_constants=(33.3, 78.6)), model="dpcda-cnn"),
     RunConfig("mixing", features="scattering", synthesis=SynthesisConfig("poisson", l=64, T=600, sigma_x=0.1),
               model="scatter-linear", loss="gkl", input_norm="rms", train_limit=500, test_limit=100),
     RunConfig("non-private", model="linear", loss="mse", optimizer="sgd", momentum=0.5),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import math
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -281,14 +283,19 @@ def test_class_centric_points_are_pure():
 
 def test_class_centric_zscore_clip_and_caveat():
     X, y = _data(n=90, d=8, k=3)
-    params = ClassCentricParams(mix_degree=6, num_points=30, sigma_x=0, sigma_y=0, clip=0.5)
+    params = ClassCentricParams(mix_degree=6, num_points=30, sigma_x=0, sigma_y=0, clip=0.5,
+                                preprocessing="zscore-private")
     out = class_centric_mix(X, y, num_classes=3, params=params, seed=0)
     assert (np.linalg.norm(out.x, axis=1) <= 0.5 + 1e-5).all()  # mean of vectors clipped to ||x|| <= c
-    caveat = "z-score statistics computed from the private data are not covered by the accountant"
-    assert any(caveat in s for s in out.notes) and caveat in out.release.notes  # shown next to every epsilon
-    assert caveat in get_accountant("dpcda").epsilon(out.release, 1e-5).assumptions
-    public = class_centric_mix(X, y, num_classes=3, params=params, mean=np.full(8, 127.5), std=np.full(8, 74.0), seed=0)
-    assert not any("not covered" in s for s in public.notes + public.release.notes)
+    assert any("not covered" in s for s in out.notes) and not out.release.covered
+    result = get_accountant("dpcda").epsilon(out.release, 1e-5)
+    assert not result.upper_bound and result.guarantee.startswith("not covered: normalisation constants")
+    public_params = replace(params, preprocessing="zscore")
+    public = class_centric_mix(X, y, num_classes=3, params=public_params, mean=np.full(8, 127.5),
+                               std=np.full(8, 74.0), seed=0)
+    assert not any("not covered" in s for s in public.notes + public.release.notes) and public.release.covered
+    with pytest.raises(ValueError, match="needs public mean and std"):
+        class_centric_mix(X, y, num_classes=3, params=public_params, seed=0)
 
 
 def test_class_centric_hard_labels_and_determinism():
@@ -313,7 +320,8 @@ def test_class_centric_release(preprocessing):
     assert r == class_centric_release(
         class_sizes=(30, 30, 30), mix_degree=6, num_points=30, sigma_x=0.4, sigma_y=0.5, bounds=bounds
     )
-    assert (r.n, r.num_points, r.sampling, r.adjacency) == (30, 10, Sampling.WITHOUT_REPLACEMENT, Adjacency.REPLACE_ONE)
+    # labels protected by default: 2*T_k points of a pool of N_min - 1 (see class_centric_release)
+    assert (r.n, r.num_points, r.sampling, r.adjacency) == (29, 20, Sampling.WITHOUT_REPLACEMENT, Adjacency.REPLACE_ONE)
     assert _names(r) == WOR_ACCOUNTANTS
     if preprocessing == "zscore":
         setting = MixingSetting(
@@ -414,8 +422,11 @@ def test_class_smaller_than_l_is_named():
     small = ClassCentricParams(mix_degree=3, num_points=30, sigma_x=0.1, sigma_y=0.1)
     with pytest.raises(ValueError, match="class 3 has 0 records"):
         class_centric_mix(X, y, num_classes=4, params=small)
+    with pytest.raises(ValueError, match="needs l <= N_min - 1 when labels are protected"):
+        class_centric_mix(X, y, num_classes=3, params=small)  # the neighbour's class 2 has only 2 records
+    zscore = ClassCentricParams(mix_degree=2, num_points=30, sigma_x=0.1, sigma_y=0.1, preprocessing="zscore")
     with pytest.raises(ValueError, match="mean must have shape \\(4,\\)"):
-        class_centric_mix(X, y, num_classes=3, params=small, mean=np.zeros(3))
+        class_centric_mix(X, y, num_classes=3, params=zscore, mean=np.zeros(3), std=np.ones(4))
 
 
 def test_device_auto_and_unavailable_cuda():

@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
-from dpmix_core.release import Adjacency, DataBounds, MixingRelease, Sampling
+from dpmix_core.release import Adjacency, DataBounds, MixingRelease, Protects, Sampling
 
 __all__ = ["Accountant", "EpsilonResult", "MixingSetting", "UnsupportedReleaseError", "ENORMOUS_EPSILON"]
 
@@ -26,7 +26,12 @@ class MixingSetting:
     Each accountant turns this into the release its paper analyses
     (:meth:`Accountant.release_for`). For Poisson accountants ``l`` is the
     expected batch size m. ``class_sizes`` switches the without-replacement
-    accountants to class-centric accounting (see ``class_centric_release``).
+    accountants to class-centric accounting (see ``class_centric_release``);
+    ``protect_labels`` (default True: replace-one, labels included) chooses its
+    neighbouring relation, False is DP-CDA's same-class swap (features only).
+    ``not_covered`` names what puts the release outside every accountant's
+    assumptions (e.g. normalisation from the private data); its epsilons are
+    then never labelled upper bounds.
     """
 
     n: int
@@ -40,7 +45,8 @@ class MixingSetting:
     clip_x: float = 1.0
     clip_y: float = 1.0
     class_sizes: tuple[int, ...] | None = None
-    label_may_change: bool = False
+    protect_labels: bool = True
+    not_covered: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("n", "l", "T", "dx", "dy"):
@@ -59,6 +65,12 @@ class MixingSetting:
                 raise ValueError(f"{name} must be a positive finite number. Found {value}.")
         if self.class_sizes is not None and sum(self.class_sizes) != self.n:
             raise ValueError(f"class sizes sum to {sum(self.class_sizes)}, not n={self.n}.")
+        if not isinstance(self.protect_labels, bool):
+            raise ValueError(f"protect_labels must be True or False. Found {self.protect_labels!r}.")
+        if not self.protect_labels and self.class_sizes is None:
+            raise ValueError(
+                "Leaving labels unprotected (a same-class swap) only applies to class-centric mixing: give class sizes."
+            )
 
 
 @dataclass(frozen=True)
@@ -76,10 +88,19 @@ class EpsilonResult:
     order: float | None = None
     reason: str | None = None
     details: tuple[tuple[str, float], ...] = field(default=())
+    protects: str = Protects.FEATURES_AND_LABELS.value
+    not_covered: str | None = None
 
     @property
     def guarantee(self) -> str:
-        return "rigorous upper bound" if self.upper_bound else "approximation (not an upper bound)"
+        """How to read the number: a rigorous bound (and of what), an approximation, or not covered at all."""
+        if self.not_covered is not None:
+            return f"not covered: {self.not_covered}"
+        if not self.upper_bound:
+            return "approximation (not an upper bound)"
+        if self.protects != Protects.FEATURES_AND_LABELS.value:
+            return f"rigorous upper bound ({self.protects})"
+        return "rigorous upper bound"
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict; infinite numbers become the string "inf"."""
@@ -125,7 +146,8 @@ class Accountant(ABC):
                 sigma_x=setting.sigma_x,
                 sigma_y=setting.sigma_y,
                 bounds=bounds,
-                label_may_change=setting.label_may_change,
+                protect_labels=setting.protect_labels,
+                not_covered=setting.not_covered,
             )
         return MixingRelease(
             n=setting.n,
@@ -136,6 +158,7 @@ class Accountant(ABC):
             sampling=self.sampling,
             adjacency=self.adjacency,
             bounds=bounds,
+            not_covered=setting.not_covered,
         )
 
     def supports(self, release: MixingRelease) -> bool:
@@ -174,7 +197,7 @@ class Accountant(ABC):
             accountant=self.name,
             epsilon=float(epsilon),
             delta=delta,
-            upper_bound=self.rigorous,
+            upper_bound=self.rigorous and release.covered,
             sampling=release.sampling.value,
             adjacency=release.adjacency.value,
             assumptions=assumptions,
@@ -182,6 +205,8 @@ class Accountant(ABC):
             order=kw.get("order"),
             reason=kw.get("reason"),
             details=kw.get("details", ()),
+            protects=release.protects.value,
+            not_covered=release.not_covered,
         )
 
 

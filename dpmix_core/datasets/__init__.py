@@ -18,13 +18,23 @@ from dpmix_core.datasets.base import (
     DatasetUnavailableError,
     check_class_sizes,
 )
-from dpmix_core.datasets.catalog import DATASET_NAMES, MIRRORS, cache_dir, default_dataset, load_dataset
+from dpmix_core.datasets.catalog import (
+    DATASET_NAMES,
+    MIRRORS,
+    PUBLIC_ZSCORE_CONSTANTS,
+    cache_dir,
+    default_dataset,
+    load_dataset,
+    public_zscore_constants,
+)
 from dpmix_core.datasets.download import Mirror, Progress, RemoteFile
 from dpmix_core.datasets.embedded import load_embedded
 from dpmix_core.datasets.user import load_user_data
 
 __all__ = [
     "DATASET_NAMES",
+    "PUBLIC_ZSCORE_CONSTANTS",
+    "public_zscore_constants",
     "MIRRORS",
     "ChecksumMismatchError",
     "Dataset",

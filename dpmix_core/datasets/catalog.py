@@ -243,3 +243,20 @@ def default_dataset(data_dir: str | Path | None = None) -> Dataset:
         return load_dataset("mnist", data_dir=data_dir, download=False)
     except DatasetUnavailableError:
         return load_embedded()
+
+
+# Published normalisation constants (mean, std over all pixels, in 0..255 pixel units) of the built-in
+# datasets: the values of the PyTorch/torchvision examples (MNIST 0.1307/0.3081, Fashion-MNIST 0.2860/0.3530,
+# CIFAR-10 0.4734/0.2516 on [0,1]), times 255. They are fixed numbers that do not depend on the copy of the data
+# being released, so z-scoring with them is a public, data-independent map the accountants cover.
+PUBLIC_ZSCORE_CONSTANTS: dict[str, tuple[float, float]] = {
+    "mnist": (0.1307 * 255, 0.3081 * 255),
+    "embedded": (0.1307 * 255, 0.3081 * 255),  # a sample of MNIST's training digits
+    "fashion-mnist": (0.2860 * 255, 0.3530 * 255),
+    "cifar10": (0.4734 * 255, 0.2516 * 255),
+}
+
+
+def public_zscore_constants(name: str) -> tuple[float, float] | None:
+    """The documented public (mean, std) for a built-in dataset's pixels, or None (uploads: the user states them)."""
+    return PUBLIC_ZSCORE_CONSTANTS.get(name.strip().lower())

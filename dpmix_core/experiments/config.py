@@ -22,7 +22,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from dpmix_core.datasets import DATASET_NAMES
-from dpmix_core.synthesis import MECHANISMS, SynthesisConfig
+from dpmix_core.synthesis import MECHANISMS, SynthesisConfig, resolve_preprocessing
 from dpmix_core.training.names import (
     BATCHNORM_MODELS,
     DPSGD_ACCOUNTANTS,
@@ -35,12 +35,70 @@ from dpmix_core.training.names import (
     SCHEDULES,
 )
 
-__all__ = ["RunConfig", "run_key", "NON_IDENTITY_FIELDS", "synthesis_from_dict"]
+__all__ = [
+    "RunConfig",
+    "run_key",
+    "NON_IDENTITY_FIELDS",
+    "identity_synthesis",
+    "synthesis_from_dict",
+    "upgrade_v1_synthesis",
+]
 
 NON_IDENTITY_FIELDS = ("device", "data_dir", "label")
 _RUN_OWNED_SYNTHESIS_FIELDS = ("seed", "device")  # set by the run, not stored in the nested dict
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 _SYNTHESIS_TUPLES = ("zscore_constants", "feature_range")
+
+# The synthesis fields as stored by v0.1 (before public-constant z-scoring and label protection were explicit).
+# A stored synthesis dict with exactly these keys was written by v0.1's to_dict and keeps v0.1's meaning:
+# class-centric "zscore" without constants used the private data's statistics, and its accounting was the
+# same-class swap (labels not protected). See upgrade_v1_synthesis.
+_V1_SYNTHESIS_KEYS = frozenset({
+    "mechanism", "l", "T", "sigma_x", "sigma_y", "sigma_ratio", "target_epsilon", "accountant", "delta",
+    "preprocessing", "clip", "zscore_constants", "clip_x", "clip_y", "hard_labels", "clamp_negative",
+    "label_epsilon", "label_task", "feature_range",
+})
+# Fields a mechanism ignores keep v0.1's default in a run's identity, so stored keys never change.
+_V1_IGNORED_DEFAULTS = {"preprocessing": "zscore"}
+
+
+def upgrade_v1_synthesis(d: dict) -> dict:
+    """A v0.1 stored synthesis dict in today's spelling, with the meaning it had when it was written.
+
+    v0.1 released class-centric "zscore" without constants with the private
+    data's mean/std (today: "zscore-private", never covered) and accounted for
+    a same-class swap (today: ``protect_labels=False``). Reading such a row with
+    today's defaults would relabel it as covered and label-protecting; this
+    keeps old results honest. Other dicts are returned unchanged.
+    """
+    if set(d) - {"seed", "device"} != _V1_SYNTHESIS_KEYS or d.get("mechanism") != "class-centric":
+        return d
+    out = dict(d, protect_labels=False)
+    if out.get("preprocessing") == "zscore" and out.get("zscore_constants") is None:
+        out["preprocessing"] = "zscore-private"
+    return out
+
+
+def identity_synthesis(syn: dict) -> dict:
+    """The synthesis part of a run's identity, spelled as v0.1 spelled it wherever the release is the same.
+
+    New fields are left out while they hold the value that reproduces v0.1
+    (``public_n`` None; ``protect_labels`` on mechanisms that ignore it or
+    False for class-centric), fields a mechanism ignores keep v0.1's default,
+    and "zscore-private" is v0.1's "zscore" without constants: keys of stored
+    runs stay valid, and a release that differs gets a new key.
+    """
+    out = dict(syn)
+    mechanism = out.get("mechanism")
+    if out.get("public_n") is None:
+        out.pop("public_n", None)
+    if mechanism != "class-centric" or out.get("protect_labels") is False:
+        out.pop("protect_labels", None)
+    if mechanism != "class-centric":
+        out.update({k: v for k, v in _V1_IGNORED_DEFAULTS.items() if k in out})
+    elif out.get("preprocessing") == "zscore-private":
+        out["preprocessing"] = "zscore"
+    return out
 
 
 def _is_int(value: object) -> bool:
@@ -63,6 +121,7 @@ def synthesis_from_dict(d: dict) -> SynthesisConfig:
     """A SynthesisConfig from its JSON form (lists -> tuples, "inf" -> inf); unknown keys are a ValueError."""
     if not isinstance(d, dict):
         raise ValueError(f"synthesis must be a table/dict of SynthesisConfig fields. Found {type(d).__name__}.")
+    d = upgrade_v1_synthesis(d)
     _reject_unknown_keys(d, SynthesisConfig, "synthesis")
     if "mechanism" not in d:
         raise ValueError("synthesis needs a mechanism (one of: " + ", ".join(MECHANISMS) + ").")
@@ -211,6 +270,13 @@ class RunConfig:
                 raise ValueError(
                     f"method 'label-laplace' needs synthesis.mechanism 'label-laplace'. Found {syn.mechanism!r}."
                 )
+            if syn.mechanism == "class-centric" and syn.preprocessing == "zscore" and syn.zscore_constants is None:
+                if self.features != "pixels":
+                    raise ValueError(
+                        "z-scoring scattering features needs public constants (zscore_constants); the datasets' "
+                        "documented constants are for pixels. Use preprocessing 'unit' with feature_range, or 'poisson'."
+                    )
+                syn = resolve_preprocessing(syn, self.dataset)
             set_("synthesis", replace(_normalised_synthesis(syn), seed=self.seed, device="cpu"))
         elif syn is not None:
             raise ValueError(
@@ -266,7 +332,7 @@ class RunConfig:
             if unbounded and syn.feature_range is None:
                 raise ValueError(
                     f"mechanism {syn.mechanism!r} scales features to [0,1] with public bounds, which scattering "
-                    "features lack: use 'poisson' (clips ||x|| <= Cx), class-centric with preprocessing 'zscore', "
+                    "features lack: use 'poisson' (clips ||x|| <= Cx), class-centric 'zscore' with public zscore_constants, "
                     "or set feature_range."
                 )
 
@@ -327,6 +393,8 @@ class RunConfig:
         d = self.to_dict()
         for key in NON_IDENTITY_FIELDS:
             d.pop(key)
+        if d.get("synthesis") is not None:
+            d["synthesis"] = identity_synthesis(d["synthesis"])
         if self.method != "dp-sgd":
             for key in ("dpsgd_epsilon", "dpsgd_delta", "dpsgd_clip", "dpsgd_accountant"):
                 d.pop(key)

@@ -13,7 +13,7 @@ sampling, gather-and-sum, noise) is in :mod:`._engine` / :mod:`.sampling`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,7 +34,14 @@ from dpmix_core.mechanisms._engine import (
 )
 from dpmix_core.mechanisms.outputs import SyntheticData
 from dpmix_core.mechanisms.sampling import index_dtype, sample_mixture_indices, sample_poisson_batches
-from dpmix_core.release import Adjacency, DataBounds, MixingRelease, Sampling, class_centric_release
+from dpmix_core.release import (
+    PRIVATE_NORMALISATION,
+    Adjacency,
+    DataBounds,
+    MixingRelease,
+    Sampling,
+    class_centric_release,
+)
 
 __all__ = [
     "PREPROCESSING",
@@ -48,8 +55,10 @@ __all__ = [
     "poisson_mix",
 ]
 
-PREPROCESSING = ("zscore", "unit")
-ZSCORE_CAVEAT = "z-score statistics computed from the private data are not covered by the accountant"
+# "unit": [0,1] features (thesis §4.2); "zscore": z-score with *public* mean/std, then clip (DP-CDA);
+# "zscore-private": z-score with the private data's own statistics -- an explicit opt-in no accountant covers.
+PREPROCESSING = ("unit", "zscore", "zscore-private")
+ZSCORE_CAVEAT = f"not covered: {PRIVATE_NORMALISATION}"
 _EXACT_UINT8_SUM = 2**24 // 255  # l uint8 values sum exactly in float32 while 255*l <= 2^24
 
 
@@ -97,10 +106,10 @@ class ClassCentricParams:
     num_points: int  # T (floor(T/K) per class)
     sigma_x: float
     sigma_y: float
-    preprocessing: str = "zscore"  # "zscore" (DP-CDA: z-score, clip to ||x|| <= clip) or "unit" (thesis: [0,1])
+    preprocessing: str = "unit"  # see PREPROCESSING; "zscore" needs public mean/std passed to class_centric_mix
     clip: float = 1.0  # DP-CDA c (zscore only)
     hard_labels: bool = False  # DP-CDA Eq. 1: one-hot of argmax of the noisy label
-    label_may_change: bool = False  # accounting view (see class_centric_release)
+    protect_labels: bool = True  # replace-one incl. labels; False: DP-CDA's same-class swap (class_centric_release)
 
     def __post_init__(self) -> None:
         check_positive_int("mix_degree (l)", self.mix_degree)
@@ -110,14 +119,14 @@ class ClassCentricParams:
         if self.preprocessing not in PREPROCESSING:
             raise ValueError(f"preprocessing must be one of {PREPROCESSING}. Found {self.preprocessing!r}.")
         check_positive("clip (c)", self.clip)
-        for name in ("hard_labels", "label_may_change"):
+        for name in ("hard_labels", "protect_labels"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False. Found {getattr(self, name)!r}.")
 
     def bounds(self, *, dx: int, dy: int) -> DataBounds:
-        if self.preprocessing == "zscore":
-            return DataBounds.clipped_one_hot(self.clip)
-        return DataBounds.unit_box(dx, dy)
+        if self.preprocessing == "unit":
+            return DataBounds.unit_box(dx, dy)
+        return DataBounds.clipped_one_hot(self.clip)
 
     def release(self, *, class_sizes: tuple[int, ...], dx: int, dy: int) -> MixingRelease:
         """Conservative class-centric accounting view (``class_centric_release``)."""
@@ -134,7 +143,8 @@ class ClassCentricParams:
             sigma_x=self.sigma_x,
             sigma_y=self.sigma_y,
             bounds=self.bounds(dx=dx, dy=dy),
-            label_may_change=self.label_may_change,
+            protect_labels=self.protect_labels,
+            not_covered=PRIVATE_NORMALISATION if self.preprocessing == "zscore-private" else None,
         )
 
 
@@ -148,9 +158,12 @@ class PoissonMixParams:
     sigma_y: float
     clip_x: float = 1.0  # Cx
     clip_y: float = 1.0  # Cy
+    public_n: int | None = None  # the stated n that sets the rate m/n; None: len(X) (then n is treated as public)
 
     def __post_init__(self) -> None:
         check_positive_int("mix_degree (m)", self.mix_degree)
+        if self.public_n is not None:
+            check_positive_int("public_n", self.public_n)
         check_positive_int("num_points (T)", self.num_points)
         check_sigma("sigma_x", self.sigma_x)
         check_sigma("sigma_y", self.sigma_y)
@@ -158,7 +171,12 @@ class PoissonMixParams:
         check_positive("clip_y (Cy)", self.clip_y)
 
     def release(self, *, n: int) -> MixingRelease:
-        """The release this run makes: Poisson rate m/n, add/remove-one, ||x|| <= Cx, ||y|| <= Cy."""
+        """The release this run makes: Poisson rate m/n, add/remove-one, ||x|| <= Cx, ||y|| <= Cy.
+
+        Under add/remove adjacency the record count is private, so the rate uses
+        ``public_n`` when stated (``n``, the count of the data, otherwise).
+        """
+        n = self.public_n if self.public_n is not None else n
         _check_l_le_n(self.mix_degree, n, name="mix_degree (m)")
         return MixingRelease(
             n=n,
@@ -266,11 +284,13 @@ def class_centric_mix(
 ) -> SyntheticData:
     """Class-centric mixing (DP-CDA Alg. 1; thesis §4.2): per class k, floor(T/K) means of l distinct class-k records + N(0, sigma^2 I).
 
-    ``preprocessing="zscore"``: x <- (x - mean) / std feature-wise (``mean``/``std``
-    in the units of X as given; public constants when passed, else computed from
-    X with a caveat note), then each row clipped to ||x|| <= c. ``"unit"``: [0,1]
-    scaling as in DPMix (``feature_range`` for non-uint8 X). Noise-free labels are
-    exactly e_k; ``hard_labels`` releases one-hot(argmax(e_k + noise)).
+    ``preprocessing="unit"`` (default): [0,1] scaling as in DPMix (``feature_range``
+    for non-uint8 X). ``"zscore"``: x <- (x - mean) / std feature-wise with the
+    *public* ``mean``/``std`` passed in (units of X), then each row clipped to
+    ||x|| <= c. ``"zscore-private"``: the same with mean/std computed from X, an
+    explicit opt-in: one record then moves every released point (other classes
+    too), so the release is marked not covered and no epsilon is an upper bound.
+    Noise-free labels are exactly e_k; ``hard_labels`` releases one-hot(argmax(e_k + noise)).
     """
     _check_params(params, ClassCentricParams)
     X, y, n, d, k = _check_data(X, y, num_classes)
@@ -280,14 +300,20 @@ def class_centric_mix(
     seed_seq = seed_sequence(seed)
     l = params.mix_degree
     notes = []
-    if params.preprocessing == "zscore":
+    if params.preprocessing != "unit":
         if feature_range is not None:
             raise ValueError("feature_range applies to preprocessing='unit'; z-scoring uses mean and std.")
+        private = params.preprocessing == "zscore-private"
+        if private and (mean is not None or std is not None):
+            raise ValueError("preprocessing='zscore-private' computes mean and std from X; pass none, or use 'zscore'.")
+        if not private and (mean is None or std is None):
+            raise ValueError(
+                "preprocessing='zscore' needs public mean and std (constants that do not depend on the private "
+                "data); use preprocessing='zscore-private' to compute them from X (then no epsilon is covered)."
+            )
         feats, z_notes = _zscore_clip(X, mean, std, params.clip)
         notes += z_notes
         scale = 1.0
-        if mean is None or std is None:  # the accountants print release.notes with every epsilon
-            release = replace(release, notes=release.notes + (ZSCORE_CAVEAT,))
     else:
         if mean is not None or std is not None:
             raise ValueError("mean and std apply to preprocessing='zscore'; 'unit' scaling uses feature_range.")
@@ -359,7 +385,6 @@ def poisson_mix(
     """
     _check_params(params, PoissonMixParams)
     X, y, n, d, k = _check_data(X, y, num_classes)
-    _check_l_le_n(params.mix_degree, n, name="mix_degree (m)")
     release = params.release(n=n)
     dev = resolve_device(device)
     seed_seq = seed_sequence(seed)
@@ -374,7 +399,7 @@ def poisson_mix(
         feat_note = "features: used as given (the clipping bounds their norm)"
     feats = _clip_rows(feats, params.clip_x)
     m = params.mix_degree
-    rate = m / n
+    rate = m / release.n  # the stated public n, never the private count (see PoissonMixParams.release)
 
     def draw(rng: np.random.Generator, rows: int) -> tuple[np.ndarray, np.ndarray]:
         return sample_poisson_batches(n=n, rate=rate, num_points=rows, rng=rng)
@@ -399,7 +424,7 @@ def poisson_mix(
     )
     notes = (
         f"Poisson mixing (DPFMix Alg. 1): each record joins each of T={params.num_points} points independently "
-        f"with probability m/n={m}/{n}; the batch sum is divided by m={m} (not by the realised batch size), "
+        f"with probability m/n={m}/{release.n} (n stated as public); the batch sum is divided by m={m} (not by the realised batch size), "
         f"plus N(0, {params.sigma_x:g}^2 I) on features and N(0, {params.sigma_y:g}^2 I) on labels",
         feat_note + f"; each row clipped to ||x|| <= Cx={params.clip_x:g}",
         f"labels: one-hot scaled to ||y|| <= Cy={params.clip_y:g}, released as soft labels",

@@ -98,7 +98,9 @@ def release_feature_map(config: SynthesisConfig, x_train: np.ndarray) -> Callabl
         if config.zscore_constants is not None:
             mean = np.full(d, config.zscore_constants[0])
             std = np.full(d, config.zscore_constants[1])
-        else:  # the statistics the mechanism computed from the private training set (see ZSCORE_CAVEAT)
+        elif config.preprocessing != "zscore-private":
+            raise ValueError("class-centric 'zscore' needs its public constants resolved (synthesis.resolve_sigma).")
+        else:  # the statistics the mechanism computed from the private training set (not covered)
             train32 = x_train.astype(np.float32)
             mean = _column_mean(train32)
             std = _column_std(train32, mean)
