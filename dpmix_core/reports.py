@@ -64,6 +64,7 @@ def epsilon_table(setting: MixingSetting, delta: float, *, pld_accuracy: float =
                 "ε": format_epsilon(r.epsilon),
                 "δ": f"{r.delta:.2g}",
                 "guarantee": r.guarantee,
+                "upper_bound": r.upper_bound,
                 "protection": qualitative_label(r.epsilon),
                 "sampling / adjacency": f"{r.sampling} / {r.adjacency}",
                 "assumptions": r.assumptions,
@@ -78,11 +79,13 @@ def tightest_guarantees(table: pd.DataFrame) -> pd.DataFrame:
     """Per release model (sampling, adjacency, bounds): the smallest rigorous epsilon and who gives it.
 
     Rows with different assumptions describe different releases, so a single
-    minimum over the whole table would compare unlike things.
+    minimum over the whole table would compare unlike things. Only rows that
+    are upper bounds for the release count: approximations and releases no
+    accountant covers give none (an empty table).
     """
-    rigorous = table[table["guarantee"] == "rigorous upper bound"]
+    rigorous = table[table["upper_bound"].astype(bool)]
     best = rigorous.loc[rigorous.groupby("assumptions", sort=False)["epsilon"].idxmin()]
-    return best[["assumptions", "accountant", "epsilon", "ε"]].reset_index(drop=True)
+    return best[["assumptions", "accountant", "epsilon", "ε", "guarantee"]].reset_index(drop=True)
 
 
 def epsilon_curves(
@@ -106,7 +109,8 @@ def epsilon_curves(
             **_options(name, pld_accuracy),
         )
         for value, r in zip(values, results):
-            rows.append({"accountant": label, axis: value, "epsilon": r.epsilon, "upper_bound": r.upper_bound})
+            rows.append({"accountant": label, axis: value, "epsilon": r.epsilon, "upper_bound": r.upper_bound,
+                         "guarantee": r.guarantee})
     return pd.DataFrame(rows)
 
 

@@ -22,13 +22,14 @@ from dpmix_core.mechanisms import (
     poisson_mix,
 )
 from dpmix_core.mechanisms.mixing import PREPROCESSING
-from dpmix_core.release import MixingRelease
+from dpmix_core.release import MixingRelease, Protects
 
 __all__ = [
     "MECHANISMS",
     "PREPROCESSING",
     "SynthesisConfig",
     "Synthesis",
+    "guarantee_label",
     "synthesize",
     "planned_release",
     "resolve_preprocessing",
@@ -127,6 +128,20 @@ def _params(config: SynthesisConfig, sigma_x: float, sigma_y: float):
                                   protect_labels=config.protect_labels)
     return PoissonMixParams(mix_degree=config.l, num_points=config.T, sigma_x=sigma_x, sigma_y=sigma_y,
                             clip_x=config.clip_x, clip_y=config.clip_y, public_n=config.public_n)
+
+
+def guarantee_label(config: SynthesisConfig) -> str:
+    """How to read this config's epsilons, known without data: "covered", "features only; ...", "not covered: ..."."""
+    if config.mechanism == "label-laplace":
+        return "labels only; features not private"
+    params = _params(config, *_sigmas(config))
+    if isinstance(params, ClassCentricParams):
+        protects, not_covered = params.guarantee_scope()
+        if not_covered is not None:
+            return f"not covered: {not_covered}"
+        if protects is not Protects.FEATURES_AND_LABELS:
+            return protects.value
+    return "covered"
 
 
 def resolve_preprocessing(config: SynthesisConfig, dataset_name: str) -> SynthesisConfig:

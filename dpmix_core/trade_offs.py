@@ -247,6 +247,16 @@ def _error_bars(std: pd.Series) -> list[float]:
     return [0.0 if (v is None or (isinstance(v, float) and math.isnan(v))) else float(v) for v in std]
 
 
+def _guarantee_mark(part: pd.DataFrame) -> dict:
+    """A distinct look for series whose epsilon is not a bound (x markers, dotted) or protects features only."""
+    text = " ".join(str(g) for g in part.get("guarantee", pd.Series(dtype=str)).dropna())
+    if "not covered" in text:
+        return {"suffix": " [ε not covered: private normalisation]", "symbol": "x", "dash": "dot", "size": 11}
+    if "labels not protected" in text:
+        return {"suffix": " [ε: features only]", "symbol": "diamond-open", "dash": "dashdot", "size": 10}
+    return {"suffix": "", "symbol": "circle", "dash": "solid", "size": 8}
+
+
 def trade_off_figure(
     agg: pd.DataFrame, axis: str | None, *, title: str = "", metric: str = "test_accuracy",
     epsilon_column: str | None = None, published: tuple[Published, ...] = (),
@@ -270,10 +280,12 @@ def trade_off_figure(
     for label, part in finite.groupby("label", sort=False):
         part = part.sort_values("axis_value")
         colors[str(label)] = palette[len(colors) % len(palette)]
+        mark = _guarantee_mark(part)
         fig.add_trace(go.Scatter(
-            x=part["axis_value"], y=part[mean] * scale, name=str(label), mode="lines+markers",
+            x=part["axis_value"], y=part[mean] * scale, name=str(label) + mark["suffix"], mode="lines+markers",
             error_y={"type": "data", "array": [v * scale for v in _error_bars(part[std])], "visible": True},
-            line={"width": 2.5, "color": colors[str(label)]}, marker={"size": 8},
+            line={"width": 2.5, "color": colors[str(label)], "dash": mark["dash"]},
+            marker={"size": mark["size"], "symbol": mark["symbol"]},
         ))
     for _, row in flat.iterrows():
         if pd.isna(row[mean]):

@@ -6,14 +6,15 @@ import streamlit as st
 
 from dpmix_core.accountants import ACCOUNTANTS
 from dpmix_core.data_choice import app_dataset, describe_dataset, needs_feature_range
+from dpmix_core.datasets import public_zscore_constants
 from dpmix_core.export import npz_bytes, privacy_card
 from dpmix_core.previews import PREVIEW_MECHANISMS, mixing_preview
 from dpmix_core.reports import format_epsilon
 from dpmix_core.synthesis import SynthesisConfig, synthesize
 
 K = "mix_"
-DEFAULTS = {"mechanism": "class-centric", "l": 4, "prep": "unit", "T": 10000, "sigma_x": 0.1, "ratio": 1.0, "delta": 1e-5,
-            "use_target": False, "target": 8.0, "accountant": "rdp-wor", "seed": 0, "clip": 1.0}
+DEFAULTS = {"mechanism": "class-centric", "l": 4, "prep": "unit", "protect_labels": True, "T": 10000,
+            "sigma_x": 0.1, "ratio": 1.0, "delta": 1e-5, "use_target": False, "target": 8.0, "accountant": "rdp-wor", "seed": 0, "clip": 1.0}
 MECHANISM_HELP = {
     "dpmix": "DPMix (Lee et al. 2019): ℓ distinct records from the whole dataset, pixels in [0,1].",
     "class-centric": "Class-centric (thesis §4.2, DP-CDA): ℓ records of one class.",
@@ -36,6 +37,14 @@ def cached_preview(_dataset, dataset_key: str, config: SynthesisConfig):
 def cached_export(_dataset, dataset_key: str, config: SynthesisConfig) -> bytes:
     synthesis = synthesize(config, _dataset)
     return npz_bytes(synthesis, privacy_card(synthesis))
+
+
+def _public_constants(prep: str, mean: float | None, std: float | None) -> tuple[float, float] | None:
+    if prep != "zscore":
+        return None
+    if mean is None or std is None:
+        raise ValueError("z-scoring needs public constants: enter a mean and std that do not depend on the data.")
+    return (mean, std)
 
 
 def _new_draw() -> None:
@@ -81,17 +90,29 @@ else:
     c2.number_input("σx — feature noise std", min_value=0.0, step=0.01, format="%.4f", key=K + "sigma_x")
 c3.number_input("λ = σy / σx", min_value=1e-6, step=0.1, key=K + "ratio")
 c3.number_input("δ", min_value=1e-15, max_value=0.5, format="%.2e", key=K + "delta")
+PREP_LABELS = {
+    "unit": "[0,1] pixels (thesis §4.2)",
+    "zscore": "z-score with public constants + L2 clip c (DP-CDA)",
+    "zscore-private": "z-score with the private data's statistics (not covered)",
+}
 if mechanism == "class-centric":
-    c3.selectbox("Features", ["unit", "zscore"], key=K + "prep",
-                 format_func={"unit": "[0,1] pixels (thesis §4.2)", "zscore": "z-score + L2 clip c (DP-CDA)"}.get)
-if mechanism == "class-centric" and st.session_state[K + "prep"] == "zscore":
+    c3.selectbox("Features", list(PREP_LABELS), key=K + "prep", format_func=PREP_LABELS.get)
+    c3.checkbox("Protect labels (replace-one)", key=K + "protect_labels",
+                help="Off: the DP-CDA paper's reading (a neighbour swaps a record within its class); the record's "
+                "label is then not protected, and every ε says so.")
+prep = st.session_state[K + "prep"] if mechanism == "class-centric" else "unit"
+public_z = public_zscore_constants(dataset.name)
+if prep in ("zscore", "zscore-private"):
     c3.number_input("c — L2 clip after z-scoring", min_value=1e-6, step=0.1, key=K + "clip")
-    c3.checkbox("Fixed public z-score constants", key=K + "fixed_z",
-                help="Mean/std not computed from the private data (default: MNIST's published 0.1307, 0.3081).")
-    if st.session_state.get(K + "fixed_z"):
-        z1, z2 = c3.columns(2)
-        z1.number_input("mean", value=0.1307 * 255, key=K + "z_mean")
-        z2.number_input("std", value=0.3081 * 255, key=K + "z_std")
+if prep == "zscore":
+    z1, z2 = c3.columns(2)
+    z1.number_input("public mean", value=None if public_z is None else public_z[0], key=K + "z_mean",
+                    help="A constant that does not depend on the private data (built-in datasets: the documented "
+                    "normalisation constants, in pixel units).")
+    z2.number_input("public std", value=None if public_z is None else public_z[1], min_value=1e-9, key=K + "z_std")
+if prep == "zscore-private":
+    c3.error("Not covered: normalisation constants computed from the private data move every released point. "
+             "No ε below is an upper bound.")
 c3.number_input("Seed", min_value=0, step=1, key=K + "seed")
 c3.button("New draw (next seed)", on_click=_new_draw, key=K + "redraw")
 
@@ -101,9 +122,9 @@ try:
         mechanism=mechanism, l=ss[K + "l"], T=ss[K + "T"], sigma_x=None if use_target else ss[K + "sigma_x"],
         sigma_ratio=ss[K + "ratio"], target_epsilon=ss[K + "target"] if use_target else None,
         accountant=ss[K + "accountant"] if use_target else None, delta=ss[K + "delta"], clip=ss[K + "clip"],
-        preprocessing=ss[K + "prep"],
+        preprocessing=prep, protect_labels=mechanism != "class-centric" or ss[K + "protect_labels"],
         seed=ss[K + "seed"], feature_range=feature_range,
-        zscore_constants=(ss[K + "z_mean"], ss[K + "z_std"]) if ss.get(K + "fixed_z") else None,
+        zscore_constants=_public_constants(prep, ss.get(K + "z_mean"), ss.get(K + "z_std")),
     )
     preview = cached_preview(dataset, dataset_key, config)
 except ValueError as exc:
@@ -124,7 +145,7 @@ st.dataframe(
 )
 
 for caveat in preview.caveats:
-    st.warning(f"Caveat: {caveat}. Tick 'Fixed public z-score constants' to avoid it.")
+    st.warning(f"Caveat: {caveat}.")
 
 st.subheader("Per class: records → noise-free mixture → released point")
 st.caption(preview.display_note + " Uniform mixing groups points by the class with the largest label share.")

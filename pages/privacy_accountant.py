@@ -10,6 +10,7 @@ from dpmix_core.calibration import calibrate_sigma
 from dpmix_core.figures import epsilon_curve_figure
 from dpmix_core.presets import ACCOUNTING_PRESETS
 from dpmix_core.privacy_scale import DEPLOYMENTS, odds_ratio_text
+from dpmix_core.release import PRIVATE_NORMALISATION
 from dpmix_core.reports import (
     accountant_info,
     epsilon_curves,
@@ -22,7 +23,8 @@ K = "acc_"  # session-state prefix of this page's widgets
 DEFAULTS = {
     "n": 60000, "l": 256, "T": 10000, "sigma_x": 0.0711, "ratio": 1.0, "delta": 1e-5,
     "dx": 784, "dy": 10, "clip": 1.0, "clip_x": 1.0, "clip_y": 1.0,
-    "class_centric": False, "classes": 10, "label_change": False, "pld_accuracy": 0.2,
+    "class_centric": False, "classes": 10, "protect_labels": True, "private_norm": False,
+    "pld_accuracy": 0.2,
 }
 
 
@@ -55,7 +57,7 @@ def _apply_preset() -> None:
         "n": s.n, "l": s.l, "T": s.T, "sigma_x": s.sigma_x, "ratio": preset.sigma_ratio, "delta": preset.delta,
         "dx": s.dx, "dy": s.dy, "clip": s.clip or 1.0, "clip_x": s.clip_x, "clip_y": s.clip_y,
         "class_centric": s.class_sizes is not None, "classes": len(s.class_sizes or ()) or 10,
-        "label_change": s.label_may_change,
+        "protect_labels": s.protect_labels, "private_norm": s.not_covered is not None,
     }
     if preset.target_epsilon is not None and preset.calibrate_with is not None:
         cal = cached_calibration(preset.calibrate_with, s, preset.target_epsilon, preset.delta, preset.sigma_ratio)
@@ -94,7 +96,13 @@ def _controls() -> tuple[MixingSetting | None, float]:
         b2.number_input("Cy — label clip (DPFMix)", min_value=1e-6, step=0.1, key=K + "clip_y")
         b3.checkbox("Class-centric mixing (ℓ records of one class)", key=K + "class_centric")
         b3.number_input("K equal classes", min_value=1, step=1, key=K + "classes")
-        b3.checkbox("Neighbours may differ in a label", key=K + "label_change")
+        b3.checkbox("Protect labels (replace-one; off: DP-CDA's same-class swap, features only)",
+                    key=K + "protect_labels",
+                    help="Class-centric only. Off reproduces the DP-CDA paper's reading: a neighbour swaps a "
+                    "record within its class, so the record's label is not protected.")
+        b3.checkbox("Normalised with statistics of the private data", key=K + "private_norm",
+                    help="e.g. z-scored with the private mean/std: one record then moves every released point, "
+                    "so no accountant covers the release; ε is shown for reference only.")
         b3.slider(
             "PLD relative accuracy (smaller = finer grid, slower)", 0.02, 1.0, step=0.02, key=K + "pld_accuracy"
         )
@@ -112,7 +120,8 @@ def _controls() -> tuple[MixingSetting | None, float]:
             n=ss[K + "n"], l=ss[K + "l"], T=ss[K + "T"], sigma_x=ss[K + "sigma_x"],
             sigma_y=ratio * ss[K + "sigma_x"], dx=ss[K + "dx"], dy=ss[K + "dy"], clip=ss[K + "clip"],
             clip_x=ss[K + "clip_x"], clip_y=ss[K + "clip_y"], class_sizes=class_sizes,
-            label_may_change=ss[K + "label_change"],
+            protect_labels=ss[K + "protect_labels"] or class_sizes is None,
+            not_covered=PRIVATE_NORMALISATION if ss[K + "private_norm"] else None,
         )
         if class_sizes is not None:
             get_accountant("lee2019").release_for(setting)  # validates l against the class size
@@ -125,13 +134,18 @@ def _controls() -> tuple[MixingSetting | None, float]:
 def _table(setting: MixingSetting, delta: float) -> None:
     table = cached_table(setting, delta, st.session_state[K + "pld_accuracy"])
     st.dataframe(
-        table.drop(columns=["epsilon", "reference"]),
+        table.drop(columns=["epsilon", "reference", "upper_bound"]),
         hide_index=True,
         width="stretch",
         column_config={"assumptions": st.column_config.TextColumn(width="large")},
     )
+    if setting.not_covered is not None:
+        st.warning(f"No ε on this page is an upper bound for this release — not covered: {setting.not_covered}. "
+                   "Use public normalisation constants (or [0,1] features) for a release the accountants cover.")
+        return
     lines = [
-        f"- **{row['ε']}** ({row['accountant']}) for {row['assumptions']}: {odds_ratio_text(row['epsilon'])}."
+        f"- **{row['ε']}** ({row['accountant']}, {row['guarantee']}) for {row['assumptions']}: "
+        f"{odds_ratio_text(row['epsilon'])}."
         for _, row in tightest_guarantees(table).iterrows()
     ]
     st.info(
@@ -148,7 +162,8 @@ def _curves(setting: MixingSetting, delta: float) -> None:
     curves = cached_curves(setting, delta, axis, ratio, st.session_state[K + "pld_accuracy"])
     current = {"sigma": setting.sigma_x, "T": setting.T, "l": setting.l}[axis]
     st.plotly_chart(epsilon_curve_figure(curves, axis, delta=delta, current=current), width="stretch")
-    st.caption("Solid: rigorous upper bounds. Dashed: the CLT approximation. Missing points: ε = ∞ (no noise).")
+    st.caption("Solid: rigorous upper bounds. Dashed: the CLT approximation, or every ε of a release no accountant "
+               "covers. Missing points: ε = ∞ (no noise).")
 
 
 def _calibrate(setting: MixingSetting, delta: float) -> None:

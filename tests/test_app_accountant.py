@@ -98,3 +98,20 @@ def test_curve_axes(at):
     for axis in ["T", "ℓ", "σx"]:
         at.radio(key="acc_axis").set_value(axis).run()
         assert not at.exception
+
+
+def test_class_centric_label_protection_and_private_normalisation(at):
+    """Class-centric defaults protect labels; the features-only reading and private normalisation are labelled."""
+    at.checkbox(key="acc_class_centric").check().run()
+    t = table(at)
+    assert not at.exception and "2*T_k" in t.loc["lee2019", "assumptions"]
+    assert t.loc["lee2019", "guarantee"] == "rigorous upper bound"
+    full = float(t.loc["lee2019", "ε"])
+    at.checkbox(key="acc_protect_labels").uncheck().run()
+    t = table(at)
+    assert t.loc["lee2019", "guarantee"] == "rigorous upper bound (features only; labels not protected)"
+    assert float(t.loc["lee2019", "ε"]) < full
+    at.checkbox(key="acc_private_norm").check().run()
+    t = table(at)
+    assert t["guarantee"].str.startswith("not covered").all()
+    assert any("No ε on this page is an upper bound" in w.value for w in at.warning)

@@ -37,12 +37,21 @@ def test_poisson_uses_poisson_accountants(at):
     assert set(eps_table(at)["accountant"]) == {"gdp-clt", "rdp-poisson", "pld-poisson"}
 
 
-def test_class_centric_warns_about_private_zscore_and_fixed_constants_remove_it(at):
+def test_guarantee_follows_preprocessing_and_label_protection(at):
+    """Defaults are covered and protect labels; private z-scoring is 'not covered'; features-only says so."""
     assert not at.warning  # [0,1] pixels by default: no data-derived statistics
-    at.selectbox(key="mix_prep").set_value("zscore").run()
-    assert any("z-score" in w.value for w in at.warning)
-    at.checkbox(key="mix_fixed_z").check().run()
-    assert not at.exception and not any("z-score" in w.value for w in at.warning)
+    assert set(eps_table(at)["guarantee"]) == {"rigorous upper bound"}
+    at.selectbox(key="mix_prep").set_value("zscore").run()  # public constants, prefilled for MNIST
+    assert not at.exception and not at.warning
+    assert at.number_input(key="mix_z_mean").value == pytest.approx(0.1307 * 255)
+    assert set(eps_table(at)["guarantee"]) == {"rigorous upper bound"}
+    at.selectbox(key="mix_prep").set_value("zscore-private").run()
+    assert not at.exception and any("Not covered" in e.value for e in at.error)
+    assert set(eps_table(at)["guarantee"]) == {"not covered: normalisation constants computed from the private data"}
+    assert any("not covered" in w.value for w in at.warning)
+    at.selectbox(key="mix_prep").set_value("unit")
+    at.checkbox(key="mix_protect_labels").uncheck().run()
+    assert set(eps_table(at)["guarantee"]) == {"rigorous upper bound (features only; labels not protected)"}
 
 
 def test_calibrate_to_target(at):

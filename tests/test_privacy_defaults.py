@@ -243,3 +243,22 @@ def test_v01_class_centric_rows_keep_their_meaning(ds):
     new = RunConfig("mixing", synthesis=replace(private, preprocessing="zscore", zscore_constants=None,
                                                 protect_labels=True), model="dpcda-cnn")
     assert run_key(new) not in {r["run_key"] for r in V01["rows"]}
+
+
+def test_trade_off_plots_mark_uncovered_and_features_only_series():
+    from dpmix_core.experiments.results import aggregate
+    from dpmix_core.trade_offs import trade_off_figure
+
+    def row(label, **syn):
+        cfg = RunConfig("mixing", synthesis=SynthesisConfig("class-centric", l=4, T=600, sigma_x=0.5, **syn),
+                        model="dpcda-cnn", label=label)
+        return {"config": cfg.to_dict(), "result": {"test_accuracy": 0.5, "epsilon": {"rdp-wor": 3.0}}}
+
+    rows = [row("covered"), row("private", preprocessing="zscore-private"), row("swap", protect_labels=False)]
+    agg = aggregate(rows, axis="sigma")
+    assert dict(zip(agg["label"], agg["guarantee"])) == {
+        "covered": "covered", "private": NOT_COVERED, "swap": "features only; labels not protected"}
+    traces = {t.name: t for t in trade_off_figure(agg, "sigma").data}
+    assert traces["private [ε not covered: private normalisation]"].marker.symbol == "x"
+    assert traces["swap [ε: features only]"].marker.symbol == "diamond-open"
+    assert traces["covered"].marker.symbol == "circle"

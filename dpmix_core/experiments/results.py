@@ -8,6 +8,7 @@ import pandas as pd
 
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.spec import AXES, axis_value
+from dpmix_core.synthesis import guarantee_label
 
 __all__ = ["aggregate", "infer_axis", "GROUP_COLUMNS"]
 
@@ -20,6 +21,15 @@ def _eps_number(value: object) -> float | None:
     if isinstance(value, str) and value in ("inf", "+inf"):
         return math.inf
     return None  # "error: ..." or missing
+
+
+def _guarantee(cfg: RunConfig) -> str:
+    """How the run's epsilon reads: see synthesis.guarantee_label ("none" without privacy, "covered" for DP-SGD/PCA)."""
+    if cfg.method == "non-private":
+        return "none"
+    if cfg.synthesis is None:
+        return "covered"
+    return guarantee_label(cfg.synthesis)
 
 
 def infer_axis(configs: list[RunConfig]) -> str | None:
@@ -44,8 +54,9 @@ def aggregate(rows: list[dict], axis: str | None = None) -> pd.DataFrame:
     Columns: label, method, mechanism, axis, axis_value, test_accuracy_mean /
     _std / _count, test_mse_mean / _std / _count, seconds_mean, one
     ``epsilon_<accountant>`` column per accountant seen (mean over the group;
-    inf when any run is unbounded) and delta. std is the sample standard
-    deviation (NaN for a single run).
+    inf when any run is unbounded), delta and guarantee (how its epsilons
+    read: "covered", "none", "features only; ...", "not covered: ..."). std
+    is the sample standard deviation (NaN for a single run).
     """
     finished = []
     for row in rows:
@@ -54,7 +65,8 @@ def aggregate(rows: list[dict], axis: str | None = None) -> pd.DataFrame:
             continue
         finished.append((RunConfig.from_dict(row["config"]), result, row.get("axis")))
     columns = ["label", "method", "mechanism", "axis", "axis_value", "test_accuracy_mean", "test_accuracy_std",
-               "test_accuracy_count", "test_mse_mean", "test_mse_std", "test_mse_count", "seconds_mean", "delta"]
+               "test_accuracy_count", "test_mse_mean", "test_mse_std", "test_mse_count", "seconds_mean", "delta",
+               "guarantee"]
     if not finished:
         return pd.DataFrame(columns=columns)
     if axis is None:
@@ -71,6 +83,7 @@ def aggregate(rows: list[dict], axis: str | None = None) -> pd.DataFrame:
             "test_mse": None if result.get("test_mse") is None else float(result["test_mse"]),
             "seconds": result.get("seconds"),
             "delta": result.get("delta"),
+            "guarantee": _guarantee(cfg),
         }
         for name, value in (result.get("epsilon") or {}).items():
             rec[f"epsilon_{name}"] = _eps_number(value)
@@ -97,6 +110,7 @@ def aggregate(rows: list[dict], axis: str | None = None) -> pd.DataFrame:
             "test_mse_count": int(len(mse)),
             "seconds_mean": pd.to_numeric(g["seconds"], errors="coerce").mean(),
             "delta": g["delta"].dropna().iloc[0] if g["delta"].notna().any() else None,
+            "guarantee": "; ".join(sorted(set(g["guarantee"]))),
         }
         for col in eps_cols:
             vals = g[col].dropna().astype(float)

@@ -39,6 +39,7 @@ from dpmix_core.release import (
     Adjacency,
     DataBounds,
     MixingRelease,
+    Protects,
     Sampling,
     class_centric_release,
 )
@@ -123,6 +124,11 @@ class ClassCentricParams:
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False. Found {getattr(self, name)!r}.")
 
+    def guarantee_scope(self) -> tuple[Protects, str | None]:
+        """(what the accounting protects, why no accountant covers the release or None): known before any data."""
+        protects = Protects.FEATURES_AND_LABELS if self.protect_labels else Protects.FEATURES_ONLY
+        return protects, PRIVATE_NORMALISATION if self.preprocessing == "zscore-private" else None
+
     def bounds(self, *, dx: int, dy: int) -> DataBounds:
         if self.preprocessing == "unit":
             return DataBounds.unit_box(dx, dy)
@@ -144,7 +150,7 @@ class ClassCentricParams:
             sigma_y=self.sigma_y,
             bounds=self.bounds(dx=dx, dy=dy),
             protect_labels=self.protect_labels,
-            not_covered=PRIVATE_NORMALISATION if self.preprocessing == "zscore-private" else None,
+            not_covered=self.guarantee_scope()[1],
         )
 
 
