@@ -335,8 +335,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         acc, std = summary["test_accuracy"], summary["test_accuracy_std"]
         print(f"test accuracy {100 * acc:.2f} % ± {100 * (std or 0):.2f} over {summary['repeats']} run(s), "
               f"{summary['seconds']:.1f} s")
+        guarantees = summary.get("guarantee") or {}
         for name, eps in summary["epsilon"].items():
-            print(f"  {name:12s} eps={eps if isinstance(eps, str) else _format_eps(eps)}")
+            label = f"  [{guarantees[name]}]" if name in guarantees else ""
+            print(f"  {name:12s} eps={eps if isinstance(eps, str) else _format_eps(eps)}{label}")
     return 0
 
 

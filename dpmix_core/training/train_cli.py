@@ -96,6 +96,7 @@ def train_repeats(
         "test_mse": mse,
         "test_mse_std": mse_std,
         "epsilon": first["epsilon"],
+        "guarantee": {e["accountant"]: e["guarantee"] for e in (first.get("privacy_card") or {}).get("epsilons", [])},
         "delta": first["delta"],
         "seconds": sum(res["seconds"] for res in results),
         "train_samples_per_second": statistics.fmean(res["train_samples_per_second"] for res in results),
