@@ -61,8 +61,9 @@ def test_shapes_order_and_determinism(ds):
 
 
 def test_other_mechanisms_and_target_epsilon(ds):
-    cc = nearest_records(ds, SynthesisConfig("class-centric", l=1, sigma_x=1e-4), points=10, k=1)
-    assert "z-scored" in cc.space and cc.released.shape == (10, 28, 28)
+    cc = nearest_records(ds, SynthesisConfig("class-centric", l=1, sigma_x=1e-4, preprocessing="zscore"),
+                         points=10, k=1)
+    assert "z-scored with public constants" in cc.space and cc.released.shape == (10, 28, 28)
     assert np.all(cc.ratios < 0.1)  # l=1, no noise to speak of: the record itself
     po = nearest_records(ds, SynthesisConfig("poisson", l=4, sigma_x=0.01), points=3, k=2)
     assert "clipped" in po.space and po.distances.shape == (3, 2)

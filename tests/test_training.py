@@ -243,7 +243,8 @@ MIXING_CASES = [
     ("class-centric", "thesis-cnn", "kl", "pixels", dict(l=4, T=400, sigma_x=0.3, preprocessing="unit")),
     ("poisson", "thesis-cnn", "gkl", "pixels", dict(l=16, T=400, target_epsilon=8.0, accountant="pld-poisson")),
     ("poisson", "scatter-linear", "gkl", "scattering", dict(l=16, T=400, sigma_x=0.01)),
-    ("class-centric", "linear", "ce", "scattering", dict(l=4, T=400, sigma_x=0.05)),
+    ("class-centric", "linear", "ce", "scattering", dict(l=4, T=400, sigma_x=0.05, preprocessing="zscore",
+                                                        zscore_constants=(0.0, 1.0))),
 ]
 
 

@@ -71,7 +71,7 @@ def _space(config: SynthesisConfig) -> str:
                                                   and config.preprocessing == "unit"):
         return "features scaled to [0,1] (pixels/255 or the public feature_range), as released"
     if config.mechanism == "class-centric":
-        src = "public constants" if config.zscore_constants is not None else "the training set's own statistics"
+        src = "the training set's own statistics" if config.preprocessing == "zscore-private" else "public constants"
         return (f"z-scored with {src}, each row clipped to ||x|| <= {config.clip:g} (DP-CDA), as released; "
                 "images are shown in that space")
     return f"features scaled to [0,1], each row clipped to ||x|| <= {config.clip_x:g} (Poisson mixing), as released"
