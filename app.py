@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from dpmix_core.jobs import cap_torch_threads
+from dpmix_core.runtime.jobs import cap_torch_threads
 
 cap_torch_threads()  # leave the cores to the training workers
 

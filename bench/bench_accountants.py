@@ -21,9 +21,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from dpmix_core.accountants import ACCOUNTANTS, MixingSetting, epsilon_all, get_accountant
-from dpmix_core.analysis import wbk_subsampling
-from dpmix_core.calibration import calibrate_sigma
+from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, epsilon_all, get_accountant
+from dpmix_core.privacy.analysis import wbk_subsampling
+from dpmix_core.privacy.calibration import calibrate_sigma
 
 POINTS = {
     "thesis §4.1": MixingSetting(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711),

@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from dpmix_core.experiments.presets import PRESETS, QUICK_LIMIT_S, estimate_seconds, get_preset  # noqa: E402
-from dpmix_core.training.runner import run_config  # noqa: E402
+from dpmix_core.experiments.runner import run_config  # noqa: E402
 
 MODELS = [
     ("thesis-cnn", (28, 28)),
@@ -125,7 +125,7 @@ def _runs_to_time(spec, all_runs: bool):
 
 def warm_scattering(data_dir: str) -> float:
     """Compute (and cache) the ScatterNet features of full MNIST, as the first scattering run does; seconds."""
-    from dpmix_core.datasets import load_dataset
+    from dpmix_core.data import load_dataset
     from dpmix_core.training.scattering import scattering_features
 
     ds = load_dataset("mnist", data_dir=data_dir)

@@ -6,7 +6,7 @@ Usage (after the sweeps in docs/REPRODUCTION.md have run)::
         --out docs/figures > /tmp/repro_tables.md
 
 For every sweep found in the store (by default: every preset, full then quick, in the report's order) it builds the
-aggregated table with :func:`dpmix_core.trade_offs.sweep_results` (mean ± sample std over seeds), saves
+aggregated table with :func:`dpmix_core.experiments.trade_offs.sweep_results` (mean ± sample std over seeds), saves
 ``<out>/<sweep>.png`` (accuracy in % vs the sweep axis, error bars = ±1 std, one line per series,
 runs the axis does not move as horizontal lines, ε on a secondary axis where the axis is σ) and prints a
 markdown table per sweep. Nothing is recomputed: only finished runs in the store are read.
@@ -28,8 +28,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from dpmix_core.store import ResultStore  # noqa: E402
-from dpmix_core.trade_offs import (  # noqa: E402
+from dpmix_core.runtime.store import ResultStore  # noqa: E402
+from dpmix_core.experiments.trade_offs import (  # noqa: E402
     AXIS_TITLES,
     published_comparison,
     sweep_published,
@@ -269,7 +269,7 @@ def figure(agg: pd.DataFrame, axis: str | None, title: str, sweep: str, path: Pa
     plt.close(fig)
 
 
-# accountants whose epsilon is a guaranteed upper bound (dpmix_core.accountants: rigorous = True), plus the
+# accountants whose epsilon is a guaranteed upper bound (dpmix_core.privacy.accountants: rigorous = True), plus the
 # closed-form Laplace / analytic-Gaussian values and Opacus' RDP; gdp-clt (an approximation) and the PRV
 # estimate are left out, so "certified" = the smallest guaranteed bound recorded for the run.
 CERTIFIED = ("lee2019", "dpcda", "rdp-wor", "rdp-poisson", "pld-poisson", "wbk", "opacus-rdp", "laplace",
@@ -350,8 +350,8 @@ def best_m_table(store: ResultStore, sweep: str) -> str:
 
 def pca_components_figure(data_dir: str, path: Path, *, seed: int = 0) -> str:
     """Item 7 (dp-stats poster): top-10 Analyze-Gauss components of all MNIST training images at eps = 10, 2, 0.1."""
-    from dpmix_core.datasets import load_dataset
-    from dpmix_core.teaching import pca_comparison
+    from dpmix_core.data import load_dataset
+    from dpmix_core.teaching.lessons import pca_comparison
 
     ds = load_dataset("mnist", data_dir=data_dir)
     pca = pca_comparison(ds.x_train, epsilons=(10.0, 2.0, 0.1), num_components=10, delta=1e-5,

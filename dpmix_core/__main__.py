@@ -1,5 +1,5 @@
 import sys
 
-from dpmix_core.cli import main
+from dpmix_core.cli.main import main
 
 sys.exit(main())

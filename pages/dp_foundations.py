@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dpmix_core.datasets import Dataset, default_dataset
-from dpmix_core.teaching import (
+from dpmix_core.data import Dataset, default_dataset
+from dpmix_core.teaching.lessons import (
     LABEL_ADJACENCY,
     REPLACE_ONE_LONG,
     HistogramComparison,

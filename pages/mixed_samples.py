@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dpmix_core.accountants import ACCOUNTANTS
-from dpmix_core.data_choice import app_dataset, describe_dataset, needs_feature_range
-from dpmix_core.datasets import public_zscore_constants
-from dpmix_core.export import npz_bytes, privacy_card
-from dpmix_core.previews import PREVIEW_MECHANISMS, mixing_preview
-from dpmix_core.reports import format_epsilon
-from dpmix_core.synthesis import SynthesisConfig, synthesize
+from dpmix_core.privacy.accountants import ACCOUNTANTS
+from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
+from dpmix_core.data import public_zscore_constants
+from dpmix_core.synthesis.export import npz_bytes, privacy_card
+from dpmix_core.synthesis.previews import PREVIEW_MECHANISMS, mixing_preview
+from dpmix_core.views.reports import format_epsilon
+from dpmix_core.synthesis.pipeline import SynthesisConfig, synthesize
 
 K = "mix_"
 DEFAULTS = {"mechanism": "class-centric", "l": 4, "prep": "unit", "protect_labels": True, "T": 10000,

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dpmix_core.accountants import ACCOUNTANTS, MixingSetting, get_accountant
-from dpmix_core.calibration import calibrate_sigma
-from dpmix_core.figures import epsilon_curve_figure
-from dpmix_core.presets import ACCOUNTING_PRESETS
-from dpmix_core.privacy_scale import DEPLOYMENTS, odds_ratio_text
-from dpmix_core.release import PRIVATE_NORMALISATION
-from dpmix_core.reports import (
+from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, get_accountant
+from dpmix_core.privacy.calibration import calibrate_sigma
+from dpmix_core.views.figures import epsilon_curve_figure
+from dpmix_core.views.accounting_presets import ACCOUNTING_PRESETS
+from dpmix_core.views.privacy_scale import DEPLOYMENTS, odds_ratio_text
+from dpmix_core.privacy.release import PRIVATE_NORMALISATION
+from dpmix_core.views.reports import (
     accountant_info,
     epsilon_curves,
     epsilon_table,

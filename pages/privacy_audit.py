@@ -7,12 +7,12 @@ import streamlit as st
 from dpmix_core.audit import AuditConfig, run_audit
 from dpmix_core.audit.membership import JOB_KIND, job_config
 from dpmix_core.audit.reidentification import nearest_records
-from dpmix_core.data_choice import describe_dataset
-from dpmix_core.datasets import default_dataset
-from dpmix_core.jobs import JobManager
-from dpmix_core.store import ResultStore, config_key
-from dpmix_core.reports import format_epsilon
-from dpmix_core.synthesis import SynthesisConfig
+from dpmix_core.data.choice import describe_dataset
+from dpmix_core.data import default_dataset
+from dpmix_core.runtime.jobs import JobManager
+from dpmix_core.runtime.store import ResultStore, config_key
+from dpmix_core.views.reports import format_epsilon
+from dpmix_core.synthesis.pipeline import SynthesisConfig
 
 K = "aud_"
 

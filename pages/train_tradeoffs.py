@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dpmix_core.accountants import ACCOUNTANTS
+from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.experiments.presets import get_preset, preset_names
-from dpmix_core.jobs import LocalProcessBackend, default_max_parallel
-from dpmix_core.store import ResultStore
-from dpmix_core.trade_offs import (
+from dpmix_core.runtime.jobs import LocalProcessBackend, default_max_parallel
+from dpmix_core.runtime.store import ResultStore
+from dpmix_core.experiments.trade_offs import (
     REPRODUCED_WITHIN_PTS,
     available_training_datasets,
     custom_spec,

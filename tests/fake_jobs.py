@@ -11,9 +11,9 @@ import signal
 import time
 from pathlib import Path
 
-from dpmix_core.jobs import Cancelled as CoreCancelled
-from dpmix_core.jobs import LocalProcessBackend
-from dpmix_core.store import ResultStore
+from dpmix_core.runtime.jobs import Cancelled as CoreCancelled
+from dpmix_core.runtime.jobs import LocalProcessBackend
+from dpmix_core.runtime.store import ResultStore
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -48,7 +48,7 @@ def status_is(store: ResultStore, run_id: int, *statuses: str):
 def kill_leftovers(store: ResultStore) -> None:
     """Test teardown: no worker outlives its test (even a failed one). Only real workers of these
     runs are signalled (the helper checks /proc), never a made-up pid of a store test."""
-    from dpmix_core.jobs import _signal_worker
+    from dpmix_core.runtime.jobs import _signal_worker
 
     for run in store.list_runs(status="running"):
         if run.pid and run.pid != os.getpid():

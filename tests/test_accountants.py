@@ -10,7 +10,7 @@ from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpmix_core.accountants import (
+from dpmix_core.privacy.accountants import (
     ACCOUNTANTS,
     MixingSetting,
     UnsupportedReleaseError,
@@ -18,10 +18,10 @@ from dpmix_core.accountants import (
     epsilon_all,
     get_accountant,
 )
-from dpmix_core.accountants.rdp_dp_accounting import POISSON_ORDERS
-from dpmix_core.analysis.rdp_conversion import classic_rdp_to_dp
-from dpmix_core.analysis.wbk_subsampling import wbk_subsampled_gaussian_rdp
-from dpmix_core.release import Adjacency, DataBounds, MixingRelease, Sampling
+from dpmix_core.privacy.accountants.rdp_dp_accounting import POISSON_ORDERS
+from dpmix_core.privacy.analysis.rdp_conversion import classic_rdp_to_dp
+from dpmix_core.privacy.analysis.wbk_subsampling import wbk_subsampled_gaussian_rdp
+from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Sampling
 
 THESIS = MixingSetting(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711, dx=784, dy=10)
 
@@ -87,7 +87,7 @@ def test_rdp_poisson_matches_mpmath_oracle(setting):
 
 def test_gdp_clt_published_calibration():
     """DPFMix: n = T = 50000, m = 64, eps = 2, delta = 1e-5, sigma_y = sigma_x -> z = 0.8440."""
-    from dpmix_core.calibration import calibrate_sigma
+    from dpmix_core.privacy.calibration import calibrate_sigma
 
     s = MixingSetting(n=50000, l=64, T=50000, sigma_x=1, sigma_y=1)
     cal = calibrate_sigma(get_accountant("gdp-clt"), s, target_epsilon=2.0, delta=1e-5, sigma_ratio=1.0)
@@ -253,7 +253,7 @@ def test_pld_never_above_rdp_poisson(setting):
 
 
 def test_tightest_guarantees_never_mix_release_models():
-    from dpmix_core.reports import epsilon_table, tightest_guarantees
+    from dpmix_core.views.reports import epsilon_table, tightest_guarantees
 
     best = tightest_guarantees(epsilon_table(replace(THESIS, clip=1.0), 1e-5))
     assert best["assumptions"].is_unique and len(best) == 3  # [0,1]^d WOR, clipped WOR, Poisson

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from dp_accounting.rdp import rdp_privacy_accountant as dpa_rdp
 
-from dpmix_core.analysis.gdp import combined_noise_multiplier, gdp_delta, gdp_epsilon, poisson_clt_mu
-from dpmix_core.analysis.rdp_conversion import classic_rdp_to_dp
-from dpmix_core.analysis.wbk_subsampling import log_gaussian_central_moments, wbk_subsampled_gaussian_rdp
+from dpmix_core.privacy.analysis.gdp import combined_noise_multiplier, gdp_delta, gdp_epsilon, poisson_clt_mu
+from dpmix_core.privacy.analysis.rdp_conversion import classic_rdp_to_dp
+from dpmix_core.privacy.analysis.wbk_subsampling import log_gaussian_central_moments, wbk_subsampled_gaussian_rdp
 
 
 def _mp_log_moment(r: float, k: int) -> float:

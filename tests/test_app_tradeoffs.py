@@ -62,8 +62,8 @@ def test_launch_tiny_job_see_it_complete_and_plot(at):
 
 def test_stored_preset_sweep_shows_published_vs_ours(tmp_path, monkeypatch):
     from dpmix_core.experiments.presets import get_preset
-    from dpmix_core.store import ResultStore
-    from dpmix_core.trade_offs import sweep_jobs
+    from dpmix_core.runtime.store import ResultStore
+    from dpmix_core.experiments.trade_offs import sweep_jobs
 
     monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
     monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path))

@@ -12,8 +12,8 @@ from dpmix_core.audit.membership import (
     membership_inference,
     membership_table,
 )
-from dpmix_core.datasets import load_embedded
-from dpmix_core.synthesis import SynthesisConfig
+from dpmix_core.data import load_embedded
+from dpmix_core.synthesis.pipeline import SynthesisConfig
 
 
 @pytest.fixture(scope="module")

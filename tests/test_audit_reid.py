@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from dpmix_core.audit.reidentification import LEAK_RATIO, nearest_records, pairwise_sq_distances
-from dpmix_core.datasets import load_embedded
-from dpmix_core.synthesis import SynthesisConfig
+from dpmix_core.data import load_embedded
+from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.training.data import pixels01
 
 

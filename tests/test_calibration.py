@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpmix_core.accountants import ACCOUNTANTS, MixingSetting, get_accountant
-from dpmix_core.calibration import calibrate_sigma
+from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, get_accountant
+from dpmix_core.privacy.calibration import calibrate_sigma
 
 THESIS = MixingSetting(n=60000, l=256, T=10000, sigma_x=1, sigma_y=1)
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from dpmix_core.cli import main
+from dpmix_core.cli.main import main
 
 BASE = ["--n", "60000", "--l", "256", "--T", "10000", "--delta", str(1 / 60000)]
 SIGMA = ["--sigma-x", "0.0711", "--sigma-y", "0.0711"]

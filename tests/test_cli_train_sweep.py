@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from dpmix_core.cli import main
-from dpmix_core.store import ResultStore
+from dpmix_core.cli.main import main
+from dpmix_core.runtime.store import ResultStore
 
 TINY = ["--dataset", "embedded", "--l", "4", "--T", "300", "--sigma-x", "0.2", "--model", "linear", "--epochs", "1",
         "--device", "cpu"]
@@ -96,7 +96,7 @@ def test_sweep_in_pieces_reuses_runs(tmp_path, capsys, monkeypatch):
 
 
 def test_sweep_on_another_dataset_is_its_own_sweep_without_the_papers_numbers(tmp_path, capsys, monkeypatch):
-    from dpmix_core.trade_offs import expand_cli_spec
+    from dpmix_core.experiments.trade_offs import expand_cli_spec
 
     name, runs, spec = expand_cli_spec("preset:dpfmix-table1-quick", dataset="embedded", values=[1.0], repeats=1)
     assert name == "dpfmix-table1-quick@embedded" and len(runs) == 2
@@ -107,7 +107,7 @@ def test_sweep_on_another_dataset_is_its_own_sweep_without_the_papers_numbers(tm
     # offline: a clear one-line error before anything is queued (the mirror is a closed local port)
     import socket
 
-    from dpmix_core.datasets.catalog import MIRRORS, Mirror
+    from dpmix_core.data.catalog import MIRRORS, Mirror
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

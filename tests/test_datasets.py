@@ -1,4 +1,4 @@
-"""dpmix_core.datasets: file formats, source precedence, verified downloads, uploads."""
+"""dpmix_core.data: file formats, source precedence, verified downloads, uploads."""
 
 import gzip
 import hashlib
@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from dpmix_core.datasets import (
+from dpmix_core.data import (
     MIRRORS,
     ChecksumMismatchError,
     Dataset,
@@ -30,7 +30,7 @@ from dpmix_core.datasets import (
     load_embedded,
     load_user_data,
 )
-from dpmix_core.datasets.formats import CIFAR_BATCHES, IDX_FILES, parse_cifar_batch, parse_idx
+from dpmix_core.data.formats import CIFAR_BATCHES, IDX_FILES, parse_cifar_batch, parse_idx
 
 SHARED_DATA = Path(__file__).parents[2] / "shared" / "data"
 

@@ -19,7 +19,7 @@ from dpmix_core.experiments.presets import (
 )
 from dpmix_core.experiments.results import aggregate
 from dpmix_core.experiments.spec import AXES, SweepSpec, apply_axis, axis_value, load_spec
-from dpmix_core.synthesis import SynthesisConfig
+from dpmix_core.synthesis.pipeline import SynthesisConfig
 
 MIX = RunConfig(
     "mixing",
@@ -307,7 +307,7 @@ def test_dpcda_table2_grid():
 
 
 def test_all_methods_calibrates_every_method_to_the_same_delta_with_a_rigorous_accountant():
-    from dpmix_core.accountants import get_accountant
+    from dpmix_core.privacy.accountants import get_accountant
 
     runs = get_preset("all-methods").runs()
     methods = {r.method for r in runs}

@@ -13,7 +13,7 @@ import fake_jobs
 import pytest
 from fake_jobs import status_is, wait_for
 
-from dpmix_core.jobs import (
+from dpmix_core.runtime.jobs import (
     Backend,
     Cancelled,
     InlineReporter,
@@ -22,8 +22,8 @@ from dpmix_core.jobs import (
     is_alive,
     is_cancellation,
 )
-from dpmix_core.store import ResultStore
-from dpmix_core.worker import EXIT_LOST, Reporter
+from dpmix_core.runtime.store import ResultStore
+from dpmix_core.runtime.worker import EXIT_LOST, Reporter
 
 ROOT = Path(__file__).resolve().parents[1]
 FINAL = ("done", "failed", "cancelled", "interrupted")
@@ -191,7 +191,7 @@ def test_a_worker_whose_row_is_taken_away_stops_and_writes_nothing(store):
 
 
 def _launch_from_a_subprocess(store, run_id) -> int:
-    code = ("import sys; from dpmix_core.store import ResultStore; from dpmix_core.jobs import launch; "
+    code = ("import sys; from dpmix_core.runtime.store import ResultStore; from dpmix_core.runtime.jobs import launch; "
             f"print(launch(ResultStore({str(store.path)!r}), {run_id}, extra_pythonpath=[{str(fake_jobs.TESTS_DIR)!r}]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -226,7 +226,7 @@ def test_at_most_max_parallel_run_at_once(store):
 
 
 def _worker(*args, **kwargs):
-    return subprocess.run([sys.executable, "-m", "dpmix_core.worker", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "dpmix_core.runtime.worker", *args], capture_output=True, text=True,
                           timeout=30, cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{fake_jobs.TESTS_DIR}"},
                           **kwargs)
 

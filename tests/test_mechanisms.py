@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from dpmix_core.accountants import MixingSetting, applicable_accountants, get_accountant
+from dpmix_core.privacy.accountants import MixingSetting, applicable_accountants, get_accountant
 from dpmix_core.mechanisms import (
     ClassCentricParams,
     DPMixParams,
@@ -39,7 +39,7 @@ from dpmix_core.mechanisms import (
     symmetric_gaussian_noise,
     variance_sensitivity,
 )
-from dpmix_core.release import Adjacency, DataBounds, Sampling, class_centric_release
+from dpmix_core.privacy.release import Adjacency, DataBounds, Sampling, class_centric_release
 
 WOR_ACCOUNTANTS = {"lee2019", "dpcda", "rdp-wor"}
 POISSON_ACCOUNTANTS = {"gdp-clt", "rdp-poisson", "pld-poisson"}

@@ -21,13 +21,13 @@ from dp_accounting import GaussianDpEvent, SampledWithoutReplacementDpEvent, Sel
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 from scipy.special import logsumexp
 
-from dpmix_core.accountants import ACCOUNTANTS, MixingSetting, applicable_accountants, get_accountant
-from dpmix_core.datasets import load_dataset
+from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, applicable_accountants, get_accountant
+from dpmix_core.data import load_dataset
 from dpmix_core.experiments.config import RunConfig, run_key
-from dpmix_core.export import privacy_card
+from dpmix_core.synthesis.export import privacy_card
 from dpmix_core.mechanisms import ClassCentricParams, PoissonMixParams, class_centric_mix, poisson_mix
-from dpmix_core.release import PRIVATE_NORMALISATION, Protects
-from dpmix_core.synthesis import MECHANISMS, PREPROCESSING, SynthesisConfig, planned_release, synthesize
+from dpmix_core.privacy.release import PRIVATE_NORMALISATION, Protects
+from dpmix_core.synthesis.pipeline import MECHANISMS, PREPROCESSING, SynthesisConfig, planned_release, synthesize
 
 FEATURES_ONLY = "rigorous upper bound (features only; labels not protected)"
 NOT_COVERED = f"not covered: {PRIVATE_NORMALISATION}"
@@ -247,7 +247,7 @@ def test_v01_class_centric_rows_keep_their_meaning(ds):
 
 def test_trade_off_plots_mark_uncovered_and_features_only_series():
     from dpmix_core.experiments.results import aggregate
-    from dpmix_core.trade_offs import trade_off_figure
+    from dpmix_core.experiments.trade_offs import trade_off_figure
 
     def row(label, **syn):
         cfg = RunConfig("mixing", synthesis=SynthesisConfig("class-centric", l=4, T=600, sigma_x=0.5, **syn),

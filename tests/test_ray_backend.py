@@ -13,10 +13,10 @@ import fake_jobs
 import pytest
 from fake_jobs import TESTS_DIR, executions
 
-from dpmix_core.jobs import get_backend
-from dpmix_core.ray_backend import RAY_MISSING, make_backend, run_resources
-from dpmix_core.store import ResultStore, config_key
-from dpmix_core.sweep_runner import run_sweep
+from dpmix_core.runtime.jobs import get_backend
+from dpmix_core.runtime.ray_backend import RAY_MISSING, make_backend, run_resources
+from dpmix_core.runtime.store import ResultStore, config_key
+from dpmix_core.experiments.sweeps import run_sweep
 
 RAY_REASON = "Ray is not installed (optional: pip install -r requirements-ray.txt)"
 
@@ -52,7 +52,7 @@ def test_resources_and_backend_choice(tmp_path):
 @pytest.fixture(scope="module")
 def ray_cluster():
     ray = pytest.importorskip("ray", reason=RAY_REASON)
-    from dpmix_core.ray_backend import PACKAGE_ROOT
+    from dpmix_core.runtime.ray_backend import PACKAGE_ROOT
 
     if not ray.is_initialized():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,

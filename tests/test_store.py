@@ -12,7 +12,7 @@ import fake_jobs
 import numpy as np
 import pytest
 
-from dpmix_core.store import (
+from dpmix_core.runtime.store import (
     SCHEMA_VERSION,
     ResultStore,
     StoreError,

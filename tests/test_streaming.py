@@ -1,4 +1,4 @@
-"""Streaming (larger-than-memory) releases: dpmix_core.streaming.synthesize_streaming.
+"""Streaming (larger-than-memory) releases: dpmix_core.mechanisms.streaming.synthesize_streaming.
 
 Bit-equality with the in-memory mechanisms is not required (the random streams are split per chunk);
 the tests check the law instead: shapes, exact sampling without duplicates, unbiased means, the
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from dpmix_core.mechanisms import DPMixParams, dpmix
-from dpmix_core.streaming import default_chunk_points, load_release, synthesize_streaming
+from dpmix_core.mechanisms.streaming import default_chunk_points, load_release, synthesize_streaming
 
 
 def _data(n=400, d=6, k=3, seed=0):

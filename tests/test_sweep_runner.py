@@ -8,8 +8,8 @@ import fake_jobs
 import pytest
 from fake_jobs import executions
 
-from dpmix_core.store import ResultStore, config_key
-from dpmix_core.sweep_runner import (
+from dpmix_core.runtime.store import ResultStore, config_key
+from dpmix_core.experiments.sweeps import (
     add_sweep_arguments,
     cli_sweep,
     export_csv,
@@ -135,7 +135,7 @@ def test_sweep_results_leave_out_runs_of_an_earlier_spec_version(tmp_path):
     from dataclasses import replace
 
     from dpmix_core.experiments.spec import load_spec
-    from dpmix_core.trade_offs import JOB_KIND, sweep_jobs, sweep_results
+    from dpmix_core.experiments.trade_offs import JOB_KIND, sweep_jobs, sweep_results
 
     store = ResultStore(tmp_path / "r.sqlite")
     old = load_spec({"name": "p", "axis": "sigma", "values": [0.5],
@@ -161,7 +161,7 @@ def test_published_comparison_verdicts():
     import pandas as pd
 
     from dpmix_core.experiments.spec import Published
-    from dpmix_core.trade_offs import published_comparison, trade_off_figure
+    from dpmix_core.experiments.trade_offs import published_comparison, trade_off_figure
 
     agg = pd.DataFrame({"label": ["a", "a", "b"], "axis_value": [1.0, 2.0, 1.0],
                         "test_accuracy_mean": [0.80, 0.50, 0.9], "test_accuracy_std": [0.01, float("nan"), 0.0],

@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from dpmix_core.cli import main
-from dpmix_core.datasets import load_embedded
-from dpmix_core.export import csv_bytes, privacy_card, write_release
-from dpmix_core.synthesis import MECHANISMS, SynthesisConfig, planned_release, synthesize
+from dpmix_core.cli.main import main
+from dpmix_core.data import load_embedded
+from dpmix_core.synthesis.export import csv_bytes, privacy_card, write_release
+from dpmix_core.synthesis.pipeline import MECHANISMS, SynthesisConfig, planned_release, synthesize
 
 
 @pytest.fixture(scope="module")

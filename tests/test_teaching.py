@@ -1,13 +1,13 @@
-"""Unit tests for dpmix_core.teaching (the maths behind the "DP foundations" page)."""
+"""Unit tests for dpmix_core.teaching.lessons (the maths behind the "DP foundations" page)."""
 
 import math
 
 import numpy as np
 import pytest
 
-from dpmix_core.datasets import load_embedded
+from dpmix_core.data import load_embedded
 from dpmix_core.mechanisms import GaussianRelease, LaplaceRelease
-from dpmix_core.teaching import (
+from dpmix_core.teaching.lessons import (
     dp_histograms,
     dp_mean_images,
     gaussian_method_for,

@@ -16,10 +16,10 @@ import torch
 import torch.nn.functional as F
 
 from dpmix_core.experiments.config import RunConfig, run_key
-from dpmix_core.synthesis import SynthesisConfig
+from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.training import losses as L
 from dpmix_core.training.models import build_model, count_parameters
-from dpmix_core.training.runner import Cancelled, NullReporter, run_config, run_job
+from dpmix_core.experiments.runner import Cancelled, NullReporter, run_config, run_job
 from dpmix_core.training.train import OptimSettings, evaluate, fit, lr_factor
 
 SMALL = dict(dataset="embedded", train_limit=300, test_limit=200, epochs=1, device="cpu", batch_size=64)
@@ -326,7 +326,7 @@ def test_run_job_takes_the_dict_form():
 
 
 def test_train_repeats_summarises_seeds():
-    from dpmix_core.training.train_cli import train_repeats
+    from dpmix_core.cli.train import train_repeats
 
     lines: list[str] = []
     out = train_repeats(method="dp-sgd", dataset="embedded", model="linear", loss="ce", epochs=2, repeats=2, seed=3,
@@ -406,7 +406,7 @@ def test_device_auto_is_cpu_here():
 @pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("DPMIX_SLOW_TESTS"), reason="slow: set DPMIX_SLOW_TESTS=1")
 def test_quick_thesis_preset_on_full_mnist():
-    from dpmix_core.datasets import DatasetUnavailableError
+    from dpmix_core.data import DatasetUnavailableError
     from dpmix_core.experiments.presets import get_preset
 
     data_dir = os.environ.get("DPMIX_DATA_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))

@@ -57,10 +57,10 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from dpmix_core.accountants import applicable_accountants
-from dpmix_core.accountants.base import EpsilonResult
-from dpmix_core.argtypes import finite_float, positive_int
-from dpmix_core.release import MixingRelease
+from dpmix_core.privacy.accountants import applicable_accountants
+from dpmix_core.privacy.accountants.base import EpsilonResult
+from dpmix_core.cli.argtypes import finite_float, positive_int
+from dpmix_core.privacy.release import MixingRelease
 
 __all__ = [
     "MECHANISMS",

@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from dpmix_core.datasets import Dataset
-from dpmix_core.synthesis import SynthesisConfig
+from dpmix_core.data import Dataset
+from dpmix_core.synthesis.pipeline import SynthesisConfig
 
 __all__ = [
     "SETTINGS",
@@ -237,9 +237,9 @@ def membership_inference(
     delta = sigma_x = sigma_y = released = None
     used_config = None
     if setting == "mixing":
-        from dpmix_core.accountants import applicable_accountants
-        from dpmix_core.release import MixingRelease
-        from dpmix_core.synthesis import synthesize
+        from dpmix_core.privacy.accountants import applicable_accountants
+        from dpmix_core.privacy.release import MixingRelease
+        from dpmix_core.synthesis.pipeline import synthesize
 
         member_ds = Dataset(f"{dataset.name}-members", x_mem, y_mem, None, None, k,
                             f"{dataset.source} ({members} membership-audit members)", dataset.label_names)
@@ -356,7 +356,7 @@ def job_config(*, l: int, T: int, epsilons: tuple[float, ...], members: int, epo
 
 def run_job(config: dict, reporter) -> dict:
     """Worker entry point: train and attack every row in a background process (never in the app thread)."""
-    from dpmix_core.datasets import default_dataset, load_dataset
+    from dpmix_core.data import default_dataset, load_dataset
 
     dataset = default_dataset() if config["dataset"] == "default" else load_dataset(config["dataset"])
     reporter.progress(phase="training and attacking", rows=2 + len(config["epsilons"]))

@@ -24,8 +24,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dpmix_core.datasets import Dataset
-from dpmix_core.synthesis import SynthesisConfig, resolve_sigma
+from dpmix_core.data import Dataset
+from dpmix_core.synthesis.pipeline import SynthesisConfig, resolve_sigma
 
 __all__ = ["LEAK_RATIO", "ReidResult", "nearest_records", "pairwise_sq_distances"]
 
@@ -107,9 +107,9 @@ def nearest_records(
     the reference sample; the same inputs give the same result.
     """
     _check(dataset, synthesis_config, points, k)
-    from dpmix_core.accountants import applicable_accountants
-    from dpmix_core.release import MixingRelease
-    from dpmix_core.synthesis import planned_release, synthesize
+    from dpmix_core.privacy.accountants import applicable_accountants
+    from dpmix_core.privacy.release import MixingRelease
+    from dpmix_core.synthesis.pipeline import planned_release, synthesize
     from dpmix_core.training.data import release_feature_map
 
     points, k = int(points), int(k)

@@ -1,7 +1,7 @@
 """One training run as data: :class:`RunConfig` (validated, JSON round-trip) and its identity :func:`run_key`.
 
 A run is fully described by its config: dataset, method, the release
-(a nested :class:`~dpmix_core.synthesis.SynthesisConfig` for mixing and
+(a nested :class:`~dpmix_core.synthesis.pipeline.SynthesisConfig` for mixing and
 label-only Laplace), model, loss, optimizer and schedule, epochs, batch size,
 validation fraction, subsample limits, DP-SGD / DP-PCA parameters and the
 seed. ``device``, ``data_dir`` and the display ``label`` say *where* and *under
@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from dpmix_core.datasets import DATASET_NAMES
-from dpmix_core.synthesis import MECHANISMS, SynthesisConfig, resolve_preprocessing
+from dpmix_core.data import DATASET_NAMES
+from dpmix_core.synthesis.pipeline import MECHANISMS, SynthesisConfig, resolve_preprocessing
 from dpmix_core.training.names import (
     BATCHNORM_MODELS,
     DPSGD_ACCOUNTANTS,

@@ -17,7 +17,7 @@ from dataclasses import asdict, replace
 
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.spec import Published, Series, SweepSpec
-from dpmix_core.synthesis import SynthesisConfig
+from dpmix_core.synthesis.pipeline import SynthesisConfig
 
 __all__ = ["PRESETS", "preset_names", "get_preset", "estimate_seconds", "estimate_sweep_seconds", "QUICK_LIMIT_S"]
 

@@ -8,7 +8,7 @@ import pandas as pd
 
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.spec import AXES, axis_value
-from dpmix_core.synthesis import guarantee_label
+from dpmix_core.synthesis.pipeline import guarantee_label
 
 __all__ = ["aggregate", "infer_axis", "GROUP_COLUMNS"]
 

@@ -1,8 +1,8 @@
 """Mechanisms for DPMix Studio: random mixing (DPMix, class-centric, Poisson), label-only Laplace, DP statistics, DP-PCA.
 
 Every mechanism returns its output together with a description of what was
-released: a :class:`~dpmix_core.release.MixingRelease` for the mixing
-mechanisms (read by ``dpmix_core.accountants``), a
+released: a :class:`~dpmix_core.privacy.release.MixingRelease` for the mixing
+mechanisms (read by ``dpmix_core.privacy.accountants``), a
 :class:`LaplaceLabelRelease`, :class:`LaplaceRelease` or
 :class:`GaussianRelease` otherwise. One source of truth for epsilon.
 

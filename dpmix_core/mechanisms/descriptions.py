@@ -1,6 +1,6 @@
 """What a non-mixing mechanism released: Laplace and Gaussian releases described as data.
 
-Mixing mechanisms are described by :class:`dpmix_core.release.MixingRelease`;
+Mixing mechanisms are described by :class:`dpmix_core.privacy.release.MixingRelease`;
 the classical mechanisms here (label-only Laplace, DP statistics, Analyze-Gauss
 PCA) carry their own guarantee, so their description *is* the epsilon.
 """

@@ -1,7 +1,7 @@
 """Random-mixing mechanisms: DPMix, local perturbation, class-centric mixing (DP-CDA), Poisson mixing (DPFMix).
 
 Each mechanism returns :class:`SyntheticData` whose ``release`` (a
-:class:`~dpmix_core.release.MixingRelease`) is built by the same parameter
+:class:`~dpmix_core.privacy.release.MixingRelease`) is built by the same parameter
 object the mechanism ran with, so the accountants see exactly what was done:
 ``params.release(...)`` gives the description *before* running (to calibrate
 sigma), and the mechanism attaches the same object to its output.
@@ -34,7 +34,7 @@ from dpmix_core.mechanisms._engine import (
 )
 from dpmix_core.mechanisms.outputs import SyntheticData
 from dpmix_core.mechanisms.sampling import index_dtype, sample_mixture_indices, sample_poisson_batches
-from dpmix_core.release import (
+from dpmix_core.privacy.release import (
     PRIVATE_NORMALISATION,
     Adjacency,
     DataBounds,

@@ -8,7 +8,7 @@ from typing import Union
 import numpy as np
 
 from dpmix_core.mechanisms.descriptions import GaussianRelease, LaplaceLabelRelease, LaplaceRelease
-from dpmix_core.release import MixingRelease
+from dpmix_core.privacy.release import MixingRelease
 
 __all__ = ["Release", "SyntheticData", "DPStatistic", "DPPCAResult"]
 
@@ -20,7 +20,7 @@ class SyntheticData:
     """Released points: x float32 (T, d), y float32 (T, K) (soft labels, or one-hot hard labels where stated).
 
     ``release`` is the single source of truth for the privacy guarantee (feed a
-    MixingRelease to ``dpmix_core.accountants``); ``notes`` lists preprocessing,
+    MixingRelease to ``dpmix_core.privacy.accountants``); ``notes`` lists preprocessing,
     post-processing and caveats in plain words.
     """
 

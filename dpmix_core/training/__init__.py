@@ -9,7 +9,7 @@ Modules (torch is imported by the ones that need it, not here):
 * :mod:`~dpmix_core.training.scattering` — cached ScatterNet features (kymatio);
 * :mod:`~dpmix_core.training.dpsgd` — DP-SGD with Opacus, calibrated with our accountants;
 * :mod:`~dpmix_core.training.pca` — Analyze-Gauss DP-PCA projection;
-* :mod:`~dpmix_core.training.runner` — ``run_job(config, reporter)`` / ``run_config(config)``.
+* :mod:`~dpmix_core.experiments.runner` — ``run_job(config, reporter)`` / ``run_config(config)``.
 """
 
 from dpmix_core.training.names import LOSSES, METHODS, MODELS

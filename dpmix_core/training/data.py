@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dpmix_core.datasets import Dataset
+from dpmix_core.data import Dataset
 from dpmix_core.mechanisms.mixing import _clip_rows, _column_mean, _column_std, _unit_features
-from dpmix_core.synthesis import SynthesisConfig
+from dpmix_core.synthesis.pipeline import SynthesisConfig
 
 __all__ = [
     "SUBSET_SEED",

@@ -6,7 +6,7 @@ event SelfComposed(PoissonSampled(q, Gaussian(z)), S) of ``dp_accounting``,
 exactly the event of a Poisson mixing release with m = B, T = S and effective
 noise multiplier z (``dpsgd_release``). So our own accountants apply as they
 are: z is calibrated to the target (epsilon, delta) with ``pld-poisson`` (or
-``rdp-poisson``) through :func:`dpmix_core.calibration.calibrate_sigma`, which
+``rdp-poisson``) through :func:`dpmix_core.privacy.calibration.calibrate_sigma`, which
 never overshoots; we pass z to Opacus (``GradSampleModule`` + ``DPOptimizer``)
 rather than using ``make_private_with_epsilon``, and report epsilon from our
 pld-poisson and rdp-poisson accountants *and* from Opacus' RDP and PRV
@@ -26,7 +26,7 @@ import warnings
 import torch
 from torch import nn
 
-from dpmix_core.release import Adjacency, DataBounds, MixingRelease, Sampling
+from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Sampling
 from dpmix_core.training.train import (
     FitResult,
     OptimSettings,
@@ -83,8 +83,8 @@ def calibrate_noise_multiplier(
     *, n: int, batch_size: int, steps: int, target_epsilon: float, delta: float, accountant: str = "pld-poisson"
 ) -> float:
     """Smallest z (to the calibration's 1e-5 relative tolerance) with epsilon <= target under ``accountant``."""
-    from dpmix_core.accountants import get_accountant
-    from dpmix_core.calibration import calibrate_sigma
+    from dpmix_core.privacy.accountants import get_accountant
+    from dpmix_core.privacy.calibration import calibrate_sigma
 
     base = dpsgd_release(n=n, batch_size=batch_size, steps=steps, noise_multiplier=1.0, clip=1.0)
     cal = calibrate_sigma(get_accountant(accountant), base, target_epsilon=target_epsilon, delta=delta)
@@ -99,7 +99,7 @@ def dpsgd_epsilons(*, n: int, batch_size: int, steps: int, noise_multiplier: flo
     """
     from opacus.accountants import PRVAccountant, RDPAccountant
 
-    from dpmix_core.accountants import get_accountant
+    from dpmix_core.privacy.accountants import get_accountant
 
     release = dpsgd_release(n=n, batch_size=batch_size, steps=steps, noise_multiplier=noise_multiplier, clip=1.0)
     out: dict = {}

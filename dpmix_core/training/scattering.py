@@ -49,7 +49,7 @@ def scattering_shape(image_shape: tuple[int, ...], *, J: int = 2, L: int = 8) ->
 
 def feature_cache_path(images: np.ndarray, *, J: int = 2, L: int = 8) -> Path:
     """Where the features of exactly this array are cached (the file may not exist yet)."""
-    from dpmix_core.datasets import cache_dir
+    from dpmix_core.data import cache_dir
 
     h = hashlib.sha256()
     h.update(f"scattering-v{CACHE_VERSION}|J={J}|L={L}|{images.dtype.str}|{images.shape}|".encode())

@@ -1,0 +1,427 @@
+"""Command line: ``python -m dpmix_core {epsilon,calibrate,synthesize,train,sweep,audit} ...``.
+
+Contract (scripts and tests rely on it): ``--json`` prints one JSON object (a
+list for ``--accountant all``); infinite epsilon prints "inf"; invalid input
+exits with code 2 and one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Callable, Sequence
+
+from dpmix_core.privacy.accountants import ACCOUNTANTS, EpsilonResult, MixingSetting, epsilon_all, get_accountant
+from dpmix_core.cli.argtypes import finite_float, positive_int
+from dpmix_core.privacy.calibration import calibrate_sigma
+from dpmix_core.privacy.release import PRIVATE_NORMALISATION
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, no usage dump
+        raise CliError(message)
+
+
+def _range(text: str) -> tuple[float, float]:
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not LO,HI")
+    lo, hi = (finite_float(p) for p in parts)
+    if not lo < hi:
+        raise argparse.ArgumentTypeError(f"{text!r}: LO must be below HI")
+    return lo, hi
+
+
+def _range_pair(text: str) -> tuple[float, float]:
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not MEAN,STD")
+    return finite_float(parts[0]), finite_float(parts[1])
+
+
+def _class_sizes(text: str) -> tuple[int, ...]:
+    return tuple(positive_int(part) for part in text.split(","))
+
+
+def add_setting_arguments(parser: argparse.ArgumentParser, *, with_sigma: bool) -> None:
+    """The data options shared by every accounting command."""
+    names = ", ".join([*ACCOUNTANTS, "all"])
+    parser.add_argument("--accountant", required=True, help=f"one of: {names}")
+    parser.add_argument("--n", type=positive_int, required=True, help="records in the private dataset")
+    parser.add_argument("--l", type=positive_int, required=True, help="mix degree l (Poisson: expected batch m)")
+    parser.add_argument("--T", type=positive_int, required=True, help="number of synthetic points released")
+    if with_sigma:
+        parser.add_argument("--sigma-x", type=finite_float, required=True, help="feature noise std")
+        parser.add_argument("--sigma-y", type=finite_float, required=True, help="label noise std")
+    parser.add_argument("--delta", type=finite_float, required=True)
+    parser.add_argument("--dx", type=positive_int, default=784, help="feature dimension ([0,1]^dx bounds)")
+    parser.add_argument("--dy", type=positive_int, default=10, help="label dimension ([0,1]^dy bounds)")
+    parser.add_argument("--clip", type=finite_float, default=None, help="DP-CDA L2 clip c (default 1)")
+    parser.add_argument("--clip-x", type=finite_float, default=1.0, help="DPFMix feature clip Cx")
+    parser.add_argument("--clip-y", type=finite_float, default=1.0, help="DPFMix label clip Cy")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--classes", type=positive_int, help="class-centric mixing over K equal classes")
+    group.add_argument("--class-sizes", type=_class_sizes, help="class-centric mixing: sizes N_1,...,N_K")
+    parser.add_argument(
+        "--features-only", action="store_true",
+        help="class-centric: DP-CDA's reading (a neighbour swaps a record within its class); labels NOT protected. "
+        "Default: replace-one, the record's label protected too",
+    )
+    parser.add_argument("--label-may-change", action="store_true", help=argparse.SUPPRESS)  # the default since v0.2
+    parser.add_argument(
+        "--private-normalisation", action="store_true",
+        help="the release z-scored with statistics of the private data: epsilons are computed for reference "
+        "but no accountant covers the release",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _setting(args: argparse.Namespace, sigma_x: float = 1.0, sigma_y: float = 1.0) -> MixingSetting:
+    class_sizes = args.class_sizes
+    if args.classes is not None:
+        if args.n % args.classes:
+            raise CliError(f"--n {args.n} is not divisible into --classes {args.classes} equal classes")
+        class_sizes = (args.n // args.classes,) * args.classes
+    if class_sizes is not None and args.n != sum(class_sizes):
+        raise CliError(f"class sizes sum to {sum(class_sizes)}, not --n {args.n}")
+    if class_sizes is None and (args.features_only or args.label_may_change):
+        flag = "--features-only" if args.features_only else "--label-may-change"
+        raise CliError(f"{flag} applies to class-centric accounting: give --classes K or --class-sizes")
+    if args.features_only and args.label_may_change:
+        raise CliError("--features-only and --label-may-change contradict each other; pick one")
+    return MixingSetting(
+        n=args.n,
+        l=args.l,
+        T=args.T,
+        sigma_x=getattr(args, "sigma_x", sigma_x),
+        sigma_y=getattr(args, "sigma_y", sigma_y),
+        dx=args.dx,
+        dy=args.dy,
+        clip=args.clip,
+        clip_x=args.clip_x,
+        clip_y=args.clip_y,
+        class_sizes=class_sizes,
+        protect_labels=not args.features_only,
+        not_covered=PRIVATE_NORMALISATION if args.private_normalisation else None,
+    )
+
+
+def _names(name: str) -> list[str]:
+    if name == "all":
+        return list(ACCOUNTANTS)
+    if name not in ACCOUNTANTS:
+        raise CliError(f"unknown accountant {name!r}; choose one of: {', '.join([*ACCOUNTANTS, 'all'])}")
+    return [name]
+
+
+def _format_eps(x: float) -> str:
+    return "inf" if math.isinf(x) else f"{x:.4f}"
+
+
+def _print_text(result: EpsilonResult, extra: str = "") -> None:
+    line = (
+        f"{result.accountant:12s} eps={_format_eps(result.epsilon):>10s}  delta={result.delta:.3g}  "
+        f"[{result.guarantee}]{extra}\n    {result.assumptions}"
+    )
+    if result.reason:
+        line += f"\n    note: {result.reason}"
+    print(line)
+
+
+def _emit(objs: list[dict], as_list: bool) -> None:
+    print(json.dumps(objs if as_list else objs[0], indent=None, allow_nan=False))
+
+
+def cmd_epsilon(args: argparse.Namespace) -> int:
+    names = _names(args.accountant)
+    setting = _setting(args)
+    if len(names) > 1:
+        results = epsilon_all(setting, args.delta)
+    else:
+        acc = get_accountant(names[0])
+        results = [acc.epsilon(acc.release_for(setting), args.delta)]
+    if args.json:
+        _emit([r.to_json() for r in results], args.accountant == "all")
+    else:
+        for r in results:
+            _print_text(r)
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    names = _names(args.accountant)
+    setting = _setting(args)
+    cals = [
+        calibrate_sigma(
+            get_accountant(name),
+            setting,
+            target_epsilon=args.target_epsilon,
+            delta=args.delta,
+            sigma_ratio=args.sigma_ratio,
+        )
+        for name in names
+    ]
+    if args.json:
+        _emit([c.to_json() for c in cals], args.accountant == "all")
+    else:
+        for c in cals:
+            _print_text(c.result, f"  sigma_x={c.sigma_x:.6g} sigma_y={c.sigma_y:.6g}")
+    return 0
+
+
+def _progress(done: int, total: int) -> None:
+    if total:
+        print(f"\rdownloading: {100 * done / total:5.1f} % of {total / 1e6:.1f} MB", end="", file=sys.stderr)
+        if done >= total:
+            print(file=sys.stderr)
+
+
+def _synthesize_streaming(args: argparse.Namespace) -> int:
+    """--memmap X.npy --labels Y.npy: a release larger than memory, written chunk by chunk to a folder."""
+    import numpy as np
+
+    from dpmix_core.mechanisms.streaming import STREAM_MECHANISMS, synthesize_streaming
+
+    if args.mechanism not in STREAM_MECHANISMS:
+        raise CliError(f"--memmap streams {', '.join(STREAM_MECHANISMS)} only; got --mechanism {args.mechanism}")
+    if args.labels is None or args.num_classes is None:
+        raise CliError("--memmap needs --labels Y.npy and --num-classes K")
+    if args.sigma_x is None:
+        raise CliError("streaming needs an explicit --sigma-x (calibrate first with 'calibrate')")
+    try:
+        source = np.load(args.memmap, mmap_mode="r", allow_pickle=False)
+        labels = np.load(args.labels, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"cannot memory-map the source: {exc}") from None
+    result = synthesize_streaming(
+        source, labels, num_classes=args.num_classes, mechanism=args.mechanism, l=args.l, T=args.T,
+        sigma_x=args.sigma_x, sigma_y=args.sigma_y, seed=args.seed, out_path=args.out, device=args.device,
+        feature_range=args.feature_range, clip_x=args.clip_x, clip_y=args.clip_y, delta=args.delta,
+    )
+    if args.json:
+        print(json.dumps({"out": str(result.out_dir), **result.card}, allow_nan=False))
+    else:
+        print(f"wrote {args.T:,} points to {result.out_dir} in {result.seconds:.1f} s ({result.chunks} chunks)")
+        for e in result.card["epsilons"]:
+            eps = e["epsilon"] if isinstance(e["epsilon"], str) else _format_eps(e["epsilon"])
+            print(f"  {e['accountant']:12s} eps={eps}  [{e['guarantee']}]")
+    return 0
+
+
+def cmd_synthesize(args: argparse.Namespace) -> int:
+    from dpmix_core.data import load_dataset, load_user_data
+    from dpmix_core.synthesis.export import check_output_path, privacy_card, write_release
+    from dpmix_core.synthesis.pipeline import synthesize
+
+    if args.memmap is not None:
+        return _synthesize_streaming(args)
+    check_output_path(args.out)
+    if args.data_file is not None:
+        path = args.data_file
+        try:
+            with open(path, "rb") as fh:
+                dataset = load_user_data(fh, filename=path)
+        except OSError as exc:
+            raise CliError(f"cannot read --data-file {path!r}: {exc.strerror}") from None
+    else:
+        dataset = load_dataset(args.dataset, data_dir=args.data_dir, progress=_progress)
+    config = _synthesis_config(args)
+    synthesis = synthesize(config, dataset)
+    data_path, card_path = write_release(synthesis, args.out)
+    card = privacy_card(synthesis)
+    if args.json:
+        print(json.dumps({"out": str(data_path), "card": str(card_path), **card}, allow_nan=False))
+    else:
+        print(f"wrote {data_path} ({synthesis.data.num_points} points) and {card_path}")
+        print(f"dataset: {dataset.source}, n={dataset.n_train}")
+        for e in card["epsilons"]:
+            eps = e["epsilon"] if isinstance(e["epsilon"], str) else _format_eps(e["epsilon"])
+            print(f"  {e['accountant']:12s} eps={eps}  [{e['guarantee']}]")
+    return 0
+
+
+def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bool = True) -> None:
+    """Dataset and mechanism options shared by ``synthesize`` and ``train``."""
+    from dpmix_core.data import DATASET_NAMES
+    from dpmix_core.synthesis.pipeline import MECHANISMS, PREPROCESSING
+
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--dataset", default="embedded", choices=DATASET_NAMES, help="default: embedded MNIST sample")
+    src.add_argument("--data-file", help="your own CSV (label column + numeric features) or .npz (x, y)")
+    p.add_argument("--data-dir", help="folder with the official dataset files (or set DPMIX_DATA_DIR)")
+    p.add_argument("--mechanism", required=mechanism_required, default="dpmix", choices=MECHANISMS)
+    p.add_argument("--l", type=positive_int, default=256, help="mix degree (Poisson: expected batch m)")
+    p.add_argument("--T", type=positive_int, default=10000, help="number of synthetic points")
+    p.add_argument("--sigma-x", type=finite_float)
+    p.add_argument("--sigma-y", type=finite_float, help="default: sigma-ratio * sigma-x")
+    p.add_argument("--sigma-ratio", type=finite_float, default=1.0)
+    p.add_argument("--target-epsilon", type=finite_float, help="calibrate sigma to this epsilon")
+    p.add_argument("--accountant", help="accountant used for --target-epsilon")
+    p.add_argument("--delta", type=finite_float, default=1e-5)
+    p.add_argument("--preprocessing", choices=list(PREPROCESSING), default="unit",
+                   help="class-centric features: unit = [0,1] (thesis §4.2, default); zscore = z-score with PUBLIC "
+                   "constants + L2 clip c (DP-CDA); zscore-private = statistics of the private data (opt-in: "
+                   "no epsilon is then covered)")
+    p.add_argument("--clip", type=finite_float, default=1.0, help="class-centric L2 clip c")
+    p.add_argument("--zscore-constants", type=_range_pair, help="class-centric zscore: public MEAN,STD for every "
+                   "feature (default: the built-in dataset's documented constants; uploads must state them)")
+    p.add_argument("--features-only", action="store_true",
+                   help="class-centric: account for DP-CDA's same-class swap; labels NOT protected "
+                   "(default: replace-one, labels protected)")
+    p.add_argument("--public-n", type=positive_int,
+                   help="poisson: the public n that sets the rate m/n (default: the dataset's size, stated as public)")
+    p.add_argument("--clip-x", type=finite_float, default=1.0)
+    p.add_argument("--clip-y", type=finite_float, default=1.0)
+    p.add_argument("--hard-labels", action="store_true", help="class-centric: argmax labels (DP-CDA Eq. 1)")
+    p.add_argument("--clamp-negative", action="store_true", help="DPMix: clamp negatives to 0 (post-processing)")
+    p.add_argument("--label-epsilon", type=finite_float, default=1.0, help="label-laplace epsilon")
+    p.add_argument("--label-task", choices=["classification", "regression"], default="classification")
+    p.add_argument("--feature-range", type=_range, help="public LO,HI bounds of float features (for [0,1] scaling)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+
+def _add_synthesize(sub) -> None:
+    p = sub.add_parser("synthesize", help="release a synthetic dataset (.npz/.csv) with its privacy card")
+    _add_release_arguments(p)
+    p.add_argument("--out", required=True, help="FILE.npz or FILE.csv (a FILE.card.json is written beside it); "
+                   "with --memmap: an output folder")
+    p.add_argument("--memmap", help="X.npy (n, d) read memory-mapped in chunks: releases larger than memory")
+    p.add_argument("--labels", help="Y.npy (n,) integer labels for --memmap")
+    p.add_argument("--num-classes", type=positive_int, help="K for --memmap")
+    p.set_defaults(func=cmd_synthesize)
+
+
+def _synthesis_config(args: argparse.Namespace):
+    from dpmix_core.synthesis.pipeline import SynthesisConfig
+
+    if args.accountant is not None and args.accountant not in ACCOUNTANTS:
+        raise CliError(f"unknown accountant {args.accountant!r}; choose one of: {', '.join(ACCOUNTANTS)}")
+    return SynthesisConfig(
+        mechanism=args.mechanism, l=args.l, T=args.T, sigma_x=args.sigma_x, sigma_y=args.sigma_y,
+        sigma_ratio=args.sigma_ratio, target_epsilon=args.target_epsilon, accountant=args.accountant,
+        delta=args.delta, preprocessing=args.preprocessing, clip=args.clip, zscore_constants=args.zscore_constants,
+        protect_labels=not args.features_only, public_n=args.public_n,
+        clip_x=args.clip_x, clip_y=args.clip_y, hard_labels=args.hard_labels, clamp_negative=args.clamp_negative,
+        label_epsilon=args.label_epsilon, label_task=args.label_task, feature_range=args.feature_range,
+        seed=args.seed, device=args.device,
+    )
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from dpmix_core.cli.train import train_repeats
+
+    if args.data_file is not None:
+        raise CliError("train needs a dataset with an official test split: use --dataset (and --data-dir)")
+    synthesis = _synthesis_config(args) if args.method in ("mixing", "label-laplace") else None
+    summary = train_repeats(
+        method=args.method, dataset=args.dataset, data_dir=args.data_dir, synthesis=synthesis, model=args.model,
+        loss=args.loss, epochs=args.epochs, repeats=args.repeats, seed=args.seed, device=args.device,
+        dpsgd_epsilon=args.target_epsilon, dpsgd_delta=args.delta,
+        progress=None if args.json else lambda line: print(line, file=sys.stderr),
+    )
+    if args.json:
+        print(json.dumps(summary, allow_nan=False))
+    else:
+        acc, std = summary["test_accuracy"], summary["test_accuracy_std"]
+        print(f"test accuracy {100 * acc:.2f} % ± {100 * (std or 0):.2f} over {summary['repeats']} run(s), "
+              f"{summary['seconds']:.1f} s")
+        guarantees = summary.get("guarantee") or {}
+        for name, eps in summary["epsilon"].items():
+            label = f"  [{guarantees[name]}]" if name in guarantees else ""
+            print(f"  {name:12s} eps={eps if isinstance(eps, str) else _format_eps(eps)}{label}")
+    return 0
+
+
+def _add_train(sub) -> None:
+    from dpmix_core.training.names import LOSSES, METHODS, MODELS
+
+    p = sub.add_parser("train", help="train a model on a release (or a baseline) and evaluate on the real test set")
+    _add_release_arguments(p, mechanism_required=False)
+    p.add_argument("--method", choices=METHODS, default="mixing",
+                   help="mixing (train on the release) or a baseline on the same model")
+    p.add_argument("--model", choices=MODELS, default="thesis-cnn")
+    p.add_argument("--loss", choices=LOSSES, default="ce")
+    p.add_argument("--epochs", type=positive_int, default=5)
+    p.add_argument("--repeats", type=positive_int, default=1, help="runs with seeds seed, seed+1, ...")
+    p.set_defaults(func=cmd_train)
+
+
+def _add_sweep(sub) -> None:
+    from dpmix_core.data import DATASET_NAMES
+    from dpmix_core.experiments.sweeps import add_sweep_arguments, cli_sweep
+    from dpmix_core.experiments.trade_offs import expand_cli_spec
+
+    p = sub.add_parser("sweep", help="run a sweep spec (or preset:NAME) into the results store; resumable")
+    add_sweep_arguments(p)
+    p.add_argument("--repeats", type=positive_int,
+                   help="seeds per point instead of the spec's (seeds 0..N-1: a later, larger N reuses these runs)")
+    p.add_argument("--values", type=_axis_number, nargs="+", metavar="V",
+                   help="run only these axis values (each must be one of the spec's: the runs are the spec's own)")
+    p.add_argument("--dataset", choices=DATASET_NAMES,
+                   help="run the protocol on another dataset (its own sweep, NAME@dataset; data from $DPMIX_DATA_DIR, "
+                        "the cache, or a download)")
+    p.set_defaults(func=lambda args: cli_sweep(
+        args, expand=lambda text: expand_cli_spec(text, repeats=args.repeats, values=args.values,
+                                                  dataset=args.dataset)))
+
+
+def _axis_number(text: str) -> float:
+    """An axis value on the command line: an integer, a float, or inf."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number (or inf). Found {text!r}.") from None
+    return int(value) if value.is_integer() else value
+
+
+def _add_audit(sub) -> None:
+    from dpmix_core.audit.empirical import add_audit_arguments, cli_audit
+
+    p = sub.add_parser("audit", help="empirical epsilon lower bound next to every accountant's epsilon")
+    add_audit_arguments(p)
+    p.set_defaults(func=cli_audit)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m dpmix_core", description="DPMix Studio core: privacy accounting for mixing.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = sub.add_parser("epsilon", help="epsilon of a mixing release under one or all accountants")
+    add_setting_arguments(p, with_sigma=True)
+    p.set_defaults(func=cmd_epsilon)
+    p = sub.add_parser("calibrate", help="sigma_x (sigma_y = lambda sigma_x) reaching a target epsilon")
+    add_setting_arguments(p, with_sigma=False)
+    p.add_argument("--target-epsilon", type=finite_float, required=True)
+    p.add_argument("--sigma-ratio", type=finite_float, default=1.0, help="lambda = sigma_y / sigma_x")
+    p.set_defaults(func=cmd_calibrate)
+    _add_synthesize(sub)
+    _add_train(sub)
+    _add_sweep(sub)
+    _add_audit(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        func: Callable[[argparse.Namespace], int] = args.func
+        return func(args)
+    except (CliError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""``python -m dpmix_core train``: a few repeats of one run in this process, summarised as mean ± std."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+
+from dpmix_core.experiments.config import RunConfig
+from dpmix_core.synthesis.pipeline import SynthesisConfig
+from dpmix_core.experiments.runner import run_config
+
+__all__ = ["train_repeats"]
+
+
+class _LineReporter:
+    """Turns progress fields into one line per epoch (and per phase) for a terminal."""
+
+    def __init__(self, emit: Callable[[str], None], prefix: str) -> None:
+        self.emit = emit
+        self.prefix = prefix
+
+    def progress(self, **f) -> None:
+        if f.get("phase") == "train":
+            val = "" if f.get("val_accuracy") is None else f" val acc {100 * f['val_accuracy']:.1f} %"
+            eta = "" if f.get("eta_seconds") is None else f" eta {f['eta_seconds']:.0f} s"
+            self.emit(f"{self.prefix} epoch {f['epoch']}/{f['epochs']} loss {f['loss']:.4f}{val}{eta}")
+        elif f.get("phase") == "done":
+            self.emit(f"{self.prefix} test accuracy {100 * f['test_accuracy']:.2f} %")
+        else:
+            self.emit(f"{self.prefix} {f.get('phase')}")
+
+    def should_stop(self) -> bool:
+        return False
+
+
+def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
+    if not values:
+        return None, None
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
+
+
+def train_repeats(
+    *,
+    method: str,
+    dataset: str,
+    data_dir: str | None = None,
+    synthesis: SynthesisConfig | None = None,
+    model: str = "thesis-cnn",
+    loss: str = "ce",
+    epochs: int = 5,
+    repeats: int = 1,
+    seed: int = 0,
+    device: str = "auto",
+    dpsgd_epsilon: float | None = None,
+    dpsgd_delta: float | None = None,
+    progress: Callable[[str], None] | None = None,
+    **run_options,
+) -> dict:
+    """Run ``repeats`` seeds (seed, seed+1, ...) of one configuration; JSON-ready summary.
+
+    ``dpsgd_epsilon`` (the CLI's --target-epsilon) is DP-SGD's budget, and
+    DP-PCA's when the method is dp-pca; ``run_options`` are further
+    RunConfig fields (lr, batch_size, train_limit, ...).
+    """
+    kw = dict(run_options)
+    if method == "dp-sgd":
+        if dpsgd_epsilon is None:
+            raise ValueError("dp-sgd needs a target epsilon (--target-epsilon) to calibrate its noise.")
+        kw["dpsgd_epsilon"] = dpsgd_epsilon
+        if dpsgd_delta is not None:
+            kw["dpsgd_delta"] = dpsgd_delta
+    if method == "dp-pca":
+        if dpsgd_epsilon is not None:
+            kw["pca_epsilon"] = dpsgd_epsilon
+        if dpsgd_delta is not None:
+            kw["pca_delta"] = dpsgd_delta
+    base = RunConfig(method, dataset=dataset, data_dir=None if data_dir is None else str(data_dir),
+                     synthesis=synthesis if method in ("mixing", "label-laplace") else None, model=model, loss=loss,
+                     epochs=epochs, seed=seed, device=device, **kw)
+    results = []
+    for r in range(repeats):
+        cfg = base.replace(seed=seed + r)
+        reporter = _LineReporter(progress, f"[run {r + 1}/{repeats}, seed {cfg.seed}]") if progress else None
+        results.append(run_config(cfg, reporter))
+    acc, acc_std = _mean_std([res["test_accuracy"] for res in results])
+    mses = [res["test_mse"] for res in results if res["test_mse"] is not None]
+    mse, mse_std = _mean_std(mses)
+    first = results[0]
+    return {
+        "method": method,
+        "mechanism": base.mechanism,
+        "dataset": dataset,
+        "repeats": repeats,
+        "test_accuracy": acc,
+        "test_accuracy_std": acc_std,
+        "test_mse": mse,
+        "test_mse_std": mse_std,
+        "epsilon": first["epsilon"],
+        "guarantee": {e["accountant"]: e["guarantee"] for e in (first.get("privacy_card") or {}).get("epsilons", [])},
+        "delta": first["delta"],
+        "seconds": sum(res["seconds"] for res in results),
+        "train_samples_per_second": statistics.fmean(res["train_samples_per_second"] for res in results),
+        "runs": [{"seed": res["config"]["seed"], "run_key": res["run_key"], "test_accuracy": res["test_accuracy"],
+                  "test_mse": res["test_mse"], "seconds": res["seconds"]} for res in results],
+        "notes": first["notes"],
+        "versions": first["versions"],
+        "config": base.to_dict(),
+    }

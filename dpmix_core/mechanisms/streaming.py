@@ -1,0 +1,348 @@
+"""Releases larger than memory: random mixing streamed from a memory-mapped source, chunk by chunk.
+
+:func:`synthesize_streaming` runs DPMix (``l`` distinct records per point, without replacement) or
+Poisson mixing (DPFMix) on a source of shape (n, d) -- typically an ``np.memmap`` of uint8 pixels on
+disk -- and writes the T released points incrementally into a release folder::
+
+    OUT/x.npy       (T, d)  float32, filled chunk by chunk through np.lib.format.open_memmap
+    OUT/y.npy       (T, K)  float32 soft labels
+    OUT/card.json   the privacy card: the release description and every applicable accountant's epsilon
+
+Memory is bounded by the chunk, not by n or T. Per chunk of ``c`` points:
+
+1. draw the indices with the exact samplers of :mod:`dpmix_core.mechanisms.sampling`
+   (uniform l-subsets without duplicates, or Poisson batches);
+2. ``np.unique`` the ``c*l`` indices and read only those rows of the source (sorted reads, so a
+   memmap touches each needed page once), plus their labels;
+3. sum each point's rows with ``torch.nn.functional.embedding_bag(mode="sum")`` over that small
+   sub-table (CPU or CUDA: ``device="auto"`` uses CUDA when present), add Gaussian noise;
+4. write the chunk into the output memmaps, flush, and drop the pages of the source and output
+   mappings from this process (``madvise(MADV_DONTNEED)``: they stay in the OS page cache).
+
+The cost is O(T * l * d) (gather + sum), independent of n; see ``bench/bench_streaming.py``.
+
+Randomness: one numpy ``SeedSequence`` from ``seed``; chunk ``j`` draws its indices from child
+``(0, j)`` and its noise from child ``(1, j)``, so a seed and a chunk size give the same release on
+every run. The output has the same law as the in-memory :func:`~dpmix_core.mechanisms.dpmix` /
+:func:`~dpmix_core.mechanisms.poisson_mix` (same sampler, same normalisation, same noise), but it is
+NOT bit-identical to them: the random streams are split per chunk differently.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import mmap
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import dpmix_core
+from dpmix_core.mechanisms._engine import child_sequence, resolve_device, seed_sequence
+from dpmix_core.mechanisms.mixing import DPMixParams, PoissonMixParams
+from dpmix_core.mechanisms.sampling import sample_mixture_indices, sample_poisson_batches
+from dpmix_core.privacy.release import MixingRelease
+
+__all__ = ["STREAM_MECHANISMS", "StreamingRelease", "default_chunk_points", "load_release", "synthesize_streaming"]
+
+STREAM_MECHANISMS = ("dpmix", "poisson")
+ELEMENTS_PER_CHUNK = 1 << 23  # gathered indices x feature columns per chunk: ~32 MB of float32 sub-table
+_EXACT_UINT8_SUM = 2**24 // 255
+
+
+@dataclass(frozen=True)
+class StreamingRelease:
+    """What :func:`synthesize_streaming` wrote: the release (for the accountants), the files and timings."""
+
+    release: MixingRelease
+    out_dir: Path
+    x_path: Path
+    y_path: Path
+    card_path: Path
+    card: dict
+    chunks: int
+    chunk_points: int
+    seconds: float
+    device: str
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def points_per_s(self) -> float:
+        return self.release.num_points / self.seconds if self.seconds > 0 else math.inf
+
+
+def default_chunk_points(l: int, d: int, *, elements: int = ELEMENTS_PER_CHUNK) -> int:
+    """Points per chunk so that (points * l) gathered rows * d columns stays about ``elements``."""
+    return max(1, int(elements // (max(1, l) * max(1, d))))
+
+
+def load_release(out_dir: str | os.PathLike, *, mmap_mode: str | None = "r") -> tuple[np.ndarray, np.ndarray, dict]:
+    """(x, y, card) of a release folder; x and y memory-mapped read-only by default."""
+    out_dir = Path(out_dir)
+    x = np.load(out_dir / "x.npy", mmap_mode=mmap_mode)
+    y = np.load(out_dir / "y.npy", mmap_mode=mmap_mode)
+    card = json.loads((out_dir / "card.json").read_text())
+    return x, y, card
+
+
+def synthesize_streaming(
+    source: np.ndarray,
+    labels: np.ndarray,
+    *,
+    num_classes: int,
+    mechanism: str = "dpmix",
+    l: int,
+    T: int,
+    sigma_x: float,
+    sigma_y: float | None = None,
+    seed: int | np.random.SeedSequence | None = 0,
+    out_path: str | os.PathLike,
+    chunk_points: int | None = None,
+    device: str = "cpu",
+    feature_range: tuple[float, float] | None = None,
+    clip_x: float = 1.0,
+    clip_y: float = 1.0,
+    delta: float = 1e-5,
+    overwrite: bool = False,
+    release_pages: bool = True,
+    accountants: bool = True,
+) -> StreamingRelease:
+    """Mix ``T`` points from ``source`` (n, d) / ``labels`` (n,) and write them to the folder ``out_path``.
+
+    ``mechanism``: ``"dpmix"`` (mean of ``l`` distinct records; uint8 features are divided by 255,
+    float features need the public ``feature_range``) or ``"poisson"`` (each record joins a point
+    w.p. l/n; features uint8/255 or min-max by ``feature_range`` or as given, rows clipped to
+    ``||x|| <= clip_x``; the sum is divided by l). ``sigma_y`` defaults to ``sigma_x``.
+    ``source`` and ``labels`` may be ``np.memmap`` (or any array supporting sorted fancy indexing);
+    they are never copied as a whole, and labels are validated chunk by chunk.
+
+    The folder is written as ``OUT.partial`` and renamed to ``OUT`` at the end (an interrupted
+    run leaves no half release under the final name). Returns a :class:`StreamingRelease`.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    if mechanism not in STREAM_MECHANISMS:
+        raise ValueError(f"streaming supports mechanism in {STREAM_MECHANISMS}. Found {mechanism!r}.")
+    if source.ndim != 2:
+        raise ValueError(f"source must be 2-D (n, d). Found shape {source.shape}.")
+    n, d = (int(s) for s in source.shape)
+    if labels.ndim != 1 or labels.shape[0] != n:
+        raise ValueError(f"labels must have shape ({n},). Found {labels.shape}.")
+    k = int(num_classes)
+    if k < 1:
+        raise ValueError(f"num_classes must be >= 1. Found {num_classes}.")
+    sigma_y = sigma_x if sigma_y is None else sigma_y
+    if mechanism == "dpmix":
+        params: Any = DPMixParams(mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y)
+        release = params.release(n=n, dx=d, dy=k)
+        if feature_range is None and source.dtype != np.uint8:
+            raise ValueError(f"source has dtype {source.dtype}: DPMix needs [0,1] features, give the public "
+                             "feature_range, e.g. (0.0, 1.0); min-max from the private data is not covered.")
+    else:
+        params = PoissonMixParams(mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y,
+                                  clip_x=clip_x, clip_y=clip_y)
+        release = params.release(n=n)
+    dev = resolve_device(device)
+    chunk = int(chunk_points or default_chunk_points(l, d))
+    if chunk < 1:
+        raise ValueError(f"chunk_points must be >= 1. Found {chunk_points}.")
+
+    out_dir = Path(out_path)
+    if out_dir.exists() and not overwrite:
+        raise ValueError(f"{str(out_dir)!r} exists; pass overwrite=True to replace it.")
+    if not out_dir.parent.is_dir():
+        raise ValueError(f"output folder {str(out_dir.parent)!r} does not exist.")
+    tmp_dir = out_dir.with_name(out_dir.name + ".partial")
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+    tmp_dir.mkdir()
+
+    ss = seed_sequence(seed)
+    x_out = np.lib.format.open_memmap(tmp_dir / "x.npy", mode="w+", dtype=np.float32, shape=(T, d))
+    y_out = np.lib.format.open_memmap(tmp_dir / "y.npy", mode="w+", dtype=np.float32, shape=(T, k))
+    if dpmix_uint8 := (mechanism == "dpmix" and feature_range is None):
+        table_dtype = np.float64 if l > _EXACT_UINT8_SUM else np.float32
+    else:
+        table_dtype = np.float32
+    rate = l / n
+    label_value = 1.0 if mechanism == "dpmix" else min(1.0, float(clip_y))
+    stats = {"rows_read": 0, "max_unique_rows": 0, "max_indices": 0}
+    t0 = time.perf_counter()
+    chunks = 0
+    try:
+        for j, a in enumerate(range(0, T, chunk)):
+            c = min(chunk, T - a)
+            rng = np.random.Generator(np.random.PCG64(child_sequence(ss, 0, j)))
+            if mechanism == "dpmix":
+                idx = sample_mixture_indices(n=n, mix_degree=l, num_points=c, rng=rng).reshape(-1)
+                offsets = None
+            else:
+                idx, offsets = sample_poisson_batches(n=n, rate=rate, num_points=c, rng=rng)
+            uniq, inv = np.unique(idx, return_inverse=True)
+            del idx
+            sub = _gather(source, uniq, release_pages)  # sorted row reads: each needed page once
+            sub_labels = _gather(labels, uniq, release_pages)
+            _check_chunk_labels(sub_labels, k)
+            feats = _features(sub, mechanism, feature_range, clip_x, table_dtype)
+            del sub
+            stats["rows_read"] += int(uniq.size)
+            stats["max_unique_rows"] = max(stats["max_unique_rows"], int(uniq.size))
+            stats["max_indices"] = max(stats["max_indices"], int(inv.size))
+            table = np.zeros((uniq.size, d + k), dtype=table_dtype)
+            table[:, :d] = feats
+            table[np.arange(uniq.size), d + sub_labels.astype(np.intp)] = label_value
+            del feats, sub_labels, uniq
+            w = torch.from_numpy(table).to(dev)
+            inp = torch.from_numpy(inv.astype(np.int64, copy=False)).to(dev)
+            off = None if offsets is None else torch.from_numpy(offsets[:-1].astype(np.int64)).to(dev)
+            if off is None:
+                sums = F.embedding_bag(inp.view(c, l), w, mode="sum")
+            else:
+                sums = F.embedding_bag(inp, w, off, mode="sum")
+            del w, inp, off, table, inv
+            if mechanism == "dpmix":
+                denom_x = (255.0 if dpmix_uint8 else 1.0) * l
+            else:
+                denom_x = float(l)
+            denom_y = float(l)
+            gen = torch.Generator(device=dev)
+            gen.manual_seed(int(child_sequence(ss, 1, j).generate_state(1, np.uint64)[0]))
+            xs = (sums[:, :d] / denom_x).to(torch.float32)
+            ys = (sums[:, d:] / denom_y).to(torch.float32)
+            if sigma_x > 0:
+                xs.add_(torch.randn(xs.shape, generator=gen, device=dev), alpha=float(sigma_x))
+            if sigma_y > 0:
+                ys.add_(torch.randn(ys.shape, generator=gen, device=dev), alpha=float(sigma_y))
+            x_out[a : a + c] = xs.cpu().numpy()
+            y_out[a : a + c] = ys.cpu().numpy()
+            del sums, xs, ys
+            chunks += 1
+            if release_pages:
+                x_out.flush()
+                y_out.flush()
+                for arr in (source, labels, x_out, y_out):
+                    _drop_pages(arr)
+        x_out.flush()
+        y_out.flush()
+    except BaseException:
+        del x_out, y_out
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    seconds = time.perf_counter() - t0
+    del x_out, y_out
+    card = streaming_card(release, mechanism=mechanism, delta=delta, seed=seed if isinstance(seed, int) else None,
+                          n=n, d=d, k=k, chunk_points=chunk, device=str(dev), feature_range=feature_range,
+                          accountants=accountants)
+    (tmp_dir / "card.json").write_text(json.dumps(card, indent=2))
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    os.replace(tmp_dir, out_dir)
+    return StreamingRelease(release=release, out_dir=out_dir, x_path=out_dir / "x.npy", y_path=out_dir / "y.npy",
+                            card_path=out_dir / "card.json", card=card, chunks=chunks, chunk_points=chunk,
+                            seconds=seconds, device=str(dev), stats=stats)
+
+
+def streaming_card(release: MixingRelease, *, mechanism: str, delta: float, seed: int | None, n: int, d: int, k: int,
+                   chunk_points: int, device: str, feature_range=None, accountants: bool = True) -> dict:
+    """The privacy card of a streamed release (same fields as :func:`dpmix_core.synthesis.export.privacy_card` where
+    they apply): every accountant whose assumptions match the release, with its epsilon at ``delta``."""
+    from dpmix_core.privacy.accountants import applicable_accountants
+    from dpmix_core.synthesis.export import _GENERAL_CAVEATS, _clean
+
+    card: dict = {
+        "dpmix_studio_version": dpmix_core.__version__,
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "mechanism": mechanism,
+        "streamed": {"chunk_points": chunk_points, "device": device, "files": ["x.npy", "y.npy"],
+                     "note": "same law as the in-memory mechanism, not bit-identical to it (random streams per chunk)"},
+        "parameters": {"l": release.mix_degree, "T": release.num_points, "sigma_x": release.sigma_x,
+                       "sigma_y": release.sigma_y, "feature_range": feature_range},
+        "seed": seed,
+        "dataset": {"n": n},
+        "released": {"points": release.num_points, "feature_dim": d, "label_dim": k},
+        "release_description": release.describe(),
+        "delta": delta,
+        "epsilons": [],
+        "caveats": list(_GENERAL_CAVEATS),
+    }
+    if accountants:
+        for acc in applicable_accountants(release):
+            try:
+                card["epsilons"].append(acc.epsilon(release, delta).to_json())
+            except Exception as exc:  # noqa: BLE001 - one accountant out of range must not lose the release
+                card["epsilons"].append({"accountant": getattr(acc, "name", type(acc).__name__),
+                                         "error": f"{type(exc).__name__}: {exc}"})
+        if any(e.get("upper_bound") is False for e in card["epsilons"]):
+            card["caveats"].append("gdp-clt is a central-limit approximation, not an upper bound; use pld-poisson.")
+    return _clean(card)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _check_chunk_labels(sub_labels: np.ndarray, k: int) -> None:
+    if sub_labels.size and not np.issubdtype(sub_labels.dtype, np.integer):
+        if not np.all(np.equal(np.mod(sub_labels, 1), 0)):
+            raise ValueError("labels must be integers 0..K-1.")
+    if sub_labels.size and (sub_labels.min() < 0 or sub_labels.max() >= k):
+        raise ValueError(f"labels must lie in 0..{k - 1}. Found {sub_labels.min()}..{sub_labels.max()}.")
+
+
+def _features(sub: np.ndarray, mechanism: str, feature_range, clip_x: float, dtype) -> np.ndarray:
+    """The gathered rows as the mechanism's table: raw uint8 values (DPMix, divided by 255*l later),
+    min-max by the public range, or (Poisson) /255 or as given, then rows clipped to ||x|| <= clip_x."""
+    if feature_range is not None:
+        lo, hi = float(feature_range[0]), float(feature_range[1])
+        if not hi > lo:
+            raise ValueError(f"feature_range must be (lo, hi) with hi > lo. Found {feature_range}.")
+        feats = np.clip(sub.astype(np.float32), lo, hi)
+        feats -= np.float32(lo)
+        feats /= np.float32(hi - lo)
+    elif mechanism == "dpmix":
+        return sub.astype(dtype, copy=False)
+    elif sub.dtype == np.uint8:
+        feats = sub.astype(np.float32) * np.float32(1 / 255)
+    else:
+        feats = sub.astype(np.float32)
+    if mechanism == "poisson":
+        norms = np.linalg.norm(feats, axis=1, keepdims=True)
+        feats *= np.minimum(1.0, clip_x / np.maximum(norms, 1e-30)).astype(np.float32)
+    return feats
+
+
+GATHER_PIECE = 8192  # rows read between two page drops: at most 8192 pages (32 MB) of a memmap mapped at once
+
+
+def _gather(arr: np.ndarray, rows: np.ndarray, release_pages: bool) -> np.ndarray:
+    """``arr[rows]`` (rows sorted); for a memmap, in pieces whose pages are dropped from this process
+    after each piece, so the resident set stays bounded even when a chunk touches most of the file."""
+    if not (release_pages and _mapping(arr) is not None) or rows.size <= GATHER_PIECE:
+        return np.asarray(arr[rows])
+    out = np.empty((rows.size,) + arr.shape[1:], dtype=arr.dtype)
+    for a in range(0, rows.size, GATHER_PIECE):
+        out[a : a + GATHER_PIECE] = arr[rows[a : a + GATHER_PIECE]]
+        _drop_pages(arr)
+    return out
+
+
+def _mapping(arr: np.ndarray) -> mmap.mmap | None:
+    base = arr
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "_mmap", None) if isinstance(base, np.memmap) else getattr(base, "base", None)
+    return base if isinstance(base, mmap.mmap) else None
+
+
+def _drop_pages(arr: np.ndarray) -> None:
+    """Release the pages of a memory-mapped array from this process (they stay in the page cache)."""
+    base = _mapping(arr)
+    if base is not None and hasattr(base, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+        try:
+            base.madvise(mmap.MADV_DONTNEED)
+        except (OSError, ValueError):
+            pass

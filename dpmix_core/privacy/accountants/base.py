@@ -1,0 +1,215 @@
+"""The accountant interface: a release goes in, an honest epsilon comes out."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Protects, Sampling
+
+__all__ = ["Accountant", "EpsilonResult", "MixingSetting", "UnsupportedReleaseError", "ENORMOUS_EPSILON"]
+
+ENORMOUS_EPSILON = 1e6  # above this an epsilon protects nothing; it is flagged, not hidden
+
+
+class UnsupportedReleaseError(ValueError):
+    """The accountant's assumptions do not cover this release."""
+
+
+@dataclass(frozen=True)
+class MixingSetting:
+    """What a user types: sizes, noise, and the data-bound options of every paper.
+
+    Each accountant turns this into the release its paper analyses
+    (:meth:`Accountant.release_for`). For Poisson accountants ``l`` is the
+    expected batch size m. ``class_sizes`` switches the without-replacement
+    accountants to class-centric accounting (see ``class_centric_release``);
+    ``protect_labels`` (default True: replace-one, labels included) chooses its
+    neighbouring relation, False is DP-CDA's same-class swap (features only).
+    ``not_covered`` names what puts the release outside every accountant's
+    assumptions (e.g. normalisation from the private data); its epsilons are
+    then never labelled upper bounds.
+    """
+
+    n: int
+    l: int
+    T: int
+    sigma_x: float
+    sigma_y: float
+    dx: int = 784
+    dy: int = 10
+    clip: float | None = None  # DP-CDA c; when set, rdp-wor uses the clipped setting
+    clip_x: float = 1.0
+    clip_y: float = 1.0
+    class_sizes: tuple[int, ...] | None = None
+    protect_labels: bool = True
+    not_covered: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("n", "l", "T", "dx", "dy"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"{name} must be a positive integer. Found {value!r}.")
+        if self.l > self.n:
+            raise ValueError(f"l must not exceed n. Found l={self.l}, n={self.n}.")
+        for name in ("sigma_x", "sigma_y"):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Real) or math.isnan(value) or value < 0 or math.isinf(value):
+                raise ValueError(f"{name} must be a finite number >= 0. Found {value}.")
+        for name in ("clip", "clip_x", "clip_y"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, numbers.Real) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive finite number. Found {value}.")
+        if self.class_sizes is not None and sum(self.class_sizes) != self.n:
+            raise ValueError(f"class sizes sum to {sum(self.class_sizes)}, not n={self.n}.")
+        if not isinstance(self.protect_labels, bool):
+            raise ValueError(f"protect_labels must be True or False. Found {self.protect_labels!r}.")
+        if not self.protect_labels and self.class_sizes is None:
+            raise ValueError(
+                "Leaving labels unprotected (a same-class swap) only applies to class-centric mixing: give class sizes."
+            )
+
+
+@dataclass(frozen=True)
+class EpsilonResult:
+    """An epsilon with everything needed to read it honestly."""
+
+    accountant: str
+    epsilon: float
+    delta: float
+    upper_bound: bool
+    sampling: str
+    adjacency: str
+    assumptions: str
+    reference: str
+    order: float | None = None
+    reason: str | None = None
+    details: tuple[tuple[str, float], ...] = field(default=())
+    protects: str = Protects.FEATURES_AND_LABELS.value
+    not_covered: str | None = None
+
+    @property
+    def guarantee(self) -> str:
+        """How to read the number: a rigorous bound (and of what), an approximation, or not covered at all."""
+        if self.not_covered is not None:
+            return f"not covered: {self.not_covered}"
+        if not self.upper_bound:
+            return "approximation (not an upper bound)"
+        if self.protects != Protects.FEATURES_AND_LABELS.value:
+            return f"rigorous upper bound ({self.protects})"
+        return "rigorous upper bound"
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict; infinite numbers become the string "inf"."""
+        out = asdict(self)
+        out["details"] = {k: _json_number(v) for k, v in self.details}
+        out["epsilon"] = _json_number(self.epsilon)
+        out["guarantee"] = self.guarantee
+        return out
+
+
+def _json_number(x: float) -> float | str:
+    if isinstance(x, float) and math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+class Accountant(ABC):
+    """One accounting method (Opacus style: a small class per method, same interface)."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    reference: ClassVar[str]
+    rigorous: ClassVar[bool]
+    sampling: ClassVar[Sampling]
+    adjacency: ClassVar[Adjacency]
+    formula: ClassVar[str]  # LaTeX shown on the page
+    explanation: ClassVar[str]  # plain language, for non-experts
+
+    @abstractmethod
+    def bounds_for(self, setting: MixingSetting) -> DataBounds:
+        """The data bounds this method's paper assumes."""
+
+    def release_for(self, setting: MixingSetting) -> MixingRelease:
+        """The release this method's paper analyses, built from user input."""
+        from dpmix_core.privacy.release import class_centric_release
+
+        bounds = self.bounds_for(setting)
+        if self.sampling is Sampling.WITHOUT_REPLACEMENT and setting.class_sizes is not None:
+            return class_centric_release(
+                class_sizes=setting.class_sizes,
+                mix_degree=setting.l,
+                num_points=setting.T,
+                sigma_x=setting.sigma_x,
+                sigma_y=setting.sigma_y,
+                bounds=bounds,
+                protect_labels=setting.protect_labels,
+                not_covered=setting.not_covered,
+            )
+        return MixingRelease(
+            n=setting.n,
+            mix_degree=setting.l,
+            num_points=setting.T,
+            sigma_x=setting.sigma_x,
+            sigma_y=setting.sigma_y,
+            sampling=self.sampling,
+            adjacency=self.adjacency,
+            bounds=bounds,
+            not_covered=setting.not_covered,
+        )
+
+    def supports(self, release: MixingRelease) -> bool:
+        return release.sampling is self.sampling and release.adjacency is self.adjacency
+
+    def epsilon(self, release: MixingRelease, delta: float) -> EpsilonResult:
+        """epsilon at the given delta for this release; inf (with a reason) when unbounded."""
+        if not self.supports(release):
+            raise UnsupportedReleaseError(
+                f"{self.name} assumes {self.sampling.value} sampling with {self.adjacency.value} adjacency; "
+                f"this release uses {release.sampling.value} sampling with {release.adjacency.value} adjacency."
+            )
+        check_delta(delta)
+        if release.noise_multiplier() == 0:
+            return self._result(release, delta, math.inf, reason="no noise (sigma = 0): nothing is private")
+        epsilon, order, details, reason = self._compute(release, delta)
+        if math.isnan(epsilon):
+            epsilon, reason = math.inf, reason or "numerical failure; reported pessimistically as inf"
+        if math.isfinite(epsilon) and epsilon > ENORMOUS_EPSILON and reason is None:
+            reason = f"epsilon > {ENORMOUS_EPSILON:g}: no meaningful protection"
+        if math.isinf(epsilon) and reason is None:
+            reason = "the bound diverges for these parameters (noise too small)"
+        return self._result(release, delta, epsilon, order=order, details=details, reason=reason)
+
+    @abstractmethod
+    def _compute(
+        self, release: MixingRelease, delta: float
+    ) -> tuple[float, float | None, tuple[tuple[str, float], ...], str | None]:
+        """(epsilon, optimal order or None, extra numbers, reason or None)."""
+
+    def _result(self, release: MixingRelease, delta: float, epsilon: float, **kw: Any) -> EpsilonResult:
+        assumptions = release.describe()
+        if release.notes:
+            assumptions += "; " + "; ".join(release.notes)
+        return EpsilonResult(
+            accountant=self.name,
+            epsilon=float(epsilon),
+            delta=delta,
+            upper_bound=self.rigorous and release.covered,
+            sampling=release.sampling.value,
+            adjacency=release.adjacency.value,
+            assumptions=assumptions,
+            reference=self.reference,
+            order=kw.get("order"),
+            reason=kw.get("reason"),
+            details=kw.get("details", ()),
+            protects=release.protects.value,
+            not_covered=release.not_covered,
+        )
+
+
+def check_delta(delta: float) -> None:
+    if not isinstance(delta, numbers.Real) or not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1). Found {delta}.")

@@ -1,0 +1,54 @@
+"""Epsilon as a function of one knob (sigma, T or l), for plots and sweeps."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Literal, Sequence
+
+import numpy as np
+
+from dpmix_core.privacy.accountants import EpsilonResult, MixingSetting, get_accountant
+
+Axis = Literal["sigma", "T", "l"]
+
+__all__ = ["Axis", "epsilon_curve", "default_axis_values"]
+
+
+def _at(setting: MixingSetting, axis: Axis, value: float, sigma_ratio: float) -> MixingSetting:
+    if axis == "sigma":
+        return replace(setting, sigma_x=float(value), sigma_y=float(value) * sigma_ratio)
+    if axis == "T":
+        return replace(setting, T=int(value))
+    if axis == "l":
+        return replace(setting, l=int(value))
+    raise ValueError(f"Unknown axis {axis!r}; use 'sigma', 'T' or 'l'.")
+
+
+def epsilon_curve(
+    accountant: str,
+    setting: MixingSetting,
+    *,
+    delta: float,
+    axis: Axis,
+    values: Sequence[float],
+    sigma_ratio: float = 1.0,
+    **options,
+) -> list[EpsilonResult]:
+    """epsilon of one accountant at each value of the axis (other knobs fixed)."""
+    acc = get_accountant(accountant, **options)
+    out = []
+    for value in values:
+        s = _at(setting, axis, value, sigma_ratio)
+        out.append(acc.epsilon(acc.release_for(s), delta))
+    return out
+
+
+def default_axis_values(setting: MixingSetting, axis: Axis, points: int = 30) -> list[float]:
+    """A sensible log-spaced grid around the current setting."""
+    if axis == "sigma":
+        centre = max(setting.sigma_x, 1e-4)
+        return list(np.geomspace(centre / 10, centre * 10, points))
+    if axis == "T":
+        return sorted({int(v) for v in np.geomspace(1, max(10 * setting.T, 10), points)})
+    smallest = min(setting.class_sizes) if setting.class_sizes else setting.n
+    return sorted({int(v) for v in np.geomspace(1, smallest, points)})

@@ -1,0 +1,2 @@
+"""Where work runs: the SQLite results store, background worker processes, the Ray backend.
+"""

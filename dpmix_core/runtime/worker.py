@@ -1,0 +1,357 @@
+"""Worker process: ``python -m dpmix_core.runtime.worker RUN_ID [--store PATH]`` runs one run of the store.
+
+It takes the run (claims it if queued, or attaches to the claim its launcher made), imports the
+job's callable (``kind = "package.module:function"``), calls ``fn(config, reporter)`` and stores the
+returned dict as the result, or the error (one-line message, then the traceback), or the
+cancellation. It writes only its own row, and only while that row is running under its pid.
+
+The reporter: ``progress(**fields)`` merges fields (epoch, epochs, loss, accuracy, eta_seconds, any
+JSON values) into the row and refreshes the heartbeat (writes coalesced to one per 0.2 s);
+``should_stop()`` says whether a cancel was requested (the database is read at most every 0.5 s);
+``check()`` raises :class:`dpmix_core.runtime.jobs.Cancelled` when it should stop. A background thread
+also beats every ``$DPMIX_HEARTBEAT_S`` (2 s) so long epochs never look stale
+(``DPMIX_WORKER_NO_HEARTBEAT=1`` turns it off, for tests of staleness).
+
+Signals: SIGTERM/SIGINT stop the job (an exception raised inside it). The run becomes
+``cancelled`` if a cancel had been requested, else ``failed`` ("worker terminated by SIGTERM").
+
+Threads: ``DPMIX_WORKER_THREADS`` (set by the launcher, default 1) becomes OMP/MKL/OpenBLAS threads
+before the job is imported, and ``torch.set_num_threads`` once torch is loaded by the job module.
+
+Exit codes:
+    0  done: result stored
+    1  failed: the job raised (or could not be imported, or returned non-JSON); error stored
+    2  usage error (bad arguments)
+    3  no such run, or no store at PATH
+    4  run not runnable: not queued, or already taken by another worker
+    5  cancelled (cooperatively, or stopped by a signal after a cancel request)
+    6  lost: the row stopped being ours while running (marked interrupted or deleted); nothing written
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import signal
+import sqlite3
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from dpmix_core.runtime.jobs import Cancelled, is_cancellation
+from dpmix_core.runtime.store import HOST, ResultStore, StoreError, _dumps, default_store_path
+
+__all__ = [
+    "EXIT_CANCELLED",
+    "EXIT_DONE",
+    "EXIT_FAILED",
+    "EXIT_LOST",
+    "EXIT_NOT_FOUND",
+    "EXIT_NOT_RUNNABLE",
+    "EXIT_USAGE",
+    "Reporter",
+    "WorkerTerminated",
+    "format_error",
+    "main",
+    "resolve_callable",
+    "run_worker",
+]
+
+EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_NOT_RUNNABLE, EXIT_CANCELLED, EXIT_LOST = range(7)
+LOST_EXIT_AFTER_S = 30.0  # a lost worker whose job ignores the stop request exits this long after
+
+
+def _log(message: str) -> None:
+    print(f"[dpmix worker {os.getpid()} {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+class WorkerTerminated(BaseException):
+    """Raised inside the job when the worker receives SIGTERM/SIGINT (a BaseException, so a job's
+    ``except Exception`` does not swallow it)."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"worker terminated by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+class Reporter:
+    """What a job function receives: ``progress(**fields)``, ``should_stop()``, ``check()``."""
+
+    def __init__(self, store: ResultStore, run_id: int, *, pid: int | None = None, check_interval_s: float = 0.5,
+                 min_write_interval_s: float = 0.2):
+        self.store = store
+        self.run_id = int(run_id)
+        self.pid = os.getpid() if pid is None else pid
+        self.check_interval_s = check_interval_s
+        self.min_write_interval_s = min_write_interval_s
+        self.stop_reason: str | None = None  # "cancel", "lost" or "signal"
+        self._pending: dict[str, Any] = {}
+        self._last_write = float("-inf")
+        self._last_check = float("-inf")
+        self._lock = threading.Lock()
+
+    def _note(self, reason: str) -> None:
+        if self.stop_reason is None or reason == "lost":
+            self.stop_reason = reason
+
+    def progress(self, **fields: Any) -> None:
+        """Record progress (epoch, epochs, loss, accuracy, eta_seconds, ...) and refresh the heartbeat."""
+        json.loads(_dumps(fields))  # a non-JSON value is the job's bug: raise here, where it happened
+        with self._lock:
+            self._pending.update(fields)
+        if time.monotonic() - self._last_write >= self.min_write_interval_s:
+            self.flush()
+
+    def flush(self) -> bool:
+        """Write pending progress now. False when the run is no longer ours."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        if not pending:
+            return self.stop_reason != "lost"
+        try:
+            ok = self.store.update_progress(self.run_id, pending, pid=self.pid)
+        except sqlite3.Error as exc:  # a busy/locked database must not kill a long job; retry next time
+            _log(f"could not write progress: {exc}")
+            with self._lock:
+                self._pending = {**pending, **self._pending}
+            return True
+        self._last_write = time.monotonic()
+        if not ok:
+            self._note("lost")
+        return ok
+
+    def heartbeat(self) -> None:
+        try:
+            state = self.store.heartbeat(self.run_id, pid=self.pid)
+        except sqlite3.Error as exc:
+            _log(f"could not write heartbeat: {exc}")
+            return
+        if state != "ok":
+            self._note(state)
+
+    def should_stop(self) -> bool:
+        """True once a cancel was requested (or the run is no longer ours). Cheap: reads the store at
+        most every ``check_interval_s``; call it as often as you like."""
+        if self.stop_reason is not None:
+            return True
+        now = time.monotonic()
+        if now - self._last_check < self.check_interval_s:
+            return False
+        self._last_check = now
+        try:
+            state = self.store.run_state(self.run_id, pid=self.pid)
+        except sqlite3.Error:
+            return False
+        if state != "ok":
+            self._note(state)
+        return self.stop_reason is not None
+
+    def check(self) -> None:
+        """Raise :class:`Cancelled` if the job should stop."""
+        if self.should_stop():
+            raise Cancelled(f"stopped: {self.stop_reason}")
+
+    def log(self, message: str) -> None:
+        """A line in the run's log file."""
+        _log(message)
+
+
+class _Heartbeat(threading.Thread):
+    def __init__(self, reporter: Reporter, interval_s: float, on_lost: Callable[[], None]):
+        super().__init__(name="dpmix-heartbeat", daemon=True)
+        self.reporter, self.interval_s, self.on_lost = reporter, interval_s, on_lost
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.interval_s):
+            self.reporter.heartbeat()
+            if self.reporter.stop_reason == "lost":
+                self.on_lost()
+
+
+def resolve_callable(kind: str) -> Callable[..., Any]:
+    """``"package.module:function"`` (or ``"package.module:Class.method"``) -> the callable."""
+    module_name, sep, qualname = kind.partition(":")
+    if not sep:
+        raise ValueError(f"job kind must be 'package.module:function', got {kind!r}")
+    obj: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TypeError(f"{kind} is not callable")
+    return obj
+
+
+def format_error(exc: BaseException, limit: int = 20000) -> str:
+    """One line ``Type: message`` (what pages show), a blank line, then the traceback."""
+    head = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if len(text) > limit:
+        text = "...\n" + text[-limit:]
+    return f"{head}\n\n{text}"
+
+
+def _apply_thread_env() -> int:
+    threads = os.environ.get("DPMIX_WORKER_THREADS") or "1"
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(name, threads)
+    return int(threads)
+
+
+def _set_torch_threads() -> None:
+    """``torch.set_num_threads($DPMIX_WORKER_THREADS)`` when the job has loaded torch (it is not
+    imported only for this: OMP_NUM_THREADS already covers a job that imports it later)."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            torch.set_num_threads(int(os.environ.get("DPMIX_WORKER_THREADS", "1")))
+        except Exception as exc:  # pragma: no cover
+            _log(f"could not set torch threads: {exc}")
+
+
+def run_worker(store: ResultStore, run_id: int, *, heartbeat_s: float | None = None, standalone: bool = False) -> int:
+    """Run one run to its end; returns the exit code (see the module docstring).
+
+    ``standalone`` (the ``python -m`` entry point): a worker whose row is lost and whose job ignores
+    the stop request exits by itself after :data:`LOST_EXIT_AFTER_S`.
+    """
+    pid = os.getpid()
+    threads = _apply_thread_env()
+    run = store.adopt(run_id, pid=pid, host=HOST)
+    if run is None:
+        current = store.get(run_id)
+        if current is None:
+            _log(f"no run {run_id} in {store.path}")
+            return EXIT_NOT_FOUND
+        _log(f"run {run_id} is not runnable by this worker (status {current.status}, pid {current.pid})")
+        return EXIT_NOT_RUNNABLE
+    _log(f"run {run_id} ({run.kind}) started, key {run.key[:12]}, {threads} thread(s)")
+    started = time.monotonic()
+    reporter = Reporter(store, run_id, pid=pid)
+    in_job = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        received.append(signum)
+        reporter._note("signal")
+        if in_job.is_set():
+            in_job.clear()  # raise once
+            raise WorkerTerminated(signum)
+
+    handlers_installed = threading.current_thread() is threading.main_thread()
+    lost_since: list[float] = []
+
+    def on_lost() -> None:
+        if not lost_since:
+            lost_since.append(time.monotonic())
+            _log(f"run {run_id} is no longer ours (marked interrupted or deleted): stopping")
+            if handlers_installed:
+                os.kill(pid, signal.SIGTERM)
+        elif standalone and time.monotonic() - lost_since[0] > LOST_EXIT_AFTER_S:
+            _log("the job does not stop; exiting")
+            os._exit(EXIT_LOST)
+
+    previous = {}
+    if handlers_installed:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, on_signal)
+    beat = None
+    if os.environ.get("DPMIX_WORKER_NO_HEARTBEAT", "") in ("", "0"):
+        interval = heartbeat_s if heartbeat_s is not None else float(os.environ.get("DPMIX_HEARTBEAT_S") or 2.0)
+        beat = _Heartbeat(reporter, interval, on_lost)
+        beat.start()
+    try:
+        outcome, payload = _call(run.kind, run.config, reporter, in_job, received)
+        if beat is not None:
+            beat.stopped.set()
+        code = _record(store, run_id, pid, reporter, outcome, payload)
+    finally:
+        if beat is not None:
+            beat.stopped.set()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    _log(f"run {run_id} ended: exit code {code} ({outcome}) after {time.monotonic() - started:.1f} s")
+    return code
+
+
+def _call(kind: str, config: dict, reporter: Reporter, in_job: threading.Event,
+          received: list[int]) -> tuple[str, Any]:
+    if received:
+        return "signal", received[0]
+    try:
+        in_job.set()
+        try:
+            fn = resolve_callable(kind)
+            _set_torch_threads()
+            result = fn(dict(config), reporter)
+        finally:
+            in_job.clear()
+        return "done", result
+    except WorkerTerminated as exc:
+        return "signal", exc.signum
+    except BaseException as exc:  # noqa: BLE001 - the worker must record every way a job can end
+        if received:
+            return "signal", received[0]
+        if is_cancellation(exc):
+            return "cancelled", str(exc)
+        return "failed", format_error(exc)
+
+
+def _record(store: ResultStore, run_id: int, pid: int, reporter: Reporter, outcome: str, payload: Any) -> int:
+    try:
+        reporter.flush()
+        if reporter.stop_reason == "lost":
+            return EXIT_LOST
+        if outcome == "done":
+            try:
+                ok = store.finish(run_id, payload, pid=pid)
+            except (TypeError, ValueError) as exc:
+                ok = store.fail(run_id, f"TypeError: the job's result is not JSON-serialisable: {exc}", pid=pid)
+                return EXIT_FAILED if ok else EXIT_LOST
+            return EXIT_DONE if ok else EXIT_LOST
+        if outcome == "cancelled":
+            reason = "cancelled" + (f" ({payload})" if payload else "")
+            return EXIT_CANCELLED if store.mark_cancelled(run_id, reason, pid=pid) else EXIT_LOST
+        if outcome == "signal":
+            name = signal.Signals(payload).name
+            if reporter.stop_reason == "cancel" or store.cancel_requested(run_id):
+                ok = store.mark_cancelled(run_id, f"cancelled (worker stopped by {name})", pid=pid)
+                return EXIT_CANCELLED if ok else EXIT_LOST
+            ok = store.fail(run_id, f"worker terminated by {name}", pid=pid)
+            return EXIT_FAILED if ok else EXIT_LOST
+        ok = store.fail(run_id, payload, pid=pid)
+        if ok:
+            _log(payload.splitlines()[0])
+        return EXIT_FAILED if ok else EXIT_LOST
+    except sqlite3.Error as exc:  # the store is unwritable: the heartbeat stops, the run goes stale
+        _log(f"could not record the outcome ({outcome}) of run {run_id}: {exc}")
+        return EXIT_FAILED
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m dpmix_core.runtime.worker", description="Run one queued run of a DPMix results store.",
+        epilog="exit codes: 0 done, 1 failed, 2 usage, 3 no such run/store, 4 not runnable, 5 cancelled, 6 lost",
+    )
+    parser.add_argument("run_id", type=int, help="the run's id in the store")
+    parser.add_argument("--store", help="store path (default: $DPMIX_STORE or ~/.cache/dpmix/results.sqlite)")
+    args = parser.parse_args(argv)  # exits with code 2 on a usage error
+    path = Path(args.store).expanduser() if args.store else default_store_path()
+    if not path.is_file():
+        _log(f"no store at {path}")
+        return EXIT_NOT_FOUND
+    try:
+        store = ResultStore(path)
+    except (sqlite3.Error, StoreError) as exc:
+        _log(f"cannot open the store {path}: {exc}")
+        return EXIT_NOT_FOUND
+    return run_worker(store, args.run_id, standalone=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

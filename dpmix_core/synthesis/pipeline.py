@@ -1,0 +1,219 @@
+"""One call from "dataset + mechanism name + knobs" to released data and its privacy card."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from dpmix_core.privacy.accountants import get_accountant
+from dpmix_core.privacy.calibration import calibrate_sigma
+from dpmix_core.data import Dataset, public_zscore_constants
+from dpmix_core.mechanisms import (
+    ClassCentricParams,
+    DPMixParams,
+    PoissonMixParams,
+    SyntheticData,
+    class_centric_mix,
+    dpmix,
+    laplace_label_release,
+    local_perturbation,
+    poisson_mix,
+)
+from dpmix_core.mechanisms.mixing import PREPROCESSING
+from dpmix_core.privacy.release import MixingRelease, Protects
+
+__all__ = [
+    "MECHANISMS",
+    "PREPROCESSING",
+    "SynthesisConfig",
+    "Synthesis",
+    "guarantee_label",
+    "synthesize",
+    "planned_release",
+    "resolve_preprocessing",
+    "resolve_sigma",
+]
+
+MECHANISMS = ("dpmix", "class-centric", "poisson", "local", "label-laplace")
+
+
+@dataclass(frozen=True)
+class SynthesisConfig:
+    """Everything that determines a synthetic release (with the dataset and seed: reproducible)."""
+
+    mechanism: str
+    l: int = 256
+    T: int = 10000
+    sigma_x: float | None = None
+    sigma_y: float | None = None
+    sigma_ratio: float = 1.0
+    target_epsilon: float | None = None  # calibrate sigma to this with `accountant`
+    accountant: str | None = None
+    delta: float = 1e-5
+    preprocessing: str = "unit"  # class-centric: "unit" (thesis), "zscore" (DP-CDA, public constants), "zscore-private"
+    clip: float = 1.0  # class-centric c
+    zscore_constants: tuple[float, float] | None = None  # public (mean, std) for every feature ("zscore")
+    protect_labels: bool = True  # class-centric: replace-one incl. labels; False: same-class swap (features only)
+    public_n: int | None = None  # Poisson: the stated n that sets the rate m/n; None: the dataset's size
+    clip_x: float = 1.0  # Poisson Cx
+    clip_y: float = 1.0  # Poisson Cy
+    hard_labels: bool = False
+    clamp_negative: bool = False
+    label_epsilon: float = 1.0  # label-laplace
+    label_task: str = "classification"
+    feature_range: tuple[float, float] | None = None  # public bounds of float features (uint8 images: 0..255)
+    seed: int = 0
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if self.mechanism not in MECHANISMS:
+            raise ValueError(f"Unknown mechanism {self.mechanism!r}. Choose one of: {', '.join(MECHANISMS)}.")
+        if self.mechanism == "label-laplace":
+            return
+        if self.target_epsilon is None:
+            if self.sigma_x is None:
+                raise ValueError("Give sigma_x (and sigma_y), or a target epsilon with an accountant.")
+        elif self.accountant is None:
+            raise ValueError("A target epsilon needs an accountant to calibrate with (e.g. rdp-wor, pld-poisson).")
+        if self.preprocessing not in PREPROCESSING:
+            raise ValueError(f"preprocessing must be one of {', '.join(PREPROCESSING)}. Found {self.preprocessing!r}.")
+        if self.zscore_constants is not None:
+            if self.preprocessing != "zscore":
+                raise ValueError(
+                    f"z-score constants apply to preprocessing 'zscore' only (found {self.preprocessing!r})."
+                )
+            if not self.zscore_constants[1] > 0:
+                raise ValueError(f"z-score std must be positive. Found {self.zscore_constants[1]}.")
+        if not isinstance(self.protect_labels, bool):
+            raise ValueError(f"protect_labels must be True or False. Found {self.protect_labels!r}.")
+        if not self.protect_labels and self.mechanism != "class-centric":
+            raise ValueError(
+                f"{self.mechanism}'s accounting always protects labels; a features-only reading "
+                "(same-class swap) exists for class-centric mixing only."
+            )
+        if self.public_n is not None:
+            if isinstance(self.public_n, bool) or not isinstance(self.public_n, int) or self.public_n < 1:
+                raise ValueError(f"public n must be a positive integer. Found {self.public_n!r}.")
+            if self.mechanism != "poisson":
+                raise ValueError("a stated public n sets the Poisson rate m/n; it applies to mechanism 'poisson' only.")
+        if not (math.isfinite(self.sigma_ratio) and self.sigma_ratio > 0):
+            raise ValueError(f"sigma ratio lambda must be positive. Found {self.sigma_ratio}.")
+
+
+@dataclass(frozen=True)
+class Synthesis:
+    data: SyntheticData
+    config: SynthesisConfig  # with the sigmas actually used
+    dataset_name: str
+    dataset_source: str
+    n: int
+
+
+def _sigmas(config: SynthesisConfig) -> tuple[float, float]:
+    sx = 1.0 if config.sigma_x is None else config.sigma_x
+    sy = config.sigma_ratio * sx if config.sigma_y is None else config.sigma_y
+    return sx, sy
+
+
+def _params(config: SynthesisConfig, sigma_x: float, sigma_y: float):
+    if config.mechanism in ("dpmix", "local"):
+        l = 1 if config.mechanism == "local" else config.l
+        return DPMixParams(mix_degree=l, num_points=config.T, sigma_x=sigma_x, sigma_y=sigma_y,
+                           clamp_negative=config.clamp_negative)
+    if config.mechanism == "class-centric":
+        return ClassCentricParams(mix_degree=config.l, num_points=config.T, sigma_x=sigma_x, sigma_y=sigma_y,
+                                  preprocessing=config.preprocessing, clip=config.clip, hard_labels=config.hard_labels,
+                                  protect_labels=config.protect_labels)
+    return PoissonMixParams(mix_degree=config.l, num_points=config.T, sigma_x=sigma_x, sigma_y=sigma_y,
+                            clip_x=config.clip_x, clip_y=config.clip_y, public_n=config.public_n)
+
+
+def guarantee_label(config: SynthesisConfig) -> str:
+    """How to read this config's epsilons, known without data: "covered", "features only; ...", "not covered: ..."."""
+    if config.mechanism == "label-laplace":
+        return "labels only; features not private"
+    params = _params(config, *_sigmas(config))
+    if isinstance(params, ClassCentricParams):
+        protects, not_covered = params.guarantee_scope()
+        if not_covered is not None:
+            return f"not covered: {not_covered}"
+        if protects is not Protects.FEATURES_AND_LABELS:
+            return protects.value
+    return "covered"
+
+
+def resolve_preprocessing(config: SynthesisConfig, dataset_name: str) -> SynthesisConfig:
+    """The config with explicit public z-score constants: "zscore" without them takes the dataset's documented ones.
+
+    Raises ValueError when the dataset has none (uploads): the user must state
+    public constants, or opt in to "zscore-private" (never covered).
+    """
+    if config.mechanism != "class-centric" or config.preprocessing != "zscore" or config.zscore_constants is not None:
+        return config
+    constants = public_zscore_constants(dataset_name)
+    if constants is None:
+        raise ValueError(
+            f"z-scoring {dataset_name!r} needs public constants: give a mean and std that do not depend on the "
+            "private data (e.g. --zscore-constants MEAN,STD), use [0,1] features (preprocessing 'unit'), or opt in "
+            "to 'zscore-private' (statistics of the private data; then no epsilon is covered)."
+        )
+    return replace(config, zscore_constants=constants)
+
+
+def planned_release(config: SynthesisConfig, dataset: Dataset) -> MixingRelease:
+    """The release the mechanism will make on this dataset (before any data is touched)."""
+    config = resolve_preprocessing(config, dataset.name)
+    sx, sy = _sigmas(config)
+    params = _params(config, sx, sy)
+    d, k = dataset.feature_dim, dataset.num_classes
+    if isinstance(params, ClassCentricParams):
+        counts = tuple(int(c) for c in dataset.class_counts())
+        return params.release(class_sizes=counts, dx=d, dy=k)
+    if isinstance(params, PoissonMixParams):
+        return params.release(n=dataset.n_train)
+    return params.release(n=dataset.n_train, dx=d, dy=k)
+
+
+def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
+    """The config with explicit sigmas: a target epsilon is calibrated on the exact release for this dataset."""
+    if config.mechanism == "label-laplace":
+        return config
+    config = resolve_preprocessing(config, dataset.name)
+    if config.target_epsilon is not None:
+        cal = calibrate_sigma(get_accountant(config.accountant), planned_release(config, dataset),
+                              target_epsilon=config.target_epsilon, delta=config.delta, sigma_ratio=config.sigma_ratio)
+        return replace(config, sigma_x=cal.sigma_x, sigma_y=cal.sigma_y, target_epsilon=None)
+    sx, sy = _sigmas(config)
+    return replace(config, sigma_x=sx, sigma_y=sy)
+
+
+def synthesize(config: SynthesisConfig, dataset: Dataset) -> Synthesis:
+    """Run the configured mechanism on the training split (calibrating sigma first if asked)."""
+    X = dataset.x_train.reshape(dataset.n_train, -1)
+    y = dataset.y_train
+    k = dataset.num_classes
+    if config.mechanism == "label-laplace":
+        data = laplace_label_release(X, y, num_classes=k, epsilon=config.label_epsilon, task=config.label_task,
+                                     postprocess=True, seed=config.seed)
+        return Synthesis(data, config, dataset.name, dataset.source, dataset.n_train)
+    config = resolve_sigma(config, dataset)
+    sx, sy = config.sigma_x, config.sigma_y
+    params = _params(config, sx, sy)
+    common = dict(num_classes=k, params=params, seed=config.seed, device=config.device,
+                  feature_range=config.feature_range)
+    if config.mechanism == "local":
+        data = local_perturbation(X, y, num_classes=k, num_points=config.T, sigma_x=sx, sigma_y=sy,
+                                  clamp_negative=config.clamp_negative, seed=config.seed, device=config.device,
+                                  feature_range=config.feature_range)
+    elif isinstance(params, ClassCentricParams):
+        if config.zscore_constants is not None:
+            mean, std = config.zscore_constants
+            common.update(mean=np.full(X.shape[1], mean), std=np.full(X.shape[1], std))
+        data = class_centric_mix(X, y, **common)
+    elif isinstance(params, PoissonMixParams):
+        data = poisson_mix(X, y, **common)
+    else:
+        data = dpmix(X, y, **common)
+    return Synthesis(data, config, dataset.name, dataset.source, dataset.n_train)

@@ -1,0 +1,143 @@
+"""Tables and curves for the dashboard and scripts: plain data, no UI."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import pandas as pd
+
+from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, get_accountant
+from dpmix_core.privacy.curves import Axis, default_axis_values, epsilon_curve
+from dpmix_core.views.privacy_scale import qualitative_label
+
+__all__ = ["tightest_guarantees", "epsilon_table", "epsilon_curves", "format_epsilon", "AccountantInfo", "accountant_info"]
+
+
+def format_epsilon(eps: float) -> str:
+    if math.isinf(eps):
+        return "∞"
+    if eps >= 1e6:
+        return f"{eps:.3g} (enormous)"
+    return f"{eps:.3g}" if eps < 100 else f"{eps:,.0f}"
+
+
+def _options(name: str, pld_accuracy: float) -> dict:
+    return {"relative_accuracy": pld_accuracy} if name == "pld-poisson" else {}
+
+
+def _variants(setting: MixingSetting) -> list[tuple[str, str, MixingSetting]]:
+    """(row label, accountant, setting): rdp-wor is shown for both published bound models.
+
+    rdp-wor is the tight counterpart of lee2019 ([0,1]^d) and of dpcda (clip c);
+    with a clip set we show both so each published number sits next to its tight one.
+    """
+    rows = []
+    for name in ACCOUNTANTS:
+        if name == "rdp-wor" and setting.clip is not None:
+            rows.append(("rdp-wor", name, replace(setting, clip=None)))
+            rows.append(("rdp-wor (clipped)", name, setting))
+        else:
+            rows.append((name, name, setting))
+    return rows
+
+
+def epsilon_table(setting: MixingSetting, delta: float, *, pld_accuracy: float = 0.1) -> pd.DataFrame:
+    """One row per accountant: epsilon, what it assumes and whether it is a guarantee."""
+    rows = []
+    for label, name, variant in _variants(setting):
+        acc = get_accountant(name, **_options(name, pld_accuracy))
+        r = acc.epsilon(acc.release_for(variant), delta)
+        notes = [r.reason] if r.reason else []
+        details = dict(r.details)
+        if "discretization" in details:
+            notes.append(f"PLD grid h = {details['discretization']:.2g} (pessimistic rounding)")
+        if "mu" in details and math.isfinite(details["mu"]):
+            notes.append(f"mu = {details['mu']:.4g}")
+        if r.order is not None:
+            notes.append(f"best RDP order alpha = {r.order:g}")
+        rows.append(
+            {
+                "accountant": label,
+                "epsilon": r.epsilon,
+                "ε": format_epsilon(r.epsilon),
+                "δ": f"{r.delta:.2g}",
+                "guarantee": r.guarantee,
+                "upper_bound": r.upper_bound,
+                "protection": qualitative_label(r.epsilon),
+                "sampling / adjacency": f"{r.sampling} / {r.adjacency}",
+                "assumptions": r.assumptions,
+                "notes": "; ".join(notes),
+                "reference": r.reference,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def tightest_guarantees(table: pd.DataFrame) -> pd.DataFrame:
+    """Per release model (sampling, adjacency, bounds): the smallest rigorous epsilon and who gives it.
+
+    Rows with different assumptions describe different releases, so a single
+    minimum over the whole table would compare unlike things. Only rows that
+    are upper bounds for the release count: approximations and releases no
+    accountant covers give none (an empty table).
+    """
+    rigorous = table[table["upper_bound"].astype(bool)]
+    best = rigorous.loc[rigorous.groupby("assumptions", sort=False)["epsilon"].idxmin()]
+    return best[["assumptions", "accountant", "epsilon", "ε", "guarantee"]].reset_index(drop=True)
+
+
+def epsilon_curves(
+    setting: MixingSetting,
+    delta: float,
+    *,
+    axis: Axis,
+    values: Sequence[float] | None = None,
+    sigma_ratio: float = 1.0,
+    accountants: Sequence[str] | None = None,
+    pld_accuracy: float = 0.2,
+) -> pd.DataFrame:
+    """Long table (accountant, axis value, epsilon, upper_bound) for plotting."""
+    values = list(values) if values is not None else default_axis_values(setting, axis)
+    rows = []
+    for label, name, variant in _variants(setting):
+        if accountants is not None and name not in accountants:
+            continue
+        results = epsilon_curve(
+            name, variant, delta=delta, axis=axis, values=values, sigma_ratio=sigma_ratio,
+            **_options(name, pld_accuracy),
+        )
+        for value, r in zip(values, results):
+            rows.append({"accountant": label, axis: value, "epsilon": r.epsilon, "upper_bound": r.upper_bound,
+                         "guarantee": r.guarantee})
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class AccountantInfo:
+    name: str
+    title: str
+    formula: str
+    explanation: str
+    reference: str
+    guarantee: str
+    sampling: str
+    adjacency: str
+
+
+def accountant_info() -> list[AccountantInfo]:
+    """Static descriptions for the page's explanations."""
+    return [
+        AccountantInfo(
+            name=cls.name,
+            title=cls.title,
+            formula=cls.formula,
+            explanation=cls.explanation,
+            reference=cls.reference,
+            guarantee="rigorous upper bound" if cls.rigorous else "approximation (not an upper bound)",
+            sampling=cls.sampling.value,
+            adjacency=cls.adjacency.value,
+        )
+        for cls in ACCOUNTANTS.values()
+    ]
