@@ -351,7 +351,7 @@ def best_m_table(store: ResultStore, sweep: str) -> str:
 def pca_components_figure(data_dir: str, path: Path, *, seed: int = 0) -> str:
     """Item 7 (dp-stats poster): top-10 Analyze-Gauss components of all MNIST training images at eps = 10, 2, 0.1."""
     from dpmix_core.data import load_dataset
-    from dpmix_core.teaching.lessons import pca_comparison
+    from dpmix_core.teaching import pca_comparison
 
     ds = load_dataset("mnist", data_dir=data_dir)
     pca = pca_comparison(ds.x_train, epsilons=(10.0, 2.0, 0.1), num_components=10, delta=1e-5,

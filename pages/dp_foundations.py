@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from dpmix_core.data import Dataset, default_dataset
-from dpmix_core.teaching.lessons import (
+from dpmix_core.teaching import (
     LABEL_ADJACENCY,
     REPLACE_ONE_LONG,
     HistogramComparison,

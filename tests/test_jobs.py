@@ -226,7 +226,7 @@ def test_at_most_max_parallel_run_at_once(store):
 
 
 def _worker(*args, **kwargs):
-    return subprocess.run([sys.executable, "-m", "dpmix_core.runtime.worker", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "dpmix_core.cli.worker", *args], capture_output=True, text=True,
                           timeout=30, cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{fake_jobs.TESTS_DIR}"},
                           **kwargs)
 

@@ -13,8 +13,8 @@ import fake_jobs
 import pytest
 from fake_jobs import TESTS_DIR, executions
 
-from dpmix_core.runtime.jobs import get_backend
-from dpmix_core.runtime.ray_backend import RAY_MISSING, make_backend, run_resources
+from dpmix_core.runtime.backends import make_backend
+from dpmix_core.runtime.ray_backend import RAY_MISSING, run_resources
 from dpmix_core.runtime.store import ResultStore, config_key
 from dpmix_core.experiments.sweeps import run_sweep
 
@@ -26,7 +26,7 @@ def test_missing_ray_gives_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
     store = ResultStore(tmp_path / "s.sqlite")
     with pytest.raises(ImportError, match="requirements-ray.txt"):
-        get_backend("ray", store)
+        make_backend("ray", store)
     with pytest.raises(ImportError, match="--backend local"):
         make_backend("ray", store, address="auto")
     assert "not installed" in RAY_MISSING
@@ -67,7 +67,7 @@ def store(tmp_path):
 
 
 def ray_backend(store, **options):
-    return get_backend("ray", store, extra_pythonpath=[TESTS_DIR], **options)
+    return make_backend("ray", store, extra_pythonpath=[TESTS_DIR], **options)
 
 
 def grid(marker, xs=(1, 2, 3, 4), kind="fake_jobs:quick", **base):

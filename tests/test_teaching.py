@@ -1,4 +1,4 @@
-"""Unit tests for dpmix_core.teaching.lessons (the maths behind the "DP foundations" page)."""
+"""Unit tests for dpmix_core.teaching (the maths behind the "DP foundations" page)."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 
 from dpmix_core.data import load_embedded
 from dpmix_core.mechanisms import GaussianRelease, LaplaceRelease
-from dpmix_core.teaching.lessons import (
+from dpmix_core.teaching import (
     dp_histograms,
     dp_mean_images,
     gaussian_method_for,

@@ -358,7 +358,7 @@ def _add_train(sub) -> None:
 
 def _add_sweep(sub) -> None:
     from dpmix_core.data import DATASET_NAMES
-    from dpmix_core.experiments.sweeps import add_sweep_arguments, cli_sweep
+    from dpmix_core.cli.sweep import add_sweep_arguments, cli_sweep
     from dpmix_core.experiments.trade_offs import expand_cli_spec
 
     p = sub.add_parser("sweep", help="run a sweep spec (or preset:NAME) into the results store; resumable")
@@ -385,7 +385,7 @@ def _axis_number(text: str) -> float:
 
 
 def _add_audit(sub) -> None:
-    from dpmix_core.audit.empirical import add_audit_arguments, cli_audit
+    from dpmix_core.cli.audit import add_audit_arguments, cli_audit
 
     p = sub.add_parser("audit", help="empirical epsilon lower bound next to every accountant's epsilon")
     add_audit_arguments(p)

@@ -110,7 +110,7 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
     import torch
 
     from dpmix_core.data import load_dataset
-    from dpmix_core.mechanisms._engine import resolve_device
+    from dpmix_core.mechanisms import resolve_device
     from dpmix_core.training import data as D
     from dpmix_core.training.losses import get_loss
     from dpmix_core.training.models import build_model

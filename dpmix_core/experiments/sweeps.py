@@ -16,26 +16,18 @@ only runs ``(kind, config, key)`` triples.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sqlite3
-import sys
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
 
-from dpmix_core.cli.argtypes import positive_float, positive_int
 from dpmix_core.runtime.jobs import Backend, LocalProcessBackend
-from dpmix_core.runtime.store import ResultStore, Run, StoreError, SubmitOutcome, Sweep
+from dpmix_core.runtime.store import ResultStore, Run, SubmitOutcome, Sweep
 
 __all__ = [
     "DEFAULT_RETRY",
     "RunSpec",
     "SweepSummary",
-    "TextProgress",
-    "add_sweep_arguments",
-    "cli_sweep",
     "export_csv",
     "run_sweep",
     "submit_sweep",
@@ -145,100 +137,7 @@ def export_csv(store: ResultStore, sweep: int | str | Sweep, path: str | os.Path
     return store.export_csv(path, sweep=sweep, status=status)
 
 
-# -- command line ------------------------------------------------------------------------------------
-class TextProgress:
-    """A one-line progress bar on stderr: ``[#####.....] 12/40  done 11  running 2  failed 1``."""
-
-    def __init__(self, stream: TextIO | None = None, width: int = 28):
-        self.stream = stream or sys.stderr
-        self.width = width
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self._last: tuple | None = None
-        self._open = False
-
-    def __call__(self, done: int, total: int, running: int, failed: int) -> None:
-        state = (done, total, running, failed)
-        if state == self._last:
-            return
-        self._last = state
-        finished = done + failed
-        filled = int(self.width * finished / total) if total else self.width
-        line = (f"[{'#' * filled}{'.' * (self.width - filled)}] {finished}/{total}"
-                f"  done {done}  running {running}  failed {failed}")
-        if self.tty:
-            self.stream.write("\r" + line)
-            self._open = True
-            if finished >= total:
-                self.close()
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self._open:
-            self.stream.write("\n")
-            self.stream.flush()
-            self._open = False
 
 
-def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``sweep`` subcommand's options (then ``parser.set_defaults(func=cli_sweep)``)."""
-    parser.add_argument("spec", help="sweep spec file (.toml or .json), or preset:NAME")
-    parser.add_argument("--store", help="results store (default: $DPMIX_STORE or ~/.cache/dpmix/results.sqlite)")
-    parser.add_argument("--export", metavar="CSV", help="write the sweep's done runs to this CSV at the end")
-    parser.add_argument("--backend", choices=("local", "ray"), default="local",
-                        help="where runs execute (ray: pip install -r requirements-ray.txt)")
-    parser.add_argument("--address", help="Ray cluster: auto, ray://head:10001 or http://head:8265 (with --backend ray)")
-    parser.add_argument("--max-parallel", type=positive_int, help="runs at once (default: spec, else cores)")
-    parser.add_argument("--retry-failed", action="store_true", help="re-run failed and cancelled runs too")
-    parser.add_argument("--name", help="sweep name (default: the spec's name, else the file's stem)")
-    parser.add_argument("--poll", type=positive_float, default=0.5, help="seconds between status checks")
-    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
 
 
-def cli_sweep(args: argparse.Namespace, *,
-              expand: Callable[[str], tuple[str, list[RunSpec], Mapping[str, Any]]]) -> int:
-    """``python -m dpmix_core sweep SPEC ...``: 0 all done, 1 some run failed/cancelled/interrupted,
-    130 interrupted by Ctrl-C (resume by running it again). Spec errors raise ValueError.
-
-    ``expand(args.spec) -> (name, [(kind, config, key)], spec as JSON-ready dict)``.
-    """
-    spec_name, runs, spec = expand(args.spec)
-    name = getattr(args, "name", None) or spec_name
-    if not runs:
-        raise ValueError(f"spec {args.spec!r} expands to no runs")
-    max_parallel = getattr(args, "max_parallel", None)
-    try:
-        store = ResultStore(getattr(args, "store", None))
-    except (StoreError, sqlite3.Error, OSError) as exc:
-        raise ValueError(f"cannot open the results store: {exc}") from None
-    from dpmix_core.runtime.ray_backend import make_backend
-
-    try:
-        backend = make_backend(getattr(args, "backend", "local"), store, max_parallel=max_parallel,
-                               address=getattr(args, "address", None))
-    except ImportError as exc:
-        raise ValueError(str(exc)) from None
-    retry = ("interrupted", "failed", "cancelled") if getattr(args, "retry_failed", False) else DEFAULT_RETRY
-    print(f"sweep {name!r}: {len(runs)} runs; {backend.describe()}", file=sys.stderr)
-    bar = TextProgress()
-    try:
-        summary = run_sweep(store, name, runs, backend=backend, progress=bar, poll_s=getattr(args, "poll", 0.5),
-                            spec=spec, retry=retry)
-    finally:
-        bar.close()
-    exported = None
-    if getattr(args, "export", None):
-        exported = export_csv(store, summary.sweep_id, args.export)
-    if getattr(args, "json", False):
-        print(json.dumps({**summary.to_dict(), "store": str(store.path), "export": args.export,
-                          "exported_rows": exported}))
-    else:
-        print(summary.line())
-        if exported is not None:
-            print(f"wrote {exported} row(s) to {args.export}")
-        for run in store.list_runs(sweep=summary.sweep_id, status=("failed", "cancelled", "interrupted"), limit=20):
-            print(f"  run {run.id} {run.status}: {run.error_summary}", file=sys.stderr)
-    if summary.interrupted:
-        return 130
-    return 0 if summary.ok else 1

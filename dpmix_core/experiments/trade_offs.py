@@ -42,7 +42,9 @@ __all__ = [
     "with_dataset",
 ]
 
-JOB_KIND = "dpmix_core.experiments.runner:run_job"
+# A job kind is part of a stored run's identity (the store refuses a key under another kind), so it keeps the
+# spelling stores were written with; the worker resolves it to its current home (runtime.worker.MOVED_KINDS).
+JOB_KIND = "dpmix_core.training.runner:run_job"
 AXIS_TITLES = {
     "sigma": "noise σx",
     "l": "ℓ (records mixed per point)",

@@ -23,6 +23,7 @@ from dpmix_core.mechanisms.descriptions import (
     gaussian_delta,
     gaussian_sigma,
 )
+from dpmix_core.mechanisms._engine import resolve_device
 from dpmix_core.mechanisms.label_dp import laplace_label_release
 from dpmix_core.mechanisms.mixing import (
     ClassCentricParams,
@@ -39,6 +40,7 @@ from dpmix_core.mechanisms.sampling import sample_mixture_indices, sample_poisso
 from dpmix_core.mechanisms.stats import dp_histogram, dp_mean, dp_variance, mean_sensitivity, variance_sensitivity
 
 __all__ = [
+    "resolve_device",
     "ClassCentricParams",
     "DPMixParams",
     "DPPCAResult",

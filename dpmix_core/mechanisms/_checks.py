@@ -1,11 +1,17 @@
-"""Input checks shared by the mechanisms: every message names the bad value."""
+"""Array checks shared by the mechanisms (the scalar ones live in :mod:`dpmix_core.privacy.checks`)."""
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import numpy as np
+
+from dpmix_core.privacy.checks import (
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_positive_int,
+    check_range,
+    check_sigma,
+)
 
 __all__ = [
     "check_features",
@@ -61,43 +67,3 @@ def check_labels(y: object, *, n: int, num_classes: int, name: str = "y") -> np.
             f"{name} must be in 0..{num_classes - 1} (num_classes={num_classes}). Found {y[i]} at index {i}."
         )
     return y.astype(np.int64, copy=False)
-
-
-def check_positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer. Found {value!r}.")
-    return int(value)
-
-
-def check_sigma(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be a finite number >= 0. Found {value!r}.")
-    return float(value)
-
-
-def check_positive(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number. Found {value!r}.")
-    return float(value)
-
-
-def check_epsilon(value: object) -> float:
-    return check_positive("epsilon", value)
-
-
-def check_delta(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < 1:
-        raise ValueError(f"delta must be in (0, 1). Found {value!r}.")
-    return float(value)
-
-
-def check_range(name: str, value: object) -> tuple[float, float]:
-    """A public (low, high) pair with low < high, both finite."""
-    try:
-        lo, hi = value  # type: ignore[misc]
-        lo, hi = float(lo), float(hi)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a pair (low, high) of numbers. Found {value!r}.") from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ValueError(f"{name} must satisfy low < high, both finite. Found {value!r}.")
-    return lo, hi

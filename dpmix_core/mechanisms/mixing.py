@@ -54,6 +54,10 @@ __all__ = [
     "local_perturbation",
     "class_centric_mix",
     "poisson_mix",
+    "clip_rows",
+    "column_mean",
+    "column_std",
+    "unit_features",
 ]
 
 # "unit": [0,1] features (thesis §4.2); "zscore": z-score with *public* mean/std, then clip (DP-CDA);
@@ -216,7 +220,7 @@ def dpmix(
     release = params.release(n=n, dx=d, dy=k)
     dev = resolve_device(device)
     seed_seq = seed_sequence(seed)
-    feats, scale, feat_note = _unit_features(X, feature_range)
+    feats, scale, feat_note = unit_features(X, feature_range)
     l = params.mix_degree
 
     def draw(rng: np.random.Generator, rows: int) -> tuple[np.ndarray, None]:
@@ -323,7 +327,7 @@ def class_centric_mix(
     else:
         if mean is not None or std is not None:
             raise ValueError("mean and std apply to preprocessing='zscore'; 'unit' scaling uses feature_range.")
-        feats, scale, feat_note = _unit_features(X, feature_range)
+        feats, scale, feat_note = unit_features(X, feature_range)
         notes.append(feat_note)
     per_class = params.num_points // k
     idx_type = index_dtype(n)
@@ -399,11 +403,11 @@ def poisson_mix(
         feats *= np.float32(1 / 255)
         feat_note = "features: uint8 pixels divided by 255"
     elif feature_range is not None:
-        feats, _, feat_note = _unit_features(X, feature_range)
+        feats, _, feat_note = unit_features(X, feature_range)
     else:
         feats = X.astype(np.float32)
         feat_note = "features: used as given (the clipping bounds their norm)"
-    feats = _clip_rows(feats, params.clip_x)
+    feats = clip_rows(feats, params.clip_x)
     m = params.mix_degree
     rate = m / release.n  # the stated public n, never the private count (see PoissonMixParams.release)
 
@@ -464,7 +468,7 @@ def _check_l_le_n(l: int, n: int, name: str = "mix_degree (l)") -> None:
         raise ValueError(f"{name} must not exceed the number of records n. Found {symbol}={l}, n={n}.")
 
 
-def _unit_features(X: np.ndarray, feature_range: tuple[float, float] | None) -> tuple[np.ndarray, float, str]:
+def unit_features(X: np.ndarray, feature_range: tuple[float, float] | None) -> tuple[np.ndarray, float, str]:
     """Features for [0,1] mixing as (table, scale, note): the table divided by ``scale`` lies in [0,1].
 
     uint8 without a range: the raw integers (scale 255), so sums of up to 65793
@@ -494,12 +498,12 @@ def _zscore_clip(
     notes = []
     private = []
     if mean is None:
-        mean = _column_mean(feats)
+        mean = column_mean(feats)
         private.append("mean")
     else:
         mean = _check_vector("mean", mean, d)
     if std is None:
-        std = _column_std(feats, mean)
+        std = column_std(feats, mean)
         private.append("std")
     else:
         std = _check_vector("std", std, d)
@@ -510,7 +514,7 @@ def _zscore_clip(
     std = np.where(zero, 1.0, std)
     feats -= mean.astype(np.float32)
     feats /= std.astype(np.float32)
-    feats = _clip_rows(feats, clip)
+    feats = clip_rows(feats, clip)
     if private:
         notes.append(
             f"{ZSCORE_CAVEAT} ({' and '.join(private)} computed from X; pass public mean and std to avoid this)"
@@ -523,7 +527,7 @@ def _zscore_clip(
     return feats, notes
 
 
-def _column_mean(feats: np.ndarray, rows: int = 8192) -> np.ndarray:
+def column_mean(feats: np.ndarray, rows: int = 8192) -> np.ndarray:
     """Feature means accumulated in float64, a block of rows at a time (no (n, d) float64 copy)."""
     total = np.zeros(feats.shape[1])
     for a in range(0, len(feats), rows):
@@ -531,7 +535,7 @@ def _column_mean(feats: np.ndarray, rows: int = 8192) -> np.ndarray:
     return total / len(feats)
 
 
-def _column_std(feats: np.ndarray, mean: np.ndarray, rows: int = 8192) -> np.ndarray:
+def column_std(feats: np.ndarray, mean: np.ndarray, rows: int = 8192) -> np.ndarray:
     """Population std per feature around ``mean`` (two-pass, float64, blockwise)."""
     total = np.zeros(feats.shape[1])
     for a in range(0, len(feats), rows):
@@ -550,7 +554,7 @@ def _check_vector(name: str, v: object, d: int) -> np.ndarray:
     return a
 
 
-def _clip_rows(feats: np.ndarray, radius: float) -> np.ndarray:
+def clip_rows(feats: np.ndarray, radius: float) -> np.ndarray:
     """x <- x * min(1, c / ||x||) row by row (in place on float32)."""
     norms = np.sqrt(np.einsum("ij,ij->i", feats, feats, dtype=np.float64))
     factor = np.minimum(1.0, radius / np.maximum(norms, 1e-300))

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 
 import dp_accounting
 
+from dpmix_core.privacy.checks import check_positive_int
+
 __all__ = [
     "Adjacency",
     "Protects",
@@ -74,7 +76,7 @@ class NormBound:
     @classmethod
     def unit_box(cls, dim: int) -> "NormBound":
         """Vectors in [0,1]^dim: ||u - u'|| <= sqrt(dim) (Lee et al. 2019)."""
-        _check_positive_int("dimension", dim)
+        check_positive_int("dimension", dim)
         return cls(math.sqrt(dim), math.sqrt(dim), f"[0,1]^{dim}")
 
     @classmethod
@@ -146,9 +148,9 @@ class MixingRelease:
     not_covered: str | None = None
 
     def __post_init__(self) -> None:
-        _check_positive_int("n", self.n)
-        _check_positive_int("l (mix degree)", self.mix_degree)
-        _check_positive_int("T (number of synthetic points)", self.num_points)
+        check_positive_int("n", self.n)
+        check_positive_int("l (mix degree)", self.mix_degree)
+        check_positive_int("T (number of synthetic points)", self.num_points)
         if self.mix_degree > self.n:
             raise ValueError(f"l must not exceed n. Found l={self.mix_degree}, n={self.n}.")
         for name in ("sigma_x", "sigma_y"):
@@ -286,11 +288,11 @@ def class_centric_release(
     if not class_sizes:
         raise ValueError("class_sizes must list at least one class.")
     for size in class_sizes:
-        _check_positive_int("class size", size)
+        check_positive_int("class size", size)
     if not isinstance(protect_labels, bool):
         raise ValueError(f"protect_labels must be True or False. Found {protect_labels!r}.")
     k = len(class_sizes)
-    _check_positive_int("T (number of synthetic points)", num_points)
+    check_positive_int("T (number of synthetic points)", num_points)
     per_class = num_points // k
     if per_class < 1:
         raise ValueError(f"T={num_points} gives no point per class for K={k} classes.")
@@ -333,8 +335,3 @@ def class_centric_release(
         protects=Protects.FEATURES_ONLY,
         not_covered=not_covered,
     )
-
-
-def _check_positive_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer. Found {value!r}.")

@@ -1,7 +1,7 @@
 """Background jobs: launch each run in its own OS process and supervise them through the store.
 
 A job is ``(kind, config, key)``: ``kind`` is a callable path ``"package.module:function"`` called as
-``fn(config, reporter) -> dict`` in a worker process (``python -m dpmix_core.runtime.worker RUN_ID --store PATH``,
+``fn(config, reporter) -> dict`` in a worker process (``python -m dpmix_core.cli.worker RUN_ID --store PATH``,
 started in a new session so it outlives the app's reruns, closed tabs and even a server restart).
 The SQLite store is the only channel between the launcher and its workers:
 
@@ -27,7 +27,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 import dpmix_core
 from dpmix_core.runtime.store import HOST, ResultStore, Run, SubmitOutcome
@@ -44,11 +44,9 @@ __all__ = [
     "PumpReport",
     "cap_torch_threads",
     "default_max_parallel",
-    "get_backend",
     "is_alive",
     "is_cancellation",
     "launch",
-    "register_backend",
     "worker_command",
 ]
 
@@ -178,7 +176,7 @@ def _is_worker_of(pid: int, run_id: int) -> bool | None:
     args = _cmdline(pid)
     if not args:
         return None
-    is_worker = any("dpmix_core.runtime.worker" in a or ("dpmix_core" in a and a.endswith("worker.py")) for a in args)
+    is_worker = any("dpmix_core" in a and ("cli.worker" in a or a.endswith("worker.py")) for a in args)
     return is_worker and str(run_id) in args
 
 
@@ -227,7 +225,7 @@ def _log_tail(path: str | None, limit: int = 2000) -> str:
 
 
 def worker_command(run_id: int, store_path: str | os.PathLike, *, python: str | None = None) -> list[str]:
-    return [python or sys.executable, "-m", "dpmix_core.runtime.worker", str(int(run_id)), "--store",
+    return [python or sys.executable, "-m", "dpmix_core.cli.worker", str(int(run_id)), "--store",
             os.path.abspath(os.fspath(store_path))]
 
 
@@ -363,7 +361,7 @@ class Backend(Protocol):
 
 
 class LocalProcessBackend:
-    """Runs on this machine, one ``python -m dpmix_core.runtime.worker`` process per run.
+    """Runs on this machine, one ``python -m dpmix_core.cli.worker`` process per run.
 
     ``max_parallel`` (default: cores) bounds running runs of this backend on this host across every
     launcher sharing the store (the count and the claim are one transaction). Each worker gets
@@ -478,26 +476,6 @@ class LocalProcessBackend:
             for pid in exited:
                 if pid not in still_running:  # keep its exit code until its row is settled
                     _CHILDREN.pop(pid, None)
-
-
-def _ray_backend(store: ResultStore, **options: Any) -> Backend:
-    from dpmix_core.runtime.ray_backend import RayBackend  # Ray is optional: imported only when asked for
-
-    return RayBackend(store, **options)
-
-
-_BACKENDS: dict[str, Callable[..., Backend]] = {"local": LocalProcessBackend, "ray": _ray_backend}
-
-
-def register_backend(name: str, factory: Callable[..., Backend]) -> None:
-    """Make ``get_backend(name, store, **options)`` build ``factory(store, **options)`` (e.g. "ray")."""
-    _BACKENDS[name] = factory
-
-
-def get_backend(name: str = "local", store: ResultStore | None = None, **options: Any) -> Backend:
-    if name not in _BACKENDS:
-        raise ValueError(f"unknown backend {name!r}; known: {', '.join(_BACKENDS)}")
-    return _BACKENDS[name](store if store is not None else ResultStore(), **options)
 
 
 class JobManager:

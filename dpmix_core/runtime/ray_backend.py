@@ -23,7 +23,7 @@ Live progress: the in-task reporter only records; its last fields are written wi
 in a task: cancellation goes through ``ray.cancel`` (a KeyboardInterrupt inside the task).
 
 Ray is optional (``pip install -r requirements-ray.txt``); this module imports it only when a
-backend is built, and registers itself as backend ``"ray"`` for :func:`dpmix_core.runtime.jobs.get_backend`.
+backend is built; :func:`dpmix_core.runtime.backends.make_backend` builds it by name.
 """
 
 from __future__ import annotations
@@ -42,11 +42,10 @@ from dpmix_core.runtime.jobs import (
     DEFAULT_STALE_S,
     PumpReport,
     is_alive,
-    register_backend,
 )
 from dpmix_core.runtime.store import HOST, ResultStore, Run, SubmitOutcome
 
-__all__ = ["RAY_MISSING", "RayBackend", "import_ray", "make_backend", "run_resources"]
+__all__ = ["RAY_MISSING", "RayBackend", "import_ray", "run_resources"]
 
 RAY_MISSING = ("the Ray backend needs Ray, which is not installed: pip install -r requirements-ray.txt "
                "(or pip install 'ray[default]'), or use --backend local")
@@ -314,20 +313,3 @@ class RayBackend:
             self._send_cancel(flight, force=True)
             self.store.mark_interrupted(flight.run_id, "the Ray driver stopped before the run ended", pid=self.pid)
         self._inflight.clear()
-
-
-def make_backend(name: str, store: ResultStore, *, max_parallel: int | None = None, address: str | None = None,
-                 **options: Any):
-    """The sweep CLI's backend: ``local`` (``address`` must be None) or ``ray``."""
-    from dpmix_core.runtime.jobs import LocalProcessBackend
-
-    if name == "local":
-        if address:
-            raise ValueError("--address needs --backend ray")
-        return LocalProcessBackend(store, max_parallel, **options)
-    if name == "ray":
-        return RayBackend(store, max_parallel, address=address, **options)
-    raise ValueError(f"unknown backend {name!r}; use local or ray")
-
-
-register_backend("ray", RayBackend)

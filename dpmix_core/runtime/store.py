@@ -56,6 +56,7 @@ __all__ = [
     "StoreError",
     "Sweep",
     "canonical_json",
+    "dumps_json",
     "config_key",
     "default_store_path",
     "flatten",
@@ -97,7 +98,8 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON-serialisable")
 
 
-def _dumps(obj: Any) -> str:
+def dumps_json(obj: Any) -> str:
+    """Compact, key-sorted JSON of a result or progress dict (numpy values and paths made JSON-ready)."""
     return json.dumps(obj, default=_json_default, sort_keys=True, separators=(",", ":"))
 
 
@@ -107,7 +109,7 @@ def _loads(text: str | None) -> Any:
 
 def canonical_json(obj: Any) -> str:
     """Sorted keys, no spaces, numpy/torch values as lists: equal configs give equal text."""
-    return _dumps(obj)
+    return dumps_json(obj)
 
 
 def config_key(config: Mapping[str, Any]) -> str:
@@ -126,7 +128,7 @@ def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
         for k, v in obj.items():
             out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
     elif isinstance(obj, (list, tuple)):
-        out[prefix] = _dumps(list(obj))
+        out[prefix] = dumps_json(list(obj))
     else:
         out[prefix] = obj
     return out
@@ -558,7 +560,7 @@ class ResultStore:
         """Merge ``fields`` into the run's progress (epoch, loss, accuracy, eta_seconds, ...) and refresh
         the heartbeat. False when the run is no longer running under ``pid`` (nothing is written)."""
         new = {**(fields or {}), **more}
-        json.loads(_dumps(new))  # fail on non-JSON values before touching the database
+        json.loads(dumps_json(new))  # fail on non-JSON values before touching the database
         clause, args = self._owner_clause(pid)
         with self._write() as conn:
             row = conn.execute(f"SELECT progress_json FROM runs WHERE id = ? AND {clause}",
@@ -567,7 +569,7 @@ class ResultStore:
                 return False
             merged = new if replace else {**(_loads(row[0]) or {}), **new}
             conn.execute("UPDATE runs SET progress_json = ?, heartbeat = ? WHERE id = ?",
-                         (_dumps(merged), time.time(), int(run_id)))
+                         (dumps_json(merged), time.time(), int(run_id)))
             return True
 
     def heartbeat(self, run_id: int, *, pid: int | None = None) -> RunState:
@@ -591,7 +593,7 @@ class ResultStore:
 
     def finish(self, run_id: int, result: Mapping[str, Any] | Any, *, pid: int | None = None) -> bool:
         """Store the result: running -> done. False (nothing written) if the run is not running under pid."""
-        result_json = _dumps(result if isinstance(result, Mapping) else {"value": result})
+        result_json = dumps_json(result if isinstance(result, Mapping) else {"value": result})
         clause, args = self._owner_clause(pid)
         now = time.time()
         with self._write() as conn:
@@ -753,7 +755,7 @@ class ResultStore:
         """Get-or-create the sweep called ``name`` (a re-run resumes it); updates spec/backend/location."""
         if not name or not isinstance(name, str):
             raise ValueError("a sweep needs a name")
-        spec_json = _dumps(dict(spec or {}))
+        spec_json = dumps_json(dict(spec or {}))
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO sweeps (name, spec_json, created, backend, location) VALUES (?, ?, ?, ?, ?)"

@@ -1,4 +1,4 @@
-"""Worker process: ``python -m dpmix_core.runtime.worker RUN_ID [--store PATH]`` runs one run of the store.
+"""Worker process: ``python -m dpmix_core.cli.worker RUN_ID [--store PATH]`` runs one run of the store.
 
 It takes the run (claims it if queued, or attaches to the claim its launcher made), imports the
 job's callable (``kind = "package.module:function"``), calls ``fn(config, reporter)`` and stores the
@@ -30,7 +30,6 @@ Exit codes:
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import os
@@ -40,11 +39,10 @@ import sys
 import threading
 import time
 import traceback
-from pathlib import Path
 from typing import Any, Callable
 
 from dpmix_core.runtime.jobs import Cancelled, is_cancellation
-from dpmix_core.runtime.store import HOST, ResultStore, StoreError, _dumps, default_store_path
+from dpmix_core.runtime.store import HOST, ResultStore, dumps_json
 
 __all__ = [
     "EXIT_CANCELLED",
@@ -57,7 +55,8 @@ __all__ = [
     "Reporter",
     "WorkerTerminated",
     "format_error",
-    "main",
+    "MOVED_KINDS",
+    "log",
     "resolve_callable",
     "run_worker",
 ]
@@ -66,7 +65,7 @@ EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_NOT_RUNNABLE, EXIT_CANC
 LOST_EXIT_AFTER_S = 30.0  # a lost worker whose job ignores the stop request exits this long after
 
 
-def _log(message: str) -> None:
+def log(message: str) -> None:
     print(f"[dpmix worker {os.getpid()} {time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
@@ -101,7 +100,7 @@ class Reporter:
 
     def progress(self, **fields: Any) -> None:
         """Record progress (epoch, epochs, loss, accuracy, eta_seconds, ...) and refresh the heartbeat."""
-        json.loads(_dumps(fields))  # a non-JSON value is the job's bug: raise here, where it happened
+        json.loads(dumps_json(fields))  # a non-JSON value is the job's bug: raise here, where it happened
         with self._lock:
             self._pending.update(fields)
         if time.monotonic() - self._last_write >= self.min_write_interval_s:
@@ -116,7 +115,7 @@ class Reporter:
         try:
             ok = self.store.update_progress(self.run_id, pending, pid=self.pid)
         except sqlite3.Error as exc:  # a busy/locked database must not kill a long job; retry next time
-            _log(f"could not write progress: {exc}")
+            log(f"could not write progress: {exc}")
             with self._lock:
                 self._pending = {**pending, **self._pending}
             return True
@@ -129,7 +128,7 @@ class Reporter:
         try:
             state = self.store.heartbeat(self.run_id, pid=self.pid)
         except sqlite3.Error as exc:
-            _log(f"could not write heartbeat: {exc}")
+            log(f"could not write heartbeat: {exc}")
             return
         if state != "ok":
             self._note(state)
@@ -158,7 +157,7 @@ class Reporter:
 
     def log(self, message: str) -> None:
         """A line in the run's log file."""
-        _log(message)
+        log(message)
 
 
 class _Heartbeat(threading.Thread):
@@ -174,9 +173,13 @@ class _Heartbeat(threading.Thread):
                 self.on_lost()
 
 
+# Job kinds whose function moved (issue 12's layout): stored runs keep the kind they were written with.
+MOVED_KINDS = {"dpmix_core.training.runner:run_job": "dpmix_core.experiments.runner:run_job"}
+
+
 def resolve_callable(kind: str) -> Callable[..., Any]:
     """``"package.module:function"`` (or ``"package.module:Class.method"``) -> the callable."""
-    module_name, sep, qualname = kind.partition(":")
+    module_name, sep, qualname = MOVED_KINDS.get(kind, kind).partition(":")
     if not sep:
         raise ValueError(f"job kind must be 'package.module:function', got {kind!r}")
     obj: Any = importlib.import_module(module_name)
@@ -211,7 +214,7 @@ def _set_torch_threads() -> None:
         try:
             torch.set_num_threads(int(os.environ.get("DPMIX_WORKER_THREADS", "1")))
         except Exception as exc:  # pragma: no cover
-            _log(f"could not set torch threads: {exc}")
+            log(f"could not set torch threads: {exc}")
 
 
 def run_worker(store: ResultStore, run_id: int, *, heartbeat_s: float | None = None, standalone: bool = False) -> int:
@@ -226,11 +229,11 @@ def run_worker(store: ResultStore, run_id: int, *, heartbeat_s: float | None = N
     if run is None:
         current = store.get(run_id)
         if current is None:
-            _log(f"no run {run_id} in {store.path}")
+            log(f"no run {run_id} in {store.path}")
             return EXIT_NOT_FOUND
-        _log(f"run {run_id} is not runnable by this worker (status {current.status}, pid {current.pid})")
+        log(f"run {run_id} is not runnable by this worker (status {current.status}, pid {current.pid})")
         return EXIT_NOT_RUNNABLE
-    _log(f"run {run_id} ({run.kind}) started, key {run.key[:12]}, {threads} thread(s)")
+    log(f"run {run_id} ({run.kind}) started, key {run.key[:12]}, {threads} thread(s)")
     started = time.monotonic()
     reporter = Reporter(store, run_id, pid=pid)
     in_job = threading.Event()
@@ -249,11 +252,11 @@ def run_worker(store: ResultStore, run_id: int, *, heartbeat_s: float | None = N
     def on_lost() -> None:
         if not lost_since:
             lost_since.append(time.monotonic())
-            _log(f"run {run_id} is no longer ours (marked interrupted or deleted): stopping")
+            log(f"run {run_id} is no longer ours (marked interrupted or deleted): stopping")
             if handlers_installed:
                 os.kill(pid, signal.SIGTERM)
         elif standalone and time.monotonic() - lost_since[0] > LOST_EXIT_AFTER_S:
-            _log("the job does not stop; exiting")
+            log("the job does not stop; exiting")
             os._exit(EXIT_LOST)
 
     previous = {}
@@ -275,7 +278,7 @@ def run_worker(store: ResultStore, run_id: int, *, heartbeat_s: float | None = N
             beat.stopped.set()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    _log(f"run {run_id} ended: exit code {code} ({outcome}) after {time.monotonic() - started:.1f} s")
+    log(f"run {run_id} ended: exit code {code} ({outcome}) after {time.monotonic() - started:.1f} s")
     return code
 
 
@@ -326,32 +329,8 @@ def _record(store: ResultStore, run_id: int, pid: int, reporter: Reporter, outco
             return EXIT_FAILED if ok else EXIT_LOST
         ok = store.fail(run_id, payload, pid=pid)
         if ok:
-            _log(payload.splitlines()[0])
+            log(payload.splitlines()[0])
         return EXIT_FAILED if ok else EXIT_LOST
     except sqlite3.Error as exc:  # the store is unwritable: the heartbeat stops, the run goes stale
-        _log(f"could not record the outcome ({outcome}) of run {run_id}: {exc}")
+        log(f"could not record the outcome ({outcome}) of run {run_id}: {exc}")
         return EXIT_FAILED
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m dpmix_core.runtime.worker", description="Run one queued run of a DPMix results store.",
-        epilog="exit codes: 0 done, 1 failed, 2 usage, 3 no such run/store, 4 not runnable, 5 cancelled, 6 lost",
-    )
-    parser.add_argument("run_id", type=int, help="the run's id in the store")
-    parser.add_argument("--store", help="store path (default: $DPMIX_STORE or ~/.cache/dpmix/results.sqlite)")
-    args = parser.parse_args(argv)  # exits with code 2 on a usage error
-    path = Path(args.store).expanduser() if args.store else default_store_path()
-    if not path.is_file():
-        _log(f"no store at {path}")
-        return EXIT_NOT_FOUND
-    try:
-        store = ResultStore(path)
-    except (sqlite3.Error, StoreError) as exc:
-        _log(f"cannot open the store {path}: {exc}")
-        return EXIT_NOT_FOUND
-    return run_worker(store, args.run_id, standalone=True)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

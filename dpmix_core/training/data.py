@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from dpmix_core.data import Dataset
-from dpmix_core.mechanisms.mixing import _clip_rows, _column_mean, _column_std, _unit_features
+from dpmix_core.mechanisms.mixing import clip_rows, column_mean, column_std, unit_features
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 
 __all__ = [
@@ -86,7 +86,7 @@ def release_feature_map(config: SynthesisConfig, x_train: np.ndarray) -> Callabl
         return pixels01
     if mech in ("dpmix", "local") or (mech == "class-centric" and config.preprocessing == "unit"):
         def unit(x: np.ndarray) -> np.ndarray:
-            feats, scale, _ = _unit_features(flat(x), config.feature_range)
+            feats, scale, _ = unit_features(flat(x), config.feature_range)
             out = feats.astype(np.float32, copy=True)
             if scale != 1.0:
                 out *= np.float32(1 / scale)
@@ -102,8 +102,8 @@ def release_feature_map(config: SynthesisConfig, x_train: np.ndarray) -> Callabl
             raise ValueError("class-centric 'zscore' needs its public constants resolved (synthesis.resolve_sigma).")
         else:  # the statistics the mechanism computed from the private training set (not covered)
             train32 = x_train.astype(np.float32)
-            mean = _column_mean(train32)
-            std = _column_std(train32, mean)
+            mean = column_mean(train32)
+            std = column_std(train32, mean)
         std = np.where(std == 0, 1.0, std)
         mean32, std32 = mean.astype(np.float32), std.astype(np.float32)
 
@@ -111,17 +111,17 @@ def release_feature_map(config: SynthesisConfig, x_train: np.ndarray) -> Callabl
             feats = flat(x).astype(np.float32)
             feats -= mean32
             feats /= std32
-            return _clip_rows(feats, config.clip)
+            return clip_rows(feats, config.clip)
         return zscore
 
     def poisson(x: np.ndarray) -> np.ndarray:  # mechanism == "poisson"
         x = flat(x)
         if config.feature_range is not None:
-            feats, _, _ = _unit_features(x, config.feature_range)
+            feats, _, _ = unit_features(x, config.feature_range)
             feats = feats.astype(np.float32, copy=True)
         else:
             feats = pixels01(x)
-        return _clip_rows(feats, config.clip_x)
+        return clip_rows(feats, config.clip_x)
     return poisson
 
 

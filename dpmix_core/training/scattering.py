@@ -98,7 +98,7 @@ def scattering_features(
             pass  # unreadable cache entry: recompute and overwrite
     import torch
 
-    from dpmix_core.mechanisms._engine import resolve_device
+    from dpmix_core.mechanisms import resolve_device
 
     dev = resolve_device(device)
     transform = _backend()(J=J, shape=images.shape[1:3], L=L).to(dev)

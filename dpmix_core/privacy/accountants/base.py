@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
+from dpmix_core.privacy.checks import check_delta
 from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Protects, Sampling
 
 __all__ = ["Accountant", "EpsilonResult", "MixingSetting", "UnsupportedReleaseError", "ENORMOUS_EPSILON"]
@@ -208,8 +209,3 @@ class Accountant(ABC):
             protects=release.protects.value,
             not_covered=release.not_covered,
         )
-
-
-def check_delta(delta: float) -> None:
-    if not isinstance(delta, numbers.Real) or not 0 < delta < 1:
-        raise ValueError(f"delta must be in (0, 1). Found {delta}.")
