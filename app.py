@@ -1,4 +1,5 @@
-"""DPMix Studio: the frame and router. Pages live in pages/."""
+"""DPMix Studio: the frame and router. Page scripts live in app_pages/ (not pages/: Streamlit would auto-discover
+that folder and serve its legacy multipage mode on a deep link to a fresh server)."""
 
 import streamlit as st
 
@@ -9,11 +10,11 @@ cap_torch_threads()  # leave the cores to the training workers
 st.set_page_config(page_title="DPMix Studio", page_icon=":material/shuffle:", layout="wide")
 
 PAGES = [
-    st.Page("pages/privacy_accountant.py", title="Privacy accountant", icon=":material/calculate:", default=True),
-    st.Page("pages/mixed_samples.py", title="Mixed samples", icon=":material/grid_view:"),
-    st.Page("pages/train_tradeoffs.py", title="Train & trade-offs", icon=":material/monitoring:"),
-    st.Page("pages/privacy_audit.py", title="Privacy audit", icon=":material/policy:"),
-    st.Page("pages/dp_foundations.py", title="DP foundations", icon=":material/school:"),
+    st.Page("app_pages/privacy_accountant.py", title="Privacy accountant", icon=":material/calculate:", default=True),
+    st.Page("app_pages/mixed_samples.py", title="Mixed samples", icon=":material/grid_view:"),
+    st.Page("app_pages/train_tradeoffs.py", title="Train & trade-offs", icon=":material/monitoring:"),
+    st.Page("app_pages/privacy_audit.py", title="Privacy audit", icon=":material/policy:"),
+    st.Page("app_pages/dp_foundations.py", title="DP foundations", icon=":material/school:"),
 ]
 
 page = st.navigation(PAGES)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "dp_foundations.py")
+PAGE = str(Path(__file__).resolve().parents[1] / "app_pages" / "dp_foundations.py")
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from dpmix_core.data import load_embedded
 from dpmix_core.synthesis.previews import mixing_preview
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "mixed_samples.py")
+PAGE = str(Path(__file__).resolve().parents[1] / "app_pages" / "mixed_samples.py")
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ PAGES = re.findall(r'st\.Page\("([^"]+)"', (ROOT / "app.py").read_text())
 
 
 def test_router_lists_every_page_file():
-    assert sorted(PAGES) == sorted(f"pages/{p.name}" for p in (ROOT / "pages").glob("*.py"))
+    assert sorted(PAGES) == sorted(f"app_pages/{p.name}" for p in (ROOT / "app_pages").glob("*.py"))
+    assert not (ROOT / "pages").exists()  # Streamlit would auto-discover it (legacy multipage mode on deep links)
 
 
 @pytest.mark.parametrize("page", PAGES)

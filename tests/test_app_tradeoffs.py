@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "train_tradeoffs.py")
+PAGE = str(Path(__file__).resolve().parents[1] / "app_pages" / "train_tradeoffs.py")
 
 
 @pytest.fixture
