@@ -13,8 +13,8 @@ import math
 import sys
 from typing import Callable, Sequence
 
-from dpmix_core.privacy.accountants import ACCOUNTANTS, EpsilonResult, MixingSetting, epsilon_all, get_accountant
 from dpmix_core.cli.argtypes import finite_float, positive_int
+from dpmix_core.privacy.accountants import ACCOUNTANTS, EpsilonResult, MixingSetting, epsilon_all, get_accountant
 from dpmix_core.privacy.calibration import calibrate_sigma
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
 
@@ -357,8 +357,8 @@ def _add_train(sub) -> None:
 
 
 def _add_sweep(sub) -> None:
-    from dpmix_core.data import DATASET_NAMES
     from dpmix_core.cli.sweep import add_sweep_arguments, cli_sweep
+    from dpmix_core.data import DATASET_NAMES
     from dpmix_core.experiments.trade_offs import expand_cli_spec
 
     p = sub.add_parser("sweep", help="run a sweep spec (or preset:NAME) into the results store; resumable")

@@ -6,8 +6,8 @@ import statistics
 from collections.abc import Callable
 
 from dpmix_core.experiments.config import RunConfig
-from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.experiments.runner import run_config
+from dpmix_core.synthesis.pipeline import SynthesisConfig
 
 __all__ = ["train_repeats"]
 

@@ -19,9 +19,9 @@ from dpmix_core.experiments.config import run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.results import aggregate
 from dpmix_core.experiments.spec import Published, SweepSpec, load_spec
+from dpmix_core.experiments.sweeps import submit_sweep
 from dpmix_core.runtime.jobs import LocalProcessBackend, default_max_parallel
 from dpmix_core.runtime.store import ResultStore
-from dpmix_core.experiments.sweeps import submit_sweep
 
 __all__ = [
     "JOB_KIND",

@@ -31,6 +31,7 @@ from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 import dpmix_core
 from dpmix_core.runtime.store import HOST, ResultStore, Run, SubmitOutcome
+from dpmix_core.training.cancel import Cancelled
 
 __all__ = [
     "DEFAULT_CANCEL_GRACE_S",
@@ -54,14 +55,6 @@ DEFAULT_STALE_S = 30.0  # workers beat every ~2 s; 30 s without one means the wo
 DEFAULT_CANCEL_GRACE_S = 10.0  # after a cancel request: SIGTERM at 1x grace, SIGKILL at 2x grace
 _NEW_PROCESS_GRACE_S = 10.0  # a pid whose /proc cmdline is not (yet) the worker's is trusted this long
 _SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)
-
-
-class Cancelled(Exception):
-    """Raised by a job function that stops because ``reporter.should_stop()`` said so.
-
-    The worker treats any exception whose class (or a base class) is named ``Cancelled`` as a
-    cancellation, so job code may define its own.
-    """
 
 
 class JobError(RuntimeError):

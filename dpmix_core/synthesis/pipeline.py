@@ -7,8 +7,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dpmix_core.privacy.accountants import get_accountant
-from dpmix_core.privacy.calibration import calibrate_sigma
 from dpmix_core.data import Dataset, public_zscore_constants
 from dpmix_core.mechanisms import (
     ClassCentricParams,
@@ -22,6 +20,8 @@ from dpmix_core.mechanisms import (
     poisson_mix,
 )
 from dpmix_core.mechanisms.mixing import PREPROCESSING
+from dpmix_core.privacy.accountants import get_accountant
+from dpmix_core.privacy.calibration import calibrate_sigma
 from dpmix_core.privacy.release import MixingRelease, Protects
 
 __all__ = [

@@ -6,8 +6,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dpmix_core.privacy.accountants import EpsilonResult, applicable_accountants
 from dpmix_core.data import Dataset
+from dpmix_core.privacy.accountants import EpsilonResult, applicable_accountants
 from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release, resolve_sigma, synthesize
 
 __all__ = ["ClassPreview", "MixingPreview", "PREVIEW_MECHANISMS", "mixing_preview"]

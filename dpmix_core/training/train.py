@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from dpmix_core.training.cancel import Cancelled, StopCheck
 from dpmix_core.training.names import OPTIMIZERS, SCHEDULES
 
 __all__ = [
@@ -31,28 +32,6 @@ __all__ = [
     "evaluate",
     "predict",
 ]
-
-
-class Cancelled(Exception):
-    """The reporter asked the run to stop (``reporter.should_stop()`` returned True)."""
-
-
-class StopCheck:
-    """Calls ``should_stop`` at most every ``interval`` seconds (always when forced); raises :class:`Cancelled`."""
-
-    def __init__(self, should_stop: Callable[[], bool] | None, interval: float = 1.0) -> None:
-        self.should_stop = should_stop
-        self.interval = interval
-        self._last = time.monotonic()
-
-    def __call__(self, force: bool = False) -> None:
-        if self.should_stop is None:
-            return
-        now = time.monotonic()
-        if force or now - self._last >= self.interval:
-            self._last = now
-            if self.should_stop():
-                raise Cancelled("run cancelled")
 
 
 @dataclass(frozen=True)
