@@ -53,12 +53,12 @@ import numbers
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.training.names import METHODS
 
-__all__ = ["AXES", "Series", "Published", "SweepSpec", "load_spec", "axis_value", "apply_axis"]
+__all__ = ["AXES", "AXIS_RULES", "AxisRule", "Series", "Published", "SweepSpec", "load_spec", "axis_value", "apply_axis"]
 
 AXES = ("sigma", "l", "T", "target_epsilon", "label_epsilon", "pca_epsilon", "dpsgd_epsilon")
 EPSILON_AXES = ("target_epsilon", "label_epsilon", "pca_epsilon", "dpsgd_epsilon")
@@ -124,63 +124,95 @@ def _check_axis_value(axis: str, value: float) -> float:
     return float(value)
 
 
+def _is_inf(value: object) -> bool:
+    return isinstance(value, float) and math.isinf(value)
+
+
+def _set_sigma(d: dict, axis: str, value: float) -> None:
+    d["synthesis"].update(sigma_x=value, sigma_y=None, target_epsilon=None)
+
+
+def _set_size(d: dict, axis: str, value: float) -> None:
+    d["synthesis"][axis] = value
+
+
+def _set_mixing_epsilon(d: dict, axis: str, value: float) -> None:
+    if _is_inf(value):  # no noise at all
+        d["synthesis"].update(sigma_x=0.0, sigma_y=0.0, target_epsilon=None)
+    else:
+        d["synthesis"].update(target_epsilon=value, sigma_x=None, sigma_y=None)
+
+
+def _mixing_epsilon(cfg: RunConfig, axis: str) -> float | None:
+    syn = cfg.synthesis
+    if syn.target_epsilon is not None:
+        return syn.target_epsilon
+    return math.inf if syn.sigma_x == 0 and (syn.sigma_y or 0) == 0 else None
+
+
+def _set_dpsgd_epsilon(d: dict, axis: str, value: float) -> None:
+    if _is_inf(value):
+        d.update(method="non-private", synthesis=None)
+    else:
+        d["dpsgd_epsilon"] = value
+
+
+def _set_label_epsilon(d: dict, axis: str, value: float) -> None:
+    if _is_inf(value):
+        d.update(method="non-private", synthesis=None)
+    else:
+        d["synthesis"]["label_epsilon"] = value
+
+
+def _set_pca_epsilon(d: dict, axis: str, value: float) -> None:
+    d["pca_epsilon"] = "inf" if _is_inf(value) else value
+
+
+@dataclass(frozen=True)
+class AxisRule:
+    """How runs of one method sit on some axes: ``get`` reads a run's position, ``set`` writes a value into
+    its JSON dict (inf on an epsilon axis means no noise / non-private)."""
+
+    method: str
+    axes: tuple[str, ...]
+    get: Callable[[RunConfig, str], float | None]
+    set: Callable[[dict, str, float], None]
+
+
+# The one table of axes (the module docstring says the same in words). A (method, axis) pair not listed
+# leaves the run unchanged and has no position on that axis.
+AXIS_RULES = (
+    AxisRule("mixing", ("sigma",), lambda c, a: c.synthesis.sigma_x, _set_sigma),
+    AxisRule("mixing", ("l", "T"), lambda c, a: getattr(c.synthesis, a), _set_size),
+    AxisRule("mixing", ("target_epsilon",), _mixing_epsilon, _set_mixing_epsilon),
+    AxisRule("dp-sgd", ("target_epsilon", "dpsgd_epsilon"), lambda c, a: c.dpsgd_epsilon, _set_dpsgd_epsilon),
+    AxisRule("label-laplace", ("target_epsilon", "label_epsilon"), lambda c, a: c.synthesis.label_epsilon,
+             _set_label_epsilon),
+    AxisRule("dp-pca", ("target_epsilon", "pca_epsilon"), lambda c, a: c.pca_epsilon, _set_pca_epsilon),
+    AxisRule("non-private", EPSILON_AXES, lambda c, a: math.inf, lambda d, a, v: None),
+)
+
+
+def _rule(method: str, axis: str) -> AxisRule | None:
+    return next((r for r in AXIS_RULES if r.method == method and axis in r.axes), None)
+
+
 def apply_axis(config: dict, axis: str, value: float) -> dict:
-    """``config`` (a RunConfig dict) with the axis value applied for its method (see the module table)."""
+    """``config`` (a RunConfig dict) with the axis value applied for its method (see AXIS_RULES)."""
     d = json.loads(json.dumps(config))
-    method = d["method"]
-    syn = d.get("synthesis")
-    inf = isinstance(value, float) and math.isinf(value)
-    if method == "mixing":
-        if axis == "sigma":
-            syn.update(sigma_x=value, sigma_y=None, target_epsilon=None)
-        elif axis in ("l", "T"):
-            syn[axis] = value
-        elif axis == "target_epsilon":
-            if inf:
-                syn.update(sigma_x=0.0, sigma_y=0.0, target_epsilon=None)
-            else:
-                syn.update(target_epsilon=value, sigma_x=None, sigma_y=None)
-    elif method == "dp-sgd" and axis in ("target_epsilon", "dpsgd_epsilon"):
-        if inf:
-            d.update(method="non-private", synthesis=None)
-        else:
-            d["dpsgd_epsilon"] = value
-    elif method == "label-laplace" and axis in ("target_epsilon", "label_epsilon"):
-        if inf:
-            d.update(method="non-private", synthesis=None)
-        else:
-            syn["label_epsilon"] = value
-    elif method == "dp-pca" and axis in ("target_epsilon", "pca_epsilon"):
-        d["pca_epsilon"] = "inf" if inf else value
+    rule = _rule(d["method"], axis)
+    if rule is not None:
+        rule.set(d, axis, value)
     return d
 
 
 def axis_value(config: RunConfig | dict, axis: str) -> float | None:
-    """The run's position on ``axis``.
-
-    None when the axis does not apply; inf for no-noise and non-private runs on epsilon axes.
-    """
+    """The run's position on ``axis`` (AXIS_RULES): None when the axis does not apply to its method."""
     cfg = config if isinstance(config, RunConfig) else RunConfig.from_dict(config)
     if axis not in AXES:
         raise ValueError(f"Unknown axis {axis!r}. Choose one of: {', '.join(AXES)}.")
-    syn = cfg.synthesis
-    if axis in ("sigma", "l", "T"):
-        if cfg.method != "mixing":
-            return None
-        return {"sigma": syn.sigma_x, "l": syn.l, "T": syn.T}[axis]
-    if cfg.method == "non-private":
-        return math.inf
-    if cfg.method == "mixing" and axis == "target_epsilon":
-        if syn.target_epsilon is not None:
-            return syn.target_epsilon
-        return math.inf if syn.sigma_x == 0 and (syn.sigma_y or 0) == 0 else None
-    if cfg.method == "dp-sgd" and axis in ("target_epsilon", "dpsgd_epsilon"):
-        return cfg.dpsgd_epsilon
-    if cfg.method == "label-laplace" and axis in ("target_epsilon", "label_epsilon"):
-        return syn.label_epsilon
-    if cfg.method == "dp-pca" and axis in ("target_epsilon", "pca_epsilon"):
-        return cfg.pca_epsilon
-    return None
+    rule = _rule(cfg.method, axis)
+    return None if rule is None else rule.get(cfg, axis)
 
 
 @dataclass(frozen=True)
