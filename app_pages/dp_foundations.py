@@ -48,7 +48,7 @@ PCA_EPS, PCA_DELTA, PCA_K, PCA_MAX = (10.0, 2.0, 0.1), 1e-5, 10, 5000
 SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
-@st.cache_resource(show_spinner="Loading the dataset…")
+@st.cache_resource(show_spinner="Loading the dataset…", max_entries=1)
 def load_data() -> Dataset:
     return default_dataset()
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dpmix_core.privacy.accountants import ACCOUNTANTS
-from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
 from dpmix_core.data import public_zscore_constants
+from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
+from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.synthesis.export import npz_bytes, privacy_card
+from dpmix_core.synthesis.pipeline import SynthesisConfig, synthesize
 from dpmix_core.synthesis.previews import PREVIEW_MECHANISMS, mixing_preview
 from dpmix_core.views.reports import format_epsilon
-from dpmix_core.synthesis.pipeline import SynthesisConfig, synthesize
+from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "mix_"
 DEFAULTS = {"mechanism": "class-centric", "l": 4, "prep": "unit", "protect_labels": True, "T": 10000,
@@ -23,7 +24,7 @@ MECHANISM_HELP = {
 }
 
 
-@st.cache_resource(show_spinner="Loading data…")
+@st.cache_resource(show_spinner="Loading data…", max_entries=4)  # bounded: uploads are not kept forever
 def cached_dataset(upload: bytes | None, filename: str | None):
     return app_dataset(upload, filename)
 
@@ -132,10 +133,10 @@ except ValueError as exc:
     st.stop()
 
 used = preview.config
-st.session_state["shared_release"] = {  # plain key: survives page switches (widget state does not)
-    "page": "Mixed samples", "n": dataset.n_train, "l": used.l, "T": used.T, "sigma_x": used.sigma_x,
-    "sigma_y": used.sigma_y, "delta": used.delta, "mechanism": used.mechanism,
-}
+st.session_state[SHARED_RELEASE_KEY] = SharedRelease(
+    page="Mixed samples", n=dataset.n_train, l=used.l, T=used.T, sigma_x=used.sigma_x, sigma_y=used.sigma_y,
+    delta=used.delta, mechanism=used.mechanism,
+)
 st.subheader("Privacy of the full release")
 st.write(f"σx = {used.sigma_x:.4g}, σy = {used.sigma_y:.4g}, T = {used.T:,} points, δ = {used.delta:.2g}.")
 st.dataframe(

@@ -7,10 +7,10 @@ import streamlit as st
 
 from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, get_accountant
 from dpmix_core.privacy.calibration import calibrate_sigma
-from dpmix_core.views.figures import epsilon_curve_figure
-from dpmix_core.views.accounting_presets import ACCOUNTING_PRESETS
-from dpmix_core.views.privacy_scale import DEPLOYMENTS, odds_ratio_text
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
+from dpmix_core.views.accounting_presets import ACCOUNTING_PRESETS
+from dpmix_core.views.figures import epsilon_curve_figure
+from dpmix_core.views.privacy_scale import DEPLOYMENTS, odds_ratio_text
 from dpmix_core.views.reports import (
     accountant_info,
     epsilon_curves,
@@ -18,6 +18,7 @@ from dpmix_core.views.reports import (
     format_epsilon,
     tightest_guarantees,
 )
+from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "acc_"  # session-state prefix of this page's widgets
 DEFAULTS = {
@@ -220,10 +221,10 @@ st.write(
 )
 setting, delta = _controls()
 if setting is not None:
-    st.session_state["shared_release"] = {  # plain key: survives page switches (widget state does not)
-        "page": "Privacy accountant", "n": setting.n, "l": setting.l, "T": setting.T,
-        "sigma_x": setting.sigma_x, "sigma_y": setting.sigma_y, "delta": delta,
-    }
+    st.session_state[SHARED_RELEASE_KEY] = SharedRelease(
+        page="Privacy accountant", n=setting.n, l=setting.l, T=setting.T, sigma_x=setting.sigma_x,
+        sigma_y=setting.sigma_y, delta=delta,
+    )
     _table(setting, delta)
     tab_curves, tab_cal, tab_explain, tab_context = st.tabs(
         ["Curves", "Calibrate σ for a target ε", "What each accountant does", "What ε means"]

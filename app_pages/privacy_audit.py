@@ -5,19 +5,19 @@ from __future__ import annotations
 import streamlit as st
 
 from dpmix_core.audit import AuditConfig, run_audit
-from dpmix_core.audit.membership import JOB_KIND, job_config
+from dpmix_core.audit.membership import job_config
 from dpmix_core.audit.reidentification import nearest_records
-from dpmix_core.data.choice import describe_dataset
 from dpmix_core.data import default_dataset
-from dpmix_core.runtime.jobs import JobManager
-from dpmix_core.runtime.store import ResultStore, config_key
-from dpmix_core.views.reports import format_epsilon
+from dpmix_core.data.choice import describe_dataset
+from dpmix_core.experiments.audits import membership_attack, submit_membership_attack
 from dpmix_core.synthesis.pipeline import SynthesisConfig
+from dpmix_core.views.reports import format_epsilon
+from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "aud_"
 
 
-@st.cache_resource(show_spinner="Loading data…")
+@st.cache_resource(show_spinner="Loading data…", max_entries=1)
 def cached_dataset():
     return default_dataset()
 
@@ -34,16 +34,14 @@ def cached_reid(_dataset, dataset_key: str, config: SynthesisConfig, points: int
 
 def _use_shared() -> None:
     """Copy the release last set on the Privacy accountant or Mixed samples page into these controls."""
-    shared = st.session_state.get("shared_release") or {}
-    for key in ("l", "T"):
-        st.session_state[K + key] = int(shared[key])
-    st.session_state[K + "n"] = int(shared["n"])
-    st.session_state[K + "sx"] = max(float(shared["sigma_x"]), 1e-4)
-    st.session_state[K + "sy"] = max(float(shared["sigma_y"]), 1e-4)
-    st.session_state[K + "mia_l"] = int(shared["l"])
-    st.session_state[K + "re_l"] = int(shared["l"])
-    st.session_state[K + "re_sigma"] = float(shared["sigma_x"])
-    if shared.get("mechanism") == "poisson":
+    shared: SharedRelease = st.session_state[SHARED_RELEASE_KEY]
+    st.session_state[K + "l"], st.session_state[K + "T"], st.session_state[K + "n"] = shared.l, shared.T, shared.n
+    st.session_state[K + "sx"] = max(shared.sigma_x, 1e-4)
+    st.session_state[K + "sy"] = max(shared.sigma_y, 1e-4)
+    st.session_state[K + "mia_l"] = shared.l
+    st.session_state[K + "re_l"] = shared.l
+    st.session_state[K + "re_sigma"] = shared.sigma_x
+    if shared.mechanism == "poisson":
         st.session_state[K + "mech"] = "poisson"
 
 
@@ -124,9 +122,7 @@ def _membership(dataset, key: str) -> None:
 
     @st.fragment(run_every=1.5)
     def attack_status() -> None:
-        manager = JobManager(ResultStore())
-        manager.pump()
-        run = manager.get(run_id)
+        run = membership_attack(run_id)
         if run is None or run.status in ("queued", "running"):
             st.info(f"Attack {run.status if run else 'queued'}…")
             return
@@ -143,8 +139,7 @@ def _membership(dataset, key: str) -> None:
 
 def _submit_attack(config: dict) -> None:
     """Button callback: the attack trains models, so it runs as a background job, never in this thread."""
-    run = JobManager(ResultStore()).submit(JOB_KIND, config, key=config_key({"kind": JOB_KIND, **config}))
-    st.session_state[K + "mia_job"] = run.id
+    st.session_state[K + "mia_job"] = submit_membership_attack(config)
 
 
 def _reidentification(dataset, key: str) -> None:
@@ -183,9 +178,8 @@ st.title("Privacy audit")
 st.write("Accountants promise an upper bound on ε. This page looks for evidence from the other side: attacks "
          "on the mechanism, on models trained from the release, and on the released points themselves.")
 dataset = cached_dataset()
-if shared := st.session_state.get("shared_release"):
-    st.button(f"Use the release set on the {shared['page']} page (ℓ = {shared['l']}, T = {shared['T']:,}, "
-              f"σx = {shared['sigma_x']:.3g})", on_click=_use_shared, key=K + "use_shared")
+if isinstance(shared := st.session_state.get(SHARED_RELEASE_KEY), SharedRelease):
+    st.button(f"Use the release set on {shared.label()}", on_click=_use_shared, key=K + "use_shared")
 tab1, tab2, tab3 = st.tabs(["Empirical ε check", "Membership inference", "Re-identification"])
 with tab1:
     _empirical()

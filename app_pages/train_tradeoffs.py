@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.experiments.presets import get_preset, preset_names
-from dpmix_core.runtime.jobs import LocalProcessBackend, default_max_parallel
-from dpmix_core.runtime.store import ResultStore
 from dpmix_core.experiments.trade_offs import (
     REPRODUCED_WITHIN_PTS,
     available_training_datasets,
@@ -21,6 +18,9 @@ from dpmix_core.experiments.trade_offs import (
     trade_off_figure,
     with_dataset,
 )
+from dpmix_core.privacy.accountants import ACCOUNTANTS
+from dpmix_core.runtime.jobs import LocalProcessBackend, default_max_parallel
+from dpmix_core.runtime.store import ResultStore
 from dpmix_core.training.names import LOSSES, MODELS
 
 K = "tr_"

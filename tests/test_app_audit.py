@@ -67,7 +67,7 @@ def test_controls_shared_with_the_accountant_page():
     at.number_input(key="acc_n").set_value(200)
     at.number_input(key="acc_l").set_value(2)
     at.number_input(key="acc_T").set_value(3).run()
-    at.switch_page("pages/privacy_audit.py").run()
+    at.switch_page("app_pages/privacy_audit.py").run()
     at.button(key="aud_use_shared").click().run()
     assert not at.exception
     assert (at.number_input(key="aud_n").value, at.number_input(key="aud_l").value,
