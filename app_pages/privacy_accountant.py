@@ -13,6 +13,7 @@ from dpmix_core.views.figures import epsilon_curve_figure
 from dpmix_core.views.privacy_scale import DEPLOYMENTS, odds_ratio_text
 from dpmix_core.views.reports import (
     accountant_info,
+    curve_anchor,
     epsilon_curves,
     epsilon_table,
     format_epsilon,
@@ -160,7 +161,8 @@ def _curves(setting: MixingSetting, delta: float) -> None:
     labels = {"σx": "sigma", "T": "T", "ℓ": "l"}
     choice = st.radio("ε as a function of", list(labels), horizontal=True, key=K + "axis")
     axis = labels[choice]
-    curves = cached_curves(setting, delta, axis, ratio, st.session_state[K + "pld_accuracy"])
+    # keyed by what the curve depends on: moving the knob within a decade only moves the marker
+    curves = cached_curves(curve_anchor(setting, axis), delta, axis, ratio, st.session_state[K + "pld_accuracy"])
     current = {"sigma": setting.sigma_x, "T": setting.T, "l": setting.l}[axis]
     st.plotly_chart(epsilon_curve_figure(curves, axis, delta=delta, current=current), width="stretch")
     st.caption("Solid: rigorous upper bounds. Dashed: the CLT approximation, or every ε of a release no accountant "

@@ -50,5 +50,6 @@ def default_axis_values(setting: MixingSetting, axis: Axis, points: int = 30) ->
         return list(np.geomspace(centre / 10, centre * 10, points))
     if axis == "T":
         return sorted({int(v) for v in np.geomspace(1, max(10 * setting.T, 10), points)})
-    smallest = min(setting.class_sizes) if setting.class_sizes else setting.n
+    # class-centric with labels protected needs l <= N_min - 1 (class_centric_release)
+    smallest = min(setting.class_sizes) - int(setting.protect_labels) if setting.class_sizes else setting.n
     return sorted({int(v) for v in np.geomspace(1, smallest, points)})

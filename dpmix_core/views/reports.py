@@ -12,7 +12,15 @@ from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, get_accou
 from dpmix_core.privacy.curves import Axis, default_axis_values, epsilon_curve
 from dpmix_core.views.privacy_scale import qualitative_label
 
-__all__ = ["tightest_guarantees", "epsilon_table", "epsilon_curves", "format_epsilon", "AccountantInfo", "accountant_info"]
+__all__ = [
+    "AccountantInfo",
+    "accountant_info",
+    "curve_anchor",
+    "epsilon_curves",
+    "epsilon_table",
+    "format_epsilon",
+    "tightest_guarantees",
+]
 
 
 def format_epsilon(eps: float) -> str:
@@ -86,6 +94,21 @@ def tightest_guarantees(table: pd.DataFrame) -> pd.DataFrame:
     rigorous = table[table["upper_bound"].astype(bool)]
     best = rigorous.loc[rigorous.groupby("assumptions", sort=False)["epsilon"].idxmin()]
     return best[["assumptions", "accountant", "epsilon", "ε", "guarantee"]].reset_index(drop=True)
+
+
+def curve_anchor(setting: MixingSetting, axis: Axis) -> MixingSetting:
+    """What a curve along ``axis`` depends on: the setting with the axis's own knob snapped to its decade.
+
+    The curve sets that knob at every grid point, so its current value matters only through the grid's
+    range; snapping it (sigma to the nearest power of ten, T up to the next one, l to 1) lets a cache reuse
+    the curve while the knob moves within a decade, and only the "current" marker moves.
+    """
+    if axis == "sigma":
+        anchor = 10.0 ** round(math.log10(max(setting.sigma_x, 1e-4)))
+        return replace(setting, sigma_x=anchor, sigma_y=anchor)
+    if axis == "T":
+        return replace(setting, T=int(10 ** math.ceil(math.log10(setting.T))))
+    return replace(setting, l=1)
 
 
 def epsilon_curves(

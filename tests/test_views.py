@@ -1,0 +1,47 @@
+"""Plain data for pages: curves cached by what they depend on, the typed shared release."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from dpmix_core.privacy.accountants import MixingSetting
+from dpmix_core.privacy.curves import default_axis_values
+from dpmix_core.views.reports import curve_anchor, epsilon_curves
+from dpmix_core.views.shared_release import SharedRelease
+
+S = MixingSetting(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711)
+
+
+@pytest.mark.parametrize("axis, knob, values", [
+    ("sigma", "sigma_x", (0.04, 0.0711, 0.2)),
+    ("T", "T", (2000, 5000, 10000)),
+    ("l", "l", (16, 256, 1000)),
+])
+def test_a_curve_does_not_depend_on_its_own_knob_within_a_decade(axis, knob, values):
+    anchors = {curve_anchor(replace(S, **{knob: v}), axis) for v in values}
+    assert len(anchors) == 1  # one cache entry for the whole decade
+    grid = default_axis_values(anchors.pop(), axis)
+    assert all(min(grid) <= v <= max(grid) for v in values)  # the current value stays inside the curve
+
+
+def test_anchored_curve_equals_the_curve_at_the_same_grid():
+    anchor = curve_anchor(S, "sigma")
+    grid = default_axis_values(anchor, "sigma")[:4]
+    a = epsilon_curves(S, 1e-5, axis="sigma", values=grid, accountants=["lee2019"])
+    b = epsilon_curves(anchor, 1e-5, axis="sigma", values=grid, accountants=["lee2019"])
+    np.testing.assert_allclose(a["epsilon"], b["epsilon"], rtol=0)
+
+
+def test_l_curve_of_a_label_protecting_class_centric_setting_stays_valid():
+    s = replace(S, class_sizes=(6000,) * 10, l=128, T=12000)
+    grid = default_axis_values(s, "l")
+    assert max(grid) == 5999
+    assert len(epsilon_curves(s, 1e-5, axis="l", values=grid[-2:], accountants=["rdp-wor"])) == 2
+
+
+def test_shared_release_is_validated():
+    r = SharedRelease(page="Mixed samples", n=4000, l=4, T=10000, sigma_x=0.1, sigma_y=0.1, delta=1e-5)
+    assert "ℓ = 4" in r.label()
+    with pytest.raises(ValueError, match="T must be a positive integer"):
+        SharedRelease(page="x", n=10, l=1, T=0, sigma_x=0.1, sigma_y=0.1, delta=1e-5)
