@@ -9,15 +9,17 @@ from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, get_accou
 from dpmix_core.privacy.calibration import calibrate_sigma
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
 from dpmix_core.views.accounting_presets import ACCOUNTING_PRESETS
-from dpmix_core.views.figures import epsilon_curve_figure
-from dpmix_core.views.privacy_scale import DEPLOYMENTS, odds_ratio_text
+from dpmix_core.views.figures import epsilon_curve_figure, profile_figure, tradeoff_figure
+from dpmix_core.views.privacy_scale import DEPLOYMENTS, headline
 from dpmix_core.views.reports import (
     accountant_info,
     curve_anchor,
     epsilon_curves,
     epsilon_table,
+    RELEASE_MODELS,
+    ReleaseReading,
     format_epsilon,
-    tightest_guarantees,
+    release_reading,
 )
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
@@ -60,6 +62,7 @@ def _apply_preset() -> None:
         "dx": s.dx, "dy": s.dy, "clip": s.clip or 1.0, "clip_x": s.clip_x, "clip_y": s.clip_y,
         "class_centric": s.class_sizes is not None, "classes": len(s.class_sizes or ()) or 10,
         "protect_labels": s.protect_labels, "private_norm": s.not_covered is not None,
+        "model": preset.release_model,
     }
     if preset.target_epsilon is not None and preset.calibrate_with is not None:
         cal = cached_calibration(preset.calibrate_with, s, preset.target_epsilon, preset.delta, preset.sigma_ratio)
@@ -133,6 +136,32 @@ def _controls() -> tuple[MixingSetting | None, float]:
     return setting, ss[K + "delta"]
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_reading(setting: MixingSetting, delta: float, model: str, pld_accuracy: float):
+    return release_reading(setting, delta, model, pld_accuracy=pld_accuracy)
+
+
+def _headline(setting: MixingSetting, delta: float) -> ReleaseReading | None:
+    """One headline for the release model the user picks: its tightest rigorous ε, in words."""
+    model = st.radio("Release model", list(RELEASE_MODELS), format_func=RELEASE_MODELS.get, key=K + "model",
+                     horizontal=False, help="Rows of the table below with other assumptions describe other "
+                     "releases; the headline speaks for one.")
+    if setting.not_covered is not None:
+        st.warning(f"No ε on this page is an upper bound for this release — not covered: {setting.not_covered}. "
+                   "Use public normalisation constants (or [0,1] features) for a release the accountants cover.")
+        return None
+    reading = cached_reading(setting, delta, model, st.session_state[K + "pld_accuracy"])
+    if reading.accountant is None:
+        st.warning("No accountant gives a finite rigorous bound for this release (too little noise).")
+        return reading
+    h = headline(reading.epsilon, delta, reading.accountant)
+    c1, c2 = st.columns([1, 3])
+    c1.metric(f"ε at δ = {delta:.2g}", f"{reading.epsilon:.3g}", help=f"{reading.accountant}, {reading.guarantee}")
+    c2.markdown(f"**{h.label.capitalize()} protection** ({reading.accountant}, {reading.guarantee}).  \n"
+                f"{h.odds[0].upper() + h.odds[1:]}; {h.test}.")
+    return reading
+
+
 def _table(setting: MixingSetting, delta: float) -> None:
     table = cached_table(setting, delta, st.session_state[K + "pld_accuracy"])
     st.dataframe(
@@ -141,19 +170,24 @@ def _table(setting: MixingSetting, delta: float) -> None:
         width="stretch",
         column_config={"assumptions": st.column_config.TextColumn(width="large")},
     )
-    if setting.not_covered is not None:
-        st.warning(f"No ε on this page is an upper bound for this release — not covered: {setting.not_covered}. "
-                   "Use public normalisation constants (or [0,1] features) for a release the accountants cover.")
+    st.caption("Every accountant, each on the release its paper analyses: rows with different assumptions "
+               "describe different releases and are not interchangeable.")
+
+
+def _attacker(reading: ReleaseReading | None, delta: float) -> None:
+    if reading is None or reading.profile is None:
+        st.info("No rigorous bound, so no guarantee about attacks on this release.")
         return
-    lines = [
-        f"- **{row['ε']}** ({row['accountant']}, {row['guarantee']}) for {row['assumptions']}: "
-        f"{odds_ratio_text(row['epsilon'])}."
-        for _, row in tightest_guarantees(table).iterrows()
-    ]
-    st.info(
-        f"Tightest guaranteed ε at δ = {delta:.2g}, per release model (rows with different assumptions "
-        "describe different releases and are not interchangeable):\n" + "\n".join(lines)
-    )
+    st.markdown("What the best possible attacker can do. Asked *\"was this person's record used?\"*, every test "
+                "trades false alarms (α) against misses (β); differential privacy keeps β above the red curve. "
+                "The closer to the dotted diagonal, the closer to a coin flip.")
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(tradeoff_figure(reading.alphas, reading.beta_bound, reading.gdp_beta, mu=reading.gdp_mu,
+                                    title="Trade-off curve of the best membership test"), width="stretch")
+    c2.plotly_chart(profile_figure(reading.profile.epsilons, reading.profile.deltas, delta=delta,
+                                   epsilon=reading.epsilon, title="Privacy profile δ(ε)"), width="stretch")
+    st.caption(f"Curves from the release's {reading.profile.method}; the headline ε comes from "
+               f"{reading.accountant}. Gaussian DP with the same δ at that ε is shown for reference.")
 
 
 def _curves(setting: MixingSetting, delta: float) -> None:
@@ -227,12 +261,16 @@ if setting is not None:
         page="Privacy accountant", n=setting.n, l=setting.l, T=setting.T, sigma_x=setting.sigma_x,
         sigma_y=setting.sigma_y, delta=delta,
     )
+    reading = _headline(setting, delta)
     _table(setting, delta)
-    tab_curves, tab_cal, tab_explain, tab_context = st.tabs(
-        ["Curves", "Calibrate σ for a target ε", "What each accountant does", "What ε means"]
+    tab_curves, tab_attack, tab_cal, tab_explain, tab_context = st.tabs(
+        ["Curves", "What an attacker can do", "Calibrate σ for a target ε", "What each accountant does",
+         "What ε means"]
     )
     with tab_curves:
         _curves(setting, delta)
+    with tab_attack:
+        _attacker(reading, delta)
     with tab_cal:
         _calibrate(setting, delta)
     with tab_explain:

@@ -115,3 +115,15 @@ def test_class_centric_label_protection_and_private_normalisation(at):
     t = table(at)
     assert t["guarantee"].str.startswith("not covered").all()
     assert any("No ε on this page is an upper bound" in w.value for w in at.warning)
+
+
+def test_headline_in_words_and_attacker_curves(at):
+    """One headline for the chosen release model (tightest rigorous ε, odds, test power), then the curves."""
+    assert not at.exception
+    metric = at.metric[0]
+    assert metric.label.startswith("ε at δ")
+    assert any("no test can tell whether your record was used" in m.value or "no test is ruled out" in m.value
+               for m in at.markdown)
+    at.selectbox(key="acc_preset").set_value("DPFMix (MNIST, m=64, eps=2)").run()
+    assert not at.exception and at.radio(key="acc_model").value == "poisson"
+    assert "pld-poisson" in at.metric[0].help and float(at.metric[0].value) <= 2.2

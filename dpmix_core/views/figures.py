@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 
-__all__ = ["epsilon_curve_figure", "AXIS_TITLES"]
+__all__ = ["epsilon_curve_figure", "profile_figure", "tradeoff_figure", "AXIS_TITLES"]
 
 AXIS_TITLES = {
     "sigma": "noise σx (std of feature noise)",
@@ -49,5 +49,42 @@ def epsilon_curve_figure(curves: pd.DataFrame, axis: str, *, delta: float, curre
         legend={"title": "accountant"},
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
         height=430,
+    )
+    return fig
+
+
+def tradeoff_figure(alphas, beta_bound, gdp_beta, *, mu: float, title: str) -> go.Figure:
+    """f-DP trade-off: the best membership test's type II error vs its type I error (Dong, Roth & Su 2022)."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=alphas, y=[1 - a for a in alphas], mode="lines", name="perfect privacy (random guess)",
+                             line={"color": "#999", "dash": "dot"}))
+    fig.add_trace(go.Scatter(x=alphas, y=beta_bound, mode="lines", name="this release (rigorous lower bound)",
+                             line={"color": "#d62728", "width": 3}, fill="tozeroy", fillcolor="rgba(214,39,40,0.08)"))
+    if math.isfinite(mu):
+        fig.add_trace(go.Scatter(x=alphas, y=gdp_beta, mode="lines", name=f"Gaussian DP, μ = {mu:.3g} (reference)",
+                                 line={"color": "#1f77b4", "dash": "dash"}))
+    fig.update_layout(
+        title=title,
+        xaxis={"title": "type I error α (false alarms: 'used' when it was not)", "range": [0, 1]},
+        yaxis={"title": "type II error β (missed: 'not used' when it was)", "range": [0, 1]},
+        font={"size": 15}, height=430, margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return fig
+
+
+def profile_figure(epsilons, deltas, *, delta: float, epsilon: float, title: str) -> go.Figure:
+    """The privacy profile delta(eps) on a log scale, with the headline (eps, delta) marked."""
+    fig = go.Figure()
+    pts = [(e, d) for e, d in zip(epsilons, deltas) if d > 0]
+    fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines", name="δ(ε), upper bound",
+                             line={"color": "#d62728", "width": 3}))
+    if math.isfinite(epsilon):
+        fig.add_trace(go.Scatter(x=[epsilon], y=[delta], mode="markers+text", name="headline",
+                                 text=[f"(ε = {epsilon:.3g}, δ = {delta:.2g})"], textposition="top right",
+                                 marker={"size": 12, "color": "#111"}))
+    fig.update_layout(
+        title=title, xaxis={"title": "ε"}, yaxis={"title": "δ(ε)", "type": "log", "exponentformat": "power"},
+        font={"size": 15}, height=430, margin={"l": 10, "r": 10, "t": 50, "b": 10}, showlegend=False,
     )
     return fig

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["qualitative_label", "odds_ratio_text", "DEPLOYMENTS", "Deployment"]
+__all__ = ["qualitative_label", "odds_ratio_text", "headline", "Headline", "DEPLOYMENTS", "Deployment"]
 
 _BANDS = (
     (1.0, "strong"),
@@ -32,6 +32,35 @@ def odds_ratio_text(epsilon: float) -> str:
     if math.isinf(epsilon) or epsilon > 700:
         return "no bound on how much an attacker's odds can change"
     return f"an attacker's odds about any one person change by at most x{math.exp(epsilon):,.3g}"
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One sentence per release: the tightest rigorous epsilon, what it means for odds and for any test."""
+
+    epsilon: float
+    delta: float
+    accountant: str
+    label: str
+    odds: str
+    test: str
+
+    def text(self) -> str:
+        return (f"ε = {self.epsilon:.3g} at δ = {self.delta:.2g} ({self.accountant}; {self.label}): {self.odds}; "
+                f"{self.test}.")
+
+
+def headline(epsilon: float, delta: float, accountant: str, *, alpha: float = 0.05) -> Headline:
+    """The plain-language reading of one rigorous (eps, delta): odds and the best membership test's power."""
+    from dpmix_core.privacy.profile import attack_power_bound
+
+    power = attack_power_bound(epsilon, delta, alpha)
+    if power >= 0.999:
+        test = "no test is ruled out: an attacker may tell whether your record was used"
+    else:
+        test = (f"no test can tell whether your record was used with power above {100 * power:.3g} % "
+                f"at a {100 * alpha:g} % false-positive rate")
+    return Headline(epsilon, delta, accountant, qualitative_label(epsilon), odds_ratio_text(epsilon), test)
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,18 @@ import math
 from dataclasses import dataclass, replace
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
 from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, get_accountant
+from dpmix_core.privacy.profile import (
+    PrivacyProfile,
+    gdp_mu_for,
+    gdp_tradeoff,
+    privacy_profile,
+    tradeoff_from_profile,
+)
+from dpmix_core.privacy.release import MixingRelease, Sampling
 from dpmix_core.privacy.curves import Axis, default_axis_values, epsilon_curve
 from dpmix_core.views.privacy_scale import qualitative_label
 
@@ -20,7 +29,24 @@ __all__ = [
     "epsilon_table",
     "format_epsilon",
     "tightest_guarantees",
+    "ReleaseReading",
+    "release_reading",
+    "RELEASE_MODELS",
 ]
+
+RELEASE_MODELS = {
+    "dpmix": "ℓ distinct records per point, features in [0,1]^d, replace-one (DPMix, thesis)",
+    "dpcda": "ℓ distinct records per point, features clipped to ‖x‖ ≤ c, replace-one (DP-CDA)",
+    "poisson": "Poisson sampling with rate m/n, clipped, add/remove-one (DPFMix)",
+}
+
+
+def _in_model(release: MixingRelease, model: str) -> bool:
+    """Which release model a release belongs to: sampling and the feature bounds (different releases)."""
+    if model == "poisson":
+        return release.sampling is Sampling.POISSON
+    unit = release.bounds.x.description.startswith("[0,1]")
+    return release.sampling is Sampling.WITHOUT_REPLACEMENT and unit == (model == "dpmix")
 
 
 def format_epsilon(eps: float) -> str:
@@ -164,3 +190,48 @@ def accountant_info() -> list[AccountantInfo]:
         )
         for cls in ACCOUNTANTS.values()
     ]
+
+
+@dataclass(frozen=True)
+class ReleaseReading:
+    """The headline of one release model: its tightest rigorous epsilon and what an attacker can do."""
+
+    model: str
+    accountant: str | None  # None: no rigorous bound for this release (not covered, or none finite)
+    epsilon: float
+    delta: float
+    guarantee: str
+    profile: PrivacyProfile | None
+    alphas: tuple[float, ...]
+    beta_bound: tuple[float, ...]  # lower bound on the best test's type II error at each alpha
+    gdp_mu: float  # reference: mu-GDP with the same delta at this epsilon
+    gdp_beta: tuple[float, ...]
+
+
+def release_reading(setting: MixingSetting, delta: float, model: str, *, pld_accuracy: float = 0.2,
+                    points: int = 60) -> ReleaseReading:
+    """The tightest rigorous epsilon among the accountants of one release model, its privacy profile
+    (RDP of the release's dp_accounting event) and the f-DP trade-off curve it implies."""
+    if model not in RELEASE_MODELS:
+        raise ValueError(f"Unknown release model {model!r}. Choose one of: {', '.join(RELEASE_MODELS)}.")
+    best = None
+    for _, name, variant in _variants(setting):
+        acc = get_accountant(name, **_options(name, pld_accuracy))
+        release = acc.release_for(variant)
+        if not _in_model(release, model):
+            continue
+        r = acc.epsilon(release, delta)
+        if r.upper_bound and (best is None or r.epsilon < best[0].epsilon):
+            best = (r, release)
+    alphas = tuple(float(a) for a in np.linspace(0.0, 1.0, points + 1))
+    if best is None or not math.isfinite(best[0].epsilon):
+        return ReleaseReading(model, None, math.inf, delta, "no rigorous bound for this release", None, alphas,
+                              tuple(0.0 for _ in alphas), math.inf, tuple(0.0 for _ in alphas))
+    result, release = best
+    eps_grid = np.linspace(0.0, max(3 * result.epsilon, 1.0), points)
+    profile = privacy_profile(release, eps_grid)
+    beta = tradeoff_from_profile(profile, alphas)
+    mu = gdp_mu_for(result.epsilon, delta)
+    gdp = gdp_tradeoff(mu, alphas) if math.isfinite(mu) else np.zeros(len(alphas))
+    return ReleaseReading(model, result.accountant, result.epsilon, delta, result.guarantee, profile, alphas,
+                          tuple(float(b) for b in beta), mu, tuple(float(g) for g in gdp))

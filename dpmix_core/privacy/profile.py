@@ -1,0 +1,109 @@
+"""One release's privacy as a curve: the privacy profile delta(eps) and the f-DP trade-off curve.
+
+An (eps, delta) pair is one point; the whole profile says how strong the release is at every eps, and the
+trade-off curve says what it means for an attacker: the smallest type II error (missed memberships) any
+test reaches at each type I error (false alarms) when asked "was this record in the data?" (Dong, Roth &
+Su 2022, "Gaussian differential privacy", JRSS-B; Def. 2.1, Prop. 2.5/2.12).
+
+The profile is computed from the release's ``dp_accounting`` event with the RDP accountant (Mironov 2017;
+Balle et al. 2020 conversion, as implemented by dp_accounting), so it is a rigorous *upper* bound on
+delta(eps) and the trade-off curve below is a rigorous *lower* bound on the attacker's type II error.
+The Gaussian-DP curve with the same delta at the headline eps is drawn for reference only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from dp_accounting.rdp import rdp_privacy_accountant as rdp
+from scipy.optimize import brentq
+from scipy.stats import norm
+
+from dpmix_core.privacy.checks import check_delta
+from dpmix_core.privacy.release import Adjacency, MixingRelease
+
+__all__ = [
+    "PROFILE_ORDERS",
+    "PrivacyProfile",
+    "attack_power_bound",
+    "gdp_mu_for",
+    "gdp_tradeoff",
+    "privacy_profile",
+    "tradeoff_from_profile",
+]
+
+PROFILE_ORDERS = tuple(np.concatenate([np.linspace(1.01, 10, 60), np.arange(11, 65), [80, 96, 128, 192, 256]]))
+
+
+@dataclass(frozen=True)
+class PrivacyProfile:
+    """delta(eps) on a grid of eps (a rigorous upper bound), with how it was computed."""
+
+    epsilons: tuple[float, ...]
+    deltas: tuple[float, ...]
+    method: str
+
+
+def privacy_profile(release: MixingRelease, epsilons: Sequence[float]) -> PrivacyProfile:
+    """delta(eps) of the release at each eps, from its dp_accounting event under RDP (upper bound)."""
+    relation = (rdp.NeighborRel.ADD_OR_REMOVE_ONE if release.adjacency is Adjacency.ADD_REMOVE_ONE
+                else rdp.NeighborRel.REPLACE_ONE)
+    orders = PROFILE_ORDERS if release.adjacency is Adjacency.ADD_REMOVE_ONE else tuple(
+        o for o in PROFILE_ORDERS if float(o).is_integer() and o >= 2)
+    accountant = rdp.RdpAccountant(orders=list(orders), neighboring_relation=relation)
+    accountant.compose(release.dp_event())
+    deltas = []
+    for eps in epsilons:
+        if not (math.isfinite(eps) and eps >= 0):
+            raise ValueError(f"epsilon values must be finite and >= 0. Found {eps}.")
+        deltas.append(min(1.0, float(accountant.get_delta(float(eps)))))
+    return PrivacyProfile(tuple(float(e) for e in epsilons), tuple(deltas), "RDP (dp_accounting), upper bound")
+
+
+def tradeoff_from_profile(profile: PrivacyProfile, alphas: Sequence[float]) -> np.ndarray:
+    """Lower bound on the type II error beta(alpha): sup over the profile of the (eps, delta)-DP curve.
+
+    Each (eps, delta) point implies beta >= max(0, 1 - delta - e^eps alpha, e^-eps (1 - delta - alpha))
+    (Dong, Roth & Su 2022, Prop. 2.5); a release satisfying all of them is bounded by their maximum.
+    """
+    a = np.asarray(alphas, dtype=float)[:, None]
+    eps = np.asarray(profile.epsilons)[None, :]
+    delta = np.asarray(profile.deltas)[None, :]
+    with np.errstate(over="ignore"):
+        lines = np.maximum(1 - delta - np.exp(eps) * a, np.exp(-eps) * (1 - delta - a))
+    return np.clip(lines.max(axis=1), 0.0, 1.0)
+
+
+def attack_power_bound(epsilon: float, delta: float, alpha: float = 0.05) -> float:
+    """Largest power (1 - beta) of any membership test at false-positive rate alpha under (eps, delta)-DP."""
+    check_delta(delta)
+    if math.isinf(epsilon):
+        return 1.0
+    beta = max(0.0, 1 - delta - math.exp(min(epsilon, 700.0)) * alpha, math.exp(-epsilon) * (1 - delta - alpha))
+    return min(1.0, 1.0 - beta)
+
+
+def gdp_tradeoff(mu: float, alphas: Sequence[float]) -> np.ndarray:
+    """mu-GDP trade-off curve G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu) (Dong, Roth & Su 2022, Def. 2.7)."""
+    a = np.clip(np.asarray(alphas, dtype=float), 0.0, 1.0)
+    return norm.cdf(norm.ppf(1 - a) - mu)
+
+
+def gdp_mu_for(epsilon: float, delta: float) -> float:
+    """The mu whose mu-GDP has the same delta at this eps (Dong, Roth & Su 2022, Cor. 2.13), for reference curves."""
+    check_delta(delta)
+    if not (math.isfinite(epsilon) and epsilon >= 0):
+        return math.inf
+
+    def gap(mu: float) -> float:
+        return float(norm.cdf(-epsilon / mu + mu / 2) - math.exp(epsilon) * norm.cdf(-epsilon / mu - mu / 2)) - delta
+
+    hi = 1.0
+    while gap(hi) < 0 and hi < 1e4:
+        hi *= 2
+    if gap(hi) < 0:
+        return math.inf
+    return float(brentq(gap, 1e-8, hi, xtol=1e-10))

@@ -1,0 +1,70 @@
+"""Privacy profile and trade-off curves against closed forms (Gaussian DP) and the DPFMix number."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from dpmix_core.privacy.profile import (
+    attack_power_bound,
+    gdp_mu_for,
+    gdp_tradeoff,
+    privacy_profile,
+    tradeoff_from_profile,
+)
+from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Sampling
+from dpmix_core.views.privacy_scale import headline
+
+
+def _gaussian(T: int, z: float, sampling: Sampling) -> MixingRelease:
+    """l = n (rate 1): no subsampling, T Gaussian mechanisms with multiplier z: exactly sqrt(T)/z-GDP."""
+    bounds = DataBounds.clipped(1.0, 1.0)
+    l = 4
+    poisson = sampling is Sampling.POISSON
+    sens = (1.0 if poisson else 2.0) / l  # add/remove: radius c/m; replace-one: diameter 2c/l
+    s = z * math.sqrt(2) * sens  # sigma_x = sigma_y = s on two blocks of sensitivity sens: z = s / (sqrt(2) sens)
+    adjacency = Adjacency.ADD_REMOVE_ONE if poisson else Adjacency.REPLACE_ONE
+    return MixingRelease(n=l, mix_degree=l, num_points=T, sigma_x=s, sigma_y=s, sampling=sampling,
+                         adjacency=adjacency, bounds=bounds)
+
+
+def test_gdp_mu_matches_the_dpfmix_conversion():
+    assert gdp_mu_for(2.0, 1e-5) == pytest.approx(0.5016, abs=5e-4)  # DPFMix: mu = 0.5016 <=> (2, 1e-5)
+    mu = 1.3
+    eps = 1.0
+    delta = norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
+    assert gdp_mu_for(eps, delta) == pytest.approx(mu, rel=1e-6)
+
+
+@pytest.mark.parametrize("sampling", [Sampling.POISSON, Sampling.WITHOUT_REPLACEMENT])
+@pytest.mark.parametrize("T, z", [(1, 2.0), (16, 8.0)])
+def test_tradeoff_bound_is_below_the_exact_gaussian_curve(T, z, sampling):
+    release = _gaussian(T, z, sampling)
+    assert release.noise_multiplier() == pytest.approx(z)
+    mu = math.sqrt(T) / z
+    profile = privacy_profile(release, np.linspace(0.0, 6.0, 121))
+    alphas = np.linspace(0.001, 0.999, 200)
+    bound = tradeoff_from_profile(profile, alphas)
+    exact = gdp_tradeoff(mu, alphas)
+    assert np.all(bound <= exact + 1e-9)  # a rigorous lower bound on the attacker's type II error
+    # and not vacuous: RDP's conversion costs < 0.1 for a plain Gaussian; WBK's rate-1 bound more
+    assert np.max(exact - bound) < (0.1 if sampling is Sampling.POISSON else 0.45)
+    # the profile itself bounds the exact Gaussian delta(eps) from above
+    for eps, delta in zip(profile.epsilons, profile.deltas):
+        exact_delta = norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
+        assert delta >= exact_delta - 1e-12
+
+
+def test_attack_power_bound():
+    assert attack_power_bound(0.0, 1e-12, 0.05) == pytest.approx(0.05)
+    assert attack_power_bound(math.log(3), 1e-12, 0.05) == pytest.approx(0.15)
+    assert attack_power_bound(math.inf, 1e-5) == 1.0
+    assert attack_power_bound(1e6, 1e-5) == 1.0
+
+
+def test_headline_reads_in_words():
+    h = headline(1.0, 1e-5, "rdp-wor")
+    assert "×2.72" in h.text() or "x2.72" in h.text()
+    assert "power above 13.6 %" in h.test  # e * 0.05 + 1e-5
+    assert "no test is ruled out" in headline(50.0, 1e-5, "lee2019").test
