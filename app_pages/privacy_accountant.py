@@ -6,9 +6,11 @@ import pandas as pd
 import streamlit as st
 
 from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, get_accountant
+from dpmix_core.privacy.budget import compose_budget, mixing_item
 from dpmix_core.privacy.calibration import calibrate_sigma
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
 from dpmix_core.views.accounting_presets import ACCOUNTING_PRESETS
+from dpmix_core.views.budget import budget_table, dp_pca_budget_item, dpsgd_budget_item, label_budget_item
 from dpmix_core.views.figures import epsilon_curve_figure, profile_figure, tradeoff_figure
 from dpmix_core.views.privacy_scale import DEPLOYMENTS, headline
 from dpmix_core.views.reports import (
@@ -203,6 +205,61 @@ def _curves(setting: MixingSetting, delta: float) -> None:
                "covers. Missing points: ε = ∞ (no noise).")
 
 
+def _add_to_budget(item) -> None:
+    st.session_state.setdefault(K + "budget", [])
+    st.session_state[K + "budget"] = [*st.session_state[K + "budget"], item]
+
+
+def _budget(reading: ReleaseReading | None, delta: float) -> None:
+    st.markdown("Releasing the same dataset more than once spends privacy each time. Add this release and the "
+                "others you made from the same records; the total is their exact composition (Rényi DP), "
+                "not the sum of the ε's.")
+    items = st.session_state.get(K + "budget", [])
+    if reading is not None and reading.release is not None:
+        name = f"{RELEASE_MODELS[reading.model].split(' (')[0]}: ℓ = {reading.release.mix_degree}, " \
+               f"T = {reading.release.num_points:,}, σx = {reading.release.sigma_x:.3g}"
+        st.button("Add this release to the budget", key=K + "budget_add",
+                  on_click=lambda: _add_to_budget(mixing_item(name, reading.release)))
+    with st.expander("Add another kind of release of the same data"):
+        kind = st.radio("Kind", ["DP-PCA", "label-only Laplace", "DP-SGD model"], horizontal=True, key=K + "b_kind")
+        b1, b2, b3, b4 = st.columns(4)
+        try:
+            if kind == "DP-PCA":
+                e = b1.number_input("ε", min_value=1e-3, max_value=1e3, value=1.0, key=K + "b_pca_eps")
+                item = dp_pca_budget_item(epsilon=e, delta=delta)
+            elif kind == "label-only Laplace":
+                e = b1.number_input("ε", min_value=1e-3, max_value=1e3, value=1.0, key=K + "b_lab_eps")
+                item = label_budget_item(epsilon=e)
+            else:
+                n = b1.number_input("n", min_value=1, max_value=10**9, value=60000, key=K + "b_sgd_n")
+                b = b2.number_input("batch size", min_value=1, max_value=10**7, value=256, key=K + "b_sgd_b")
+                ep = b3.number_input("epochs", min_value=1, max_value=1000, value=10, key=K + "b_sgd_e")
+                z = b4.number_input("noise multiplier z", min_value=0.1, max_value=100.0, value=1.0, key=K + "b_sgd_z")
+                item = dpsgd_budget_item(n=n, batch_size=b, epochs=ep, noise_multiplier=z)
+        except ValueError as exc:
+            st.error(str(exc))
+        else:
+            st.button(f"Add: {item.name}", key=K + "budget_add_other", on_click=lambda: _add_to_budget(item))
+    if not items:
+        st.caption("The budget is empty.")
+        return
+    try:
+        budget = cached_budget(items, tuple(repr(i) for i in items), delta)
+    except ValueError as exc:
+        st.error(str(exc))
+        return
+    st.metric(f"Total ε at δ = {delta:.2g} for {budget.relation} adjacency", format_epsilon(budget.epsilon))
+    st.dataframe(budget_table(budget), hide_index=True, width="stretch")
+    for note in budget.notes:
+        st.warning(note)
+    st.button("Clear the budget", key=K + "budget_clear", on_click=lambda: st.session_state.pop(K + "budget", None))
+
+
+@st.cache_data(show_spinner="Composing…", max_entries=64)
+def cached_budget(_items: list, items_key: tuple[str, ...], delta: float):
+    return compose_budget(_items, delta)
+
+
 def _calibrate(setting: MixingSetting, delta: float) -> None:
     with st.form(K + "calibrate_form"):
         c1, c2 = st.columns(2)
@@ -263,10 +320,12 @@ if setting is not None:
     )
     reading = _headline(setting, delta)
     _table(setting, delta)
-    tab_curves, tab_attack, tab_cal, tab_explain, tab_context = st.tabs(
-        ["Curves", "What an attacker can do", "Calibrate σ for a target ε", "What each accountant does",
-         "What ε means"]
+    tab_curves, tab_attack, tab_budget, tab_cal, tab_explain, tab_context = st.tabs(
+        ["Curves", "What an attacker can do", "Privacy budget", "Calibrate σ for a target ε",
+         "What each accountant does", "What ε means"]
     )
+    with tab_budget:
+        _budget(reading, delta)
     with tab_curves:
         _curves(setting, delta)
     with tab_attack:

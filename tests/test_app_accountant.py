@@ -127,3 +127,16 @@ def test_headline_in_words_and_attacker_curves(at):
     at.selectbox(key="acc_preset").set_value("DPFMix (MNIST, m=64, eps=2)").run()
     assert not at.exception and at.radio(key="acc_model").value == "poisson"
     assert "pld-poisson" in at.metric[0].help and float(at.metric[0].value) <= 2.2
+
+
+def test_privacy_budget_composes_releases(at):
+    at.button(key="acc_budget_add").click().run()
+    at.button(key="acc_budget_add").click().run()
+    assert not at.exception
+    total = [m for m in at.metric if m.label.startswith("Total ε")]
+    assert total and float(total[0].value) > float(at.metric[0].value)  # two releases cost more than one
+    at.radio(key="acc_b_kind").set_value("label-only Laplace").run()
+    at.button(key="acc_budget_add_other").click().run()
+    assert any("publishes features" in w.value for w in at.warning)
+    at.button(key="acc_budget_clear").click().run()
+    assert not [m for m in at.metric if m.label.startswith("Total ε")]

@@ -206,6 +206,7 @@ class ReleaseReading:
     beta_bound: tuple[float, ...]  # lower bound on the best test's type II error at each alpha
     gdp_mu: float  # reference: mu-GDP with the same delta at this epsilon
     gdp_beta: tuple[float, ...]
+    release: MixingRelease | None = None  # the release the headline accountant analysed
 
 
 def release_reading(setting: MixingSetting, delta: float, model: str, *, pld_accuracy: float = 0.2,
@@ -234,4 +235,4 @@ def release_reading(setting: MixingSetting, delta: float, model: str, *, pld_acc
     mu = gdp_mu_for(result.epsilon, delta)
     gdp = gdp_tradeoff(mu, alphas) if math.isfinite(mu) else np.zeros(len(alphas))
     return ReleaseReading(model, result.accountant, result.epsilon, delta, result.guarantee, profile, alphas,
-                          tuple(float(b) for b in beta), mu, tuple(float(g) for g in gdp))
+                          tuple(float(b) for b in beta), mu, tuple(float(g) for g in gdp), release)
