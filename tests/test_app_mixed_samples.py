@@ -39,8 +39,10 @@ def test_poisson_uses_poisson_accountants(at):
 
 def test_guarantee_follows_preprocessing_and_label_protection(at):
     """Defaults are covered and protect labels; private z-scoring is 'not covered'; features-only says so."""
-    assert not at.warning  # [0,1] pixels by default: no data-derived statistics
+    assert not at.warning  # public z-score constants by default: no data-derived statistics
     assert set(eps_table(at)["guarantee"]) == {"rigorous upper bound"}
+    assert float(eps_table(at).set_index("accountant").loc["rdp-wor", "ε"]) < 10  # meaningful protection
+    at.selectbox(key="mix_prep").set_value("unit").run()
     at.selectbox(key="mix_prep").set_value("zscore").run()  # public constants, prefilled for MNIST
     assert not at.exception and not at.warning
     assert at.number_input(key="mix_z_mean").value == pytest.approx(0.1307 * 255)

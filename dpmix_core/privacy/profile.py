@@ -72,8 +72,8 @@ def tradeoff_from_profile(profile: PrivacyProfile, alphas: Sequence[float]) -> n
     a = np.asarray(alphas, dtype=float)[:, None]
     eps = np.asarray(profile.epsilons)[None, :]
     delta = np.asarray(profile.deltas)[None, :]
-    with np.errstate(over="ignore"):
-        lines = np.maximum(1 - delta - np.exp(eps) * a, np.exp(-eps) * (1 - delta - a))
+    e_eps = np.exp(np.minimum(eps, 700.0))  # beyond, the first line is negative for every alpha > 0 anyway
+    lines = np.maximum(1 - delta - e_eps * a, np.exp(-eps) * (1 - delta - a))
     return np.clip(lines.max(axis=1), 0.0, 1.0)
 
 
