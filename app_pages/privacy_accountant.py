@@ -170,7 +170,8 @@ def _table(setting: MixingSetting, delta: float) -> None:
         table.drop(columns=["epsilon", "reference", "upper_bound"]),
         hide_index=True,
         width="stretch",
-        column_config={"assumptions": st.column_config.TextColumn(width="large")},
+        column_config={"assumptions": st.column_config.TextColumn(width="large"),
+                       "ε": st.column_config.TextColumn(width="medium")},
     )
     st.caption("Every accountant, each on the release its paper analyses: rows with different assumptions "
                "describe different releases and are not interchangeable.")
@@ -202,7 +203,7 @@ def _curves(setting: MixingSetting, delta: float) -> None:
     current = {"sigma": setting.sigma_x, "T": setting.T, "l": setting.l}[axis]
     st.plotly_chart(epsilon_curve_figure(curves, axis, delta=delta, current=current), width="stretch")
     st.caption("Solid: rigorous upper bounds. Dashed: the CLT approximation, or every ε of a release no accountant "
-               "covers. Missing points: ε = ∞ (no noise).")
+               "covers. Missing points: ε infinite or above 10⁶ (no noise, or too little for the bound to hold).")
 
 
 def _add_to_budget(item) -> None:

@@ -6,6 +6,7 @@ import streamlit as st
 
 from dpmix_core.experiments.presets import get_preset, preset_names
 from dpmix_core.experiments.trade_offs import (
+    epsilon_columns,
     REPRODUCED_WITHIN_PTS,
     available_training_datasets,
     custom_spec,
@@ -147,11 +148,12 @@ def _results_panel() -> None:
     if agg.empty:
         st.info("No finished runs in this sweep yet.")
         return
-    eps_cols = [c for c in agg.columns if c.startswith("epsilon_")]
+    eps_cols = epsilon_columns(agg)
     c1, c2, c3 = st.columns(3)
     metric = c1.radio("Metric", ["test_accuracy", "test_mse"], horizontal=True, key=K + "metric",
                       disabled=agg["test_mse_count"].sum() == 0)
-    second = c2.selectbox("ε on a second axis", ["(none)", *eps_cols], key=K + "eps2")
+    second = c2.selectbox("ε on a second axis", ["(none)", *eps_cols], key=K + "eps2",
+                          format_func=lambda c: c.removeprefix("epsilon_"))
     fmt = c3.radio("Download format", ["png", "svg"], horizontal=True, key=K + "fmt")
     published = sweep_published(store(), chosen)
     fig = trade_off_figure(agg, axis, title=title, metric=metric, epsilon_column=None if second == "(none)" else second,

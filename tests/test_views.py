@@ -45,3 +45,28 @@ def test_shared_release_is_validated():
     assert "ℓ = 4" in r.label()
     with pytest.raises(ValueError, match="T must be a positive integer"):
         SharedRelease(page="x", n=10, l=1, T=0, sigma_x=0.1, sigma_y=0.1, delta=1e-5)
+
+
+def test_epsilon_curve_figure_drops_enormous_points_and_keeps_the_marker_on_its_line():
+    import math
+
+    import pandas as pd
+
+    from dpmix_core.views.figures import epsilon_curve_figure
+
+    curves = pd.DataFrame({"accountant": ["lee2019"] * 3, "sigma": [0.0, 0.05, 0.1],
+                           "epsilon": [math.inf, 1e216, 12.0], "upper_bound": [True] * 3,
+                           "guarantee": ["rigorous upper bound"] * 3})
+    fig = epsilon_curve_figure(curves, "sigma", delta=1e-5, current=0.1)
+    assert list(fig.data[0].y) == [12.0]  # no 1e216 point stretching the axis
+    line, label = fig.layout.shapes[0], fig.layout.annotations[0]
+    assert line.x0 == 0.1 and label.x == pytest.approx(math.log10(0.1)) and label.text == "current"
+
+
+def test_second_axis_offers_only_accountants_with_numbers():
+    import pandas as pd
+
+    from dpmix_core.experiments.trade_offs import epsilon_columns
+
+    agg = pd.DataFrame({"epsilon_none": [float("inf")], "epsilon_rdp-wor": [3.0], "epsilon_lee2019": [float("nan")]})
+    assert epsilon_columns(agg) == ["epsilon_rdp-wor"]

@@ -368,7 +368,7 @@ def _dp_pca() -> tuple[SweepSpec, SweepSpec]:
     full = SweepSpec(
         name="dp-pca", base=base, axis="pca_epsilon", values=(0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, math.inf),
         repeats=5,
-        title="AG DP-PCA + logistic regression: classification error vs eps (k = 50)",
+        title="AG DP-PCA + logistic regression: test accuracy vs ε (k = 50)",
         description=(
             "Analyze-Gauss DP-PCA (analytic Gaussian, delta=1e-5) of the MNIST training pixels (rows clipped to "
             "the unit ball), top k=50 components; multinomial logistic regression on the projections (Adam lr "

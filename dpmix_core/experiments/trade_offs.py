@@ -24,6 +24,7 @@ from dpmix_core.runtime.jobs import LocalProcessBackend, default_max_parallel
 from dpmix_core.runtime.store import ResultStore
 
 __all__ = [
+    "epsilon_columns",
     "JOB_KIND",
     "Launch",
     "available_training_datasets",
@@ -245,6 +246,12 @@ def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) ->
                                        "gap (pts)", "verdict", "source"])
 
 
+def epsilon_columns(agg: pd.DataFrame) -> list[str]:
+    """The aggregate's epsilon columns worth a second axis: accountants with at least one finite value."""
+    return [c for c in agg.columns if c.startswith("epsilon_") and c != "epsilon_none"
+            and pd.to_numeric(agg[c], errors="coerce").map(lambda v: math.isfinite(v) if v == v else False).any()]
+
+
 def _error_bars(std: pd.Series) -> list[float]:
     return [0.0 if (v is None or (isinstance(v, float) and math.isnan(v))) else float(v) for v in std]
 
@@ -315,7 +322,8 @@ def trade_off_figure(
                 fig.add_trace(go.Scatter(x=part["axis_value"], y=part[epsilon_column], yaxis="y2",
                                          name=f"ε ({epsilon_column.removeprefix('epsilon_')}) — {label}",
                                          mode="lines", line={"dash": "dash", "width": 2}))
-        fig.update_layout(yaxis2={"title": "ε", "overlaying": "y", "side": "right", "type": "log", "showgrid": False})
+        fig.update_layout(yaxis2={"title": "ε", "overlaying": "y", "side": "right", "type": "log", "showgrid": False,
+                                  "tickformat": ".2~g", "minor": {"showgrid": False}})
     log_x = axis in ("sigma", "l", "T") or (axis or "").endswith("epsilon")
     fig.update_layout(
         title=title,

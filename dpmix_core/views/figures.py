@@ -7,6 +7,8 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 
+from dpmix_core.privacy.accountants import ENORMOUS_EPSILON
+
 __all__ = ["epsilon_curve_figure", "profile_figure", "tradeoff_figure", "AXIS_TITLES"]
 
 AXIS_TITLES = {
@@ -29,7 +31,9 @@ def epsilon_curve_figure(curves: pd.DataFrame, axis: str, *, delta: float, curre
     """epsilon vs one knob, log-log, one line per accountant; approximations dashed."""
     fig = go.Figure()
     for name, part in curves.groupby("accountant", sort=False):
-        finite = part[part["epsilon"].map(lambda e: math.isfinite(e) and e > 0)]
+        # infinite or enormous epsilons (no noise, or a bound that diverges) are left out: they would stretch
+        # the axis to 1e200 and protect nothing anyway
+        finite = part[part["epsilon"].map(lambda e: math.isfinite(e) and 0 < e <= ENORMOUS_EPSILON)]
         dashed = not bool(part["upper_bound"].iloc[0])
         fig.add_trace(
             go.Scatter(
@@ -40,11 +44,16 @@ def epsilon_curve_figure(curves: pd.DataFrame, axis: str, *, delta: float, curre
                 line={"color": _COLORS.get(name), "dash": "dash" if dashed else "solid", "width": 2.5},
             )
         )
-    if current is not None:
-        fig.add_vline(x=current, line={"color": "grey", "dash": "dot"}, annotation_text="current")
+    if current is not None and current > 0:
+        # a line in data coordinates plus a label in paper coordinates at the line's (log10) x: add_vline's own
+        # annotation drifts away from the line on log axes
+        fig.add_shape(type="line", x0=current, x1=current, y0=0, y1=1, xref="x", yref="paper",
+                      line={"color": "grey", "dash": "dot", "width": 2})
+        fig.add_annotation(x=math.log10(current), y=1.0, xref="x", yref="paper", text="current", showarrow=False,
+                           yanchor="bottom", font={"color": "grey"})
     fig.update_layout(
         xaxis={"title": AXIS_TITLES.get(axis, axis), "type": "log"},
-        yaxis={"title": f"ε at δ = {delta:.2g}", "type": "log"},
+        yaxis={"title": f"ε at δ = {delta:.2g}", "type": "log", "exponentformat": "power"},
         font={"size": 15},
         legend={"title": "accountant"},
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
