@@ -11,6 +11,7 @@ from dpmix_core.privacy.calibration import calibrate_sigma
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
 from dpmix_core.views.accounting_presets import ACCOUNTING_PRESETS
 from dpmix_core.views.budget import budget_table, dp_pca_budget_item, dpsgd_budget_item, label_budget_item
+from dpmix_core.views.html_report import accountant_report
 from dpmix_core.views.figures import epsilon_curve_figure, profile_figure, tradeoff_figure
 from dpmix_core.views.privacy_scale import DEPLOYMENTS, headline
 from dpmix_core.views.reports import (
@@ -261,6 +262,20 @@ def cached_budget(_items: list, items_key: tuple[str, ...], delta: float):
     return compose_budget(_items, delta)
 
 
+@st.cache_data(show_spinner="Writing the report…", max_entries=8)
+def cached_report(setting: MixingSetting, delta: float, model: str, pld_accuracy: float) -> str:
+    return accountant_report(setting, delta, model, pld_accuracy=pld_accuracy)
+
+
+def _report(setting: MixingSetting, delta: float) -> None:
+    st.subheader("Share")
+    if st.button("Prepare a one-file HTML report (settings, plain-language reading, table, figures)",
+                 key=K + "report"):
+        page = cached_report(setting, delta, st.session_state[K + "model"], st.session_state[K + "pld_accuracy"])
+        st.download_button("Download the report (.html, opens offline)", data=page.encode(),
+                           file_name="dpmix_privacy_report.html", mime="text/html", key=K + "report_download")
+
+
 def _calibrate(setting: MixingSetting, delta: float) -> None:
     with st.form(K + "calibrate_form"):
         c1, c2 = st.columns(2)
@@ -337,3 +352,4 @@ if setting is not None:
         _explanations()
     with tab_context:
         _context()
+    _report(setting, delta)

@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import Callable, Sequence
 
 from dpmix_core.cli.argtypes import finite_float, positive_int
@@ -51,10 +54,11 @@ def _class_sizes(text: str) -> tuple[int, ...]:
     return tuple(positive_int(part) for part in text.split(","))
 
 
-def add_setting_arguments(parser: argparse.ArgumentParser, *, with_sigma: bool) -> None:
+def add_setting_arguments(parser: argparse.ArgumentParser, *, with_sigma: bool, with_accountant: bool = True) -> None:
     """The data options shared by every accounting command."""
     names = ", ".join([*ACCOUNTANTS, "all"])
-    parser.add_argument("--accountant", required=True, help=f"one of: {names}")
+    if with_accountant:
+        parser.add_argument("--accountant", required=True, help=f"one of: {names}")
     parser.add_argument("--n", type=positive_int, required=True, help="records in the private dataset")
     parser.add_argument("--l", type=positive_int, required=True, help="mix degree l (Poisson: expected batch m)")
     parser.add_argument("--T", type=positive_int, required=True, help="number of synthetic points released")
@@ -392,6 +396,47 @@ def _add_audit(sub) -> None:
     p.set_defaults(func=cli_audit)
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from dpmix_core.views.html_report import accountant_report
+
+    out = Path(args.out)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise CliError(f"--out must end in .html. Found {out.name!r}")
+    if not out.parent.is_dir():
+        raise CliError(f"output folder {str(out.parent)!r} does not exist")
+    if out.is_dir():
+        raise CliError(f"--out {str(out)!r} is a folder")
+    page = accountant_report(_setting(args), args.delta, args.model)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(page)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    print(f"wrote {out} ({len(page) / 1e6:.1f} MB, self-contained: opens offline)")
+    return 0
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _add_report(sub) -> None:
+    from dpmix_core.views.reports import RELEASE_MODELS
+
+    p = sub.add_parser("report", help="a self-contained HTML report of a release's privacy (for a deck or e-mail)")
+    add_setting_arguments(p, with_sigma=True, with_accountant=False)
+    p.add_argument("--model", choices=list(RELEASE_MODELS), default="dpmix",
+                   help="release model of the headline: " + "; ".join(f"{k}: {v}" for k, v in RELEASE_MODELS.items()))
+    p.add_argument("--out", required=True, help="FILE.html")
+    p.set_defaults(func=cmd_report)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m dpmix_core", description="DPMix Studio core: privacy accounting for mixing.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -407,6 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train(sub)
     _add_sweep(sub)
     _add_audit(sub)
+    _add_report(sub)
     return parser
 
 

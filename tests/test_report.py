@@ -1,0 +1,27 @@
+"""One-click HTML reports: self-contained, honest, written atomically; bad paths refused before work."""
+
+import re
+
+from dpmix_core.cli.main import main
+
+ARGS = ["report", "--n", "60000", "--l", "256", "--T", "10000", "--sigma-x", "0.0711", "--sigma-y", "0.0711",
+        "--delta", "1.6667e-5"]
+
+
+def test_report_is_self_contained_and_says_what_the_release_is(tmp_path, capsys):
+    out = tmp_path / "r.html"
+    assert main([*ARGS, "--out", str(out)]) == 0
+    page = out.read_text()
+    assert "In plain language" in page and "rigorous upper bound" in page and "rdp-wor" in page
+    assert "attacker" in page.lower() and "Libraries:" in page
+    assert not re.search(r"<script[^>]+src=", page)  # plotly.js inlined: opens offline
+    assert page.count("plotly.js v") <= 2  # inlined once, not per figure
+    assert list(tmp_path.iterdir()) == [out]  # no temporary left behind
+
+
+def test_report_refuses_bad_paths_before_any_work(tmp_path, capsys):
+    assert main([*ARGS, "--out", str(tmp_path / "missing" / "r.html")]) == 2
+    assert main([*ARGS, "--out", str(tmp_path / "r.pdf")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("error:") for line in err)
+    assert list(tmp_path.iterdir()) == []
