@@ -68,3 +68,14 @@ def test_headline_reads_in_words():
     assert "×2.72" in h.text() or "x2.72" in h.text()
     assert "power above 13.6 %" in h.test  # e * 0.05 + 1e-5
     assert "no test is ruled out" in headline(50.0, 1e-5, "lee2019").test
+
+
+def test_profile_agrees_with_the_headline_accountant():
+    """The profile at the headline epsilon gives back its delta (same RDP orders as rdp-wor, Python numbers)."""
+    from dpmix_core.privacy.accountants import MixingSetting, get_accountant
+
+    acc = get_accountant("rdp-wor")
+    release = acc.release_for(MixingSetting(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711))
+    eps = acc.epsilon(release, 1e-5).epsilon
+    delta_at_eps = privacy_profile(release, [eps]).deltas[0]
+    assert 1e-6 < delta_at_eps <= 1.01e-5

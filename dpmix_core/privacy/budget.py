@@ -25,6 +25,7 @@ import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 
 from dpmix_core.privacy.checks import check_delta
+from dpmix_core.privacy.profile import python_orders
 from dpmix_core.privacy.release import Adjacency, MixingRelease
 
 __all__ = ["RELATIONS", "BudgetItem", "Budget", "compose_budget", "mixing_item", "gaussian_item",
@@ -91,7 +92,7 @@ def dpsgd_item(name: str, *, n: int, batch_size: int, steps: int, noise_multipli
 
 def _rdp_curve(event: dp_accounting.DpEvent, relation: str, orders: Sequence[float]) -> np.ndarray:
     neighbor = rdp.NeighborRel.ADD_OR_REMOVE_ONE if relation == ADD_REMOVE else rdp.NeighborRel.REPLACE_ONE
-    accountant = rdp.RdpAccountant(orders=list(orders), neighboring_relation=neighbor)
+    accountant = rdp.RdpAccountant(orders=python_orders(orders), neighboring_relation=neighbor)
     accountant.compose(event)
     return np.asarray(accountant.rdp, dtype=float)
 
@@ -109,7 +110,7 @@ def _replace_one_curve(item: BudgetItem, orders: Sequence[float]) -> np.ndarray:
 def _alone(item: BudgetItem, delta: float) -> float:
     orders = [o for o in BUDGET_ORDERS if item.relation == ADD_REMOVE or float(o).is_integer()]
     curve = _rdp_curve(item.event, ADD_REMOVE if item.relation == ADD_REMOVE else REPLACE_ONE, orders)
-    return float(rdp.compute_epsilon(orders, curve, delta)[0])
+    return float(rdp.compute_epsilon(python_orders(orders), curve, delta)[0])
 
 
 def _pure_epsilon(event: dp_accounting.DpEvent) -> float | None:
@@ -137,7 +138,7 @@ def compose_budget(items: Sequence[BudgetItem], delta: float) -> Budget:
         relation = relations.pop()
         orders = [o for o in BUDGET_ORDERS if relation == ADD_REMOVE or float(o).is_integer()]
         total = sum(_rdp_curve(it.event, relation, orders) for it in items)
-        eps = float(rdp.compute_epsilon(orders, total, delta)[0])
+        eps = float(rdp.compute_epsilon(python_orders(orders), total, delta)[0])
         pure = [_pure_epsilon(it.event) for it in items]
         if all(p is not None for p in pure) and sum(pure) < eps:  # type: ignore[arg-type]
             return Budget(float(sum(pure)), delta, relation, per_item,  # type: ignore[arg-type]

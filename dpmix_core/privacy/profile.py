@@ -27,6 +27,7 @@ from dpmix_core.privacy.release import Adjacency, MixingRelease
 
 __all__ = [
     "PROFILE_ORDERS",
+    "python_orders",
     "PrivacyProfile",
     "attack_power_bound",
     "gdp_mu_for",
@@ -47,13 +48,19 @@ class PrivacyProfile:
     method: str
 
 
+def python_orders(orders: Sequence[float]) -> list[float]:
+    """RDP orders as Python ints/floats: dp_accounting takes its exact integer-order path for without-replacement
+    sampling only for Python numbers (a numpy 11.0 falls back to a far looser bound)."""
+    return [int(o) if float(o).is_integer() else float(o) for o in orders]
+
+
 def privacy_profile(release: MixingRelease, epsilons: Sequence[float]) -> PrivacyProfile:
     """delta(eps) of the release at each eps, from its dp_accounting event under RDP (upper bound)."""
     relation = (rdp.NeighborRel.ADD_OR_REMOVE_ONE if release.adjacency is Adjacency.ADD_REMOVE_ONE
                 else rdp.NeighborRel.REPLACE_ONE)
     orders = PROFILE_ORDERS if release.adjacency is Adjacency.ADD_REMOVE_ONE else tuple(
         o for o in PROFILE_ORDERS if float(o).is_integer() and o >= 2)
-    accountant = rdp.RdpAccountant(orders=list(orders), neighboring_relation=relation)
+    accountant = rdp.RdpAccountant(orders=python_orders(orders), neighboring_relation=relation)
     accountant.compose(release.dp_event())
     deltas = []
     for eps in epsilons:

@@ -29,9 +29,11 @@ def qualitative_label(epsilon: float) -> str:
 
 def odds_ratio_text(epsilon: float) -> str:
     """What eps means for an attacker's odds: they can change by at most e^eps (plus delta)."""
-    if math.isinf(epsilon) or epsilon > 700:
-        return "no bound on how much an attacker's odds can change"
-    return f"an attacker's odds about any one person change by at most x{math.exp(epsilon):,.3g}"
+    if math.isinf(epsilon) or epsilon > math.log(1e6):
+        return "an attacker's odds about any one person may change more than a million-fold: no real bound"
+    factor = math.exp(epsilon)
+    text = f"{factor:.3g}" if factor < 10 else f"{factor:,.0f}"
+    return f"an attacker's odds about any one person change by at most ×{text}"
 
 
 @dataclass(frozen=True)
