@@ -36,7 +36,9 @@ __all__ = [
     "tradeoff_from_profile",
 ]
 
-PROFILE_ORDERS = tuple(np.concatenate([np.linspace(1.01, 10, 60), np.arange(11, 65), [80, 96, 128, 192, 256]]))
+PROFILE_ORDERS = tuple(float(o) for o in np.concatenate([np.linspace(1.01, 10, 60), np.arange(11, 65),
+                                                         [80, 96, 128, 192, 256]]))
+WOR_PROFILE_ORDERS = (*range(2, 65), 80, 96, 128, 192, 256)  # WBK's bound is for integer orders
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,7 @@ def privacy_profile(release: MixingRelease, epsilons: Sequence[float]) -> Privac
     """delta(eps) of the release at each eps, from its dp_accounting event under RDP (upper bound)."""
     relation = (rdp.NeighborRel.ADD_OR_REMOVE_ONE if release.adjacency is Adjacency.ADD_REMOVE_ONE
                 else rdp.NeighborRel.REPLACE_ONE)
-    orders = PROFILE_ORDERS if release.adjacency is Adjacency.ADD_REMOVE_ONE else tuple(
-        o for o in PROFILE_ORDERS if float(o).is_integer() and o >= 2)
+    orders = PROFILE_ORDERS if release.adjacency is Adjacency.ADD_REMOVE_ONE else WOR_PROFILE_ORDERS
     accountant = rdp.RdpAccountant(orders=python_orders(orders), neighboring_relation=relation)
     accountant.compose(release.dp_event())
     deltas = []
