@@ -10,6 +10,7 @@ import numpy as np
 from dpmix_core.accountants import get_accountant
 from dpmix_core.calibration import calibrate_sigma
 from dpmix_core.datasets import Dataset
+from dpmix_core.limits import Cost, Limits, check_cost, limits_from_env, mixing_cost
 from dpmix_core.mechanisms import (
     ClassCentricParams,
     DPMixParams,
@@ -24,7 +25,7 @@ from dpmix_core.mechanisms import (
 from dpmix_core.mechanisms.mixing import ZSCORE_CAVEAT
 from dpmix_core.release import MixingRelease
 
-__all__ = ["MECHANISMS", "SynthesisConfig", "Synthesis", "synthesize", "planned_release", "resolve_sigma"]
+__all__ = ["MECHANISMS", "SynthesisConfig", "Synthesis", "synthesize", "planned_release", "release_cost", "resolve_sigma"]
 
 MECHANISMS = ("dpmix", "class-centric", "poisson", "local", "label-laplace")
 
@@ -126,8 +127,23 @@ def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
     return replace(config, sigma_x=sx, sigma_y=sy)
 
 
-def synthesize(config: SynthesisConfig, dataset: Dataset) -> Synthesis:
-    """Run the configured mechanism on the training split (calibrating sigma first if asked)."""
+def release_cost(config: SynthesisConfig, dataset: Dataset) -> Cost:
+    """The estimated memory and time of this release on this dataset (see :mod:`dpmix_core.limits`)."""
+    if config.mechanism == "label-laplace":
+        T, l = dataset.n_train, 1
+    else:
+        T, l = config.T, 1 if config.mechanism == "local" else config.l
+    return mixing_cost(T=T, l=l, d=dataset.feature_dim, k=dataset.num_classes, n=dataset.n_train)
+
+
+def synthesize(config: SynthesisConfig, dataset: Dataset, *, limits: Limits | None = None,
+               job: bool = False) -> Synthesis:
+    """Run the configured mechanism on the training split (calibrating sigma first if asked).
+
+    The estimated cost is checked first against ``limits`` (default: the environment's;
+    ``job=True``: a background job, held to the job time limit): over a limit, a
+    :class:`~dpmix_core.limits.LimitExceeded` names it before anything is computed."""
+    check_cost(release_cost(config, dataset), limits or limits_from_env(), change="T or l", job=job)
     X = dataset.x_train.reshape(dataset.n_train, -1)
     y = dataset.y_train
     k = dataset.num_classes
