@@ -126,7 +126,7 @@ def test_cli_store_errors_are_usage_errors(tmp_path):
     parser = argparse.ArgumentParser()
     add_sweep_arguments(parser)
     (tmp_path / "dir.sqlite").mkdir()
-    with pytest.raises(ValueError, match="cannot open the results store"):
+    with pytest.raises(ValueError, match="results store .*dir.sqlite is a folder"):
         cli_sweep(parser.parse_args(["s", "--store", str(tmp_path / "dir.sqlite")]),
                   expand=lambda text: (text, [("fake_jobs:quick", {"x": 1}, None)], {}))
 
