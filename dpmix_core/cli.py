@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sqlite3
 import sys
+import traceback
 from typing import Callable, Sequence
 
 from dpmix_core.accountants import ACCOUNTANTS, EpsilonResult, MixingSetting, epsilon_all, get_accountant
@@ -83,6 +85,8 @@ def _setting(args: argparse.Namespace, sigma_x: float = 1.0, sigma_y: float = 1.
         class_sizes = (args.n // args.classes,) * args.classes
     if class_sizes is not None and args.n != sum(class_sizes):
         raise CliError(f"class sizes sum to {sum(class_sizes)}, not --n {args.n}")
+    if args.label_may_change and class_sizes is None:
+        raise CliError("--label-may-change applies to class-centric mixing only: give --classes K or --class-sizes")
     return MixingSetting(
         n=args.n,
         l=args.l,
@@ -367,7 +371,8 @@ def _add_audit(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m dpmix_core", description="DPMix Studio core: privacy accounting for mixing.")
+    parser = _Parser(prog="python -m dpmix_core", description="DPMix Studio core: privacy accounting for mixing.",
+                     epilog="--debug (anywhere): print the traceback of an error too")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("epsilon", help="epsilon of a mixing release under one or all accountants")
     add_setting_arguments(p, with_sigma=True)
@@ -384,13 +389,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def error_line(exc: BaseException) -> str:
+    """The one stderr line for an error that ends a command (no traceback, no newline inside)."""
+    if isinstance(exc, MemoryError):
+        text = ("out of memory: the request is larger than this machine can hold; lower T, l, the trials or "
+                "the repeats (or DPMIX_MAX_MEMORY to be refused earlier)")
+    elif isinstance(exc, OSError) and not isinstance(exc, sqlite3.Error) and exc.strerror:
+        where = f" ({exc.filename})" if exc.filename else ""
+        text = f"{exc.strerror}{where}"
+    elif isinstance(exc, sqlite3.Error):
+        text = f"results store: {exc}"
+    else:
+        text = str(exc) or type(exc).__name__
+    return "error: " + " ".join(text.split())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; every user error, and MemoryError/OSError/store errors, ends as one stderr
+    line and exit code 2 (``--debug``: the traceback too)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
     try:
         args = build_parser().parse_args(argv)
         func: Callable[[argparse.Namespace], int] = args.func
         return func(args)
-    except (CliError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (CliError, ValueError, MemoryError, OSError, sqlite3.Error) as exc:
+        if debug:
+            traceback.print_exc()
+        print(error_line(exc), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

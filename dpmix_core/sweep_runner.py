@@ -17,17 +17,21 @@ only runs ``(kind, config, key)`` triples.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sqlite3
 import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
 
 from dpmix_core.argtypes import positive_float, positive_int
 from dpmix_core.jobs import Backend, LocalProcessBackend
-from dpmix_core.store import ResultStore, Run, StoreError, SubmitOutcome, Sweep
+from dpmix_core.files import check_new_file
+from dpmix_core.limits import check_sweep_cost, limits_from_env
+from dpmix_core.store import ResultStore, Run, SubmitOutcome, Sweep, default_store_path, store_problem
 
 __all__ = [
     "DEFAULT_RETRY",
@@ -203,15 +207,26 @@ def cli_sweep(args: argparse.Namespace, *,
 
     ``expand(args.spec) -> (name, [(kind, config, key)], spec as JSON-ready dict)``.
     """
+    if getattr(args, "export", None):
+        check_new_file(args.export, what="--export")  # before any work: a bad path costs nothing
+    backend_name = getattr(args, "backend", "local")
+    if backend_name == "local" and getattr(args, "address", None):
+        raise ValueError("--address needs --backend ray")
+    if backend_name == "ray" and importlib.util.find_spec("ray") is None:
+        from dpmix_core.ray_backend import RAY_MISSING
+
+        raise ValueError(RAY_MISSING)
     spec_name, runs, spec = expand(args.spec)
     name = getattr(args, "name", None) or spec_name
     if not runs:
         raise ValueError(f"spec {args.spec!r} expands to no runs")
+    check_sweep_cost(len(runs), limits_from_env())
     max_parallel = getattr(args, "max_parallel", None)
     try:
         store = ResultStore(getattr(args, "store", None))
-    except (StoreError, sqlite3.Error, OSError) as exc:
-        raise ValueError(f"cannot open the results store: {exc}") from None
+    except (sqlite3.Error, OSError) as exc:
+        raise (store_problem(default_store_path() if getattr(args, "store", None) is None
+                             else Path(args.store), exc) or exc) from None
     from dpmix_core.ray_backend import make_backend
 
     try:
