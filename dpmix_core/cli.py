@@ -177,7 +177,8 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
     """--memmap X.npy --labels Y.npy: a release larger than memory, written chunk by chunk to a folder."""
     import numpy as np
 
-    from dpmix_core.streaming import STREAM_MECHANISMS, synthesize_streaming
+    from dpmix_core.limits import check_cost, limits_from_env, streaming_cost
+    from dpmix_core.streaming import ELEMENTS_PER_CHUNK, STREAM_MECHANISMS, synthesize_streaming
 
     if args.mechanism not in STREAM_MECHANISMS:
         raise CliError(f"--memmap streams {', '.join(STREAM_MECHANISMS)} only; got --mechanism {args.mechanism}")
@@ -190,6 +191,10 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
         labels = np.load(args.labels, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise CliError(f"cannot memory-map the source: {exc}") from None
+    if source.ndim == 2:
+        d = int(source.shape[1])
+        check_cost(streaming_cost(T=args.T, l=args.l, d=d, k=args.num_classes,
+                                  chunk_values=ELEMENTS_PER_CHUNK), limits_from_env(), change="T or l", job=True)
     result = synthesize_streaming(
         source, labels, num_classes=args.num_classes, mechanism=args.mechanism, l=args.l, T=args.T,
         sigma_x=args.sigma_x, sigma_y=args.sigma_y, seed=args.seed, out_path=args.out, device=args.device,
@@ -349,8 +354,17 @@ def _add_sweep(sub) -> None:
                    help="run the protocol on another dataset (its own sweep, NAME@dataset; data from $DPMIX_DATA_DIR, "
                         "the cache, or a download)")
     p.set_defaults(func=lambda args: cli_sweep(
-        args, expand=lambda text: expand_cli_spec(text, repeats=args.repeats, values=args.values,
+        args, expand=lambda text: expand_cli_spec(text, repeats=_checked_repeats(args.repeats), values=args.values,
                                                   dataset=args.dataset)))
+
+
+def _checked_repeats(repeats: int | None) -> int | None:
+    """--repeats bounded by DPMIX_MAX_RUNS before the run list is built (building it costs time too)."""
+    from dpmix_core.limits import check_sweep_cost
+
+    if repeats is not None:
+        check_sweep_cost(repeats)
+    return repeats
 
 
 def _axis_number(text: str) -> float:

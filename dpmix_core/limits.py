@@ -38,6 +38,7 @@ __all__ = [
     "limits_from_env",
     "mixing_cost",
     "parse_bytes",
+    "streaming_cost",
     "training_cost",
 ]
 
@@ -48,6 +49,7 @@ DEFAULT_MAX_JOB_SECONDS = 12 * 3600.0
 DEFAULT_MAX_RUNS = 5000
 
 MIX_VALUES_PER_S = 2e8  # gathered-and-summed float values per second (one slow core, conservative)
+AUDIT_VALUES_PER_S = 2e7  # simulated log-likelihood-ratio terms per second (normal draw + logaddexp)
 TRAIN_SAMPLES_PER_S = 2000.0  # samples per second through a small CNN on one slow core
 BYTES_PER_VALUE = 4  # float32 releases
 MIX_WORKSPACE = 64 << 20  # chunked gather, noise tiles and the table copy, beyond the output
@@ -163,10 +165,17 @@ def training_cost(*, runs: int, epochs: int, n: int, d: int = 784) -> Cost:
     )
 
 
-def audit_cost(*, trials: int, release: Cost) -> Cost:
-    """``trials`` releases made one after the other (the memory of one at a time)."""
-    return Cost(what=f"{trials:,} trial(s) of {release.what}", memory=release.memory,
-                seconds=float(trials) * release.seconds)
+def audit_cost(*, trials: int, T: int, chunk_values: int) -> Cost:
+    """The simulated audit: 2 x ``trials`` runs of T likelihood-ratio terms, ``chunk_values`` at once."""
+    return Cost(what=f"an audit of {trials:,} trials x T={T:,}", memory=float(chunk_values) * 8 * 4 + MIX_WORKSPACE,
+                seconds=2.0 * trials * T / AUDIT_VALUES_PER_S)
+
+
+def streaming_cost(*, T: int, l: int, d: int, k: int, chunk_values: int) -> Cost:
+    """A streamed release: the output goes to disk, memory is the chunk; time as for :func:`mixing_cost`."""
+    width = max(1, d) + max(0, k)
+    return Cost(what=f"a streamed release of T={T:,} points (l={l:,}, d={d:,})",
+                memory=float(chunk_values) * 8 + MIX_WORKSPACE, seconds=float(T) * max(1, l) * width / MIX_VALUES_PER_S)
 
 
 def check_cost(cost: Cost, limits: Limits, *, change: str, job: bool = False) -> Cost:

@@ -60,6 +60,7 @@ from scipy import stats
 from dpmix_core.accountants import applicable_accountants
 from dpmix_core.accountants.base import EpsilonResult
 from dpmix_core.argtypes import finite_float, positive_int
+from dpmix_core.limits import audit_cost, check_cost, limits_from_env
 from dpmix_core.release import MixingRelease
 
 __all__ = [
@@ -327,6 +328,8 @@ def run_audit(config: AuditConfig) -> AuditResult:
     import time
 
     start = time.perf_counter()
+    check_cost(audit_cost(trials=config.trials, T=config.T, chunk_values=_CHUNK_ELEMENTS), limits_from_env(),
+               change="the trials or T")
     release = config.release()
     rng = np.random.default_rng(config.seed)
     p, s, T = config.inclusion_probability, canary_shift(config), config.T
