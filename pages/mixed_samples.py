@@ -9,7 +9,8 @@ from dpmix_core.data_choice import app_dataset, describe_dataset, needs_feature_
 from dpmix_core.export import npz_bytes, privacy_card
 from dpmix_core.previews import PREVIEW_MECHANISMS, mixing_preview
 from dpmix_core.reports import format_epsilon
-from dpmix_core.synthesis import SynthesisConfig, synthesize
+from dpmix_core.limits import LimitExceeded, check_cost, limits_from_env
+from dpmix_core.synthesis import SynthesisConfig, release_cost, synthesize
 
 K = "mix_"
 DEFAULTS = {"mechanism": "class-centric", "l": 4, "prep": "unit", "T": 10000, "sigma_x": 0.1, "ratio": 1.0, "delta": 1e-5,
@@ -69,9 +70,10 @@ if needs_feature_range(dataset):
 c1, c2, c3 = st.columns(3)
 mechanism = c1.selectbox("Mechanism", PREVIEW_MECHANISMS, key=K + "mechanism")
 c1.caption(MECHANISM_HELP[mechanism])
-c1.number_input("ℓ — records per point (Poisson: expected m)", min_value=1, step=1, key=K + "l",
+c1.number_input("ℓ — records per point (Poisson: expected m)", min_value=1, max_value=1_000_000, step=1, key=K + "l",
                 disabled=mechanism == "local")
-c2.number_input("T — points in the full release (ε is for all T)", min_value=1, step=1000, key=K + "T")
+c2.number_input("T — points in the full release (ε is for all T)", min_value=1, max_value=100_000_000, step=1000,
+                key=K + "T")
 c2.checkbox("Calibrate σ to a target ε", key=K + "use_target")
 use_target = st.session_state[K + "use_target"]
 if use_target:
@@ -92,7 +94,7 @@ if mechanism == "class-centric" and st.session_state[K + "prep"] == "zscore":
         z1, z2 = c3.columns(2)
         z1.number_input("mean", value=0.1307 * 255, key=K + "z_mean")
         z2.number_input("std", value=0.3081 * 255, key=K + "z_std")
-c3.number_input("Seed", min_value=0, step=1, key=K + "seed")
+c3.number_input("Seed", min_value=0, max_value=2**32 - 1, step=1, key=K + "seed")
 c3.button("New draw (next seed)", on_click=_new_draw, key=K + "redraw")
 
 ss = st.session_state
@@ -142,7 +144,13 @@ with st.expander("What was done to the data (from the mechanism)"):
         st.markdown(f"- {note}")
 
 st.subheader("Export")
-if st.button("Prepare the full release for download", key=K + "prepare"):
+try:  # the full release is refused before any work when it would exceed DPMIX_MAX_MEMORY / DPMIX_MAX_SECONDS
+    check_cost(release_cost(used, dataset), limits_from_env(), change="T or ℓ")
+    too_big = None
+except LimitExceeded as exc:
+    too_big = str(exc)
+    st.error(too_big)
+if st.button("Prepare the full release for download", key=K + "prepare", disabled=too_big is not None):
     st.download_button(
         f"Download {used.T:,} points (.npz with privacy card)",
         data=cached_export(dataset, dataset_key, used),

@@ -79,21 +79,21 @@ def _controls() -> tuple[MixingSetting | None, float]:
     if (preset := ACCOUNTING_PRESETS.get(st.session_state[K + "preset"])) is not None:
         st.caption(f"{preset.source}. {preset.note}")
     c1, c2, c3 = st.columns(3)
-    c1.number_input("n — records in the private dataset", min_value=1, step=1000, key=K + "n")
-    c1.number_input("ℓ — records mixed per point (Poisson: expected m)", min_value=1, step=1, key=K + "l")
-    c2.number_input("T — synthetic points released", min_value=1, step=1000, key=K + "T")
+    c1.number_input("n — records in the private dataset", min_value=1, max_value=10**10, step=1000, key=K + "n")
+    c1.number_input("ℓ — records mixed per point (Poisson: expected m)", min_value=1, max_value=10**7, step=1, key=K + "l")
+    c2.number_input("T — synthetic points released", min_value=1, max_value=10**9, step=1000, key=K + "T")
     c2.number_input("σx — feature noise std", min_value=0.0, step=0.01, format="%.4f", key=K + "sigma_x")
     c3.number_input("λ = σy / σx", min_value=0.0, step=0.1, format="%.3f", key=K + "ratio")
     c3.number_input("δ", min_value=1e-15, max_value=0.5, step=1e-6, format="%.2e", key=K + "delta")
     with st.expander("Data bounds, class-centric mixing and PLD precision"):
         b1, b2, b3 = st.columns(3)
-        b1.number_input("dx — feature dimension ([0,1]^dx, DPMix)", min_value=1, step=1, key=K + "dx")
-        b1.number_input("dy — label dimension ([0,1]^dy, DPMix)", min_value=1, step=1, key=K + "dy")
+        b1.number_input("dx — feature dimension ([0,1]^dx, DPMix)", min_value=1, max_value=10**7, step=1, key=K + "dx")
+        b1.number_input("dy — label dimension ([0,1]^dy, DPMix)", min_value=1, max_value=10**6, step=1, key=K + "dy")
         b2.number_input("c — L2 clip (DP-CDA, z-scored)", min_value=1e-6, step=0.1, key=K + "clip")
         b2.number_input("Cx — feature clip (DPFMix)", min_value=1e-6, step=0.1, key=K + "clip_x")
         b2.number_input("Cy — label clip (DPFMix)", min_value=1e-6, step=0.1, key=K + "clip_y")
         b3.checkbox("Class-centric mixing (ℓ records of one class)", key=K + "class_centric")
-        b3.number_input("K equal classes", min_value=1, step=1, key=K + "classes")
+        b3.number_input("K equal classes", min_value=1, max_value=10**5, step=1, key=K + "classes")
         b3.checkbox("Neighbours may differ in a label", key=K + "label_change")
         b3.slider(
             "PLD relative accuracy (smaller = finer grid, slower)", 0.02, 1.0, step=0.02, key=K + "pld_accuracy"
