@@ -25,7 +25,8 @@ from dpmix_core.mechanisms import (
 from dpmix_core.mechanisms.mixing import ZSCORE_CAVEAT
 from dpmix_core.release import MixingRelease
 
-__all__ = ["MECHANISMS", "SynthesisConfig", "Synthesis", "synthesize", "planned_release", "release_cost", "resolve_sigma"]
+__all__ = ["MECHANISMS", "SynthesisConfig", "Synthesis", "synthesize", "planned_release", "release_cost",
+           "resolve_sigma"]
 
 MECHANISMS = ("dpmix", "class-centric", "poisson", "local", "label-laplace")
 

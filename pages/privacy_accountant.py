@@ -80,7 +80,8 @@ def _controls() -> tuple[MixingSetting | None, float]:
         st.caption(f"{preset.source}. {preset.note}")
     c1, c2, c3 = st.columns(3)
     c1.number_input("n — records in the private dataset", min_value=1, max_value=10**10, step=1000, key=K + "n")
-    c1.number_input("ℓ — records mixed per point (Poisson: expected m)", min_value=1, max_value=10**7, step=1, key=K + "l")
+    c1.number_input("ℓ — records mixed per point (Poisson: expected m)", min_value=1, max_value=10**7, step=1,
+                    key=K + "l")
     c2.number_input("T — synthetic points released", min_value=1, max_value=10**9, step=1000, key=K + "T")
     c2.number_input("σx — feature noise std", min_value=0.0, step=0.01, format="%.4f", key=K + "sigma_x")
     c3.number_input("λ = σy / σx", min_value=0.0, step=0.1, format="%.3f", key=K + "ratio")

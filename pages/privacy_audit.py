@@ -107,8 +107,10 @@ def _membership(dataset, key: str) -> None:
     l = c1.number_input("ℓ", min_value=1, max_value=10**5, key=K + "mia_l")
     T = c1.number_input("T", min_value=1, max_value=10**6, value=2000, step=500, key=K + "mia_T")
     eps_text = c2.text_input("ε values (comma-separated)", "8, 1", key=K + "mia_eps")
-    members = c2.number_input("Member records", min_value=50, max_value=100_000, value=300, step=50, key=K + "mia_members")
-    epochs = c3.number_input("Training epochs (more = more overfitting)", min_value=1, max_value=2000, value=100, key=K + "mia_epochs")
+    members = c2.number_input("Member records", min_value=50, max_value=100_000, value=300, step=50,
+                              key=K + "mia_members")
+    epochs = c3.number_input("Training epochs (more = more overfitting)", min_value=1, max_value=2000, value=100,
+                             key=K + "mia_epochs")
     seed = c3.number_input("Seed", min_value=0, max_value=2**32 - 1, value=0, key=K + "mia_seed")
     try:
         config = job_config(l=l, T=T, epsilons=tuple(float(v) for v in eps_text.split(",") if v.strip()),
