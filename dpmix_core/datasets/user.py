@@ -14,7 +14,6 @@ import io
 import math
 import os
 import warnings
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -22,6 +21,7 @@ from typing import BinaryIO
 import numpy as np
 
 from dpmix_core.datasets.base import Dataset, DatasetError
+from dpmix_core.datasets.formats import read_npz
 
 __all__ = ["load_user_data"]
 
@@ -156,58 +156,12 @@ def _parse_csv(data: bytes, filename: str, label_column: str | None, max_rows: i
     return x, y
 
 
-def _member_header(zf: zipfile.ZipFile, member: str, filename: str) -> tuple[tuple[int, ...], np.dtype]:
-    """The declared (shape, dtype) of one ``.npy`` member, read from its header only."""
-    key = member[:-4]
-    try:
-        with zf.open(member) as fh:
-            version = np.lib.format.read_magic(fh)
-            if version == (1, 0):
-                shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
-            elif version == (2, 0):
-                shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
-            else:
-                raise ValueError(f".npy format version {version} is not supported")
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, SyntaxError) as exc:
-        raise DatasetError(f"{filename}: array '{key}' is not a plain numpy array (a pickle or a damaged file?); "
-                           f"save numeric arrays with numpy.savez.") from exc
-    if dtype.hasobject:
-        raise DatasetError(f"{filename}: not a readable .npz archive (array '{key}' holds Python objects, which are "
-                           "never unpickled); save numeric arrays.")
-    return tuple(int(s) for s in shape), dtype
-
-
-def _npz_arrays(data: bytes, filename: str, wanted: tuple[str, ...] = ("x", "y"),
-                max_decompressed: int = MAX_DECOMPRESSED) -> dict[str, np.ndarray]:
-    """The ``wanted`` arrays of an .npz, after checking every member's declared shape and dtype and
-    bounding their total decompressed size (nothing is read beyond that, nothing is unpickled)."""
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        if data[:6] == b"\x93NUMPY":
-            raise DatasetError(f"{filename}: holds a single .npy array; save x and y with numpy.savez.") from None
-        raise DatasetError(f"{filename}: not a readable .npz archive (not a zip file).") from None
-    with zf:
-        members = {name[:-4]: name for name in zf.namelist() if name.endswith(".npy")}
-        present = [key for key in wanted if key in members]
-        if len(present) < len(wanted):
-            return {key: np.empty(0) for key in members}  # the caller names what is missing
-        declared = {key: _member_header(zf, members[key], filename) for key in present}
-        total = sum(math.prod(shape) * dtype.itemsize for shape, dtype in declared.values())
-        if total > max_decompressed:
-            raise DatasetError(f"{filename}: its arrays hold {total:,} bytes once decompressed, more than the limit "
-                               f"of {max_decompressed:,}; upload fewer records or features.")
-        arrays = {}
-        for key in present:
-            shape, dtype = declared[key]
-            size = math.prod(shape) * dtype.itemsize
-            try:
-                with zf.open(members[key]) as fh:
-                    raw = fh.read(size + 4096)  # the header and the declared data, never more
-                arrays[key] = np.load(io.BytesIO(raw), allow_pickle=False)
-            except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-                raise DatasetError(f"{filename}: not a readable .npz archive (array '{key}': {exc}).") from None
-    return arrays
+def _npz_arrays(data: bytes, filename: str, max_decompressed: int = MAX_DECOMPRESSED) -> dict[str, np.ndarray]:
+    """Arrays ``x`` and ``y`` of an uploaded .npz (only the member names when one is missing: the
+    caller names it), read through :func:`~dpmix_core.datasets.formats.read_npz` (bounded, never unpickled)."""
+    arrays, members = read_npz(data, filename, ("x", "y"), max_decompressed=max_decompressed,
+                               what_to_do="upload fewer records or features")
+    return arrays if len(arrays) == 2 else {key: np.empty(0) for key in members}
 
 
 def _parse_npz(data: bytes, filename: str, max_rows: int) -> tuple[np.ndarray, np.ndarray]:
