@@ -2,7 +2,9 @@
 
 Contract (scripts and tests rely on it): ``--json`` prints one JSON object (a
 list for ``--accountant all``); infinite epsilon prints "inf"; invalid input
-exits with code 2 and one line on stderr, never a traceback.
+exits with code 2 and one line on stderr, never a traceback -- and so do MemoryError, OSError,
+results-store errors and requests over the limits of :mod:`dpmix_core.limits` (``--debug``
+anywhere on the line adds the traceback). See docs/RELIABILITY.md.
 """
 
 from __future__ import annotations
