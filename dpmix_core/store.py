@@ -100,6 +100,20 @@ def store_problem(path: Path, exc: BaseException) -> StoreError | None:
     return None
 
 
+def _stays_empty(path: Path, wait_s: float = 1.0) -> bool:
+    """A 0-byte file that stays empty for ``wait_s``: not a store being created this moment by another
+    process (SQLite writes the header within milliseconds), but an empty or truncated file."""
+    deadline = time.monotonic() + wait_s
+    try:
+        while path.is_file() and path.stat().st_size == 0:
+            if time.monotonic() > deadline:
+                return True
+            time.sleep(0.05)
+    except OSError:
+        pass
+    return False
+
+
 def default_store_path() -> Path:
     """``$DPMIX_STORE`` if set, else ``~/.cache/dpmix/results.sqlite``."""
     env = os.environ.get("DPMIX_STORE")
@@ -316,7 +330,7 @@ class ResultStore:
         if self.path.is_dir():
             raise StoreError(f"results store {self.path} is a folder, not a file: pass --store / DPMIX_STORE "
                              "with a file path")
-        if self.path.is_file() and self.path.stat().st_size == 0:
+        if _stays_empty(self.path):
             raise StoreError(f"results store {self.path} is an empty (0-byte) file, not a store: delete it to "
                              "start a new store, or restore it from a backup")
         try:

@@ -262,6 +262,23 @@ def test_a_page_overwritten_mid_file_is_one_line_naming_the_store(capsys, workdi
         ResultStore(workdir / "damaged.sqlite").list_runs()
 
 
+def test_an_empty_file_that_another_process_is_initialising_is_not_refused(tmp_path):
+    path = tmp_path / "r.sqlite"
+    path.write_bytes(b"")
+
+    def initialise():
+        time.sleep(0.2)
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.close()
+
+    thread = threading.Thread(target=initialise)
+    thread.start()
+    store = ResultStore(path)
+    thread.join()
+    assert store.list_runs() == []
+
+
 def test_unwritable_store_folder_is_one_line(tmp_path, monkeypatch):
     import dpmix_core.store as store_module
 
