@@ -479,3 +479,43 @@ def test_limits_come_from_the_environment_and_refuse_in_one_line():
     with pytest.raises(LimitExceeded, match="DPMIX_MAX_SECONDS"):
         check_mixing_cost(T=10**5, l=10**4, d=784, k=10, limits=limits)
     assert check_mixing_cost(T=10_000, l=256, d=784, k=10).seconds < Limits().max_seconds
+
+
+# --------------------------------------------------------------------------- page functions
+
+
+@given(text=st.one_of(st.none(), st.text(max_size=8), st.integers(-5, 10**20).map(str)))
+def test_any_sweep_in_the_address_is_a_sweep_or_one_line(text):
+    import tempfile
+
+    from dpmix_core.trade_offs import sweep_id_from_query
+
+    with tempfile.TemporaryDirectory() as folder:
+        store = ResultStore(Path(folder) / "r.sqlite")
+        sweep = store.create_sweep("s")
+        try:
+            found = sweep_id_from_query(store, text)
+        except ValueError as exc:
+            assert "\n" not in str(exc) and "?sweep=" in str(exc)
+        else:
+            assert found in (None, sweep.id)
+
+
+@given(T=st.integers(1, 10**12), l=st.integers(1, 10**7), epochs=st.integers(1, 10**9),
+       repeats=st.integers(1, 10**6))
+def test_any_custom_sweep_is_accepted_or_refused_in_one_line_before_its_runs_are_built(T, l, epochs, repeats):
+    from dpmix_core.trade_offs import custom_spec, spec_problem
+
+    t0 = time.perf_counter()
+    try:
+        spec = custom_spec(mechanisms=("dpmix",), axis="sigma", values=(0.5, 1.0), repeats=repeats, model="linear",
+                           loss="ce", epochs=epochs, l=l, T=T, sigma=1.0, accountant="rdp-wor", delta=1e-5,
+                           dataset="embedded")
+    except LimitExceeded as exc:
+        problem = str(exc)
+    else:
+        problem = spec_problem(spec)
+    assert time.perf_counter() - t0 < 2  # the page reruns this on every widget change
+    assert problem is None or ("\n" not in problem and "DPMIX_MAX_" in problem)
+    if T * l > 10**11 or epochs * T > 10**11 or repeats > 2500:
+        assert problem is not None
