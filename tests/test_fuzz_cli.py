@@ -392,6 +392,18 @@ def test_uploads_are_bounded_before_they_are_read(name, data, message):
     assert time.perf_counter() - t0 < 5
 
 
+def test_official_gzip_files_are_bounded_when_decompressed(tmp_path, monkeypatch):
+    import gzip
+
+    from dpmix_core.datasets import formats
+
+    monkeypatch.setattr(formats, "MAX_OFFICIAL_FILE_BYTES", 1000)
+    for name in formats.IDX_FILES:
+        (tmp_path / name).write_bytes(gzip.compress(bytes(100_000)))
+    with pytest.raises(DatasetError, match="decompresses to more than 1,000 bytes"):
+        formats.read_idx_folder(tmp_path)
+
+
 @given(data=st.binary(max_size=400), suffix=st.sampled_from([".csv", ".npz"]))
 def test_random_upload_bytes_raise_only_dataset_errors(data, suffix):
     try:

@@ -49,6 +49,7 @@ _CIFAR_RECORD = 1 + math.prod(_CIFAR_SHAPE)
 _IDX_UBYTE = 0x08
 _NPY_HEADER_MAX = 65_536  # an .npy header is at most this long (numpy refuses longer ones by default)
 MAX_OFFICIAL_NPZ_BYTES = 4_000_000_000  # a keras-style dataset .npz (CIFAR-10: 184 MB decompressed)
+MAX_OFFICIAL_FILE_BYTES = 1_000_000_000  # one decompressed IDX file or CIFAR-10 batch (the largest: 47 MB)
 
 
 class Splits(NamedTuple):
@@ -79,9 +80,13 @@ def parse_idx(raw: bytes, ndim: int, what: str) -> np.ndarray:
 
 def _read_idx_gz(path: Path, ndim: int) -> np.ndarray:
     try:
-        raw = gzip.decompress(path.read_bytes())
-    except (OSError, EOFError) as exc:
+        with gzip.open(path, "rb") as fh:
+            raw = fh.read(MAX_OFFICIAL_FILE_BYTES + 1)  # a gzip bomb stops at the bound
+    except (OSError, EOFError, zlib.error) as exc:
         raise DatasetError(f"{path}: not a valid gzip file ({exc}).") from exc
+    if len(raw) > MAX_OFFICIAL_FILE_BYTES:
+        raise DatasetError(f"{path}: decompresses to more than {MAX_OFFICIAL_FILE_BYTES:,} bytes; not an official "
+                           "IDX file.")
     return parse_idx(raw, ndim, str(path))
 
 
@@ -204,7 +209,10 @@ def read_cifar_tar(path: Path) -> Splits:
         with tarfile.open(path, "r|gz") as tar:
             for member in tar:
                 if member.name in wanted and member.isfile():
-                    raw[wanted[member.name]] = tar.extractfile(member).read()
+                    if member.size > MAX_OFFICIAL_FILE_BYTES:
+                        raise DatasetError(f"{path}: {member.name} declares {member.size:,} bytes; not an official "
+                                           "CIFAR-10 batch.")
+                    raw[wanted[member.name]] = tar.extractfile(member).read(member.size)
     except (OSError, EOFError, tarfile.TarError) as exc:
         raise DatasetError(f"{path}: cannot read as .tar.gz ({exc}).") from exc
     missing = [name for name in CIFAR_BATCHES if name not in raw]
