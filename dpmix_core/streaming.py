@@ -141,8 +141,10 @@ def synthesize_streaming(
     ``source`` and ``labels`` may be ``np.memmap`` (or any array supporting sorted fancy indexing);
     they are never copied as a whole, and labels are validated chunk by chunk.
 
-    The folder is written as ``OUT.partial`` and renamed to ``OUT`` at the end (an interrupted
-    run leaves no half release under the final name). Returns a :class:`StreamingRelease`.
+    The folder is written into a new, uniquely named ``.OUT.partial-XXXX`` beside ``OUT`` and renamed
+    to ``OUT`` at the end (an interrupted run leaves no half release under the final name); a failure
+    removes only that folder, never a path this call did not create. Output path, and free disk
+    space for the T*(d+K) float32 values, are checked first. Returns a :class:`StreamingRelease`.
     """
     import torch
     import torch.nn.functional as F
