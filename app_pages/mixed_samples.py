@@ -7,8 +7,9 @@ import streamlit as st
 from dpmix_core.data import public_zscore_constants
 from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
 from dpmix_core.privacy.accountants import ACCOUNTANTS
+from dpmix_core.resources.limits import LimitExceeded, check_cost, limits_from_env
 from dpmix_core.synthesis.export import npz_bytes, privacy_card
-from dpmix_core.synthesis.pipeline import SynthesisConfig, synthesize
+from dpmix_core.synthesis.pipeline import SynthesisConfig, release_cost, synthesize
 from dpmix_core.synthesis.previews import PREVIEW_MECHANISMS, mixing_preview
 from dpmix_core.views.reports import format_epsilon
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
@@ -80,9 +81,10 @@ if needs_feature_range(dataset):
 c1, c2, c3 = st.columns(3)
 mechanism = c1.selectbox("Mechanism", PREVIEW_MECHANISMS, key=K + "mechanism")
 c1.caption(MECHANISM_HELP[mechanism])
-c1.number_input("ℓ — records per point (Poisson: expected m)", min_value=1, step=1, key=K + "l",
+c1.number_input("ℓ — records per point (Poisson: expected m)", min_value=1, max_value=1_000_000, step=1, key=K + "l",
                 disabled=mechanism == "local")
-c2.number_input("T — points in the full release (ε is for all T)", min_value=1, step=1000, key=K + "T")
+c2.number_input("T — points in the full release (ε is for all T)", min_value=1, max_value=100_000_000, step=1000,
+                key=K + "T")
 c2.checkbox("Calibrate σ to a target ε", key=K + "use_target")
 use_target = st.session_state[K + "use_target"]
 if use_target:
@@ -115,7 +117,7 @@ if prep == "zscore":
 if prep == "zscore-private":
     c3.error("Not covered: normalisation constants computed from the private data move every released point. "
              "No ε below is an upper bound.")
-c3.number_input("Seed", min_value=0, step=1, key=K + "seed")
+c3.number_input("Seed", min_value=0, max_value=2**32 - 1, step=1, key=K + "seed")
 c3.button("New draw (next seed)", on_click=_new_draw, key=K + "redraw")
 
 ss = st.session_state
@@ -165,7 +167,13 @@ with st.expander("What was done to the data (from the mechanism)"):
         st.markdown(f"- {note}")
 
 st.subheader("Export")
-if st.button("Prepare the full release for download", key=K + "prepare"):
+try:  # the full release is refused before any work when it would exceed DPMIX_MAX_MEMORY / DPMIX_MAX_SECONDS
+    check_cost(release_cost(used, dataset), limits_from_env(), change="T or ℓ")
+    too_big = None
+except LimitExceeded as exc:
+    too_big = str(exc)
+    st.error(too_big)
+if st.button("Prepare the full release for download", key=K + "prepare", disabled=too_big is not None):
     st.download_button(
         f"Download {used.T:,} points (.npz with privacy card)",
         data=cached_export(dataset, dataset_key, used),

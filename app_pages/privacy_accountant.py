@@ -11,16 +11,16 @@ from dpmix_core.privacy.calibration import calibrate_sigma
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
 from dpmix_core.views.accounting_presets import ACCOUNTING_PRESETS
 from dpmix_core.views.budget import budget_table, dp_pca_budget_item, dpsgd_budget_item, label_budget_item
-from dpmix_core.views.html_report import accountant_report
 from dpmix_core.views.figures import epsilon_curve_figure, profile_figure, tradeoff_figure
+from dpmix_core.views.html_report import accountant_report
 from dpmix_core.views.privacy_scale import DEPLOYMENTS, headline
 from dpmix_core.views.reports import (
+    RELEASE_MODELS,
+    ReleaseReading,
     accountant_info,
     curve_anchor,
     epsilon_curves,
     epsilon_table,
-    RELEASE_MODELS,
-    ReleaseReading,
     format_epsilon,
     release_reading,
 )
@@ -89,21 +89,22 @@ def _controls() -> tuple[MixingSetting | None, float]:
     if (preset := ACCOUNTING_PRESETS.get(st.session_state[K + "preset"])) is not None:
         st.caption(f"{preset.source}. {preset.note}")
     c1, c2, c3 = st.columns(3)
-    c1.number_input("n — records in the private dataset", min_value=1, step=1000, key=K + "n")
-    c1.number_input("ℓ — records mixed per point (Poisson: expected m)", min_value=1, step=1, key=K + "l")
-    c2.number_input("T — synthetic points released", min_value=1, step=1000, key=K + "T")
+    c1.number_input("n — records in the private dataset", min_value=1, max_value=10**10, step=1000, key=K + "n")
+    c1.number_input("ℓ — records mixed per point (Poisson: expected m)", min_value=1, max_value=10**7, step=1,
+                    key=K + "l")
+    c2.number_input("T — synthetic points released", min_value=1, max_value=10**9, step=1000, key=K + "T")
     c2.number_input("σx — feature noise std", min_value=0.0, step=0.01, format="%.4f", key=K + "sigma_x")
     c3.number_input("λ = σy / σx", min_value=0.0, step=0.1, format="%.3f", key=K + "ratio")
     c3.number_input("δ", min_value=1e-15, max_value=0.5, step=1e-6, format="%.2e", key=K + "delta")
     with st.expander("Data bounds, class-centric mixing and PLD precision"):
         b1, b2, b3 = st.columns(3)
-        b1.number_input("dx — feature dimension ([0,1]^dx, DPMix)", min_value=1, step=1, key=K + "dx")
-        b1.number_input("dy — label dimension ([0,1]^dy, DPMix)", min_value=1, step=1, key=K + "dy")
+        b1.number_input("dx — feature dimension ([0,1]^dx, DPMix)", min_value=1, max_value=10**7, step=1, key=K + "dx")
+        b1.number_input("dy — label dimension ([0,1]^dy, DPMix)", min_value=1, max_value=10**6, step=1, key=K + "dy")
         b2.number_input("c — L2 clip (DP-CDA, z-scored)", min_value=1e-6, step=0.1, key=K + "clip")
         b2.number_input("Cx — feature clip (DPFMix)", min_value=1e-6, step=0.1, key=K + "clip_x")
         b2.number_input("Cy — label clip (DPFMix)", min_value=1e-6, step=0.1, key=K + "clip_y")
         b3.checkbox("Class-centric mixing (ℓ records of one class)", key=K + "class_centric")
-        b3.number_input("K equal classes", min_value=1, step=1, key=K + "classes")
+        b3.number_input("K equal classes", min_value=1, max_value=10**5, step=1, key=K + "classes")
         b3.checkbox("Protect labels (replace-one; off: DP-CDA's same-class swap, features only)",
                     key=K + "protect_labels",
                     help="Class-centric only. Off reproduces the DP-CDA paper's reading: a neighbour swaps a "

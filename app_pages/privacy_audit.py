@@ -59,15 +59,15 @@ def _empirical() -> None:
         st.session_state.setdefault(K + key, value)
     mechanism = c1.selectbox("Mechanism", ["dpmix", "poisson"], key=K + "mech",
                              help="dpmix: sampling without replacement, replace-one; poisson: add/remove-one")
-    n = c1.number_input("n (records)", min_value=2, key=K + "n")
-    l = c1.number_input("ℓ (Poisson: m)", min_value=1, key=K + "l")
-    T = c2.number_input("T (points released)", min_value=1, key=K + "T")
+    n = c1.number_input("n (records)", min_value=2, max_value=10**7, key=K + "n")
+    l = c1.number_input("ℓ (Poisson: m)", min_value=1, max_value=10**6, key=K + "l")
+    T = c2.number_input("T (points released)", min_value=1, max_value=10**7, key=K + "T")
     sx = c2.number_input("σx", min_value=1e-4, format="%.4f", key=K + "sx")
     sy = c2.number_input("σy", min_value=1e-4, format="%.4f", key=K + "sy")
     trials = c3.select_slider("Trials per dataset", [1000, 3000, 10000, 30000, 100000], value=10000, key=K + "trials")
     scale = c3.select_slider("Noise actually added (× σ) — simulate a buggy implementation", [0.1, 0.3, 1.0],
                              value=1.0, key=K + "scale")
-    seed = c3.number_input("Seed", min_value=0, value=0, key=K + "seed")
+    seed = c3.number_input("Seed", min_value=0, max_value=2**32 - 1, value=0, key=K + "seed")
     try:
         result = cached_audit(AuditConfig(mechanism=mechanism, n=n, l=l, T=T, sigma_x=sx, sigma_y=sy, trials=trials,
                                           noise_scale=scale, seed=seed))
@@ -103,12 +103,14 @@ def _membership(dataset, key: str) -> None:
     )
     c1, c2, c3 = st.columns(3)
     st.session_state.setdefault(K + "mia_l", 16)
-    l = c1.number_input("ℓ", min_value=1, key=K + "mia_l")
-    T = c1.number_input("T", min_value=1, value=2000, step=500, key=K + "mia_T")
+    l = c1.number_input("ℓ", min_value=1, max_value=10**5, key=K + "mia_l")
+    T = c1.number_input("T", min_value=1, max_value=10**6, value=2000, step=500, key=K + "mia_T")
     eps_text = c2.text_input("ε values (comma-separated)", "8, 1", key=K + "mia_eps")
-    members = c2.number_input("Member records", min_value=50, value=300, step=50, key=K + "mia_members")
-    epochs = c3.number_input("Training epochs (more = more overfitting)", min_value=1, value=100, key=K + "mia_epochs")
-    seed = c3.number_input("Seed", min_value=0, value=0, key=K + "mia_seed")
+    members = c2.number_input("Member records", min_value=50, max_value=100_000, value=300, step=50,
+                              key=K + "mia_members")
+    epochs = c3.number_input("Training epochs (more = more overfitting)", min_value=1, max_value=2000, value=100,
+                             key=K + "mia_epochs")
+    seed = c3.number_input("Seed", min_value=0, max_value=2**32 - 1, value=0, key=K + "mia_seed")
     try:
         config = job_config(l=l, T=T, epsilons=tuple(float(v) for v in eps_text.split(",") if v.strip()),
                             members=members, epochs=epochs, seed=seed)
@@ -153,10 +155,10 @@ def _reidentification(dataset, key: str) -> None:
     mechanism = c1.selectbox("Mechanism", ["local", "dpmix", "class-centric"], key=K + "re_mech")
     st.session_state.setdefault(K + "re_l", 4)
     st.session_state.setdefault(K + "re_sigma", 0.05)
-    l = c1.number_input("ℓ", min_value=1, key=K + "re_l", disabled=mechanism == "local")
+    l = c1.number_input("ℓ", min_value=1, max_value=10**5, key=K + "re_l", disabled=mechanism == "local")
     sigma = c2.number_input("σx = σy", min_value=0.0, format="%.3f", key=K + "re_sigma")
     points = c2.number_input("Released points to inspect", min_value=1, max_value=24, value=6, key=K + "re_points")
-    seed = c3.number_input("Seed", min_value=0, value=0, key=K + "re_seed")
+    seed = c3.number_input("Seed", min_value=0, max_value=2**32 - 1, value=0, key=K + "re_seed")
     try:
         config = SynthesisConfig(mechanism=mechanism, l=l, T=10000, sigma_x=sigma, preprocessing="unit", seed=seed)
         result = cached_reid(dataset, key, config, points)

@@ -6,22 +6,25 @@ import streamlit as st
 
 from dpmix_core.experiments.presets import get_preset, preset_names
 from dpmix_core.experiments.trade_offs import (
-    epsilon_columns,
     REPRODUCED_WITHIN_PTS,
     available_training_datasets,
     custom_spec,
+    epsilon_columns,
     estimate_minutes,
     launch_sweep,
     published_comparison,
     run_table,
+    spec_problem,
+    sweep_id_from_query,
     sweep_published,
     sweep_results,
     trade_off_figure,
+    unreadable_runs,
     with_dataset,
 )
 from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.runtime.jobs import LocalProcessBackend, default_max_parallel
-from dpmix_core.runtime.store import ResultStore
+from dpmix_core.runtime.store import ResultStore, StoreError
 from dpmix_core.training.names import LOSSES, MODELS
 
 K = "tr_"
@@ -73,16 +76,16 @@ def _sweep_builder(datasets: dict[str, str]):
     values_text = c1.text_input("Values (comma-separated)", "0.2, 0.7, 1.5, 3.0", key=K + "values")
     baselines = c1.multiselect("Baselines on the same model", ["non-private", "dp-sgd"], default=["non-private"],
                                key=K + "baselines")
-    l = c2.number_input("ℓ (Poisson: m)", min_value=1, value=16, key=K + "l")
-    T = c2.number_input("T", min_value=1, value=4000, step=1000, key=K + "T")
+    l = c2.number_input("ℓ (Poisson: m)", min_value=1, max_value=60_000, value=16, key=K + "l")
+    T = c2.number_input("T", min_value=1, max_value=1_000_000, value=4000, step=1000, key=K + "T")
     sigma = c2.number_input("σx (when not on the axis)", min_value=0.0, value=0.7, format="%.4f", key=K + "sigma")
     accountant = c2.selectbox("Accountant for target ε", list(ACCOUNTANTS), index=list(ACCOUNTANTS).index("rdp-wor"),
                               key=K + "accountant")
     delta = c2.number_input("δ", min_value=1e-15, max_value=0.5, value=1e-5, format="%.1e", key=K + "delta")
     model = c3.selectbox("Model", MODELS, key=K + "model")
     loss = c3.selectbox("Loss", LOSSES, index=LOSSES.index("ce"), key=K + "loss")
-    epochs = c3.number_input("Epochs", min_value=1, value=3, key=K + "epochs")
-    repeats = c3.number_input("Repeats (seeds)", min_value=1, value=2, key=K + "repeats")
+    epochs = c3.number_input("Epochs", min_value=1, max_value=1000, value=3, key=K + "epochs")
+    repeats = c3.number_input("Repeats (seeds)", min_value=1, max_value=100, value=2, key=K + "repeats")
     try:
         values = tuple(float(v) for v in values_text.replace(";", ",").split(",") if v.strip())
         return custom_spec(mechanisms=tuple(mechanisms), axis=AXES[axis_label], values=values, repeats=repeats,
@@ -94,6 +97,9 @@ def _sweep_builder(datasets: dict[str, str]):
 
 
 def _launch_panel(spec) -> None:
+    if problem := spec_problem(spec):  # before the run list is built: that costs time too
+        st.error(problem)
+        return
     runs = spec.runs()
     c1, c2 = st.columns([2, 1])
     c2.number_input("Parallel workers", min_value=1, max_value=64, value=default_max_parallel(), key=K + "parallel")
@@ -134,17 +140,20 @@ def _progress_panel() -> None:
     live()
 
 
-def _results_panel() -> None:
+def _results_panel(query_sweep: int | None) -> None:
     sweeps = store().list_sweeps()
     if not sweeps:
         st.info("No results yet: launch a sweep above. Results are kept in the store and load instantly later.")
         return
     names = {sw.id: f"{sw.name} (#{sw.id}, {sw.backend}{' @ ' + sw.location if sw.location else ''})" for sw in sweeps}
-    default = st.session_state.get(K + "sweep") or int(st.query_params.get("sweep", sweeps[-1].id))
+    default = st.session_state.get(K + "sweep") or query_sweep or sweeps[-1].id
     ids = list(names)
     chosen = st.selectbox("Show results of", ids, index=ids.index(default) if default in ids else len(ids) - 1,
                           format_func=names.get, key=K + "show")
     agg, axis, title = sweep_results(store(), chosen)
+    if unreadable := unreadable_runs(store(), chosen):
+        st.warning(f"{len(unreadable)} run(s) of this sweep could not be read and are left out: "
+                   + "; ".join(f"run {run_id}: {reason}" for run_id, reason in unreadable[:5]))
     if agg.empty:
         st.info("No finished runs in this sweep yet.")
         return
@@ -172,19 +181,31 @@ def _results_panel() -> None:
                        mime="text/csv", key=K + "csv")
 
 
-st.session_state.setdefault(K + "run_ids", [])
-if not st.session_state[K + "run_ids"] and "sweep" in st.query_params:  # a reload finds its sweep again
-    st.session_state[K + "run_ids"] = [r.id for r in store().list_runs(sweep=int(st.query_params["sweep"]))]
-
 st.title("Train & trade-offs")
 st.write("Pick a privacy level, launch training in the background, keep exploring, and watch the accuracy-versus-"
          "privacy curves fill in. Jobs run in separate processes and survive page switches and reloads.")
-st.caption(f"Results store: {store().path}")
+try:
+    st.caption(f"Results store: {store().path}")
+except StoreError as exc:  # damaged, empty or unwritable store: one clear line, nothing else can work
+    st.error(str(exc))
+    st.stop()
+
+st.session_state.setdefault(K + "run_ids", [])
+query_sweep = None
+try:
+    query_sweep = sweep_id_from_query(store(), st.query_params.get("sweep"))
+except (ValueError, StoreError) as exc:
+    st.error(str(exc))
+if not st.session_state[K + "run_ids"] and query_sweep is not None:  # a reload finds its sweep again
+    st.session_state[K + "run_ids"] = [r.id for r in store().list_runs(sweep=query_sweep)]
 
 spec = _sweep_builder(cached_datasets())
-if spec is not None:
-    _launch_panel(spec)
-_progress_panel()
-st.divider()
-st.subheader("Results")
-_results_panel()
+try:
+    if spec is not None:
+        _launch_panel(spec)
+    _progress_panel()
+    st.divider()
+    st.subheader("Results")
+    _results_panel(query_sweep)
+except StoreError as exc:
+    st.error(str(exc))

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
 from dpmix_core.data import load_embedded
-from dpmix_core.synthesis.previews import mixing_preview
+from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
 from dpmix_core.synthesis.pipeline import SynthesisConfig
+from dpmix_core.synthesis.previews import mixing_preview
 
 PAGE = str(Path(__file__).resolve().parents[1] / "app_pages" / "mixed_samples.py")
 

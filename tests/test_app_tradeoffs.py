@@ -62,8 +62,8 @@ def test_launch_tiny_job_see_it_complete_and_plot(at):
 
 def test_stored_preset_sweep_shows_published_vs_ours(tmp_path, monkeypatch):
     from dpmix_core.experiments.presets import get_preset
-    from dpmix_core.runtime.store import ResultStore
     from dpmix_core.experiments.trade_offs import sweep_jobs
+    from dpmix_core.runtime.store import ResultStore
 
     monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
     monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path))
@@ -81,3 +81,56 @@ def test_stored_preset_sweep_shows_published_vs_ours(tmp_path, monkeypatch):
     row = table[table["axis value"] == 128].iloc[0]
     assert (row["published (%)"], row["ours (%)"], row["verdict"]) == (79.3, 70.0, "not reproduced")
     assert set(table["verdict"]) == {"not reproduced", "pending"}
+
+
+def _page(tmp_path, monkeypatch, store_path=None, **query):
+    monkeypatch.setenv("DPMIX_STORE", str(store_path or tmp_path / "results.sqlite"))
+    monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path / "no-data"))
+    (tmp_path / "no-data").mkdir(exist_ok=True)
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+@pytest.mark.parametrize("value, message", [("abc", "is not a sweep number"), ("999", "names no sweep")])
+def test_bad_sweep_in_the_address_is_one_error(tmp_path, monkeypatch, value, message):
+    at = _page(tmp_path, monkeypatch, sweep=value)
+    assert not at.exception and any(message in e.value for e in at.error)
+
+
+@pytest.mark.parametrize("content, message", [(b"", "empty (0-byte) file"), (b"garbage" * 600, "is damaged")])
+def test_broken_store_is_one_error_not_a_traceback(tmp_path, monkeypatch, content, message):
+    path = tmp_path / "results.sqlite"
+    path.write_bytes(content)
+    at = _page(tmp_path, monkeypatch, store_path=path)
+    assert not at.exception and [e.value for e in at.error] and message in at.error[0].value
+    assert path.read_bytes() == content  # never recreated or repaired behind the user's back
+
+
+def test_over_limit_sweep_is_refused_next_to_the_controls(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPMIX_MAX_JOB_SECONDS", "1")
+    at = _page(tmp_path, monkeypatch)
+    assert not at.exception and any("DPMIX_MAX_JOB_SECONDS" in e.value for e in at.error)
+    assert not [b for b in at.button if b.key == "tr_launch"]
+
+
+def test_a_run_whose_config_no_longer_loads_is_named_and_the_others_show(tmp_path, monkeypatch):
+    from dpmix_core.experiments.config import RunConfig
+    from dpmix_core.experiments.trade_offs import JOB_KIND, sweep_results, unreadable_runs
+    from dpmix_core.runtime.store import ResultStore
+
+    store = ResultStore(tmp_path / "results.sqlite")
+    sweep = store.create_sweep("old")
+    good = RunConfig("non-private", dataset="embedded", model="linear", epochs=1).to_dict()
+    bad = {**good, "seed": 1, "no_such_option": 3}
+    result = {"test_accuracy": 0.5, "test_mse": None, "epsilon": {}, "seconds": 1.0}
+    for cfg in (good, bad):
+        run = store.submit(JOB_KIND, cfg, sweep=sweep.id)
+        store.claim(run.id)
+        store.finish(run.id, result)
+    assert [run_id for run_id, _ in unreadable_runs(store, sweep.id)] == [2]
+    agg, _, _ = sweep_results(store, sweep.id)
+    assert len(agg) == 1
+    at = _page(tmp_path, monkeypatch, sweep=str(sweep.id))
+    assert not at.exception and any("run 2" in w.value for w in at.warning)

@@ -11,13 +11,13 @@ from dp_accounting.rdp import rdp_privacy_accountant as rdp
 from dpmix_core.privacy.accountants import MixingSetting, get_accountant
 from dpmix_core.privacy.budget import (
     BUDGET_ORDERS,
+    _replace_one_curve,
     compose_budget,
     dpsgd_item,
     gaussian_item,
     laplace_label_item,
     mixing_item,
 )
-from dpmix_core.privacy.budget import _replace_one_curve
 
 THESIS = MixingSetting(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-
 from dataclasses import replace
 
 import numpy as np
@@ -13,7 +12,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from dpmix_core.privacy.accountants import MixingSetting, applicable_accountants, get_accountant
 from dpmix_core.mechanisms import (
     ClassCentricParams,
     DPMixParams,
@@ -39,6 +37,7 @@ from dpmix_core.mechanisms import (
     symmetric_gaussian_noise,
     variance_sensitivity,
 )
+from dpmix_core.privacy.accountants import MixingSetting, applicable_accountants, get_accountant
 from dpmix_core.privacy.release import Adjacency, DataBounds, Sampling, class_centric_release
 
 WOR_ACCOUNTANTS = {"lee2019", "dpcda", "rdp-wor"}

@@ -21,12 +21,12 @@ from dp_accounting import GaussianDpEvent, SampledWithoutReplacementDpEvent, Sel
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 from scipy.special import logsumexp
 
-from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, applicable_accountants, get_accountant
 from dpmix_core.data import load_dataset
 from dpmix_core.experiments.config import RunConfig, run_key
-from dpmix_core.synthesis.export import privacy_card
 from dpmix_core.mechanisms import ClassCentricParams, PoissonMixParams, class_centric_mix, poisson_mix
+from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, applicable_accountants, get_accountant
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION, Protects
+from dpmix_core.synthesis.export import privacy_card
 from dpmix_core.synthesis.pipeline import MECHANISMS, PREPROCESSING, SynthesisConfig, planned_release, synthesize
 
 FEATURES_ONLY = "rigorous upper bound (features only; labels not protected)"

@@ -13,10 +13,10 @@ import fake_jobs
 import pytest
 from fake_jobs import TESTS_DIR, executions
 
+from dpmix_core.experiments.sweeps import run_sweep
 from dpmix_core.runtime.backends import make_backend
 from dpmix_core.runtime.ray_backend import RAY_MISSING, run_resources
 from dpmix_core.runtime.store import ResultStore, config_key
-from dpmix_core.experiments.sweeps import run_sweep
 
 RAY_REASON = "Ray is not installed (optional: pip install -r requirements-ray.txt)"
 

@@ -8,7 +8,6 @@ import fake_jobs
 import pytest
 from fake_jobs import executions
 
-from dpmix_core.runtime.store import ResultStore, config_key
 from dpmix_core.experiments.sweeps import (
     add_sweep_arguments,
     cli_sweep,
@@ -16,6 +15,7 @@ from dpmix_core.experiments.sweeps import (
     run_sweep,
     submit_sweep,
 )
+from dpmix_core.runtime.store import ResultStore, config_key
 
 
 @pytest.fixture
@@ -126,7 +126,7 @@ def test_cli_store_errors_are_usage_errors(tmp_path):
     parser = argparse.ArgumentParser()
     add_sweep_arguments(parser)
     (tmp_path / "dir.sqlite").mkdir()
-    with pytest.raises(ValueError, match="cannot open the results store"):
+    with pytest.raises(ValueError, match="results store .*dir.sqlite is a folder"):
         cli_sweep(parser.parse_args(["s", "--store", str(tmp_path / "dir.sqlite")]),
                   expand=lambda text: (text, [("fake_jobs:quick", {"x": 1}, None)], {}))
 
@@ -174,3 +174,22 @@ def test_published_comparison_verdicts():
     fig = trade_off_figure(agg, "target_epsilon", published=published)
     stars = [t for t in fig.data if t.name == "published — a"]
     assert len(stars) == 1 and list(stars[0].y) == pytest.approx([82.0, 60.0, 70.0])
+
+
+def test_one_rerun_completes_a_sweep_whose_driver_and_worker_were_killed(store, tmp_path):
+    """#14 §5: a run left 'running' by a dead worker (driver killed too) is detected before queuing,
+    so the very first re-run re-queues and runs it."""
+    import subprocess
+    import sys
+
+    marker = tmp_path / "marker"
+    runs = grid(marker, xs=(1, 2), repeats=1)
+    store.submit_many(runs)
+    from dpmix_core.runtime.store import HOST
+
+    orphan = store.claim(backend="local", host=HOST)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that no longer runs: the killed worker
+    assert store.set_worker(orphan.id, dead.pid)
+    summary = run_sweep(store, "killed", runs, backend=fake_jobs.backend(store), poll_s=0.05)
+    assert summary.ok and summary.requeued == 1 and executions(marker) == 2

@@ -16,10 +16,10 @@ import torch
 import torch.nn.functional as F
 
 from dpmix_core.experiments.config import RunConfig, run_key
+from dpmix_core.experiments.runner import Cancelled, NullReporter, run_config, run_job
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.training import losses as L
 from dpmix_core.training.models import build_model, count_parameters
-from dpmix_core.experiments.runner import Cancelled, NullReporter, run_config, run_job
 from dpmix_core.training.train import OptimSettings, evaluate, fit, lr_factor
 
 SMALL = dict(dataset="embedded", train_limit=300, test_limit=200, epochs=1, device="cpu", batch_size=64)

@@ -58,6 +58,7 @@ from scipy import stats
 from dpmix_core.privacy.accountants import applicable_accountants
 from dpmix_core.privacy.accountants.base import EpsilonResult
 from dpmix_core.privacy.release import MixingRelease
+from dpmix_core.resources.limits import audit_cost, check_cost, limits_from_env
 
 __all__ = [
     "MECHANISMS",
@@ -322,6 +323,8 @@ def run_audit(config: AuditConfig) -> AuditResult:
     import time
 
     start = time.perf_counter()
+    check_cost(audit_cost(trials=config.trials, T=config.T, chunk_values=_CHUNK_ELEMENTS), limits_from_env(),
+               change="the trials or T")
     release = config.release()
     rng = np.random.default_rng(config.seed)
     p, s, T = config.inclusion_probability, canary_shift(config), config.T

@@ -243,7 +243,7 @@ def membership_inference(
 
         member_ds = Dataset(f"{dataset.name}-members", x_mem, y_mem, None, None, k,
                             f"{dataset.source} ({members} membership-audit members)", dataset.label_names)
-        syn = synthesize(synthesis, member_ds)
+        syn = synthesize(synthesis, member_ds, job=True)
         used_config = syn.config
         x_train, y_train = syn.data.x, syn.data.y
         feature_map = D.release_feature_map(syn.config, x_mem)

@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import argparse
 import math
+from decimal import Decimal, InvalidOperation
 
-__all__ = ["positive_int", "finite_float", "positive_float"]
+__all__ = ["MAX_INT", "positive_int", "finite_float", "positive_float"]
+
+MAX_INT = 10**18  # larger counts are typos (and overflow int64 arrays); refused with one line
 
 
 def positive_int(text: str) -> int:
-    """'256', '1e4' -> int; rejects fractions, zero and negatives."""
+    """'256', '1e4' -> int, exactly (parsed as a decimal, never through a float); rejects fractions,
+    zero, negatives and values above :data:`MAX_INT`."""
     try:
-        value = float(text)
-    except ValueError:
+        value = Decimal(text.strip().replace("_", ""))
+    except (InvalidOperation, ValueError):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value.is_integer() or value < 1:
+    if not value.is_finite():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    if value > MAX_INT:
+        raise argparse.ArgumentTypeError(f"{text!r} is too large (at most {MAX_INT:.0e})")
+    if value != value.to_integral_value() or value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return int(value)
 

@@ -2,7 +2,9 @@
 
 Contract (scripts and tests rely on it): ``--json`` prints one JSON object (a
 list for ``--accountant all``); infinite epsilon prints "inf"; invalid input
-exits with code 2 and one line on stderr, never a traceback.
+exits with code 2 and one line on stderr, never a traceback -- and so do MemoryError, OSError,
+results-store errors and requests over the limits of :mod:`dpmix_core.resources.limits` (``--debug``
+anywhere on the line adds the traceback). See docs/RELIABILITY.md.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ import argparse
 import json
 import math
 import os
+import sqlite3
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -192,7 +196,8 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
     """--memmap X.npy --labels Y.npy: a release larger than memory, written chunk by chunk to a folder."""
     import numpy as np
 
-    from dpmix_core.mechanisms.streaming import STREAM_MECHANISMS, synthesize_streaming
+    from dpmix_core.mechanisms.streaming import ELEMENTS_PER_CHUNK, STREAM_MECHANISMS, synthesize_streaming
+    from dpmix_core.resources.limits import check_cost, limits_from_env, streaming_cost
 
     if args.mechanism not in STREAM_MECHANISMS:
         raise CliError(f"--memmap streams {', '.join(STREAM_MECHANISMS)} only; got --mechanism {args.mechanism}")
@@ -205,6 +210,10 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
         labels = np.load(args.labels, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise CliError(f"cannot memory-map the source: {exc}") from None
+    if source.ndim == 2:
+        d = int(source.shape[1])
+        check_cost(streaming_cost(T=args.T, l=args.l, d=d, k=args.num_classes,
+                                  chunk_values=ELEMENTS_PER_CHUNK), limits_from_env(), change="T or l", job=True)
     result = synthesize_streaming(
         source, labels, num_classes=args.num_classes, mechanism=args.mechanism, l=args.l, T=args.T,
         sigma_x=args.sigma_x, sigma_y=args.sigma_y, seed=args.seed, out_path=args.out, device=args.device,
@@ -375,8 +384,17 @@ def _add_sweep(sub) -> None:
                    help="run the protocol on another dataset (its own sweep, NAME@dataset; data from $DPMIX_DATA_DIR, "
                         "the cache, or a download)")
     p.set_defaults(func=lambda args: cli_sweep(
-        args, expand=lambda text: expand_cli_spec(text, repeats=args.repeats, values=args.values,
+        args, expand=lambda text: expand_cli_spec(text, repeats=_checked_repeats(args.repeats), values=args.values,
                                                   dataset=args.dataset)))
+
+
+def _checked_repeats(repeats: int | None) -> int | None:
+    """--repeats bounded by DPMIX_MAX_RUNS before the run list is built (building it costs time too)."""
+    from dpmix_core.resources.limits import check_sweep_cost
+
+    if repeats is not None:
+        check_sweep_cost(repeats)
+    return repeats
 
 
 def _axis_number(text: str) -> float:
@@ -438,7 +456,8 @@ def _add_report(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m dpmix_core", description="DPMix Studio core: privacy accounting for mixing.")
+    parser = _Parser(prog="python -m dpmix_core", description="DPMix Studio core: privacy accounting for mixing.",
+                     epilog="--debug (anywhere): print the traceback of an error too")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("epsilon", help="epsilon of a mixing release under one or all accountants")
     add_setting_arguments(p, with_sigma=True)
@@ -456,13 +475,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def error_line(exc: BaseException) -> str:
+    """The one stderr line for an error that ends a command (no traceback, no newline inside)."""
+    if isinstance(exc, MemoryError):
+        text = ("out of memory: the request is larger than this machine can hold; lower T, l, the trials or "
+                "the repeats (or DPMIX_MAX_MEMORY to be refused earlier)")
+    elif isinstance(exc, OSError) and not isinstance(exc, sqlite3.Error) and exc.strerror:
+        where = f" ({exc.filename})" if exc.filename else ""
+        text = f"{exc.strerror}{where}"
+    elif isinstance(exc, sqlite3.Error):
+        text = f"results store: {exc}"
+    else:
+        text = str(exc) or type(exc).__name__
+    return "error: " + " ".join(text.split())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; every user error, and MemoryError/OSError/store errors, ends as one stderr
+    line and exit code 2 (``--debug``: the traceback too)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
     try:
         args = build_parser().parse_args(argv)
         func: Callable[[argparse.Namespace], int] = args.func
         return func(args)
-    except (CliError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (CliError, ValueError, MemoryError, OSError, sqlite3.Error) as exc:
+        if debug:
+            traceback.print_exc()
+        print(error_line(exc), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

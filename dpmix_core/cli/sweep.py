@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sqlite3
 import sys
+from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
 
 from dpmix_core.cli.argtypes import positive_float, positive_int
 from dpmix_core.experiments.sweeps import DEFAULT_RETRY, RunSpec, export_csv, run_sweep
-from dpmix_core.runtime.store import ResultStore, StoreError
+from dpmix_core.resources.files import check_new_file
+from dpmix_core.resources.limits import check_sweep_cost, limits_from_env
+from dpmix_core.runtime.store import ResultStore, default_store_path, store_problem
 
 __all__ = ["TextProgress", "add_sweep_arguments", "cli_sweep"]
 
@@ -72,15 +76,26 @@ def cli_sweep(args: argparse.Namespace, *,
 
     ``expand(args.spec) -> (name, [(kind, config, key)], spec as JSON-ready dict)``.
     """
+    if getattr(args, "export", None):
+        check_new_file(args.export, what="--export")  # before any work: a bad path costs nothing
+    backend_name = getattr(args, "backend", "local")
+    if backend_name == "local" and getattr(args, "address", None):
+        raise ValueError("--address needs --backend ray")
+    if backend_name == "ray" and importlib.util.find_spec("ray") is None:
+        from dpmix_core.runtime.ray_backend import RAY_MISSING
+
+        raise ValueError(RAY_MISSING)
     spec_name, runs, spec = expand(args.spec)
     name = getattr(args, "name", None) or spec_name
     if not runs:
         raise ValueError(f"spec {args.spec!r} expands to no runs")
+    check_sweep_cost(len(runs), limits_from_env())
     max_parallel = getattr(args, "max_parallel", None)
     try:
         store = ResultStore(getattr(args, "store", None))
-    except (StoreError, sqlite3.Error, OSError) as exc:
-        raise ValueError(f"cannot open the results store: {exc}") from None
+    except (sqlite3.Error, OSError) as exc:
+        raise (store_problem(default_store_path() if getattr(args, "store", None) is None
+                             else Path(args.store), exc) or exc) from None
     from dpmix_core.runtime.backends import make_backend
 
     try:

@@ -7,9 +7,32 @@ from collections.abc import Callable
 
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.runner import run_config
-from dpmix_core.synthesis.pipeline import SynthesisConfig
+from dpmix_core.resources.limits import Limits, check_cost, check_training_cost, limits_from_env
+from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release, release_cost
 
-__all__ = ["train_repeats"]
+__all__ = ["check_before_training", "train_repeats"]
+
+
+def check_before_training(base: RunConfig, repeats: int, limits: Limits | None = None) -> None:
+    """Everything that can be refused before the first progress line: the dataset loads and has a
+    test split, the release fits it (l <= n, l <= every class size) and the estimated cost of the
+    release and of ``repeats`` trainings is within ``limits`` (ValueError with one line otherwise)."""
+    from dpmix_core.data import load_dataset
+    from dpmix_core.training.data import subsample
+
+    limits = limits or limits_from_env()
+    ds = load_dataset(base.dataset, data_dir=base.data_dir)
+    if ds.x_test is None:
+        raise ValueError(f"dataset {base.dataset!r} has no test split to evaluate on.")
+    ds = subsample(ds, train_limit=base.train_limit, test_limit=base.test_limit)
+    samples = ds.n_train
+    if base.synthesis is not None:
+        if base.method == "mixing":
+            planned_release(base.synthesis, ds)  # raises on l > n or a class smaller than l
+            if base.synthesis.mechanism != "label-laplace":
+                samples = base.synthesis.T
+        check_cost(release_cost(base.synthesis, ds), limits, change="T or l", job=True)
+    check_training_cost(runs=repeats, epochs=base.epochs, n=samples, d=ds.feature_dim, limits=limits)
 
 
 class _LineReporter:
@@ -77,6 +100,7 @@ def train_repeats(
     base = RunConfig(method, dataset=dataset, data_dir=None if data_dir is None else str(data_dir),
                      synthesis=synthesis if method in ("mixing", "label-laplace") else None, model=model, loss=loss,
                      epochs=epochs, seed=seed, device=device, **kw)
+    check_before_training(base, repeats)
     results = []
     for r in range(repeats):
         cfg = base.replace(seed=seed + r)

@@ -8,10 +8,12 @@ is read (the python release is a pickle).
 from __future__ import annotations
 
 import gzip
+import io
 import math
 import struct
 import tarfile
 import zipfile
+import zlib
 from pathlib import Path
 from typing import NamedTuple
 
@@ -27,6 +29,7 @@ __all__ = [
     "parse_idx",
     "read_idx_folder",
     "read_keras_npz",
+    "read_npz",
     "parse_cifar_batch",
     "read_cifar_folder",
     "read_cifar_tar",
@@ -44,6 +47,9 @@ CIFAR_BATCHES = tuple(f"data_batch_{i}.bin" for i in range(1, 6)) + ("test_batch
 _CIFAR_SHAPE = (3, 32, 32)  # stored channel-first: 1024 red, 1024 green, 1024 blue bytes
 _CIFAR_RECORD = 1 + math.prod(_CIFAR_SHAPE)
 _IDX_UBYTE = 0x08
+_NPY_HEADER_MAX = 65_536  # an .npy header is at most this long (numpy refuses longer ones by default)
+MAX_OFFICIAL_NPZ_BYTES = 4_000_000_000  # a keras-style dataset .npz (CIFAR-10: 184 MB decompressed)
+MAX_OFFICIAL_FILE_BYTES = 1_000_000_000  # one decompressed IDX file or CIFAR-10 batch (the largest: 47 MB)
 
 
 class Splits(NamedTuple):
@@ -74,9 +80,13 @@ def parse_idx(raw: bytes, ndim: int, what: str) -> np.ndarray:
 
 def _read_idx_gz(path: Path, ndim: int) -> np.ndarray:
     try:
-        raw = gzip.decompress(path.read_bytes())
-    except (OSError, EOFError) as exc:
+        with gzip.open(path, "rb") as fh:
+            raw = fh.read(MAX_OFFICIAL_FILE_BYTES + 1)  # a gzip bomb stops at the bound
+    except (OSError, EOFError, zlib.error) as exc:
         raise DatasetError(f"{path}: not a valid gzip file ({exc}).") from exc
+    if len(raw) > MAX_OFFICIAL_FILE_BYTES:
+        raise DatasetError(f"{path}: decompresses to more than {MAX_OFFICIAL_FILE_BYTES:,} bytes; not an official "
+                           "IDX file.")
     return parse_idx(raw, ndim, str(path))
 
 
@@ -92,16 +102,72 @@ def read_idx_folder(folder: Path) -> Splits:
     return Splits(*_pair(x_tr, y_tr, f"{folder} (train)"), *_pair(x_te, y_te, f"{folder} (t10k)"))
 
 
-def read_keras_npz(path: Path) -> Splits:
-    """Read a keras-style ``.npz`` with x_train, y_train, x_test, y_test (never unpickles)."""
+def _member_header(zf: zipfile.ZipFile, member: str, what: str) -> tuple[tuple[int, ...], np.dtype]:
+    """The declared (shape, dtype) of one ``.npy`` member, read from its header only."""
+    key = member[:-4]
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {key: npz[key] for key in npz.files if key in Splits._fields}
-            found = npz.files
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise DatasetError(f"{path}: cannot read as .npz ({exc}).") from exc
-    missing = [key for key in Splits._fields if key not in arrays]
-    if missing:
+        with zf.open(member) as fh:
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+            elif version == (2, 0):
+                shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+            else:
+                raise ValueError(f".npy format version {version} is not supported")
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, SyntaxError, NotImplementedError, RuntimeError,
+            zlib.error) as exc:
+        raise DatasetError(f"{what}: array '{key}' is not a plain numpy array (a pickle or a damaged file?); "
+                           "save numeric arrays with numpy.savez.") from exc
+    if dtype.hasobject:
+        raise DatasetError(f"{what}: not a readable .npz archive (array '{key}' holds Python objects, which are "
+                           "never unpickled); save numeric arrays.")
+    return tuple(int(s) for s in shape), dtype
+
+
+def read_npz(source: bytes | Path, what: str, wanted: tuple[str, ...], *, max_decompressed: int,
+             what_to_do: str = "use smaller arrays") -> tuple[dict[str, np.ndarray], tuple[str, ...]]:
+    """``(arrays, member names)``: the ``wanted`` arrays of an .npz (bytes or a path), after checking
+    every wanted member's declared shape and dtype from its ``.npy`` header and bounding their total
+    decompressed size by ``max_decompressed`` bytes; nothing is read beyond that and nothing is
+    unpickled. When a wanted array is missing, ``arrays`` is empty (the caller names what is missing).
+    Raises :class:`DatasetError` with one line naming ``what``."""
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        head = bytes(source[:6]) if isinstance(source, (bytes, bytearray)) else b""
+        if head == b"\x93NUMPY":
+            raise DatasetError(f"{what}: holds a single .npy array; save x and y with numpy.savez.") from None
+        raise DatasetError(f"{what}: not a readable .npz archive ({exc}).") from None
+    with zf:
+        members = {name[:-4]: name for name in zf.namelist() if name.endswith(".npy")}
+        if any(key not in members for key in wanted):
+            return {}, tuple(members)
+        declared = {key: _member_header(zf, members[key], what) for key in wanted}
+        total = sum(math.prod(shape) * dtype.itemsize for shape, dtype in declared.values())
+        if total > max_decompressed:
+            raise DatasetError(f"{what}: its arrays hold {total:,} bytes once decompressed, more than the limit "
+                               f"of {max_decompressed:,}; {what_to_do}.")
+        arrays = {}
+        for key in wanted:
+            shape, dtype = declared[key]
+            try:
+                with zf.open(members[key]) as fh:
+                    raw = fh.read(math.prod(shape) * dtype.itemsize + _NPY_HEADER_MAX)  # never more than declared
+                arrays[key] = np.load(io.BytesIO(raw), allow_pickle=False)
+            except (OSError, ValueError, EOFError, zipfile.BadZipFile, NotImplementedError, RuntimeError,
+                    zlib.error) as exc:
+                raise DatasetError(f"{what}: not a readable .npz archive (array '{key}': {exc}).") from None
+    return arrays, tuple(members)
+
+
+def read_keras_npz(path: Path) -> Splits:
+    """Read a keras-style ``.npz`` with x_train, y_train, x_test, y_test (bounded, never unpickles)."""
+    try:
+        arrays, found = read_npz(path, str(path), Splits._fields, max_decompressed=MAX_OFFICIAL_NPZ_BYTES)
+    except DatasetError as exc:
+        raise DatasetError(f"{path}: cannot read as .npz ({str(exc).removeprefix(f'{path}: ')})") from None
+    if not arrays:
+        missing = [key for key in Splits._fields if key not in found]
         raise DatasetError(f"{path}: missing array(s) {', '.join(missing)}; found {', '.join(found) or 'none'}.")
     for key in ("x_train", "x_test"):
         if arrays[key].dtype != np.uint8:
@@ -143,7 +209,10 @@ def read_cifar_tar(path: Path) -> Splits:
         with tarfile.open(path, "r|gz") as tar:
             for member in tar:
                 if member.name in wanted and member.isfile():
-                    raw[wanted[member.name]] = tar.extractfile(member).read()
+                    if member.size > MAX_OFFICIAL_FILE_BYTES:
+                        raise DatasetError(f"{path}: {member.name} declares {member.size:,} bytes; not an official "
+                                           "CIFAR-10 batch.")
+                    raw[wanted[member.name]] = tar.extractfile(member).read(member.size)
     except (OSError, EOFError, tarfile.TarError) as exc:
         raise DatasetError(f"{path}: cannot read as .tar.gz ({exc}).") from exc
     missing = [name for name in CIFAR_BATCHES if name not in raw]

@@ -11,9 +11,9 @@ keeps the original values. Features become float32 (n, d).
 from __future__ import annotations
 
 import io
+import math
 import os
 import warnings
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -21,11 +21,17 @@ from typing import BinaryIO
 import numpy as np
 
 from dpmix_core.data.base import Dataset, DatasetError
+from dpmix_core.data.formats import read_npz
 
 __all__ = ["load_user_data"]
 
 MAX_BYTES = 200_000_000
 MAX_ROWS = 1_000_000
+MAX_COLUMNS = 100_000  # a CSV header with more fields is refused before parsing
+MAX_CELLS = 50_000_000  # rows x columns (CSV) or records x features (npz): 200 MB as float32
+MAX_DECOMPRESSED = 400_000_000  # bytes the arrays of an .npz may declare, checked before reading them
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+MAX_EXACT_LABEL = 2**53  # larger float labels are not distinct integers (1e20 == 1e20 + 1)
 
 
 def _read_limited(file_or_bytes: bytes | BinaryIO | os.PathLike[str], filename: str, max_bytes: int) -> bytes:
@@ -47,12 +53,46 @@ def _first_bad(mask: np.ndarray) -> int | None:
 
 
 def _integer_labels(values: np.ndarray, where: Callable[[int], str]) -> np.ndarray:
-    """int64 labels from finite numbers; ``where(i)`` names record i in the error."""
+    """int64 labels from finite numbers that are integers and fit (floats: |v| <= 2**53, where every
+    integer is distinct; unsigned: <= int64 max); ``where(i)`` names record i in the error."""
     if values.dtype.kind == "f":
         i = _first_bad(values != np.rint(values))
         if i is not None:
             raise DatasetError(f"{where(i)}: {values[i]:g} is not an integer label.")
+        i = _first_bad(np.abs(values) > MAX_EXACT_LABEL)
+        if i is not None:
+            raise DatasetError(f"{where(i)}: label {values[i]:g} is too large to be told apart from its neighbours; "
+                               f"use integer labels of at most {MAX_EXACT_LABEL:,} in magnitude.")
+    elif values.dtype.kind == "u":
+        i = _first_bad(values > np.iinfo(np.int64).max)
+        if i is not None:
+            raise DatasetError(f"{where(i)}: label {int(values[i])} does not fit in a 64-bit signed integer.")
+    elif values.dtype.kind == "b":
+        values = values.astype(np.int64)
     return values.astype(np.int64)
+
+
+def _check_float32_range(matrix: np.ndarray, where: Callable[[int, int], str]) -> None:
+    """Finite values beyond the float32 range would silently become infinite features."""
+    if matrix.dtype.kind != "f" or matrix.dtype.itemsize <= 4:
+        return
+    bad = np.argwhere(np.abs(matrix) > FLOAT32_MAX)
+    if len(bad):
+        i, j = (int(k) for k in bad[0])
+        raise DatasetError(f"{where(i, j)}: {matrix[i, j]:g} is beyond the float32 range (|x| <= {FLOAT32_MAX:.3g}); "
+                           "rescale the features.")
+
+
+def _check_csv_shape(data: bytes, filename: str, max_rows: int) -> None:
+    """Bound the columns (counted in the header line) and the cells before pandas parses anything."""
+    header = data.split(b"\n", 1)[0]
+    columns = header.count(b",") + 1
+    if columns > MAX_COLUMNS:
+        raise DatasetError(f"{filename}: {columns:,} columns, more than the limit of {MAX_COLUMNS:,}.")
+    rows = min(data.count(b"\n"), max_rows + 1)
+    if rows * columns > MAX_CELLS:
+        raise DatasetError(f"{filename}: about {rows:,} rows x {columns:,} columns, more than the limit of "
+                           f"{MAX_CELLS:,} cells; upload fewer rows or features.")
 
 
 def _check_finite(matrix: np.ndarray, where: Callable[[int, int], str]) -> None:
@@ -74,6 +114,7 @@ def _is_number(text: str) -> bool:
 def _parse_csv(data: bytes, filename: str, label_column: str | None, max_rows: int) -> tuple[np.ndarray, np.ndarray]:
     import pandas as pd  # only needed for uploads
 
+    _check_csv_shape(data, filename, max_rows)
     try:
         with warnings.catch_warnings():  # pandas only warns when row 2 is longer than the header
             warnings.simplefilter("error", pd.errors.ParserWarning)
@@ -104,22 +145,23 @@ def _parse_csv(data: bytes, filename: str, label_column: str | None, max_rows: i
                 kind = "an integer label" if name == label else "a number"
                 raise DatasetError(f"{filename}: row {i + 2}, column '{name}': {frame[name].iloc[i]!r} is not {kind}.")
             frame[name] = numeric
+    raw_labels = frame[label].to_numpy()
     values = frame.to_numpy(dtype=np.float64)
-    _check_finite(values, lambda i, j: f"{filename}: row {i + 2}, column '{columns[j]}'")
-    y = _integer_labels(values[:, columns.index(label)], lambda i: f"{filename}: row {i + 2}, column '{label}'")
+    cell = lambda i, j: f"{filename}: row {i + 2}, column '{columns[j]}'"  # noqa: E731
+    _check_finite(values, cell)
+    _check_float32_range(values, cell)
+    y = _integer_labels(raw_labels if raw_labels.dtype.kind in "iu" else values[:, columns.index(label)],
+                        lambda i: f"{filename}: row {i + 2}, column '{label}'")
     x = np.delete(values, columns.index(label), axis=1).astype(np.float32)
     return x, y
 
 
-def _npz_arrays(data: bytes, filename: str) -> dict[str, np.ndarray]:
-    try:
-        loaded = np.load(io.BytesIO(data), allow_pickle=False)
-        if isinstance(loaded, np.lib.npyio.NpzFile):
-            with loaded:
-                return {key: loaded[key] for key in loaded.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:  # ValueError: e.g. pickled object arrays
-        raise DatasetError(f"{filename}: not a readable .npz archive ({exc}).") from exc
-    raise DatasetError(f"{filename}: holds a single .npy array; save x and y with numpy.savez.")
+def _npz_arrays(data: bytes, filename: str, max_decompressed: int = MAX_DECOMPRESSED) -> dict[str, np.ndarray]:
+    """Arrays ``x`` and ``y`` of an uploaded .npz (only the member names when one is missing: the
+    caller names it), read through :func:`~dpmix_core.data.formats.read_npz` (bounded, never unpickled)."""
+    arrays, members = read_npz(data, filename, ("x", "y"), max_decompressed=max_decompressed,
+                               what_to_do="upload fewer records or features")
+    return arrays if len(arrays) == 2 else {key: np.empty(0) for key in members}
 
 
 def _parse_npz(data: bytes, filename: str, max_rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -130,6 +172,8 @@ def _parse_npz(data: bytes, filename: str, max_rows: int) -> tuple[np.ndarray, n
     for key, array in (("x", x), ("y", y)):
         if array.dtype.kind not in "biuf":
             raise DatasetError(f"{filename}: array '{key}' has dtype {array.dtype}; expected numbers.")
+    if x.ndim >= 1 and len(x) and math.prod(x.shape) > MAX_CELLS:
+        raise DatasetError(f"{filename}: x holds {math.prod(x.shape):,} values, more than the limit of {MAX_CELLS:,}.")
     if x.ndim < 2 or y.ndim != 1 or len(x) != len(y):
         raise DatasetError(f"{filename}: need x of shape (n, d...) and y of shape (n,); found {x.shape}, {y.shape}.")
     if len(y) == 0:
@@ -138,6 +182,7 @@ def _parse_npz(data: bytes, filename: str, max_rows: int) -> tuple[np.ndarray, n
         raise DatasetError(f"{filename}: {len(y):,} records, more than {max_rows:,} (max_rows).")
     features = x.reshape(len(x), -1)
     _check_finite(features, lambda i, j: f"{filename}: x row {i}, column {j}")
+    _check_float32_range(features, lambda i, j: f"{filename}: x row {i}, column {j}")
     _check_finite(y[:, None], lambda i, j: f"{filename}: y[{i}]")
     return features.astype(np.float32), _integer_labels(y, lambda i: f"{filename}: y[{i}]")
 

@@ -172,7 +172,7 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
 
         prog.phase("synthesis")
         t0 = time.perf_counter()
-        synthesis = synthesize(config.synthesis, ds)
+        synthesis = synthesize(config.synthesis, ds, job=True)
         tick("synthesis", t0)
         stop(force=True)
         x_all, y_all = synthesis.data.x, synthesis.data.y

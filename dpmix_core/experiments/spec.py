@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from dpmix_core.experiments.config import RunConfig, run_key
+from dpmix_core.resources.limits import check_sweep_cost
 from dpmix_core.training.names import METHODS
 
 __all__ = ["AXES", "AXIS_RULES", "AxisRule", "Series", "Published", "SweepSpec", "load_spec", "axis_value", "apply_axis"]
@@ -291,13 +292,17 @@ class SweepSpec:
                 raise ValueError(
                     f"published point for unknown series {p.series!r}; series: {', '.join(sorted(names))}.")
         object.__setattr__(self, "published", published)
-        self.runs()  # every run must be valid
+        check_sweep_cost(len(self._series()) * len(values) * self.repeats)  # before any list is built
+        self._expand(repeats=1)  # every run must be valid (a run's seed never makes it invalid)
 
     def _series(self) -> tuple[Series, ...]:
         return self.series or (Series(self.base.label or self.base.method, {}),)
 
     def runs(self) -> list[RunConfig]:
         """Every distinct run, in order: series, then axis value, then repeat (seed)."""
+        return self._expand(self.repeats)
+
+    def _expand(self, repeats: int) -> list[RunConfig]:
         out: list[RunConfig] = []
         seen: set[str] = set()
         base = self.base.to_dict()
@@ -307,7 +312,7 @@ class SweepSpec:
                 series_base["label"] = s.name
                 for value in self.values:
                     with_value = apply_axis(series_base, self.axis, value)
-                    for r in range(self.repeats):
+                    for r in range(repeats):
                         cfg = RunConfig.from_dict({**with_value, "seed": self.base.seed + r})
                         key = run_key(cfg)
                         if key not in seen:

@@ -84,8 +84,13 @@ class SweepSummary:
 def submit_sweep(store: ResultStore, sweep_name: str, runs: Iterable[RunSpec], *, backend: Backend | None = None,
                  spec: Mapping[str, Any] | None = None,
                  retry: bool | Iterable[str] = DEFAULT_RETRY) -> tuple[Sweep, list[tuple[Run, SubmitOutcome]]]:
-    """Register (or resume) the sweep and queue its runs without waiting (what the app calls)."""
+    """Register (or resume) the sweep and queue its runs without waiting (what the app calls).
+
+    The backend is pumped once before queuing, so a run left ``running`` by a killed worker is
+    detected (dead pid or stale heartbeat), marked interrupted and re-queued by this very call:
+    one re-run completes an interrupted sweep."""
     backend = backend or LocalProcessBackend(store)
+    backend.pump()  # first: runs whose worker died (or went stale) become interrupted, so they are re-queued now
     sweep = store.create_sweep(sweep_name, spec, backend=backend.name, location=backend.location)
     submitted = backend.submit_many(list(runs), sweep=sweep.id, requeue=retry)
     return sweep, submitted

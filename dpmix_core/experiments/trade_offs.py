@@ -15,11 +15,20 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from dpmix_core.data import DatasetError, load_dataset
-from dpmix_core.experiments.config import run_key
+from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.results import aggregate
 from dpmix_core.experiments.spec import Published, SweepSpec, load_spec
 from dpmix_core.experiments.sweeps import submit_sweep
+from dpmix_core.resources.limits import (
+    LimitExceeded,
+    Limits,
+    check_cost,
+    check_sweep_cost,
+    check_training_cost,
+    limits_from_env,
+    mixing_cost,
+)
 from dpmix_core.runtime.jobs import LocalProcessBackend, default_max_parallel
 from dpmix_core.runtime.store import ResultStore
 
@@ -32,7 +41,10 @@ __all__ = [
     "estimate_minutes",
     "expand_cli_spec",
     "sweep_jobs",
+    "sweep_id_from_query",
+    "spec_problem",
     "launch_sweep",
+    "unreadable_runs",
     "run_table",
     "sweep_results",
     "sweep_rows",
@@ -45,7 +57,7 @@ __all__ = [
 
 # A job kind is part of a stored run's identity (the store refuses a key under another kind), so it keeps the
 # spelling stores were written with; the worker resolves it to its current home (runtime.worker.MOVED_KINDS).
-JOB_KIND = "dpmix_core.training.runner:run_job"
+JOB_KIND = "dpmix_core.experiments.runner:run_job"
 AXIS_TITLES = {
     "sigma": "noise σx",
     "l": "ℓ (records mixed per point)",
@@ -93,6 +105,52 @@ def estimate_minutes(spec: SweepSpec, max_parallel: int | None = None) -> float:
     """Rough wall-clock minutes for the whole sweep on this machine's worker slots."""
     slots = max_parallel or default_max_parallel()
     return estimate_sweep_seconds(spec) / slots / 60.0
+
+
+def spec_problem(spec: SweepSpec, limits: Limits | None = None, *, d: int = 784, k: int = 10,
+                 n: int = 60_000) -> str | None:
+    """One line saying which limit the sweep would exceed (None when it fits), checked from the spec's
+    numbers before its run list is built: the run count, one release (T, l at their largest on the
+    axis) and one training (epochs over T points). ``d``, ``k``, ``n``: the dataset's sizes (MNIST)."""
+    limits = limits or limits_from_env()
+    syn = spec.base.synthesis
+    values = [v for v in spec.values if isinstance(v, (int, float)) and math.isfinite(v)]
+    T = int(max(values)) if spec.axis == "T" and values else (syn.T if syn is not None else n)
+    l = int(max(values)) if spec.axis == "l" and values else (syn.l if syn is not None else 1)
+    try:
+        check_sweep_cost(max(1, len(spec.series)) * max(1, len(spec.values)) * spec.repeats, limits)
+        if syn is not None:
+            check_cost(mixing_cost(T=T, l=l, d=d, k=k, n=n), limits, change="T or l", job=True)
+        check_training_cost(runs=1, epochs=spec.base.epochs, n=T, d=d, limits=limits)
+    except LimitExceeded as exc:
+        return str(exc)
+    return None
+
+
+def sweep_id_from_query(store: ResultStore, text: str | None) -> int | None:
+    """The sweep id in a page's ``?sweep=`` (None when absent); ValueError with one line when it is
+    not a number or names no sweep in ``store``."""
+    if text is None or text == "":
+        return None
+    try:
+        sweep_id = int(text)
+    except ValueError:
+        raise ValueError(f"?sweep={text!r} in the address is not a sweep number; pick a sweep below.") from None
+    if store.get_sweep(sweep_id) is None:
+        raise ValueError(f"?sweep={sweep_id} names no sweep in the results store {store.path}; pick one below.")
+    return sweep_id
+
+
+def unreadable_runs(store: ResultStore, sweep: int | str) -> list[tuple[int, str]]:
+    """(run id, reason) of the sweep's finished runs whose stored config no longer loads (e.g. written
+    by an older version); :func:`sweep_rows` leaves them out so the other runs still show."""
+    bad = []
+    for row in store.results(sweep):
+        try:
+            RunConfig.from_dict(row["config"])
+        except (ValueError, TypeError, KeyError) as exc:
+            bad.append((row["id"], " ".join(str(exc).split())))
+    return bad
 
 
 def sweep_jobs(spec: SweepSpec) -> list[tuple[str, dict, str]]:
@@ -195,7 +253,8 @@ def sweep_rows(store: ResultStore, sweep: int | str) -> list[dict]:
         raise ValueError(f"No sweep {sweep!r} in the results store.")
     spec = _stored_spec(stored)
     labels = {run_key(cfg): cfg.label for cfg in spec.runs()} if spec is not None else {}
-    rows = store.results(stored.id)
+    unreadable = {run_id for run_id, _ in unreadable_runs(store, stored.id)}
+    rows = [row for row in store.results(stored.id) if row["id"] not in unreadable]
     if labels:
         rows = [row for row in rows if row["key"] in labels]
     for row in rows:  # a reused run keeps the series name of *this* sweep

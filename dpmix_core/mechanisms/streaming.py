@@ -48,8 +48,11 @@ from dpmix_core.mechanisms._engine import child_sequence, resolve_device, seed_s
 from dpmix_core.mechanisms.mixing import DPMixParams, PoissonMixParams
 from dpmix_core.mechanisms.sampling import sample_mixture_indices, sample_poisson_batches
 from dpmix_core.privacy.release import MixingRelease
+from dpmix_core.resources.files import check_new_file, file_mode, make_temp_dir, remove_own_temp
+from dpmix_core.resources.limits import LimitExceeded
 
-__all__ = ["STREAM_MECHANISMS", "StreamingRelease", "default_chunk_points", "load_release", "synthesize_streaming"]
+__all__ = ["STREAM_MECHANISMS", "StreamingRelease", "check_stream_output", "default_chunk_points", "load_release",
+           "synthesize_streaming"]
 
 STREAM_MECHANISMS = ("dpmix", "poisson")
 ELEMENTS_PER_CHUNK = 1 << 23  # gathered indices x feature columns per chunk: ~32 MB of float32 sub-table
@@ -80,6 +83,22 @@ class StreamingRelease:
 def default_chunk_points(l: int, d: int, *, elements: int = ELEMENTS_PER_CHUNK) -> int:
     """Points per chunk so that (points * l) gathered rows * d columns stays about ``elements``."""
     return max(1, int(elements // (max(1, l) * max(1, d))))
+
+
+def check_stream_output(out_dir: Path, *, T: int, d: int, k: int, overwrite: bool = False) -> Path:
+    """The release folder can be written: it does not exist (unless ``overwrite``), its parent is a
+    writable folder, and the disk there has room for the T*(d+K) float32 values (checked before
+    anything is written; ValueError / LimitExceeded with one line)."""
+    out_dir = Path(out_dir)
+    if (out_dir.exists() or out_dir.is_symlink()) and not overwrite:
+        raise ValueError(f"{str(out_dir)!r} exists; pass overwrite=True to replace it (or choose another --out).")
+    check_new_file(out_dir.parent / f".{out_dir.name}.check", what="--out")  # the parent: a writable folder
+    need = float(T) * (d + k) * 4
+    free = shutil.disk_usage(out_dir.parent).free
+    if need > free:
+        raise LimitExceeded(f"the release needs {need / 2**30:.3g} GiB on disk, but {str(out_dir.parent)!r} has "
+                            f"{free / 2**30:.3g} GiB free: lower T or write elsewhere.")
+    return out_dir
 
 
 def load_release(out_dir: str | os.PathLike, *, mmap_mode: str | None = "r") -> tuple[np.ndarray, np.ndarray, dict]:
@@ -122,8 +141,10 @@ def synthesize_streaming(
     ``source`` and ``labels`` may be ``np.memmap`` (or any array supporting sorted fancy indexing);
     they are never copied as a whole, and labels are validated chunk by chunk.
 
-    The folder is written as ``OUT.partial`` and renamed to ``OUT`` at the end (an interrupted
-    run leaves no half release under the final name). Returns a :class:`StreamingRelease`.
+    The folder is written into a new, uniquely named ``.OUT.partial-XXXX`` beside ``OUT`` and renamed
+    to ``OUT`` at the end (an interrupted run leaves no half release under the final name); a failure
+    removes only that folder, never a path this call did not create. Output path, and free disk
+    space for the T*(d+K) float32 values, are checked first. Returns a :class:`StreamingRelease`.
     """
     import torch
     import torch.nn.functional as F
@@ -155,17 +176,10 @@ def synthesize_streaming(
         raise ValueError(f"chunk_points must be >= 1. Found {chunk_points}.")
 
     out_dir = Path(out_path)
-    if out_dir.exists() and not overwrite:
-        raise ValueError(f"{str(out_dir)!r} exists; pass overwrite=True to replace it.")
-    if not out_dir.parent.is_dir():
-        raise ValueError(f"output folder {str(out_dir.parent)!r} does not exist.")
-    tmp_dir = out_dir.with_name(out_dir.name + ".partial")
-    shutil.rmtree(tmp_dir, ignore_errors=True)
-    tmp_dir.mkdir()
+    check_stream_output(out_dir, T=T, d=d, k=k, overwrite=overwrite)
+    tmp_dir = make_temp_dir(out_dir)  # unique, created here: the only folder a failure removes
 
     ss = seed_sequence(seed)
-    x_out = np.lib.format.open_memmap(tmp_dir / "x.npy", mode="w+", dtype=np.float32, shape=(T, d))
-    y_out = np.lib.format.open_memmap(tmp_dir / "y.npy", mode="w+", dtype=np.float32, shape=(T, k))
     if dpmix_uint8 := (mechanism == "dpmix" and feature_range is None):
         table_dtype = np.float64 if l > _EXACT_UINT8_SUM else np.float32
     else:
@@ -175,7 +189,10 @@ def synthesize_streaming(
     stats = {"rows_read": 0, "max_unique_rows": 0, "max_indices": 0}
     t0 = time.perf_counter()
     chunks = 0
+    x_out = y_out = None
     try:
+        x_out = np.lib.format.open_memmap(tmp_dir / "x.npy", mode="w+", dtype=np.float32, shape=(T, d))
+        y_out = np.lib.format.open_memmap(tmp_dir / "y.npy", mode="w+", dtype=np.float32, shape=(T, k))
         for j, a in enumerate(range(0, T, chunk)):
             c = min(chunk, T - a)
             rng = np.random.Generator(np.random.PCG64(child_sequence(ss, 0, j)))
@@ -230,19 +247,25 @@ def synthesize_streaming(
                     _drop_pages(arr)
         x_out.flush()
         y_out.flush()
-    except BaseException:
+        seconds = time.perf_counter() - t0
         del x_out, y_out
-        shutil.rmtree(tmp_dir, ignore_errors=True)
+        x_out = y_out = None
+        card = streaming_card(release, mechanism=mechanism, delta=delta,
+                              seed=seed if isinstance(seed, int) else None, n=n, d=d, k=k, chunk_points=chunk,
+                              device=str(dev), feature_range=feature_range, accountants=accountants)
+        (tmp_dir / "card.json").write_text(json.dumps(card, indent=2))
+        for name in ("x.npy", "y.npy", "card.json"):
+            os.chmod(tmp_dir / name, file_mode())
+        os.chmod(tmp_dir, file_mode(directory=True))
+        if out_dir.is_symlink() or out_dir.is_file():
+            out_dir.unlink()  # overwrite=True: the caller asked to replace it
+        elif out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(tmp_dir, out_dir)
+    except BaseException:
+        x_out = y_out = None  # noqa: F841 -- close the maps before removing their files
+        remove_own_temp(tmp_dir)
         raise
-    seconds = time.perf_counter() - t0
-    del x_out, y_out
-    card = streaming_card(release, mechanism=mechanism, delta=delta, seed=seed if isinstance(seed, int) else None,
-                          n=n, d=d, k=k, chunk_points=chunk, device=str(dev), feature_range=feature_range,
-                          accountants=accountants)
-    (tmp_dir / "card.json").write_text(json.dumps(card, indent=2))
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    os.replace(tmp_dir, out_dir)
     return StreamingRelease(release=release, out_dir=out_dir, x_path=out_dir / "x.npy", y_path=out_dir / "y.npy",
                             card_path=out_dir / "card.json", card=card, chunks=chunks, chunk_points=chunk,
                             seconds=seconds, device=str(dev), stats=stats)

@@ -44,6 +44,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence, TextIO
 
+from dpmix_core.resources.files import write_files_atomically
+
 __all__ = [
     "ACTIVE_STATUSES",
     "DEFAULT_BUSY_TIMEOUT_S",
@@ -61,6 +63,7 @@ __all__ = [
     "default_store_path",
     "flatten",
     "stale_message",
+    "store_problem",
 ]
 
 SCHEMA_VERSION = 1
@@ -75,8 +78,41 @@ SubmitOutcome = Literal["new", "existing", "requeued"]
 RunState = Literal["ok", "cancel", "lost"]
 
 
-class StoreError(RuntimeError):
-    """The store cannot do what was asked (newer schema, unknown sweep, running runs in the way...)."""
+class StoreError(ValueError):
+    """The store cannot do what was asked (newer schema, unknown sweep, running runs in the way, a
+    damaged or unreadable file...). The message is one line naming the file and what to do."""
+
+
+def store_problem(path: Path, exc: BaseException) -> StoreError | None:
+    """The one-line :class:`StoreError` for a file-level SQLite/OS failure of the store at ``path``
+    (damaged, not a database, unopenable folder), or None when ``exc`` is not one of those
+    (locks, constraint violations: the caller's business)."""
+    text = str(exc).lower()
+    if isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text):
+        return StoreError(f"results store {path} is damaged ({exc}): move it aside (or restore a backup) "
+                          "and run again to start a new store, or pass --store / DPMIX_STORE with another file")
+    if isinstance(exc, sqlite3.OperationalError) and ("unable to open" in text or "readonly" in text
+                                                       or "read-only" in text or "disk i/o" in text):
+        return StoreError(f"cannot write the results store {path} ({exc}): make its folder {path.parent} "
+                          "writable, or pass --store / DPMIX_STORE with a file in a writable folder")
+    if isinstance(exc, PermissionError) or (isinstance(exc, OSError) and not isinstance(exc, sqlite3.Error)):
+        return StoreError(f"cannot create the results store {path} ({exc.strerror or exc}): pass --store / "
+                          "DPMIX_STORE with a file in a writable folder")
+    return None
+
+
+def _stays_empty(path: Path, wait_s: float = 1.0) -> bool:
+    """A 0-byte file that stays empty for ``wait_s``: not a store being created this moment by another
+    process (SQLite writes the header within milliseconds), but an empty or truncated file."""
+    deadline = time.monotonic() + wait_s
+    try:
+        while path.is_file() and path.stat().st_size == 0:
+            if time.monotonic() > deadline:
+                return True
+            time.sleep(0.05)
+    except OSError:
+        pass
+    return False
 
 
 def default_store_path() -> Path:
@@ -293,8 +329,17 @@ class ResultStore:
         if str(self.path) in ("", ":memory:"):
             raise ValueError("the store needs a file path (every call opens a fresh connection)")
         self.busy_timeout_s = float(busy_timeout_s)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._init_schema()
+        if self.path.is_dir():
+            raise StoreError(f"results store {self.path} is a folder, not a file: pass --store / DPMIX_STORE "
+                             "with a file path")
+        if _stays_empty(self.path):
+            raise StoreError(f"results store {self.path} is an empty (0-byte) file, not a store: delete it to "
+                             "start a new store, or restore it from a backup")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._init_schema()
+        except (sqlite3.Error, OSError) as exc:
+            raise (store_problem(self.path, exc) or exc) from None
 
     def __repr__(self) -> str:
         return f"ResultStore({str(self.path)!r})"
@@ -315,20 +360,34 @@ class ResultStore:
         return conn
 
     @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        conn = self._connect()
+    def _file_errors(self) -> Iterator[None]:
+        """Damaged/unwritable-file errors become one-line :class:`StoreError` naming the file."""
         try:
-            conn.execute("BEGIN")  # one snapshot for every statement of the call
-            yield conn
-        finally:
+            yield
+        except sqlite3.Error as exc:
+            raise (store_problem(self.path, exc) or exc) from None
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._file_errors():
+            conn = self._connect()
             try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-            conn.close()
+                conn.execute("BEGIN")  # one snapshot for every statement of the call
+                yield conn
+            finally:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+                conn.close()
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._file_errors(), self._write_unchecked() as conn:
+            yield conn
+
+    @contextmanager
+    def _write_unchecked(self) -> Iterator[sqlite3.Connection]:
         conn = self._connect()
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -742,9 +801,7 @@ class ResultStore:
             target.parent.mkdir(parents=True, exist_ok=True)
             buffer = io.StringIO()
             _write_csv(buffer, list(columns), rows)
-            tmp = target.with_name(f".{target.name}.tmp")
-            tmp.write_text(buffer.getvalue(), encoding="utf-8", newline="")
-            os.replace(tmp, target)
+            write_files_atomically({target: buffer.getvalue().encode("utf-8")})
         else:
             _write_csv(path, list(columns), rows)
         return len(rows)

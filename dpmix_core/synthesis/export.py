@@ -6,9 +6,7 @@ import dataclasses
 import io
 import json
 import math
-import os
 import platform
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -17,9 +15,10 @@ import numpy as np
 import dpmix_core
 from dpmix_core.privacy.accountants import applicable_accountants
 from dpmix_core.privacy.release import MixingRelease
+from dpmix_core.resources.files import check_new_file, write_files_atomically
 from dpmix_core.synthesis.pipeline import Synthesis
 
-__all__ = ["privacy_card", "write_release", "npz_bytes", "csv_bytes", "check_output_path"]
+__all__ = ["privacy_card", "write_release", "npz_bytes", "csv_bytes", "check_output_path", "card_path_for"]
 
 _GENERAL_CAVEATS = (
     "Floating-point Gaussian/Laplace sampling is not hardened against side channels (Mironov 2012): "
@@ -93,34 +92,30 @@ def csv_bytes(synthesis: Synthesis) -> bytes:
     return buf.getvalue().encode()
 
 
-def _atomic_write(path: Path, payload: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def check_output_path(out: str | Path) -> Path:
     """FILE.npz or FILE.csv in an existing folder (checked before any work is done)."""
     out = Path(out)
     if out.suffix.lower() not in (".npz", ".csv"):
         raise ValueError(f"Output must end in .npz or .csv. Found {out.name!r}.")
-    if not out.parent.is_dir():
-        raise ValueError(f"Output folder {str(out.parent)!r} does not exist.")
+    check_new_file(out)
+    check_new_file(card_path_for(out), what="privacy card")
     return out
 
 
+def card_path_for(out: str | Path) -> Path:
+    """FILE.npz / FILE.csv -> FILE.card.json (written beside the release, always together with it)."""
+    return Path(out).with_suffix(".card.json")
+
+
 def write_release(synthesis: Synthesis, out: str | Path) -> tuple[Path, Path]:
-    """Write FILE.npz or FILE.csv plus FILE.card.json atomically; returns both paths."""
+    """Write FILE.npz or FILE.csv plus FILE.card.json, both or neither; returns both paths.
+
+    Both paths are checked before anything is written (a card path that is a folder refuses the
+    whole release); both files go to unique temporaries first and are renamed into place together."""
     out = check_output_path(out)
     suffix = out.suffix.lower()
     card = privacy_card(synthesis)
     payload = npz_bytes(synthesis, card) if suffix == ".npz" else csv_bytes(synthesis)
-    card_path = out.with_suffix(".card.json")
-    _atomic_write(out, payload)
-    _atomic_write(card_path, json.dumps(card, indent=2).encode())
+    card_path = card_path_for(out)
+    write_files_atomically({out: payload, card_path: json.dumps(card, indent=2).encode()})
     return out, card_path

@@ -23,6 +23,7 @@ from dpmix_core.mechanisms.mixing import PREPROCESSING
 from dpmix_core.privacy.accountants import get_accountant
 from dpmix_core.privacy.calibration import calibrate_sigma
 from dpmix_core.privacy.release import MixingRelease, Protects
+from dpmix_core.resources.limits import Cost, Limits, check_cost, limits_from_env, mixing_cost
 
 __all__ = [
     "MECHANISMS",
@@ -32,6 +33,7 @@ __all__ = [
     "guarantee_label",
     "synthesize",
     "planned_release",
+    "release_cost",
     "resolve_preprocessing",
     "resolve_sigma",
 ]
@@ -189,8 +191,23 @@ def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
     return replace(config, sigma_x=sx, sigma_y=sy)
 
 
-def synthesize(config: SynthesisConfig, dataset: Dataset) -> Synthesis:
-    """Run the configured mechanism on the training split (calibrating sigma first if asked)."""
+def release_cost(config: SynthesisConfig, dataset: Dataset) -> Cost:
+    """The estimated memory and time of this release on this dataset (see :mod:`dpmix_core.resources.limits`)."""
+    if config.mechanism == "label-laplace":
+        T, l = dataset.n_train, 1
+    else:
+        T, l = config.T, 1 if config.mechanism == "local" else config.l
+    return mixing_cost(T=T, l=l, d=dataset.feature_dim, k=dataset.num_classes, n=dataset.n_train)
+
+
+def synthesize(config: SynthesisConfig, dataset: Dataset, *, limits: Limits | None = None,
+               job: bool = False) -> Synthesis:
+    """Run the configured mechanism on the training split (calibrating sigma first if asked).
+
+    The estimated cost is checked first against ``limits`` (default: the environment's;
+    ``job=True``: a background job, held to the job time limit): over a limit, a
+    :class:`~dpmix_core.resources.limits.LimitExceeded` names it before anything is computed."""
+    check_cost(release_cost(config, dataset), limits or limits_from_env(), change="T or l", job=job)
     X = dataset.x_train.reshape(dataset.n_train, -1)
     y = dataset.y_train
     k = dataset.num_classes

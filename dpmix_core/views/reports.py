@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, get_accountant
+from dpmix_core.privacy.curves import Axis, default_axis_values, epsilon_curve
 from dpmix_core.privacy.profile import (
     PrivacyProfile,
     gdp_mu_for,
@@ -18,7 +19,6 @@ from dpmix_core.privacy.profile import (
     tradeoff_from_profile,
 )
 from dpmix_core.privacy.release import MixingRelease, Sampling
-from dpmix_core.privacy.curves import Axis, default_axis_values, epsilon_curve
 from dpmix_core.views.privacy_scale import qualitative_label
 
 __all__ = [

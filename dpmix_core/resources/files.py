@@ -1,0 +1,97 @@
+"""Writing a user's files safely: output-path checks, unique temporaries, all-or-nothing replaces.
+
+Rules every writer of user-visible files follows (releases, privacy cards, CSV exports, streamed
+release folders):
+
+* output paths are checked before any work is done (:func:`check_new_file`), so a bad path costs
+  nothing and writes nothing;
+* temporaries are created by the tool itself with unique names in the destination folder
+  (``tempfile``), and only those are removed on failure: a path the tool did not create is never
+  deleted;
+* a group of files (a release and its card) is written to temporaries first and renamed into place
+  only when every one was written (:func:`write_files_atomically`);
+* finished files get the usual ``0666 & ~umask`` mode (``tempfile`` creates them ``0600``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Mapping
+
+__all__ = [
+    "check_new_file",
+    "file_mode",
+    "make_temp_dir",
+    "remove_own_temp",
+    "write_files_atomically",
+]
+
+
+def _umask() -> int:
+    """The process umask (read from /proc when possible, so no global state is touched)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def file_mode(*, directory: bool = False) -> int:
+    """The mode a new file (0666) or folder (0777) gets under the current umask."""
+    return (0o777 if directory else 0o666) & ~_umask()
+
+
+def check_new_file(path: str | os.PathLike, *, what: str = "output") -> Path:
+    """``path`` can be written as a file: its folder exists and it is not a folder itself.
+
+    Raises ValueError with one line naming the path (checked before any work is done)."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{what} {str(path)!r} is a folder; give a file name.")
+    if not path.parent.is_dir():
+        raise ValueError(f"{what} folder {str(path.parent)!r} does not exist.")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{what} folder {str(path.parent)!r} is not writable.")
+    return path
+
+
+def write_files_atomically(payloads: Mapping[Path, bytes]) -> None:
+    """Write every ``path: bytes`` to a unique temporary beside it, then rename them all into place.
+
+    Nothing is renamed until every temporary is written; on any failure the temporaries (and only
+    they) are removed and no destination is touched. Files get ``0666 & ~umask``."""
+    for path in payloads:
+        check_new_file(path)
+    temps: dict[Path, Path] = {}
+    try:
+        for path, payload in payloads.items():
+            fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            temps[path] = Path(name)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(payload)
+            os.chmod(name, file_mode())
+        for path, tmp in temps.items():
+            os.replace(tmp, path)
+    finally:
+        for tmp in temps.values():
+            tmp.unlink(missing_ok=True)
+
+
+def make_temp_dir(final: Path) -> Path:
+    """A new, uniquely named folder beside ``final`` (``.NAME.partial-XXXX``) owned by this call."""
+    return Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.partial-"))
+
+
+def remove_own_temp(path: Path) -> None:
+    """Remove a temporary file or folder this tool created (never follows a symlink)."""
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    elif path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
