@@ -12,14 +12,13 @@ from scipy import stats
 
 from dpmix_core.audit import (
     AuditConfig,
-    add_audit_arguments,
     audit_dataset,
     canary_shift,
-    cli_audit,
     clopper_pearson_upper,
     epsilon_lower_bound,
     run_audit,
 )
+from dpmix_core.cli.audit import add_audit_arguments, cli_audit
 from dpmix_core.mechanisms.mixing import DPMixParams, PoissonMixParams, dpmix, poisson_mix
 
 # --------------------------------------------------------------------------- statistics

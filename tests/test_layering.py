@@ -2,7 +2,7 @@
 
 Layers of ``dpmix_core`` (a package may import only from its own layer or below):
 
-    privacy < mechanisms < data < synthesis < training < audit < runtime < experiments < teaching, views < cli
+    privacy, resources < mechanisms < data < synthesis < training < audit < runtime < experiments < teaching, views < cli
 
 Streamlit only in ``app.py`` and the page scripts; argparse only in ``dpmix_core/cli``; pages hold no maths
 (no numpy/scipy/torch/dp_accounting imports).
@@ -22,6 +22,7 @@ PAGES = sorted((ROOT / "app_pages").glob("*.py")) if (ROOT / "app_pages").is_dir
     (ROOT / "pages").glob("*.py"))
 
 LAYERS = {
+    "resources": 0,  # cost model and safe file writes: no dpmix_core imports, usable by every layer
     "privacy": 0,
     "mechanisms": 1,
     "data": 2,

@@ -8,13 +8,8 @@ import fake_jobs
 import pytest
 from fake_jobs import executions
 
-from dpmix_core.experiments.sweeps import (
-    add_sweep_arguments,
-    cli_sweep,
-    export_csv,
-    run_sweep,
-    submit_sweep,
-)
+from dpmix_core.cli.sweep import add_sweep_arguments, cli_sweep
+from dpmix_core.experiments.sweeps import export_csv, run_sweep, submit_sweep
 from dpmix_core.runtime.store import ResultStore, config_key
 
 
