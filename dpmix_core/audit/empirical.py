@@ -122,12 +122,12 @@ class AuditConfig:
             )
         for name in ("sigma_x", "sigma_y", "noise_scale"):
             value = getattr(self, name)
-            finite_positive = isinstance(value, numbers.Real) and math.isfinite(value) and value > 0
+            finite_positive = isinstance(value, numbers.Real) and math.isfinite(value) and float(value) > 0
             if isinstance(value, bool) or not finite_positive:
                 raise ValueError(f"{name} must be a positive finite number. Found {value!r}.")
         for name in ("delta", "confidence"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < 1:
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) < 1:
                 raise ValueError(f"{name} must be in (0, 1). Found {value!r}.")
         if self.seed is not None:
             _check_int("seed", self.seed, 0)
@@ -142,12 +142,12 @@ class AuditConfig:
         from dpmix_core.mechanisms.mixing import DPMixParams, PoissonMixParams
 
         if self.mechanism == "dpmix":
-            params = DPMixParams(mix_degree=self.l, num_points=self.T, sigma_x=self.sigma_x, sigma_y=self.sigma_y)
-            return params.release(n=self.n, dx=self.d, dy=self.num_classes)
-        params = PoissonMixParams(
+            dpmix = DPMixParams(mix_degree=self.l, num_points=self.T, sigma_x=self.sigma_x, sigma_y=self.sigma_y)
+            return dpmix.release(n=self.n, dx=self.d, dy=self.num_classes)
+        poisson = PoissonMixParams(
             mix_degree=self.l, num_points=self.T, sigma_x=self.sigma_x, sigma_y=self.sigma_y, clip_x=1.0, clip_y=1.0
         )
-        return params.release(n=self.n)
+        return poisson.release(n=self.n)
 
 
 @dataclass(frozen=True)
@@ -290,7 +290,7 @@ def canary_shift(config: AuditConfig) -> float:
     """
     sx, sy = config.sigma_x * config.noise_scale, config.sigma_y * config.noise_scale
     if config.mechanism == "dpmix":
-        fx, fy = config.d, 2.0
+        fx, fy = float(config.d), 2.0
     else:
         fx, fy = 1.0, 1.0
     return math.sqrt(fx / sx**2 + fy / sy**2) / config.l

@@ -223,6 +223,8 @@ def membership_inference(
         non_idx = np.sort(perm[members: 2 * members])
         x_non, y_non = dataset.x_train[non_idx], dataset.y_train[non_idx]
     else:
+        if dataset.x_test is None or dataset.y_test is None:
+            raise ValueError(f"non-members from the test split need a dataset with one ({dataset.name!r} has none).")
         non_idx = np.sort(rng.choice(len(dataset.x_test), size=members, replace=False))
         x_non, y_non = dataset.x_test[non_idx], dataset.y_test[non_idx]
     x_mem, y_mem = dataset.x_train[mem_idx], dataset.y_train[mem_idx]
@@ -243,6 +245,8 @@ def membership_inference(
 
         member_ds = Dataset(f"{dataset.name}-members", x_mem, y_mem, None, None, k,
                             f"{dataset.source} ({members} membership-audit members)", dataset.label_names)
+        if synthesis is None:
+            raise ValueError("setting 'mixing' needs a synthesis config.")
         syn = synthesize(synthesis, member_ds, job=True)
         used_config = syn.config
         x_train, y_train = syn.data.x, syn.data.y

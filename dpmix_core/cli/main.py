@@ -18,7 +18,7 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Sequence, NoReturn
 
 from dpmix_core.cli.argtypes import finite_float, positive_int
 from dpmix_core.privacy.accountants import ACCOUNTANTS, EpsilonResult, MixingSetting, epsilon_all, get_accountant
@@ -33,7 +33,7 @@ class CliError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, no usage dump
+    def error(self, message: str) -> NoReturn:  # one line, no usage dump
         raise CliError(message)
 
 

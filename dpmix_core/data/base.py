@@ -78,6 +78,8 @@ class Dataset:
             "y_train": _read_only(_checked_labels(self.y_train, self.x_train, "train", self.num_classes)),
         }
         if self.x_test is not None:
+            if self.y_test is None:
+                raise DatasetError("x_test needs y_test (one label per test row).")
             fields["x_test"] = _read_only(self.x_test)
             fields["y_test"] = _read_only(_checked_labels(self.y_test, self.x_test, "test", self.num_classes))
         for key, value in fields.items():

@@ -212,7 +212,10 @@ def read_cifar_tar(path: Path) -> Splits:
                     if member.size > MAX_OFFICIAL_FILE_BYTES:
                         raise DatasetError(f"{path}: {member.name} declares {member.size:,} bytes; not an official "
                                            "CIFAR-10 batch.")
-                    raw[wanted[member.name]] = tar.extractfile(member).read(member.size)
+                    fh = tar.extractfile(member)
+                    if fh is None:
+                        raise DatasetError(f"{path}: {member.name} is not a regular file in the archive.")
+                    raw[wanted[member.name]] = fh.read(member.size)
     except (OSError, EOFError, tarfile.TarError) as exc:
         raise DatasetError(f"{path}: cannot read as .tar.gz ({exc}).") from exc
     missing = [name for name in CIFAR_BATCHES if name not in raw]

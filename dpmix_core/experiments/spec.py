@@ -57,6 +57,7 @@ from typing import Any, Callable
 
 from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.resources.limits import check_sweep_cost
+from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.training.names import METHODS
 
 __all__ = ["AXES", "AXIS_RULES", "AxisRule", "Series", "Published", "SweepSpec", "load_spec", "axis_value", "apply_axis"]
@@ -129,6 +130,13 @@ def _is_inf(value: object) -> bool:
     return isinstance(value, float) and math.isinf(value)
 
 
+def _syn(cfg: RunConfig) -> SynthesisConfig:
+    """The run's synthesis config (the rules that call this are for methods that always have one)."""
+    if cfg.synthesis is None:
+        raise ValueError(f"method {cfg.method!r} has no synthesis config.")
+    return cfg.synthesis
+
+
 def _set_sigma(d: dict, axis: str, value: float) -> None:
     d["synthesis"].update(sigma_x=value, sigma_y=None, target_epsilon=None)
 
@@ -145,7 +153,7 @@ def _set_mixing_epsilon(d: dict, axis: str, value: float) -> None:
 
 
 def _mixing_epsilon(cfg: RunConfig, axis: str) -> float | None:
-    syn = cfg.synthesis
+    syn = _syn(cfg)
     if syn.target_epsilon is not None:
         return syn.target_epsilon
     return math.inf if syn.sigma_x == 0 and (syn.sigma_y or 0) == 0 else None
@@ -183,11 +191,11 @@ class AxisRule:
 # The one table of axes (the module docstring says the same in words). A (method, axis) pair not listed
 # leaves the run unchanged and has no position on that axis.
 AXIS_RULES = (
-    AxisRule("mixing", ("sigma",), lambda c, a: c.synthesis.sigma_x, _set_sigma),
-    AxisRule("mixing", ("l", "T"), lambda c, a: getattr(c.synthesis, a), _set_size),
+    AxisRule("mixing", ("sigma",), lambda c, a: _syn(c).sigma_x, _set_sigma),
+    AxisRule("mixing", ("l", "T"), lambda c, a: getattr(_syn(c), a), _set_size),
     AxisRule("mixing", ("target_epsilon",), _mixing_epsilon, _set_mixing_epsilon),
     AxisRule("dp-sgd", ("target_epsilon", "dpsgd_epsilon"), lambda c, a: c.dpsgd_epsilon, _set_dpsgd_epsilon),
-    AxisRule("label-laplace", ("target_epsilon", "label_epsilon"), lambda c, a: c.synthesis.label_epsilon,
+    AxisRule("label-laplace", ("target_epsilon", "label_epsilon"), lambda c, a: _syn(c).label_epsilon,
              _set_label_epsilon),
     AxisRule("dp-pca", ("target_epsilon", "pca_epsilon"), lambda c, a: c.pca_epsilon, _set_pca_epsilon),
     AxisRule("non-private", EPSILON_AXES, lambda c, a: math.inf, lambda d, a, v: None),

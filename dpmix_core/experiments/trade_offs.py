@@ -19,7 +19,7 @@ from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.results import aggregate
 from dpmix_core.experiments.spec import Published, SweepSpec, load_spec
-from dpmix_core.experiments.sweeps import submit_sweep
+from dpmix_core.experiments.sweeps import RunSpec, submit_sweep
 from dpmix_core.resources.limits import (
     LimitExceeded,
     Limits,
@@ -83,7 +83,8 @@ def available_training_datasets(data_dir: str | None = None) -> dict[str, str]:
     out = {}
     try:
         ds = load_dataset("mnist", data_dir=data_dir, download=False)
-        out["mnist"] = f"full MNIST ({ds.n_train:,} train / {len(ds.y_test):,} test) from {ds.source}"
+        n_test = 0 if ds.y_test is None else len(ds.y_test)
+        out["mnist"] = f"full MNIST ({ds.n_train:,} train / {n_test:,} test) from {ds.source}"
     except (DatasetError, ValueError):
         pass
     out["embedded"] = "embedded MNIST sample (4,000 train / 1,000 test; offline, for demos)"
@@ -153,13 +154,13 @@ def unreadable_runs(store: ResultStore, sweep: int | str) -> list[tuple[int, str
     return bad
 
 
-def sweep_jobs(spec: SweepSpec) -> list[tuple[str, dict, str]]:
+def sweep_jobs(spec: SweepSpec) -> list[RunSpec]:
     """The sweep as (job kind, config, run key) triples for the results store."""
     return [(JOB_KIND, cfg.to_dict(), run_key(cfg)) for cfg in spec.runs()]
 
 
 def expand_cli_spec(text: str, *, repeats: int | None = None, values: list | tuple | None = None,
-                    dataset: str | None = None) -> tuple[str, list[tuple[str, dict, str]], dict]:
+                    dataset: str | None = None) -> tuple[str, list[RunSpec], dict]:
     """``sweep SPEC`` on the command line: a .toml/.json spec file, or ``preset:NAME``.
 
     ``repeats`` and ``values`` narrow the spec to a piece of it (fewer seeds,
@@ -266,6 +267,8 @@ def sweep_results(store: ResultStore, sweep: int | str) -> tuple[pd.DataFrame, s
     """(aggregated results, axis, title) of a stored sweep (see :func:`sweep_rows`): loads instantly."""
     rows = sweep_rows(store, sweep)
     stored = store.get_sweep(sweep)
+    if stored is None:
+        raise ValueError(f"No sweep {sweep!r} in the results store.")
     spec = _stored_spec(stored)
     axis, title = (spec.axis, spec.title or spec.name) if spec is not None else (None, stored.name)
     return aggregate(rows, axis=axis), axis, title
@@ -292,8 +295,8 @@ def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) ->
         match = agg[(agg["label"] == p.series) & agg["axis_value"].map(lambda v, p=p: _same(v, p.value))]
         ours = match.iloc[0] if len(match) else None
         n = int(ours["test_accuracy_count"]) if ours is not None else 0
-        mean = 100 * float(ours["test_accuracy_mean"]) if n else None
-        std = 100 * float(ours["test_accuracy_std"]) if n > 1 else None
+        mean = 100 * float(ours["test_accuracy_mean"]) if ours is not None and n else None
+        std = 100 * float(ours["test_accuracy_std"]) if ours is not None and n > 1 else None
         gap = None if mean is None else mean - 100 * p.accuracy
         verdict = ("pending" if gap is None else
                    "reproduced" if abs(gap) <= REPRODUCED_WITHIN_PTS else "not reproduced")

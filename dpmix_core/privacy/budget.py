@@ -90,7 +90,7 @@ def dpsgd_item(name: str, *, n: int, batch_size: int, steps: int, noise_multipli
     return BudgetItem(name, event, ADD_REMOVE)
 
 
-def _rdp_curve(event: dp_accounting.DpEvent, relation: str, orders: Sequence[float]) -> np.ndarray:
+def _rdp_curve(event: dp_accounting.DpEvent, relation: str, orders: Sequence[float] | np.ndarray) -> np.ndarray:
     neighbor = rdp.NeighborRel.ADD_OR_REMOVE_ONE if relation == ADD_REMOVE else rdp.NeighborRel.REPLACE_ONE
     accountant = rdp.RdpAccountant(orders=python_orders(orders), neighboring_relation=neighbor)
     accountant.compose(event)

@@ -34,7 +34,7 @@ def check_epsilon(value: object) -> float:
 
 
 def check_delta(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) < 1:
         raise ValueError(f"delta must be in (0, 1). Found {value!r}.")
     return float(value)
 
@@ -42,8 +42,8 @@ def check_delta(value: object) -> float:
 def check_range(name: str, value: object) -> tuple[float, float]:
     """A public (low, high) pair with low < high, both finite."""
     try:
-        lo, hi = value  # type: ignore[misc]
-        lo, hi = float(lo), float(hi)
+        lo_raw, hi_raw = value  # type: ignore[misc]
+        lo, hi = float(lo_raw), float(hi_raw)  # type: ignore[has-type]
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a pair (low, high) of numbers. Found {value!r}.") from None
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):

@@ -50,13 +50,13 @@ class PrivacyProfile:
     method: str
 
 
-def python_orders(orders: Sequence[float]) -> list[float]:
+def python_orders(orders: Sequence[float] | np.ndarray) -> list[float]:
     """RDP orders as Python ints/floats: dp_accounting takes its exact integer-order path for without-replacement
     sampling only for Python numbers (a numpy 11.0 falls back to a far looser bound)."""
     return [int(o) if float(o).is_integer() else float(o) for o in orders]
 
 
-def privacy_profile(release: MixingRelease, epsilons: Sequence[float]) -> PrivacyProfile:
+def privacy_profile(release: MixingRelease, epsilons: Sequence[float] | np.ndarray) -> PrivacyProfile:
     """delta(eps) of the release at each eps, from its dp_accounting event under RDP (upper bound)."""
     relation = (rdp.NeighborRel.ADD_OR_REMOVE_ONE if release.adjacency is Adjacency.ADD_REMOVE_ONE
                 else rdp.NeighborRel.REPLACE_ONE)

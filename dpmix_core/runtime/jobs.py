@@ -146,12 +146,13 @@ def is_alive(pid: int | None) -> bool:
 def _windows_alive(pid: int) -> bool:  # pragma: no cover
     import ctypes
 
-    handle = ctypes.windll.kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+    kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]  # Windows only
+    handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
     if not handle:
         return False
     code = ctypes.c_ulong()
-    ctypes.windll.kernel32.GetExitCodeProcess(handle, ctypes.byref(code))
-    ctypes.windll.kernel32.CloseHandle(handle)
+    kernel32.GetExitCodeProcess(handle, ctypes.byref(code))
+    kernel32.CloseHandle(handle)
     return code.value == 259  # STILL_ACTIVE
 
 
@@ -227,10 +228,10 @@ def worker_env(threads: int, *, extra_pythonpath: Iterable[str | os.PathLike] = 
     """The parent's environment plus: torch/BLAS threads, unbuffered output, ``dpmix_core`` importable."""
     out = dict(os.environ)
     out.update(env or {})
-    threads = str(max(1, int(threads)))
-    out["DPMIX_WORKER_THREADS"] = threads
+    thread_text = str(max(1, int(threads)))
+    out["DPMIX_WORKER_THREADS"] = thread_text
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        out[name] = threads
+        out[name] = thread_text
     out["PYTHONUNBUFFERED"] = "1"
     package_root = str(Path(dpmix_core.__file__).resolve().parent.parent)
     paths = [os.fspath(p) for p in extra_pythonpath] + [package_root]
@@ -252,7 +253,7 @@ def _spawn(store: ResultStore, run_id: int, *, threads: int, env: Mapping[str, s
             log.flush()
             kwargs: dict[str, Any] = {}
             if os.name == "nt":  # pragma: no cover
-                kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP | 0x00000008  # DETACHED_PROCESS
+                kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP | 0x00000008  # type: ignore[attr-defined]
             else:
                 kwargs["start_new_session"] = True
             proc = subprocess.Popen(
@@ -426,9 +427,10 @@ class LocalProcessBackend:
                     report.signalled.append(run.id)
         # 3. Start queued runs while fewer than max_parallel run here.
         while True:
-            run = self.store.claim(backend=self.name, host=self.host, max_running=self.max_parallel)
-            if run is None:
+            claimed = self.store.claim(backend=self.name, host=self.host, max_running=self.max_parallel)
+            if claimed is None:
                 break
+            run = claimed
             try:
                 _spawn(self.store, run.id, threads=self.threads_per_worker, env=self.env,
                        extra_pythonpath=self.extra_pythonpath, python=self.python)

@@ -142,7 +142,7 @@ class RayBackend:
         self.pid = os.getpid()
         self.host = HOST
         self._inflight: dict[int, _InFlight] = {}
-        self._remote = None
+        self._remote: Any = None
         if init:
             self._ensure_ray()
 

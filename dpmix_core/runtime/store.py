@@ -550,7 +550,7 @@ class ResultStore:
                     cur = conn.execute("INSERT OR IGNORE INTO sweep_runs (sweep_id, run_id, position) VALUES (?, ?, ?)",
                                        (sweep_id, run_id, position))
                     position += cur.rowcount
-                out.append((run_id, outcome))
+                out.append((int(run_id), outcome))  # type: ignore[arg-type]  # run_id is set on every path
             return [(self._get(conn, run_id), outcome) for run_id, outcome in out]  # type: ignore[misc]
 
     # -- the run's life ----------------------------------------------------------------------------
@@ -723,7 +723,8 @@ class ResultStore:
                   ids: Iterable[int] | None = None, backend: str | None = None, limit: int | None = None,
                   newest_first: bool = False) -> list[Run]:
         """Runs filtered by sweep (id or name; in the sweep's order), status(es), ids, backend."""
-        where, args = [], []
+        where: list[str] = []
+        args: list[Any] = []
         statuses = _as_statuses(status)
         if statuses is not None:
             where.append(f"runs.status IN ({', '.join('?' * len(statuses))})")

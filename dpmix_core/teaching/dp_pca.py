@@ -159,7 +159,8 @@ def pca_comparison(
         A = Xf.T @ Xf / len(Xf)
         exact, exact_values = _top_eigen(A, k)
         total = float(exact_values.sum())
-        comps, releases, captured = [orient_components(exact)], [None], [1.0]
+        releases: list[GaussianRelease | None] = [None]
+        comps, captured = [orient_components(exact)], [1.0]
         for eps, method, rng in zip(eps_list, methods, _streams(seed, len(eps_list))):
             res = analyze_gauss_pca(Xf, num_components=k, epsilon=eps, delta=delta, method=method, seed=rng)
             comps.append(orient_components(res.components))

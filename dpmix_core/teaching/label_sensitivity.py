@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, cast
 
 import numpy as np
 import pandas as pd
@@ -183,7 +183,7 @@ def label_release_accuracy(
                     "epsilon": eps,
                     "encoding": enc,
                     "accuracy": float(np.mean(guess == y)),
-                    "scale": out.release.scale,
+                    "scale": cast(LaplaceLabelRelease, out.release).scale,
                 }
             )
     return pd.DataFrame(rows)

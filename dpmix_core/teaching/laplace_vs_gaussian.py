@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Sequence, cast
 
 import numpy as np
 import pandas as pd
@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dpmix_core.mechanisms import (
+    LaplaceRelease,
     GaussianRelease,
     dp_histogram,
     dp_mean,
@@ -96,7 +97,7 @@ def release_table(rows: Sequence[ReleaseRow]) -> pd.DataFrame:
                 "δ": f"{rel.delta:.0e}" if gaussian else "0",
                 "guarantee (by construction)": guarantee_text(rel),
                 "sensitivity": f"{norm}{formula} = {rel.sensitivity:.4g}",
-                "noise": f"σ = {rel.sigma:.4g}" if gaussian else f"b = Δ₁/ε = {rel.scale:.4g}",
+                "noise": f"σ = {rel.sigma:.4g}" if isinstance(rel, GaussianRelease) else f"b = Δ₁/ε = {rel.scale:.4g}",
                 "noise std per coordinate": noise_std(rel),
                 "adjacency": row.adjacency,
                 "description": rel.describe(),
@@ -239,7 +240,7 @@ def mean_images_figure(cmp: MeanImageComparison, *, label_name: str | None = Non
     """Three grayscale images: true mean, Laplace DP mean, Gaussian DP mean (pixel intensity 0–1)."""
     if len(cmp.image_shape) != 2:
         raise ValueError(f"mean_images_figure needs 2-D images. Found image shape {cmp.image_shape}.")
-    lap, gau = cmp.laplace.release, cmp.gaussian.release
+    lap, gau = cast(LaplaceRelease, cmp.laplace.release), cast(GaussianRelease, cmp.gaussian.release)
     titles = [
         f"True mean (n = {cmp.n:,})",
         f"Laplace, ε = {lap.epsilon:g}<br>RMSE {cmp.laplace_rmse:.3f}",
@@ -267,7 +268,7 @@ def mean_images_figure(cmp: MeanImageComparison, *, label_name: str | None = Non
 def histogram_figure(cmp: HistogramComparison, *, label_names: Sequence[str] | None = None) -> go.Figure:
     """Top: grouped bars of true, Laplace and Gaussian counts per class. Bottom: the noise each added (DP − true)."""
     frame = cmp.frame(label_names)
-    lap, gau = cmp.laplace.release, cmp.gaussian.release
+    lap, gau = cast(LaplaceRelease, cmp.laplace.release), cast(GaussianRelease, cmp.gaussian.release)
     names = {
         "true": "true counts",
         "Laplace": f"Laplace (ε = {lap.epsilon:g}, b = {lap.scale:.3g})",
