@@ -378,7 +378,7 @@ def test_cancel_before_any_work():
 
 def test_cancel_within_an_epoch(monkeypatch):
     """should_stop is polled between batches (rate-limited to ~1 s; here every batch): a long epoch stops early."""
-    from dpmix_core.training import runner
+    from dpmix_core.experiments import runner
 
     monkeypatch.setattr(runner, "STOP_POLL_SECONDS", 0.0)
 
