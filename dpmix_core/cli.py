@@ -11,11 +11,13 @@ import argparse
 import json
 import math
 import sys
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-from dpmix_core.accountants import ACCOUNTANTS, EpsilonResult, MixingSetting, epsilon_all, get_accountant
+from dpmix_core.accountant_names import ACCOUNTANT_NAMES
 from dpmix_core.argtypes import finite_float, positive_int
-from dpmix_core.calibration import calibrate_sigma
+
+if TYPE_CHECKING:  # the accountants (dp_accounting, scipy) and torch load only in the commands that use them
+    from dpmix_core.accountants import EpsilonResult, MixingSetting
 
 EXIT_USAGE = 2
 
@@ -52,7 +54,7 @@ def _class_sizes(text: str) -> tuple[int, ...]:
 
 def add_setting_arguments(parser: argparse.ArgumentParser, *, with_sigma: bool) -> None:
     """The data options shared by every accounting command."""
-    names = ", ".join([*ACCOUNTANTS, "all"])
+    names = ", ".join([*ACCOUNTANT_NAMES, "all"])
     parser.add_argument("--accountant", required=True, help=f"one of: {names}")
     parser.add_argument("--n", type=positive_int, required=True, help="records in the private dataset")
     parser.add_argument("--l", type=positive_int, required=True, help="mix degree l (Poisson: expected batch m)")
@@ -76,6 +78,8 @@ def add_setting_arguments(parser: argparse.ArgumentParser, *, with_sigma: bool) 
 
 
 def _setting(args: argparse.Namespace, sigma_x: float = 1.0, sigma_y: float = 1.0) -> MixingSetting:
+    from dpmix_core.accountants import MixingSetting
+
     class_sizes = args.class_sizes
     if args.classes is not None:
         if args.n % args.classes:
@@ -101,9 +105,9 @@ def _setting(args: argparse.Namespace, sigma_x: float = 1.0, sigma_y: float = 1.
 
 def _names(name: str) -> list[str]:
     if name == "all":
-        return list(ACCOUNTANTS)
-    if name not in ACCOUNTANTS:
-        raise CliError(f"unknown accountant {name!r}; choose one of: {', '.join([*ACCOUNTANTS, 'all'])}")
+        return list(ACCOUNTANT_NAMES)
+    if name not in ACCOUNTANT_NAMES:
+        raise CliError(f"unknown accountant {name!r}; choose one of: {', '.join([*ACCOUNTANT_NAMES, 'all'])}")
     return [name]
 
 
@@ -126,6 +130,8 @@ def _emit(objs: list[dict], as_list: bool) -> None:
 
 
 def cmd_epsilon(args: argparse.Namespace) -> int:
+    from dpmix_core.accountants import epsilon_all, get_accountant
+
     names = _names(args.accountant)
     setting = _setting(args)
     if len(names) > 1:
@@ -142,6 +148,9 @@ def cmd_epsilon(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from dpmix_core.accountants import get_accountant
+    from dpmix_core.calibration import calibrate_sigma
+
     names = _names(args.accountant)
     setting = _setting(args)
     cals = [
@@ -203,8 +212,10 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
 
 def cmd_synthesize(args: argparse.Namespace) -> int:
     from dpmix_core.datasets import load_dataset, load_user_data
+    from dpmix_core.epsilon_job import background_epsilons
     from dpmix_core.export import check_output_path, privacy_card, write_release
-    from dpmix_core.synthesis import synthesize
+    from dpmix_core.release import MixingRelease
+    from dpmix_core.synthesis import planned_release, synthesize
 
     if args.memmap is not None:
         return _synthesize_streaming(args)
@@ -219,9 +230,16 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     else:
         dataset = load_dataset(args.dataset, data_dir=args.data_dir, progress=_progress)
     config = _synthesis_config(args)
-    synthesis = synthesize(config, dataset)
-    data_path, card_path = write_release(synthesis, args.out)
-    card = privacy_card(synthesis)
+    # the card's epsilons need only the release description: a second process computes them
+    # (importing the accountants) while this one imports torch and mixes
+    planned = None
+    if config.mechanism != "label-laplace" and config.target_epsilon is None:
+        planned = planned_release(config, dataset)
+    with background_epsilons(planned, config.delta) as epsilons_for:
+        synthesis = synthesize(config, dataset)
+        release = synthesis.data.release
+        card = privacy_card(synthesis, epsilons=epsilons_for(release) if isinstance(release, MixingRelease) else None)
+    data_path, card_path = write_release(synthesis, args.out, card=card)
     if args.json:
         print(json.dumps({"out": str(data_path), "card": str(card_path), **card}, allow_nan=False))
     else:
@@ -281,8 +299,8 @@ def _add_synthesize(sub) -> None:
 def _synthesis_config(args: argparse.Namespace):
     from dpmix_core.synthesis import SynthesisConfig
 
-    if args.accountant is not None and args.accountant not in ACCOUNTANTS:
-        raise CliError(f"unknown accountant {args.accountant!r}; choose one of: {', '.join(ACCOUNTANTS)}")
+    if args.accountant is not None and args.accountant not in ACCOUNTANT_NAMES:
+        raise CliError(f"unknown accountant {args.accountant!r}; choose one of: {', '.join(ACCOUNTANT_NAMES)}")
     return SynthesisConfig(
         mechanism=args.mechanism, l=args.l, T=args.T, sigma_x=args.sigma_x, sigma_y=args.sigma_y,
         sigma_ratio=args.sigma_ratio, target_epsilon=args.target_epsilon, accountant=args.accountant,
@@ -333,7 +351,6 @@ def _add_train(sub) -> None:
 def _add_sweep(sub) -> None:
     from dpmix_core.datasets import DATASET_NAMES
     from dpmix_core.sweep_runner import add_sweep_arguments, cli_sweep
-    from dpmix_core.trade_offs import expand_cli_spec
 
     p = sub.add_parser("sweep", help="run a sweep spec (or preset:NAME) into the results store; resumable")
     add_sweep_arguments(p)
@@ -344,9 +361,14 @@ def _add_sweep(sub) -> None:
     p.add_argument("--dataset", choices=DATASET_NAMES,
                    help="run the protocol on another dataset (its own sweep, NAME@dataset; data from $DPMIX_DATA_DIR, "
                         "the cache, or a download)")
-    p.set_defaults(func=lambda args: cli_sweep(
-        args, expand=lambda text: expand_cli_spec(text, repeats=args.repeats, values=args.values,
-                                                  dataset=args.dataset)))
+    p.set_defaults(func=lambda args: cli_sweep(args, expand=lambda text: _expand_sweep(text, args)))
+
+
+def _expand_sweep(text: str, args: argparse.Namespace):
+    """The sweep named on the command line (trade_offs loads pandas and plotly: only when a sweep runs)."""
+    from dpmix_core.trade_offs import expand_cli_spec
+
+    return expand_cli_spec(text, repeats=args.repeats, values=args.values, dataset=args.dataset)
 
 
 def _axis_number(text: str) -> float:

@@ -1,4 +1,10 @@
-"""Export a synthetic release: data (.npz / .csv) plus a JSON privacy card."""
+"""Export a synthetic release: data (.npz / .csv) plus a JSON privacy card.
+
+The ``.npz`` is written uncompressed (``np.savez``): noisy floats do not deflate
+(7 % smaller for 7 s of CPU at T = 60,000 on MNIST), and an uncompressed archive
+is written and read at disk speed. The accountants (dp_accounting, scipy) are
+imported only when a card's epsilons are computed.
+"""
 
 from __future__ import annotations
 
@@ -11,34 +17,58 @@ import platform
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import IO, Callable
 
 import numpy as np
 
 import dpmix_core
-from dpmix_core.accountants import applicable_accountants
 from dpmix_core.release import MixingRelease
 from dpmix_core.synthesis import Synthesis
 
-__all__ = ["privacy_card", "write_release", "npz_bytes", "csv_bytes", "check_output_path"]
+__all__ = [
+    "GENERAL_CAVEATS",
+    "GDP_CLT_CAVEAT",
+    "card_epsilons",
+    "clean_json",
+    "privacy_card",
+    "write_release",
+    "npz_bytes",
+    "csv_bytes",
+    "check_output_path",
+]
 
-_GENERAL_CAVEATS = (
+GENERAL_CAVEATS = (
     "Floating-point Gaussian/Laplace sampling is not hardened against side channels (Mironov 2012): "
     "fine for research and teaching, not a production DP library.",
 )
 
 
-def _clean(value):
+GDP_CLT_CAVEAT = "gdp-clt is a central-limit approximation, not an upper bound; use pld-poisson."
+
+def clean_json(value):
+    """``value`` with non-finite floats as the strings "inf", "-inf", "nan" (strict JSON), tuples as lists."""
     if isinstance(value, float) and not math.isfinite(value):
         return "inf" if value > 0 else ("-inf" if value < 0 else "nan")
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        return {k: clean_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [clean_json(v) for v in value]
     return value
 
 
-def privacy_card(synthesis: Synthesis) -> dict:
-    """Everything needed to read the release's privacy honestly, as JSON-ready data."""
+def card_epsilons(release: MixingRelease, delta: float) -> list[dict]:
+    """Every applicable accountant's epsilon of ``release`` at ``delta``, as the card lists them (JSON-ready)."""
+    from dpmix_core.accountants import applicable_accountants  # dp_accounting + scipy: ~1 s, only when needed
+
+    return [acc.epsilon(release, delta).to_json() for acc in applicable_accountants(release)]
+
+
+def privacy_card(synthesis: Synthesis, *, epsilons: list[dict] | None = None) -> dict:
+    """Everything needed to read the release's privacy honestly, as JSON-ready data.
+
+    ``epsilons``: the result of :func:`card_epsilons` for this release and delta when it was
+    computed already (e.g. in a background process while the mechanism ran); else computed here.
+    """
     data, config = synthesis.data, synthesis.config
     release = data.release
     card: dict = {
@@ -55,13 +85,12 @@ def privacy_card(synthesis: Synthesis) -> dict:
         "release_description": release.describe(),
         "delta": config.delta,
         "epsilons": [],
-        "caveats": list(data.notes) + list(_GENERAL_CAVEATS),
+        "caveats": list(data.notes) + list(GENERAL_CAVEATS),
     }
     if isinstance(release, MixingRelease):
-        for acc in applicable_accountants(release):
-            card["epsilons"].append(acc.epsilon(release, config.delta).to_json())
+        card["epsilons"] = list(card_epsilons(release, config.delta) if epsilons is None else epsilons)
         if any(not e["upper_bound"] for e in card["epsilons"]):
-            card["caveats"].append("gdp-clt is a central-limit approximation, not an upper bound; use pld-poisson.")
+            card["caveats"].append(GDP_CLT_CAVEAT)
     else:
         card["epsilons"].append({
             "accountant": type(release).__name__,
@@ -71,13 +100,18 @@ def privacy_card(synthesis: Synthesis) -> dict:
             "guarantee": "rigorous (pure/approximate DP by construction)",
             "assumptions": release.describe(),
         })
-    return _clean(card)
+    return clean_json(card)
+
+
+def write_npz(fh: IO[bytes], synthesis: Synthesis, card: dict) -> None:
+    """x, y and the card (as a JSON string) as one uncompressed .npz into ``fh``, loadable with allow_pickle=False."""
+    np.savez(fh, x=synthesis.data.x, y=synthesis.data.y, privacy_card=np.array(json.dumps(card)))
 
 
 def npz_bytes(synthesis: Synthesis, card: dict) -> bytes:
-    """x, y and the card (as a JSON string) in one .npz, loadable with allow_pickle=False."""
+    """The .npz of :func:`write_npz` as bytes (for a download button)."""
     buf = io.BytesIO()
-    np.savez_compressed(buf, x=synthesis.data.x, y=synthesis.data.y, privacy_card=np.array(json.dumps(card)))
+    write_npz(buf, synthesis, card)
     return buf.getvalue()
 
 
@@ -90,11 +124,15 @@ def csv_bytes(synthesis: Synthesis) -> bytes:
     return buf.getvalue().encode()
 
 
-def _atomic_write(path: Path, payload: bytes) -> None:
+def _atomic_write(path: Path, payload: bytes | Callable[[IO[bytes]], None]) -> None:
+    """Write ``payload`` (bytes, or a function writing into a file) to a temporary file, then rename it."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
+            if callable(payload):
+                payload(fh)
+            else:
+                fh.write(payload)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -111,12 +149,18 @@ def check_output_path(out: str | Path) -> Path:
     return out
 
 
-def write_release(synthesis: Synthesis, out: str | Path) -> tuple[Path, Path]:
-    """Write FILE.npz or FILE.csv plus FILE.card.json atomically; returns both paths."""
+def write_release(synthesis: Synthesis, out: str | Path, *, card: dict | None = None) -> tuple[Path, Path]:
+    """Write FILE.npz (uncompressed) or FILE.csv plus FILE.card.json atomically; returns both paths.
+
+    ``card``: the :func:`privacy_card` of ``synthesis`` if the caller has it already (else computed here).
+    """
     out = check_output_path(out)
     suffix = out.suffix.lower()
-    card = privacy_card(synthesis)
-    payload = npz_bytes(synthesis, card) if suffix == ".npz" else csv_bytes(synthesis)
+    card = privacy_card(synthesis) if card is None else card
+    if suffix == ".npz":
+        payload: bytes | Callable[[IO[bytes]], None] = lambda fh: write_npz(fh, synthesis, card)  # noqa: E731
+    else:
+        payload = csv_bytes(synthesis)
     card_path = out.with_suffix(".card.json")
     _atomic_write(out, payload)
     _atomic_write(card_path, json.dumps(card, indent=2).encode())

@@ -253,7 +253,7 @@ def streaming_card(release: MixingRelease, *, mechanism: str, delta: float, seed
     """The privacy card of a streamed release (same fields as :func:`dpmix_core.export.privacy_card` where
     they apply): every accountant whose assumptions match the release, with its epsilon at ``delta``."""
     from dpmix_core.accountants import applicable_accountants
-    from dpmix_core.export import _GENERAL_CAVEATS, _clean
+    from dpmix_core.export import GENERAL_CAVEATS, clean_json
 
     card: dict = {
         "dpmix_studio_version": dpmix_core.__version__,
@@ -269,7 +269,7 @@ def streaming_card(release: MixingRelease, *, mechanism: str, delta: float, seed
         "release_description": release.describe(),
         "delta": delta,
         "epsilons": [],
-        "caveats": list(_GENERAL_CAVEATS),
+        "caveats": list(GENERAL_CAVEATS),
     }
     if accountants:
         for acc in applicable_accountants(release):
@@ -280,7 +280,7 @@ def streaming_card(release: MixingRelease, *, mechanism: str, delta: float, seed
                                          "error": f"{type(exc).__name__}: {exc}"})
         if any(e.get("upper_bound") is False for e in card["epsilons"]):
             card["caveats"].append("gdp-clt is a central-limit approximation, not an upper bound; use pld-poisson.")
-    return _clean(card)
+    return clean_json(card)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -7,8 +7,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dpmix_core.accountants import get_accountant
-from dpmix_core.calibration import calibrate_sigma
 from dpmix_core.datasets import Dataset
 from dpmix_core.mechanisms import (
     ClassCentricParams,
@@ -119,6 +117,9 @@ def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
     if config.mechanism == "label-laplace":
         return config
     if config.target_epsilon is not None:
+        from dpmix_core.accountants import get_accountant  # lazy: dp_accounting and scipy cost ~1 s to import
+        from dpmix_core.calibration import calibrate_sigma
+
         cal = calibrate_sigma(get_accountant(config.accountant), planned_release(config, dataset),
                               target_epsilon=config.target_epsilon, delta=config.delta, sigma_ratio=config.sigma_ratio)
         return replace(config, sigma_x=cal.sigma_x, sigma_y=cal.sigma_y, target_epsilon=None)
