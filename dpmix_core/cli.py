@@ -182,7 +182,8 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
     """--memmap X.npy --labels Y.npy: a release larger than memory, written chunk by chunk to a folder."""
     import numpy as np
 
-    from dpmix_core.streaming import STREAM_MECHANISMS, synthesize_streaming
+    from dpmix_core.epsilon_job import background_epsilons
+    from dpmix_core.streaming import STREAM_MECHANISMS, stream_release, synthesize_streaming
 
     if args.mechanism not in STREAM_MECHANISMS:
         raise CliError(f"--memmap streams {', '.join(STREAM_MECHANISMS)} only; got --mechanism {args.mechanism}")
@@ -195,11 +196,19 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
         labels = np.load(args.labels, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise CliError(f"cannot memory-map the source: {exc}") from None
-    result = synthesize_streaming(
-        source, labels, num_classes=args.num_classes, mechanism=args.mechanism, l=args.l, T=args.T,
-        sigma_x=args.sigma_x, sigma_y=args.sigma_y, seed=args.seed, out_path=args.out, device=args.device,
-        feature_range=args.feature_range, clip_x=args.clip_x, clip_y=args.clip_y, delta=args.delta,
-    )
+    try:  # the card's epsilons are computed in a second process while this one streams
+        planned = stream_release(mechanism=args.mechanism, n=int(source.shape[0]), d=int(source.shape[-1]),
+                                 k=args.num_classes, l=args.l, T=args.T, sigma_x=args.sigma_x, sigma_y=args.sigma_y,
+                                 clip_x=args.clip_x, clip_y=args.clip_y)
+    except (ValueError, IndexError):
+        planned = None  # synthesize_streaming reports what is wrong
+    with background_epsilons(planned, args.delta) as epsilons_for:
+        result = synthesize_streaming(
+            source, labels, num_classes=args.num_classes, mechanism=args.mechanism, l=args.l, T=args.T,
+            sigma_x=args.sigma_x, sigma_y=args.sigma_y, seed=args.seed, out_path=args.out, device=args.device,
+            feature_range=args.feature_range, clip_x=args.clip_x, clip_y=args.clip_y, delta=args.delta,
+            epsilons_for=epsilons_for,
+        )
     if args.json:
         print(json.dumps({"out": str(result.out_dir), **result.card}, allow_nan=False))
     else:

@@ -14,15 +14,16 @@ Memory is bounded by the chunk, not by n or T. Per chunk of ``c`` points:
    (uniform l-subsets without duplicates, or Poisson batches);
 2. ``np.unique`` the ``c*l`` indices and read only those rows of the source (sorted reads, so a
    memmap touches each needed page once), plus their labels;
-3. sum each point's rows with ``torch.nn.functional.embedding_bag(mode="sum")`` over that small
-   sub-table (CPU or CUDA: ``device="auto"`` uses CUDA when present), add Gaussian noise;
+3. hand that small sub-table and the chunk's indices into it to the in-memory mechanisms' engine
+   (:func:`dpmix_core.mechanisms._engine.mix_and_perturb`: ``embedding_bag`` sums, tiled Gaussian
+   noise; CPU or CUDA, ``device="auto"`` uses CUDA when present);
 4. write the chunk into the output memmaps, flush, and drop the pages of the source and output
    mappings from this process (``madvise(MADV_DONTNEED)``: they stay in the OS page cache).
 
 The cost is O(T * l * d) (gather + sum), independent of n; see ``bench/bench_streaming.py``.
 
 Randomness: one numpy ``SeedSequence`` from ``seed``; chunk ``j`` draws its indices from child
-``(0, j)`` and its noise from child ``(1, j)``, so a seed and a chunk size give the same release on
+``(0, j)`` and its noise from the engine's streams under child ``(1, j)``, so a seed and a chunk size give the same release on
 every run. The output has the same law as the in-memory :func:`~dpmix_core.mechanisms.dpmix` /
 :func:`~dpmix_core.mechanisms.poisson_mix` (same sampler, same normalisation, same noise), but it is
 NOT bit-identical to them: the random streams are split per chunk differently.
@@ -39,17 +40,31 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Callable
 
 import numpy as np
 
 import dpmix_core
-from dpmix_core.mechanisms._engine import child_sequence, resolve_device, seed_sequence
+from dpmix_core.mechanisms._engine import (
+    NOISE_TILE,
+    Segment,
+    child_sequence,
+    mix_and_perturb,
+    resolve_device,
+    seed_sequence,
+)
 from dpmix_core.mechanisms.mixing import DPMixParams, PoissonMixParams
 from dpmix_core.mechanisms.sampling import sample_mixture_indices, sample_poisson_batches
 from dpmix_core.release import MixingRelease
 
-__all__ = ["STREAM_MECHANISMS", "StreamingRelease", "default_chunk_points", "load_release", "synthesize_streaming"]
+__all__ = [
+    "STREAM_MECHANISMS",
+    "StreamingRelease",
+    "default_chunk_points",
+    "load_release",
+    "stream_release",
+    "synthesize_streaming",
+]
 
 STREAM_MECHANISMS = ("dpmix", "poisson")
 ELEMENTS_PER_CHUNK = 1 << 23  # gathered indices x feature columns per chunk: ~32 MB of float32 sub-table
@@ -82,6 +97,19 @@ def default_chunk_points(l: int, d: int, *, elements: int = ELEMENTS_PER_CHUNK) 
     return max(1, int(elements // (max(1, l) * max(1, d))))
 
 
+def stream_release(*, mechanism: str, n: int, d: int, k: int, l: int, T: int, sigma_x: float,
+                   sigma_y: float | None = None, clip_x: float = 1.0, clip_y: float = 1.0) -> MixingRelease:
+    """The release :func:`synthesize_streaming` makes with these settings (known before any row is read)."""
+    if mechanism not in STREAM_MECHANISMS:
+        raise ValueError(f"streaming supports mechanism in {STREAM_MECHANISMS}. Found {mechanism!r}.")
+    sigma_y = sigma_x if sigma_y is None else sigma_y
+    if mechanism == "dpmix":
+        return DPMixParams(mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y).release(n=n, dx=d, dy=k)
+    params = PoissonMixParams(mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y, clip_x=clip_x,
+                              clip_y=clip_y)
+    return params.release(n=n)
+
+
 def load_release(out_dir: str | os.PathLike, *, mmap_mode: str | None = "r") -> tuple[np.ndarray, np.ndarray, dict]:
     """(x, y, card) of a release folder; x and y memory-mapped read-only by default."""
     out_dir = Path(out_dir)
@@ -112,6 +140,7 @@ def synthesize_streaming(
     overwrite: bool = False,
     release_pages: bool = True,
     accountants: bool = True,
+    epsilons_for: Callable[[MixingRelease], list[dict]] | None = None,
 ) -> StreamingRelease:
     """Mix ``T`` points from ``source`` (n, d) / ``labels`` (n,) and write them to the folder ``out_path``.
 
@@ -123,11 +152,10 @@ def synthesize_streaming(
     they are never copied as a whole, and labels are validated chunk by chunk.
 
     The folder is written as ``OUT.partial`` and renamed to ``OUT`` at the end (an interrupted
-    run leaves no half release under the final name). Returns a :class:`StreamingRelease`.
+    run leaves no half release under the final name). ``epsilons_for(release)``: the card's
+    epsilons if the caller computes them (e.g. :func:`dpmix_core.epsilon_job.background_epsilons`,
+    in a second process while this one streams). Returns a :class:`StreamingRelease`.
     """
-    import torch
-    import torch.nn.functional as F
-
     if mechanism not in STREAM_MECHANISMS:
         raise ValueError(f"streaming supports mechanism in {STREAM_MECHANISMS}. Found {mechanism!r}.")
     if source.ndim != 2:
@@ -139,16 +167,11 @@ def synthesize_streaming(
     if k < 1:
         raise ValueError(f"num_classes must be >= 1. Found {num_classes}.")
     sigma_y = sigma_x if sigma_y is None else sigma_y
-    if mechanism == "dpmix":
-        params: Any = DPMixParams(mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y)
-        release = params.release(n=n, dx=d, dy=k)
-        if feature_range is None and source.dtype != np.uint8:
-            raise ValueError(f"source has dtype {source.dtype}: DPMix needs [0,1] features, give the public "
-                             "feature_range, e.g. (0.0, 1.0); min-max from the private data is not covered.")
-    else:
-        params = PoissonMixParams(mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y,
-                                  clip_x=clip_x, clip_y=clip_y)
-        release = params.release(n=n)
+    release = stream_release(mechanism=mechanism, n=n, d=d, k=k, l=l, T=T, sigma_x=sigma_x, sigma_y=sigma_y,
+                             clip_x=clip_x, clip_y=clip_y)
+    if mechanism == "dpmix" and feature_range is None and source.dtype != np.uint8:
+        raise ValueError(f"source has dtype {source.dtype}: DPMix needs [0,1] features, give the public "
+                         "feature_range, e.g. (0.0, 1.0); min-max from the private data is not covered.")
     dev = resolve_device(device)
     chunk = int(chunk_points or default_chunk_points(l, d))
     if chunk < 1:
@@ -194,34 +217,22 @@ def synthesize_streaming(
             stats["rows_read"] += int(uniq.size)
             stats["max_unique_rows"] = max(stats["max_unique_rows"], int(uniq.size))
             stats["max_indices"] = max(stats["max_indices"], int(inv.size))
-            table = np.zeros((uniq.size, d + k), dtype=table_dtype)
-            table[:, :d] = feats
-            table[np.arange(uniq.size), d + sub_labels.astype(np.intp)] = label_value
-            del feats, sub_labels, uniq
-            w = torch.from_numpy(table).to(dev)
-            inp = torch.from_numpy(inv.astype(np.int64, copy=False)).to(dev)
-            off = None if offsets is None else torch.from_numpy(offsets[:-1].astype(np.int64)).to(dev)
-            if off is None:
-                sums = F.embedding_bag(inp.view(c, l), w, mode="sum")
-            else:
-                sums = F.embedding_bag(inp, w, off, mode="sum")
-            del w, inp, off, table, inv
+            inv = inv.reshape(c, l) if offsets is None else inv
+            seg = Segment(0, c, 0, lambda _rng, _rows, inv=inv, offsets=offsets: (inv, offsets))
             if mechanism == "dpmix":
                 denom_x = (255.0 if dpmix_uint8 else 1.0) * l
             else:
                 denom_x = float(l)
-            denom_y = float(l)
-            gen = torch.Generator(device=dev)
-            gen.manual_seed(int(child_sequence(ss, 1, j).generate_state(1, np.uint64)[0]))
-            xs = (sums[:, :d] / denom_x).to(torch.float32)
-            ys = (sums[:, d:] / denom_y).to(torch.float32)
-            if sigma_x > 0:
-                xs.add_(torch.randn(xs.shape, generator=gen, device=dev), alpha=float(sigma_x))
-            if sigma_y > 0:
-                ys.add_(torch.randn(ys.shape, generator=gen, device=dev), alpha=float(sigma_y))
-            x_out[a : a + c] = xs.cpu().numpy()
-            y_out[a : a + c] = ys.cpu().numpy()
-            del sums, xs, ys
+            xs, ys = mix_and_perturb(
+                features=feats, labels=sub_labels.astype(np.intp), label_value=label_value, dtype=table_dtype,
+                dx=d, dy=k, segments=[seg], num_points=c, denom_x=denom_x, denom_y=float(l),
+                sigma_x=float(sigma_x), sigma_y=float(sigma_y), seed_seq=child_sequence(ss, 1, j),
+                chunk_rows=-(-c // NOISE_TILE) * NOISE_TILE, device=dev, index_sampling="host",
+            )
+            del feats, sub_labels, uniq, inv, offsets, seg
+            x_out[a : a + c] = xs
+            y_out[a : a + c] = ys
+            del xs, ys
             chunks += 1
             if release_pages:
                 x_out.flush()
@@ -238,7 +249,7 @@ def synthesize_streaming(
     del x_out, y_out
     card = streaming_card(release, mechanism=mechanism, delta=delta, seed=seed if isinstance(seed, int) else None,
                           n=n, d=d, k=k, chunk_points=chunk, device=str(dev), feature_range=feature_range,
-                          accountants=accountants)
+                          accountants=accountants, epsilons_for=epsilons_for)
     (tmp_dir / "card.json").write_text(json.dumps(card, indent=2))
     if out_dir.exists():
         shutil.rmtree(out_dir)
@@ -249,10 +260,10 @@ def synthesize_streaming(
 
 
 def streaming_card(release: MixingRelease, *, mechanism: str, delta: float, seed: int | None, n: int, d: int, k: int,
-                   chunk_points: int, device: str, feature_range=None, accountants: bool = True) -> dict:
+                   chunk_points: int, device: str, feature_range=None, accountants: bool = True,
+                   epsilons_for: Callable[[MixingRelease], list[dict]] | None = None) -> dict:
     """The privacy card of a streamed release (same fields as :func:`dpmix_core.export.privacy_card` where
     they apply): every accountant whose assumptions match the release, with its epsilon at ``delta``."""
-    from dpmix_core.accountants import applicable_accountants
     from dpmix_core.export import GENERAL_CAVEATS, clean_json
 
     card: dict = {
@@ -271,7 +282,17 @@ def streaming_card(release: MixingRelease, *, mechanism: str, delta: float, seed
         "epsilons": [],
         "caveats": list(GENERAL_CAVEATS),
     }
-    if accountants:
+    computed = None
+    if accountants and epsilons_for is not None:
+        try:
+            computed = epsilons_for(release)
+        except Exception:  # noqa: BLE001 - fall back to one accountant at a time, errors recorded
+            computed = None
+    if computed is not None:
+        card["epsilons"] = list(computed)
+    elif accountants:
+        from dpmix_core.accountants import applicable_accountants  # dp_accounting: loaded only here
+
         for acc in applicable_accountants(release):
             try:
                 card["epsilons"].append(acc.epsilon(release, delta).to_json())

@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dpmix_core.accountant_names import ACCOUNTANT_NAMES
@@ -12,6 +13,7 @@ from dpmix_core.accountants import ACCOUNTANTS
 from dpmix_core.datasets import load_embedded
 from dpmix_core.epsilon_job import background_epsilons
 from dpmix_core.export import card_epsilons
+from dpmix_core.streaming import stream_release
 from dpmix_core.synthesis import SynthesisConfig, planned_release
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,3 +69,21 @@ def test_cli_card_from_the_background_process_matches_inline(tmp_path, mechanism
     expected = card_epsilons(planned_release(SynthesisConfig(mechanism=mechanism, l=8, T=100, sigma_x=0.5), ds),
                              1e-5)
     assert card["epsilons"] == json.loads(json.dumps(expected))
+
+
+def test_cli_memmap_card_from_the_background_process(tmp_path):
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "X.npy", rng.integers(0, 256, (300, 6), dtype=np.uint8))
+    np.save(tmp_path / "Y.npy", rng.integers(0, 3, 300))
+    args = ["synthesize", "--memmap", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "Y.npy"),
+            "--num-classes", "3", "--mechanism", "dpmix", "--l", "8", "--T", "500", "--sigma-x", "0.5",
+            "--out", str(tmp_path / "rel"), "--json"]
+    code = (f"import contextlib, io, json, sys\nfrom dpmix_core.cli import main\nbuf = io.StringIO()\n"
+            f"with contextlib.redirect_stdout(buf):\n    assert main({args!r}) == 0\n"
+            f"print(json.dumps([json.loads(buf.getvalue()), 'dp_accounting' in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    card, parent_loaded_accountants = json.loads(done.stdout)
+    assert not parent_loaded_accountants
+    expected = card_epsilons(stream_release(mechanism="dpmix", n=300, d=6, k=3, l=8, T=500, sigma_x=0.5), 1e-5)
+    assert card["epsilons"] == json.loads(json.dumps(expected))
+    assert (tmp_path / "rel" / "x.npy").exists()
