@@ -179,3 +179,19 @@ def test_index_sampling_is_checked():
     p = DPMixParams(mix_degree=2, num_points=10, sigma_x=0.0, sigma_y=0.0)
     with pytest.raises(ValueError, match="index_sampling"):
         dpmix(X, y, num_classes=2, params=p, index_sampling="gpu")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("with_labels", [True, False])
+def test_device_table_is_features_then_scaled_one_hot_labels(dtype, with_labels):
+    from dpmix_core.mechanisms._engine import device_table
+
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 256, (50, 9), dtype=np.uint8)
+    y = rng.integers(0, 4, 50) if with_labels else None
+    table = device_table(X, y, 0.5, dtype, 4, torch.device("cpu"))
+    expected = X.astype(dtype)
+    if with_labels:
+        expected = np.concatenate([expected, 0.5 * np.eye(4, dtype=dtype)[y]], axis=1)
+    assert table.dtype == torch.from_numpy(expected).dtype
+    np.testing.assert_array_equal(table.numpy(), expected)

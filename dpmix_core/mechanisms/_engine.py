@@ -43,6 +43,7 @@ __all__ = [
     "child_sequence",
     "chunk_rows_for",
     "device_generator",
+    "device_table",
 ]
 
 INDEX_SAMPLING = ("auto", "host", "device")
@@ -172,9 +173,12 @@ def mix_and_perturb(
     if len(starts) > 1 and width - starts[-1] < block // 2:  # fold a thin last block into its neighbour
         starts.pop()
     bounds = list(zip(starts, starts[1:] + [width]))
-    weights = [
-        torch.from_numpy(_table_block(features, labels, label_value, dtype, a, b)).to(device) for a, b in bounds
-    ]
+    if on_cpu:
+        weights = [
+            torch.from_numpy(_table_block(features, labels, label_value, dtype, a, b)) for a, b in bounds
+        ]
+    else:  # one block, built on the device from the raw features (uint8 MNIST: 4x less to upload)
+        weights = [device_table(features, labels, label_value, dtype, dy, device)]
 
     out_x = np.empty((num_points, dx), dtype=np.float32)
     out_y = np.empty((num_points, dy), dtype=np.float32)
@@ -223,6 +227,27 @@ def mix_and_perturb(
         if pool is not None:
             pool.shutdown()
     return out_x, out_y
+
+
+def device_table(features: np.ndarray, labels: np.ndarray | None, label_value: float, dtype: type, dy: int,
+                 device: "torch.device") -> "torch.Tensor":
+    """[features | label_value * onehot(labels, dy)] (or the features alone) as one ``dtype`` tensor on ``device``.
+
+    The features travel in their own dtype (uint8 images: a quarter of float32) and are cast there.
+    Equal to the column blocks :func:`_table_block` builds on the host, concatenated.
+    """
+    import torch
+
+    n, dx = features.shape
+    feats = torch.from_numpy(np.ascontiguousarray(features)).to(device)
+    tdtype = torch.from_numpy(np.zeros(0, dtype=dtype)).dtype
+    if labels is None:
+        return feats.to(tdtype)
+    lab = torch.from_numpy(np.asarray(labels, dtype=np.int64)).to(device)
+    table = torch.zeros((n, dx + dy), dtype=tdtype, device=device)
+    table[:, :dx] = feats
+    table[torch.arange(n, device=device), dx + lab] = float(label_value)
+    return table
 
 
 def _table_block(features, labels, label_value, dtype, a: int, b: int) -> np.ndarray:
