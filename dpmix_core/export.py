@@ -15,6 +15,7 @@ import math
 import os
 import platform
 import tempfile
+import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Callable
@@ -105,7 +106,24 @@ def privacy_card(synthesis: Synthesis, *, epsilons: list[dict] | None = None) ->
 
 def write_npz(fh: IO[bytes], synthesis: Synthesis, card: dict) -> None:
     """x, y and the card (as a JSON string) as one uncompressed .npz into ``fh``, loadable with allow_pickle=False."""
-    np.savez(fh, x=synthesis.data.x, y=synthesis.data.y, privacy_card=np.array(json.dumps(card)))
+    save_npz(fh, {"x": synthesis.data.x, "y": synthesis.data.y, "privacy_card": np.array(json.dumps(card))})
+
+
+def save_npz(fh: IO[bytes], arrays: dict[str, np.ndarray]) -> None:
+    """What ``np.savez(fh, **arrays)`` writes (a stored, uncompressed zip of .npy members), faster.
+
+    ``np.savez`` copies every array through 16 MB ``tobytes`` chunks (fresh pages each time) before the
+    zip layer sees it; here a numeric C-contiguous array goes to the zip member as one memoryview
+    (the zip layer still computes its CRC-32). The result reads back with ``np.load``.
+    """
+    with zipfile.ZipFile(fh, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, array in arrays.items():
+            with zf.open(f"{name}.npy", mode="w", force_zip64=True) as member:
+                if array.ndim and array.size and array.dtype.kind in "biuf" and array.flags.c_contiguous:
+                    np.lib.format.write_array_header_1_0(member, np.lib.format.header_data_from_array_1_0(array))
+                    member.write(memoryview(array).cast("B"))
+                else:
+                    np.lib.format.write_array(member, array, allow_pickle=False)
 
 
 def npz_bytes(synthesis: Synthesis, card: dict) -> bytes:
