@@ -49,10 +49,12 @@ from dpmix_core.mechanisms._engine import (
     NOISE_TILE,
     Segment,
     child_sequence,
+    chunk_rows_for,
     mix_and_perturb,
     resolve_device,
     seed_sequence,
 )
+from dpmix_core.mechanisms.device_sampling import sample_mixture_indices_torch, sample_poisson_batches_torch
 from dpmix_core.mechanisms.mixing import DPMixParams, PoissonMixParams
 from dpmix_core.mechanisms.sampling import sample_mixture_indices, sample_poisson_batches
 from dpmix_core.release import MixingRelease
@@ -67,6 +69,7 @@ __all__ = [
 ]
 
 STREAM_MECHANISMS = ("dpmix", "poisson")
+RESIDENT_ELEMENTS = 1 << 26  # a source with n * (d + K) up to this (256 MB as float32) is read once and kept
 ELEMENTS_PER_CHUNK = 1 << 23  # gathered indices x feature columns per chunk: ~32 MB of float32 sub-table
 _EXACT_UINT8_SUM = 2**24 // 255
 
@@ -141,6 +144,7 @@ def synthesize_streaming(
     release_pages: bool = True,
     accountants: bool = True,
     epsilons_for: Callable[[MixingRelease], list[dict]] | None = None,
+    resident_elements: int = RESIDENT_ELEMENTS,
 ) -> StreamingRelease:
     """Mix ``T`` points from ``source`` (n, d) / ``labels`` (n,) and write them to the folder ``out_path``.
 
@@ -155,6 +159,13 @@ def synthesize_streaming(
     run leaves no half release under the final name). ``epsilons_for(release)``: the card's
     epsilons if the caller computes them (e.g. :func:`dpmix_core.epsilon_job.background_epsilons`,
     in a second process while this one streams). Returns a :class:`StreamingRelease`.
+
+    Resident mode: when ``n * (d + K) <= resident_elements`` the source is read once (in pieces)
+    into the mixing table and only the *output* is streamed, in the engine's chunks (indices drawn
+    on the device off the CPU): reading ``l`` rows per point from the file costs T * l row reads,
+    which for MNIST-sized sources is 250x more than reading it once. Memory is then the table plus
+    one chunk. An explicit ``chunk_points`` (or ``resident_elements=0``) selects the chunked mode,
+    whose memory is bounded by the chunk alone (any n).
     """
     if mechanism not in STREAM_MECHANISMS:
         raise ValueError(f"streaming supports mechanism in {STREAM_MECHANISMS}. Found {mechanism!r}.")
@@ -198,47 +209,58 @@ def synthesize_streaming(
     stats = {"rows_read": 0, "max_unique_rows": 0, "max_indices": 0}
     t0 = time.perf_counter()
     chunks = 0
+    resident = chunk_points is None and n * (d + k) <= resident_elements
     try:
-        for j, a in enumerate(range(0, T, chunk)):
-            c = min(chunk, T - a)
-            rng = np.random.Generator(np.random.PCG64(child_sequence(ss, 0, j)))
-            if mechanism == "dpmix":
-                idx = sample_mixture_indices(n=n, mix_degree=l, num_points=c, rng=rng).reshape(-1)
-                offsets = None
-            else:
-                idx, offsets = sample_poisson_batches(n=n, rate=rate, num_points=c, rng=rng)
-            uniq, inv = np.unique(idx, return_inverse=True)
-            del idx
-            sub = _gather(source, uniq, release_pages)  # sorted row reads: each needed page once
-            sub_labels = _gather(labels, uniq, release_pages)
-            _check_chunk_labels(sub_labels, k)
-            feats = _features(sub, mechanism, feature_range, clip_x, table_dtype)
-            del sub
-            stats["rows_read"] += int(uniq.size)
-            stats["max_unique_rows"] = max(stats["max_unique_rows"], int(uniq.size))
-            stats["max_indices"] = max(stats["max_indices"], int(inv.size))
-            inv = inv.reshape(c, l) if offsets is None else inv
-            seg = Segment(0, c, 0, lambda _rng, _rows, inv=inv, offsets=offsets: (inv, offsets))
-            if mechanism == "dpmix":
-                denom_x = (255.0 if dpmix_uint8 else 1.0) * l
-            else:
-                denom_x = float(l)
-            xs, ys = mix_and_perturb(
-                features=feats, labels=sub_labels.astype(np.intp), label_value=label_value, dtype=table_dtype,
-                dx=d, dy=k, segments=[seg], num_points=c, denom_x=denom_x, denom_y=float(l),
-                sigma_x=float(sigma_x), sigma_y=float(sigma_y), seed_seq=child_sequence(ss, 1, j),
-                chunk_rows=-(-c // NOISE_TILE) * NOISE_TILE, device=dev, index_sampling="host",
+        if resident:
+            chunk = chunk_rows_for(l)
+            chunks = _mix_resident(
+                source, labels, mechanism=mechanism, k=k, l=l, T=T, sigma_x=float(sigma_x), sigma_y=float(sigma_y),
+                seed_seq=child_sequence(ss, 2), feature_range=feature_range, clip_x=clip_x, table_dtype=table_dtype,
+                denom_x=(255.0 if dpmix_uint8 else 1.0) * l if mechanism == "dpmix" else float(l),
+                label_value=label_value, device=dev, out=(x_out, y_out), release_pages=release_pages, stats=stats,
+                chunk_rows=chunk,
             )
-            del feats, sub_labels, uniq, inv, offsets, seg
-            x_out[a : a + c] = xs
-            y_out[a : a + c] = ys
-            del xs, ys
-            chunks += 1
-            if release_pages:
-                x_out.flush()
-                y_out.flush()
-                for arr in (source, labels, x_out, y_out):
-                    _drop_pages(arr)
+        else:
+            for j, a in enumerate(range(0, T, chunk)):
+                c = min(chunk, T - a)
+                rng = np.random.Generator(np.random.PCG64(child_sequence(ss, 0, j)))
+                if mechanism == "dpmix":
+                    idx = sample_mixture_indices(n=n, mix_degree=l, num_points=c, rng=rng).reshape(-1)
+                    offsets = None
+                else:
+                    idx, offsets = sample_poisson_batches(n=n, rate=rate, num_points=c, rng=rng)
+                uniq, inv = np.unique(idx, return_inverse=True)
+                del idx
+                sub = _gather(source, uniq, release_pages)  # sorted row reads: each needed page once
+                sub_labels = _gather(labels, uniq, release_pages)
+                _check_chunk_labels(sub_labels, k)
+                feats = _features(sub, mechanism, feature_range, clip_x, table_dtype)
+                del sub
+                stats["rows_read"] += int(uniq.size)
+                stats["max_unique_rows"] = max(stats["max_unique_rows"], int(uniq.size))
+                stats["max_indices"] = max(stats["max_indices"], int(inv.size))
+                inv = inv.reshape(c, l) if offsets is None else inv
+                seg = Segment(0, c, 0, lambda _rng, _rows, inv=inv, offsets=offsets: (inv, offsets))
+                if mechanism == "dpmix":
+                    denom_x = (255.0 if dpmix_uint8 else 1.0) * l
+                else:
+                    denom_x = float(l)
+                xs, ys = mix_and_perturb(
+                    features=feats, labels=sub_labels.astype(np.intp), label_value=label_value, dtype=table_dtype,
+                    dx=d, dy=k, segments=[seg], num_points=c, denom_x=denom_x, denom_y=float(l),
+                    sigma_x=float(sigma_x), sigma_y=float(sigma_y), seed_seq=child_sequence(ss, 1, j),
+                    chunk_rows=-(-c // NOISE_TILE) * NOISE_TILE, device=dev, index_sampling="host",
+                )
+                del feats, sub_labels, uniq, inv, offsets, seg
+                x_out[a : a + c] = xs
+                y_out[a : a + c] = ys
+                del xs, ys
+                chunks += 1
+                if release_pages:
+                    x_out.flush()
+                    y_out.flush()
+                    for arr in (source, labels, x_out, y_out):
+                        _drop_pages(arr)
         x_out.flush()
         y_out.flush()
     except BaseException:
@@ -249,6 +271,7 @@ def synthesize_streaming(
     del x_out, y_out
     card = streaming_card(release, mechanism=mechanism, delta=delta, seed=seed if isinstance(seed, int) else None,
                           n=n, d=d, k=k, chunk_points=chunk, device=str(dev), feature_range=feature_range,
+                          mode="resident" if resident else "chunked",
                           accountants=accountants, epsilons_for=epsilons_for)
     (tmp_dir / "card.json").write_text(json.dumps(card, indent=2))
     if out_dir.exists():
@@ -261,7 +284,8 @@ def synthesize_streaming(
 
 def streaming_card(release: MixingRelease, *, mechanism: str, delta: float, seed: int | None, n: int, d: int, k: int,
                    chunk_points: int, device: str, feature_range=None, accountants: bool = True,
-                   epsilons_for: Callable[[MixingRelease], list[dict]] | None = None) -> dict:
+                   epsilons_for: Callable[[MixingRelease], list[dict]] | None = None,
+                   mode: str = "chunked") -> dict:
     """The privacy card of a streamed release (same fields as :func:`dpmix_core.export.privacy_card` where
     they apply): every accountant whose assumptions match the release, with its epsilon at ``delta``."""
     from dpmix_core.export import GENERAL_CAVEATS, clean_json
@@ -270,7 +294,7 @@ def streaming_card(release: MixingRelease, *, mechanism: str, delta: float, seed
         "dpmix_studio_version": dpmix_core.__version__,
         "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "mechanism": mechanism,
-        "streamed": {"chunk_points": chunk_points, "device": device, "files": ["x.npy", "y.npy"],
+        "streamed": {"chunk_points": chunk_points, "device": device, "mode": mode, "files": ["x.npy", "y.npy"],
                      "note": "same law as the in-memory mechanism, not bit-identical to it (random streams per chunk)"},
         "parameters": {"l": release.mix_degree, "T": release.num_points, "sigma_x": release.sigma_x,
                        "sigma_y": release.sigma_y, "feature_range": feature_range},
@@ -305,6 +329,47 @@ def streaming_card(release: MixingRelease, *, mechanism: str, delta: float, seed
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _mix_resident(source, labels, *, mechanism: str, k: int, l: int, T: int, sigma_x: float, sigma_y: float,
+                  seed_seq: np.random.SeedSequence, feature_range, clip_x: float, table_dtype, denom_x: float,
+                  label_value: float, device, out: tuple[np.ndarray, np.ndarray], release_pages: bool, stats: dict,
+                  chunk_rows: int) -> int:
+    """Resident mode: the whole source as the engine's table, the output written chunk by chunk into ``out``."""
+    n = int(source.shape[0])
+    every = np.arange(n)
+    sub_labels = _gather(labels, every, release_pages)
+    _check_chunk_labels(sub_labels, k)
+    feats = _features(_gather(source, every, release_pages), mechanism, feature_range, clip_x, table_dtype)
+    stats.update(rows_read=n, max_unique_rows=n, max_indices=chunk_rows * l)
+    rate = l / n
+
+    def draw(rng: np.random.Generator, rows: int):
+        if mechanism == "dpmix":
+            return sample_mixture_indices(n=n, mix_degree=l, num_points=rows, rng=rng), None
+        return sample_poisson_batches(n=n, rate=rate, num_points=rows, rng=rng)
+
+    def draw_device(gen, rows: int):
+        if mechanism == "dpmix":
+            return sample_mixture_indices_torch(n=n, mix_degree=l, num_points=rows, generator=gen), None
+        return sample_poisson_batches_torch(n=n, rate=rate, num_points=rows, generator=gen)
+
+    written = []
+
+    def after_chunk(row0: int, rows: int) -> None:
+        written.append(rows)
+        if release_pages:
+            for arr in out:
+                arr.flush()
+                _drop_pages(arr)
+
+    mix_and_perturb(
+        features=feats, labels=sub_labels.astype(np.intp), label_value=label_value, dtype=table_dtype,
+        dx=int(source.shape[1]), dy=k, segments=[Segment(0, T, 0, draw, draw_device=draw_device)], num_points=T,
+        denom_x=denom_x, denom_y=float(l), sigma_x=sigma_x, sigma_y=sigma_y, seed_seq=seed_seq,
+        chunk_rows=chunk_rows, device=device, out=out, after_chunk=after_chunk,
+    )
+    return len(written)
 
 
 def _check_chunk_labels(sub_labels: np.ndarray, k: int) -> None:

@@ -151,13 +151,17 @@ def mix_and_perturb(
     chunk_rows: int,
     device: "torch.device",
     index_sampling: str = "auto",
+    out: "tuple[np.ndarray, np.ndarray] | None" = None,
+    after_chunk: Callable[[int, int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """x_t = sum(features[b_t]) / denom_x + N(0, sigma_x^2 I); y_t = sum(label_value * onehot(labels[b_t])) / denom_y
     + N(0, sigma_y^2 I), or the segment's constant ``label_mean`` + noise when ``labels`` is None.
 
     The table [features | label_value * onehot(labels)] is built in ``dtype``
     column block by column block, never as a whole on the CPU. Returns float32 (T, dx), (T, dy).
-    ``index_sampling``: "host", "device" or "auto" (see the module docstring).
+    ``index_sampling``: "host", "device" or "auto" (see the module docstring). ``out``: float32
+    arrays of shape (T, dx), (T, dy) to fill (e.g. memory-mapped files) instead of new ones;
+    ``after_chunk(row0, rows)`` is called once the rows row0..row0+rows-1 are written.
     """
     import torch
     import torch.nn.functional as F
@@ -180,8 +184,15 @@ def mix_and_perturb(
     else:  # one block, built on the device from the raw features (uint8 MNIST: 4x less to upload)
         weights = [device_table(features, labels, label_value, dtype, dy, device)]
 
-    out_x = np.empty((num_points, dx), dtype=np.float32)
-    out_y = np.empty((num_points, dy), dtype=np.float32)
+    if out is None:
+        out_x = np.empty((num_points, dx), dtype=np.float32)
+        out_y = np.empty((num_points, dy), dtype=np.float32)
+    else:
+        out_x, out_y = out
+        if out_x.shape != (num_points, dx) or out_y.shape != (num_points, dy) or not (
+            out_x.dtype == out_y.dtype == np.float32
+        ):
+            raise ValueError(f"out must be float32 arrays of shapes ({num_points}, {dx}) and ({num_points}, {dy}).")
     rng = np.random.Generator(np.random.PCG64(child_sequence(seed_seq, 0)))
     noise_seq = child_sequence(seed_seq, 1)
     workers = max(1, torch.get_num_threads()) if on_cpu else 1
@@ -223,6 +234,8 @@ def mix_and_perturb(
                 if not on_cpu:
                     out_x[r0 : r0 + c] = dst_x.cpu().numpy()
                     out_y[r0 : r0 + c] = dst_y.cpu().numpy()
+                if after_chunk is not None:
+                    after_chunk(r0, c)
     finally:
         if pool is not None:
             pool.shutdown()
