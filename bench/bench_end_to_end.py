@@ -31,14 +31,15 @@ ROOT = Path(__file__).resolve().parent.parent
 SETTING = ["--mechanism", "dpmix", "--l", "256", "--T", "60000", "--sigma-x", "0.1", "--sigma-y", "0.1"]
 
 
-def commands(data_dir: str, tmp: Path) -> dict[str, tuple[list[str], Path]]:
+def commands(data_dir: str, tmp: Path, device: str | None = None) -> dict[str, tuple[list[str], Path]]:
     """name -> (argv after 'python -m dpmix_core', output path to delete between runs)."""
     npz = tmp / "r.npz"
     folder = tmp / "rel"
+    setting = SETTING + (["--device", device] if device else [])
     return {
-        "in-memory": (["synthesize", "--dataset", "mnist", "--data-dir", data_dir, *SETTING, "--out", str(npz)], npz),
+        "in-memory": (["synthesize", "--dataset", "mnist", "--data-dir", data_dir, *setting, "--out", str(npz)], npz),
         "memmap": (["synthesize", "--memmap", str(tmp / "X.npy"), "--labels", str(tmp / "Y.npy"), "--num-classes",
-                    "10", *SETTING, "--out", str(folder)], folder),
+                    "10", *setting, "--out", str(folder)], folder),
     }
 
 
@@ -73,13 +74,14 @@ def main() -> None:
     parser.add_argument("--data-dir", required=True, help="folder with mnist.npz (or the IDX files)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", choices=["in-memory", "memmap"])
+    parser.add_argument("--device", help="passed to synthesize (cpu, cuda, auto); default: the command's own")
     parser.add_argument("--tmp", help="scratch folder (default: a new temporary folder, deleted at the end)")
     args = parser.parse_args()
 
     tmp = Path(args.tmp) if args.tmp else Path(tempfile.mkdtemp(prefix="dpmix-e2e-"))
     tmp.mkdir(parents=True, exist_ok=True)
     try:
-        cmds = commands(args.data_dir, tmp)
+        cmds = commands(args.data_dir, tmp, args.device)
         names = [args.only] if args.only else list(cmds)
         if "memmap" in names:
             write_memmap_source(args.data_dir, tmp)
