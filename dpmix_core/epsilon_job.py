@@ -28,7 +28,7 @@ from pathlib import Path
 import dpmix_core
 from dpmix_core.release import MixingRelease
 
-__all__ = ["background_epsilons", "accountants_loaded"]
+__all__ = ["accountants_loaded", "background_epsilons"]
 
 _ACCOUNTANT_MODULES = ("dpmix_core.accountants", "dp_accounting")
 
@@ -127,7 +127,7 @@ def main() -> int:
     """Child side: a pickled (release, delta) on stdin from the parent, the epsilons as JSON on stdout."""
     from dpmix_core.export import card_epsilons
 
-    release, delta = pickle.loads(sys.stdin.buffer.read())  # noqa: S301 - our own parent wrote it
+    release, delta = pickle.loads(sys.stdin.buffer.read())
     if not isinstance(release, MixingRelease):
         return 2
     sys.stdout.write(json.dumps(card_epsilons(release, delta)))

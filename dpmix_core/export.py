@@ -176,7 +176,7 @@ def write_release(synthesis: Synthesis, out: str | Path, *, card: dict | None = 
     suffix = out.suffix.lower()
     card = privacy_card(synthesis) if card is None else card
     if suffix == ".npz":
-        payload: bytes | Callable[[IO[bytes]], None] = lambda fh: write_npz(fh, synthesis, card)  # noqa: E731
+        payload: bytes | Callable[[IO[bytes]], None] = lambda fh: write_npz(fh, synthesis, card)
     else:
         payload = csv_bytes(synthesis)
     card_path = out.with_suffix(".card.json")

@@ -24,7 +24,7 @@ import numpy as np
 
 from dpmix_core.datasets.formats import Splits
 
-__all__ = ["DECODED_DIR", "source_stamp", "load_decoded", "save_decoded", "read_through"]
+__all__ = ["DECODED_DIR", "load_decoded", "read_through", "save_decoded", "source_stamp"]
 
 DECODED_DIR = "decoded"
 

@@ -31,8 +31,8 @@ _COMPLEMENT_ELEMENTS = 1 << 24  # (rows, n) mask entries per block for l > n/2
 
 
 def sample_mixture_indices_torch(
-    *, n: int, mix_degree: int, num_points: int, generator: "torch.Generator"
-) -> "torch.Tensor":
+    *, n: int, mix_degree: int, num_points: int, generator: torch.Generator
+) -> torch.Tensor:
     """(num_points, mix_degree) int64 tensor on the generator's device: uniform l-subsets of {0..n-1}, rows sorted."""
     import torch
 
@@ -50,8 +50,8 @@ def sample_mixture_indices_torch(
 
 
 def sample_poisson_batches_torch(
-    *, n: int, rate: float, num_points: int, generator: "torch.Generator"
-) -> "tuple[torch.Tensor, torch.Tensor]":
+    *, n: int, rate: float, num_points: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Poisson batches by Bernoulli(q) membership: ``(indices, offsets)`` int64 on the generator's device.
 
     ``indices`` concatenates the sorted batches; ``offsets`` (length num_points + 1) marks where
@@ -78,7 +78,7 @@ def sample_poisson_batches_torch(
     return indices, offsets
 
 
-def _redraw_rows(n: int, width: int, rows: int, generator: "torch.Generator") -> "torch.Tensor":
+def _redraw_rows(n: int, width: int, rows: int, generator: torch.Generator) -> torch.Tensor:
     """i.i.d. draws, then redraw repeated slots until every row is duplicate-free (rows sorted)."""
     import torch
 
@@ -99,7 +99,7 @@ def _redraw_rows(n: int, width: int, rows: int, generator: "torch.Generator") ->
     return idx
 
 
-def _complement_rows(n: int, width: int, rows: int, generator: "torch.Generator") -> "torch.Tensor":
+def _complement_rows(n: int, width: int, rows: int, generator: torch.Generator) -> torch.Tensor:
     """Rows with width > n/2: the records outside a uniform (n - width)-subset, ascending."""
     import torch
 
