@@ -172,7 +172,7 @@ class MixingRelease:
             return 0.0
         return 1.0 / math.sqrt(2.0 * r)
 
-    def dp_event(self) -> "dp_accounting.DpEvent":
+    def dp_event(self) -> dp_accounting.DpEvent:
         """The release as a ``dp_accounting`` event (sampled Gaussian, self-composed T times)."""
         import dp_accounting
 
