@@ -213,6 +213,9 @@ def mix_and_perturb(
                     idx, offsets = seg.draw(rng, c)
                     idx_t = torch.from_numpy(idx).to(device)
                     off_t = None if offsets is None else torch.from_numpy(offsets[:-1].astype(idx.dtype)).to(device)
+                sums = torch.empty((c, width), dtype=weights[0].dtype, device=device)
+                for (j0, j1), w in zip(bounds, weights):
+                    sums[:, j0:j1] = F.embedding_bag(idx_t, w, off_t, mode="sum")
                 if on_cpu:
                     dst_x = torch.from_numpy(out_x[r0 : r0 + c])
                     dst_y = torch.from_numpy(out_y[r0 : r0 + c])
@@ -220,13 +223,10 @@ def mix_and_perturb(
                     dst_x = torch.empty((c, dx), dtype=torch.float32, device=device)
                     dst_y = torch.empty((c, dy), dtype=torch.float32, device=device)
                 _fill_noise(dst_x, dst_y, sigma_x, sigma_y, noise_seq, seg.key, a, device, pool)
-                for (j0, j1), w in zip(bounds, weights):  # each block's sums go straight into the output
-                    sums = F.embedding_bag(idx_t, w, off_t, mode="sum")
-                    if j0 < dx:
-                        _combine(dst_x[:, j0 : min(j1, dx)], sums[:, : min(j1, dx) - j0], denom_x, sigma_x)
-                    if j1 > dx:
-                        _combine(dst_y[:, max(j0, dx) - dx : j1 - dx], sums[:, max(j0, dx) - j0 :], denom_y, sigma_y)
-                if not labels_in_table:
+                _combine(dst_x, sums[:, :dx], denom_x, sigma_x)
+                if labels_in_table:
+                    _combine(dst_y, sums[:, dx:], denom_y, sigma_y)
+                else:
                     if sigma_y > 0:
                         dst_y.mul_(sigma_y).add_(label_const)
                     else:
