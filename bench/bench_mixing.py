@@ -58,22 +58,25 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         return _naive(x, y, l, args.naive_points) | {"source": source}
     if name == "dpmix":
         params = M.DPMixParams(mix_degree=l, num_points=T, sigma_x=SIGMA, sigma_y=SIGMA)
-        fn = lambda: M.dpmix(x, y, num_classes=10, params=params, seed=1, device=args.device)  # noqa: E731
+        fn = lambda: M.dpmix(x, y, num_classes=10, params=params, seed=1, device=args.device,
+                                  index_sampling=args.index_sampling)  # noqa: E731
         setting = f"l={l}, T={T}, without replacement"
     elif name == "class-centric":
         params = M.ClassCentricParams(mix_degree=l, num_points=T, sigma_x=SIGMA, sigma_y=SIGMA)
-        fn = lambda: M.class_centric_mix(x, y, num_classes=10, params=params, seed=1, device=args.device)  # noqa: E731
+        fn = lambda: M.class_centric_mix(x, y, num_classes=10, params=params, seed=1, device=args.device,
+                                  index_sampling=args.index_sampling)  # noqa: E731
         setting = f"l={l}, T_k=floor(T/10), z-score + clip c=1"
     elif name == "poisson":
         params = M.PoissonMixParams(mix_degree=l, num_points=T, sigma_x=SIGMA, sigma_y=SIGMA)
-        fn = lambda: M.poisson_mix(x, y, num_classes=10, params=params, seed=1, device=args.device)  # noqa: E731
+        fn = lambda: M.poisson_mix(x, y, num_classes=10, params=params, seed=1, device=args.device,
+                                  index_sampling=args.index_sampling)  # noqa: E731
         setting = f"m={l} (E|batch|), T={T}, Poisson"
     else:
         raise ValueError(name)
     # warm-up on a few points: imports torch, starts its thread pool
     small = type(params)(**{**params.__dict__, "num_points": 512})
     {"dpmix": M.dpmix, "class-centric": M.class_centric_mix, "poisson": M.poisson_mix}[name](
-        x, y, num_classes=10, params=small, seed=0, device=args.device
+        x, y, num_classes=10, params=small, seed=0, device=args.device, index_sampling=args.index_sampling
     )
     rss_before = _peak_rss_mb()
     times, points = [], 0
@@ -131,6 +134,8 @@ def main() -> None:
     parser.add_argument("--mix-degree", type=int, default=256, help="l (and m for Poisson)")
     parser.add_argument("--naive-points", type=int, default=300)
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    parser.add_argument("--index-sampling", default="auto", choices=["auto", "host", "device"],
+                        help="where the indices are drawn (auto: on the device off the CPU)")
     parser.add_argument("--only", choices=MECHANISMS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.only:
@@ -153,7 +158,8 @@ def main() -> None:
     print(f"Data: {results['dpmix']['source']}; n=60000, d=784, K=10.")
     print(
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPU(s), torch {torch.__version__} "
-        f"({torch.get_num_threads()} threads), device={args.device}; load average {load_start[0]:.2f} before, "
+        f"({torch.get_num_threads()} threads), device={args.device}, index sampling {args.index_sampling}; "
+        f"load average {load_start[0]:.2f} before, "
         f"{load_end[0]:.2f} after (other work on the machine slows the numbers down)."
     )
     print()
@@ -189,6 +195,7 @@ def _forward(args: argparse.Namespace) -> list[str]:
         "--mix-degree", str(args.mix_degree),
         "--naive-points", str(args.naive_points),
         "--device", args.device,
+        "--index-sampling", args.index_sampling,
     ]  # fmt: skip
     if args.data_dir:
         out += ["--data-dir", args.data_dir]

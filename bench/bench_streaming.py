@@ -1,4 +1,4 @@
-"""Benchmark: streaming releases from a memory-mapped source (dpmix_core.mechanisms.streaming).
+"""Benchmark: streaming releases from a memory-mapped source (dpmix_core.synthesis.streaming).
 
 Shows the cost model: time is proportional to T * l * d and independent of n, and the peak memory
 is bounded by the chunk (neither n nor T). Three sweeps, each run in a fresh process (so its peak
@@ -51,7 +51,7 @@ def one(args: argparse.Namespace) -> None:
     """Child process: one streamed release, then a JSON line with the timings and peak RSS."""
     import torch
 
-    from dpmix_core.mechanisms.streaming import synthesize_streaming
+    from dpmix_core.synthesis.streaming import synthesize_streaming
 
     torch.set_num_threads(args.threads)
     x = np.load(args.x, mmap_mode="r")

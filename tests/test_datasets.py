@@ -113,6 +113,34 @@ def test_idx_gz_round_trip(tmp_path):
     assert dataset.class_counts().tolist() == [2] * 10
 
 
+def test_decoded_copy_is_reused_and_refreshed_when_the_source_changes(tmp_path, isolated_env):
+    arrays = _tiny(3)
+    _write_npz(tmp_path / "data" / "mnist.npz", arrays)
+    first = load_dataset("mnist", data_dir=tmp_path / "data", download=False)
+    copies = list((isolated_env / "decoded").iterdir())
+    assert [p.name.split("-")[0] for p in copies] == ["mnist"]
+    assert sorted(p.name for p in copies[0].iterdir()) == ["x_test.npy", "x_train.npy", "y_test.npy", "y_train.npy"]
+    again = load_dataset("mnist", data_dir=tmp_path / "data", download=False)
+    _assert_same(again, arrays)
+    assert again.source == first.source == f"local file {tmp_path / 'data' / 'mnist.npz'}"
+    assert not again.x_train.flags.writeable
+
+    changed = _tiny(4)
+    time.sleep(0.01)
+    _write_npz(tmp_path / "data" / "mnist.npz", changed)
+    _assert_same(load_dataset("mnist", data_dir=tmp_path / "data", download=False), changed)
+    assert len(list((isolated_env / "decoded").iterdir())) == 2
+
+
+def test_unwritable_cache_still_loads(tmp_path, monkeypatch):
+    arrays = _tiny(5)
+    _write_idx(tmp_path / "data", arrays)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("DPMIX_CACHE_DIR", str(blocker))
+    _assert_same(load_dataset("mnist", data_dir=tmp_path / "data", download=False), arrays)
+
+
 def test_idx_magic_and_length_are_checked():
     labels = np.arange(5, dtype=np.uint8)
     with pytest.raises(DatasetError, match="magic number 0x00000801 is not 0x00000803"):

@@ -175,7 +175,7 @@ def test_poisson_points_include_records_independently():
 def test_many_chunks_and_threads_give_the_same_semantics(monkeypatch):
     import torch
 
-    from dpmix_core.mechanisms import _engine
+    from dpmix_core.mechanisms import engine as _engine
 
     monkeypatch.setattr(_engine, "INDICES_PER_CHUNK", 1)  # one noise tile (256 points) per chunk
     y = np.repeat(np.arange(3), [12, 15, 20])

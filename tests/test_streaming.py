@@ -1,4 +1,4 @@
-"""Streaming (larger-than-memory) releases: dpmix_core.mechanisms.streaming.synthesize_streaming.
+"""Streaming (larger-than-memory) releases: dpmix_core.synthesis.streaming.synthesize_streaming.
 
 Bit-equality with the in-memory mechanisms is not required (the random streams are split per chunk);
 the tests check the law instead: shapes, exact sampling without duplicates, unbiased means, the
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from dpmix_core.mechanisms import DPMixParams, dpmix
-from dpmix_core.mechanisms.streaming import default_chunk_points, load_release, synthesize_streaming
+from dpmix_core.synthesis.streaming import default_chunk_points, load_release, synthesize_streaming
 
 
 def _data(n=400, d=6, k=3, seed=0):
@@ -116,7 +116,7 @@ def _save(path, arr):
     return path
 
 
-def _peak_bytes(tmp_path, name, n, T, chunk):
+def _peak_bytes(tmp_path, name, n, T, chunk, resident_elements=0):
     path = tmp_path / f"{name}_src.npy"
     src = np.lib.format.open_memmap(path, mode="w+", dtype=np.uint8, shape=(n, 16))
     for a in range(0, n, 100_000):
@@ -128,7 +128,8 @@ def _peak_bytes(tmp_path, name, n, T, chunk):
     tracemalloc.start()
     try:
         synthesize_streaming(src, lab, num_classes=10, l=16, T=T, sigma_x=0.5, seed=0,
-                             out_path=tmp_path / f"{name}_out", chunk_points=chunk, accountants=False)
+                             out_path=tmp_path / f"{name}_out", chunk_points=chunk, accountants=False,
+                             resident_elements=resident_elements)
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -166,3 +167,27 @@ def test_errors(tmp_path):
                                **{**kw, "sigma_x": 0.0, "sigma_y": 0.0})
     assert 0 <= np.load(out.x_path).min() and np.load(out.x_path).max() <= 1
     assert default_chunk_points(256, 784) >= 1 and default_chunk_points(1, 1) == 1 << 23
+
+
+@pytest.mark.parametrize("mechanism", ["dpmix", "poisson"])
+def test_resident_and_chunked_modes_have_the_same_law(tmp_path, mechanism):
+    n, l, T = 40, 5, 4000
+    X = (np.eye(n) * 255).astype(np.uint8)
+    y = np.arange(n) % 2
+    outs = {}
+    for mode, chunk in (("resident", None), ("chunked", 300)):
+        out = synthesize_streaming(X, y, num_classes=2, mechanism=mechanism, l=l, T=T, sigma_x=0.0, sigma_y=0.0,
+                                   seed=1, out_path=tmp_path / mode, chunk_points=chunk)
+        x, _, card = load_release(out.out_dir)
+        assert card["streamed"]["mode"] == mode
+        outs[mode] = np.round(np.asarray(x) * l)
+    for hits in outs.values():
+        assert set(np.unique(hits)) <= {0.0, 1.0}
+        if mechanism == "dpmix":
+            assert (hits.sum(1) == l).all()
+        else:
+            assert abs(hits.sum(1).mean() - l) < 0.2
+        assert np.abs(hits.sum(0) - T * l / n).max() < 6 * np.sqrt(T * l / n)
+    again = synthesize_streaming(X, y, num_classes=2, mechanism=mechanism, l=l, T=T, sigma_x=0.0, sigma_y=0.0,
+                                 seed=1, out_path=tmp_path / "again")
+    np.testing.assert_array_equal(np.round(np.load(again.x_path) * l), outs["resident"])

@@ -120,3 +120,19 @@ def test_cli_synthesize_errors(tmp_path, capsys, monkeypatch, extra, message):
     err = capsys.readouterr().err
     assert code == 2 and message in err and err.count("\n") == 1
     assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+def test_save_npz_reads_back_like_np_savez(tmp_path):
+    from dpmix_core.synthesis.export import save_npz
+
+    rng = np.random.default_rng(0)
+    arrays = {"x": rng.random((7, 5), dtype=np.float32), "y": np.arange(12, dtype=np.int64).reshape(3, 4).T,
+              "z": np.zeros((0, 3)), "card": np.array(json.dumps({"a": [1, "inf"]}))}
+    with open(tmp_path / "ours.npz", "wb") as fh:
+        save_npz(fh, arrays)
+    np.savez(tmp_path / "numpy.npz", **arrays)
+    with np.load(tmp_path / "ours.npz", allow_pickle=False) as ours, np.load(tmp_path / "numpy.npz") as ref:
+        assert ours.files == ref.files
+        for key in ref.files:
+            assert ours[key].dtype == ref[key].dtype
+            np.testing.assert_array_equal(ours[key], ref[key])

@@ -50,15 +50,15 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import stats
 
-from dpmix_core.privacy.accountants import applicable_accountants
-from dpmix_core.privacy.accountants.base import EpsilonResult
 from dpmix_core.privacy.release import MixingRelease
 from dpmix_core.resources.limits import audit_cost, check_cost, limits_from_env
+
+if TYPE_CHECKING:  # scipy and the accountants (dp_accounting) load where used: the CLI parser stays cheap
+    from dpmix_core.privacy.accountants.base import EpsilonResult
 
 __all__ = [
     "MECHANISMS",
@@ -232,6 +232,8 @@ def clopper_pearson_upper(successes: int | np.ndarray, n: int, alpha: float) -> 
     k = np.asarray(successes, dtype=float)
     if np.any(k < 0) or np.any(k > n):
         raise ValueError(f"successes must lie in [0, {n}].")
+    from scipy import stats
+
     with np.errstate(invalid="ignore"):
         upper = np.where(k >= n, 1.0, stats.beta.ppf(1 - alpha, k + 1, np.maximum(n - k, 1)))
     return float(upper) if upper.ndim == 0 else upper
@@ -352,6 +354,8 @@ def run_audit(config: AuditConfig) -> AuditResult:
     fpr_ub = float(clopper_pearson_upper(int(fp_e[0]), rest, alpha))
     fnr_ub = float(clopper_pearson_upper(int(fn_e[0]), rest, alpha))
     eps_lb = float(epsilon_lower_bound(fpr_ub, fnr_ub, config.delta))
+
+    from dpmix_core.privacy.accountants import applicable_accountants
 
     results = tuple(acc.epsilon(release, config.delta) for acc in applicable_accountants(release))
     return AuditResult(

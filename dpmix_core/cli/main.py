@@ -18,12 +18,14 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
-from typing import Callable, Sequence, NoReturn
+from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
 
 from dpmix_core.cli.argtypes import finite_float, positive_int
-from dpmix_core.privacy.accountants import ACCOUNTANTS, EpsilonResult, MixingSetting, epsilon_all, get_accountant
-from dpmix_core.privacy.calibration import calibrate_sigma
+from dpmix_core.privacy.accountant_names import ACCOUNTANT_NAMES
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
+
+if TYPE_CHECKING:  # the accountants (dp_accounting, scipy) and torch load only in the commands that use them
+    from dpmix_core.privacy.accountants import EpsilonResult, MixingSetting
 
 EXIT_USAGE = 2
 
@@ -60,7 +62,7 @@ def _class_sizes(text: str) -> tuple[int, ...]:
 
 def add_setting_arguments(parser: argparse.ArgumentParser, *, with_sigma: bool, with_accountant: bool = True) -> None:
     """The data options shared by every accounting command."""
-    names = ", ".join([*ACCOUNTANTS, "all"])
+    names = ", ".join([*ACCOUNTANT_NAMES, "all"])
     if with_accountant:
         parser.add_argument("--accountant", required=True, help=f"one of: {names}")
     parser.add_argument("--n", type=positive_int, required=True, help="records in the private dataset")
@@ -93,6 +95,8 @@ def add_setting_arguments(parser: argparse.ArgumentParser, *, with_sigma: bool, 
 
 
 def _setting(args: argparse.Namespace, sigma_x: float = 1.0, sigma_y: float = 1.0) -> MixingSetting:
+    from dpmix_core.privacy.accountants import MixingSetting
+
     class_sizes = args.class_sizes
     if args.classes is not None:
         if args.n % args.classes:
@@ -124,9 +128,9 @@ def _setting(args: argparse.Namespace, sigma_x: float = 1.0, sigma_y: float = 1.
 
 def _names(name: str) -> list[str]:
     if name == "all":
-        return list(ACCOUNTANTS)
-    if name not in ACCOUNTANTS:
-        raise CliError(f"unknown accountant {name!r}; choose one of: {', '.join([*ACCOUNTANTS, 'all'])}")
+        return list(ACCOUNTANT_NAMES)
+    if name not in ACCOUNTANT_NAMES:
+        raise CliError(f"unknown accountant {name!r}; choose one of: {', '.join([*ACCOUNTANT_NAMES, 'all'])}")
     return [name]
 
 
@@ -149,6 +153,8 @@ def _emit(objs: list[dict], as_list: bool) -> None:
 
 
 def cmd_epsilon(args: argparse.Namespace) -> int:
+    from dpmix_core.privacy.accountants import epsilon_all, get_accountant
+
     names = _names(args.accountant)
     setting = _setting(args)
     if len(names) > 1:
@@ -165,6 +171,9 @@ def cmd_epsilon(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from dpmix_core.privacy.accountants import get_accountant
+    from dpmix_core.privacy.calibration import calibrate_sigma
+
     names = _names(args.accountant)
     setting = _setting(args)
     cals = [
@@ -196,8 +205,14 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
     """--memmap X.npy --labels Y.npy: a release larger than memory, written chunk by chunk to a folder."""
     import numpy as np
 
-    from dpmix_core.mechanisms.streaming import ELEMENTS_PER_CHUNK, STREAM_MECHANISMS, synthesize_streaming
+    from dpmix_core.synthesis.streaming import (
+        ELEMENTS_PER_CHUNK,
+        STREAM_MECHANISMS,
+        stream_release,
+        synthesize_streaming,
+    )
     from dpmix_core.resources.limits import check_cost, limits_from_env, streaming_cost
+    from dpmix_core.synthesis.epsilon_job import background_epsilons
 
     if args.mechanism not in STREAM_MECHANISMS:
         raise CliError(f"--memmap streams {', '.join(STREAM_MECHANISMS)} only; got --mechanism {args.mechanism}")
@@ -214,11 +229,19 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
         d = int(source.shape[1])
         check_cost(streaming_cost(T=args.T, l=args.l, d=d, k=args.num_classes,
                                   chunk_values=ELEMENTS_PER_CHUNK), limits_from_env(), change="T or l", job=True)
-    result = synthesize_streaming(
-        source, labels, num_classes=args.num_classes, mechanism=args.mechanism, l=args.l, T=args.T,
-        sigma_x=args.sigma_x, sigma_y=args.sigma_y, seed=args.seed, out_path=args.out, device=args.device,
-        feature_range=args.feature_range, clip_x=args.clip_x, clip_y=args.clip_y, delta=args.delta,
-    )
+    try:  # the card's epsilons are computed in a second process while this one streams
+        planned = stream_release(mechanism=args.mechanism, n=int(source.shape[0]), d=int(source.shape[-1]),
+                                 k=args.num_classes, l=args.l, T=args.T, sigma_x=args.sigma_x, sigma_y=args.sigma_y,
+                                 clip_x=args.clip_x, clip_y=args.clip_y)
+    except (ValueError, IndexError):
+        planned = None  # synthesize_streaming reports what is wrong
+    with background_epsilons(planned, args.delta) as epsilons_for:
+        result = synthesize_streaming(
+            source, labels, num_classes=args.num_classes, mechanism=args.mechanism, l=args.l, T=args.T,
+            sigma_x=args.sigma_x, sigma_y=args.sigma_y, seed=args.seed, out_path=args.out, device=args.device,
+            feature_range=args.feature_range, clip_x=args.clip_x, clip_y=args.clip_y, delta=args.delta,
+            epsilons_for=epsilons_for,
+        )
     if args.json:
         print(json.dumps({"out": str(result.out_dir), **result.card}, allow_nan=False))
     else:
@@ -231,8 +254,10 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
 
 def cmd_synthesize(args: argparse.Namespace) -> int:
     from dpmix_core.data import load_dataset, load_user_data
+    from dpmix_core.synthesis.epsilon_job import background_epsilons
     from dpmix_core.synthesis.export import check_output_path, privacy_card, write_release
-    from dpmix_core.synthesis.pipeline import synthesize
+    from dpmix_core.privacy.release import MixingRelease
+    from dpmix_core.synthesis.pipeline import planned_release, synthesize
 
     if args.memmap is not None:
         return _synthesize_streaming(args)
@@ -247,9 +272,16 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     else:
         dataset = load_dataset(args.dataset, data_dir=args.data_dir, progress=_progress)
     config = _synthesis_config(args)
-    synthesis = synthesize(config, dataset)
-    data_path, card_path = write_release(synthesis, args.out)
-    card = privacy_card(synthesis)
+    # the card's epsilons need only the release description: a second process computes them
+    # (importing the accountants) while this one imports torch and mixes
+    planned = None
+    if config.mechanism != "label-laplace" and config.target_epsilon is None:
+        planned = planned_release(config, dataset)
+    with background_epsilons(planned, config.delta) as epsilons_for:
+        synthesis = synthesize(config, dataset)
+        release = synthesis.data.release
+        card = privacy_card(synthesis, epsilons=epsilons_for(release) if isinstance(release, MixingRelease) else None)
+    data_path, card_path = write_release(synthesis, args.out, card=card)
     if args.json:
         print(json.dumps({"out": str(data_path), "card": str(card_path), **card}, allow_nan=False))
     else:
@@ -317,8 +349,8 @@ def _add_synthesize(sub) -> None:
 def _synthesis_config(args: argparse.Namespace):
     from dpmix_core.synthesis.pipeline import SynthesisConfig
 
-    if args.accountant is not None and args.accountant not in ACCOUNTANTS:
-        raise CliError(f"unknown accountant {args.accountant!r}; choose one of: {', '.join(ACCOUNTANTS)}")
+    if args.accountant is not None and args.accountant not in ACCOUNTANT_NAMES:
+        raise CliError(f"unknown accountant {args.accountant!r}; choose one of: {', '.join(ACCOUNTANT_NAMES)}")
     return SynthesisConfig(
         mechanism=args.mechanism, l=args.l, T=args.T, sigma_x=args.sigma_x, sigma_y=args.sigma_y,
         sigma_ratio=args.sigma_ratio, target_epsilon=args.target_epsilon, accountant=args.accountant,
@@ -372,7 +404,6 @@ def _add_train(sub) -> None:
 def _add_sweep(sub) -> None:
     from dpmix_core.cli.sweep import add_sweep_arguments, cli_sweep
     from dpmix_core.data import DATASET_NAMES
-    from dpmix_core.experiments.trade_offs import expand_cli_spec
 
     p = sub.add_parser("sweep", help="run a sweep spec (or preset:NAME) into the results store; resumable")
     add_sweep_arguments(p)
@@ -383,9 +414,14 @@ def _add_sweep(sub) -> None:
     p.add_argument("--dataset", choices=DATASET_NAMES,
                    help="run the protocol on another dataset (its own sweep, NAME@dataset; data from $DPMIX_DATA_DIR, "
                         "the cache, or a download)")
-    p.set_defaults(func=lambda args: cli_sweep(
-        args, expand=lambda text: expand_cli_spec(text, repeats=_checked_repeats(args.repeats), values=args.values,
-                                                  dataset=args.dataset)))
+    p.set_defaults(func=lambda args: cli_sweep(args, expand=lambda text: _expand_sweep(text, args)))
+
+
+def _expand_sweep(text: str, args: argparse.Namespace):
+    """The sweep named on the command line (trade_offs loads pandas and plotly: only when a sweep runs)."""
+    from dpmix_core.experiments.trade_offs import expand_cli_spec
+
+    return expand_cli_spec(text, repeats=_checked_repeats(args.repeats), values=args.values, dataset=args.dataset)
 
 
 def _checked_repeats(repeats: int | None) -> int | None:
@@ -445,7 +481,7 @@ def _umask() -> int:
 
 
 def _add_report(sub) -> None:
-    from dpmix_core.views.reports import RELEASE_MODELS
+    from dpmix_core.views.release_models import RELEASE_MODELS
 
     p = sub.add_parser("report", help="a self-contained HTML report of a release's privacy (for a deck or e-mail)")
     add_setting_arguments(p, with_sigma=True, with_accountant=False)

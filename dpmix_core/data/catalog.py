@@ -14,7 +14,9 @@ the dataset (``mnist/``, ``fashion-mnist/``, ``cifar10/``; torchvision's
 ``mnist.npz`` / ``fashion-mnist.npz``, the four IDX ``.gz`` files, and the
 CIFAR-10 *binary* release (``cifar-10-binary.tar.gz`` or the extracted
 ``cifar-10-batches-bin/``). Local files are parsed and shape-checked, not
-hash-checked, so re-packed copies work.
+hash-checked, so re-packed copies work. Decoded arrays are kept in
+``<cache>/decoded/`` (keyed by the files' paths, sizes and times), so only the
+first load of a file pays for its decompression.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from dpmix_core.data.base import Dataset, DatasetError, DatasetUnavailableError
+from dpmix_core.data.decoded_cache import read_through
 from dpmix_core.data.download import Mirror, Progress, RemoteFile, fetch_files
 from dpmix_core.data.embedded import load_embedded
 from dpmix_core.data.formats import (
@@ -212,7 +215,13 @@ def load_dataset(
     found = _find(spec, data_dirs, "local") or _find(spec, [cache_dir()], "cache")
     if found is None:
         found = _download(key, spec, data_dirs, download, progress, base_url)
-    return _to_dataset(key, spec, found.layout.read(found.folder), found.source)
+    return _to_dataset(key, spec, _read(key, found), found.source)
+
+
+def _read(key: str, found: _Found) -> Splits:
+    """The found files' arrays, through a decoded copy in the cache (see :mod:`.decoded_cache`)."""
+    sources = [found.folder / name for name in found.layout.files]
+    return read_through(cache_dir(), key, sources, lambda: found.layout.read(found.folder))
 
 
 def _download(

@@ -16,7 +16,7 @@ and teaching but are not hardened against floating-point side channels
 No Streamlit imports here; torch is imported only when a mixing mechanism runs.
 """
 
-from dpmix_core.mechanisms._engine import resolve_device
+from dpmix_core.mechanisms.engine import resolve_device
 from dpmix_core.mechanisms.descriptions import (
     GaussianRelease,
     LaplaceLabelRelease,

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-import dp_accounting
-from scipy.optimize import brentq
-from scipy.special import log_ndtr
+from typing import TYPE_CHECKING
 
 from dpmix_core.mechanisms._checks import check_delta, check_epsilon, check_positive, check_positive_int
+
+if TYPE_CHECKING:  # scipy and dp_accounting are imported where used: importing the mechanisms stays cheap
+    import dp_accounting
 
 __all__ = [
     "GAUSSIAN_METHODS",
@@ -51,6 +51,8 @@ def gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float, method: 
         lo = hi / 2.0
         while lo > sensitivity * 1e-12 and gaussian_delta(epsilon=epsilon, sigma=lo, sensitivity=sensitivity) <= delta:
             lo /= 2.0
+        from scipy.optimize import brentq
+
         root = brentq(
             lambda s: gaussian_delta(epsilon=epsilon, sigma=s, sensitivity=sensitivity) - delta,
             lo,
@@ -67,6 +69,8 @@ def gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float, method: 
 
 def gaussian_delta(*, epsilon: float, sigma: float, sensitivity: float) -> float:
     """Exact delta(eps) of the Gaussian mechanism: Phi(D/2s - eps s/D) - e^eps Phi(-D/2s - eps s/D) (Balle & Wang 2018, Thm. 8)."""
+    from scipy.special import log_ndtr
+
     a = sensitivity / (2.0 * sigma)
     b = epsilon * sigma / sensitivity
     return max(0.0, math.exp(log_ndtr(a - b)) - math.exp(epsilon + log_ndtr(-a - b)))
@@ -87,7 +91,9 @@ class _LaplaceNoise:
     def delta(self) -> float:
         return 0.0
 
-    def dp_event(self) -> dp_accounting.DpEvent:
+    def dp_event(self) -> "dp_accounting.DpEvent":
+        import dp_accounting
+
         return dp_accounting.LaplaceDpEvent(self.scale / self.sensitivity)
 
 
@@ -152,7 +158,9 @@ class GaussianRelease:
         sigma = gaussian_sigma(epsilon=epsilon, delta=delta, sensitivity=sensitivity, method=method)
         return cls(epsilon, delta, sensitivity, sigma, what, method)
 
-    def dp_event(self) -> dp_accounting.DpEvent:
+    def dp_event(self) -> "dp_accounting.DpEvent":
+        import dp_accounting
+
         return dp_accounting.GaussianDpEvent(self.sigma / self.sensitivity)
 
     def describe(self) -> str:

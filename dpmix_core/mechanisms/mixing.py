@@ -8,7 +8,9 @@ sigma), and the mechanism attaches the same object to its output.
 
 Inputs: X (n, d) flattened features, uint8 pixels 0..255 or numbers; y (n,)
 integer labels in 0..K-1. Outputs are float32. The heavy lifting (exact index
-sampling, gather-and-sum, noise) is in :mod:`._engine` / :mod:`.sampling`.
+sampling, gather-and-sum, noise) is in :mod:`.engine` / :mod:`.sampling`;
+``index_sampling`` ("auto", "host", "device") says where the indices are drawn
+(on a GPU "auto" draws them there with :mod:`.device_sampling`).
 """
 
 from __future__ import annotations
@@ -25,13 +27,14 @@ from dpmix_core.mechanisms._checks import (
     check_range,
     check_sigma,
 )
-from dpmix_core.mechanisms._engine import (
+from dpmix_core.mechanisms.engine import (
     Segment,
     chunk_rows_for,
     mix_and_perturb,
     resolve_device,
     seed_sequence,
 )
+from dpmix_core.mechanisms.device_sampling import sample_mixture_indices_torch, sample_poisson_batches_torch
 from dpmix_core.mechanisms.outputs import SyntheticData
 from dpmix_core.mechanisms.sampling import index_dtype, sample_mixture_indices, sample_poisson_batches
 from dpmix_core.privacy.release import (
@@ -212,6 +215,7 @@ def dpmix(
     feature_range: tuple[float, float] | None = None,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     device: str = "cpu",
+    index_sampling: str = "auto",
 ) -> SyntheticData:
     """DPMix (Lee et al. 2019, Alg. 1): x_t = mean of l distinct records in [0,1]^d + N(0, sigma_x^2 I), y_t likewise on one-hot labels."""
     _check_params(params, DPMixParams)
@@ -226,7 +230,10 @@ def dpmix(
     def draw(rng: np.random.Generator, rows: int) -> tuple[np.ndarray, None]:
         return sample_mixture_indices(n=n, mix_degree=l, num_points=rows, rng=rng), None
 
-    seg = Segment(0, params.num_points, 0, draw)
+    def draw_device(gen, rows: int):
+        return sample_mixture_indices_torch(n=n, mix_degree=l, num_points=rows, generator=gen), None
+
+    seg = Segment(0, params.num_points, 0, draw, draw_device=draw_device)
     x_out, y_out = mix_and_perturb(
         features=feats,
         labels=y,
@@ -243,6 +250,7 @@ def dpmix(
         seed_seq=seed_seq,
         chunk_rows=chunk_rows_for(l),
         device=dev,
+        index_sampling=index_sampling,
     )
     notes = [
         f"DPMix (Lee et al. 2019): each of T={params.num_points} points averages l={l} distinct records drawn "
@@ -291,6 +299,7 @@ def class_centric_mix(
     feature_range: tuple[float, float] | None = None,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     device: str = "cpu",
+    index_sampling: str = "auto",
 ) -> SyntheticData:
     """Class-centric mixing (DP-CDA Alg. 1; thesis §4.2): per class k, floor(T/K) means of l distinct class-k records + N(0, sigma^2 I).
 
@@ -342,7 +351,13 @@ def class_centric_mix(
             local = sample_mixture_indices(n=size, mix_degree=l, num_points=rows, rng=rng)
             return members[local], None
 
-        segments.append(Segment(c * per_class, per_class, c, draw, np.eye(k, dtype=np.float32)[c]))
+        def draw_device(gen, rows, members=members, size=size):
+            import torch
+
+            local = sample_mixture_indices_torch(n=size, mix_degree=l, num_points=rows, generator=gen)
+            return torch.as_tensor(members, device=gen.device).to(torch.int64)[local], None
+
+        segments.append(Segment(c * per_class, per_class, c, draw, np.eye(k, dtype=np.float32)[c], draw_device))
     x_out, y_out = mix_and_perturb(
         features=feats,
         labels=None,
@@ -359,6 +374,7 @@ def class_centric_mix(
         seed_seq=seed_seq,
         chunk_rows=chunk_rows_for(l),
         device=dev,
+        index_sampling=index_sampling,
     )
     notes.insert(
         0,
@@ -386,6 +402,7 @@ def poisson_mix(
     feature_range: tuple[float, float] | None = None,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     device: str = "cpu",
+    index_sampling: str = "auto",
 ) -> SyntheticData:
     """Poisson mixing (DPFMix Alg. 1): x_t = (sum of clipped x_i over a Poisson(m/n) batch) / m + N(0, sigma_x^2 I); y_t likewise.
 
@@ -414,7 +431,10 @@ def poisson_mix(
     def draw(rng: np.random.Generator, rows: int) -> tuple[np.ndarray, np.ndarray]:
         return sample_poisson_batches(n=n, rate=rate, num_points=rows, rng=rng)
 
-    seg = Segment(0, params.num_points, 0, draw)
+    def draw_device(gen, rows: int):
+        return sample_poisson_batches_torch(n=n, rate=rate, num_points=rows, generator=gen)
+
+    seg = Segment(0, params.num_points, 0, draw, draw_device=draw_device)
     x_out, y_out = mix_and_perturb(
         features=feats,
         labels=y,
@@ -431,6 +451,7 @@ def poisson_mix(
         seed_seq=seed_seq,
         chunk_rows=chunk_rows_for(m),
         device=dev,
+        index_sampling=index_sampling,
     )
     notes = (
         f"Poisson mixing (DPFMix Alg. 1): each record joins each of T={params.num_points} points independently "

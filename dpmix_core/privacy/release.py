@@ -12,8 +12,10 @@ import enum
 import math
 import numbers
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-import dp_accounting
+if TYPE_CHECKING:  # imported in dp_event(): loading dp_accounting (and scipy) costs ~1 s
+    import dp_accounting
 
 from dpmix_core.privacy.checks import check_positive_int
 
@@ -216,6 +218,8 @@ class MixingRelease:
 
     def dp_event(self) -> dp_accounting.DpEvent:
         """The release as a ``dp_accounting`` event (sampled Gaussian, self-composed T times)."""
+        import dp_accounting
+
         z = self.noise_multiplier()
         base: dp_accounting.DpEvent = (
             dp_accounting.GaussianDpEvent(z) if z > 0 else dp_accounting.NonPrivateDpEvent()

@@ -19,7 +19,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Mapping
+from typing import IO, Callable, Mapping
 
 __all__ = [
     "check_new_file",
@@ -62,8 +62,9 @@ def check_new_file(path: str | os.PathLike, *, what: str = "output") -> Path:
     return path
 
 
-def write_files_atomically(payloads: Mapping[Path, bytes]) -> None:
-    """Write every ``path: bytes`` to a unique temporary beside it, then rename them all into place.
+def write_files_atomically(payloads: Mapping[Path, bytes | Callable[[IO[bytes]], None]]) -> None:
+    """Write every ``path: bytes`` (or ``path: writer(fh)``, for large files written as they are produced)
+    to a unique temporary beside it, then rename them all into place.
 
     Nothing is renamed until every temporary is written; on any failure the temporaries (and only
     they) are removed and no destination is touched. Files get ``0666 & ~umask``."""
@@ -75,7 +76,10 @@ def write_files_atomically(payloads: Mapping[Path, bytes]) -> None:
             fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
             temps[path] = Path(name)
             with os.fdopen(fd, "wb") as fh:
-                fh.write(payload)
+                if callable(payload):
+                    payload(fh)
+                else:
+                    fh.write(payload)
             os.chmod(name, file_mode())
         for path, tmp in temps.items():
             os.replace(tmp, path)

@@ -1,4 +1,10 @@
-"""Export a synthetic release: data (.npz / .csv) plus a JSON privacy card."""
+"""Export a synthetic release: data (.npz / .csv) plus a JSON privacy card.
+
+The ``.npz`` is written uncompressed (``np.savez``): noisy floats do not deflate
+(7 % smaller for 7 s of CPU at T = 60,000 on MNIST), and an uncompressed archive
+is written and read at disk speed. The accountants (dp_accounting, scipy) are
+imported only when a card's epsilons are computed.
+"""
 
 from __future__ import annotations
 
@@ -7,37 +13,63 @@ import io
 import json
 import math
 import platform
+import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import IO, Callable
 
 import numpy as np
 
 import dpmix_core
-from dpmix_core.privacy.accountants import applicable_accountants
 from dpmix_core.privacy.release import MixingRelease
 from dpmix_core.resources.files import check_new_file, write_files_atomically
 from dpmix_core.synthesis.pipeline import Synthesis
 
-__all__ = ["privacy_card", "write_release", "npz_bytes", "csv_bytes", "check_output_path", "card_path_for"]
+__all__ = [
+    "GENERAL_CAVEATS",
+    "GDP_CLT_CAVEAT",
+    "card_epsilons",
+    "clean_json",
+    "privacy_card",
+    "write_release",
+    "npz_bytes",
+    "csv_bytes",
+    "check_output_path",
+    "card_path_for",
+]
 
-_GENERAL_CAVEATS = (
+GENERAL_CAVEATS = (
     "Floating-point Gaussian/Laplace sampling is not hardened against side channels (Mironov 2012): "
     "fine for research and teaching, not a production DP library.",
 )
 
 
-def _clean(value):
+GDP_CLT_CAVEAT = "gdp-clt is a central-limit approximation, not an upper bound; use pld-poisson."
+
+def clean_json(value):
+    """``value`` with non-finite floats as the strings "inf", "-inf", "nan" (strict JSON), tuples as lists."""
     if isinstance(value, float) and not math.isfinite(value):
         return "inf" if value > 0 else ("-inf" if value < 0 else "nan")
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        return {k: clean_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [clean_json(v) for v in value]
     return value
 
 
-def privacy_card(synthesis: Synthesis) -> dict:
-    """Everything needed to read the release's privacy honestly, as JSON-ready data."""
+def card_epsilons(release: MixingRelease, delta: float) -> list[dict]:
+    """Every applicable accountant's epsilon of ``release`` at ``delta``, as the card lists them (JSON-ready)."""
+    from dpmix_core.privacy.accountants import applicable_accountants  # dp_accounting + scipy: ~1 s, only when needed
+
+    return [acc.epsilon(release, delta).to_json() for acc in applicable_accountants(release)]
+
+
+def privacy_card(synthesis: Synthesis, *, epsilons: list[dict] | None = None) -> dict:
+    """Everything needed to read the release's privacy honestly, as JSON-ready data.
+
+    ``epsilons``: the result of :func:`card_epsilons` for this release and delta when it was
+    computed already (e.g. in a background process while the mechanism ran); else computed here.
+    """
     data, config = synthesis.data, synthesis.config
     release = data.release
     card: dict = {
@@ -54,16 +86,15 @@ def privacy_card(synthesis: Synthesis) -> dict:
         "release_description": release.describe(),
         "delta": config.delta,
         "epsilons": [],
-        "caveats": list(data.notes) + list(_GENERAL_CAVEATS),
+        "caveats": list(data.notes) + list(GENERAL_CAVEATS),
     }
     if isinstance(release, MixingRelease):
         card["protects"] = release.protects.value
         card["covered"] = release.covered
         card["caveats"] = list(release.caveats()) + card["caveats"]
-        for acc in applicable_accountants(release):
-            card["epsilons"].append(acc.epsilon(release, config.delta).to_json())
+        card["epsilons"] = list(card_epsilons(release, config.delta) if epsilons is None else epsilons)
         if any(not e["upper_bound"] for e in card["epsilons"]):
-            card["caveats"].append("gdp-clt is a central-limit approximation, not an upper bound; use pld-poisson.")
+            card["caveats"].append(GDP_CLT_CAVEAT)
     else:
         card["epsilons"].append({
             "accountant": type(release).__name__,
@@ -73,13 +104,35 @@ def privacy_card(synthesis: Synthesis) -> dict:
             "guarantee": "rigorous (pure/approximate DP by construction)",
             "assumptions": release.describe(),
         })
-    return _clean(card)
+    return clean_json(card)
+
+
+def write_npz(fh: IO[bytes], synthesis: Synthesis, card: dict) -> None:
+    """x, y and the card (as a JSON string) as one uncompressed .npz into ``fh``, loadable with allow_pickle=False."""
+    save_npz(fh, {"x": synthesis.data.x, "y": synthesis.data.y, "privacy_card": np.array(json.dumps(card))})
+
+
+def save_npz(fh: IO[bytes], arrays: dict[str, np.ndarray]) -> None:
+    """What ``np.savez(fh, **arrays)`` writes (a stored, uncompressed zip of .npy members), faster.
+
+    ``np.savez`` copies every array through 16 MB ``tobytes`` chunks (fresh pages each time) before the
+    zip layer sees it; here a numeric C-contiguous array goes to the zip member as one memoryview
+    (the zip layer still computes its CRC-32). The result reads back with ``np.load``.
+    """
+    with zipfile.ZipFile(fh, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, array in arrays.items():
+            with zf.open(f"{name}.npy", mode="w", force_zip64=True) as member:
+                if array.ndim and array.size and array.dtype.kind in "biuf" and array.flags.c_contiguous:
+                    np.lib.format.write_array_header_1_0(member, np.lib.format.header_data_from_array_1_0(array))
+                    member.write(memoryview(array).cast("B"))
+                else:
+                    np.lib.format.write_array(member, array, allow_pickle=False)
 
 
 def npz_bytes(synthesis: Synthesis, card: dict) -> bytes:
-    """x, y and the card (as a JSON string) in one .npz, loadable with allow_pickle=False."""
+    """The .npz of :func:`write_npz` as bytes (for a download button)."""
     buf = io.BytesIO()
-    np.savez_compressed(buf, x=synthesis.data.x, y=synthesis.data.y, privacy_card=np.array(json.dumps(card)))
+    write_npz(buf, synthesis, card)
     return buf.getvalue()
 
 
@@ -107,15 +160,21 @@ def card_path_for(out: str | Path) -> Path:
     return Path(out).with_suffix(".card.json")
 
 
-def write_release(synthesis: Synthesis, out: str | Path) -> tuple[Path, Path]:
-    """Write FILE.npz or FILE.csv plus FILE.card.json, both or neither; returns both paths.
+def write_release(synthesis: Synthesis, out: str | Path, *, card: dict | None = None) -> tuple[Path, Path]:
+    """Write FILE.npz (uncompressed) or FILE.csv plus FILE.card.json, both or neither; returns both paths.
 
     Both paths are checked before anything is written (a card path that is a folder refuses the
-    whole release); both files go to unique temporaries first and are renamed into place together."""
+    whole release); both files go to unique temporaries first and are renamed into place together.
+    ``card``: the :func:`privacy_card` of ``synthesis`` if the caller has it already (else computed here).
+    """
     out = check_output_path(out)
     suffix = out.suffix.lower()
-    card = privacy_card(synthesis)
-    payload = npz_bytes(synthesis, card) if suffix == ".npz" else csv_bytes(synthesis)
+    card = privacy_card(synthesis) if card is None else card
+    payload: bytes | Callable[[IO[bytes]], None]
+    if suffix == ".npz":
+        payload = lambda fh: write_npz(fh, synthesis, card)  # noqa: E731 -- streamed into its temporary
+    else:
+        payload = csv_bytes(synthesis)
     card_path = card_path_for(out)
     write_files_atomically({out: payload, card_path: json.dumps(card, indent=2).encode()})
     return out, card_path

@@ -20,8 +20,6 @@ from dpmix_core.mechanisms import (
     poisson_mix,
 )
 from dpmix_core.mechanisms.mixing import PREPROCESSING
-from dpmix_core.privacy.accountants import get_accountant
-from dpmix_core.privacy.calibration import calibrate_sigma
 from dpmix_core.privacy.release import MixingRelease, Protects
 from dpmix_core.resources.limits import Cost, Limits, check_cost, limits_from_env, mixing_cost
 
@@ -184,6 +182,9 @@ def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
         return config
     config = resolve_preprocessing(config, dataset.name)
     if config.target_epsilon is not None:
+        from dpmix_core.privacy.accountants import get_accountant  # lazy: dp_accounting and scipy cost ~1 s to import
+        from dpmix_core.privacy.calibration import calibrate_sigma
+
         cal = calibrate_sigma(get_accountant(config.accountant), planned_release(config, dataset),
                               target_epsilon=config.target_epsilon, delta=config.delta, sigma_ratio=config.sigma_ratio)
         return replace(config, sigma_x=cal.sigma_x, sigma_y=cal.sigma_y, target_epsilon=None)

@@ -20,6 +20,7 @@ from dpmix_core.privacy.profile import (
 )
 from dpmix_core.privacy.release import MixingRelease, Sampling
 from dpmix_core.views.privacy_scale import qualitative_label
+from dpmix_core.views.release_models import RELEASE_MODELS
 
 __all__ = [
     "AccountantInfo",
@@ -34,11 +35,6 @@ __all__ = [
     "RELEASE_MODELS",
 ]
 
-RELEASE_MODELS = {
-    "dpmix": "ℓ distinct records per point, features in [0,1]^d, replace-one (DPMix, thesis)",
-    "dpcda": "ℓ distinct records per point, features clipped to ‖x‖ ≤ c, replace-one (DP-CDA)",
-    "poisson": "Poisson sampling with rate m/n, clipped, add/remove-one (DPFMix)",
-}
 
 
 def _in_model(release: MixingRelease, model: str) -> bool:

@@ -14,15 +14,16 @@ Memory is bounded by the chunk, not by n or T. Per chunk of ``c`` points:
    (uniform l-subsets without duplicates, or Poisson batches);
 2. ``np.unique`` the ``c*l`` indices and read only those rows of the source (sorted reads, so a
    memmap touches each needed page once), plus their labels;
-3. sum each point's rows with ``torch.nn.functional.embedding_bag(mode="sum")`` over that small
-   sub-table (CPU or CUDA: ``device="auto"`` uses CUDA when present), add Gaussian noise;
+3. hand that small sub-table and the chunk's indices into it to the in-memory mechanisms' engine
+   (:func:`dpmix_core.mechanisms.engine.mix_and_perturb`: ``embedding_bag`` sums, tiled Gaussian
+   noise; CPU or CUDA, ``device="auto"`` uses CUDA when present);
 4. write the chunk into the output memmaps, flush, and drop the pages of the source and output
    mappings from this process (``madvise(MADV_DONTNEED)``: they stay in the OS page cache).
 
 The cost is O(T * l * d) (gather + sum), independent of n; see ``bench/bench_streaming.py``.
 
 Randomness: one numpy ``SeedSequence`` from ``seed``; chunk ``j`` draws its indices from child
-``(0, j)`` and its noise from child ``(1, j)``, so a seed and a chunk size give the same release on
+``(0, j)`` and its noise from the engine's streams under child ``(1, j)``, so a seed and a chunk size give the same release on
 every run. The output has the same law as the in-memory :func:`~dpmix_core.mechanisms.dpmix` /
 :func:`~dpmix_core.mechanisms.poisson_mix` (same sampler, same normalisation, same noise), but it is
 NOT bit-identical to them: the random streams are split per chunk differently.
@@ -39,22 +40,39 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Callable
 
 import numpy as np
 
 import dpmix_core
-from dpmix_core.mechanisms._engine import child_sequence, resolve_device, seed_sequence
+from dpmix_core.mechanisms.engine import (
+    NOISE_TILE,
+    Segment,
+    child_sequence,
+    chunk_rows_for,
+    mix_and_perturb,
+    resolve_device,
+    seed_sequence,
+)
+from dpmix_core.mechanisms.device_sampling import sample_mixture_indices_torch, sample_poisson_batches_torch
 from dpmix_core.mechanisms.mixing import DPMixParams, PoissonMixParams
 from dpmix_core.mechanisms.sampling import sample_mixture_indices, sample_poisson_batches
 from dpmix_core.privacy.release import MixingRelease
 from dpmix_core.resources.files import check_new_file, file_mode, make_temp_dir, remove_own_temp
 from dpmix_core.resources.limits import LimitExceeded
 
-__all__ = ["STREAM_MECHANISMS", "StreamingRelease", "check_stream_output", "default_chunk_points", "load_release",
-           "synthesize_streaming"]
+__all__ = [
+    "STREAM_MECHANISMS",
+    "StreamingRelease",
+    "check_stream_output",
+    "default_chunk_points",
+    "load_release",
+    "stream_release",
+    "synthesize_streaming",
+]
 
 STREAM_MECHANISMS = ("dpmix", "poisson")
+RESIDENT_ELEMENTS = 1 << 26  # a source with n * (d + K) up to this (256 MB as float32) is read once and kept
 ELEMENTS_PER_CHUNK = 1 << 23  # gathered indices x feature columns per chunk: ~32 MB of float32 sub-table
 _EXACT_UINT8_SUM = 2**24 // 255
 
@@ -83,6 +101,19 @@ class StreamingRelease:
 def default_chunk_points(l: int, d: int, *, elements: int = ELEMENTS_PER_CHUNK) -> int:
     """Points per chunk so that (points * l) gathered rows * d columns stays about ``elements``."""
     return max(1, int(elements // (max(1, l) * max(1, d))))
+
+
+def stream_release(*, mechanism: str, n: int, d: int, k: int, l: int, T: int, sigma_x: float,
+                   sigma_y: float | None = None, clip_x: float = 1.0, clip_y: float = 1.0) -> MixingRelease:
+    """The release :func:`synthesize_streaming` makes with these settings (known before any row is read)."""
+    if mechanism not in STREAM_MECHANISMS:
+        raise ValueError(f"streaming supports mechanism in {STREAM_MECHANISMS}. Found {mechanism!r}.")
+    sigma_y = sigma_x if sigma_y is None else sigma_y
+    if mechanism == "dpmix":
+        return DPMixParams(mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y).release(n=n, dx=d, dy=k)
+    params = PoissonMixParams(mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y, clip_x=clip_x,
+                              clip_y=clip_y)
+    return params.release(n=n)
 
 
 def check_stream_output(out_dir: Path, *, T: int, d: int, k: int, overwrite: bool = False) -> Path:
@@ -131,6 +162,8 @@ def synthesize_streaming(
     overwrite: bool = False,
     release_pages: bool = True,
     accountants: bool = True,
+    epsilons_for: Callable[[MixingRelease], list[dict]] | None = None,
+    resident_elements: int = RESIDENT_ELEMENTS,
 ) -> StreamingRelease:
     """Mix ``T`` points from ``source`` (n, d) / ``labels`` (n,) and write them to the folder ``out_path``.
 
@@ -144,11 +177,17 @@ def synthesize_streaming(
     The folder is written into a new, uniquely named ``.OUT.partial-XXXX`` beside ``OUT`` and renamed
     to ``OUT`` at the end (an interrupted run leaves no half release under the final name); a failure
     removes only that folder, never a path this call did not create. Output path, and free disk
-    space for the T*(d+K) float32 values, are checked first. Returns a :class:`StreamingRelease`.
-    """
-    import torch
-    import torch.nn.functional as F
+    space for the T*(d+K) float32 values, are checked first. ``epsilons_for(release)``: the card's
+    epsilons if the caller computes them (e.g. :func:`dpmix_core.synthesis.epsilon_job.background_epsilons`,
+    in a second process while this one streams). Returns a :class:`StreamingRelease`.
 
+    Resident mode: when ``n * (d + K) <= resident_elements`` the source is read once (in pieces)
+    into the mixing table and only the *output* is streamed, in the engine's chunks (indices drawn
+    on the device off the CPU): reading ``l`` rows per point from the file costs T * l row reads,
+    which for MNIST-sized sources is 250x more than reading it once. Memory is then the table plus
+    one chunk. An explicit ``chunk_points`` (or ``resident_elements=0``) selects the chunked mode,
+    whose memory is bounded by the chunk alone (any n).
+    """
     if mechanism not in STREAM_MECHANISMS:
         raise ValueError(f"streaming supports mechanism in {STREAM_MECHANISMS}. Found {mechanism!r}.")
     if source.ndim != 2:
@@ -160,16 +199,11 @@ def synthesize_streaming(
     if k < 1:
         raise ValueError(f"num_classes must be >= 1. Found {num_classes}.")
     sigma_y = sigma_x if sigma_y is None else sigma_y
-    if mechanism == "dpmix":
-        params: Any = DPMixParams(mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y)
-        release = params.release(n=n, dx=d, dy=k)
-        if feature_range is None and source.dtype != np.uint8:
-            raise ValueError(f"source has dtype {source.dtype}: DPMix needs [0,1] features, give the public "
-                             "feature_range, e.g. (0.0, 1.0); min-max from the private data is not covered.")
-    else:
-        params = PoissonMixParams(mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y,
-                                  clip_x=clip_x, clip_y=clip_y)
-        release = params.release(n=n)
+    release = stream_release(mechanism=mechanism, n=n, d=d, k=k, l=l, T=T, sigma_x=sigma_x, sigma_y=sigma_y,
+                             clip_x=clip_x, clip_y=clip_y)
+    if mechanism == "dpmix" and feature_range is None and source.dtype != np.uint8:
+        raise ValueError(f"source has dtype {source.dtype}: DPMix needs [0,1] features, give the public "
+                         "feature_range, e.g. (0.0, 1.0); min-max from the private data is not covered.")
     dev = resolve_device(device)
     chunk = int(chunk_points or default_chunk_points(l, d))
     if chunk < 1:
@@ -180,6 +214,7 @@ def synthesize_streaming(
     tmp_dir = make_temp_dir(out_dir)  # unique, created here: the only folder a failure removes
 
     ss = seed_sequence(seed)
+    x_out = y_out = None
     if dpmix_uint8 := (mechanism == "dpmix" and feature_range is None):
         table_dtype = np.float64 if l > _EXACT_UINT8_SUM else np.float32
     else:
@@ -189,70 +224,69 @@ def synthesize_streaming(
     stats = {"rows_read": 0, "max_unique_rows": 0, "max_indices": 0}
     t0 = time.perf_counter()
     chunks = 0
-    x_out = y_out = None
+    resident = chunk_points is None and n * (d + k) <= resident_elements
     try:
         x_out = np.lib.format.open_memmap(tmp_dir / "x.npy", mode="w+", dtype=np.float32, shape=(T, d))
         y_out = np.lib.format.open_memmap(tmp_dir / "y.npy", mode="w+", dtype=np.float32, shape=(T, k))
-        for j, a in enumerate(range(0, T, chunk)):
-            c = min(chunk, T - a)
-            rng = np.random.Generator(np.random.PCG64(child_sequence(ss, 0, j)))
-            if mechanism == "dpmix":
-                idx = sample_mixture_indices(n=n, mix_degree=l, num_points=c, rng=rng).reshape(-1)
-                offsets = None
-            else:
-                idx, offsets = sample_poisson_batches(n=n, rate=rate, num_points=c, rng=rng)
-            uniq, inv = np.unique(idx, return_inverse=True)
-            del idx
-            sub = _gather(source, uniq, release_pages)  # sorted row reads: each needed page once
-            sub_labels = _gather(labels, uniq, release_pages)
-            _check_chunk_labels(sub_labels, k)
-            feats = _features(sub, mechanism, feature_range, clip_x, table_dtype)
-            del sub
-            stats["rows_read"] += int(uniq.size)
-            stats["max_unique_rows"] = max(stats["max_unique_rows"], int(uniq.size))
-            stats["max_indices"] = max(stats["max_indices"], int(inv.size))
-            table = np.zeros((uniq.size, d + k), dtype=table_dtype)
-            table[:, :d] = feats
-            table[np.arange(uniq.size), d + sub_labels.astype(np.intp)] = label_value
-            del feats, sub_labels, uniq
-            w = torch.from_numpy(table).to(dev)
-            inp = torch.from_numpy(inv.astype(np.int64, copy=False)).to(dev)
-            off = None if offsets is None else torch.from_numpy(offsets[:-1].astype(np.int64)).to(dev)
-            if off is None:
-                sums = F.embedding_bag(inp.view(c, l), w, mode="sum")
-            else:
-                sums = F.embedding_bag(inp, w, off, mode="sum")
-            del w, inp, off, table, inv
-            if mechanism == "dpmix":
-                denom_x = (255.0 if dpmix_uint8 else 1.0) * l
-            else:
-                denom_x = float(l)
-            denom_y = float(l)
-            gen = torch.Generator(device=dev)
-            gen.manual_seed(int(child_sequence(ss, 1, j).generate_state(1, np.uint64)[0]))
-            xs = (sums[:, :d] / denom_x).to(torch.float32)
-            ys = (sums[:, d:] / denom_y).to(torch.float32)
-            if sigma_x > 0:
-                xs.add_(torch.randn(xs.shape, generator=gen, device=dev), alpha=float(sigma_x))
-            if sigma_y > 0:
-                ys.add_(torch.randn(ys.shape, generator=gen, device=dev), alpha=float(sigma_y))
-            x_out[a : a + c] = xs.cpu().numpy()
-            y_out[a : a + c] = ys.cpu().numpy()
-            del sums, xs, ys
-            chunks += 1
-            if release_pages:
-                x_out.flush()
-                y_out.flush()
-                for arr in (source, labels, x_out, y_out):
-                    _drop_pages(arr)
+        if resident:
+            chunk = chunk_rows_for(l)
+            chunks = _mix_resident(
+                source, labels, mechanism=mechanism, k=k, l=l, T=T, sigma_x=float(sigma_x), sigma_y=float(sigma_y),
+                seed_seq=child_sequence(ss, 2), feature_range=feature_range, clip_x=clip_x, table_dtype=table_dtype,
+                denom_x=(255.0 if dpmix_uint8 else 1.0) * l if mechanism == "dpmix" else float(l),
+                label_value=label_value, device=dev, out=(x_out, y_out), release_pages=release_pages, stats=stats,
+                chunk_rows=chunk,
+            )
+        else:
+            for j, a in enumerate(range(0, T, chunk)):
+                c = min(chunk, T - a)
+                rng = np.random.Generator(np.random.PCG64(child_sequence(ss, 0, j)))
+                if mechanism == "dpmix":
+                    idx = sample_mixture_indices(n=n, mix_degree=l, num_points=c, rng=rng).reshape(-1)
+                    offsets = None
+                else:
+                    idx, offsets = sample_poisson_batches(n=n, rate=rate, num_points=c, rng=rng)
+                uniq, inv = np.unique(idx, return_inverse=True)
+                del idx
+                sub = _gather(source, uniq, release_pages)  # sorted row reads: each needed page once
+                sub_labels = _gather(labels, uniq, release_pages)
+                _check_chunk_labels(sub_labels, k)
+                feats = _features(sub, mechanism, feature_range, clip_x, table_dtype)
+                del sub
+                stats["rows_read"] += int(uniq.size)
+                stats["max_unique_rows"] = max(stats["max_unique_rows"], int(uniq.size))
+                stats["max_indices"] = max(stats["max_indices"], int(inv.size))
+                inv = inv.reshape(c, l) if offsets is None else inv
+                seg = Segment(0, c, 0, lambda _rng, _rows, inv=inv, offsets=offsets: (inv, offsets))
+                if mechanism == "dpmix":
+                    denom_x = (255.0 if dpmix_uint8 else 1.0) * l
+                else:
+                    denom_x = float(l)
+                xs, ys = mix_and_perturb(
+                    features=feats, labels=sub_labels.astype(np.intp), label_value=label_value, dtype=table_dtype,
+                    dx=d, dy=k, segments=[seg], num_points=c, denom_x=denom_x, denom_y=float(l),
+                    sigma_x=float(sigma_x), sigma_y=float(sigma_y), seed_seq=child_sequence(ss, 1, j),
+                    chunk_rows=-(-c // NOISE_TILE) * NOISE_TILE, device=dev, index_sampling="host",
+                )
+                del feats, sub_labels, uniq, inv, offsets, seg
+                x_out[a : a + c] = xs
+                y_out[a : a + c] = ys
+                del xs, ys
+                chunks += 1
+                if release_pages:
+                    x_out.flush()
+                    y_out.flush()
+                    for arr in (source, labels, x_out, y_out):
+                        _drop_pages(arr)
         x_out.flush()
         y_out.flush()
         seconds = time.perf_counter() - t0
-        del x_out, y_out
-        x_out = y_out = None
+        x_out = y_out = None  # close the maps before the folder is renamed
         card = streaming_card(release, mechanism=mechanism, delta=delta,
                               seed=seed if isinstance(seed, int) else None, n=n, d=d, k=k, chunk_points=chunk,
-                              device=str(dev), feature_range=feature_range, accountants=accountants)
+                              device=str(dev), feature_range=feature_range,
+                              mode="resident" if resident else "chunked",
+                              accountants=accountants, epsilons_for=epsilons_for)
         (tmp_dir / "card.json").write_text(json.dumps(card, indent=2))
         for name in ("x.npy", "y.npy", "card.json"):
             os.chmod(tmp_dir / name, file_mode())
@@ -272,17 +306,18 @@ def synthesize_streaming(
 
 
 def streaming_card(release: MixingRelease, *, mechanism: str, delta: float, seed: int | None, n: int, d: int, k: int,
-                   chunk_points: int, device: str, feature_range=None, accountants: bool = True) -> dict:
+                   chunk_points: int, device: str, feature_range=None, accountants: bool = True,
+                   epsilons_for: Callable[[MixingRelease], list[dict]] | None = None,
+                   mode: str = "chunked") -> dict:
     """The privacy card of a streamed release (same fields as :func:`dpmix_core.synthesis.export.privacy_card` where
     they apply): every accountant whose assumptions match the release, with its epsilon at ``delta``."""
-    from dpmix_core.privacy.accountants import applicable_accountants
-    from dpmix_core.synthesis.export import _GENERAL_CAVEATS, _clean
+    from dpmix_core.synthesis.export import GENERAL_CAVEATS, clean_json
 
     card: dict = {
         "dpmix_studio_version": dpmix_core.__version__,
         "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "mechanism": mechanism,
-        "streamed": {"chunk_points": chunk_points, "device": device, "files": ["x.npy", "y.npy"],
+        "streamed": {"chunk_points": chunk_points, "device": device, "mode": mode, "files": ["x.npy", "y.npy"],
                      "note": "same law as the in-memory mechanism, not bit-identical to it (random streams per chunk)"},
         "parameters": {"l": release.mix_degree, "T": release.num_points, "sigma_x": release.sigma_x,
                        "sigma_y": release.sigma_y, "feature_range": feature_range},
@@ -292,9 +327,19 @@ def streaming_card(release: MixingRelease, *, mechanism: str, delta: float, seed
         "release_description": release.describe(),
         "delta": delta,
         "epsilons": [],
-        "caveats": list(_GENERAL_CAVEATS),
+        "caveats": list(GENERAL_CAVEATS),
     }
-    if accountants:
+    computed = None
+    if accountants and epsilons_for is not None:
+        try:
+            computed = epsilons_for(release)
+        except Exception:  # noqa: BLE001 - fall back to one accountant at a time, errors recorded
+            computed = None
+    if computed is not None:
+        card["epsilons"] = list(computed)
+    elif accountants:
+        from dpmix_core.privacy.accountants import applicable_accountants  # dp_accounting: loaded only here
+
         for acc in applicable_accountants(release):
             try:
                 card["epsilons"].append(acc.epsilon(release, delta).to_json())
@@ -303,10 +348,51 @@ def streaming_card(release: MixingRelease, *, mechanism: str, delta: float, seed
                                          "error": f"{type(exc).__name__}: {exc}"})
         if any(e.get("upper_bound") is False for e in card["epsilons"]):
             card["caveats"].append("gdp-clt is a central-limit approximation, not an upper bound; use pld-poisson.")
-    return _clean(card)
+    return clean_json(card)
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _mix_resident(source, labels, *, mechanism: str, k: int, l: int, T: int, sigma_x: float, sigma_y: float,
+                  seed_seq: np.random.SeedSequence, feature_range, clip_x: float, table_dtype, denom_x: float,
+                  label_value: float, device, out: tuple[np.ndarray, np.ndarray], release_pages: bool, stats: dict,
+                  chunk_rows: int) -> int:
+    """Resident mode: the whole source as the engine's table, the output written chunk by chunk into ``out``."""
+    n = int(source.shape[0])
+    every = np.arange(n)
+    sub_labels = _gather(labels, every, release_pages)
+    _check_chunk_labels(sub_labels, k)
+    feats = _features(_gather(source, every, release_pages), mechanism, feature_range, clip_x, table_dtype)
+    stats.update(rows_read=n, max_unique_rows=n, max_indices=chunk_rows * l)
+    rate = l / n
+
+    def draw(rng: np.random.Generator, rows: int):
+        if mechanism == "dpmix":
+            return sample_mixture_indices(n=n, mix_degree=l, num_points=rows, rng=rng), None
+        return sample_poisson_batches(n=n, rate=rate, num_points=rows, rng=rng)
+
+    def draw_device(gen, rows: int):
+        if mechanism == "dpmix":
+            return sample_mixture_indices_torch(n=n, mix_degree=l, num_points=rows, generator=gen), None
+        return sample_poisson_batches_torch(n=n, rate=rate, num_points=rows, generator=gen)
+
+    written = []
+
+    def after_chunk(row0: int, rows: int) -> None:
+        written.append(rows)
+        if release_pages:
+            for arr in out:
+                arr.flush()
+                _drop_pages(arr)
+
+    mix_and_perturb(
+        features=feats, labels=sub_labels.astype(np.intp), label_value=label_value, dtype=table_dtype,
+        dx=int(source.shape[1]), dy=k, segments=[Segment(0, T, 0, draw, draw_device=draw_device)], num_points=T,
+        denom_x=denom_x, denom_y=float(l), sigma_x=sigma_x, sigma_y=sigma_y, seed_seq=seed_seq,
+        chunk_rows=chunk_rows, device=device, out=out, after_chunk=after_chunk,
+    )
+    return len(written)
 
 
 def _check_chunk_labels(sub_labels: np.ndarray, k: int) -> None:

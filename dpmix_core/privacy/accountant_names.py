@@ -1,0 +1,13 @@
+"""The accountants' names, importable without loading them.
+
+``dpmix_core.privacy.accountants`` pulls in dp_accounting and scipy (about a second);
+the command line builds its parser and checks ``--accountant`` from this tuple
+and loads the accountants only when a command computes an epsilon. A test
+checks that it lists exactly ``dpmix_core.privacy.accountants.ACCOUNTANTS``, in order.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ACCOUNTANT_NAMES"]
+
+ACCOUNTANT_NAMES: tuple[str, ...] = ("lee2019", "dpcda", "gdp-clt", "rdp-poisson", "pld-poisson", "rdp-wor")
