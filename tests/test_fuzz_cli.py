@@ -228,7 +228,7 @@ def test_streaming_never_removes_a_partial_folder_or_symlink_it_did_not_create(c
 
 
 def test_streaming_failure_removes_only_its_own_temporary(workdir, monkeypatch):
-    from dpmix_core.mechanisms import streaming
+    from dpmix_core.synthesis import streaming
 
     def fail(*args, **kwargs):
         raise OSError(28, "No space left on device")

@@ -1,0 +1,151 @@
+"""End to end in a real browser: headless Chromium (Debian's chromium + chromium-driver) drives the app
+served by ``streamlit run app.py`` on a free local port. Skipped, with the reason, where the browser or
+selenium is not installed (``.ci/run`` installs them).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+except ImportError:  # pragma: no cover
+    webdriver = None
+
+pytestmark = pytest.mark.skipif(
+    webdriver is None or not CHROMIUM or not DRIVER,
+    reason="needs selenium and Debian's chromium + chromium-driver (apt-get install chromium chromium-driver)",
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(tmp_path_factory):
+    port = _free_port()
+    env = dict(os.environ, DPMIX_STORE=str(tmp_path_factory.mktemp("store") / "results.sqlite"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(url + "/_stcore/health", timeout=2)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("the app did not start within 60 s")
+    return url, proc
+
+
+def _stop(proc) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """An app server on a free port (its own results store), shared by the module's tests."""
+    url, proc = _start(tmp_path_factory)
+    yield url
+    _stop(proc)
+
+
+@pytest.fixture
+def fresh_server(tmp_path_factory):
+    """A server that has answered no request yet (deep links used to fall back to legacy multipage mode)."""
+    url, proc = _start(tmp_path_factory)
+    yield url
+    _stop(proc)
+
+
+@pytest.fixture
+def browser():
+    opts = Options()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=1400,2000"):
+        opts.add_argument(arg)
+    opts.binary_location = CHROMIUM
+    driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    yield driver
+    driver.quit()
+
+
+def _wait_for(driver, predicate, timeout: float = 90.0, what: str = "the page"):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except Exception as exc:  # noqa: BLE001 - elements come and go while Streamlit reruns
+            last = exc
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what} ({last})")
+
+
+def _metric_value(driver) -> str:
+    return driver.find_element(By.CSS_SELECTOR, "[data-testid=stMetricValue]").text
+
+
+def test_changing_sigma_changes_the_headline_epsilon(server, browser):
+    browser.get(server)
+    before = _wait_for(browser, lambda: _metric_value(browser), what="the ε headline")
+    box = _wait_for(browser, lambda: browser.find_element(By.XPATH, "//input[@aria-label='σx — feature noise std']"))
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys("0.2", Keys.ENTER)
+    after = _wait_for(browser, lambda: (v := _metric_value(browser)) != before and v, what="a new ε")
+    assert float(after) < float(before)  # more noise, smaller epsilon
+
+
+def test_deep_link_on_a_fresh_server_renders_the_app(fresh_server, browser):
+    browser.get(fresh_server + "/mixed_samples")
+    _wait_for(browser, lambda: "Mixed samples" in browser.find_element(By.TAG_NAME, "h1").text,
+              what="the Mixed samples title")
+    nav = browser.find_elements(By.CSS_SELECTOR, "[data-testid=stSidebarNav] a")
+    labels = [a.text.splitlines()[-1] for a in nav if a.text]
+    assert "Privacy accountant" in labels and "app" not in labels  # the router, not legacy multipage mode
+
+
+def test_upload_a_csv_on_mixed_samples(server, browser, tmp_path):
+    rows = ["label,a,b,c"] + [f"{i % 2},{(i % 7) / 7:.3f},{(i % 5) / 5:.3f},{(i % 3) / 3:.3f}" for i in range(400)]
+    csv = tmp_path / "mine.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    browser.get(server + "/mixed_samples")
+    _wait_for(browser, lambda: browser.find_element(By.XPATH, "//*[contains(text(), 'Use your own data')]"),
+              what="the upload expander").click()
+    upload = _wait_for(browser, lambda: browser.find_element(By.CSS_SELECTOR, "input[type=file]"))
+    upload.send_keys(str(csv))
+    _wait_for(browser, lambda: "mine.csv" in browser.page_source, what="the uploaded file")
+    _wait_for(browser, lambda: "400 records" in browser.page_source or "mine" in browser.page_source,
+              what="the uploaded data described")
