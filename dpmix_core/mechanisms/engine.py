@@ -208,6 +208,8 @@ def mix_and_perturb(
                 r0 = seg.start + a
                 if on_device_draw:
                     gen = device_generator(child_sequence(seed_seq, 2, seg.key, a // chunk_rows), device)
+                    if seg.draw_device is None:
+                        raise ValueError("device index sampling needs the segment's draw_device.")
                     idx_t, offsets_t = seg.draw_device(gen, c)
                     off_t = None if offsets_t is None else offsets_t[:-1].to(idx_t.dtype)
                 else:
@@ -228,6 +230,8 @@ def mix_and_perturb(
                 if labels_in_table:
                     _combine(dst_y, sums[:, dx:], denom_y, sigma_y)
                 else:
+                    if label_const is None:
+                        raise ValueError("labels outside the table need the segment's constant label_mean.")
                     if sigma_y > 0:
                         dst_y.mul_(sigma_y).add_(label_const)
                     else:

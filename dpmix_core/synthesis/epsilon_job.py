@@ -60,6 +60,8 @@ def _start(release: MixingRelease, delta: float) -> subprocess.Popen | None:
     except OSError:
         return None
     try:
+        if proc.stdin is None:
+            raise OSError("no pipe to the epsilon job")
         proc.stdin.write(pickle.dumps((release, float(delta))))
         proc.stdin.close()
     except OSError:
@@ -79,6 +81,8 @@ def _stop(proc: subprocess.Popen) -> None:
 def _collect(proc: subprocess.Popen) -> list[dict] | None:
     """The child's epsilons, or None if it failed."""
     try:
+        if proc.stdout is None:
+            return None
         out = proc.stdout.read()
         proc.wait()
     except OSError:

@@ -124,7 +124,7 @@ def save_npz(fh: IO[bytes], arrays: dict[str, np.ndarray]) -> None:
             with zf.open(f"{name}.npy", mode="w", force_zip64=True) as member:
                 if array.ndim and array.size and array.dtype.kind in "biuf" and array.flags.c_contiguous:
                     np.lib.format.write_array_header_1_0(member, np.lib.format.header_data_from_array_1_0(array))
-                    member.write(memoryview(array).cast("B"))
+                    member.write(array.data.cast("B"))
                 else:
                     np.lib.format.write_array(member, array, allow_pickle=False)
 

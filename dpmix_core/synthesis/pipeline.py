@@ -185,6 +185,8 @@ def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
         from dpmix_core.privacy.accountants import get_accountant  # lazy: dp_accounting and scipy cost ~1 s to import
         from dpmix_core.privacy.calibration import calibrate_sigma
 
+        if config.accountant is None:
+            raise ValueError("A target epsilon needs an accountant to calibrate with (e.g. rdp-wor, pld-poisson).")
         cal = calibrate_sigma(get_accountant(config.accountant), planned_release(config, dataset),
                               target_epsilon=config.target_epsilon, delta=config.delta, sigma_ratio=config.sigma_ratio)
         return replace(config, sigma_x=cal.sigma_x, sigma_y=cal.sigma_y, target_epsilon=None)
@@ -217,7 +219,7 @@ def synthesize(config: SynthesisConfig, dataset: Dataset, *, limits: Limits | No
                                      postprocess=True, seed=config.seed)
         return Synthesis(data, config, dataset.name, dataset.source, dataset.n_train)
     config = resolve_sigma(config, dataset)
-    sx, sy = config.sigma_x, config.sigma_y
+    sx, sy = _sigmas(config)  # both set by resolve_sigma
     params = _params(config, sx, sy)
     common = dict(num_classes=k, params=params, seed=config.seed, device=config.device,
                   feature_range=config.feature_range)

@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Literal
 
 import numpy as np
 
@@ -132,7 +132,8 @@ def check_stream_output(out_dir: Path, *, T: int, d: int, k: int, overwrite: boo
     return out_dir
 
 
-def load_release(out_dir: str | os.PathLike, *, mmap_mode: str | None = "r") -> tuple[np.ndarray, np.ndarray, dict]:
+def load_release(out_dir: str | os.PathLike, *, mmap_mode: Literal["r+", "r", "w+", "c"] | None = "r",
+                 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """(x, y, card) of a release folder; x and y memory-mapped read-only by default."""
     out_dir = Path(out_dir)
     x = np.load(out_dir / "x.npy", mmap_mode=mmap_mode)
@@ -257,7 +258,7 @@ def synthesize_streaming(
                 stats["max_unique_rows"] = max(stats["max_unique_rows"], int(uniq.size))
                 stats["max_indices"] = max(stats["max_indices"], int(inv.size))
                 inv = inv.reshape(c, l) if offsets is None else inv
-                seg = Segment(0, c, 0, lambda _rng, _rows, inv=inv, offsets=offsets: (inv, offsets))
+                seg = Segment(0, c, 0, _fixed_draw(inv, offsets))
                 if mechanism == "dpmix":
                     denom_x = (255.0 if dpmix_uint8 else 1.0) * l
                 else:
@@ -354,9 +355,18 @@ def streaming_card(release: MixingRelease, *, mechanism: str, delta: float, seed
 # --------------------------------------------------------------------------- helpers
 
 
+def _fixed_draw(inv: np.ndarray, offsets: np.ndarray | None):
+    """A segment draw that returns indices drawn already (the chunk's, remapped to its gathered rows)."""
+
+    def draw(_rng: np.random.Generator, _rows: int) -> tuple[np.ndarray, np.ndarray | None]:
+        return inv, offsets
+
+    return draw
+
+
 def _mix_resident(source, labels, *, mechanism: str, k: int, l: int, T: int, sigma_x: float, sigma_y: float,
                   seed_seq: np.random.SeedSequence, feature_range, clip_x: float, table_dtype, denom_x: float,
-                  label_value: float, device, out: tuple[np.ndarray, np.ndarray], release_pages: bool, stats: dict,
+                  label_value: float, device, out: tuple[np.memmap, np.memmap], release_pages: bool, stats: dict,
                   chunk_rows: int) -> int:
     """Resident mode: the whole source as the engine's table, the output written chunk by chunk into ``out``."""
     n = int(source.shape[0])
@@ -441,7 +451,7 @@ def _gather(arr: np.ndarray, rows: np.ndarray, release_pages: bool) -> np.ndarra
 
 
 def _mapping(arr: np.ndarray) -> mmap.mmap | None:
-    base = arr
+    base: Any = arr
     while base is not None and not isinstance(base, mmap.mmap):
         base = getattr(base, "_mmap", None) if isinstance(base, np.memmap) else getattr(base, "base", None)
     return base if isinstance(base, mmap.mmap) else None
