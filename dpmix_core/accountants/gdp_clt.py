@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from dpmix_core.accountants.base import Accountant, MixingSetting
+from dpmix_core.accountants.extremes import large_noise_epsilon
 from dpmix_core.analysis.gdp import gdp_epsilon, poisson_clt_mu
 from dpmix_core.release import Adjacency, DataBounds, MixingRelease, Sampling
 
@@ -37,6 +38,8 @@ class GdpCltAccountant(Accountant):
         return DataBounds.clipped(setting.clip_x, setting.clip_y)
 
     def _compute(self, release: MixingRelease, delta: float):
+        if (settled := large_noise_epsilon(release, delta)) is not None:
+            return settled
         mu = poisson_clt_mu(release.sampling_rate, release.num_points, release.noise_multiplier())
         if math.isinf(mu):
             return math.inf, None, (("mu", mu),), "mu overflows: noise far too small for the CLT"
