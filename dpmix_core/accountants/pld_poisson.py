@@ -17,8 +17,8 @@ from dpmix_core.release import Adjacency, DataBounds, MixingRelease, Sampling
 
 MIN_INTERVAL = 1e-6  # refinement floor; the time budget usually stops earlier
 MAX_INTERVAL = 1e-2  # coarsest first grid, unless the loss spans need a coarser one
-FIRST_SINGLE_BINS = 20_000  # first grid: one-step PMF built at ~8 us per bin (connect-the-dots), ~0.15 s
-FIRST_COMPOSED_BINS = 200_000  # first grid: composed PMF by FFT, ~0.1 s
+FIRST_SINGLE_BINS = 8_000  # first grid: one-step PMF built at ~8-17 us per bin (connect-the-dots), <= 0.15 s
+FIRST_COMPOSED_BINS = 80_000  # first grid: composed PMF by FFT and truncation, <= 0.2 s at T = 1e7
 MAX_BINS = 2**22  # composed-PMF length cap: ~64 MB per complex FFT array, ~0.3 GB peak
 TIME_BUDGET = 0.3  # seconds of grid refinement per evaluation (the optimistic estimate adds at most as much)
 REFINE_RTOL = 1e-3  # stop refining once halving h moves epsilon by less than this fraction
@@ -35,7 +35,7 @@ class PldPoissonAccountant(Accountant):
 
     Grid from a time budget: the first interval is h = relative_accuracy * eps_CLT / sqrt(T),
     clamped to [1e-6, 1e-2] and coarsened until both PMFs are small enough to build in
-    ~0.3 s (:func:`loss_spans`: the one-step loss over the +-10 z Gaussian range that
+    ~0.1-0.3 s (:func:`loss_spans`: the one-step loss over the +-10 z Gaussian range that
     dp_accounting keeps, and the composed loss up to eps_RDP(1e-15) above and -40 below,
     since E_Q[e^L] <= 1). h is then halved while the time predicted from the last step
     stays within ``time_budget``, the composed PMF stays under ``MAX_BINS`` (memory) and
