@@ -10,7 +10,7 @@ import numpy as np
 from dp_accounting.pld import privacy_loss_distribution as pld
 
 from dpmix_core.accountants.base import Accountant, MixingSetting
-from dpmix_core.accountants.extremes import large_noise_epsilon
+from dpmix_core.accountants.extremes import settled_by_noise
 from dpmix_core.accountants.rdp_dp_accounting import RdpPoissonAccountant
 from dpmix_core.analysis.gdp import gdp_epsilon, poisson_clt_mu
 from dpmix_core.release import Adjacency, DataBounds, MixingRelease, Sampling
@@ -87,7 +87,7 @@ class PldPoissonAccountant(Accountant):
         return max(h, single / FIRST_SINGLE_BINS, composed / FIRST_COMPOSED_BINS)
 
     def _compute(self, release: MixingRelease, delta: float):
-        if (settled := large_noise_epsilon(release, delta)) is not None:
+        if (settled := settled_by_noise(release, delta)) is not None:
             return settled
         z = release.noise_multiplier()
         rdp_eps, rdp_order, _, _ = RdpPoissonAccountant()._compute(release, delta)
@@ -182,7 +182,8 @@ def pld_epsilon(release: MixingRelease, delta: float, interval: float, *, pessim
         value_discretization_interval=interval,
         sampling_prob=release.sampling_rate,
     )
-    return float(_self_compose(single, release.num_points).get_epsilon_for_delta(delta))
+    with np.errstate(over="ignore"):  # dp_accounting divides by a vanishing mass on its way to the same answer
+        return float(_self_compose(single, release.num_points).get_epsilon_for_delta(delta))
 
 
 _DIRECT_LIMIT = 100_000

@@ -8,7 +8,7 @@ import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 
 from dpmix_core.accountants.base import Accountant, MixingSetting
-from dpmix_core.accountants.extremes import large_noise_epsilon
+from dpmix_core.accountants.extremes import settled_by_noise
 from dpmix_core.accountants.wbk import wbk_epsilon
 from dpmix_core.release import Adjacency, DataBounds, MixingRelease, Sampling
 
@@ -58,7 +58,7 @@ class RdpPoissonAccountant(Accountant):
         return DataBounds.clipped(setting.clip_x, setting.clip_y)
 
     def _compute(self, release: MixingRelease, delta: float):
-        if (settled := large_noise_epsilon(release, delta)) is not None:
+        if (settled := settled_by_noise(release, delta)) is not None:
             return settled
         eps, order = _rdp_epsilon(release, delta, self.orders, rdp.NeighborRel.ADD_OR_REMOVE_ONE)
         return eps, order, (("noise_multiplier", release.noise_multiplier()),), None
@@ -115,7 +115,7 @@ class RdpWorAccountant(Accountant):
         return DataBounds.unit_box(setting.dx, setting.dy)
 
     def _compute(self, release: MixingRelease, delta: float):
-        if (settled := large_noise_epsilon(release, delta)) is not None:
+        if (settled := settled_by_noise(release, delta)) is not None:
             return settled
         z = release.noise_multiplier()
         thm9, thm9_order = wbk_epsilon(release, delta, THM9_ORDERS)
