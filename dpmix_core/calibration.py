@@ -20,6 +20,7 @@ __all__ = ["Calibration", "calibrate_sigma", "SIGMA_MAX", "TIME_BUDGET"]
 
 SIGMA_MAX = 1e4
 TIME_BUDGET = 4.0  # seconds per calibration; at the deadline the best feasible sigma so far is returned
+_SIGMA_MIN = 1e-12  # below this the search stops: the target holds at (practically) no noise
 _RTOL = 1e-5  # relative width of the final bracket on sigma
 _SLOW_PLD = 0.25  # seconds: slower PLD evaluations search on their first grid only
 _PLD_RTOL = 2e-3  # PLD calibration stops at a 0.2 % bracket on sigma (each evaluation costs up to ~1 s)
@@ -124,6 +125,8 @@ def _calibrate_pld(accountant, evaluator, target: float, ratio: float, sigma_max
             break
         hi, hi_res, lo_res = lo, lo_res, None
         lo /= 1.5
+        if lo < _SIGMA_MIN:  # feasible at any noise (e.g. q T <= delta): as in _search
+            return _finish(final, hi, hi_res, ratio, target, deadline, None)
     if lo_res is None:
         return _finish(final, hi, hi_res, ratio, target, deadline, _LATE.format(0.5))
 
@@ -189,7 +192,7 @@ def _search(
     while lo_res.epsilon <= target_epsilon:  # walk down until the target is exceeded
         hi, hi_res = lo, lo_res
         lo /= 8.0
-        if lo < 1e-12:
+        if lo < _SIGMA_MIN:
             return hi, hi_res, None
         if time.perf_counter() > deadline:
             return hi, hi_res, late.format(7.0)

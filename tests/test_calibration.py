@@ -120,3 +120,13 @@ def test_calibration_never_raises_except_out_of_reach(n, frac, T, target, name):
         assert "out of reach" in str(exc)
         return
     assert cal.result.epsilon <= target and math.isfinite(cal.sigma_x) and cal.sigma_x > 0
+
+
+def test_pld_calibration_when_any_noise_is_enough_returns_at_once():
+    """q T <= delta: (0, delta)-DP at any noise; the search used to walk down until its deadline."""
+    import time
+
+    s = MixingSetting(n=2_561_920, l=1, T=1, sigma_x=1, sigma_y=1)
+    t0 = time.perf_counter()
+    cal = calibrate_sigma(get_accountant("pld-poisson"), s, target_epsilon=0.49, delta=0.028)
+    assert time.perf_counter() - t0 < 2.0 and cal.note is None and cal.result.epsilon == 0.0
