@@ -136,7 +136,8 @@ class PldPoissonAccountant(Accountant):
             step = time.perf_counter() - t0
             if eps < best:
                 best, best_h = eps, h
-            improvement, last = last - eps, eps
+            improvement = last - eps if math.isfinite(last) and math.isfinite(eps) else math.inf
+            last = eps
             converged = improvement <= REFINE_RTOL * eps
             finer = h / 2
             if (

@@ -59,7 +59,7 @@ def gdp_epsilon(delta: float, mu: float) -> float:
         return 0.0
     # delta(eps) <= Phi(-eps/mu + mu/2), so this eps is always enough; for large mu it is
     # also tight, and it avoids cancellation in the two-term formula.
-    simple_bound = mu * (mu / 2.0 + float(ndtri(1.0 - delta)))
+    simple_bound = mu * (mu / 2.0 - float(ndtri(delta)))  # -ndtri(delta), not ndtri(1 - delta): exact at delta = 1e-300
     if mu > 40.0:
         return simple_bound
     log_delta = math.log(delta)
