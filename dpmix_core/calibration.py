@@ -22,7 +22,7 @@ SIGMA_MAX = 1e4
 TIME_BUDGET = 4.0  # seconds per calibration; at the deadline the best feasible sigma so far is returned
 _SIGMA_MIN = 1e-12  # below this the search stops: the target holds at (practically) no noise
 _RTOL = 1e-5  # relative width of the final bracket on sigma
-_SLOW_PLD = 0.25  # seconds: slower PLD evaluations search on their first grid only
+_FIRST_GRID_SEARCH_T = 100_000  # above, one PLD evaluation costs 0.3-1 s (block squaring): search on the first grid
 _PLD_RTOL = 2e-3  # PLD calibration stops at a 0.2 % bracket on sigma (each evaluation costs up to ~1 s)
 _LATE = "time budget reached: sigma is feasible but may be up to {:.1%} larger than needed"
 
@@ -90,45 +90,78 @@ def calibrate_sigma(
         return result_at
 
     if isinstance(accountant, PldPoissonAccountant):
-        return _calibrate_pld(accountant, evaluator, target_epsilon, sigma_ratio, sigma_max, deadline)
+        steps = setting.num_points if isinstance(setting, MixingRelease) else setting.T
+        return _calibrate_pld(accountant, evaluator, steps, target_epsilon, sigma_ratio, sigma_max, deadline)
     hi, hi_res, note = _search(evaluator(accountant), target_epsilon, sigma_max, deadline, accountant.name)
     return Calibration(hi, sigma_ratio * hi, target_epsilon, hi_res, note)
 
 
-def _calibrate_pld(accountant, evaluator, target: float, ratio: float, sigma_max: float, deadline: float) -> Calibration:
-    """rdp-poisson bracket, gdp-clt first guess, then Illinois regula falsi on log eps vs log sigma with the PLD."""
+def _calibrate_pld(
+    accountant, evaluator, steps: int, target: float, ratio: float, sigma_max: float, deadline: float
+) -> Calibration:
+    """rdp-poisson bracket, gdp-clt first guess, then Illinois regula falsi on log eps vs log sigma with the PLD.
+
+    Above T = 1e5 one PLD evaluation costs 0.3-1 s: the search runs on the first grid only
+    (``time_budget=0``, a rigorous bound too), then continues with the full grid from that
+    feasible sigma, guessing sigma * eps_full / target, while the budget lasts.
+    """
     hi, _, _ = _search(evaluator(RdpPoissonAccountant()), target, sigma_max, deadline, "pld-poisson")
-    timed, slowest = evaluator(accountant), [0.0]
-
-    def full(sigma_x: float) -> EpsilonResult:
-        t0 = time.perf_counter()
-        res = timed(sigma_x)
-        slowest[0] = max(slowest[0], time.perf_counter() - t0)
-        return res
-
-    def late() -> bool:  # would one more evaluation overrun the deadline?
-        return time.perf_counter() + slowest[0] > deadline
-
-    hi_res = full(hi)  # <= rdp-poisson <= target: pld-poisson never exceeds rdp-poisson
-    final = None
-    if slowest[0] > _SLOW_PLD:  # search on the first grid only (deterministic, cheaper); refine at the end
-        final, slowest[0] = timed, 0.0
-        timed = evaluator(PldPoissonAccountant(relative_accuracy=accountant.relative_accuracy, time_budget=0.0, optimistic=False))
     try:
         guess = _search(evaluator(GdpCltAccountant()), target, hi, deadline, "gdp-clt")[0]
     except ValueError:
         guess = hi / 1.5
+    stages = [accountant]
+    if steps > _FIRST_GRID_SEARCH_T:
+        first_grid = PldPoissonAccountant(relative_accuracy=accountant.relative_accuracy, time_budget=0.0, optimistic=False)
+        stages = [first_grid, accountant]
+    hi_res, note = None, None
+    for acc in stages:
+        result_at = _timed(evaluator(acc))
+        if time.perf_counter() + result_at.slowest > deadline and hi_res is not None:
+            break
+        res = result_at(hi)  # feasible: <= rdp-poisson, or <= the previous stage's bound at hi
+        if hi_res is None or res.epsilon <= hi_res.epsilon:
+            hi_res = res
+        if hi_res is not res:
+            guess = hi / 1.5
+        elif hi_res.epsilon > 0:
+            guess = min(guess, hi * hi_res.epsilon / target) if acc is stages[0] else hi * hi_res.epsilon / target
+        hi, hi_res, note = _illinois(result_at, guess, hi, hi_res, target, deadline)
+    return Calibration(hi, ratio * hi, target, hi_res, note)
+
+
+class _timed:
+    """An evaluator that remembers its slowest call (to stop before a deadline, not after)."""
+
+    def __init__(self, result_at: Callable[[float], EpsilonResult]) -> None:
+        self.result_at, self.slowest = result_at, 0.0
+
+    def __call__(self, sigma_x: float) -> EpsilonResult:
+        t0 = time.perf_counter()
+        res = self.result_at(sigma_x)
+        self.slowest = max(self.slowest, time.perf_counter() - t0)
+        return res
+
+
+def _illinois(
+    result_at: _timed, guess: float, hi: float, hi_res: EpsilonResult, target: float, deadline: float
+) -> tuple[float, EpsilonResult, str | None]:
+    """(smallest feasible sigma, its result, note): walk down from the guess, then regula falsi in log-log."""
+
+    def late() -> bool:  # would one more evaluation overrun the deadline?
+        return time.perf_counter() + result_at.slowest > deadline
+
     lo, lo_res = min(guess, hi / (1 + _PLD_RTOL)), None
     while not late():  # walk down from the guess until infeasible
-        lo_res = full(lo)
+        lo_res = result_at(lo)
         if lo_res.epsilon > target:
             break
         hi, hi_res, lo_res = lo, lo_res, None
         lo /= 1.5
         if lo < _SIGMA_MIN:  # feasible at any noise (e.g. q T <= delta): as in _search
-            return _finish(final, hi, hi_res, ratio, target, deadline, None)
+            return hi, hi_res, None
     if lo_res is None:
-        return _finish(final, hi, hi_res, ratio, target, deadline, _LATE.format(0.5))
+        return hi, hi_res, _LATE.format(0.5)
 
     def g(res: EpsilonResult) -> float:
         return math.log(max(res.epsilon, 1e-300)) - math.log(target)
@@ -136,14 +169,13 @@ def _calibrate_pld(accountant, evaluator, target: float, ratio: float, sigma_max
     x_lo, x_hi, g_lo, g_hi, side = math.log(lo), math.log(hi), g(lo_res), g(hi_res), 0
     while x_hi - x_lo > math.log1p(_PLD_RTOL):
         if late():
-            return _finish(final, hi, hi_res, ratio, target, deadline, _LATE.format(math.expm1(x_hi - x_lo)))
+            return hi, hi_res, _LATE.format(math.expm1(x_hi - x_lo))
         if math.isfinite(g_lo) and g_lo > g_hi:
             x = x_hi - g_hi * (x_hi - x_lo) / (g_hi - g_lo)
-            x = min(max(x, x_lo + 0.1 * (x_hi - x_lo)), x_hi - 0.1 * (x_hi - x_lo)) if side else x
         else:
             x = 0.5 * (x_lo + x_hi)
         x = min(max(x, x_lo + 1e-3 * (x_hi - x_lo)), x_hi - 1e-3 * (x_hi - x_lo))
-        res = full(math.exp(x))
+        res = result_at(math.exp(x))
         if res.epsilon <= target:
             x_hi, g_hi, hi, hi_res = x, g(res), math.exp(x), res
             side = side + 1 if side > 0 else 1
@@ -154,20 +186,7 @@ def _calibrate_pld(accountant, evaluator, target: float, ratio: float, sigma_max
             side = side - 1 if side < 0 else -1
             if side < -1:
                 g_hi /= 2
-    return _finish(final, hi, hi_res, ratio, target, deadline, None)
-
-
-def _finish(final, hi: float, hi_res: EpsilonResult, ratio: float, target: float, deadline: float, note) -> Calibration:
-    """Re-evaluate the answer with the accountant's full grid when the search used the first grid only.
-
-    The full evaluation starts from the same first grid and keeps the smallest bound, so it is
-    never above the one that made hi feasible.
-    """
-    if final is not None and time.perf_counter() < deadline:
-        res = final(hi)
-        if res.epsilon <= hi_res.epsilon:
-            hi_res = res
-    return Calibration(hi, ratio * hi, target, hi_res, note)
+    return hi, hi_res, None
 
 
 def _search(
