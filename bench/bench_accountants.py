@@ -1,16 +1,22 @@
 """Accountant speed targets (issue: accountants). Prints a markdown table of medians.
 
     python bench/bench_accountants.py [--repeats 7]
+    python bench/bench_accountants.py --worst-case 16 [--seed 0]   # only the worst-case table
 
 Targets on the 2-core reference machine: all six accountants at one point
 <= 50 ms together; a 50-point eps-sigma curve for the closed-form/RDP
-accountants <= 0.5 s; one calibration <= 0.3 s.
+accountants <= 0.5 s; one calibration <= 0.3 s. Worst case over the ranges a
+page allows (n <= 1e7, l <= n, T <= 1e7, sigma 1e-3..1e3, delta 1e-10..0.1, target
+eps 0.05..20): every evaluation and every calibration <= 5 s (issues 14 §1, 16).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import platform
+import random
+import resource
 import statistics
 import sys
 import time
@@ -48,10 +54,65 @@ def median_seconds(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
+CORNERS = [  # hand-picked hard cases: tiny q, huge T, l = n, tiny noise
+    MixingSetting(n=10**7, l=1, T=10**7, sigma_x=1.0, sigma_y=1.0),
+    MixingSetting(n=10**7, l=10, T=10**7, sigma_x=1.0, sigma_y=1.0),
+    MixingSetting(n=10**7, l=10**7, T=10**7, sigma_x=1.0, sigma_y=1.0),
+    MixingSetting(n=1000, l=500, T=1000, sigma_x=1.0, sigma_y=1.0),
+    MixingSetting(n=60000, l=256, T=10000, sigma_x=1.0, sigma_y=1.0),
+]
+
+
+def random_page_case(rng: random.Random) -> tuple[MixingSetting, float, float, float]:
+    """(setting, sigma, delta, target eps) drawn log-uniformly over the ranges a page allows."""
+    n = int(10 ** rng.uniform(1, 7))
+    setting = MixingSetting(
+        n=n, l=max(1, int(10 ** rng.uniform(0, math.log10(n)))), T=int(10 ** rng.uniform(0, 7)), sigma_x=1.0, sigma_y=1.0
+    )
+    return setting, 10 ** rng.uniform(-3, 3), 10 ** rng.uniform(-10, -1), 10 ** rng.uniform(math.log10(0.05), math.log10(20))
+
+
+def worst_case(cases: int, seed: int) -> None:
+    """Median and worst seconds per accountant, one evaluation and one calibration, over random page inputs."""
+    rng = random.Random(seed)
+    draws = [random_page_case(rng) for _ in range(cases)]
+    draws += [(c, sig, 1e-5, tgt) for c in CORNERS for sig, tgt in [(10 ** rng.uniform(-3, 0), 1.0)]]
+    print(f"{len(draws)} cases (seed {seed}); machine: {platform.processor() or platform.machine()}\n")
+    print("| accountant | eval median | eval worst | calibration median | calibration worst | worst calibration case |")
+    print("|---|---:|---:|---:|---:|---|")
+    for name in ACCOUNTANTS:
+        acc = get_accountant(name)
+        evals, cals = [], []
+        for setting, sigma, delta, target in draws:
+            s = replace(setting, sigma_x=sigma, sigma_y=sigma)
+            t0 = time.perf_counter()
+            acc.epsilon(acc.release_for(s), delta)
+            evals.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            try:
+                calibrate_sigma(acc, setting, target_epsilon=target, delta=delta)
+            except ValueError:
+                pass  # out of reach: answered too
+            cals.append((time.perf_counter() - t0, setting, target, delta))
+        worst = max(cals, key=lambda c: c[0])
+        print(
+            f"| {name} | {statistics.median(evals) * 1000:.0f} ms | {max(evals) * 1000:.0f} ms "
+            f"| {statistics.median(c[0] for c in cals) * 1000:.0f} ms | {worst[0]:.2f} s "
+            f"| n={worst[1].n:g} l={worst[1].l:g} T={worst[1].T:g} eps={worst[2]:.3g} delta={worst[3]:.1e} |",
+            flush=True,
+        )
+    print(f"\npeak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--worst-case", type=int, default=0, help="only the worst-case table, over this many random cases")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    if args.worst_case:
+        worst_case(args.worst_case, args.seed)
+        return
     rows = []
     for label, s in POINTS.items():
         rows.append((

@@ -84,3 +84,22 @@ def test_gdp_epsilon_large_mu_is_finite_upper_bound(mu):
     assert math.isfinite(eps) and eps >= mu * mu / 2 - mu * 5
     if mu < 100:
         assert gdp_delta(eps, mu) <= 1e-5 * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("delta", [1e-300, 1e-100, 1e-20])
+def test_gdp_epsilon_at_astronomically_small_delta(delta):
+    """ndtri(1 - delta) is inf below 1e-16; the bound uses -ndtri(delta). Checked by 60-digit mpmath."""
+    mu = 1.0
+    eps = gdp_epsilon(delta, mu)
+    with mpmath.workdps(60):
+        m, e = mpmath.mpf(mu), mpmath.mpf(eps)
+        exact = mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2)
+    assert math.isfinite(eps) and float(exact) == pytest.approx(delta, rel=1e-6)
+
+
+@pytest.mark.parametrize("z", [1e-198, 1e-100, 1e150, 1e300])
+def test_clt_mu_never_raises_across_the_double_range(z):
+    mu = poisson_clt_mu(0.01, 100, z)
+    with mpmath.workdps(60):
+        exact = mpmath.mpf("0.01") * 10 * mpmath.sqrt(mpmath.expm1(1 / mpmath.mpf(z) ** 2))
+    assert (mu == math.inf and exact > 1e300) or mu == pytest.approx(float(exact), rel=1e-9)

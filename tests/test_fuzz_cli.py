@@ -82,7 +82,6 @@ def refused(capsys, workdir: Path, argv: list[str]) -> str:
 
 RAY_MISSING = pytest.mark.skipif(
     __import__("importlib").util.find_spec("ray") is not None, reason="Ray is installed here")
-ACCOUNTANT_WORK = pytest.mark.xfail(strict=False, reason="fixed in accountant work")
 
 CASES = [
     # argument types: one line each
@@ -100,10 +99,6 @@ CASES = [
     (["epsilon", "--accountant", "rdp-wor", *ACC, *SIGMA, "--label-may-change"], "--label-may-change"),
     (["epsilon", "--accountant", "rdp-wor", *ACC, *SIGMA, "--classes", "7"], "not divisible"),
     (["nonsense"], "invalid choice"),
-    pytest.param(["epsilon", "--accountant", "all", *ACC, "--sigma-x", "1e308", "--sigma-y", "1e308"], "",
-                 marks=ACCOUNTANT_WORK),
-    pytest.param(["epsilon", "--accountant", "all", *ACC, "--sigma-x", "1e-300", "--sigma-y", "1e-300"], "",
-                 marks=ACCOUNTANT_WORK),
     # synthesize: output paths checked before any work; the cost model before any allocation
     ([*SYN, "--out", "rel.parquet"], "must end in .npz or .csv"),
     ([*SYN, "--out", "missing/rel.npz"], "does not exist"),
@@ -531,3 +526,14 @@ def test_any_custom_sweep_is_accepted_or_refused_in_one_line_before_its_runs_are
     assert problem is None or ("\n" not in problem and "DPMIX_MAX_" in problem)
     if T * l > 10**11 or epochs * T > 10**11 or repeats > 2500:
         assert problem is not None
+
+
+@pytest.mark.parametrize("sigma, expected", [("1e308", "0.0000"), ("1e-300", "inf")])
+def test_extreme_noise_is_answered_with_a_reason_not_a_traceback(sigma, expected, capsys):
+    """Every accountant answers: eps = 0 for astronomically large noise, inf for vanishing noise, with the reason."""
+    code = main(["epsilon", "--accountant", "all", *ACC, "--sigma-x", sigma, "--sigma-y", sigma])
+    out, err = capsys.readouterr()
+    assert code == 0 and err == "" and "Traceback" not in out
+    lines = [line for line in out.splitlines() if " eps=" in line]
+    assert len(lines) == 6 and all(expected in line for line in lines)
+    assert out.count("note:") == 6

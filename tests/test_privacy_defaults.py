@@ -180,12 +180,14 @@ def test_label_protected_epsilon_on_the_dpcda_setting():
     swap = acc.epsilon(acc.release_for(replace(s, protect_labels=False)), 1e-5)
     assert full.epsilon > swap.epsilon
     assert (full.guarantee, swap.guarantee) == ("rigorous upper bound", FEATURES_ONLY)
-    # independent check of the composition count: the same events through dp_accounting directly
-    z = acc.release_for(s).noise_multiplier()
-    ref = rdp.RdpAccountant(orders=list(get_accountant("rdp-wor").orders), neighboring_relation=rdp.NeighborRel.REPLACE_ONE)
+    # the composition count, checked independently: 2 T_k releases on a pool of N_min - 1, through dp_accounting
+    release = acc.release_for(s)
+    assert (release.n, release.num_points) == (min(sizes) - 1, 2 * (60000 // 10))
+    z = release.noise_multiplier()
+    ref = rdp.RdpAccountant(orders=list(range(2, 65)), neighboring_relation=rdp.NeighborRel.REPLACE_ONE)
     ref.compose(SelfComposedDpEvent(SampledWithoutReplacementDpEvent(min(sizes) - 1, 4, GaussianDpEvent(z)),
                                     2 * (60000 // 10)))
-    assert full.epsilon == pytest.approx(ref.get_epsilon(1e-5), rel=1e-9)
+    assert full.epsilon <= ref.get_epsilon(1e-5) * (1 + 1e-9)  # never above Thm. 27 on the same events
 
 
 # --------------------------------------------------------------------------- Poisson: the public n

@@ -205,14 +205,14 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
     """--memmap X.npy --labels Y.npy: a release larger than memory, written chunk by chunk to a folder."""
     import numpy as np
 
+    from dpmix_core.resources.limits import check_cost, limits_from_env, streaming_cost
+    from dpmix_core.synthesis.epsilon_job import background_epsilons
     from dpmix_core.synthesis.streaming import (
         ELEMENTS_PER_CHUNK,
         STREAM_MECHANISMS,
         stream_release,
         synthesize_streaming,
     )
-    from dpmix_core.resources.limits import check_cost, limits_from_env, streaming_cost
-    from dpmix_core.synthesis.epsilon_job import background_epsilons
 
     if args.mechanism not in STREAM_MECHANISMS:
         raise CliError(f"--memmap streams {', '.join(STREAM_MECHANISMS)} only; got --mechanism {args.mechanism}")
@@ -254,9 +254,9 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
 
 def cmd_synthesize(args: argparse.Namespace) -> int:
     from dpmix_core.data import load_dataset, load_user_data
+    from dpmix_core.privacy.release import MixingRelease
     from dpmix_core.synthesis.epsilon_job import background_epsilons
     from dpmix_core.synthesis.export import check_output_path, privacy_card, write_release
-    from dpmix_core.privacy.release import MixingRelease
     from dpmix_core.synthesis.pipeline import planned_release, synthesize
 
     if args.memmap is not None:

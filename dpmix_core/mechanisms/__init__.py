@@ -16,7 +16,6 @@ and teaching but are not hardened against floating-point side channels
 No Streamlit imports here; torch is imported only when a mixing mechanism runs.
 """
 
-from dpmix_core.mechanisms.engine import resolve_device
 from dpmix_core.mechanisms.descriptions import (
     GaussianRelease,
     LaplaceLabelRelease,
@@ -24,6 +23,7 @@ from dpmix_core.mechanisms.descriptions import (
     gaussian_delta,
     gaussian_sigma,
 )
+from dpmix_core.mechanisms.engine import resolve_device
 from dpmix_core.mechanisms.label_dp import laplace_label_release
 from dpmix_core.mechanisms.mixing import (
     ClassCentricParams,

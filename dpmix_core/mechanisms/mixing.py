@@ -27,6 +27,7 @@ from dpmix_core.mechanisms._checks import (
     check_range,
     check_sigma,
 )
+from dpmix_core.mechanisms.device_sampling import sample_mixture_indices_torch, sample_poisson_batches_torch
 from dpmix_core.mechanisms.engine import (
     Segment,
     chunk_rows_for,
@@ -34,7 +35,6 @@ from dpmix_core.mechanisms.engine import (
     resolve_device,
     seed_sequence,
 )
-from dpmix_core.mechanisms.device_sampling import sample_mixture_indices_torch, sample_poisson_batches_torch
 from dpmix_core.mechanisms.outputs import SyntheticData
 from dpmix_core.mechanisms.sampling import index_dtype, sample_mixture_indices, sample_poisson_batches
 from dpmix_core.privacy.release import (

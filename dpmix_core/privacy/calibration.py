@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, replace
+from typing import Callable
 
 from scipy.optimize import brentq
 
 from dpmix_core.privacy.accountants import Accountant, EpsilonResult, MixingSetting, UnsupportedReleaseError
 from dpmix_core.privacy.accountants.base import check_delta
+from dpmix_core.privacy.accountants.gdp_clt import GdpCltAccountant
+from dpmix_core.privacy.accountants.pld_poisson import PldPoissonAccountant
+from dpmix_core.privacy.accountants.rdp_dp_accounting import RdpPoissonAccountant
 from dpmix_core.privacy.release import MixingRelease
 
-__all__ = ["Calibration", "calibrate_sigma", "SIGMA_MAX"]
+__all__ = ["Calibration", "calibrate_sigma", "SIGMA_MAX", "TIME_BUDGET"]
 
 SIGMA_MAX = 1e4
+TIME_BUDGET = 4.0  # seconds per calibration; at the deadline the best feasible sigma so far is returned
+_SIGMA_MIN = 1e-12  # below this the search stops: the target holds at (practically) no noise
 _RTOL = 1e-5  # relative width of the final bracket on sigma
+_FIRST_GRID_SEARCH_T = 100_000  # above, one PLD evaluation costs 0.3-1 s (block squaring): search on the first grid
+_PLD_RTOL = 2e-3  # PLD calibration stops at a 0.2 % bracket on sigma (each evaluation costs up to ~1 s)
+_LATE = "time budget reached: sigma is feasible but may be up to {:.1%} larger than needed"
 
 
 @dataclass(frozen=True)
@@ -23,10 +33,11 @@ class Calibration:
     sigma_y: float
     target_epsilon: float
     result: EpsilonResult  # epsilon at the returned sigma: never above the target
+    note: str | None = None  # why the search stopped early, if it did (the sigma is still feasible)
 
     def to_json(self) -> dict:
         out = self.result.to_json()
-        out.update(sigma_x=self.sigma_x, sigma_y=self.sigma_y, target_epsilon=self.target_epsilon)
+        out.update(sigma_x=self.sigma_x, sigma_y=self.sigma_y, target_epsilon=self.target_epsilon, note=self.note)
         return out
 
 
@@ -38,14 +49,22 @@ def calibrate_sigma(
     delta: float,
     sigma_ratio: float = 1.0,
     sigma_max: float = SIGMA_MAX,
+    time_budget: float = TIME_BUDGET,
 ) -> Calibration:
-    """sigma_x reaching eps <= target by monotone root finding on log sigma.
+    """sigma_x reaching eps <= target by monotone root finding on log sigma, within a time budget.
 
     epsilon decreases in sigma; we keep a bracket [lo, hi] with eps(lo) > target
     >= eps(hi), shrink it (Brent on log eps - log target, bisection while eps is
     infinite) and return hi, so the returned noise never overshoots the budget
     (Opacus' get_noise_multiplier once returned sigma whose eps exceeded the
-    target by ~0.5). A target that needs sigma > sigma_max is a ValueError.
+    target by ~0.5). A target that needs sigma > sigma_max is a ValueError. When
+    ``time_budget`` seconds pass, the best feasible sigma so far is returned with a note.
+
+    pld-poisson is bracketed cheaply first: the rdp-poisson sigma is feasible for it
+    (pld-poisson is never above rdp-poisson), the gdp-clt sigma is a first guess below
+    it, and a few PLD evaluations (Illinois regula falsi on log eps vs log sigma, to a
+    0.2 % bracket) find the answer. Every returned result is a pld-poisson evaluation at
+    the returned sigma, so it is a rigorous bound there.
 
     ``setting`` is either user input (each accountant builds its paper's release)
     or the exact release a mechanism makes (its sigmas are replaced).
@@ -55,34 +74,151 @@ def calibrate_sigma(
     if not (math.isfinite(sigma_ratio) and sigma_ratio > 0):
         raise ValueError(f"sigma ratio lambda must be a positive finite number. Found {sigma_ratio}.")
     check_delta(delta)
-
     if isinstance(setting, MixingRelease) and not accountant.supports(setting):
         raise UnsupportedReleaseError(
             f"{accountant.name} does not cover {setting.sampling.value} sampling with {setting.adjacency.value} adjacency."
         )
+    deadline = time.perf_counter() + time_budget
 
-    def result_at(sigma_x: float) -> EpsilonResult:
-        sigma_y = sigma_ratio * sigma_x
-        if isinstance(setting, MixingRelease):
-            return accountant.epsilon(setting.with_sigma(sigma_x, sigma_y), delta)
-        return accountant.epsilon(accountant.release_for(replace(setting, sigma_x=sigma_x, sigma_y=sigma_y)), delta)
+    def evaluator(acc: Accountant) -> Callable[[float], EpsilonResult]:
+        def result_at(sigma_x: float) -> EpsilonResult:
+            sigma_y = sigma_ratio * sigma_x
+            if isinstance(setting, MixingRelease):
+                return acc.epsilon(setting.with_sigma(sigma_x, sigma_y), delta)
+            return acc.epsilon(acc.release_for(replace(setting, sigma_x=sigma_x, sigma_y=sigma_y)), delta)
 
+        return result_at
+
+    if isinstance(accountant, PldPoissonAccountant):
+        steps = setting.num_points if isinstance(setting, MixingRelease) else setting.T
+        return _calibrate_pld(accountant, evaluator, steps, target_epsilon, sigma_ratio, sigma_max, deadline)
+    hi, hi_res, note = _search(evaluator(accountant), target_epsilon, sigma_max, deadline, accountant.name)
+    return Calibration(hi, sigma_ratio * hi, target_epsilon, hi_res, note)
+
+
+def _calibrate_pld(
+    accountant, evaluator, steps: int, target: float, ratio: float, sigma_max: float, deadline: float
+) -> Calibration:
+    """rdp-poisson bracket, gdp-clt first guess, then Illinois regula falsi on log eps vs log sigma with the PLD.
+
+    Above T = 1e5 one PLD evaluation costs 0.3-1 s: the search runs on the first grid only
+    (``time_budget=0``, a rigorous bound too), then continues with the full grid from that
+    feasible sigma, guessing sigma * eps_full / target, while the budget lasts.
+    """
+    hi, _, _ = _search(evaluator(RdpPoissonAccountant()), target, sigma_max, deadline, "pld-poisson")
+    try:
+        guess = _search(evaluator(GdpCltAccountant()), target, hi, deadline, "gdp-clt")[0]
+    except ValueError:
+        guess = hi / 1.5
+    stages = [accountant]
+    if steps > _FIRST_GRID_SEARCH_T:
+        first_grid = PldPoissonAccountant(relative_accuracy=accountant.relative_accuracy, time_budget=0.0, optimistic=False)
+        stages = [first_grid, accountant]
+    hi_res, note = None, None
+    for acc in stages:
+        result_at = _timed(evaluator(acc))
+        if time.perf_counter() + result_at.slowest > deadline and hi_res is not None:
+            break
+        res = result_at(hi)  # feasible: <= rdp-poisson, or <= the previous stage's bound at hi
+        if hi_res is None or res.epsilon <= hi_res.epsilon:
+            hi_res = res
+        if hi_res is not res:
+            guess = hi / 1.5
+        elif hi_res.epsilon > 0:
+            guess = min(guess, hi * hi_res.epsilon / target) if acc is stages[0] else hi * hi_res.epsilon / target
+        hi, hi_res, note = _illinois(result_at, guess, hi, hi_res, target, deadline)
+    return Calibration(hi, ratio * hi, target, hi_res, note)
+
+
+class _timed:
+    """An evaluator that remembers its slowest call (to stop before a deadline, not after)."""
+
+    def __init__(self, result_at: Callable[[float], EpsilonResult]) -> None:
+        self.result_at, self.slowest = result_at, 0.0
+
+    def __call__(self, sigma_x: float) -> EpsilonResult:
+        t0 = time.perf_counter()
+        res = self.result_at(sigma_x)
+        self.slowest = max(self.slowest, time.perf_counter() - t0)
+        return res
+
+
+def _illinois(
+    result_at: _timed, guess: float, hi: float, hi_res: EpsilonResult, target: float, deadline: float
+) -> tuple[float, EpsilonResult, str | None]:
+    """(smallest feasible sigma, its result, note): walk down from the guess, then regula falsi in log-log."""
+
+    def late() -> bool:  # would one more evaluation overrun the deadline?
+        return time.perf_counter() + result_at.slowest > deadline
+
+    lo, lo_res = min(guess, hi / (1 + _PLD_RTOL)), None
+    while not late():  # walk down from the guess until infeasible
+        lo_res = result_at(lo)
+        if lo_res.epsilon > target:
+            break
+        hi, hi_res, lo_res = lo, lo_res, None
+        lo /= 1.5
+        if lo < _SIGMA_MIN:  # feasible at any noise (e.g. q T <= delta): as in _search
+            return hi, hi_res, None
+    if lo_res is None:
+        return hi, hi_res, _LATE.format(0.5)
+
+    def g(res: EpsilonResult) -> float:
+        return math.log(max(res.epsilon, 1e-300)) - math.log(target)
+
+    x_lo, x_hi, g_lo, g_hi, side = math.log(lo), math.log(hi), g(lo_res), g(hi_res), 0
+    while x_hi - x_lo > math.log1p(_PLD_RTOL):
+        if late():
+            return hi, hi_res, _LATE.format(math.expm1(x_hi - x_lo))
+        if math.isfinite(g_lo) and g_lo > g_hi:
+            x = x_hi - g_hi * (x_hi - x_lo) / (g_hi - g_lo)
+        else:
+            x = 0.5 * (x_lo + x_hi)
+        x = min(max(x, x_lo + 1e-3 * (x_hi - x_lo)), x_hi - 1e-3 * (x_hi - x_lo))
+        res = result_at(math.exp(x))
+        if res.epsilon <= target:
+            x_hi, g_hi, hi, hi_res = x, g(res), math.exp(x), res
+            side = side + 1 if side > 0 else 1
+            if side > 1:
+                g_lo /= 2  # Illinois: halve the stale end's value
+        else:
+            x_lo, g_lo = x, g(res)
+            side = side - 1 if side < 0 else -1
+            if side < -1:
+                g_hi /= 2
+    return hi, hi_res, None
+
+
+def _search(
+    result_at: Callable[[float], EpsilonResult],
+    target_epsilon: float,
+    sigma_max: float,
+    deadline: float,
+    name: str,
+    start: float | None = None,
+) -> tuple[float, EpsilonResult, str | None]:
+    """(smallest feasible sigma found, its result, note if the deadline stopped the search)."""
     top = result_at(sigma_max)
     if top.epsilon > target_epsilon:
         raise ValueError(
-            f"target epsilon {target_epsilon:g} is out of reach for {accountant.name}: even sigma_x = {sigma_max:g} "
+            f"target epsilon {target_epsilon:g} is out of reach for {name}: even sigma_x = {sigma_max:g} "
             f"gives epsilon = {top.epsilon:.4g}."
         )
+    late = _LATE
     hi, hi_res = sigma_max, top
-    lo = min(1.0, sigma_max / 2.0)
+    lo = min(1.0, sigma_max / 2.0) if start is None else start
     lo_res = result_at(lo)
     while lo_res.epsilon <= target_epsilon:  # walk down until the target is exceeded
         hi, hi_res = lo, lo_res
         lo /= 8.0
-        if lo < 1e-12:
-            return Calibration(hi, sigma_ratio * hi, target_epsilon, hi_res)
+        if lo < _SIGMA_MIN:
+            return hi, hi_res, None
+        if time.perf_counter() > deadline:
+            return hi, hi_res, late.format(7.0)
         lo_res = result_at(lo)
     while not math.isfinite(lo_res.epsilon) and hi / lo > 1 + _RTOL:  # bisect out of the infinite zone
+        if time.perf_counter() > deadline:
+            return hi, hi_res, late.format(hi / lo - 1)
         mid = math.sqrt(lo * hi)
         mid_res = result_at(mid)
         if mid_res.epsilon <= target_epsilon:
@@ -90,22 +226,35 @@ def calibrate_sigma(
         else:
             lo, lo_res = mid, mid_res
 
-    if hi / lo > 1 + _RTOL:
-        log_target = math.log(target_epsilon)
-        cache: dict[float, EpsilonResult] = {}
+    if hi / lo <= 1 + _RTOL:
+        return hi, hi_res, None
+    log_target = math.log(target_epsilon)
+    cache: dict[float, EpsilonResult] = {}
 
-        def f(log_sigma: float) -> float:
-            res = result_at(math.exp(log_sigma))
-            cache[log_sigma] = res
-            return math.log(max(res.epsilon, 1e-300)) - log_target
+    class _Late(Exception):
+        pass
 
+    def f(log_sigma: float) -> float:
+        if time.perf_counter() > deadline:
+            raise _Late
+        res = result_at(math.exp(log_sigma))
+        cache[log_sigma] = res
+        return math.log(max(res.epsilon, 1e-300)) - log_target
+
+    note = None
+    try:
         root = brentq(f, math.log(lo), math.log(hi), xtol=_RTOL / 4, rtol=1e-12, maxiter=100)
-        for log_sigma, res in cache.items():  # tightest feasible point seen
-            if res.epsilon <= target_epsilon and math.exp(log_sigma) < hi:
-                hi, hi_res = math.exp(log_sigma), res
-        candidate = math.exp(root) * (1 + _RTOL)
-        if candidate < hi:
-            res = result_at(candidate)
-            if res.epsilon <= target_epsilon:
-                hi, hi_res = candidate, res
-    return Calibration(hi, sigma_ratio * hi, target_epsilon, hi_res)
+    except _Late:
+        root, note = None, "late"
+    for log_sigma, res in cache.items():  # tightest feasible point seen
+        if res.epsilon <= target_epsilon and math.exp(log_sigma) < hi:
+            hi, hi_res = math.exp(log_sigma), res
+    if root is None:
+        infeasible = [math.exp(s) for s, r in cache.items() if r.epsilon > target_epsilon] + [lo]
+        return hi, hi_res, late.format(hi / max(infeasible) - 1)
+    candidate = math.exp(root) * (1 + _RTOL)
+    if candidate < hi:
+        res = result_at(candidate)
+        if res.epsilon <= target_epsilon:
+            hi, hi_res = candidate, res
+    return hi, hi_res, note

@@ -203,18 +203,28 @@ class MixingRelease:
         dx, dy = self.sensitivities()
         if self.sigma_x == 0 or self.sigma_y == 0:
             return math.inf
-        return 0.5 * ((dx / self.sigma_x) ** 2 + (dy / self.sigma_y) ** 2)
+        a, b = dx / self.sigma_x, dy / self.sigma_y  # float division gives inf/0 at the extremes, never raises
+        return 0.5 * (a * a + b * b)  # x * x overflows to inf where x ** 2 raises OverflowError
 
     def noise_multiplier(self) -> float:
         """Effective multiplier z = (Dx^2/sx^2 + Dy^2/sy^2)^(-1/2) (DPFMix Lemma 2.2).
 
         A Gaussian with block noise levels is a single Gaussian after whitening
-        each block, so the pair (sx, sy) acts like one multiplier z. 0 = no noise.
+        each block, so the pair (sx, sy) acts like one multiplier z. 0 = no noise (or
+        z below the smallest double); inf = z above the largest double. Never raises.
         """
-        r = self.gaussian_rdp_coefficient()
-        if math.isinf(r):
+        if self.sigma_x == 0 or self.sigma_y == 0:
             return 0.0
-        return 1.0 / math.sqrt(2.0 * r)
+        r = self.gaussian_rdp_coefficient()
+        if 1e-300 < r < math.inf:
+            return 1.0 / math.sqrt(2.0 * r)
+        # r over- or underflowed: z = lo / hypot(1, lo/hi) with lo <= hi the per-block
+        # multipliers sigma/Delta never overflows (inf only when z exceeds the double range).
+        dx, dy = self.sensitivities()
+        lo, hi = sorted((self.sigma_x / dx, self.sigma_y / dy))
+        if lo == 0.0 or math.isinf(lo):
+            return lo
+        return lo / math.hypot(1.0, lo / hi)
 
     def dp_event(self) -> dp_accounting.DpEvent:
         """The release as a ``dp_accounting`` event (sampled Gaussian, self-composed T times)."""

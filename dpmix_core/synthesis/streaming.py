@@ -45,6 +45,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 
 import dpmix_core
+from dpmix_core.mechanisms.device_sampling import sample_mixture_indices_torch, sample_poisson_batches_torch
 from dpmix_core.mechanisms.engine import (
     NOISE_TILE,
     Segment,
@@ -54,7 +55,6 @@ from dpmix_core.mechanisms.engine import (
     resolve_device,
     seed_sequence,
 )
-from dpmix_core.mechanisms.device_sampling import sample_mixture_indices_torch, sample_poisson_batches_torch
 from dpmix_core.mechanisms.mixing import DPMixParams, PoissonMixParams
 from dpmix_core.mechanisms.sampling import sample_mixture_indices, sample_poisson_batches
 from dpmix_core.privacy.release import MixingRelease

@@ -13,8 +13,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dpmix_core.mechanisms import (
-    LaplaceRelease,
     GaussianRelease,
+    LaplaceRelease,
     dp_histogram,
     dp_mean,
 )

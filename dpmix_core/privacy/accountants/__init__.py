@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dpmix_core.privacy.accountants.base import (
     ENORMOUS_EPSILON,
     Accountant,
@@ -43,6 +45,7 @@ __all__ = [
     "MixingSetting",
     "UnsupportedReleaseError",
     "applicable_accountants",
+    "clt_gap",
     "epsilon_all",
     "get_accountant",
 ]
@@ -69,3 +72,16 @@ def epsilon_all(setting: MixingSetting, delta: float, **pld_options) -> list[Eps
 def applicable_accountants(release: MixingRelease) -> list[Accountant]:
     """The accountants whose sampling and adjacency assumptions match this release."""
     return [acc for acc in (cls() for cls in ACCOUNTANTS.values()) if acc.supports(release)]
+
+
+def clt_gap(setting: MixingSetting | MixingRelease, delta: float, **pld_options) -> float:
+    """eps(gdp-clt) - eps(pld-poisson) on the same Poisson release: < 0 where the CLT understates epsilon.
+
+    gdp-clt is an approximation (DPFMix Thm. 2.1 is asymptotic); pld-poisson is a rigorous
+    upper bound, so a negative gap is at least how much the CLT number is too optimistic.
+    Both infinite: 0. ``pld_options`` go to the pld-poisson accountant (e.g. time_budget).
+    """
+    clt, exact = get_accountant("gdp-clt"), get_accountant("pld-poisson", **pld_options)
+    release = clt.release_for(setting) if isinstance(setting, MixingSetting) else setting
+    a, b = clt.epsilon(release, delta).epsilon, exact.epsilon(release, delta).epsilon
+    return 0.0 if math.isinf(a) and math.isinf(b) and a == b else a - b

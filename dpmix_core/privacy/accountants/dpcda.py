@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpmix_core.privacy.accountants.base import Accountant, MixingSetting
+from dpmix_core.privacy.accountants.extremes import settled_by_noise
 from dpmix_core.privacy.accountants.wbk import wbk_epsilon
 from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Sampling
 
@@ -40,5 +41,7 @@ class DpcdaAccountant(Accountant):
         return DataBounds.clipped_one_hot(1.0 if setting.clip is None else setting.clip)
 
     def _compute(self, release: MixingRelease, delta: float):
+        if (settled := settled_by_noise(release, delta)) is not None:
+            return settled
         eps, order = wbk_epsilon(release, delta, self.orders)
         return eps, order, (), None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpmix_core.privacy.accountants.base import Accountant, MixingSetting
+from dpmix_core.privacy.accountants.extremes import settled_by_noise
 from dpmix_core.privacy.accountants.wbk import wbk_epsilon
 from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Sampling
 
@@ -42,5 +43,7 @@ class Lee2019Accountant(Accountant):
         return DataBounds.unit_box(setting.dx, setting.dy)
 
     def _compute(self, release: MixingRelease, delta: float):
+        if (settled := settled_by_noise(release, delta)) is not None:
+            return settled
         eps, order = wbk_epsilon(release, delta, self.orders)
         return eps, order, (), None

@@ -21,8 +21,14 @@ def poisson_clt_mu(q: float, num_steps: int, noise_multiplier: float) -> float:
     """mu = q sqrt(T) sqrt(e^{1/z^2} - 1) (DPFMix Thm. 2.1; Bu et al. 2020, Thm. 5). inf if no noise."""
     if noise_multiplier <= 0:
         return math.inf
-    x = 1.0 / noise_multiplier**2
-    log_expm1 = x + math.log(-math.expm1(-x)) if x > 1.0 else math.log(math.expm1(x))
+    log_x = -2.0 * math.log(noise_multiplier)  # x = 1/z^2 in log space: no overflow at z = 1e-200
+    if log_x > 690.0:
+        return math.inf
+    x = math.exp(log_x)
+    if x > 1.0:
+        log_expm1 = x + math.log(-math.expm1(-x))
+    else:
+        log_expm1 = log_x if x < 1e-12 else math.log(math.expm1(x))  # expm1(x) = x (1 + x/2 + ...)
     log_mu = math.log(q) + 0.5 * math.log(num_steps) + 0.5 * log_expm1
     return math.exp(log_mu) if log_mu < 700 else math.inf
 
@@ -53,7 +59,7 @@ def gdp_epsilon(delta: float, mu: float) -> float:
         return 0.0
     # delta(eps) <= Phi(-eps/mu + mu/2), so this eps is always enough; for large mu it is
     # also tight, and it avoids cancellation in the two-term formula.
-    simple_bound = mu * (mu / 2.0 + float(ndtri(1.0 - delta)))
+    simple_bound = mu * (mu / 2.0 - float(ndtri(delta)))  # -ndtri(delta), not ndtri(1 - delta): exact at delta = 1e-300
     if mu > 40.0:
         return simple_bound
     log_delta = math.log(delta)

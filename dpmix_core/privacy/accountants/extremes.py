@@ -1,0 +1,68 @@
+"""Noise at the ends of the double range settles epsilon by itself, for every accountant and any float input.
+
+One composed step, whitened, compares N(0, I) with N(v, I), ||v|| <= 1/z (z the release's
+noise multiplier): total variation t = 2 Phi(1/(2z)) - 1 <= min(1, 1/(z sqrt(2 pi))). The
+step uses the differing record only with probability gamma (l/n or q; otherwise both
+outputs have the same law), so its total variation is at most gamma t (joint convexity),
+and by coupling T independent steps the release's total variation is at most
+1 - (1 - gamma t)^T. A mechanism with total variation s is (0, s)-DP.
+
+Where that does not reach delta but z is beyond any accountant's numerics (z >= Z_HUGE,
+where z^-2 underflows), the T-fold Gaussian is mu-GDP with mu = sqrt(T)/z (Dong, Roth, Su
+2019, Cor. 3.3), sampling only helps (their Thm. 4.2 / the same convexity argument), and
+delta(eps) <= Phi(-eps/mu + mu/2) gives eps = mu (mu/2 - Phi^-1(delta)).
+"""
+
+from __future__ import annotations
+
+import math
+
+from scipy.special import ndtri
+
+from dpmix_core.privacy.release import MixingRelease
+
+__all__ = ["Z_HUGE", "Z_TINY", "settled_by_noise", "total_variation_bound"]
+
+Z_HUGE = 1e100  # z^-2 < 1e-200: RDP/PLD numerics below double resolution
+Z_TINY = 1e-100  # z^-2 > 1e200: RDP/PLD numerics overflow; every bound is inf
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def total_variation_bound(release: MixingRelease) -> float:
+    """1 - (1 - gamma min(1, 1/(z sqrt(2 pi))))^T, without overflow: the release is (0, this)-DP."""
+    z = release.noise_multiplier()
+    if math.isinf(z):
+        return 0.0
+    log_t = 0.0 if z == 0.0 else min(0.0, -math.log(z) - _LOG_SQRT_2PI)
+    step = release.sampling_rate * math.exp(log_t)
+    if step >= 1.0:
+        return 1.0
+    return min(1.0, -math.expm1(release.num_points * math.log1p(-step)))
+
+
+def settled_by_noise(
+    release: MixingRelease, delta: float
+) -> tuple[float, None, tuple[tuple[str, float], ...], str] | None:
+    """(epsilon, None, details, reason) when the noise alone settles epsilon (module docstring), else None."""
+    z = release.noise_multiplier()
+    if z == 0.0:
+        return None
+    tv = total_variation_bound(release)
+    details = (("noise_multiplier", z), ("total_variation_bound", tv))
+    if tv <= delta:
+        return 0.0, None, details, (
+            f"the release is (0, {tv:.2g})-DP by total variation (1 - (1 - gamma min(1, 1/(z sqrt(2 pi))))^T "
+            "<= delta): noise this large, or records used this rarely, reveal nothing beyond delta"
+        )
+    if z <= Z_TINY:
+        return math.inf, None, details, (
+            f"noise multiplier z = {z:.3g} is below {Z_TINY:g}: every bound diverges (noise far too small)"
+        )
+    if z >= Z_HUGE:
+        mu = math.exp(0.5 * math.log(release.num_points) - math.log(z))
+        eps = mu * (mu / 2.0 - float(ndtri(delta)))
+        return eps, None, details + (("mu", mu),), (
+            f"noise multiplier z = {z:.3g} is beyond double-precision accounting; "
+            "showing the mu-GDP bound of the unsampled Gaussian (mu = sqrt(T)/z)"
+        )
+    return None
