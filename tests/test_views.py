@@ -70,3 +70,15 @@ def test_second_axis_offers_only_accountants_with_numbers():
 
     agg = pd.DataFrame({"epsilon_none": [float("inf")], "epsilon_rdp-wor": [3.0], "epsilon_lee2019": [float("nan")]})
     assert epsilon_columns(agg) == ["epsilon_rdp-wor"]
+
+
+def test_table_shows_the_pld_error_bar_and_the_clt_gap():
+    from dpmix_core.privacy.accountants import clt_gap
+    from dpmix_core.views.reports import epsilon_table
+
+    s = MixingSetting(n=60000, l=64, T=6000, sigma_x=0.05, sigma_y=0.05)
+    table = epsilon_table(s, 1e-5).set_index("accountant")
+    assert table.loc["pld-poisson", "PLD error bar"]  # an interval or the grid error, never empty
+    note = table.loc["gdp-clt", "notes"]
+    gap = clt_gap(s, 1e-5, relative_accuracy=0.1)
+    assert f"{gap:+.3g}" in note and "pld-poisson" in note

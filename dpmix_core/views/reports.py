@@ -87,11 +87,19 @@ def epsilon_table(setting: MixingSetting, delta: float, *, pld_accuracy: float =
             notes.append(f"mu = {details['mu']:.4g}")
         if r.order is not None:
             notes.append(f"best RDP order alpha = {r.order:g}")
+        error_bar = ""
+        if "epsilon_optimistic" in details and math.isfinite(r.epsilon) and "fallback_rdp" not in details:
+            low, grid = details["epsilon_optimistic"], details.get("grid_error_estimate", math.nan)
+            if low > 0:  # prv_accountant style: optimistic estimate .. rigorous bound
+                error_bar = f"[{low:.4g}, {r.epsilon:.4g}]"
+            elif math.isfinite(grid):
+                error_bar = f"≤ {r.epsilon:.4g} (grid error ~ {grid:.2g})"
         rows.append(
             {
                 "accountant": label,
                 "epsilon": r.epsilon,
                 "ε": format_epsilon(r.epsilon),
+                "PLD error bar": error_bar,
                 "δ": f"{r.delta:.2g}",
                 "guarantee": r.guarantee,
                 "upper_bound": r.upper_bound,
@@ -102,7 +110,23 @@ def epsilon_table(setting: MixingSetting, delta: float, *, pld_accuracy: float =
                 "reference": r.reference,
             }
         )
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    return _with_clt_gap(table)
+
+
+def _with_clt_gap(table: pd.DataFrame) -> pd.DataFrame:
+    """gdp-clt's row says how far it is from pld-poisson on the same release (signed; < 0: too optimistic)."""
+    by_name = table.set_index("accountant")["epsilon"]
+    if "gdp-clt" in by_name and "pld-poisson" in by_name:
+        clt, exact = float(by_name["gdp-clt"]), float(by_name["pld-poisson"])
+        if math.isfinite(clt) and math.isfinite(exact):
+            gap = clt - exact
+            word = "below" if gap < 0 else "above"
+            note = (f"signed gap to pld-poisson (exact, same release): {gap:+.3g} "
+                    f"({abs(gap) / exact:.0%} {word} the rigorous value)" if exact > 0 else f"gap {gap:+.3g}")
+            i = table.index[table["accountant"] == "gdp-clt"][0]
+            table.loc[i, "notes"] = "; ".join(x for x in (note, table.loc[i, "notes"]) if x)
+    return table
 
 
 def tightest_guarantees(table: pd.DataFrame) -> pd.DataFrame:
