@@ -412,3 +412,21 @@ def test_dpfmix_best_m_sweep_shares_runs_with_table1():
     assert {r.synthesis.l for r in m_runs} == {16, 32, 64, 128, 256} and len(m_runs) == 40
     at64 = {run_key(r) for r in m_runs if r.synthesis.l == 64}
     assert at64 == table1  # m = 64 is table 1's own runs: reused, never recomputed
+
+
+def test_new_protocol_fields_leave_the_identity_at_their_old_values():
+    """lr_milestones and early_stopping enter a run's key only when used: stored keys stay valid."""
+    base = RunConfig("non-private", model="linear")
+    assert "lr_milestones" not in base.identity() and "early_stopping" not in base.identity()
+    stopped = base.replace(early_stopping=3)
+    multi = base.replace(schedule="multistep", lr_milestones=[80, 120, 160], lr_gamma=0.1)
+    assert stopped.identity()["early_stopping"] == 3
+    assert multi.identity()["lr_milestones"] == [80, 120, 160] and multi.lr_milestones == (80, 120, 160)
+    assert len({run_key(base), run_key(stopped), run_key(multi)}) == 3
+    assert RunConfig.from_dict(multi.to_dict()) == multi
+    with pytest.raises(ValueError, match="multistep"):
+        base.replace(schedule="multistep")
+    with pytest.raises(ValueError, match="increasing"):
+        base.replace(schedule="multistep", lr_milestones=(120, 80))
+    with pytest.raises(ValueError, match="early stopping"):
+        RunConfig("dp-sgd", model="thesis-cnn", early_stopping=3)

@@ -148,6 +148,69 @@ def test_fit_learns_a_separable_problem_and_respects_schedule():
     assert lr_factor(OptimSettings(schedule="cosine", epochs=4), 0) == 1.0
 
 
+def test_multistep_schedule_follows_dpfmix_milestones():
+    """DPFMix App. E.3: lr 1e-3 divided by 10 at epochs 80, 120, 160 (torch MultiStepLR's rule)."""
+    s = OptimSettings(lr=1e-3, schedule="multistep", lr_milestones=(80, 120, 160), lr_gamma=0.1, epochs=200)
+    factors = {e: lr_factor(s, e) for e in (0, 79, 80, 119, 120, 160, 199)}
+    assert factors == pytest.approx({0: 1, 79: 1, 80: 0.1, 119: 0.1, 120: 0.01, 160: 1e-3, 199: 1e-3})
+    with pytest.raises(ValueError, match="lr_milestones"):
+        OptimSettings(schedule="multistep")
+
+
+def test_early_stopping_stops_and_restores_the_best_weights():
+    """Thesis §4.2: EarlyStopping(monitor='val_accuracy', patience=3, restore_best_weights=True)."""
+    from dpmix_core.training.train import EarlyStopper
+
+    model = torch.nn.Linear(2, 2)
+    stopper = EarlyStopper(2)
+    accs = [0.5, 0.7, 0.6, 0.7]  # the best is epoch 2; epochs 3 and 4 are not strictly better
+    weights = {}
+    stopped = []
+    for epoch, acc in enumerate(accs, start=1):
+        with torch.no_grad():
+            model.weight.fill_(float(epoch))
+        weights[epoch] = model.weight.clone()
+        stopped.append(stopper.update(model, acc, epoch))
+    assert stopped == [False, False, False, True]
+    stopper.restore(model)
+    assert stopper.best_epoch == 2 and torch.equal(model.weight, weights[2])
+
+
+def test_fit_with_early_stopping_keeps_the_best_epoch():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(200, 5, generator=g)
+    y = F.one_hot(torch.randint(0, 2, (200,), generator=g), 2).float()  # pure noise: validation cannot improve long
+    torch.manual_seed(0)
+    model = build_model("linear", input_shape=(5,), num_outputs=2)
+    settings = OptimSettings(lr=0.5, epochs=40, batch_size=20, early_stopping=2)
+    res = fit(model, L.get_loss("ce"), x, y, settings=settings, generator=torch.Generator().manual_seed(1),
+              x_val=x[:50], y_val=y[:50])
+    assert res.stopped_early and len(res.history) < 40
+    best = max(h["val_accuracy"] for h in res.history)
+    assert res.history[res.best_epoch - 1]["val_accuracy"] == best
+    assert evaluate(model, x[:50], y[:50])["accuracy"] == pytest.approx(best)  # the best weights are back
+
+
+def test_collapse_reason_flags_the_constant_predictor_only():
+    from dpmix_core.training.collapse import collapse_reason
+
+    flat = [{"loss": 2.30, "val_accuracy": 0.11}, {"loss": 2.30, "val_accuracy": 0.11}]
+    learned = [{"loss": 2.30, "val_accuracy": 0.11}, {"loss": 1.20, "val_accuracy": 0.62}]
+    assert "learning rate" in collapse_reason(flat, val_majority=0.11, prediction_share=0.5)
+    assert "one class for 99 %" in collapse_reason(learned, val_majority=0.11, prediction_share=0.99)
+    assert collapse_reason(learned, val_majority=0.11, prediction_share=0.2) is None
+    assert collapse_reason(flat[:1], val_majority=None, prediction_share=None) is None
+
+
+def test_run_with_too_large_lr_is_marked_collapsed_and_a_learning_run_is_not():
+    base = RunConfig("non-private", model="thesis-cnn", loss="ce", **{**SMALL, "epochs": 3})
+    bad = run_config(base.replace(optimizer="sgd", lr=50.0, momentum=0.0))
+    assert bad["collapsed"] is True and "learning rate" in bad["collapse_reason"]
+    assert any("collapsed" in n for n in bad["notes"])
+    good = run_config(base.replace(model="linear", lr=1e-2))
+    assert good["collapsed"] is False and good["collapse_reason"] is None
+
+
 # --------------------------------------------------------------------------------------------- ScatterNet
 
 

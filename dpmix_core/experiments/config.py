@@ -182,12 +182,14 @@ class RunConfig:
     lr: float = 1e-3
     momentum: float = 0.9  # sgd only
     weight_decay: float = 0.0
-    schedule: str = "constant"  # constant | step (x lr_gamma every lr_step_epochs) | cosine
+    schedule: str = "constant"  # constant | step (x lr_gamma every lr_step_epochs) | multistep | cosine
     lr_step_epochs: int = 10
     lr_gamma: float = 0.5
+    lr_milestones: tuple[int, ...] = ()  # multistep: x lr_gamma at these epochs (DPFMix App. E.3: 80, 120, 160)
     epochs: int = 10
     batch_size: int = 128
     val_fraction: float = 0.1
+    early_stopping: int | None = None  # patience on the release's validation accuracy (thesis §4.2); None: off
     input_norm: str = "none"
     train_limit: int | None = None
     test_limit: int | None = None
@@ -231,6 +233,19 @@ class RunConfig:
                 if not _is_int(value) or value < 1:
                     raise ValueError(f"{name} must be a positive integer or None. Found {value!r}.")
                 set_(name, int(value))
+        milestones = self.lr_milestones
+        if not isinstance(milestones, (list, tuple)) or not all(_is_int(m) and m >= 1 for m in milestones):
+            raise ValueError(f"lr_milestones must be a list of positive epoch numbers. Found {milestones!r}.")
+        milestones = tuple(int(m) for m in milestones)
+        if list(milestones) != sorted(set(milestones)):
+            raise ValueError(f"lr_milestones must be strictly increasing. Found {list(milestones)}.")
+        set_("lr_milestones", milestones)
+        if self.schedule == "multistep" and not milestones:
+            raise ValueError("schedule 'multistep' needs lr_milestones (e.g. 80, 120, 160: DPFMix App. E.3).")
+        if self.early_stopping is not None:
+            if not _is_int(self.early_stopping) or self.early_stopping < 1:
+                raise ValueError(f"early_stopping must be a patience >= 1 (epochs) or None. Found {self.early_stopping!r}.")
+            set_("early_stopping", int(self.early_stopping))
         if not _is_int(self.seed) or self.seed < 0:
             raise ValueError(f"seed must be an integer >= 0. Found {self.seed!r}.")
         set_("seed", int(self.seed))
@@ -302,6 +317,11 @@ class RunConfig:
             if self.input_norm != "none":
                 raise ValueError(
                     "input_norm 'rms' reads the training inputs; DP-SGD trains on private data: use 'none'."
+                )
+            if self.early_stopping is not None:
+                raise ValueError(
+                    "early stopping selects on held-out private records, which DP-SGD's epsilon does not cover: "
+                    "set early_stopping to None."
                 )
             if not (math.isfinite(self.dpsgd_epsilon) and self.dpsgd_epsilon > 0):
                 raise ValueError(f"dpsgd_epsilon must be a positive finite number. Found {self.dpsgd_epsilon}.")
@@ -405,7 +425,12 @@ class RunConfig:
             d.pop("momentum")
         if self.schedule != "step":
             d.pop("lr_step_epochs")
+        if self.schedule not in ("step", "multistep"):
             d.pop("lr_gamma")
+        if self.schedule != "multistep":  # new fields leave the identity at their v0.1-equivalent value
+            d.pop("lr_milestones")
+        if self.early_stopping is None:
+            d.pop("early_stopping")
         return d
 
     def replace(self, **changes) -> "RunConfig":

@@ -7,6 +7,6 @@ BATCHNORM_MODELS = ("dpcda-cnn",)  # batch statistics mix samples: not DP-SGD co
 LOSSES = ("kl", "ce", "gkl", "mse")
 FEATURES = ("pixels", "scattering")
 OPTIMIZERS = ("adam", "sgd")
-SCHEDULES = ("constant", "step", "cosine")
+SCHEDULES = ("constant", "step", "multistep", "cosine")
 INPUT_NORMS = ("none", "rms")
 DPSGD_ACCOUNTANTS = ("pld-poisson", "rdp-poisson")
