@@ -120,6 +120,21 @@ def test_thesis_cnn_layout():
     assert fcs[0].in_features == 48 * 4 * 4
 
 
+@pytest.mark.parametrize("name,norm", [("dpcda-cnn", torch.nn.BatchNorm2d), ("dpcda-cnn-gn", torch.nn.GroupNorm)])
+def test_dpcda_cnn_layout_is_its_table_1(name, norm):
+    """DP-CDA Table 1: conv 32@5x5 pad 2, conv 64@3x3 pad 1, each ReLU -> norm -> pool; fc 3136-100-100-K."""
+    model = build_model(name, input_shape=(28, 28), num_outputs=10)
+    convs = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert [(c.out_channels, c.kernel_size, c.padding) for c in convs] == [(32, (5, 5), (2, 2)), (64, (3, 3), (1, 1))]
+    fcs = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert [(f.in_features, f.out_features) for f in fcs] == [(3136, 100), (100, 100), (100, 10)]
+    norms = [m for m in model.modules() if isinstance(m, (torch.nn.BatchNorm2d, torch.nn.GroupNorm))]
+    assert len(norms) == 2 and all(isinstance(m, norm) for m in norms)
+    layers = [type(m).__name__ for m in model.features]
+    assert layers[1:5] == ["Conv2d", "ReLU", norm.__name__, "MaxPool2d"]  # ReLU before the norm, as the table
+    assert sum(isinstance(m, torch.nn.Dropout) and m.p == 0.5 for m in model.head) == 2
+
+
 def test_unknown_model():
     with pytest.raises(ValueError, match="Unknown model"):
         build_model("resnet", input_shape=(28, 28), num_outputs=10)
