@@ -430,3 +430,12 @@ def test_new_protocol_fields_leave_the_identity_at_their_old_values():
         base.replace(schedule="multistep", lr_milestones=(120, 80))
     with pytest.raises(ValueError, match="early stopping"):
         RunConfig("dp-sgd", model="thesis-cnn", early_stopping=3)
+
+
+def test_feature_release_enters_the_key_only_when_features_are_mixed():
+    pix = RunConfig("mixing", features="scattering", synthesis=SynthesisConfig("poisson", l=64, T=600, sigma_x=0.1),
+                    model="scatter-linear")
+    feat = pix.replace(synthesis=SynthesisConfig("poisson", l=64, T=600, sigma_x=0.1, features="scattering"))
+    assert "features" not in pix.identity()["synthesis"]
+    assert feat.identity()["synthesis"]["features"] == "scattering" and run_key(feat) != run_key(pix)
+    assert RunConfig.from_dict(feat.to_dict()) == feat

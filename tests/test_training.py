@@ -7,6 +7,7 @@ training records and one epoch, on the CPU.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import math
 import os
 
@@ -215,6 +216,7 @@ def test_collapse_reason_flags_the_constant_predictor_only():
     assert "one class for 99 %" in collapse_reason(learned, val_majority=0.11, prediction_share=0.99)
     assert collapse_reason(learned, val_majority=0.11, prediction_share=0.2) is None
     assert collapse_reason(flat[:1], val_majority=None, prediction_share=None) is None
+    assert collapse_reason(flat, val_majority=0.11, prediction_share=0.3) is None  # varied predictions: noisy labels
 
 
 def test_run_with_too_large_lr_is_marked_collapsed_and_a_learning_run_is_not():
@@ -321,7 +323,9 @@ MIXING_CASES = [
     ("class-centric", "thesis-cnn", "kl", "pixels", dict(l=4, T=400, sigma_x=0.3, preprocessing="unit")),
     ("poisson", "thesis-cnn", "gkl", "pixels", dict(l=16, T=400, target_epsilon=8.0, accountant="pld-poisson")),
     ("poisson", "scatter-linear", "gkl", "scattering", dict(l=16, T=400, sigma_x=0.01)),
-    ("class-centric", "linear", "ce", "scattering", dict(l=4, T=400, sigma_x=0.05)),
+    ("class-centric", "linear", "ce", "scattering", dict(l=4, T=400, sigma_x=0.05, preprocessing="zscore",
+                                                         zscore_constants=(0.0, 1.0), features="scattering")),
+    ("poisson", "scatter-linear", "gkl", "scattering", dict(l=16, T=400, sigma_x=0.01, features="scattering")),
 ]
 
 
@@ -344,6 +348,40 @@ def test_mixing_runs(mechanism, model, loss, features, knobs):
     for c in rec.calls:
         assert set(c) >= {"epoch", "epochs", "loss", "val_accuracy", "test_accuracy", "eta_seconds"}
     assert rec.calls[-1]["phase"] == "done" and rec.calls[-1]["test_accuracy"] == result["test_accuracy"]
+    released = knobs.get("features", "pixels")
+    assert ("ScatterNet" in result["privacy_card"]["feature_transform"]) == (released == "scattering")
+    assert ("ScatterNet" in result["privacy_card"]["release_description"]) == (released == "scattering")
+
+
+def test_feature_release_normalises_each_record_before_clipping_and_mixing(tmp_path):
+    """DPFMix App. E.2: ScatterNet -> per-sample GroupNorm (27 groups) -> clip -> mix; the release names the map."""
+    from dpmix_core.datasets import load_dataset
+    from dpmix_core.synthesis import planned_release, synthesize
+    from dpmix_core.training.data import subsample
+    from dpmix_core.training.scattering import feature_transform, group_normalise
+
+    feats = group_normalise(np.random.default_rng(0).normal(5.0, 3.0, size=(4, 81, 7, 7)).astype(np.float32))
+    groups = feats.reshape(4, 27, -1)
+    np.testing.assert_allclose(groups.mean(axis=2), 0, atol=1e-5)
+    np.testing.assert_allclose(groups.std(axis=2), 1, atol=1e-3)
+
+    ds = subsample(load_dataset("embedded"), train_limit=200, test_limit=20)
+    cfg = SynthesisConfig("poisson", l=16, T=50, sigma_x=0.0, sigma_y=0.0, features="scattering")
+    syn = synthesize(cfg, ds)
+    assert syn.data.x.shape == (50, 81 * 7 * 7) and syn.config.features == "scattering"
+    assert "GroupNorm (27 groups" in syn.data.release.feature_transform
+    assert planned_release(cfg, ds).feature_transform == syn.data.release.feature_transform
+    assert planned_release(replace(cfg, features="pixels"), ds).feature_transform == "pixels"
+    # without noise each point is a clipped feature vector of real records divided by m: norm <= (sum of clips)/m
+    f = feature_transform("scattering", ds.x_train)
+    assert np.linalg.norm(f, axis=1).min() > 1  # normalised features need clipping (C = 1)
+    assert np.linalg.norm(syn.data.x, axis=1).max() <= 4.0  # ~m records of norm <= 1, divided by m=16
+    with pytest.raises(ValueError, match="public bounds"):
+        SynthesisConfig("dpmix", sigma_x=0.1, features="scattering")
+    with pytest.raises(ValueError, match="pixels"):
+        SynthesisConfig("label-laplace", features="scattering")
+    with pytest.raises(ValueError, match="features"):
+        RunConfig("mixing", synthesis=cfg, model="linear")  # the run must map its test split the same way
 
 
 BASELINE_CASES = [

@@ -83,7 +83,7 @@ def identity_synthesis(syn: dict) -> dict:
     """The synthesis part of a run's identity, spelled as v0.1 spelled it wherever the release is the same.
 
     New fields are left out while they hold the value that reproduces v0.1
-    (``public_n`` None; ``protect_labels`` on mechanisms that ignore it or
+    (``public_n`` None; ``features`` "pixels"; ``protect_labels`` on mechanisms that ignore it or
     False for class-centric), fields a mechanism ignores keep v0.1's default,
     and "zscore-private" is v0.1's "zscore" without constants: keys of stored
     runs stay valid, and a release that differs gets a new key.
@@ -92,6 +92,8 @@ def identity_synthesis(syn: dict) -> dict:
     mechanism = out.get("mechanism")
     if out.get("public_n") is None:
         out.pop("public_n", None)
+    if out.get("features") == "pixels":
+        out.pop("features")
     if mechanism != "class-centric" or out.get("protect_labels") is False:
         out.pop("protect_labels", None)
     if mechanism != "class-centric":
@@ -302,6 +304,11 @@ class RunConfig:
         syn = self.synthesis
         if self.features == "scattering" and self.model not in ("scatter-linear", "linear"):
             raise ValueError(f"scattering features need model 'scatter-linear' or 'linear'. Found {self.model!r}.")
+        if syn is not None and syn.features != "pixels" and self.features != syn.features:
+            raise ValueError(
+                f"a release of {syn.features} features needs the run's features = {syn.features!r} "
+                "(the test split is mapped by the same public transform)."
+            )
         if self.features == "pixels" and self.model == "scatter-linear":
             raise ValueError("model 'scatter-linear' needs features = 'scattering'.")
         if self.method == "dp-pca" and self.model != "linear":

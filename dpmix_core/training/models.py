@@ -132,9 +132,13 @@ class ScatterLinear(nn.Module):
     Per-sample GroupNorm without learned parameters (27 groups of 3
     channels, as Tramer & Boneh) puts every sample on one scale whatever the
     release did to it (clipping, division by m); then one linear layer.
+    ``norm=False``: the linear layer only, for releases whose features were
+    group-normalised per sample *before* clipping and mixing (DPFMix App. E.2:
+    "we build a linear classifier upon the mixed features").
     """
 
-    def __init__(self, input_shape: tuple[int, ...], num_outputs: int, *, groups: int = 27) -> None:
+    def __init__(self, input_shape: tuple[int, ...], num_outputs: int, *, groups: int = 27,
+                 norm: bool = True) -> None:
         super().__init__()
         if len(input_shape) != 3:
             raise ValueError(f"scatter-linear takes scattering features of shape (C, h, w). Found {input_shape}.")
@@ -142,7 +146,7 @@ class ScatterLinear(nn.Module):
         if c % groups:
             raise ValueError(f"scattering channels ({c}) must be a multiple of the {groups} groups.")
         self.shape = (c, h, w)
-        self.norm = nn.GroupNorm(groups, c, affine=False)
+        self.norm = nn.GroupNorm(groups, c, affine=False) if norm else nn.Identity()
         self.linear = nn.Linear(c * h * w, num_outputs)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -161,8 +165,13 @@ class LinearModel(nn.Module):
         return self.linear(x.flatten(1))
 
 
-def build_model(name: str, *, input_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
-    """A fresh model by name (initialised from torch's global RNG: seed it first)."""
+def build_model(name: str, *, input_shape: tuple[int, ...], num_outputs: int,
+                normalised_features: bool = False) -> nn.Module:
+    """A fresh model by name (initialised from torch's global RNG: seed it first).
+
+    ``normalised_features``: the inputs are already group-normalised per sample (a
+    feature release, DPFMix App. E.2), so scatter-linear adds no GroupNorm of its own.
+    """
     input_shape = tuple(int(s) for s in input_shape)
     if name == "thesis-cnn":
         return ThesisCNN(input_shape, num_outputs)
@@ -171,7 +180,7 @@ def build_model(name: str, *, input_shape: tuple[int, ...], num_outputs: int) ->
     if name == "dpcda-cnn-gn":
         return DPCDACNN(input_shape, num_outputs, norm="group")
     if name == "scatter-linear":
-        return ScatterLinear(input_shape, num_outputs)
+        return ScatterLinear(input_shape, num_outputs, norm=not normalised_features)
     if name == "linear":
         return LinearModel(input_shape, num_outputs)
     raise ValueError(f"Unknown model {name!r}. Choose one of: {', '.join(MODELS)}.")

@@ -107,6 +107,11 @@ class _Progress:
                                val_accuracy=entry["val_accuracy"], test_accuracy=None, eta_seconds=eta)
 
 
+def _finite_or_none(value: Any) -> Any:
+    """NaN/inf (a diverged loss) -> None, so the result stays JSON-ready."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
 def _majority_rate(y: np.ndarray) -> float | None:
     """Share of the most frequent class among validation labels (one-hot/soft rows: their argmax); None if empty."""
     if len(y) == 0 or y.ndim != 2 or y.shape[1] < 2:
@@ -151,7 +156,20 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
     ds = D.subsample(ds, train_limit=config.train_limit, test_limit=config.test_limit)
     tick("data", t0)
     input_shape: tuple[int, ...] = tuple(ds.x_train.shape[1:])
-    if config.features == "scattering":
+    raw_ds = ds
+    # DPFMix App. E.2: the release itself maps records by the public transform (ScatterNet + per-sample GroupNorm)
+    released_features = config.synthesis is not None and config.synthesis.features != "pixels"
+    if released_features:
+        from dpmix_core.training.scattering import FEATURE_TRANSFORMS, feature_dataset, scattering_shape
+
+        extra_versions.append("kymatio")
+        prog.phase("features")
+        t0 = time.perf_counter()
+        ds = feature_dataset(raw_ds, config.synthesis.features, device=str(device), check=lambda: stop())
+        input_shape = scattering_shape(raw_ds.x_train.shape[1:])
+        notes.append(f"features mixed: {FEATURE_TRANSFORMS[config.synthesis.features]}")
+        tick("features", t0)
+    elif config.features == "scattering":
         from dpmix_core.datasets import Dataset
         from dpmix_core.training.scattering import scattering_features
 
@@ -182,7 +200,7 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
 
         prog.phase("synthesis")
         t0 = time.perf_counter()
-        synthesis = synthesize(config.synthesis, ds)
+        synthesis = synthesize(config.synthesis, raw_ds if released_features else ds)
         tick("synthesis", t0)
         stop(force=True)
         x_all, y_all = synthesis.data.x, synthesis.data.y
@@ -244,7 +262,8 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
     xt, yt, xv, yv = to(x_tr), to(y_tr), to(x_va), to(y_va)
     xtest, ytest = to(x_test), y_test.to(device)
     torch.manual_seed(int(seeds[2]))
-    model = build_model(config.model, input_shape=input_shape, num_outputs=num_outputs).to(device)
+    model = build_model(config.model, input_shape=input_shape, num_outputs=num_outputs,
+                        normalised_features=released_features).to(device)
     settings = OptimSettings(optimizer=config.optimizer, lr=config.lr, momentum=config.momentum,
                              weight_decay=config.weight_decay, schedule=config.schedule,
                              lr_step_epochs=config.lr_step_epochs, lr_gamma=config.lr_gamma, epochs=config.epochs,
@@ -332,7 +351,7 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
         "n_test": int(xtest.shape[0]),
         "device": str(device),
         "torch_threads": torch.get_num_threads(),
-        "history": fit_res.history,
+        "history": [{k: _finite_or_none(v) for k, v in h.items()} for h in fit_res.history],
         "timings": timings,
         "versions": library_versions(tuple(extra_versions)),
         "privacy_card": privacy_card,

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.synthesis import SynthesisConfig
+from dpmix_core.training.protocols import protocol_options
 from dpmix_core.training.runner import run_config
 
 __all__ = ["train_repeats"]
@@ -46,7 +47,7 @@ def train_repeats(
     data_dir: str | None = None,
     synthesis: SynthesisConfig | None = None,
     model: str = "thesis-cnn",
-    loss: str = "ce",
+    loss: str | None = None,
     epochs: int = 5,
     repeats: int = 1,
     seed: int = 0,
@@ -60,9 +61,15 @@ def train_repeats(
 
     ``dpsgd_epsilon`` (the CLI's --target-epsilon) is DP-SGD's budget, and
     DP-PCA's when the method is dp-pca; ``run_options`` are further
-    RunConfig fields (lr, batch_size, train_limit, ...).
+    RunConfig fields (lr, batch_size, train_limit, ...). Fields not given
+    (None or absent) take the model's paper protocol
+    (:data:`~dpmix_core.training.protocols.PROTOCOLS`), ``loss`` included;
+    ``early_stopping=0`` turns the protocol's early stopping off.
     """
-    kw = dict(run_options)
+    given = {k: v for k, v in dict(run_options, loss=loss).items() if v is not None}
+    kw = {**protocol_options(model, method=method), **given}
+    if kw.get("early_stopping") == 0:  # the CLI's --early-stopping 0: train every epoch
+        kw["early_stopping"] = None
     if method == "dp-sgd":
         if dpsgd_epsilon is None:
             raise ValueError("dp-sgd needs a target epsilon (--target-epsilon) to calibrate its noise.")
@@ -75,7 +82,7 @@ def train_repeats(
         if dpsgd_delta is not None:
             kw["pca_delta"] = dpsgd_delta
     base = RunConfig(method, dataset=dataset, data_dir=None if data_dir is None else str(data_dir),
-                     synthesis=synthesis if method in ("mixing", "label-laplace") else None, model=model, loss=loss,
+                     synthesis=synthesis if method in ("mixing", "label-laplace") else None, model=model,
                      epochs=epochs, seed=seed, device=device, **kw)
     results = []
     for r in range(repeats):
@@ -100,8 +107,11 @@ def train_repeats(
         "delta": first["delta"],
         "seconds": sum(res["seconds"] for res in results),
         "train_samples_per_second": statistics.fmean(res["train_samples_per_second"] for res in results),
+        "collapsed": sum(bool(res.get("collapsed")) for res in results),
+        "collapse_reason": next((res["collapse_reason"] for res in results if res.get("collapsed")), None),
         "runs": [{"seed": res["config"]["seed"], "run_key": res["run_key"], "test_accuracy": res["test_accuracy"],
-                  "test_mse": res["test_mse"], "seconds": res["seconds"]} for res in results],
+                  "test_mse": res["test_mse"], "seconds": res["seconds"], "collapsed": bool(res.get("collapsed")),
+                  "best_epoch": res.get("best_epoch"), "epochs_run": res.get("epochs_run")} for res in results],
         "notes": first["notes"],
         "versions": first["versions"],
         "config": base.to_dict(),
