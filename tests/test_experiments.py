@@ -439,3 +439,24 @@ def test_feature_release_enters_the_key_only_when_features_are_mixed():
     assert "features" not in pix.identity()["synthesis"]
     assert feat.identity()["synthesis"]["features"] == "scattering" and run_key(feat) != run_key(pix)
     assert RunConfig.from_dict(feat.to_dict()) == feat
+
+
+def test_collapsed_runs_are_counted_and_never_plotted_as_normal_points():
+    from dpmix_core.trade_offs import trade_off_figure
+
+    def row(sigma, acc, collapsed, seed=0):
+        cfg = RunConfig("mixing", synthesis=SynthesisConfig("dpmix", l=16, T=400, sigma_x=sigma), model="linear",
+                        label="DPMix", seed=seed)
+        return {"config": cfg.to_dict(), "result": {"test_accuracy": acc, "collapsed": collapsed,
+                                                    "epsilon": {"rdp-wor": 1.0}}}
+
+    rows = [row(0.1, 0.8, False), row(0.1, 0.1, True, seed=1), row(1.0, 0.1, True), row(1.0, 0.11, True, seed=1)]
+    agg = aggregate(rows, axis="sigma").set_index("axis_value")
+    assert agg.loc[0.1, "collapsed"] == 1 and agg.loc[0.1, "test_accuracy_mean"] == pytest.approx(0.8)
+    assert agg.loc[0.1, "test_accuracy_count"] == 1 and agg.loc[0.1, "runs"] == 2
+    assert agg.loc[1.0, "collapsed"] == 2 and agg.loc[1.0, "test_accuracy_mean"] == pytest.approx(0.105)
+    fig = trade_off_figure(aggregate(rows, axis="sigma"), "sigma")
+    normal = [t for t in fig.data if t.name == "DPMix"]
+    dead = [t for t in fig.data if t.name == "DPMix (collapsed)"]
+    assert list(normal[0].x) == [0.1] and list(dead[0].x) == [1.0]
+    assert dead[0].marker.symbol == "x-thin" and dead[0].mode == "markers"
