@@ -294,7 +294,8 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
     p.add_argument("--feature-range", type=_range, help="public LO,HI bounds of float features (for [0,1] scaling)")
     p.add_argument("--features", choices=["pixels", "scattering"], default="pixels",
                    help="what is mixed: pixels, or scattering = public ScatterNet (J=2, L=8) of pixels/255 with "
-                   "per-sample GroupNorm (27 groups) before clipping and mixing (DPFMix App. E; use --mechanism poisson)")
+                   "per-sample GroupNorm (27 groups) before clipping and mixing (DPFMix App. E; "
+                   "use --mechanism poisson)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")

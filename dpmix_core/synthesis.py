@@ -22,9 +22,9 @@ from dpmix_core.mechanisms import (
     poisson_mix,
 )
 from dpmix_core.mechanisms.mixing import PREPROCESSING
-from dpmix_core.training.scattering import FEATURE_TRANSFORMS, feature_dataset, scattering_shape
 from dpmix_core.release import MixingRelease, Protects
 from dpmix_core.training.names import FEATURES
+from dpmix_core.training.scattering import FEATURE_TRANSFORMS, feature_dataset, scattering_shape
 
 __all__ = [
     "MECHANISMS",

@@ -7,9 +7,9 @@ training records and one epoch, on the CPU.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 import math
 import os
+from dataclasses import replace
 
 import numpy as np
 import pytest

@@ -163,7 +163,14 @@ class RunConfig:
     otherwise; its seed is the run's seed and it always runs on the CPU (so a
     release does not depend on the device).
     ``features``: "pixels", or "scattering" (ScatterNet J=2, L=8 features of
-    every record, computed *before* any mechanism: DPFMix Table 3).
+    every record, computed *before* any mechanism: DPFMix Table 3). With
+    ``synthesis.features = "scattering"`` the release itself group-normalises
+    each record's features (27 groups) before clipping and mixing (DPFMix
+    App. E.2) and scatter-linear is a plain linear layer; without it (v0.1's
+    runs) raw coefficients are mixed and scatter-linear normalises the mixed point.
+    ``lr_milestones`` (schedule "multistep") and ``early_stopping`` (patience on
+    the release's validation accuracy, best weights restored: thesis §4.2)
+    enter the run's identity only when used.
     ``loss``: "kl" (soft labels, thesis §4.1), "ce" (argmax labels), "gkl"
     (generalized KL, DPFMix App. D) or "mse" (regression on the label value;
     the task is regression exactly when loss is "mse").
@@ -246,7 +253,9 @@ class RunConfig:
             raise ValueError("schedule 'multistep' needs lr_milestones (e.g. 80, 120, 160: DPFMix App. E.3).")
         if self.early_stopping is not None:
             if not _is_int(self.early_stopping) or self.early_stopping < 1:
-                raise ValueError(f"early_stopping must be a patience >= 1 (epochs) or None. Found {self.early_stopping!r}.")
+                raise ValueError(
+                    f"early_stopping must be a patience >= 1 (epochs) or None. Found {self.early_stopping!r}."
+                )
             set_("early_stopping", int(self.early_stopping))
         if not _is_int(self.seed) or self.seed < 0:
             raise ValueError(f"seed must be an integer >= 0. Found {self.seed!r}.")
