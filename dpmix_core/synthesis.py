@@ -214,16 +214,19 @@ def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
     return replace(config, sigma_x=sx, sigma_y=sy)
 
 
-def synthesize(config: SynthesisConfig, dataset: Dataset) -> Synthesis:
+def synthesize(config: SynthesisConfig, dataset: Dataset, *, transformed: Dataset | None = None) -> Synthesis:
     """Run the configured mechanism on the training split (calibrating sigma first if asked).
 
     With ``config.features`` other than "pixels" the records are first mapped
     by that public feature transform (ScatterNet + per-sample GroupNorm, DPFMix
-    App. E.2), then clipped and mixed; the release says so.
+    App. E.2), then clipped and mixed; the release says so. ``transformed``:
+    ``dataset`` already mapped by that transform (``feature_dataset``), to not
+    compute it twice.
     """
     if config.mechanism != "label-laplace" and config.features != "pixels":
         config = resolve_sigma(config, dataset)  # calibrated on the feature release (same n, sizes, bounds)
-        feats = feature_dataset(dataset, config.features, device=config.device)
+        feats = transformed if transformed is not None else feature_dataset(dataset, config.features,
+                                                                             device=config.device)
         inner = synthesize(replace(config, features="pixels"), feats)
         description = FEATURE_TRANSFORMS[config.features]
         data = replace(inner.data, release=replace(inner.data.release, feature_transform=description),

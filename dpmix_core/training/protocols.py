@@ -32,6 +32,7 @@ class ModelProtocol:
     lr_milestones: tuple[int, ...] = ()
     early_stopping: int | None = None
     paper_epochs: int | None = None
+    loss_by_mechanism: tuple[tuple[str, str], ...] = ()  # (mechanism, loss) where the paper used another loss
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS or self.schedule not in SCHEDULES or self.loss not in LOSSES:
@@ -39,10 +40,11 @@ class ModelProtocol:
         if self.schedule == "multistep" and not self.lr_milestones:
             raise ValueError("a multistep protocol needs milestones.")
 
-    def options(self) -> dict:
-        """The RunConfig fields this protocol sets."""
+    def options(self, mechanism: str | None = None) -> dict:
+        """The RunConfig fields this protocol sets (the loss may depend on the release's mechanism)."""
+        loss = dict(self.loss_by_mechanism).get(mechanism, self.loss)
         return dict(optimizer=self.optimizer, lr=self.lr, schedule=self.schedule, batch_size=self.batch_size,
-                    loss=self.loss, lr_step_epochs=self.lr_step_epochs, lr_gamma=self.lr_gamma,
+                    loss=loss, lr_step_epochs=self.lr_step_epochs, lr_gamma=self.lr_gamma,
                     lr_milestones=self.lr_milestones, early_stopping=self.early_stopping)
 
 
@@ -54,11 +56,11 @@ _DPCDA = ModelProtocol(
 
 PROTOCOLS: dict[str, ModelProtocol] = {
     "thesis-cnn": ModelProtocol(
-        "thesis §4.1 (Adam lr 1e-4 halved every 10 epochs, 50 epochs, 10 % validation) and §4.2 / appendix B "
-        "(EarlyStopping(monitor='val_accuracy', patience=3, restore_best_weights=True), argmax labels, "
-        "cross-entropy, Keras' default batch size 32)",
+        "thesis §4.1 (Adam lr 1e-4 halved every 10 epochs, 50 epochs, 10 % validation; DPMix trained with KL "
+        "to the soft labels) and §4.2 / appendix B (EarlyStopping(monitor='val_accuracy', patience=3, "
+        "restore_best_weights=True), argmax labels, cross-entropy, Keras' default batch size 32)",
         optimizer="adam", lr=1e-4, schedule="step", batch_size=32, loss="ce", lr_step_epochs=10, lr_gamma=0.5,
-        early_stopping=3, paper_epochs=50,
+        early_stopping=3, paper_epochs=50, loss_by_mechanism=(("dpmix", "kl"), ("local", "kl")),
     ),
     "dpcda-cnn": _DPCDA,
     "dpcda-cnn-gn": _DPCDA,
@@ -76,7 +78,7 @@ PROTOCOLS: dict[str, ModelProtocol] = {
 assert set(PROTOCOLS) == set(MODELS), "every model needs a protocol"
 
 
-def protocol_options(model: str, *, method: str = "mixing") -> dict:
+def protocol_options(model: str, *, method: str = "mixing", mechanism: str | None = None) -> dict:
     """RunConfig fields of ``model``'s protocol; {} for DP-SGD (the papers' protocols train on released data).
 
     DP-SGD keeps the RunConfig defaults: its step size and batch size trade
@@ -84,4 +86,4 @@ def protocol_options(model: str, *, method: str = "mixing") -> dict:
     """
     if model not in PROTOCOLS:
         raise ValueError(f"Unknown model {model!r}. Choose one of: {', '.join(PROTOCOLS)}.")
-    return {} if method == "dp-sgd" else PROTOCOLS[model].options()
+    return {} if method == "dp-sgd" else PROTOCOLS[model].options(mechanism)

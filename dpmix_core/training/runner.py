@@ -200,7 +200,8 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
 
         prog.phase("synthesis")
         t0 = time.perf_counter()
-        synthesis = synthesize(config.synthesis, raw_ds if released_features else ds)
+        synthesis = (synthesize(config.synthesis, raw_ds, transformed=ds) if released_features
+                     else synthesize(config.synthesis, ds))
         tick("synthesis", t0)
         stop(force=True)
         x_all, y_all = synthesis.data.x, synthesis.data.y

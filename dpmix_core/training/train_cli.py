@@ -67,7 +67,8 @@ def train_repeats(
     ``early_stopping=0`` turns the protocol's early stopping off.
     """
     given = {k: v for k, v in dict(run_options, loss=loss).items() if v is not None}
-    kw = {**protocol_options(model, method=method), **given}
+    mechanism = synthesis.mechanism if synthesis is not None and method in ("mixing", "label-laplace") else None
+    kw = {**protocol_options(model, method=method, mechanism=mechanism), **given}
     if kw.get("early_stopping") == 0:  # the CLI's --early-stopping 0: train every epoch
         kw["early_stopping"] = None
     if method == "dp-sgd":
