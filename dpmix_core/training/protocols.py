@@ -32,7 +32,8 @@ class ModelProtocol:
     lr_milestones: tuple[int, ...] = ()
     early_stopping: int | None = None
     paper_epochs: int | None = None
-    loss_by_mechanism: tuple[tuple[str, str], ...] = ()  # (mechanism, loss) where the paper used another loss
+    # (mechanism, field, value) where the paper trained that release differently (thesis §4.1 vs §4.2)
+    by_mechanism: tuple[tuple[str, str, object], ...] = ()
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS or self.schedule not in SCHEDULES or self.loss not in LOSSES:
@@ -42,10 +43,11 @@ class ModelProtocol:
 
     def options(self, mechanism: str | None = None) -> dict:
         """The RunConfig fields this protocol sets (the loss may depend on the release's mechanism)."""
-        loss = dict(self.loss_by_mechanism).get(mechanism, self.loss)
-        return dict(optimizer=self.optimizer, lr=self.lr, schedule=self.schedule, batch_size=self.batch_size,
-                    loss=loss, lr_step_epochs=self.lr_step_epochs, lr_gamma=self.lr_gamma,
-                    lr_milestones=self.lr_milestones, early_stopping=self.early_stopping)
+        out = dict(optimizer=self.optimizer, lr=self.lr, schedule=self.schedule, batch_size=self.batch_size,
+                   loss=self.loss, lr_step_epochs=self.lr_step_epochs, lr_gamma=self.lr_gamma,
+                   lr_milestones=self.lr_milestones, early_stopping=self.early_stopping)
+        out.update({name: value for mech, name, value in self.by_mechanism if mech == mechanism})
+        return out
 
 
 _DPCDA = ModelProtocol(
@@ -57,10 +59,13 @@ _DPCDA = ModelProtocol(
 PROTOCOLS: dict[str, ModelProtocol] = {
     "thesis-cnn": ModelProtocol(
         "thesis §4.1 (Adam lr 1e-4 halved every 10 epochs, 50 epochs, 10 % validation; DPMix trained with KL "
-        "to the soft labels) and §4.2 / appendix B (EarlyStopping(monitor='val_accuracy', patience=3, "
-        "restore_best_weights=True), argmax labels, cross-entropy, Keras' default batch size 32)",
+        "to the soft labels, every epoch: its noisy labels' argmax is no validation signal) and §4.2 / "
+        "appendix B (EarlyStopping(monitor='val_accuracy', patience=3, restore_best_weights=True), argmax "
+        "labels, cross-entropy, Keras' default batch size 32)",
         optimizer="adam", lr=1e-4, schedule="step", batch_size=32, loss="ce", lr_step_epochs=10, lr_gamma=0.5,
-        early_stopping=3, paper_epochs=50, loss_by_mechanism=(("dpmix", "kl"), ("local", "kl")),
+        early_stopping=3, paper_epochs=50,
+        by_mechanism=(("dpmix", "loss", "kl"), ("dpmix", "early_stopping", None), ("local", "loss", "kl"),
+                      ("local", "early_stopping", None)),
     ),
     "dpcda-cnn": _DPCDA,
     "dpcda-cnn-gn": _DPCDA,
