@@ -101,7 +101,7 @@ def bench_throughput(seconds: float) -> list[dict]:
 
 
 def bench_scattering(n: int = 4096) -> float:
-    from dpmix_core.training.scattering import scattering_features
+    from dpmix_core.data.scattering import scattering_features
 
     imgs = np.random.default_rng(0).integers(0, 256, size=(n, 28, 28), dtype=np.uint8)
     scattering_features(imgs[:256], cache=False)
@@ -126,7 +126,7 @@ def _runs_to_time(spec, all_runs: bool):
 def warm_scattering(data_dir: str) -> float:
     """Compute (and cache) the ScatterNet features of full MNIST, as the first scattering run does; seconds."""
     from dpmix_core.data import load_dataset
-    from dpmix_core.training.scattering import scattering_features
+    from dpmix_core.data.scattering import scattering_features
 
     ds = load_dataset("mnist", data_dir=data_dir)
     t0 = time.perf_counter()

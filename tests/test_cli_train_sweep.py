@@ -27,6 +27,49 @@ def test_train_baseline_and_errors(capsys):
     assert code == 2 and "target epsilon" in err and err.count("\n") == 1
 
 
+def test_train_protocol_options_reach_the_run(capsys):
+    code = main(["train", "--method", "non-private", *TINY, "--lr", "0.01", "--batch-size", "32", "--schedule",
+                 "multistep", "--milestones", "1,2", "--lr-gamma", "0.1", "--early-stopping", "2", "--val-fraction",
+                 "0.2", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    cfg = out["config"]
+    assert code == 0 and out["collapsed"] == 0 and out["collapse_reason"] is None
+    assert (cfg["lr"], cfg["batch_size"], cfg["schedule"], cfg["lr_milestones"], cfg["lr_gamma"],
+            cfg["early_stopping"], cfg["val_fraction"]) == (0.01, 32, "multistep", [1, 2], 0.1, 2, 0.2)
+
+
+def test_train_defaults_follow_the_model_paper_and_collapse_is_said(capsys):
+    from dpmix_core.training.protocols import PROTOCOLS, protocol_options
+
+    assert protocol_options("thesis-cnn")["lr"] == 1e-4 and protocol_options("thesis-cnn")["early_stopping"] == 3
+    assert protocol_options("scatter-linear")["lr_milestones"] == (80, 120, 160)
+    assert protocol_options("thesis-cnn", method="dp-sgd") == {}
+    dpmix = protocol_options("thesis-cnn", mechanism="dpmix")  # thesis §4.1: KL to soft labels, all epochs
+    assert (dpmix["loss"], dpmix["early_stopping"]) == ("kl", None)
+    assert protocol_options("thesis-cnn", mechanism="class-centric")["loss"] == "ce"  # §4.2: argmax labels
+    assert "Table 1" in PROTOCOLS["dpcda-cnn"].source and "App. E" in PROTOCOLS["scatter-linear"].source
+    code = main(["train", "--method", "non-private", *TINY, "--model", "thesis-cnn", "--json"])
+    cfg = json.loads(capsys.readouterr().out)["config"]
+    assert code == 0 and (cfg["lr"], cfg["batch_size"], cfg["early_stopping"], cfg["schedule"]) == (1e-4, 32, 3, "step")
+    code = main(["train", "--method", "non-private", *TINY, "--model", "thesis-cnn", "--optimizer", "sgd",
+                 "--lr", "50", "--early-stopping", "0"])
+    text = capsys.readouterr().out
+    assert code == 0 and "WARNING: 1 of 1 run(s) collapsed" in text and "learning rate" in text
+
+
+def test_synthesize_feature_release_card_names_the_extractor(tmp_path, capsys):
+    out = tmp_path / "feats.npz"
+    code = main(["synthesize", "--dataset", "embedded", "--mechanism", "poisson", "--features", "scattering",
+                 "--l", "64", "--T", "100", "--sigma-x", "0.05", "--out", str(out), "--json"])
+    card = json.loads(capsys.readouterr().out)
+    assert code == 0 and card["parameters"]["features"] == "scattering"
+    assert "ScatterNet" in card["feature_transform"] and "J=2, L=8" in card["feature_transform"]
+    assert all("per-sample GroupNorm" in e["assumptions"] for e in card["epsilons"])
+    import numpy as np
+
+    assert np.load(out)["x"].shape == (100, 81 * 7 * 7)
+
+
 def _tiny_spec(tmp_path, head: str):
     """A one-epoch linear-model sweep on the embedded data: ``head`` gives name, axis, values (and repeats)."""
     spec = tmp_path / "tiny.toml"

@@ -21,8 +21,8 @@ from dpmix_core.mechanisms import (
     dpmix,
     poisson_mix,
 )
-from dpmix_core.mechanisms.engine import NOISE_TILE, Segment, mix_and_perturb, seed_sequence
 from dpmix_core.mechanisms.device_sampling import sample_mixture_indices_torch, sample_poisson_batches_torch
+from dpmix_core.mechanisms.engine import NOISE_TILE, Segment, mix_and_perturb, seed_sequence
 
 
 def _gen(seed: int) -> torch.Generator:

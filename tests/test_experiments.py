@@ -412,3 +412,51 @@ def test_dpfmix_best_m_sweep_shares_runs_with_table1():
     assert {r.synthesis.l for r in m_runs} == {16, 32, 64, 128, 256} and len(m_runs) == 40
     at64 = {run_key(r) for r in m_runs if r.synthesis.l == 64}
     assert at64 == table1  # m = 64 is table 1's own runs: reused, never recomputed
+
+
+def test_new_protocol_fields_leave_the_identity_at_their_old_values():
+    """lr_milestones and early_stopping enter a run's key only when used: stored keys stay valid."""
+    base = RunConfig("non-private", model="linear")
+    assert "lr_milestones" not in base.identity() and "early_stopping" not in base.identity()
+    stopped = base.replace(early_stopping=3)
+    multi = base.replace(schedule="multistep", lr_milestones=[80, 120, 160], lr_gamma=0.1)
+    assert stopped.identity()["early_stopping"] == 3
+    assert multi.identity()["lr_milestones"] == [80, 120, 160] and multi.lr_milestones == (80, 120, 160)
+    assert len({run_key(base), run_key(stopped), run_key(multi)}) == 3
+    assert RunConfig.from_dict(multi.to_dict()) == multi
+    with pytest.raises(ValueError, match="multistep"):
+        base.replace(schedule="multistep")
+    with pytest.raises(ValueError, match="increasing"):
+        base.replace(schedule="multistep", lr_milestones=(120, 80))
+    with pytest.raises(ValueError, match="early stopping"):
+        RunConfig("dp-sgd", model="thesis-cnn", early_stopping=3)
+
+
+def test_feature_release_enters_the_key_only_when_features_are_mixed():
+    pix = RunConfig("mixing", features="scattering", synthesis=SynthesisConfig("poisson", l=64, T=600, sigma_x=0.1),
+                    model="scatter-linear")
+    feat = pix.replace(synthesis=SynthesisConfig("poisson", l=64, T=600, sigma_x=0.1, features="scattering"))
+    assert "features" not in pix.identity()["synthesis"]
+    assert feat.identity()["synthesis"]["features"] == "scattering" and run_key(feat) != run_key(pix)
+    assert RunConfig.from_dict(feat.to_dict()) == feat
+
+
+def test_collapsed_runs_are_counted_and_never_plotted_as_normal_points():
+    from dpmix_core.experiments.trade_offs import trade_off_figure
+
+    def row(sigma, acc, collapsed, seed=0):
+        cfg = RunConfig("mixing", synthesis=SynthesisConfig("dpmix", l=16, T=400, sigma_x=sigma), model="linear",
+                        label="DPMix", seed=seed)
+        return {"config": cfg.to_dict(), "result": {"test_accuracy": acc, "collapsed": collapsed,
+                                                    "epsilon": {"rdp-wor": 1.0}}}
+
+    rows = [row(0.1, 0.8, False), row(0.1, 0.1, True, seed=1), row(1.0, 0.1, True), row(1.0, 0.11, True, seed=1)]
+    agg = aggregate(rows, axis="sigma").set_index("axis_value")
+    assert agg.loc[0.1, "collapsed"] == 1 and agg.loc[0.1, "test_accuracy_mean"] == pytest.approx(0.8)
+    assert agg.loc[0.1, "test_accuracy_count"] == 1 and agg.loc[0.1, "runs"] == 2
+    assert agg.loc[1.0, "collapsed"] == 2 and agg.loc[1.0, "test_accuracy_mean"] == pytest.approx(0.105)
+    fig = trade_off_figure(aggregate(rows, axis="sigma"), "sigma")
+    normal = [t for t in fig.data if t.name == "DPMix"]
+    dead = [t for t in fig.data if t.name == "DPMix (collapsed)"]
+    assert list(normal[0].x) == [0.1] and list(dead[0].x) == [1.0]
+    assert dead[0].marker.symbol == "x-thin" and dead[0].mode == "markers"

@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dpmix_core.data import load_embedded
 from dpmix_core.privacy.accountant_names import ACCOUNTANT_NAMES
 from dpmix_core.privacy.accountants import ACCOUNTANTS
-from dpmix_core.data import load_embedded
 from dpmix_core.synthesis.epsilon_job import background_epsilons
 from dpmix_core.synthesis.export import card_epsilons
-from dpmix_core.synthesis.streaming import stream_release
 from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release
+from dpmix_core.synthesis.streaming import stream_release
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "dp_accounting", "scipy", "pandas", "plotly", "dpmix_core.privacy.accountants")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -120,6 +121,21 @@ def test_thesis_cnn_layout():
     assert fcs[0].in_features == 48 * 4 * 4
 
 
+@pytest.mark.parametrize("name,norm", [("dpcda-cnn", torch.nn.BatchNorm2d), ("dpcda-cnn-gn", torch.nn.GroupNorm)])
+def test_dpcda_cnn_layout_is_its_table_1(name, norm):
+    """DP-CDA Table 1: conv 32@5x5 pad 2, conv 64@3x3 pad 1, each ReLU -> norm -> pool; fc 3136-100-100-K."""
+    model = build_model(name, input_shape=(28, 28), num_outputs=10)
+    convs = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert [(c.out_channels, c.kernel_size, c.padding) for c in convs] == [(32, (5, 5), (2, 2)), (64, (3, 3), (1, 1))]
+    fcs = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert [(f.in_features, f.out_features) for f in fcs] == [(3136, 100), (100, 100), (100, 10)]
+    norms = [m for m in model.modules() if isinstance(m, (torch.nn.BatchNorm2d, torch.nn.GroupNorm))]
+    assert len(norms) == 2 and all(isinstance(m, norm) for m in norms)
+    layers = [type(m).__name__ for m in model.features]
+    assert layers[1:5] == ["Conv2d", "ReLU", norm.__name__, "MaxPool2d"]  # ReLU before the norm, as the table
+    assert sum(isinstance(m, torch.nn.Dropout) and m.p == 0.5 for m in model.head) == 2
+
+
 def test_unknown_model():
     with pytest.raises(ValueError, match="Unknown model"):
         build_model("resnet", input_shape=(28, 28), num_outputs=10)
@@ -148,11 +164,75 @@ def test_fit_learns_a_separable_problem_and_respects_schedule():
     assert lr_factor(OptimSettings(schedule="cosine", epochs=4), 0) == 1.0
 
 
+def test_multistep_schedule_follows_dpfmix_milestones():
+    """DPFMix App. E.3: lr 1e-3 divided by 10 at epochs 80, 120, 160 (torch MultiStepLR's rule)."""
+    s = OptimSettings(lr=1e-3, schedule="multistep", lr_milestones=(80, 120, 160), lr_gamma=0.1, epochs=200)
+    factors = {e: lr_factor(s, e) for e in (0, 79, 80, 119, 120, 160, 199)}
+    assert factors == pytest.approx({0: 1, 79: 1, 80: 0.1, 119: 0.1, 120: 0.01, 160: 1e-3, 199: 1e-3})
+    with pytest.raises(ValueError, match="lr_milestones"):
+        OptimSettings(schedule="multistep")
+
+
+def test_early_stopping_stops_and_restores_the_best_weights():
+    """Thesis §4.2: EarlyStopping(monitor='val_accuracy', patience=3, restore_best_weights=True)."""
+    from dpmix_core.training.train import EarlyStopper
+
+    model = torch.nn.Linear(2, 2)
+    stopper = EarlyStopper(2)
+    accs = [0.5, 0.7, 0.6, 0.7]  # the best is epoch 2; epochs 3 and 4 are not strictly better
+    weights = {}
+    stopped = []
+    for epoch, acc in enumerate(accs, start=1):
+        with torch.no_grad():
+            model.weight.fill_(float(epoch))
+        weights[epoch] = model.weight.clone()
+        stopped.append(stopper.update(model, acc, epoch))
+    assert stopped == [False, False, False, True]
+    stopper.restore(model)
+    assert stopper.best_epoch == 2 and torch.equal(model.weight, weights[2])
+
+
+def test_fit_with_early_stopping_keeps_the_best_epoch():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(200, 5, generator=g)
+    y = F.one_hot(torch.randint(0, 2, (200,), generator=g), 2).float()  # pure noise: validation cannot improve long
+    torch.manual_seed(0)
+    model = build_model("linear", input_shape=(5,), num_outputs=2)
+    settings = OptimSettings(lr=0.5, epochs=40, batch_size=20, early_stopping=2)
+    res = fit(model, L.get_loss("ce"), x, y, settings=settings, generator=torch.Generator().manual_seed(1),
+              x_val=x[:50], y_val=y[:50])
+    assert res.stopped_early and len(res.history) < 40
+    best = max(h["val_accuracy"] for h in res.history)
+    assert res.history[res.best_epoch - 1]["val_accuracy"] == best
+    assert evaluate(model, x[:50], y[:50])["accuracy"] == pytest.approx(best)  # the best weights are back
+
+
+def test_collapse_reason_flags_the_constant_predictor_only():
+    from dpmix_core.training.collapse import collapse_reason
+
+    flat = [{"loss": 2.30, "val_accuracy": 0.11}, {"loss": 2.30, "val_accuracy": 0.11}]
+    learned = [{"loss": 2.30, "val_accuracy": 0.11}, {"loss": 1.20, "val_accuracy": 0.62}]
+    assert "learning rate" in collapse_reason(flat, val_majority=0.11, prediction_share=0.5)
+    assert "one class for 99 %" in collapse_reason(learned, val_majority=0.11, prediction_share=0.99)
+    assert collapse_reason(learned, val_majority=0.11, prediction_share=0.2) is None
+    assert collapse_reason(flat[:1], val_majority=None, prediction_share=None) is None
+    assert collapse_reason(flat, val_majority=0.11, prediction_share=0.3) is None  # varied predictions: noisy labels
+
+
+def test_run_with_too_large_lr_is_marked_collapsed_and_a_learning_run_is_not():
+    base = RunConfig("non-private", model="thesis-cnn", loss="ce", **{**SMALL, "epochs": 3})
+    bad = run_config(base.replace(optimizer="sgd", lr=50.0, momentum=0.0))
+    assert bad["collapsed"] is True and "learning rate" in bad["collapse_reason"]
+    assert any("collapsed" in n for n in bad["notes"])
+    good = run_config(base.replace(model="linear", lr=1e-2))
+    assert good["collapsed"] is False and good["collapse_reason"] is None
+
+
 # --------------------------------------------------------------------------------------------- ScatterNet
 
 
 def test_scattering_features_shape_and_cache(tmp_path, monkeypatch):
-    from dpmix_core.training.scattering import feature_cache_path, scattering_features, scattering_shape
+    from dpmix_core.data.scattering import feature_cache_path, scattering_features, scattering_shape
 
     monkeypatch.setenv("DPMIX_CACHE_DIR", str(tmp_path))
     rng = np.random.default_rng(0)
@@ -244,7 +324,8 @@ MIXING_CASES = [
     ("poisson", "thesis-cnn", "gkl", "pixels", dict(l=16, T=400, target_epsilon=8.0, accountant="pld-poisson")),
     ("poisson", "scatter-linear", "gkl", "scattering", dict(l=16, T=400, sigma_x=0.01)),
     ("class-centric", "linear", "ce", "scattering", dict(l=4, T=400, sigma_x=0.05, preprocessing="zscore",
-                                                        zscore_constants=(0.0, 1.0))),
+                                                         zscore_constants=(0.0, 1.0), features="scattering")),
+    ("poisson", "scatter-linear", "gkl", "scattering", dict(l=16, T=400, sigma_x=0.01, features="scattering")),
 ]
 
 
@@ -267,6 +348,40 @@ def test_mixing_runs(mechanism, model, loss, features, knobs):
     for c in rec.calls:
         assert set(c) >= {"epoch", "epochs", "loss", "val_accuracy", "test_accuracy", "eta_seconds"}
     assert rec.calls[-1]["phase"] == "done" and rec.calls[-1]["test_accuracy"] == result["test_accuracy"]
+    released = knobs.get("features", "pixels")
+    assert ("ScatterNet" in result["privacy_card"]["feature_transform"]) == (released == "scattering")
+    assert ("ScatterNet" in result["privacy_card"]["release_description"]) == (released == "scattering")
+
+
+def test_feature_release_normalises_each_record_before_clipping_and_mixing(tmp_path):
+    """DPFMix App. E.2: ScatterNet -> per-sample GroupNorm (27 groups) -> clip -> mix; the release names the map."""
+    from dpmix_core.data import load_dataset
+    from dpmix_core.data.scattering import feature_transform, group_normalise
+    from dpmix_core.synthesis.pipeline import planned_release, synthesize
+    from dpmix_core.training.data import subsample
+
+    feats = group_normalise(np.random.default_rng(0).normal(5.0, 3.0, size=(4, 81, 7, 7)).astype(np.float32))
+    groups = feats.reshape(4, 27, -1)
+    np.testing.assert_allclose(groups.mean(axis=2), 0, atol=1e-5)
+    np.testing.assert_allclose(groups.std(axis=2), 1, atol=1e-3)
+
+    ds = subsample(load_dataset("embedded"), train_limit=200, test_limit=20)
+    cfg = SynthesisConfig("poisson", l=16, T=50, sigma_x=0.0, sigma_y=0.0, features="scattering")
+    syn = synthesize(cfg, ds)
+    assert syn.data.x.shape == (50, 81 * 7 * 7) and syn.config.features == "scattering"
+    assert "GroupNorm (27 groups" in syn.data.release.feature_transform
+    assert planned_release(cfg, ds).feature_transform == syn.data.release.feature_transform
+    assert planned_release(replace(cfg, features="pixels"), ds).feature_transform == "pixels"
+    # without noise each point is a clipped feature vector of real records divided by m: norm <= (sum of clips)/m
+    f = feature_transform("scattering", ds.x_train)
+    assert np.linalg.norm(f, axis=1).min() > 1  # normalised features need clipping (C = 1)
+    assert np.linalg.norm(syn.data.x, axis=1).max() <= 4.0  # ~m records of norm <= 1, divided by m=16
+    with pytest.raises(ValueError, match="public bounds"):
+        SynthesisConfig("dpmix", sigma_x=0.1, features="scattering")
+    with pytest.raises(ValueError, match="pixels"):
+        SynthesisConfig("label-laplace", features="scattering")
+    with pytest.raises(ValueError, match="features"):
+        RunConfig("mixing", synthesis=cfg, model="linear")  # the run must map its test split the same way
 
 
 BASELINE_CASES = [

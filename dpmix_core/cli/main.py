@@ -56,6 +56,13 @@ def _range_pair(text: str) -> tuple[float, float]:
     return finite_float(parts[0]), finite_float(parts[1])
 
 
+def _milestones(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated epochs like 80,120,160, got {text!r}") from None
+
+
 def _class_sizes(text: str) -> tuple[int, ...]:
     return tuple(positive_int(part) for part in text.split(","))
 
@@ -255,9 +262,9 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
 def cmd_synthesize(args: argparse.Namespace) -> int:
     from dpmix_core.data import load_dataset, load_user_data
     from dpmix_core.privacy.release import MixingRelease
-    from dpmix_core.synthesis.epsilon_job import background_epsilons
     from dpmix_core.synthesis.export import check_output_path, privacy_card, write_release
     from dpmix_core.synthesis.pipeline import planned_release, synthesize
+    from dpmix_core.synthesis.epsilon_job import background_epsilons
 
     if args.memmap is not None:
         return _synthesize_streaming(args)
@@ -330,6 +337,10 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
     p.add_argument("--label-epsilon", type=finite_float, default=1.0, help="label-laplace epsilon")
     p.add_argument("--label-task", choices=["classification", "regression"], default="classification")
     p.add_argument("--feature-range", type=_range, help="public LO,HI bounds of float features (for [0,1] scaling)")
+    p.add_argument("--features", choices=["pixels", "scattering"], default="pixels",
+                   help="what is mixed: pixels, or scattering = public ScatterNet (J=2, L=8) of pixels/255 with "
+                   "per-sample GroupNorm (27 groups) before clipping and mixing (DPFMix App. E; "
+                   "use --mechanism poisson)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -358,7 +369,7 @@ def _synthesis_config(args: argparse.Namespace):
         protect_labels=not args.features_only, public_n=args.public_n,
         clip_x=args.clip_x, clip_y=args.clip_y, hard_labels=args.hard_labels, clamp_negative=args.clamp_negative,
         label_epsilon=args.label_epsilon, label_task=args.label_task, feature_range=args.feature_range,
-        seed=args.seed, device=args.device,
+        features=args.features if args.mechanism != "label-laplace" else "pixels", seed=args.seed, device=args.device,
     )
 
 
@@ -368,11 +379,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.data_file is not None:
         raise CliError("train needs a dataset with an official test split: use --dataset (and --data-dir)")
     synthesis = _synthesis_config(args) if args.method in ("mixing", "label-laplace") else None
+    model = args.model or ("scatter-linear" if args.features == "scattering" else "thesis-cnn")
+    protocol = dict(lr=args.lr, batch_size=args.batch_size, optimizer=args.optimizer, schedule=args.schedule,
+                    lr_milestones=args.milestones, lr_gamma=args.lr_gamma, lr_step_epochs=args.lr_step_epochs,
+                    early_stopping=args.early_stopping, val_fraction=args.val_fraction, features=args.features)
     summary = train_repeats(
-        method=args.method, dataset=args.dataset, data_dir=args.data_dir, synthesis=synthesis, model=args.model,
+        method=args.method, dataset=args.dataset, data_dir=args.data_dir, synthesis=synthesis, model=model,
         loss=args.loss, epochs=args.epochs, repeats=args.repeats, seed=args.seed, device=args.device,
         dpsgd_epsilon=args.target_epsilon, dpsgd_delta=args.delta,
-        progress=None if args.json else lambda line: print(line, file=sys.stderr),
+        progress=None if args.json else lambda line: print(line, file=sys.stderr), **protocol,
     )
     if args.json:
         print(json.dumps(summary, allow_nan=False))
@@ -380,6 +395,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         acc, std = summary["test_accuracy"], summary["test_accuracy_std"]
         print(f"test accuracy {100 * acc:.2f} % ± {100 * (std or 0):.2f} over {summary['repeats']} run(s), "
               f"{summary['seconds']:.1f} s")
+        if summary["collapsed"]:
+            print(f"WARNING: {summary['collapsed']} of {summary['repeats']} run(s) {summary['collapse_reason']}")
         guarantees = summary.get("guarantee") or {}
         for name, eps in summary["epsilon"].items():
             label = f"  [{guarantees[name]}]" if name in guarantees else ""
@@ -388,15 +405,28 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _add_train(sub) -> None:
-    from dpmix_core.training.names import LOSSES, METHODS, MODELS
+    from dpmix_core.training.names import LOSSES, METHODS, MODELS, OPTIMIZERS, SCHEDULES
 
     p = sub.add_parser("train", help="train a model on a release (or a baseline) and evaluate on the real test set")
     _add_release_arguments(p, mechanism_required=False)
     p.add_argument("--method", choices=METHODS, default="mixing",
                    help="mixing (train on the release) or a baseline on the same model")
-    p.add_argument("--model", choices=MODELS, default="thesis-cnn")
-    p.add_argument("--loss", choices=LOSSES, default="ce")
+    p.add_argument("--model", choices=MODELS, help="default: thesis-cnn (scatter-linear with --features scattering)")
+    p.add_argument("--loss", choices=LOSSES, help="default: the model's paper protocol")
     p.add_argument("--epochs", type=positive_int, default=5)
+    # training protocol: every option left out takes the model's paper protocol (dpmix_core.training.protocols)
+    p.add_argument("--lr", type=finite_float, help="initial learning rate")
+    p.add_argument("--batch-size", type=positive_int)
+    p.add_argument("--optimizer", choices=OPTIMIZERS)
+    p.add_argument("--schedule", choices=SCHEDULES,
+                   help="constant, step (x gamma every --lr-step-epochs), multistep (x gamma at --milestones), cosine")
+    p.add_argument("--milestones", type=_milestones, help="multistep epochs, e.g. 80,120,160 (DPFMix App. E.3)")
+    p.add_argument("--lr-gamma", type=finite_float, help="step/multistep factor")
+    p.add_argument("--lr-step-epochs", type=positive_int, help="step schedule period")
+    p.add_argument("--early-stopping", type=int, metavar="PATIENCE",
+                   help="stop after PATIENCE epochs without better validation accuracy, keeping the best weights "
+                   "(thesis §4.2: 3); 0 = off")
+    p.add_argument("--val-fraction", type=finite_float, help="share of the release held out for validation (0.1)")
     p.add_argument("--repeats", type=positive_int, default=1, help="runs with seeds seed, seed+1, ...")
     p.set_defaults(func=cmd_train)
 

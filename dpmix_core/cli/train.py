@@ -9,6 +9,7 @@ from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.runner import run_config
 from dpmix_core.resources.limits import Limits, check_cost, check_training_cost, limits_from_env
 from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release, release_cost
+from dpmix_core.training.protocols import protocol_options
 
 __all__ = ["check_before_training", "train_repeats"]
 
@@ -69,7 +70,7 @@ def train_repeats(
     data_dir: str | None = None,
     synthesis: SynthesisConfig | None = None,
     model: str = "thesis-cnn",
-    loss: str = "ce",
+    loss: str | None = None,
     epochs: int = 5,
     repeats: int = 1,
     seed: int = 0,
@@ -83,9 +84,16 @@ def train_repeats(
 
     ``dpsgd_epsilon`` (the CLI's --target-epsilon) is DP-SGD's budget, and
     DP-PCA's when the method is dp-pca; ``run_options`` are further
-    RunConfig fields (lr, batch_size, train_limit, ...).
+    RunConfig fields (lr, batch_size, train_limit, ...). Fields not given
+    (None or absent) take the model's paper protocol
+    (:data:`~dpmix_core.training.protocols.PROTOCOLS`), ``loss`` included;
+    ``early_stopping=0`` turns the protocol's early stopping off.
     """
-    kw = dict(run_options)
+    given = {k: v for k, v in dict(run_options, loss=loss).items() if v is not None}
+    mechanism = synthesis.mechanism if synthesis is not None and method in ("mixing", "label-laplace") else None
+    kw = {**protocol_options(model, method=method, mechanism=mechanism), **given}
+    if kw.get("early_stopping") == 0:  # the CLI's --early-stopping 0: train every epoch
+        kw["early_stopping"] = None
     if method == "dp-sgd":
         if dpsgd_epsilon is None:
             raise ValueError("dp-sgd needs a target epsilon (--target-epsilon) to calibrate its noise.")
@@ -98,7 +106,7 @@ def train_repeats(
         if dpsgd_delta is not None:
             kw["pca_delta"] = dpsgd_delta
     base = RunConfig(method, dataset=dataset, data_dir=None if data_dir is None else str(data_dir),
-                     synthesis=synthesis if method in ("mixing", "label-laplace") else None, model=model, loss=loss,
+                     synthesis=synthesis if method in ("mixing", "label-laplace") else None, model=model,
                      epochs=epochs, seed=seed, device=device, **kw)
     check_before_training(base, repeats)
     results = []
@@ -124,8 +132,11 @@ def train_repeats(
         "delta": first["delta"],
         "seconds": sum(res["seconds"] for res in results),
         "train_samples_per_second": statistics.fmean(res["train_samples_per_second"] for res in results),
+        "collapsed": sum(bool(res.get("collapsed")) for res in results),
+        "collapse_reason": next((res["collapse_reason"] for res in results if res.get("collapsed")), None),
         "runs": [{"seed": res["config"]["seed"], "run_key": res["run_key"], "test_accuracy": res["test_accuracy"],
-                  "test_mse": res["test_mse"], "seconds": res["seconds"]} for res in results],
+                  "test_mse": res["test_mse"], "seconds": res["seconds"], "collapsed": bool(res.get("collapsed")),
+                  "best_epoch": res.get("best_epoch"), "epochs_run": res.get("epochs_run")} for res in results],
         "notes": first["notes"],
         "versions": first["versions"],
         "config": base.to_dict(),

@@ -83,7 +83,7 @@ def identity_synthesis(syn: dict) -> dict:
     """The synthesis part of a run's identity, spelled as v0.1 spelled it wherever the release is the same.
 
     New fields are left out while they hold the value that reproduces v0.1
-    (``public_n`` None; ``protect_labels`` on mechanisms that ignore it or
+    (``public_n`` None; ``features`` "pixels"; ``protect_labels`` on mechanisms that ignore it or
     False for class-centric), fields a mechanism ignores keep v0.1's default,
     and "zscore-private" is v0.1's "zscore" without constants: keys of stored
     runs stay valid, and a release that differs gets a new key.
@@ -92,6 +92,8 @@ def identity_synthesis(syn: dict) -> dict:
     mechanism = out.get("mechanism")
     if out.get("public_n") is None:
         out.pop("public_n", None)
+    if out.get("features") == "pixels":
+        out.pop("features")
     if mechanism != "class-centric" or out.get("protect_labels") is False:
         out.pop("protect_labels", None)
     if mechanism != "class-centric":
@@ -161,7 +163,14 @@ class RunConfig:
     otherwise; its seed is the run's seed and it always runs on the CPU (so a
     release does not depend on the device).
     ``features``: "pixels", or "scattering" (ScatterNet J=2, L=8 features of
-    every record, computed *before* any mechanism: DPFMix Table 3).
+    every record, computed *before* any mechanism: DPFMix Table 3). With
+    ``synthesis.features = "scattering"`` the release itself group-normalises
+    each record's features (27 groups) before clipping and mixing (DPFMix
+    App. E.2) and scatter-linear is a plain linear layer; without it (v0.1's
+    runs) raw coefficients are mixed and scatter-linear normalises the mixed point.
+    ``lr_milestones`` (schedule "multistep") and ``early_stopping`` (patience on
+    the release's validation accuracy, best weights restored: thesis §4.2)
+    enter the run's identity only when used.
     ``loss``: "kl" (soft labels, thesis §4.1), "ce" (argmax labels), "gkl"
     (generalized KL, DPFMix App. D) or "mse" (regression on the label value;
     the task is regression exactly when loss is "mse").
@@ -182,12 +191,14 @@ class RunConfig:
     lr: float = 1e-3
     momentum: float = 0.9  # sgd only
     weight_decay: float = 0.0
-    schedule: str = "constant"  # constant | step (x lr_gamma every lr_step_epochs) | cosine
+    schedule: str = "constant"  # constant | step (x lr_gamma every lr_step_epochs) | multistep | cosine
     lr_step_epochs: int = 10
     lr_gamma: float = 0.5
+    lr_milestones: tuple[int, ...] = ()  # multistep: x lr_gamma at these epochs (DPFMix App. E.3: 80, 120, 160)
     epochs: int = 10
     batch_size: int = 128
     val_fraction: float = 0.1
+    early_stopping: int | None = None  # patience on the release's validation accuracy (thesis §4.2); None: off
     input_norm: str = "none"
     train_limit: int | None = None
     test_limit: int | None = None
@@ -231,6 +242,21 @@ class RunConfig:
                 if not _is_int(value) or value < 1:
                     raise ValueError(f"{name} must be a positive integer or None. Found {value!r}.")
                 set_(name, int(value))
+        milestones = self.lr_milestones
+        if not isinstance(milestones, (list, tuple)) or not all(_is_int(m) and m >= 1 for m in milestones):
+            raise ValueError(f"lr_milestones must be a list of positive epoch numbers. Found {milestones!r}.")
+        milestones = tuple(int(m) for m in milestones)
+        if list(milestones) != sorted(set(milestones)):
+            raise ValueError(f"lr_milestones must be strictly increasing. Found {list(milestones)}.")
+        set_("lr_milestones", milestones)
+        if self.schedule == "multistep" and not milestones:
+            raise ValueError("schedule 'multistep' needs lr_milestones (e.g. 80, 120, 160: DPFMix App. E.3).")
+        if self.early_stopping is not None:
+            if not _is_int(self.early_stopping) or self.early_stopping < 1:
+                raise ValueError(
+                    f"early_stopping must be a patience >= 1 (epochs) or None. Found {self.early_stopping!r}."
+                )
+            set_("early_stopping", int(self.early_stopping))
         if not _is_int(self.seed) or self.seed < 0:
             raise ValueError(f"seed must be an integer >= 0. Found {self.seed!r}.")
         set_("seed", int(self.seed))
@@ -287,6 +313,11 @@ class RunConfig:
         syn = self.synthesis
         if self.features == "scattering" and self.model not in ("scatter-linear", "linear"):
             raise ValueError(f"scattering features need model 'scatter-linear' or 'linear'. Found {self.model!r}.")
+        if syn is not None and syn.features != "pixels" and self.features != syn.features:
+            raise ValueError(
+                f"a release of {syn.features} features needs the run's features = {syn.features!r} "
+                "(the test split is mapped by the same public transform)."
+            )
         if self.features == "pixels" and self.model == "scatter-linear":
             raise ValueError("model 'scatter-linear' needs features = 'scattering'.")
         if self.method == "dp-pca" and self.model != "linear":
@@ -302,6 +333,11 @@ class RunConfig:
             if self.input_norm != "none":
                 raise ValueError(
                     "input_norm 'rms' reads the training inputs; DP-SGD trains on private data: use 'none'."
+                )
+            if self.early_stopping is not None:
+                raise ValueError(
+                    "early stopping selects on held-out private records, which DP-SGD's epsilon does not cover: "
+                    "set early_stopping to None."
                 )
             if not (math.isfinite(self.dpsgd_epsilon) and self.dpsgd_epsilon > 0):
                 raise ValueError(f"dpsgd_epsilon must be a positive finite number. Found {self.dpsgd_epsilon}.")
@@ -405,7 +441,12 @@ class RunConfig:
             d.pop("momentum")
         if self.schedule != "step":
             d.pop("lr_step_epochs")
+        if self.schedule not in ("step", "multistep"):
             d.pop("lr_gamma")
+        if self.schedule != "multistep":  # new fields leave the identity at their v0.1-equivalent value
+            d.pop("lr_milestones")
+        if self.early_stopping is None:
+            d.pop("early_stopping")
         return d
 
     def replace(self, **changes) -> "RunConfig":

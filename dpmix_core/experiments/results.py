@@ -57,6 +57,11 @@ def aggregate(rows: list[dict], axis: str | None = None) -> pd.DataFrame:
     inf when any run is unbounded), delta and guarantee (how its epsilons
     read: "covered", "none", "features only; ...", "not covered: ..."). std
     is the sample standard deviation (NaN for a single run).
+
+    ``collapsed``: how many of the group's runs never left the constant
+    predictor (result["collapsed"]). They are left out of the mean whenever the
+    group has a run that learned; a group whose runs all collapsed keeps their
+    mean so that plots can show it, with a distinct marker, as collapsed.
     """
     finished = []
     for row in rows:
@@ -66,7 +71,7 @@ def aggregate(rows: list[dict], axis: str | None = None) -> pd.DataFrame:
         finished.append((RunConfig.from_dict(row["config"]), result, row.get("axis")))
     columns = ["label", "method", "mechanism", "axis", "axis_value", "test_accuracy_mean", "test_accuracy_std",
                "test_accuracy_count", "test_mse_mean", "test_mse_std", "test_mse_count", "seconds_mean", "delta",
-               "guarantee"]
+               "guarantee", "collapsed", "runs"]
     if not finished:
         return pd.DataFrame(columns=columns)
     if axis is None:
@@ -84,6 +89,7 @@ def aggregate(rows: list[dict], axis: str | None = None) -> pd.DataFrame:
             "seconds": result.get("seconds"),
             "delta": result.get("delta"),
             "guarantee": _guarantee(cfg),
+            "collapsed": bool(result.get("collapsed")),
         }
         for name, value in (result.get("epsilon") or {}).items():
             rec[f"epsilon_{name}"] = _eps_number(value)
@@ -94,6 +100,9 @@ def aggregate(rows: list[dict], axis: str | None = None) -> pd.DataFrame:
     out = []
     for key, g in df.groupby(list(GROUP_COLUMNS), dropna=False, sort=True):
         label, method, mechanism, value = key
+        n_collapsed, n_runs = int(g["collapsed"].sum()), int(len(g))
+        if n_collapsed < len(g):  # collapsed runs are no result: the mean is over the runs that learned
+            g = g[~g["collapsed"]]
         acc = g["test_accuracy"].astype(float)
         mse = g["test_mse"].dropna().astype(float)
         rec = {
@@ -111,6 +120,8 @@ def aggregate(rows: list[dict], axis: str | None = None) -> pd.DataFrame:
             "seconds_mean": pd.to_numeric(g["seconds"], errors="coerce").mean(),
             "delta": g["delta"].dropna().iloc[0] if g["delta"].notna().any() else None,
             "guarantee": "; ".join(sorted(set(g["guarantee"]))),
+            "collapsed": n_collapsed,
+            "runs": n_runs,
         }
         for col in eps_cols:
             vals = g[col].dropna().astype(float)

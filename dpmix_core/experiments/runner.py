@@ -13,6 +13,7 @@ and between batches about once a second; True raises :class:`Cancelled`).
 
 The result always has: test_accuracy, test_mse (None for classification),
 test_accuracy_halves (accuracy on the even and on the odd test rows: select on one, report the other),
+collapsed (True when the model never left the constant predictor; collapse_reason says why, in a sentence),
 epsilon ({accountant: value or "inf"}), delta, seconds,
 train_samples_per_second, versions, privacy_card (the release's card for
 mixing and label-laplace runs, else None), plus run_key, config, history,
@@ -31,6 +32,7 @@ import numpy as np
 
 import dpmix_core
 from dpmix_core.experiments.config import RunConfig, run_key
+from dpmix_core.training.collapse import collapse_reason
 from dpmix_core.training.train import Cancelled, OptimSettings, StopCheck
 
 __all__ = ["Cancelled", "NullReporter", "Reporter", "run_job", "run_config", "library_versions", "STOP_POLL_SECONDS"]
@@ -105,6 +107,19 @@ class _Progress:
                                val_accuracy=entry["val_accuracy"], test_accuracy=None, eta_seconds=eta)
 
 
+def _finite_or_none(value: Any) -> Any:
+    """NaN/inf (a diverged loss) -> None, so the result stays JSON-ready."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _majority_rate(y: np.ndarray) -> float | None:
+    """Share of the most frequent class among validation labels (one-hot/soft rows: their argmax); None if empty."""
+    if len(y) == 0 or y.ndim != 2 or y.shape[1] < 2:
+        return None
+    counts = np.bincount(np.asarray(y).argmax(axis=1))
+    return float(counts.max()) / len(y)
+
+
 def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
     """Run one job in this process (see the module docstring for the result)."""
     import torch
@@ -141,9 +156,22 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
     ds = D.subsample(ds, train_limit=config.train_limit, test_limit=config.test_limit)
     tick("data", t0)
     input_shape: tuple[int, ...] = tuple(ds.x_train.shape[1:])
-    if config.features == "scattering":
+    raw_ds = ds
+    # DPFMix App. E.2: the release itself maps records by the public transform (ScatterNet + per-sample GroupNorm)
+    released_features = config.synthesis is not None and config.synthesis.features != "pixels"
+    if released_features:
+        from dpmix_core.data.scattering import FEATURE_TRANSFORMS, feature_dataset, scattering_shape
+
+        extra_versions.append("kymatio")
+        prog.phase("features")
+        t0 = time.perf_counter()
+        ds = feature_dataset(raw_ds, config.synthesis.features, device=str(device), check=lambda: stop())
+        input_shape = scattering_shape(raw_ds.x_train.shape[1:])
+        notes.append(f"features mixed: {FEATURE_TRANSFORMS[config.synthesis.features]}")
+        tick("features", t0)
+    elif config.features == "scattering":
         from dpmix_core.data import Dataset
-        from dpmix_core.training.scattering import scattering_features
+        from dpmix_core.data.scattering import scattering_features
 
         extra_versions.append("kymatio")
         prog.phase("features")
@@ -172,7 +200,8 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
 
         prog.phase("synthesis")
         t0 = time.perf_counter()
-        synthesis = synthesize(config.synthesis, ds, job=True)
+        synthesis = (synthesize(config.synthesis, raw_ds, transformed=ds, job=True) if released_features
+                     else synthesize(config.synthesis, ds, job=True))
         tick("synthesis", t0)
         stop(force=True)
         x_all, y_all = synthesis.data.x, synthesis.data.y
@@ -234,11 +263,15 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
     xt, yt, xv, yv = to(x_tr), to(y_tr), to(x_va), to(y_va)
     xtest, ytest = to(x_test), y_test.to(device)
     torch.manual_seed(int(seeds[2]))
-    model = build_model(config.model, input_shape=input_shape, num_outputs=num_outputs).to(device)
+    model = build_model(config.model, input_shape=input_shape, num_outputs=num_outputs,
+                        normalised_features=released_features).to(device)
     settings = OptimSettings(optimizer=config.optimizer, lr=config.lr, momentum=config.momentum,
                              weight_decay=config.weight_decay, schedule=config.schedule,
                              lr_step_epochs=config.lr_step_epochs, lr_gamma=config.lr_gamma, epochs=config.epochs,
-                             batch_size=config.batch_size)
+                             batch_size=config.batch_size, lr_milestones=config.lr_milestones,
+                             early_stopping=config.early_stopping if len(x_va) else None)
+    if config.early_stopping is not None and not len(x_va):
+        notes.append("early stopping needs a validation split (val_fraction > 0): trained every epoch")
     loss_fn = get_loss(config.loss)
     batch_gen = torch.Generator().manual_seed(int(seeds[1]))
     eval_fraction = len(x_test) / max(len(x_tr), 1)
@@ -284,6 +317,15 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
     metrics = evaluate(model, xtest, ytest, task=config.task, num_classes=k)
     tick("evaluate", t0)
     val_final = fit_res.history[-1]["val_accuracy"] if fit_res.history else None
+    if fit_res.best_epoch is not None:
+        val_final = fit_res.history[fit_res.best_epoch - 1]["val_accuracy"]
+        notes.append(f"early stopping (patience {config.early_stopping}): "
+                     f"{'stopped after' if fit_res.stopped_early else 'ran'} {len(fit_res.history)} epochs, "
+                     f"kept the weights of epoch {fit_res.best_epoch} (best validation accuracy)")
+    collapsed = None if regression else collapse_reason(
+        fit_res.history, val_majority=_majority_rate(y_va), prediction_share=metrics["prediction_share"])
+    if collapsed is not None:
+        notes.append(collapsed)
     seconds = time.perf_counter() - t_start
     prog.phase("done", epoch=config.epochs, loss=fit_res.history[-1]["loss"] if fit_res.history else None,
                val_accuracy=val_final, test_accuracy=metrics["accuracy"], eta_seconds=0.0)
@@ -296,6 +338,10 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
         "test_mse": metrics["mse"] if regression else None,
         "test_accuracy_halves": metrics["accuracy_halves"],
         "val_accuracy": val_final,
+        "collapsed": collapsed is not None,
+        "collapse_reason": collapsed,
+        "best_epoch": fit_res.best_epoch,
+        "epochs_run": len(fit_res.history),
         "epsilon": epsilon,
         "delta": delta,
         "seconds": seconds,
@@ -306,7 +352,7 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
         "n_test": int(xtest.shape[0]),
         "device": str(device),
         "torch_threads": torch.get_num_threads(),
-        "history": fit_res.history,
+        "history": [{k: _finite_or_none(v) for k, v in h.items()} for h in fit_res.history],
         "timings": timings,
         "versions": library_versions(tuple(extra_versions)),
         "privacy_card": privacy_card,

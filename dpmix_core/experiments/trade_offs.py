@@ -34,7 +34,9 @@ from dpmix_core.runtime.store import ResultStore
 
 __all__ = [
     "epsilon_columns",
+    "COLLAPSED_MARKER",
     "JOB_KIND",
+    "all_collapsed",
     "Launch",
     "available_training_datasets",
     "custom_spec",
@@ -209,7 +211,7 @@ def launch_sweep(spec: SweepSpec, store: ResultStore, *, max_parallel: int | Non
 
 
 def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> pd.DataFrame:
-    """One row per run: what it is, where it stands, its error if any."""
+    """One row per run: what it is, where it stands, its error if any, and why it collapsed if it did."""
     rows = []
     for run in store.list_runs(ids=run_ids):
         cfg, prog = run.config, run.progress or {}
@@ -229,6 +231,7 @@ def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> pd.Da
             "where": ((prog.get("ray") or {}).get("node") and f"ray node {prog['ray']['node']}")
             or (f"{run.backend} @ {run.host}" if run.host else run.backend),
             "error": run.error_summary or "",
+            "note": (run.result or {}).get("collapse_reason") or "",  # a collapsed run says so, in a sentence
         })
     return pd.DataFrame(rows)
 
@@ -328,6 +331,17 @@ def _guarantee_mark(part: pd.DataFrame) -> dict:
     return {"suffix": "", "symbol": "circle", "dash": "solid", "size": 8}
 
 
+COLLAPSED_MARKER = {"symbol": "x-thin", "size": 14, "color": "#888", "line": {"width": 2, "color": "#888"}}
+
+
+def all_collapsed(agg: pd.DataFrame) -> pd.Series:
+    """True for aggregated rows whose runs all collapsed (never plotted as a normal point)."""
+    if "collapsed" not in agg.columns:
+        return pd.Series(False, index=agg.index)
+    runs = agg["runs"] if "runs" in agg.columns else agg["test_accuracy_count"]
+    return (agg["collapsed"].fillna(0) > 0) & (agg["collapsed"].fillna(0) >= runs.fillna(0))
+
+
 def trade_off_figure(
     agg: pd.DataFrame, axis: str | None, *, title: str = "", metric: str = "test_accuracy",
     epsilon_column: str | None = None, published: tuple[Published, ...] = (),
@@ -335,6 +349,7 @@ def trade_off_figure(
     """Accuracy (or MSE) vs the sweep axis: one line per series with ±1 std error bars.
 
     ``published`` points (the papers' numbers) are drawn as open stars, one trace per series.
+    Points whose runs all collapsed (constant predictor) are grey thin crosses named "(collapsed)".
 
     Runs the axis does not move (non-private, or a baseline on a sigma axis) are
     drawn as horizontal reference lines. With ``epsilon_column`` the mean epsilon
@@ -352,17 +367,29 @@ def trade_off_figure(
         part = part.sort_values("axis_value")
         colors[str(label)] = palette[len(colors) % len(palette)]
         mark = _guarantee_mark(part)
-        fig.add_trace(go.Scatter(
-            x=part["axis_value"], y=part[mean] * scale, name=str(label) + mark["suffix"], mode="lines+markers",
-            error_y={"type": "data", "array": [v * scale for v in _error_bars(part[std])], "visible": True},
-            line={"width": 2.5, "color": colors[str(label)], "dash": mark["dash"]},
-            marker={"size": mark["size"], "symbol": mark["symbol"]},
-        ))
+        dead = all_collapsed(part)
+        learned = part[~dead]
+        if len(learned):
+            fig.add_trace(go.Scatter(
+                x=learned["axis_value"], y=learned[mean] * scale, name=str(label) + mark["suffix"],
+                mode="lines+markers",
+                error_y={"type": "data", "array": [v * scale for v in _error_bars(learned[std])], "visible": True},
+                line={"width": 2.5, "color": colors[str(label)], "dash": mark["dash"]},
+                marker={"size": mark["size"], "symbol": mark["symbol"]},
+            ))
+        if dead.any():  # never a normal point: a grey thin cross, named as collapsed
+            fig.add_trace(go.Scatter(
+                x=part.loc[dead, "axis_value"], y=part.loc[dead, mean] * scale, name=f"{label} (collapsed)",
+                mode="markers", marker=dict(COLLAPSED_MARKER),
+                hovertext=["collapsed: the model never left the constant predictor"] * int(dead.sum()),
+            ))
     for _, row in flat.iterrows():
         if pd.isna(row[mean]):
             continue
-        fig.add_hline(y=row[mean] * scale, line={"dash": "dot", "color": "#444"},
-                      annotation_text=f"{row['label']}: {row[mean] * scale:.1f}{'%' if percent else ''}",
+        dead = bool(all_collapsed(pd.DataFrame([row])).iloc[0])
+        fig.add_hline(y=row[mean] * scale, line={"dash": "dot", "color": "#aaa" if dead else "#444"},
+                      annotation_text=f"{row['label']}{' (collapsed)' if dead else ''}: "
+                                      f"{row[mean] * scale:.1f}{'%' if percent else ''}",
                       annotation_position="top left")
     if percent:
         by_series: dict[str, list[Published]] = {}

@@ -135,6 +135,12 @@ class MixingRelease:
     every accountant's assumptions (e.g. z-scoring with statistics of the private
     data): its epsilons are then computed for reference but never labelled an
     upper bound.
+
+    ``feature_transform`` says what was mixed: "pixels", or a public,
+    data-independent map of each record applied before clipping and mixing
+    (e.g. ScatterNet + per-sample GroupNorm, DPFMix App. E.2). It does not
+    change the accounting (the bounds hold for the transformed records) but
+    every description of the release names it.
     """
 
     n: int
@@ -148,9 +154,12 @@ class MixingRelease:
     notes: tuple[str, ...] = field(default=())
     protects: Protects = Protects.FEATURES_AND_LABELS
     not_covered: str | None = None
+    feature_transform: str = "pixels"
 
     def __post_init__(self) -> None:
         check_positive_int("n", self.n)
+        if not (isinstance(self.feature_transform, str) and self.feature_transform.strip()):
+            raise ValueError(f"feature_transform must describe what was mixed. Found {self.feature_transform!r}.")
         check_positive_int("l (mix degree)", self.mix_degree)
         check_positive_int("T (number of synthetic points)", self.num_points)
         if self.mix_degree > self.n:
@@ -244,13 +253,13 @@ class MixingRelease:
         return replace(self, sigma_x=sigma_x, sigma_y=sigma_y)
 
     def describe(self) -> str:
-        """One line a person can read: sampling, adjacency, bounds, sizes."""
+        """One line a person can read: sampling, adjacency, bounds, sizes, what was mixed."""
         l_name = "m" if self.sampling is Sampling.POISSON else "l"
         n_name = "public n" if self.sampling is Sampling.POISSON else "n"
         text = (
             f"{self.sampling.value} sampling ({l_name}={self.mix_degree} of {n_name}={self.n}), "
             f"{self.adjacency.value} adjacency protecting {self.protects.value}, {self.bounds.describe()}, "
-            f"T={self.num_points}"
+            f"T={self.num_points}, features mixed: {self.feature_transform}"
         )
         if self.not_covered is not None:
             text += f"; NOT COVERED by any accountant: {self.not_covered}"

@@ -83,6 +83,7 @@ def privacy_card(synthesis: Synthesis, *, epsilons: list[dict] | None = None) ->
         "seed": config.seed,
         "released": {"points": int(data.x.shape[0]), "feature_dim": int(data.x.shape[1]),
                      "label_dim": int(data.y.shape[1])},
+        "feature_transform": getattr(release, "feature_transform", "pixels"),  # what was mixed (public map)
         "release_description": release.describe(),
         "delta": config.delta,
         "epsilons": [],

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dpmix_core.data import Dataset, public_zscore_constants
+from dpmix_core.data.scattering import FEATURE_TRANSFORMS, FEATURES, feature_dataset, scattering_shape
 from dpmix_core.mechanisms import (
     ClassCentricParams,
     DPMixParams,
@@ -64,14 +65,27 @@ class SynthesisConfig:
     label_epsilon: float = 1.0  # label-laplace
     label_task: str = "classification"
     feature_range: tuple[float, float] | None = None  # public bounds of float features (uint8 images: 0..255)
+    features: str = "pixels"  # what is mixed: "pixels" or "scattering" (ScatterNet + per-sample GroupNorm, DPFMix)
     seed: int = 0
     device: str = "cpu"
 
     def __post_init__(self) -> None:
         if self.mechanism not in MECHANISMS:
             raise ValueError(f"Unknown mechanism {self.mechanism!r}. Choose one of: {', '.join(MECHANISMS)}.")
+        if self.features not in FEATURES:
+            raise ValueError(f"Unknown features {self.features!r}. Choose one of: {', '.join(FEATURES)}.")
         if self.mechanism == "label-laplace":
+            if self.features != "pixels":
+                raise ValueError("label-laplace releases the real features unchanged; features must be 'pixels'.")
             return
+        unit_scaled = self.mechanism in ("dpmix", "local") or (
+            self.mechanism == "class-centric" and self.preprocessing == "unit")
+        if self.features != "pixels" and unit_scaled and self.feature_range is None:
+            raise ValueError(
+                f"{self.mechanism} scales features to [0,1] with public bounds, which {self.features} features lack: "
+                "use 'poisson' (clips ||x|| <= Cx, DPFMix), class-centric 'zscore' with public zscore_constants, "
+                "or give feature_range."
+            )
         if self.target_epsilon is None:
             if self.sigma_x is None:
                 raise ValueError("Give sigma_x (and sigma_y), or a target epsilon with an accountant.")
@@ -152,7 +166,7 @@ def resolve_preprocessing(config: SynthesisConfig, dataset_name: str) -> Synthes
     """
     if config.mechanism != "class-centric" or config.preprocessing != "zscore" or config.zscore_constants is not None:
         return config
-    constants = public_zscore_constants(dataset_name)
+    constants = public_zscore_constants(dataset_name) if config.features == "pixels" else None  # pixel constants
     if constants is None:
         raise ValueError(
             f"z-scoring {dataset_name!r} needs public constants: give a mean and std that do not depend on the "
@@ -167,13 +181,23 @@ def planned_release(config: SynthesisConfig, dataset: Dataset) -> MixingRelease:
     config = resolve_preprocessing(config, dataset.name)
     sx, sy = _sigmas(config)
     params = _params(config, sx, sy)
-    d, k = dataset.feature_dim, dataset.num_classes
+    d, k = _feature_dim(config, dataset), dataset.num_classes
     if isinstance(params, ClassCentricParams):
         counts = tuple(int(c) for c in dataset.class_counts())
-        return params.release(class_sizes=counts, dx=d, dy=k)
-    if isinstance(params, PoissonMixParams):
-        return params.release(n=dataset.n_train)
-    return params.release(n=dataset.n_train, dx=d, dy=k)
+        release = params.release(class_sizes=counts, dx=d, dy=k)
+    elif isinstance(params, PoissonMixParams):
+        release = params.release(n=dataset.n_train)
+    else:
+        release = params.release(n=dataset.n_train, dx=d, dy=k)
+    return replace(release, feature_transform=FEATURE_TRANSFORMS[config.features])
+
+
+def _feature_dim(config: SynthesisConfig, dataset: Dataset) -> int:
+    """d of the mixed records: the dataset's, or the feature transform's (ScatterNet: 81 x H/4 x W/4 per channel)."""
+    if config.features == "pixels":
+        return dataset.feature_dim
+    c, h, w = scattering_shape(dataset.x_train.shape[1:])
+    return c * h * w
 
 
 def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
@@ -203,14 +227,30 @@ def release_cost(config: SynthesisConfig, dataset: Dataset) -> Cost:
     return mixing_cost(T=T, l=l, d=dataset.feature_dim, k=dataset.num_classes, n=dataset.n_train)
 
 
-def synthesize(config: SynthesisConfig, dataset: Dataset, *, limits: Limits | None = None,
-               job: bool = False) -> Synthesis:
+def synthesize(config: SynthesisConfig, dataset: Dataset, *, transformed: Dataset | None = None,
+               limits: Limits | None = None, job: bool = False) -> Synthesis:
     """Run the configured mechanism on the training split (calibrating sigma first if asked).
+
+    With ``config.features`` other than "pixels" the records are first mapped
+    by that public feature transform (ScatterNet + per-sample GroupNorm, DPFMix
+    App. E.2), then clipped and mixed; the release says so. ``transformed``:
+    ``dataset`` already mapped by that transform (``feature_dataset``), to not
+    compute it twice.
 
     The estimated cost is checked first against ``limits`` (default: the environment's;
     ``job=True``: a background job, held to the job time limit): over a limit, a
-    :class:`~dpmix_core.resources.limits.LimitExceeded` names it before anything is computed."""
+    :class:`~dpmix_core.resources.limits.LimitExceeded` names it before anything is computed.
+    """
     check_cost(release_cost(config, dataset), limits or limits_from_env(), change="T or l", job=job)
+    if config.mechanism != "label-laplace" and config.features != "pixels":
+        config = resolve_sigma(config, dataset)  # calibrated on the feature release (same n, sizes, bounds)
+        feats = transformed if transformed is not None else feature_dataset(dataset, config.features,
+                                                                             device=config.device)
+        inner = synthesize(replace(config, features="pixels"), feats, limits=limits, job=job)
+        description = FEATURE_TRANSFORMS[config.features]
+        data = replace(inner.data, release=replace(inner.data.release, feature_transform=description),
+                       notes=(f"features mixed: {description}",) + tuple(inner.data.notes))
+        return Synthesis(data, config, dataset.name, feats.source, dataset.n_train)
     X = dataset.x_train.reshape(dataset.n_train, -1)
     y = dataset.y_train
     k = dataset.num_classes

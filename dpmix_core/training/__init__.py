@@ -2,14 +2,16 @@
 
 Modules (torch is imported by the ones that need it, not here):
 
-* :mod:`~dpmix_core.training.models` — thesis CNN (Table 4.1), DP-CDA CNN (batch-norm / GroupNorm),
+* :mod:`~dpmix_core.training.models` — thesis CNN (Table 4.1), DP-CDA CNN (Table 1; batch-norm / GroupNorm),
   ScatterNet + linear, linear / logistic;
 * :mod:`~dpmix_core.training.losses` — KL to noisy soft labels, CE on argmax, generalized KL, MSE;
 * :mod:`~dpmix_core.training.train` — the in-memory training loop and evaluation;
-* :mod:`~dpmix_core.training.scattering` — cached ScatterNet features (kymatio);
+* :mod:`~dpmix_core.data.scattering` — cached ScatterNet features (kymatio), per-sample GroupNorm;
 * :mod:`~dpmix_core.training.dpsgd` — DP-SGD with Opacus, calibrated with our accountants;
 * :mod:`~dpmix_core.training.pca` — Analyze-Gauss DP-PCA projection;
-* :mod:`~dpmix_core.experiments.runner` — ``run_job(config, reporter)`` / ``run_config(config)``.
+* :mod:`~dpmix_core.experiments.runner` — ``run_job(config, reporter)`` / ``run_config(config)``;
+* :mod:`~dpmix_core.training.protocols` — each model's paper protocol (optimiser, schedule, early stopping);
+* :mod:`~dpmix_core.training.collapse` — is the trained model the constant predictor?
 """
 
 from dpmix_core.training.names import LOSSES, METHODS, MODELS

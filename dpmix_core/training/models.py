@@ -87,15 +87,15 @@ class ThesisCNN(nn.Module):
 
 
 class DPCDACNN(nn.Module):
-    """DP-CDA CNN (Saha, Tonoy, Imtiaz, Table 1): conv blocks with batch-norm and dropout, then fc layers.
+    """DP-CDA CNN (Saha, Tonoy, Imtiaz, Table 1), layer by layer.
 
-    Block: conv 3x3 (same padding) -> norm -> ReLU -> max-pool 2 -> dropout 0.25,
-    with 32 then 64 channels; head: fc 128 -> ReLU -> dropout 0.5 -> fc K.
-    The widths and dropout rates are ours (a standard MNIST layout of that
-    shape): the paper's table could not be checked when this was written.
-    ``norm="batch"`` is the paper's batch-norm; ``norm="group"`` swaps in
-    GroupNorm (8 groups), which depends on one sample only, for DP-SGD (Opacus
-    rejects BatchNorm: it mixes the samples of a batch).
+    conv 32@5x5 (stride 1, padding 2) -> ReLU -> BatchNorm -> max-pool 2;
+    conv 64@3x3 (padding 1) -> ReLU -> BatchNorm -> max-pool 2; flatten
+    (3136 for 28x28); fc 100 -> ReLU -> dropout 0.5; fc 100 -> ReLU ->
+    dropout 0.5; fc K. ``norm="batch"`` is the paper's; ``norm="group"``
+    swaps in GroupNorm (8 groups), which depends on one sample only, for
+    DP-SGD (Opacus rejects BatchNorm: it mixes the samples of a batch).
+    Before #13 this class used guessed widths (3x3 convs, fc 128).
     """
 
     def __init__(self, input_shape: tuple[int, ...], num_outputs: int, *, norm: str = "batch") -> None:
@@ -103,18 +103,21 @@ class DPCDACNN(nn.Module):
         if norm not in ("batch", "group"):
             raise ValueError(f"norm must be 'batch' or 'group'. Found {norm!r}.")
 
-        def block(c_in: int, c_out: int) -> list[nn.Module]:
+        def block(c_in: int, c_out: int, kernel: int) -> list[nn.Module]:
             layer = nn.BatchNorm2d(c_out) if norm == "batch" else nn.GroupNorm(8, c_out)
-            return [nn.Conv2d(c_in, c_out, 3, padding=1), layer, nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.25)]
+            return [nn.Conv2d(c_in, c_out, kernel, padding=kernel // 2), nn.ReLU(), layer, nn.MaxPool2d(2)]
 
         self.features = nn.Sequential(
-            _ToImage(input_shape), *block(_channels(input_shape), 32), *block(32, 64), nn.Flatten()
+            _ToImage(input_shape), *block(_channels(input_shape), 32, 5), *block(32, 64, 3), nn.Flatten()
         )
         self.head = nn.Sequential(
-            nn.Linear(_flat_size(self.features, input_shape), 128),
+            nn.Linear(_flat_size(self.features, input_shape), 100),
             nn.ReLU(),
             nn.Dropout(0.5),
-            nn.Linear(128, num_outputs),
+            nn.Linear(100, 100),
+            nn.ReLU(),
+            nn.Dropout(0.5),
+            nn.Linear(100, num_outputs),
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -129,9 +132,13 @@ class ScatterLinear(nn.Module):
     Per-sample GroupNorm without learned parameters (27 groups of 3
     channels, as Tramer & Boneh) puts every sample on one scale whatever the
     release did to it (clipping, division by m); then one linear layer.
+    ``norm=False``: the linear layer only, for releases whose features were
+    group-normalised per sample *before* clipping and mixing (DPFMix App. E.2:
+    "we build a linear classifier upon the mixed features").
     """
 
-    def __init__(self, input_shape: tuple[int, ...], num_outputs: int, *, groups: int = 27) -> None:
+    def __init__(self, input_shape: tuple[int, ...], num_outputs: int, *, groups: int = 27,
+                 norm: bool = True) -> None:
         super().__init__()
         if len(input_shape) != 3:
             raise ValueError(f"scatter-linear takes scattering features of shape (C, h, w). Found {input_shape}.")
@@ -139,7 +146,7 @@ class ScatterLinear(nn.Module):
         if c % groups:
             raise ValueError(f"scattering channels ({c}) must be a multiple of the {groups} groups.")
         self.shape = (c, h, w)
-        self.norm = nn.GroupNorm(groups, c, affine=False)
+        self.norm = nn.GroupNorm(groups, c, affine=False) if norm else nn.Identity()
         self.linear = nn.Linear(c * h * w, num_outputs)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -158,8 +165,13 @@ class LinearModel(nn.Module):
         return self.linear(x.flatten(1))
 
 
-def build_model(name: str, *, input_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
-    """A fresh model by name (initialised from torch's global RNG: seed it first)."""
+def build_model(name: str, *, input_shape: tuple[int, ...], num_outputs: int,
+                normalised_features: bool = False) -> nn.Module:
+    """A fresh model by name (initialised from torch's global RNG: seed it first).
+
+    ``normalised_features``: the inputs are already group-normalised per sample (a
+    feature release, DPFMix App. E.2), so scatter-linear adds no GroupNorm of its own.
+    """
     input_shape = tuple(int(s) for s in input_shape)
     if name == "thesis-cnn":
         return ThesisCNN(input_shape, num_outputs)
@@ -168,7 +180,7 @@ def build_model(name: str, *, input_shape: tuple[int, ...], num_outputs: int) ->
     if name == "dpcda-cnn-gn":
         return DPCDACNN(input_shape, num_outputs, norm="group")
     if name == "scatter-linear":
-        return ScatterLinear(input_shape, num_outputs)
+        return ScatterLinear(input_shape, num_outputs, norm=not normalised_features)
     if name == "linear":
         return LinearModel(input_shape, num_outputs)
     raise ValueError(f"Unknown model {name!r}. Choose one of: {', '.join(MODELS)}.")

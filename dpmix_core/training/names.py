@@ -1,12 +1,13 @@
 """Names the training code accepts (no torch import: configs validate without loading torch)."""
 
+from dpmix_core.data.scattering import FEATURES  # noqa: F401 -- re-exported: the feature transforms live with the data
+
 METHODS = ("mixing", "non-private", "dp-sgd", "label-laplace", "dp-pca")
 MODELS = ("thesis-cnn", "dpcda-cnn", "dpcda-cnn-gn", "scatter-linear", "linear")
 IMAGE_MODELS = ("thesis-cnn", "dpcda-cnn", "dpcda-cnn-gn")
 BATCHNORM_MODELS = ("dpcda-cnn",)  # batch statistics mix samples: not DP-SGD compatible (Opacus refuses them)
 LOSSES = ("kl", "ce", "gkl", "mse")
-FEATURES = ("pixels", "scattering")
 OPTIMIZERS = ("adam", "sgd")
-SCHEDULES = ("constant", "step", "cosine")
+SCHEDULES = ("constant", "step", "multistep", "cosine")
 INPUT_NORMS = ("none", "rms")
 DPSGD_ACCOUNTANTS = ("pld-poisson", "rdp-poisson")

@@ -27,6 +27,7 @@ __all__ = [
     "FitResult",
     "make_optimizer",
     "lr_factor",
+    "EarlyStopper",
     "fit",
     "end_epoch",
     "evaluate",
@@ -36,7 +37,14 @@ __all__ = [
 
 @dataclass(frozen=True)
 class OptimSettings:
-    """Optimizer and schedule: Adam or SGD (momentum), constant / step (x gamma every k epochs) / cosine."""
+    """Optimizer and schedule: Adam or SGD (momentum), constant / step (x gamma every k epochs) / multistep / cosine.
+
+    ``multistep``: x gamma at each epoch in ``lr_milestones`` (DPFMix App. E.3:
+    ÷10 at 80, 120, 160). ``early_stopping``: patience in epochs on the
+    validation accuracy, restoring the best weights (thesis §4.2, appendix B:
+    Keras ``EarlyStopping(monitor='val_accuracy', patience=3,
+    restore_best_weights=True)``); None trains every epoch.
+    """
 
     optimizer: str = "adam"
     lr: float = 1e-3
@@ -47,12 +55,18 @@ class OptimSettings:
     lr_gamma: float = 0.5
     epochs: int = 10
     batch_size: int = 128
+    lr_milestones: tuple[int, ...] = ()
+    early_stopping: int | None = None
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {OPTIMIZERS}. Found {self.optimizer!r}.")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}. Found {self.schedule!r}.")
+        if self.schedule == "multistep" and not self.lr_milestones:
+            raise ValueError("schedule 'multistep' needs lr_milestones (epochs at which lr is multiplied by gamma).")
+        if self.early_stopping is not None and self.early_stopping < 1:
+            raise ValueError(f"early_stopping patience must be >= 1 or None. Found {self.early_stopping}.")
 
 
 def make_optimizer(params, settings: OptimSettings) -> torch.optim.Optimizer:
@@ -62,9 +76,14 @@ def make_optimizer(params, settings: OptimSettings) -> torch.optim.Optimizer:
 
 
 def lr_factor(settings: OptimSettings, epoch: int) -> float:
-    """Learning-rate multiplier in epoch ``epoch`` (0-based): step = gamma^(epoch // k) (thesis: halved every 10)."""
+    """Learning-rate multiplier in epoch ``epoch`` (0-based): step = gamma^(epoch // k) (thesis: halved every 10).
+
+    multistep = gamma^(number of milestones <= epoch), torch's MultiStepLR rule (DPFMix App. E.3).
+    """
     if settings.schedule == "step":
         return settings.lr_gamma ** (epoch // settings.lr_step_epochs)
+    if settings.schedule == "multistep":
+        return settings.lr_gamma ** sum(1 for m in settings.lr_milestones if m <= epoch)
     if settings.schedule == "cosine":
         return 0.5 * (1.0 + math.cos(math.pi * epoch / settings.epochs))
     return 1.0
@@ -80,6 +99,8 @@ class FitResult:
     history: list[dict] = field(default_factory=list)  # one dict per epoch
     samples: int = 0  # training samples processed (all epochs)
     seconds: float = 0.0  # time in training steps only (no evaluation)
+    best_epoch: int | None = None  # 1-based epoch whose weights were kept (early stopping), else None
+    stopped_early: bool = False
 
     @property
     def samples_per_second(self) -> float:
@@ -87,6 +108,38 @@ class FitResult:
 
 
 EpochCallback = Callable[[dict], None]
+
+
+class EarlyStopper:
+    """Keras ``EarlyStopping(monitor='val_accuracy', patience=p, restore_best_weights=True)`` (thesis appendix B).
+
+    ``update(model, val_accuracy)`` after each epoch returns True when ``patience``
+    epochs passed without a strictly better validation accuracy; ``restore``
+    loads the best epoch's weights back into the model.
+    """
+
+    def __init__(self, patience: int) -> None:
+        if patience < 1:
+            raise ValueError(f"patience must be >= 1. Found {patience}.")
+        self.patience = patience
+        self.best: float | None = None
+        self.best_epoch: int | None = None
+        self.best_state: dict | None = None
+        self.waited = 0
+
+    def update(self, model: nn.Module, val_accuracy: float | None, epoch: int) -> bool:
+        if val_accuracy is None:
+            return False
+        if self.best is None or val_accuracy > self.best:
+            self.best, self.best_epoch, self.waited = val_accuracy, epoch, 0
+            self.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            return False
+        self.waited += 1
+        return self.waited >= self.patience
+
+    def restore(self, model: nn.Module) -> None:
+        if self.best_state is not None:
+            model.load_state_dict(self.best_state)
 
 
 def fit(
@@ -108,7 +161,9 @@ def fit(
     ``on_epoch`` gets {epoch (1-based), loss (mean over the epoch), lr,
     val_accuracy, val_mse, val_loss, seconds (training time so far)} after each epoch;
     ``stop`` is polled between batches (it rate-limits itself) and at every
-    epoch end.
+    epoch end. With ``settings.early_stopping`` and a validation split,
+    training stops after that many epochs without a better validation
+    accuracy and the best epoch's weights are restored (thesis §4.2).
     """
     n = x.shape[0]
     if n == 0:
@@ -116,6 +171,8 @@ def fit(
     optimizer = make_optimizer(model.parameters(), settings)
     result = FitResult()
     bs = settings.batch_size
+    stopper = EarlyStopper(settings.early_stopping) if settings.early_stopping and x_val is not None and len(x_val) \
+        else None
     for epoch in range(settings.epochs):
         if stop is not None:
             stop(force=True)
@@ -140,6 +197,12 @@ def fit(
         result.samples += n
         end_epoch(result, model, epoch=epoch, loss=epoch_loss, lr=lr, loss_fn=loss_fn, task=task, x_val=x_val,
                   y_val=y_val, on_epoch=on_epoch)
+        if stopper is not None and stopper.update(model, result.history[-1]["val_accuracy"], epoch + 1):
+            result.stopped_early = True
+            break
+    if stopper is not None:
+        stopper.restore(model)
+        result.best_epoch = stopper.best_epoch
     return result
 
 
@@ -169,7 +232,10 @@ def predict(model: nn.Module, x: torch.Tensor, *, batch_size: int = 256) -> torc
 def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, task: str = "classification",
              num_classes: int | None = None, batch_size: int = 256,
              loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None) -> dict:
-    """{accuracy, accuracy_halves, mse, loss}: accuracy against class indices (1-D y) or argmax(y) (2-D y).
+    """{accuracy, accuracy_halves, mse, loss, prediction_share}: accuracy against class indices or argmax(y).
+
+    ``prediction_share`` (classification) is the largest fraction of rows
+    predicted as one class: near 1 for the constant predictor (collapse check).
 
     ``accuracy_halves`` is the accuracy on the even and on the odd rows (pick a
     hyper-parameter on one half, report the other). ``loss`` is ``loss_fn`` on
@@ -182,10 +248,11 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, task: str = 
     0..K-1 when ``num_classes`` is given).
     """
     if x.shape[0] == 0:
-        return {"accuracy": None, "accuracy_halves": [None, None], "mse": None, "loss": None}
+        return {"accuracy": None, "accuracy_halves": [None, None], "mse": None, "loss": None,
+                "prediction_share": None}
     out = predict(model, x, batch_size=batch_size)
     loss = float(loss_fn(out, y.to(out.device))) if loss_fn is not None else None
-    mse = None
+    mse, share = None, None
     if task == "regression":
         pred = out.reshape(-1).float()
         target = y.reshape(-1).float().to(pred.device)
@@ -194,7 +261,10 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, task: str = 
         correct = torch.round(pred.clamp(0, hi) if hi is not None else pred) == torch.round(target)
     else:
         labels = y.argmax(dim=1) if y.ndim == 2 else y
-        correct = out.argmax(dim=1) == labels.to(out.device)
+        pred = out.argmax(dim=1)
+        correct = pred == labels.to(out.device)
+        share = float(torch.bincount(pred).max()) / len(pred)
     correct = correct.float()
     halves = [float(correct[i::2].mean()) if len(correct[i::2]) else None for i in (0, 1)]
-    return {"accuracy": float(correct.mean()), "accuracy_halves": halves, "mse": mse, "loss": loss}
+    return {"accuracy": float(correct.mean()), "accuracy_halves": halves, "mse": mse, "loss": loss,
+            "prediction_share": share}

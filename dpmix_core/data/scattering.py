@@ -23,9 +23,33 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["scattering_features", "scattering_shape", "feature_cache_path", "CACHE_VERSION"]
+__all__ = [
+    "scattering_features",
+    "scattering_shape",
+    "feature_cache_path",
+    "group_normalise",
+    "feature_transform",
+    "feature_dataset",
+    "FEATURE_TRANSFORMS",
+    "FEATURES",
+    "GN_GROUPS",
+    "CACHE_VERSION",
+]
 
 CACHE_VERSION = "1"  # bump when the feature definition changes
+GN_GROUPS = 27  # DPFMix App. E.2 / Tramer & Boneh 2021: GroupNorm with 27 groups of ScatterNet channels
+
+# What a release mixed, in words (MixingRelease.feature_transform): public, data-independent maps of one record.
+FEATURE_TRANSFORMS = {
+    "pixels": "pixels",
+    "scattering": (
+        "ScatterNet features (kymatio 0.3 Scattering2D, J=2, L=8, Morlet wavelets) of pixels/255, then per-sample "
+        f"GroupNorm ({GN_GROUPS} groups, eps 1e-5, no learned parameters): a public, data-independent extractor "
+        "(DPFMix App. E.2); each record's features depend on that record only"
+    ),
+}
+
+FEATURES = tuple(FEATURE_TRANSFORMS)  # what a release (or a run) can mix: "pixels", "scattering"
 
 
 def _backend():
@@ -116,3 +140,53 @@ def scattering_features(
     if path is not None:
         _atomic_save(path, feats)
     return feats
+
+
+def group_normalise(feats: np.ndarray, *, groups: int = GN_GROUPS, batch_size: int = 4096) -> np.ndarray:
+    """Per-sample GroupNorm without parameters (DPFMix App. E.2): float32 (n, C, h, w) -> same shape.
+
+    Each sample's channels are split into ``groups`` groups, each set to mean 0
+    and variance 1 over its own entries (torch's ``group_norm``, eps 1e-5):
+    a function of that sample only, so it may precede clipping and mixing.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    feats = np.asarray(feats, dtype=np.float32)
+    if feats.ndim != 4 or feats.shape[1] % groups:
+        raise ValueError(f"features must have shape (n, C, h, w) with C a multiple of {groups}. Found {feats.shape}.")
+    out = np.empty_like(feats)
+    with torch.no_grad():
+        for start in range(0, feats.shape[0], batch_size):
+            chunk = torch.from_numpy(feats[start : start + batch_size])
+            out[start : start + len(chunk)] = F.group_norm(chunk, groups, eps=1e-5).numpy()
+    return out
+
+
+def feature_transform(name: str, images: np.ndarray, *, device: str = "cpu",
+                      check: Callable[[], None] | None = None) -> np.ndarray:
+    """The public feature map ``name`` (see FEATURE_TRANSFORMS) of raw records: float32 (n, d), flat.
+
+    "pixels": pixels/255 for uint8 images, float features unchanged.
+    "scattering": ScatterNet (J=2, L=8) of pixels/255, then per-sample GroupNorm (27 groups).
+    """
+    if name not in FEATURE_TRANSFORMS:
+        raise ValueError(f"Unknown feature transform {name!r}. Choose one of: {', '.join(FEATURE_TRANSFORMS)}.")
+    images = np.asarray(images)
+    if name == "pixels":
+        flat = images.reshape(images.shape[0], -1)
+        return flat.astype(np.float32) / np.float32(255) if images.dtype == np.uint8 else flat.astype(np.float32)
+    feats = group_normalise(scattering_features(images, device=device, check=check))
+    return feats.reshape(feats.shape[0], -1)
+
+
+def feature_dataset(dataset, name: str, *, device: str = "cpu", check: Callable[[], None] | None = None):
+    """``dataset`` with both splits mapped by the feature transform ``name`` (flat float32 rows); same labels."""
+    from dpmix_core.data import Dataset
+
+    if name == "pixels":
+        return dataset
+    x_test = None if dataset.x_test is None else feature_transform(name, dataset.x_test, device=device, check=check)
+    return Dataset(f"{dataset.name}-{name}", feature_transform(name, dataset.x_train, device=device, check=check),
+                   dataset.y_train, x_test, dataset.y_test, dataset.num_classes,
+                   f"{dataset.source}; {name} features", dataset.label_names)
