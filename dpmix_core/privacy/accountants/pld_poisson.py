@@ -21,9 +21,10 @@ FIRST_COMPOSED_BINS = 80_000  # first grid: composed PMF by FFT and truncation, 
 MAX_BINS = 2**22  # composed-PMF length cap: ~64 MB per complex FFT array, ~0.3 GB peak
 TIME_BUDGET = 0.3  # seconds of grid refinement per evaluation (the optimistic estimate adds at most as much)
 REFINE_RTOL = 1e-3  # stop refining once halving h moves epsilon by less than this fraction
-MAX_STEPS = 10**9  # above this no affordable grid beats RDP (rounding adds ~h per step; 1.5 s at 1e12 for 1.8e6)
+MAX_STEPS = 10**9  # above, no affordable grid beats RDP (at T = 1e12, h = 0.066: 1.5 s for eps = 1.8e6 vs RDP 6497)
 _TAIL_DELTA = 1e-15  # dp_accounting truncates composed tails at about this mass
 _GROWTH = 2.5  # measured cost ratio of one grid halving (both PMFs double, plus the FFT's log factor)
+
 
 class PldPoissonAccountant(Accountant):
     """Poisson-subsampled Gaussian composed T times as a privacy loss distribution.
@@ -38,12 +39,17 @@ class PldPoissonAccountant(Accountant):
     dp_accounting keeps, and the composed loss up to eps_RDP(1e-15) above and -40 below,
     since E_Q[e^L] <= 1). h is then halved while the time predicted from the last step
     stays within ``time_budget``, the composed PMF stays under ``MAX_BINS`` (memory) and
-    epsilon still moves by more than 0.1 %; the smallest pessimistic value is reported. ``details`` carries "epsilon_pessimistic" (the reported bound),
-    "epsilon_optimistic" (dp_accounting's optimistic privacy-buckets estimate at the final
-    h, a lower value: epsilon lies between the two), the interval "discretization" and
-    "rdp_epsilon". The rdp-poisson bound of the same release is always computed; when it
-    is smaller (astronomical T, where no affordable grid is fine enough) it is reported,
-    with the reason. The result is never above rdp-poisson.
+    epsilon still moves by more than 0.1 %; the smallest pessimistic value is reported.
+
+    ``details``: "epsilon_pessimistic" (the reported bound), "epsilon_optimistic"
+    (dp_accounting's optimistic privacy-buckets estimate at the final h, a lower value, so
+    epsilon lies between the two; buckets round every step down by up to h, so where T*h
+    exceeds epsilon, or T > 1e5, it is not computed and 0 is shown), "discretization" (h),
+    "grid_error_estimate" (what the last halving gained; the remaining error is about as
+    large) and "rdp_epsilon". The rdp-poisson bound of the same release is always computed
+    and reported, with the reason, when smaller; above T = 1e9 steps the PLD is skipped
+    (pessimistic rounding adds about h per step, so beating RDP would need h << eps/T).
+    The result is never above rdp-poisson.
     """
 
     name = "pld-poisson"
