@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
 
-.PHONY: run test bench clean
+.PHONY: run test lint bench clean
 
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
@@ -13,8 +13,13 @@ $(VENV)/.installed: requirements.txt
 run: $(VENV)/.installed
 	$(PY) -m streamlit run app.py --server.port $(PORT)
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed lint
 	$(PY) -m pytest -q
+
+lint: $(VENV)/.installed
+	$(PY) -m ruff check dpmix_core tests app.py app_pages bench
+	$(PY) -m ruff format --check dpmix_core tests app.py app_pages bench
+	$(PY) -m mypy
 
 bench: $(VENV)/.installed
 	$(PY) bench/bench_accountants.py

@@ -32,8 +32,14 @@ from dpmix_core.teaching import (
 
 K = "fnd_"  # session-state prefix of this page's widgets
 DEFAULTS = {
-    "seed": 0, "old_label": 3, "new_label": 8, "label_eps": 1.0,
-    "eps": 2.0, "delta": 1e-5, "calibration": "auto", "digit": 3,
+    "seed": 0,
+    "old_label": 3,
+    "new_label": 8,
+    "label_eps": 1.0,
+    "eps": 2.0,
+    "delta": 1e-5,
+    "calibration": "auto",
+    "digit": 3,
 }
 LABEL_EPS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
 CURVE_EPS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
@@ -73,8 +79,14 @@ def cached_accuracy(seed: int) -> pd.DataFrame:
 def cached_mean_images(digit: int, eps: float, delta: float, calibration: str, seed: int) -> MeanImageComparison:
     ds = load_data()
     return dp_mean_images(
-        ds.x_train, ds.y_train, label=digit, epsilon=eps, delta=delta, calibration=calibration,
-        num_classes=ds.num_classes, seed=seed,
+        ds.x_train,
+        ds.y_train,
+        label=digit,
+        epsilon=eps,
+        delta=delta,
+        calibration=calibration,
+        num_classes=ds.num_classes,
+        seed=seed,
     )
 
 
@@ -110,11 +122,17 @@ def _header(ds: Dataset) -> int:
     )
     c1, c2, c3 = st.columns([1.2, 1.2, 3.6], vertical_alignment="bottom")
     c1.number_input(
-        "Noise seed", min_value=0, step=1, key=K + "seed",
+        "Noise seed",
+        min_value=0,
+        step=1,
+        key=K + "seed",
         help="The same seed reproduces every noisy draw on this page.",
     )
     c2.button(
-        "New draw", key=K + "new_draw", icon=":material/casino:", on_click=_new_draw,
+        "New draw",
+        key=K + "new_draw",
+        icon=":material/casino:",
+        on_click=_new_draw,
         help="Seed + 1: fresh noise everywhere.",
     )
     c3.caption("All noise below is drawn from this seed: a demo is reproducible, and *New draw* shows another outcome.")
@@ -159,8 +177,10 @@ def _labels_section(ds: Dataset, seed: int) -> None:
         m1, m2 = st.columns(2)
         m1.metric("One-hot: b = 2/ε", f"{b_hot:.3g}")
         m2.metric(
-            f"Regression: b = {k - 1}/ε", f"{b_num:.3g}",
-            delta=f"×{b_num / b_hot:.3g} the noise", delta_color="inverse",
+            f"Regression: b = {k - 1}/ε",
+            f"{b_num:.3g}",
+            delta=f"×{b_num / b_hot:.3g} the noise",
+            delta_color="inverse",
         )
         st.caption(
             f"At ε = {eps:g} each of the {k} one-hot coordinates gets Laplace noise of scale {b_hot:.3g}; "
@@ -184,7 +204,10 @@ def _stats_controls(k: int) -> tuple[float, float, str, int]:
     )
     delta = c2.select_slider("δ (Gaussian only)", options=DELTAS, key=K + "delta", format_func=lambda d: f"{d:.0e}")
     calibration = c3.radio(
-        "Gaussian calibration", list(CALIBRATIONS), key=K + "calibration", format_func=CALIBRATIONS.get,
+        "Gaussian calibration",
+        list(CALIBRATIONS),
+        key=K + "calibration",
+        format_func=CALIBRATIONS.get,
         help="The classic σ = Δ₂·√(2 ln(1.25/δ))/ε is only proven for ε < 1; the analytic Gaussian mechanism "
         "finds the smallest σ that gives (ε, δ)-DP for any ε.",
     )

@@ -16,8 +16,21 @@ from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "mix_"
 # defaults that demo well: a release with moderate protection (rdp-wor eps ~ 4.4 on the embedded sample)
-DEFAULTS = {"mechanism": "class-centric", "l": 32, "prep": "zscore", "protect_labels": True, "T": 1000,
-            "sigma_x": 0.2, "ratio": 1.0, "delta": 1e-5, "use_target": False, "target": 8.0, "accountant": "rdp-wor", "seed": 0, "clip": 1.0}
+DEFAULTS = {
+    "mechanism": "class-centric",
+    "l": 32,
+    "prep": "zscore",
+    "protect_labels": True,
+    "T": 1000,
+    "sigma_x": 0.2,
+    "ratio": 1.0,
+    "delta": 1e-5,
+    "use_target": False,
+    "target": 8.0,
+    "accountant": "rdp-wor",
+    "seed": 0,
+    "clip": 1.0,
+}
 MECHANISM_HELP = {
     "dpmix": "DPMix (Lee et al. 2019): ℓ distinct records from the whole dataset, pixels in [0,1].",
     "class-centric": "Class-centric (thesis §4.2, DP-CDA): ℓ records of one class.",
@@ -58,8 +71,10 @@ for key, value in DEFAULTS.items():
     st.session_state.setdefault(K + key, value)
 
 st.title("Mixed samples")
-st.write("Each released point averages ℓ records and adds noise. Compare the records, their noise-free "
-         "average and what is actually released.")
+st.write(
+    "Each released point averages ℓ records and adds noise. Compare the records, their noise-free "
+    "average and what is actually released."
+)
 
 with st.expander("Use your own data (CSV with a label column, or .npz with x and y)"):
     upload = st.file_uploader("Dataset file", type=["csv", "npz"], key=K + "upload")
@@ -81,10 +96,17 @@ if needs_feature_range(dataset):
 c1, c2, c3 = st.columns(3)
 mechanism = c1.selectbox("Mechanism", PREVIEW_MECHANISMS, key=K + "mechanism")
 c1.caption(MECHANISM_HELP[mechanism])
-c1.number_input("ℓ — records per point (Poisson: expected m)", min_value=1, max_value=1_000_000, step=1, key=K + "l",
-                disabled=mechanism == "local")
-c2.number_input("T — points in the full release (ε is for all T)", min_value=1, max_value=100_000_000, step=1000,
-                key=K + "T")
+c1.number_input(
+    "ℓ — records per point (Poisson: expected m)",
+    min_value=1,
+    max_value=1_000_000,
+    step=1,
+    key=K + "l",
+    disabled=mechanism == "local",
+)
+c2.number_input(
+    "T — points in the full release (ε is for all T)", min_value=1, max_value=100_000_000, step=1000, key=K + "T"
+)
 c2.checkbox("Calibrate σ to a target ε", key=K + "use_target")
 use_target = st.session_state[K + "use_target"]
 if use_target:
@@ -101,33 +123,50 @@ PREP_LABELS = {
 }
 if mechanism == "class-centric":
     c3.selectbox("Features", list(PREP_LABELS), key=K + "prep", format_func=PREP_LABELS.get)
-    c3.checkbox("Protect labels (replace-one)", key=K + "protect_labels",
-                help="Off: the DP-CDA paper's reading (a neighbour swaps a record within its class); the record's "
-                "label is then not protected, and every ε says so.")
+    c3.checkbox(
+        "Protect labels (replace-one)",
+        key=K + "protect_labels",
+        help="Off: the DP-CDA paper's reading (a neighbour swaps a record within its class); the record's "
+        "label is then not protected, and every ε says so.",
+    )
 prep = st.session_state[K + "prep"] if mechanism == "class-centric" else "unit"
 public_z = public_zscore_constants(dataset.name)
 if prep in ("zscore", "zscore-private"):
     c3.number_input("c — L2 clip after z-scoring", min_value=1e-6, step=0.1, key=K + "clip")
 if prep == "zscore":
     z1, z2 = c3.columns(2)
-    z1.number_input("public mean", value=None if public_z is None else public_z[0], key=K + "z_mean",
-                    help="A constant that does not depend on the private data (built-in datasets: the documented "
-                    "normalisation constants, in pixel units).")
+    z1.number_input(
+        "public mean",
+        value=None if public_z is None else public_z[0],
+        key=K + "z_mean",
+        help="A constant that does not depend on the private data (built-in datasets: the documented "
+        "normalisation constants, in pixel units).",
+    )
     z2.number_input("public std", value=None if public_z is None else public_z[1], min_value=1e-9, key=K + "z_std")
 if prep == "zscore-private":
-    c3.error("Not covered: normalisation constants computed from the private data move every released point. "
-             "No ε below is an upper bound.")
+    c3.error(
+        "Not covered: normalisation constants computed from the private data move every released point. "
+        "No ε below is an upper bound."
+    )
 c3.number_input("Seed", min_value=0, max_value=2**32 - 1, step=1, key=K + "seed")
 c3.button("New draw (next seed)", on_click=_new_draw, key=K + "redraw")
 
 ss = st.session_state
 try:
     config = SynthesisConfig(
-        mechanism=mechanism, l=ss[K + "l"], T=ss[K + "T"], sigma_x=None if use_target else ss[K + "sigma_x"],
-        sigma_ratio=ss[K + "ratio"], target_epsilon=ss[K + "target"] if use_target else None,
-        accountant=ss[K + "accountant"] if use_target else None, delta=ss[K + "delta"], clip=ss[K + "clip"],
-        preprocessing=prep, protect_labels=mechanism != "class-centric" or ss[K + "protect_labels"],
-        seed=ss[K + "seed"], feature_range=feature_range,
+        mechanism=mechanism,
+        l=ss[K + "l"],
+        T=ss[K + "T"],
+        sigma_x=None if use_target else ss[K + "sigma_x"],
+        sigma_ratio=ss[K + "ratio"],
+        target_epsilon=ss[K + "target"] if use_target else None,
+        accountant=ss[K + "accountant"] if use_target else None,
+        delta=ss[K + "delta"],
+        clip=ss[K + "clip"],
+        preprocessing=prep,
+        protect_labels=mechanism != "class-centric" or ss[K + "protect_labels"],
+        seed=ss[K + "seed"],
+        feature_range=feature_range,
         zscore_constants=_public_constants(prep, ss.get(K + "z_mean"), ss.get(K + "z_std")),
     )
     preview = cached_preview(dataset, dataset_key, config)
@@ -137,15 +176,30 @@ except ValueError as exc:
 
 used = preview.config
 st.session_state[SHARED_RELEASE_KEY] = SharedRelease(
-    page="Mixed samples", n=dataset.n_train, l=used.l, T=used.T, sigma_x=used.sigma_x, sigma_y=used.sigma_y,
-    delta=used.delta, mechanism=used.mechanism,
+    page="Mixed samples",
+    n=dataset.n_train,
+    l=used.l,
+    T=used.T,
+    sigma_x=used.sigma_x,
+    sigma_y=used.sigma_y,
+    delta=used.delta,
+    mechanism=used.mechanism,
 )
 st.subheader("Privacy of the full release")
 st.write(f"σx = {used.sigma_x:.4g}, σy = {used.sigma_y:.4g}, T = {used.T:,} points, δ = {used.delta:.2g}.")
 st.dataframe(
-    [{"accountant": e.accountant, "ε": format_epsilon(e.epsilon), "guarantee": e.guarantee,
-      "assumptions": e.assumptions, "note": e.reason or ""} for e in preview.epsilons],
-    hide_index=True, width="stretch",
+    [
+        {
+            "accountant": e.accountant,
+            "ε": format_epsilon(e.epsilon),
+            "guarantee": e.guarantee,
+            "assumptions": e.assumptions,
+            "note": e.reason or "",
+        }
+        for e in preview.epsilons
+    ],
+    hide_index=True,
+    width="stretch",
 )
 
 for caveat in preview.caveats:
@@ -155,7 +209,9 @@ st.subheader("Per class: records → noise-free mixture → released point")
 st.caption(preview.display_note + " Uniform mixing groups points by the class with the largest label share.")
 for cls in preview.classes:
     cols = st.columns([4, 2, 2])
-    cols[0].image(list(cls.originals), width=64, caption=[f"record, class {cls.label}"] + [""] * (len(cls.originals) - 1))
+    cols[0].image(
+        list(cls.originals), width=64, caption=[f"record, class {cls.label}"] + [""] * (len(cls.originals) - 1)
+    )
     if len(cls.clean):
         cols[1].image(list(cls.clean), width=64, caption=["noise-free"] + [""] * (len(cls.clean) - 1))
         cols[2].image(list(cls.noisy), width=64, caption=["released"] + [""] * (len(cls.noisy) - 1))

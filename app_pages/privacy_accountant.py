@@ -28,9 +28,21 @@ from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "acc_"  # session-state prefix of this page's widgets
 DEFAULTS = {
-    "n": 60000, "l": 256, "T": 10000, "sigma_x": 0.0711, "ratio": 1.0, "delta": 1e-5,
-    "dx": 784, "dy": 10, "clip": 1.0, "clip_x": 1.0, "clip_y": 1.0,
-    "class_centric": False, "classes": 10, "protect_labels": True, "private_norm": False,
+    "n": 60000,
+    "l": 256,
+    "T": 10000,
+    "sigma_x": 0.0711,
+    "ratio": 1.0,
+    "delta": 1e-5,
+    "dx": 784,
+    "dy": 10,
+    "clip": 1.0,
+    "clip_x": 1.0,
+    "clip_y": 1.0,
+    "class_centric": False,
+    "classes": 10,
+    "protect_labels": True,
+    "private_norm": False,
     "pld_accuracy": 0.2,
 }
 
@@ -61,10 +73,21 @@ def _apply_preset() -> None:
         return
     s = preset.setting
     values = {
-        "n": s.n, "l": s.l, "T": s.T, "sigma_x": s.sigma_x, "ratio": preset.sigma_ratio, "delta": preset.delta,
-        "dx": s.dx, "dy": s.dy, "clip": s.clip or 1.0, "clip_x": s.clip_x, "clip_y": s.clip_y,
-        "class_centric": s.class_sizes is not None, "classes": len(s.class_sizes or ()) or 10,
-        "protect_labels": s.protect_labels, "private_norm": s.not_covered is not None,
+        "n": s.n,
+        "l": s.l,
+        "T": s.T,
+        "sigma_x": s.sigma_x,
+        "ratio": preset.sigma_ratio,
+        "delta": preset.delta,
+        "dx": s.dx,
+        "dy": s.dy,
+        "clip": s.clip or 1.0,
+        "clip_x": s.clip_x,
+        "clip_y": s.clip_y,
+        "class_centric": s.class_sizes is not None,
+        "classes": len(s.class_sizes or ()) or 10,
+        "protect_labels": s.protect_labels,
+        "private_norm": s.not_covered is not None,
         "model": preset.release_model,
     }
     if preset.target_epsilon is not None and preset.calibrate_with is not None:
@@ -90,8 +113,9 @@ def _controls() -> tuple[MixingSetting | None, float]:
         st.caption(f"{preset.source}. {preset.note}")
     c1, c2, c3 = st.columns(3)
     c1.number_input("n — records in the private dataset", min_value=1, max_value=10**10, step=1000, key=K + "n")
-    c1.number_input("ℓ — records mixed per point (Poisson: expected m)", min_value=1, max_value=10**7, step=1,
-                    key=K + "l")
+    c1.number_input(
+        "ℓ — records mixed per point (Poisson: expected m)", min_value=1, max_value=10**7, step=1, key=K + "l"
+    )
     c2.number_input("T — synthetic points released", min_value=1, max_value=10**9, step=1000, key=K + "T")
     c2.number_input("σx — feature noise std", min_value=0.0, step=0.01, format="%.4f", key=K + "sigma_x")
     c3.number_input("λ = σy / σx", min_value=0.0, step=0.1, format="%.3f", key=K + "ratio")
@@ -105,16 +129,19 @@ def _controls() -> tuple[MixingSetting | None, float]:
         b2.number_input("Cy — label clip (DPFMix)", min_value=1e-6, step=0.1, key=K + "clip_y")
         b3.checkbox("Class-centric mixing (ℓ records of one class)", key=K + "class_centric")
         b3.number_input("K equal classes", min_value=1, max_value=10**5, step=1, key=K + "classes")
-        b3.checkbox("Protect labels (replace-one; off: DP-CDA's same-class swap, features only)",
-                    key=K + "protect_labels",
-                    help="Class-centric only. Off reproduces the DP-CDA paper's reading: a neighbour swaps a "
-                    "record within its class, so the record's label is not protected.")
-        b3.checkbox("Normalised with statistics of the private data", key=K + "private_norm",
-                    help="e.g. z-scored with the private mean/std: one record then moves every released point, "
-                    "so no accountant covers the release; ε is shown for reference only.")
-        b3.slider(
-            "PLD relative accuracy (smaller = finer grid, slower)", 0.02, 1.0, step=0.02, key=K + "pld_accuracy"
+        b3.checkbox(
+            "Protect labels (replace-one; off: DP-CDA's same-class swap, features only)",
+            key=K + "protect_labels",
+            help="Class-centric only. Off reproduces the DP-CDA paper's reading: a neighbour swaps a "
+            "record within its class, so the record's label is not protected.",
         )
+        b3.checkbox(
+            "Normalised with statistics of the private data",
+            key=K + "private_norm",
+            help="e.g. z-scored with the private mean/std: one record then moves every released point, "
+            "so no accountant covers the release; ε is shown for reference only.",
+        )
+        b3.slider("PLD relative accuracy (smaller = finer grid, slower)", 0.02, 1.0, step=0.02, key=K + "pld_accuracy")
     ss = st.session_state
     ratio = ss[K + "ratio"]
     st.caption(f"σy = λ·σx = {ratio * ss[K + 'sigma_x']:.4g}")
@@ -126,9 +153,17 @@ def _controls() -> tuple[MixingSetting | None, float]:
                 raise ValueError(f"n = {ss[K + 'n']} does not split into K = {classes} equal classes.")
             class_sizes = (ss[K + "n"] // classes,) * classes
         setting = MixingSetting(
-            n=ss[K + "n"], l=ss[K + "l"], T=ss[K + "T"], sigma_x=ss[K + "sigma_x"],
-            sigma_y=ratio * ss[K + "sigma_x"], dx=ss[K + "dx"], dy=ss[K + "dy"], clip=ss[K + "clip"],
-            clip_x=ss[K + "clip_x"], clip_y=ss[K + "clip_y"], class_sizes=class_sizes,
+            n=ss[K + "n"],
+            l=ss[K + "l"],
+            T=ss[K + "T"],
+            sigma_x=ss[K + "sigma_x"],
+            sigma_y=ratio * ss[K + "sigma_x"],
+            dx=ss[K + "dx"],
+            dy=ss[K + "dy"],
+            clip=ss[K + "clip"],
+            clip_x=ss[K + "clip_x"],
+            clip_y=ss[K + "clip_y"],
+            class_sizes=class_sizes,
             protect_labels=ss[K + "protect_labels"] or class_sizes is None,
             not_covered=PRIVATE_NORMALISATION if ss[K + "private_norm"] else None,
         )
@@ -147,12 +182,19 @@ def cached_reading(setting: MixingSetting, delta: float, model: str, pld_accurac
 
 def _headline(setting: MixingSetting, delta: float) -> ReleaseReading | None:
     """One headline for the release model the user picks: its tightest rigorous ε, in words."""
-    model = st.radio("Release model", list(RELEASE_MODELS), format_func=RELEASE_MODELS.get, key=K + "model",
-                     horizontal=False, help="Rows of the table below with other assumptions describe other "
-                     "releases; the headline speaks for one.")
+    model = st.radio(
+        "Release model",
+        list(RELEASE_MODELS),
+        format_func=RELEASE_MODELS.get,
+        key=K + "model",
+        horizontal=False,
+        help="Rows of the table below with other assumptions describe other releases; the headline speaks for one.",
+    )
     if setting.not_covered is not None:
-        st.warning(f"No ε on this page is an upper bound for this release — not covered: {setting.not_covered}. "
-                   "Use public normalisation constants (or [0,1] features) for a release the accountants cover.")
+        st.warning(
+            f"No ε on this page is an upper bound for this release — not covered: {setting.not_covered}. "
+            "Use public normalisation constants (or [0,1] features) for a release the accountants cover."
+        )
         return None
     reading = cached_reading(setting, delta, model, st.session_state[K + "pld_accuracy"])
     if reading.accountant is None:
@@ -161,8 +203,10 @@ def _headline(setting: MixingSetting, delta: float) -> ReleaseReading | None:
     h = headline(reading.epsilon, delta, reading.accountant)
     c1, c2 = st.columns([1, 3])
     c1.metric(f"ε at δ = {delta:.2g}", f"{reading.epsilon:.3g}", help=f"{reading.accountant}, {reading.guarantee}")
-    c2.markdown(f"**{h.label.capitalize()} protection** ({reading.accountant}, {reading.guarantee}).  \n"
-                f"{h.odds[0].upper() + h.odds[1:]}; {h.test}.")
+    c2.markdown(
+        f"**{h.label.capitalize()} protection** ({reading.accountant}, {reading.guarantee}).  \n"
+        f"{h.odds[0].upper() + h.odds[1:]}; {h.test}."
+    )
     return reading
 
 
@@ -172,27 +216,51 @@ def _table(setting: MixingSetting, delta: float) -> None:
         table.drop(columns=["epsilon", "reference", "upper_bound"]),
         hide_index=True,
         width="stretch",
-        column_config={"assumptions": st.column_config.TextColumn(width="large"),
-                       "ε": st.column_config.TextColumn(width="medium")},
+        column_config={
+            "assumptions": st.column_config.TextColumn(width="large"),
+            "ε": st.column_config.TextColumn(width="medium"),
+        },
     )
-    st.caption("Every accountant, each on the release its paper analyses: rows with different assumptions "
-               "describe different releases and are not interchangeable.")
+    st.caption(
+        "Every accountant, each on the release its paper analyses: rows with different assumptions "
+        "describe different releases and are not interchangeable."
+    )
 
 
 def _attacker(reading: ReleaseReading | None, delta: float) -> None:
     if reading is None or reading.profile is None:
         st.info("No rigorous bound, so no guarantee about attacks on this release.")
         return
-    st.markdown("What the best possible attacker can do. Asked *\"was this person's record used?\"*, every test "
-                "trades false alarms (α) against misses (β); differential privacy keeps β above the red curve. "
-                "The closer to the dotted diagonal, the closer to a coin flip.")
+    st.markdown(
+        'What the best possible attacker can do. Asked *"was this person\'s record used?"*, every test '
+        "trades false alarms (α) against misses (β); differential privacy keeps β above the red curve. "
+        "The closer to the dotted diagonal, the closer to a coin flip."
+    )
     c1, c2 = st.columns(2)
-    c1.plotly_chart(tradeoff_figure(reading.alphas, reading.beta_bound, reading.gdp_beta, mu=reading.gdp_mu,
-                                    title="Trade-off curve of the best membership test"), width="stretch")
-    c2.plotly_chart(profile_figure(reading.profile.epsilons, reading.profile.deltas, delta=delta,
-                                   epsilon=reading.epsilon, title="Privacy profile δ(ε)"), width="stretch")
-    st.caption(f"Curves from the release's {reading.profile.method}; the headline ε comes from "
-               f"{reading.accountant}. Gaussian DP with the same δ at that ε is shown for reference.")
+    c1.plotly_chart(
+        tradeoff_figure(
+            reading.alphas,
+            reading.beta_bound,
+            reading.gdp_beta,
+            mu=reading.gdp_mu,
+            title="Trade-off curve of the best membership test",
+        ),
+        width="stretch",
+    )
+    c2.plotly_chart(
+        profile_figure(
+            reading.profile.epsilons,
+            reading.profile.deltas,
+            delta=delta,
+            epsilon=reading.epsilon,
+            title="Privacy profile δ(ε)",
+        ),
+        width="stretch",
+    )
+    st.caption(
+        f"Curves from the release's {reading.profile.method}; the headline ε comes from "
+        f"{reading.accountant}. Gaussian DP with the same δ at that ε is shown for reference."
+    )
 
 
 def _curves(setting: MixingSetting, delta: float) -> None:
@@ -204,8 +272,10 @@ def _curves(setting: MixingSetting, delta: float) -> None:
     curves = cached_curves(curve_anchor(setting, axis), delta, axis, ratio, st.session_state[K + "pld_accuracy"])
     current = {"sigma": setting.sigma_x, "T": setting.T, "l": setting.l}[axis]
     st.plotly_chart(epsilon_curve_figure(curves, axis, delta=delta, current=current), width="stretch")
-    st.caption("Solid: rigorous upper bounds. Dashed: the CLT approximation, or every ε of a release no accountant "
-               "covers. Missing points: ε infinite or above 10⁶ (no noise, or too little for the bound to hold).")
+    st.caption(
+        "Solid: rigorous upper bounds. Dashed: the CLT approximation, or every ε of a release no accountant "
+        "covers. Missing points: ε infinite or above 10⁶ (no noise, or too little for the bound to hold)."
+    )
 
 
 def _add_to_budget(item) -> None:
@@ -214,15 +284,22 @@ def _add_to_budget(item) -> None:
 
 
 def _budget(reading: ReleaseReading | None, delta: float) -> None:
-    st.markdown("Releasing the same dataset more than once spends privacy each time. Add this release and the "
-                "others you made from the same records; the total is their exact composition (Rényi DP), "
-                "not the sum of the ε's.")
+    st.markdown(
+        "Releasing the same dataset more than once spends privacy each time. Add this release and the "
+        "others you made from the same records; the total is their exact composition (Rényi DP), "
+        "not the sum of the ε's."
+    )
     items = st.session_state.get(K + "budget", [])
     if reading is not None and reading.release is not None:
-        name = f"{RELEASE_MODELS[reading.model].split(' (')[0]}: ℓ = {reading.release.mix_degree}, " \
-               f"T = {reading.release.num_points:,}, σx = {reading.release.sigma_x:.3g}"
-        st.button("Add this release to the budget", key=K + "budget_add",
-                  on_click=lambda: _add_to_budget(mixing_item(name, reading.release)))
+        name = (
+            f"{RELEASE_MODELS[reading.model].split(' (')[0]}: ℓ = {reading.release.mix_degree}, "
+            f"T = {reading.release.num_points:,}, σx = {reading.release.sigma_x:.3g}"
+        )
+        st.button(
+            "Add this release to the budget",
+            key=K + "budget_add",
+            on_click=lambda: _add_to_budget(mixing_item(name, reading.release)),
+        )
     with st.expander("Add another kind of release of the same data"):
         kind = st.radio("Kind", ["DP-PCA", "label-only Laplace", "DP-SGD model"], horizontal=True, key=K + "b_kind")
         b1, b2, b3, b4 = st.columns(4)
@@ -270,11 +347,15 @@ def cached_report(setting: MixingSetting, delta: float, model: str, pld_accuracy
 
 def _report(setting: MixingSetting, delta: float) -> None:
     st.subheader("Share")
-    if st.button("Prepare a one-file HTML report (settings, plain-language reading, table, figures)",
-                 key=K + "report"):
+    if st.button("Prepare a one-file HTML report (settings, plain-language reading, table, figures)", key=K + "report"):
         page = cached_report(setting, delta, st.session_state[K + "model"], st.session_state[K + "pld_accuracy"])
-        st.download_button("Download the report (.html, opens offline)", data=page.encode(),
-                           file_name="dpmix_privacy_report.html", mime="text/html", key=K + "report_download")
+        st.download_button(
+            "Download the report (.html, opens offline)",
+            data=page.encode(),
+            file_name="dpmix_privacy_report.html",
+            mime="text/html",
+            key=K + "report_download",
+        )
 
 
 def _calibrate(setting: MixingSetting, delta: float) -> None:
@@ -332,14 +413,25 @@ st.write(
 setting, delta = _controls()
 if setting is not None:
     st.session_state[SHARED_RELEASE_KEY] = SharedRelease(
-        page="Privacy accountant", n=setting.n, l=setting.l, T=setting.T, sigma_x=setting.sigma_x,
-        sigma_y=setting.sigma_y, delta=delta,
+        page="Privacy accountant",
+        n=setting.n,
+        l=setting.l,
+        T=setting.T,
+        sigma_x=setting.sigma_x,
+        sigma_y=setting.sigma_y,
+        delta=delta,
     )
     reading = _headline(setting, delta)
     _table(setting, delta)
     tab_curves, tab_attack, tab_budget, tab_cal, tab_explain, tab_context = st.tabs(
-        ["Curves", "What an attacker can do", "Privacy budget", "Calibrate σ for a target ε",
-         "What each accountant does", "What ε means"]
+        [
+            "Curves",
+            "What an attacker can do",
+            "Privacy budget",
+            "Calibrate σ for a target ε",
+            "What each accountant does",
+            "What ε means",
+        ]
     )
     with tab_budget:
         _budget(reading, delta)

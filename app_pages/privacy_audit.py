@@ -57,20 +57,28 @@ def _empirical() -> None:
     # defaults that demo well: the correct mechanism is consistent, the 'buggy' switch (0.1 x noise) is caught
     for key, value in {"n": 20, "l": 1, "T": 1, "sx": 4.0, "sy": 4.0}.items():
         st.session_state.setdefault(K + key, value)
-    mechanism = c1.selectbox("Mechanism", ["dpmix", "poisson"], key=K + "mech",
-                             help="dpmix: sampling without replacement, replace-one; poisson: add/remove-one")
+    mechanism = c1.selectbox(
+        "Mechanism",
+        ["dpmix", "poisson"],
+        key=K + "mech",
+        help="dpmix: sampling without replacement, replace-one; poisson: add/remove-one",
+    )
     n = c1.number_input("n (records)", min_value=2, max_value=10**7, key=K + "n")
     l = c1.number_input("ℓ (Poisson: m)", min_value=1, max_value=10**6, key=K + "l")
     T = c2.number_input("T (points released)", min_value=1, max_value=10**7, key=K + "T")
     sx = c2.number_input("σx", min_value=1e-4, format="%.4f", key=K + "sx")
     sy = c2.number_input("σy", min_value=1e-4, format="%.4f", key=K + "sy")
     trials = c3.select_slider("Trials per dataset", [1000, 3000, 10000, 30000, 100000], value=10000, key=K + "trials")
-    scale = c3.select_slider("Noise actually added (× σ) — simulate a buggy implementation", [0.1, 0.3, 1.0],
-                             value=1.0, key=K + "scale")
+    scale = c3.select_slider(
+        "Noise actually added (× σ) — simulate a buggy implementation", [0.1, 0.3, 1.0], value=1.0, key=K + "scale"
+    )
     seed = c3.number_input("Seed", min_value=0, max_value=2**32 - 1, value=0, key=K + "seed")
     try:
-        result = cached_audit(AuditConfig(mechanism=mechanism, n=n, l=l, T=T, sigma_x=sx, sigma_y=sy, trials=trials,
-                                          noise_scale=scale, seed=seed))
+        result = cached_audit(
+            AuditConfig(
+                mechanism=mechanism, n=n, l=l, T=T, sigma_x=sx, sigma_y=sy, trials=trials, noise_scale=scale, seed=seed
+            )
+        )
     except ValueError as exc:
         st.error(str(exc))
         return
@@ -79,20 +87,34 @@ def _empirical() -> None:
     m2.metric("Smallest guaranteed ε (upper bound)", format_epsilon(result.smallest_upper_bound))
     m3.metric("Verdict", "VIOLATION" if result.violation else "consistent")
     if result.violation:
-        st.error("The measured lower bound exceeds a guaranteed upper bound: the release leaks more than its "
-                 "accountant claims. (With the noise scale below 1 this is the expected catch of a buggy mechanism.)")
+        st.error(
+            "The measured lower bound exceeds a guaranteed upper bound: the release leaks more than its "
+            "accountant claims. (With the noise scale below 1 this is the expected catch of a buggy mechanism.)"
+        )
     else:
-        st.success("Consistent: the attack never beats the guarantee. The gap shows how loose the accountants are "
-                   "for this worst-case canary (or that more trials are needed).")
+        st.success(
+            "Consistent: the attack never beats the guarantee. The gap shows how loose the accountants are "
+            "for this worst-case canary (or that more trials are needed)."
+        )
     st.dataframe(
-        [{"accountant": r.accountant, "ε": format_epsilon(r.epsilon), "guarantee": r.guarantee,
-          "assumptions": r.assumptions} for r in result.accountant_results],
-        hide_index=True, width="stretch",
+        [
+            {
+                "accountant": r.accountant,
+                "ε": format_epsilon(r.epsilon),
+                "guarantee": r.guarantee,
+                "assumptions": r.assumptions,
+            }
+            for r in result.accountant_results
+        ],
+        hide_index=True,
+        width="stretch",
     )
-    st.caption(f"Test: {result.test}. False-positive rate {result.fpr:.4f} (≤ {result.fpr_upper:.4f}), "
-               f"false-negative rate {result.fnr:.4f} (≤ {result.fnr_upper:.4f}), threshold chosen on "
-               f"{result.trials - result.evaluation_trials:,} runs and evaluated on {result.evaluation_trials:,} "
-               f"independent runs per dataset; {result.seconds:.2f} s.")
+    st.caption(
+        f"Test: {result.test}. False-positive rate {result.fpr:.4f} (≤ {result.fpr_upper:.4f}), "
+        f"false-negative rate {result.fnr:.4f} (≤ {result.fnr_upper:.4f}), threshold chosen on "
+        f"{result.trials - result.evaluation_trials:,} runs and evaluated on {result.evaluation_trials:,} "
+        f"independent runs per dataset; {result.seconds:.2f} s."
+    )
 
 
 def _membership(dataset, key: str) -> None:
@@ -106,14 +128,22 @@ def _membership(dataset, key: str) -> None:
     l = c1.number_input("ℓ", min_value=1, max_value=10**5, key=K + "mia_l")
     T = c1.number_input("T", min_value=1, max_value=10**6, value=2000, step=500, key=K + "mia_T")
     eps_text = c2.text_input("ε values (comma-separated)", "8, 1", key=K + "mia_eps")
-    members = c2.number_input("Member records", min_value=50, max_value=100_000, value=300, step=50,
-                              key=K + "mia_members")
-    epochs = c3.number_input("Training epochs (more = more overfitting)", min_value=1, max_value=2000, value=100,
-                             key=K + "mia_epochs")
+    members = c2.number_input(
+        "Member records", min_value=50, max_value=100_000, value=300, step=50, key=K + "mia_members"
+    )
+    epochs = c3.number_input(
+        "Training epochs (more = more overfitting)", min_value=1, max_value=2000, value=100, key=K + "mia_epochs"
+    )
     seed = c3.number_input("Seed", min_value=0, max_value=2**32 - 1, value=0, key=K + "mia_seed")
     try:
-        config = job_config(l=l, T=T, epsilons=tuple(float(v) for v in eps_text.split(",") if v.strip()),
-                            members=members, epochs=epochs, seed=seed)
+        config = job_config(
+            l=l,
+            T=T,
+            epsilons=tuple(float(v) for v in eps_text.split(",") if v.strip()),
+            members=members,
+            epochs=epochs,
+            seed=seed,
+        )
     except ValueError as exc:
         st.error(str(exc) if "could not convert" not in str(exc) else f"ε values must be numbers: {eps_text!r}.")
         return
@@ -132,10 +162,16 @@ def _membership(dataset, key: str) -> None:
         if run.status != "done":
             st.error(f"The attack run {run.status}: {run.error_summary}")
             return
-        st.dataframe(run.result["rows"], hide_index=True, width="stretch",
-                     column_order=["label", "epsilon", "AUC", "advantage", "train acc", "test acc", "gap"])
-        st.caption("ε per row from the release's applicable accountants (upper bounds), for a release made from "
-                   "the member records only. Non-members are other records of the same training split.")
+        st.dataframe(
+            run.result["rows"],
+            hide_index=True,
+            width="stretch",
+            column_order=["label", "epsilon", "AUC", "advantage", "train acc", "test acc", "gap"],
+        )
+        st.caption(
+            "ε per row from the release's applicable accountants (upper bounds), for a release made from "
+            "the member records only. Non-members are other records of the same training split."
+        )
 
     attack_status()
 
@@ -165,21 +201,29 @@ def _reidentification(dataset, key: str) -> None:
     except ValueError as exc:
         st.error(str(exc))
         return
-    st.metric("Released points that match one training record (nearest ≪ typical distance)",
-              f"{result.leaked_fraction:.0%}")
+    st.metric(
+        "Released points that match one training record (nearest ≪ typical distance)", f"{result.leaked_fraction:.0%}"
+    )
     for i in range(len(result.released)):
         cols = st.columns([1, 3])
         cols[0].image(result.released[i].clip(0, 1), width=84, caption="released")
-        cols[1].image([img.clip(0, 1) for img in result.neighbours[i]], width=84,
-                      caption=[f"d={d:.2f}" for d in result.distances[i]])
-    st.caption(f"Distances in {result.space}; typical nearest-neighbour distance between training records "
-               f"{result.reference_distance:.2f}. ε of the full release (T = 10,000; rigorous upper bounds): "
-               + ", ".join(f"{k} {format_epsilon(v)}" for k, v in result.epsilon.items()))
+        cols[1].image(
+            [img.clip(0, 1) for img in result.neighbours[i]],
+            width=84,
+            caption=[f"d={d:.2f}" for d in result.distances[i]],
+        )
+    st.caption(
+        f"Distances in {result.space}; typical nearest-neighbour distance between training records "
+        f"{result.reference_distance:.2f}. ε of the full release (T = 10,000; rigorous upper bounds): "
+        + ", ".join(f"{k} {format_epsilon(v)}" for k, v in result.epsilon.items())
+    )
 
 
 st.title("Privacy audit")
-st.write("Accountants promise an upper bound on ε. This page looks for evidence from the other side: attacks "
-         "on the mechanism, on models trained from the release, and on the released points themselves.")
+st.write(
+    "Accountants promise an upper bound on ε. This page looks for evidence from the other side: attacks "
+    "on the mechanism, on models trained from the release, and on the released points themselves."
+)
 dataset = cached_dataset()
 if isinstance(shared := st.session_state.get(SHARED_RELEASE_KEY), SharedRelease):
     st.button(f"Use the release set on {shared.label()}", on_click=_use_shared, key=K + "use_shared")

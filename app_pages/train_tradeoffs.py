@@ -64,23 +64,30 @@ def _sweep_builder(datasets: dict[str, str]):
     mode = st.radio("Sweep", ["Published preset", "Build your own"], horizontal=True, key=K + "mode")
     dataset = st.selectbox("Training data", list(datasets), format_func=datasets.get, key=K + "dataset")
     if mode == "Published preset":
-        name = st.selectbox("Preset", preset_names(), key=K + "preset",
-                            format_func=lambda n: f"{n}  (quick)" if get_preset(n).quick else n)
+        name = st.selectbox(
+            "Preset",
+            preset_names(),
+            key=K + "preset",
+            format_func=lambda n: f"{n}  (quick)" if get_preset(n).quick else n,
+        )
         spec = get_preset(name)
         st.caption(f"**{spec.title}** — {spec.description}")
         return with_dataset(spec, dataset)
     c1, c2, c3 = st.columns(3)
-    mechanisms = c1.multiselect("Mechanisms", ["dpmix", "class-centric", "poisson", "local"],
-                                default=["class-centric"], key=K + "mechs")
+    mechanisms = c1.multiselect(
+        "Mechanisms", ["dpmix", "class-centric", "poisson", "local"], default=["class-centric"], key=K + "mechs"
+    )
     axis_label = c1.selectbox("Axis", list(AXES), key=K + "axis")
     values_text = c1.text_input("Values (comma-separated)", "0.2, 0.7, 1.5, 3.0", key=K + "values")
-    baselines = c1.multiselect("Baselines on the same model", ["non-private", "dp-sgd"], default=["non-private"],
-                               key=K + "baselines")
+    baselines = c1.multiselect(
+        "Baselines on the same model", ["non-private", "dp-sgd"], default=["non-private"], key=K + "baselines"
+    )
     l = c2.number_input("ℓ (Poisson: m)", min_value=1, max_value=60_000, value=16, key=K + "l")
     T = c2.number_input("T", min_value=1, max_value=1_000_000, value=4000, step=1000, key=K + "T")
     sigma = c2.number_input("σx (when not on the axis)", min_value=0.0, value=0.7, format="%.4f", key=K + "sigma")
-    accountant = c2.selectbox("Accountant for target ε", list(ACCOUNTANTS), index=list(ACCOUNTANTS).index("rdp-wor"),
-                              key=K + "accountant")
+    accountant = c2.selectbox(
+        "Accountant for target ε", list(ACCOUNTANTS), index=list(ACCOUNTANTS).index("rdp-wor"), key=K + "accountant"
+    )
     delta = c2.number_input("δ", min_value=1e-15, max_value=0.5, value=1e-5, format="%.1e", key=K + "delta")
     model = c3.selectbox("Model", MODELS, key=K + "model")
     loss = c3.selectbox("Loss", LOSSES, index=LOSSES.index("ce"), key=K + "loss")
@@ -88,9 +95,22 @@ def _sweep_builder(datasets: dict[str, str]):
     repeats = c3.number_input("Repeats (seeds)", min_value=1, max_value=100, value=2, key=K + "repeats")
     try:
         values = tuple(float(v) for v in values_text.replace(";", ",").split(",") if v.strip())
-        return custom_spec(mechanisms=tuple(mechanisms), axis=AXES[axis_label], values=values, repeats=repeats,
-                           model=model, loss=loss, epochs=epochs, l=l, T=T, sigma=sigma, accountant=accountant,
-                           delta=delta, dataset=dataset, baselines=tuple(baselines))
+        return custom_spec(
+            mechanisms=tuple(mechanisms),
+            axis=AXES[axis_label],
+            values=values,
+            repeats=repeats,
+            model=model,
+            loss=loss,
+            epochs=epochs,
+            l=l,
+            T=T,
+            sigma=sigma,
+            accountant=accountant,
+            delta=delta,
+            dataset=dataset,
+            baselines=tuple(baselines),
+        )
     except ValueError as exc:
         st.error(str(exc) if "could not convert" not in str(exc) else f"Values must be numbers: {values_text!r}.")
         return None
@@ -104,8 +124,10 @@ def _launch_panel(spec) -> None:
     c1, c2 = st.columns([2, 1])
     c2.number_input("Parallel workers", min_value=1, max_value=64, value=default_max_parallel(), key=K + "parallel")
     minutes = estimate_minutes(spec, st.session_state[K + "parallel"])
-    c1.markdown(f"**{len(runs)} runs**, estimated **{minutes:.1f} min** on this machine "
-                "(runs already in the store are reused, not recomputed).")
+    c1.markdown(
+        f"**{len(runs)} runs**, estimated **{minutes:.1f} min** on this machine "
+        "(runs already in the store are reused, not recomputed)."
+    )
     st.button("Launch in the background", type="primary", on_click=_launch, args=(spec,), key=K + "launch")
     if err := st.session_state.get(K + "launch_error"):
         st.error(err)
@@ -125,12 +147,17 @@ def _progress_panel() -> None:
         current = run_table(s, ids)
         counts = current["status"].value_counts().to_dict()
         st.markdown("**Progress** — " + ", ".join(f"{v} {k}" for k, v in counts.items()))
-        st.dataframe(current, hide_index=True, width="stretch", column_config={
-            "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0),
-            "accuracy": st.column_config.NumberColumn(format="%.3f"),
-            "loss": st.column_config.NumberColumn(format="%.4f"),
-            "eta (s)": st.column_config.NumberColumn(format="%.0f"),
-        })
+        st.dataframe(
+            current,
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0),
+                "accuracy": st.column_config.NumberColumn(format="%.3f"),
+                "loss": st.column_config.NumberColumn(format="%.4f"),
+                "eta (s)": st.column_config.NumberColumn(format="%.0f"),
+            },
+        )
         still = current["status"].isin(ACTIVE).any()
         if still:
             st.button("Cancel the remaining runs", on_click=_cancel_all, key=K + "cancel")
@@ -148,42 +175,75 @@ def _results_panel(query_sweep: int | None) -> None:
     names = {sw.id: f"{sw.name} (#{sw.id}, {sw.backend}{' @ ' + sw.location if sw.location else ''})" for sw in sweeps}
     default = st.session_state.get(K + "sweep") or query_sweep or sweeps[-1].id
     ids = list(names)
-    chosen = st.selectbox("Show results of", ids, index=ids.index(default) if default in ids else len(ids) - 1,
-                          format_func=names.get, key=K + "show")
+    chosen = st.selectbox(
+        "Show results of",
+        ids,
+        index=ids.index(default) if default in ids else len(ids) - 1,
+        format_func=names.get,
+        key=K + "show",
+    )
     agg, axis, title = sweep_results(store(), chosen)
     if unreadable := unreadable_runs(store(), chosen):
-        st.warning(f"{len(unreadable)} run(s) of this sweep could not be read and are left out: "
-                   + "; ".join(f"run {run_id}: {reason}" for run_id, reason in unreadable[:5]))
+        st.warning(
+            f"{len(unreadable)} run(s) of this sweep could not be read and are left out: "
+            + "; ".join(f"run {run_id}: {reason}" for run_id, reason in unreadable[:5])
+        )
     if agg.empty:
         st.info("No finished runs in this sweep yet.")
         return
     eps_cols = epsilon_columns(agg)
     c1, c2, c3 = st.columns(3)
-    metric = c1.radio("Metric", ["test_accuracy", "test_mse"], horizontal=True, key=K + "metric",
-                      disabled=agg["test_mse_count"].sum() == 0)
-    second = c2.selectbox("ε on a second axis", ["(none)", *eps_cols], key=K + "eps2",
-                          format_func=lambda c: c.removeprefix("epsilon_"))
+    metric = c1.radio(
+        "Metric",
+        ["test_accuracy", "test_mse"],
+        horizontal=True,
+        key=K + "metric",
+        disabled=agg["test_mse_count"].sum() == 0,
+    )
+    second = c2.selectbox(
+        "ε on a second axis", ["(none)", *eps_cols], key=K + "eps2", format_func=lambda c: c.removeprefix("epsilon_")
+    )
     fmt = c3.radio("Download format", ["png", "svg"], horizontal=True, key=K + "fmt")
     published = sweep_published(store(), chosen)
-    fig = trade_off_figure(agg, axis, title=title, metric=metric, epsilon_column=None if second == "(none)" else second,
-                           published=published)
-    st.plotly_chart(fig, width="stretch", config={"toImageButtonOptions": {"format": fmt, "scale": 2,
-                                                                           "filename": f"dpmix_sweep_{chosen}"}})
-    st.caption("Error bars: ±1 standard deviation over repeats (seeds). Dotted lines: runs the axis does not move "
-               "(e.g. non-private). ε columns: mean per point, from each accountant that applies "
-               "(gdp-clt is an approximation; the others are upper bounds). Use the camera icon to download.")
+    fig = trade_off_figure(
+        agg,
+        axis,
+        title=title,
+        metric=metric,
+        epsilon_column=None if second == "(none)" else second,
+        published=published,
+    )
+    st.plotly_chart(
+        fig,
+        width="stretch",
+        config={"toImageButtonOptions": {"format": fmt, "scale": 2, "filename": f"dpmix_sweep_{chosen}"}},
+    )
+    st.caption(
+        "Error bars: ±1 standard deviation over repeats (seeds). Dotted lines: runs the axis does not move "
+        "(e.g. non-private). ε columns: mean per point, from each accountant that applies "
+        "(gdp-clt is an approximation; the others are upper bounds). Use the camera icon to download."
+    )
     if published:
-        st.markdown("**Published vs ours** (open stars in the plot): a gap of more than "
-                    f"{REPRODUCED_WITHIN_PTS:g} points counts as not reproduced; docs/REPRODUCTION.md says why.")
+        st.markdown(
+            "**Published vs ours** (open stars in the plot): a gap of more than "
+            f"{REPRODUCED_WITHIN_PTS:g} points counts as not reproduced; docs/REPRODUCTION.md says why."
+        )
         st.dataframe(published_comparison(agg, published), hide_index=True, width="stretch")
     st.dataframe(agg, hide_index=True, width="stretch")
-    st.download_button("Download results (CSV)", agg.to_csv(index=False).encode(), file_name=f"sweep_{chosen}.csv",
-                       mime="text/csv", key=K + "csv")
+    st.download_button(
+        "Download results (CSV)",
+        agg.to_csv(index=False).encode(),
+        file_name=f"sweep_{chosen}.csv",
+        mime="text/csv",
+        key=K + "csv",
+    )
 
 
 st.title("Train & trade-offs")
-st.write("Pick a privacy level, launch training in the background, keep exploring, and watch the accuracy-versus-"
-         "privacy curves fill in. Jobs run in separate processes and survive page switches and reloads.")
+st.write(
+    "Pick a privacy level, launch training in the background, keep exploring, and watch the accuracy-versus-"
+    "privacy curves fill in. Jobs run in separate processes and survive page switches and reloads."
+)
 try:
     st.caption(f"Results store: {store().path}")
 except StoreError as exc:  # damaged, empty or unwritable store: one clear line, nothing else can work

@@ -67,9 +67,18 @@ def random_page_case(rng: random.Random) -> tuple[MixingSetting, float, float, f
     """(setting, sigma, delta, target eps) drawn log-uniformly over the ranges a page allows."""
     n = int(10 ** rng.uniform(1, 7))
     setting = MixingSetting(
-        n=n, l=max(1, int(10 ** rng.uniform(0, math.log10(n)))), T=int(10 ** rng.uniform(0, 7)), sigma_x=1.0, sigma_y=1.0
+        n=n,
+        l=max(1, int(10 ** rng.uniform(0, math.log10(n)))),
+        T=int(10 ** rng.uniform(0, 7)),
+        sigma_x=1.0,
+        sigma_y=1.0,
     )
-    return setting, 10 ** rng.uniform(-3, 3), 10 ** rng.uniform(-10, -1), 10 ** rng.uniform(math.log10(0.05), math.log10(20))
+    return (
+        setting,
+        10 ** rng.uniform(-3, 3),
+        10 ** rng.uniform(-10, -1),
+        10 ** rng.uniform(math.log10(0.05), math.log10(20)),
+    )
 
 
 def worst_case(cases: int, seed: int) -> None:
@@ -107,7 +116,9 @@ def worst_case(cases: int, seed: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--worst-case", type=int, default=0, help="only the worst-case table, over this many random cases")
+    parser.add_argument(
+        "--worst-case", type=int, default=0, help="only the worst-case table, over this many random cases"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if args.worst_case:
@@ -115,19 +126,29 @@ def main() -> None:
         return
     rows = []
     for label, s in POINTS.items():
-        rows.append((
-            f"all six, one point, live PLD grid ({label})",
-            median_seconds(lambda: epsilon_all(s, 1e-5, relative_accuracy=LIVE_PLD), args.repeats),
-            0.050,
-        ))
-        rows.append((
-            f"all six, one point, precise PLD grid ({label})",
-            median_seconds(lambda: epsilon_all(s, 1e-5), args.repeats),
-            None,
-        ))
+        rows.append(
+            (
+                f"all six, one point, live PLD grid ({label})",
+                median_seconds(lambda: epsilon_all(s, 1e-5, relative_accuracy=LIVE_PLD), args.repeats),
+                0.050,
+            )
+        )
+        rows.append(
+            (
+                f"all six, one point, precise PLD grid ({label})",
+                median_seconds(lambda: epsilon_all(s, 1e-5), args.repeats),
+                None,
+            )
+        )
         for name in ACCOUNTANTS:
             acc = get_accountant(name)
-            rows.append((f"  {name}, one point ({label})", median_seconds(lambda: acc.epsilon(acc.release_for(s), 1e-5), args.repeats), None))
+            rows.append(
+                (
+                    f"  {name}, one point ({label})",
+                    median_seconds(lambda: acc.epsilon(acc.release_for(s), 1e-5), args.repeats),
+                    None,
+                )
+            )
     s = POINTS["thesis §4.1"]
     sigmas = np.geomspace(0.01, 1.0, 50)
 
@@ -138,23 +159,33 @@ def main() -> None:
                 acc.epsilon(acc.release_for(replace(s, sigma_x=sig, sigma_y=sig)), 1e-5)
 
     for name in CLOSED_FORM_RDP:
-        rows.append((f"50-point eps-sigma curve, {name}", median_seconds(lambda: curve([name]), max(3, args.repeats // 2)), 0.5))
-    rows.append(("50-point eps-sigma curve, all five together", median_seconds(lambda: curve(CLOSED_FORM_RDP), 3), None))
+        rows.append(
+            (f"50-point eps-sigma curve, {name}", median_seconds(lambda: curve([name]), max(3, args.repeats // 2)), 0.5)
+        )
+    rows.append(
+        ("50-point eps-sigma curve, all five together", median_seconds(lambda: curve(CLOSED_FORM_RDP), 3), None)
+    )
     for name in ACCOUNTANTS:
         acc = get_accountant(name, **({"relative_accuracy": LIVE_PLD} if name == "pld-poisson" else {}))
-        rows.append((
-            f"one calibration (eps=2), {name}",
-            median_seconds(lambda: calibrate_sigma(acc, s, target_epsilon=2.0, delta=1e-5), max(3, args.repeats // 2)),
-            0.3,
-        ))
+        rows.append(
+            (
+                f"one calibration (eps=2), {name}",
+                median_seconds(
+                    lambda: calibrate_sigma(acc, s, target_epsilon=2.0, delta=1e-5), max(3, args.repeats // 2)
+                ),
+                0.3,
+            )
+        )
     precise, live = (
-        get_accountant("pld-poisson", relative_accuracy=a).epsilon(
-            get_accountant("pld-poisson").release_for(POINTS["DPFMix"]), 1e-5
-        ).epsilon
+        get_accountant("pld-poisson", relative_accuracy=a)
+        .epsilon(get_accountant("pld-poisson").release_for(POINTS["DPFMix"]), 1e-5)
+        .epsilon
         for a in (0.02, LIVE_PLD)
     )
-    print(f"Live PLD grid error at the DPFMix point: {live:.4f} vs {precise:.4f} at a {LIVE_PLD / 0.02:.0f}x finer grid "
-          f"(+{100 * (live / precise - 1):.1f} %, still an upper bound)\n")
+    print(
+        f"Live PLD grid error at the DPFMix point: {live:.4f} vs {precise:.4f} at a {LIVE_PLD / 0.02:.0f}x finer grid "
+        f"(+{100 * (live / precise - 1):.1f} %, still an upper bound)\n"
+    )
     print(f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}\n")
     print("| measurement | median | target | ok |\n|---|---:|---:|:---:|")
     for name, sec, target in rows:

@@ -26,23 +26,30 @@ CASES = [
 
 
 def main() -> None:
-    print("| mechanism | n | l | T | sigma | noise_scale | trials | eps_lb (95 %) | min rigorous eps "
-          "| violation | seconds |")
+    print(
+        "| mechanism | n | l | T | sigma | noise_scale | trials | eps_lb (95 %) | min rigorous eps "
+        "| violation | seconds |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for mech, n, l, T, sigma, ns in CASES:
         for trials in (10_000, 100_000):
             if T * trials > 2e8:
                 continue
-            config = AuditConfig(mechanism=mech, n=n, l=l, T=T, sigma_x=sigma, sigma_y=sigma,
-                                 trials=trials, noise_scale=ns, seed=0)
+            config = AuditConfig(
+                mechanism=mech, n=n, l=l, T=T, sigma_x=sigma, sigma_y=sigma, trials=trials, noise_scale=ns, seed=0
+            )
             start = time.perf_counter()
             r = run_audit(config)
             seconds = time.perf_counter() - start
-            print(f"| {mech} | {n} | {l} | {T} | {sigma:g} | {ns:g} | {trials} | {r.epsilon_lower_bound:.3f} | "
-                  f"{r.smallest_upper_bound:.3f} | {r.violation} | {seconds:.2f} |")
+            print(
+                f"| {mech} | {n} | {l} | {T} | {sigma:g} | {ns:g} | {trials} | {r.epsilon_lower_bound:.3f} | "
+                f"{r.smallest_upper_bound:.3f} | {r.violation} | {seconds:.2f} |"
+            )
     print()
-    print("CLI: python -m dpmix_core audit --mechanism dpmix --n 20 --l 1 --T 1 --sigma-x 1 --sigma-y 1 "
-          "--trials 10000 --seed 0 --json")
+    print(
+        "CLI: python -m dpmix_core audit --mechanism dpmix --n 20 --l 1 --T 1 --sigma-x 1 --sigma-y 1 "
+        "--trials 10000 --seed 0 --json"
+    )
 
 
 if __name__ == "__main__":

@@ -38,8 +38,21 @@ def commands(data_dir: str, tmp: Path, device: str | None = None) -> dict[str, t
     setting = SETTING + (["--device", device] if device else [])
     return {
         "in-memory": (["synthesize", "--dataset", "mnist", "--data-dir", data_dir, *setting, "--out", str(npz)], npz),
-        "memmap": (["synthesize", "--memmap", str(tmp / "X.npy"), "--labels", str(tmp / "Y.npy"), "--num-classes",
-                    "10", *setting, "--out", str(folder)], folder),
+        "memmap": (
+            [
+                "synthesize",
+                "--memmap",
+                str(tmp / "X.npy"),
+                "--labels",
+                str(tmp / "Y.npy"),
+                "--num-classes",
+                "10",
+                *setting,
+                "--out",
+                str(folder),
+            ],
+            folder,
+        ),
     }
 
 
@@ -64,8 +77,9 @@ def run_once(argv: list[str], out: Path) -> float:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "dpmix_core", *argv], cwd=ROOT, env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "dpmix_core", *argv], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL
+    )
     return time.perf_counter() - t0
 
 
@@ -96,8 +110,10 @@ def main() -> None:
         print("| command | median wall (s) | min | max | load avg before / after |")
         print("|---|---:|---:|---:|---|")
         for name, times, l0, l1, _ in rows:
-            print(f"| {name} | {statistics.median(times):.2f} | {min(times):.2f} | {max(times):.2f} | "
-                  f"{l0:.2f} / {l1:.2f} |")
+            print(
+                f"| {name} | {statistics.median(times):.2f} | {min(times):.2f} | {max(times):.2f} | "
+                f"{l0:.2f} / {l1:.2f} |"
+            )
         print()
         for name, *_, argv in rows:
             print(f"{name}: python -m dpmix_core {' '.join(argv)}")

@@ -58,18 +58,21 @@ def run_one(name: str, args: argparse.Namespace) -> dict:
         return _naive(x, y, l, args.naive_points) | {"source": source}
     if name == "dpmix":
         params = M.DPMixParams(mix_degree=l, num_points=T, sigma_x=SIGMA, sigma_y=SIGMA)
-        fn = lambda: M.dpmix(x, y, num_classes=10, params=params, seed=1, device=args.device,
-                                  index_sampling=args.index_sampling)  # noqa: E731
+        fn = lambda: M.dpmix(
+            x, y, num_classes=10, params=params, seed=1, device=args.device, index_sampling=args.index_sampling
+        )  # noqa: E731
         setting = f"l={l}, T={T}, without replacement"
     elif name == "class-centric":
         params = M.ClassCentricParams(mix_degree=l, num_points=T, sigma_x=SIGMA, sigma_y=SIGMA)
-        fn = lambda: M.class_centric_mix(x, y, num_classes=10, params=params, seed=1, device=args.device,
-                                  index_sampling=args.index_sampling)  # noqa: E731
+        fn = lambda: M.class_centric_mix(
+            x, y, num_classes=10, params=params, seed=1, device=args.device, index_sampling=args.index_sampling
+        )  # noqa: E731
         setting = f"l={l}, T_k=floor(T/10), z-score + clip c=1"
     elif name == "poisson":
         params = M.PoissonMixParams(mix_degree=l, num_points=T, sigma_x=SIGMA, sigma_y=SIGMA)
-        fn = lambda: M.poisson_mix(x, y, num_classes=10, params=params, seed=1, device=args.device,
-                                  index_sampling=args.index_sampling)  # noqa: E731
+        fn = lambda: M.poisson_mix(
+            x, y, num_classes=10, params=params, seed=1, device=args.device, index_sampling=args.index_sampling
+        )  # noqa: E731
         setting = f"m={l} (E|batch|), T={T}, Poisson"
     else:
         raise ValueError(name)
@@ -134,8 +137,12 @@ def main() -> None:
     parser.add_argument("--mix-degree", type=int, default=256, help="l (and m for Poisson)")
     parser.add_argument("--naive-points", type=int, default=300)
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto")
-    parser.add_argument("--index-sampling", default="auto", choices=["auto", "host", "device"],
-                        help="where the indices are drawn (auto: on the device off the CPU)")
+    parser.add_argument(
+        "--index-sampling",
+        default="auto",
+        choices=["auto", "host", "device"],
+        help="where the indices are drawn (auto: on the device off the CPU)",
+    )
     parser.add_argument("--only", choices=MECHANISMS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.only:

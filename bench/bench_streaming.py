@@ -59,21 +59,61 @@ def one(args: argparse.Namespace) -> None:
     out = Path(args.out)
     times = []
     for r in range(args.repeats):
-        rel = synthesize_streaming(x, y, num_classes=K, l=args.l, T=args.T, sigma_x=0.5, sigma_y=0.5, seed=r,
-                                   out_path=out, device=args.device, overwrite=True, accountants=False)
+        rel = synthesize_streaming(
+            x,
+            y,
+            num_classes=K,
+            l=args.l,
+            T=args.T,
+            sigma_x=0.5,
+            sigma_y=0.5,
+            seed=r,
+            out_path=out,
+            device=args.device,
+            overwrite=True,
+            accountants=False,
+        )
         times.append(rel.seconds)
     peak_kb = 0
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             peak_kb = int(line.split()[1])
     shutil.rmtree(out, ignore_errors=True)
-    print(json.dumps({"seconds": float(np.median(times)), "chunks": rel.chunks, "chunk_points": rel.chunk_points,
-                      "peak_rss_mb": peak_kb / 1024, "device": rel.device}))
+    print(
+        json.dumps(
+            {
+                "seconds": float(np.median(times)),
+                "chunks": rel.chunks,
+                "chunk_points": rel.chunk_points,
+                "peak_rss_mb": peak_kb / 1024,
+                "device": rel.device,
+            }
+        )
+    )
 
 
 def run_one(x: Path, y: Path, n: int, T: int, l: int, tmp: Path, threads: int, device: str, repeats: int) -> dict:
-    cmd = [sys.executable, __file__, "--one", "--x", str(x), "--y", str(y), "--T", str(T), "--l", str(l),
-           "--out", str(tmp / "out"), "--threads", str(threads), "--device", device, "--repeats", str(repeats)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--one",
+        "--x",
+        str(x),
+        "--y",
+        str(y),
+        "--T",
+        str(T),
+        "--l",
+        str(l),
+        "--out",
+        str(tmp / "out"),
+        "--threads",
+        str(threads),
+        "--device",
+        device,
+        "--repeats",
+        str(repeats),
+    ]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
     row = json.loads(res.stdout.strip().splitlines()[-1])
@@ -107,8 +147,10 @@ def main() -> None:
         for n in ns:
             t = time.perf_counter()
             sources[n] = make_source(tmp, n)
-            print(f"# source n={n:,}: {n * D / 1e6:.0f} MB uint8 memmap written in {time.perf_counter() - t:.1f} s",
-                  file=sys.stderr)
+            print(
+                f"# source n={n:,}: {n * D / 1e6:.0f} MB uint8 memmap written in {time.perf_counter() - t:.1f} s",
+                file=sys.stderr,
+            )
         mid = ns[1]
         for n in ns:
             rows.append(("n", run_one(*sources[n], n, T0, L0, tmp, args.threads, args.device, args.repeats)))
@@ -119,15 +161,19 @@ def main() -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"Command: `.venv/bin/python bench/bench_streaming.py{' --quick' if args.quick else ''}` "
-          f"({args.threads} thread(s), device {rows[0][1]['device']}, d={D} uint8, K={K}, median of {args.repeats}, "
-          f"load {load:.2f}, "
-          f"total {time.time() - t_start:.0f} s)\n")
+    print(
+        f"Command: `.venv/bin/python bench/bench_streaming.py{' --quick' if args.quick else ''}` "
+        f"({args.threads} thread(s), device {rows[0][1]['device']}, d={D} uint8, K={K}, median of {args.repeats}, "
+        f"load {load:.2f}, "
+        f"total {time.time() - t_start:.0f} s)\n"
+    )
     print("| varied | n | T | l | T·l·d | median time (s) | points/s | ns per T·l·d | chunks | peak RSS (MB) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for what, r in rows:
-        print(f"| {what} | {r['n']:,} | {r['T']:,} | {r['l']} | {r['work']:.2e} | {r['seconds']:.2f} | "
-              f"{r['points_per_s']:,.0f} | {r['ns_per_elem']:.2f} | {r['chunks']} | {r['peak_rss_mb']:.0f} |")
+        print(
+            f"| {what} | {r['n']:,} | {r['T']:,} | {r['l']} | {r['work']:.2e} | {r['seconds']:.2f} | "
+            f"{r['points_per_s']:,.0f} | {r['ns_per_elem']:.2f} | {r['chunks']} | {r['peak_rss_mb']:.0f} |"
+        )
 
 
 if __name__ == "__main__":

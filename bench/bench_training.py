@@ -60,8 +60,16 @@ def _fit_sps(model_name: str, shape, *, batch_size: int, dp: bool, seconds: floa
         model = build_model(model_name, input_shape=shape, num_outputs=10)
         settings = OptimSettings(epochs=1, batch_size=batch_size)
         if dp:
-            _, res = train_dpsgd(model, get_loss("ce"), x, y, settings=settings, noise_multiplier=1.0, clip=1.0,
-                                 generator=torch.Generator().manual_seed(1))
+            _, res = train_dpsgd(
+                model,
+                get_loss("ce"),
+                x,
+                y,
+                settings=settings,
+                noise_multiplier=1.0,
+                clip=1.0,
+                generator=torch.Generator().manual_seed(1),
+            )
         else:
             res = fit(model, get_loss("ce"), x, y, settings=settings, generator=torch.Generator().manual_seed(1))
         if res.seconds >= seconds / 3 or n >= 200_000:
@@ -92,8 +100,9 @@ def bench_throughput(seconds: float) -> list[dict]:
         row = {"model": name}
         for bs in (32, 128):
             row[f"train_bs{bs}"] = _fit_sps(name, shape, batch_size=bs, dp=False, seconds=seconds)
-        row["dpsgd_bs128"] = None if name == "dpcda-cnn" else _fit_sps(name, shape, batch_size=128, dp=True,
-                                                                        seconds=seconds)
+        row["dpsgd_bs128"] = (
+            None if name == "dpcda-cnn" else _fit_sps(name, shape, batch_size=128, dp=True, seconds=seconds)
+        )
         row["eval"] = _eval_sps(name, shape, seconds)
         rows.append(row)
         print(f"  {name}: {row}", file=sys.stderr, flush=True)
@@ -145,10 +154,19 @@ def bench_presets(data_dir: str, all_runs: bool) -> list[dict]:
             t0 = time.perf_counter()
             res = run_config(run)
             wall = time.perf_counter() - t0
-            rows.append({"preset": name, "series": run.label, "axis_value": _axis_value(spec, run),
-                         "seconds": wall, "estimate": estimate_seconds(run), "test_accuracy": res["test_accuracy"],
-                         "test_mse": res["test_mse"], "train_sps": res["train_samples_per_second"],
-                         "ok": wall <= QUICK_LIMIT_S})
+            rows.append(
+                {
+                    "preset": name,
+                    "series": run.label,
+                    "axis_value": _axis_value(spec, run),
+                    "seconds": wall,
+                    "estimate": estimate_seconds(run),
+                    "test_accuracy": res["test_accuracy"],
+                    "test_mse": res["test_mse"],
+                    "train_sps": res["train_samples_per_second"],
+                    "ok": wall <= QUICK_LIMIT_S,
+                }
+            )
             print(f"  {rows[-1]}", file=sys.stderr, flush=True)
     return rows
 
@@ -171,8 +189,11 @@ def bench_gap(data_dir: str, preset: str, seeds: int) -> dict:
             res = run_config(base.replace(seed=seed, data_dir=data_dir, device="cpu"))
             out[variant].append(res["test_accuracy"])
             out[f"{variant}_seconds"].append(res["seconds"])
-            print(f"  gap {variant} seed {seed}: {res['test_accuracy']:.4f} in {res['seconds']:.0f} s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  gap {variant} seed {seed}: {res['test_accuracy']:.4f} in {res['seconds']:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
     out["gap_points"] = 100 * (statistics.mean(out["full"]) - statistics.mean(out["quick"]))
     return out
 
@@ -194,8 +215,11 @@ def main(argv=None) -> int:
     p.add_argument("--json", help="also write the numbers to this file")
     args = p.parse_args(argv)
     cmd = "python bench/bench_training.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    report: dict = {"command": cmd, "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-                    f"torch {torch.__version__}, {torch.get_num_threads()} threads"}
+    report: dict = {
+        "command": cmd,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads",
+    }
     print(f"Command: `{cmd}`  \nMachine: {report['machine']}\n")
     if not args.skip_throughput:
         rows = bench_throughput(args.seconds)
@@ -207,8 +231,11 @@ def main(argv=None) -> int:
         for r in rows:
             dp = _fmt(r["dpsgd_bs128"]) if r["dpsgd_bs128"] is not None else "n/a (batch-norm)"
             print(f"| {r['model']} | {_fmt(r['train_bs32'])} | {_fmt(r['train_bs128'])} | {dp} | {_fmt(r['eval'])} |")
-        print(f"\nScatterNet (J=2, L=8) features: {report['scattering_images_per_second']:,.0f} images/s "
-              "(computed once per dataset, then cached)\n", flush=True)
+        print(
+            f"\nScatterNet (J=2, L=8) features: {report['scattering_images_per_second']:,.0f} images/s "
+            "(computed once per dataset, then cached)\n",
+            flush=True,
+        )
     if not args.skip_presets:
         if not args.data_dir:
             print("(presets skipped: pass --data-dir with mnist.npz)")
@@ -219,15 +246,18 @@ def main(argv=None) -> int:
                 rows = bench_presets(args.data_dir, args.all_runs)
             report["presets"] = rows
             print("### Quick presets end to end (data + release + train + evaluate on the real test split)\n")
-            print(f"One-time ScatterNet features of full MNIST (70,000 images, then cached): "
-                  f"{report['scattering_warmup_seconds']:.0f} s, not included below.\n")
+            print(
+                f"One-time ScatterNet features of full MNIST (70,000 images, then cached): "
+                f"{report['scattering_warmup_seconds']:.0f} s, not included below.\n"
+            )
             print("| quick preset | series | axis value | seconds | estimate | <= 60 s | test accuracy |")
             print("|---|---|---:|---:|---:|:---:|---:|")
             for r in rows:
-                acc = f"{r['test_accuracy']:.4f}" + (f" (MSE {r['test_mse']:.3f})" if r["test_mse"] is not None
-                                                     else "")
-                print(f"| {r['preset']} | {r['series']} | {r['axis_value']} | {r['seconds']:.1f} | "
-                      f"{r['estimate']:.0f} | {'yes' if r['ok'] else 'NO'} | {acc} |")
+                acc = f"{r['test_accuracy']:.4f}" + (f" (MSE {r['test_mse']:.3f})" if r["test_mse"] is not None else "")
+                print(
+                    f"| {r['preset']} | {r['series']} | {r['axis_value']} | {r['seconds']:.1f} | "
+                    f"{r['estimate']:.0f} | {'yes' if r['ok'] else 'NO'} | {acc} |"
+                )
             print(flush=True)
     if not args.skip_gap:
         if not args.data_dir:
@@ -241,10 +271,14 @@ def main(argv=None) -> int:
             for v in ("quick", "full"):
                 accs = gap[v]
                 sd = statistics.stdev(accs) if len(accs) > 1 else 0.0
-                print(f"| {v} | {statistics.mean(accs):.4f} ± {sd:.4f} | {', '.join(f'{a:.4f}' for a in accs)} | "
-                      f"{statistics.mean(gap[v + '_seconds']):.0f} |")
-            print(f"\nGap (full - quick): {gap['gap_points']:+.2f} accuracy points "
-                  f"({'within' if abs(gap['gap_points']) <= 5 else 'NOT within'} 5)\n")
+                print(
+                    f"| {v} | {statistics.mean(accs):.4f} ± {sd:.4f} | {', '.join(f'{a:.4f}' for a in accs)} | "
+                    f"{statistics.mean(gap[v + '_seconds']):.0f} |"
+                )
+            print(
+                f"\nGap (full - quick): {gap['gap_points']:+.2f} accuracy points "
+                f"({'within' if abs(gap['gap_points']) <= 5 else 'NOT within'} 5)\n"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2, default=str))
     return 0

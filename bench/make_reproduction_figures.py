@@ -28,7 +28,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from dpmix_core.runtime.store import ResultStore  # noqa: E402
 from dpmix_core.experiments.trade_offs import (  # noqa: E402
     AXIS_TITLES,
     published_comparison,
@@ -36,14 +35,34 @@ from dpmix_core.experiments.trade_offs import (  # noqa: E402
     sweep_results,
     sweep_rows,
 )
+from dpmix_core.runtime.store import ResultStore  # noqa: E402
 
-REPORT_ORDER = ("thesis-4.1", "thesis-4.2-l", "thesis-4.2-sigma", "thesis-4.2-t", "dpcda-table2", "dpfmix-table1",
-                "dpfmix-table1-m", "dpfmix-table3", "label-dp", "dp-pca", "all-methods")
+REPORT_ORDER = (
+    "thesis-4.1",
+    "thesis-4.2-l",
+    "thesis-4.2-sigma",
+    "thesis-4.2-t",
+    "dpcda-table2",
+    "dpfmix-table1",
+    "dpfmix-table1-m",
+    "dpfmix-table3",
+    "label-dp",
+    "dp-pca",
+    "all-methods",
+)
 DEFAULT_SWEEPS = tuple(name for base in REPORT_ORDER for name in (base, f"{base}-quick"))
 LOG_AXES = {"l", "T", "target_epsilon", "label_epsilon", "pca_epsilon", "dpsgd_epsilon"}
 
-plt.rcParams.update({"font.size": 13, "axes.titlesize": 13, "axes.labelsize": 13, "legend.fontsize": 11,
-                     "xtick.labelsize": 12, "ytick.labelsize": 12})
+plt.rcParams.update(
+    {
+        "font.size": 13,
+        "axes.titlesize": 13,
+        "axes.labelsize": 13,
+        "legend.fontsize": 11,
+        "xtick.labelsize": 12,
+        "ytick.labelsize": 12,
+    }
+)
 
 
 def _finite(v) -> bool:
@@ -99,8 +118,12 @@ def markdown_table(agg: pd.DataFrame, axis: str | None, sigmas: dict) -> str:
         acc = f"{100 * r['test_accuracy_mean']:.2f}"
         if _finite(r["test_accuracy_std"]):
             acc += f" ± {100 * r['test_accuracy_std']:.2f}"
-        cells = [str(r["label"]), _fmt(r["axis_value"], 4).rstrip("0").rstrip(".") if _finite(r["axis_value"])
-                 else _fmt(r["axis_value"]), acc, str(int(r["test_accuracy_count"]))]
+        cells = [
+            str(r["label"]),
+            _fmt(r["axis_value"], 4).rstrip("0").rstrip(".") if _finite(r["axis_value"]) else _fmt(r["axis_value"]),
+            acc,
+            str(int(r["test_accuracy_count"])),
+        ]
         if show_mse:
             mse = _fmt(r["test_mse_mean"], 3)
             if _finite(r["test_mse_std"]):
@@ -120,9 +143,12 @@ def training_summary(store: ResultStore, sweep: str, axis: str | None) -> str:
     from dpmix_core.experiments.config import RunConfig
     from dpmix_core.experiments.results import axis_value
 
-    lines = ["<details><summary>per-run training loss (first → last epoch)</summary>", "",
-             "| run | method | axis value | seed | epochs | loss first → last | test acc. (%) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "<details><summary>per-run training loss (first → last epoch)</summary>",
+        "",
+        "| run | method | axis value | seed | epochs | loss first → last | test acc. (%) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in sweep_rows(store, sweep):
         res = row.get("result") or {}
         hist = res.get("history") or []
@@ -131,8 +157,10 @@ def training_summary(store: ResultStore, sweep: str, axis: str | None) -> str:
         losses = [h.get("loss") for h in hist if h.get("loss") is not None]
         loss = f"{losses[0]:.4g} → {losses[-1]:.4g}" if losses else "—"
         acc = res.get("test_accuracy")
-        lines.append(f"| {row['id']} | {cfg.method} | {_fmt(av, 4)} | {cfg.seed} | {len(hist)} | {loss} | "
-                     f"{_fmt(None if acc is None else 100 * acc)} |")
+        lines.append(
+            f"| {row['id']} | {cfg.method} | {_fmt(av, 4)} | {cfg.seed} | {len(hist)} | {loss} | "
+            f"{_fmt(None if acc is None else 100 * acc)} |"
+        )
     lines += ["", "</details>"]
     return "\n".join(lines)
 
@@ -148,16 +176,22 @@ def _plot_series(ax, agg: pd.DataFrame, metric: str, scale: float, transform=Non
         err = part[std].fillna(0.0) * scale
         if transform is not None:
             y = transform(y)
-        h = ax.errorbar(part["axis_value"], y, yerr=err, marker="o", linewidth=2, markersize=6, capsize=4,
-                        label=str(label))
+        h = ax.errorbar(
+            part["axis_value"], y, yerr=err, marker="o", linewidth=2, markersize=6, capsize=4, label=str(label)
+        )
         handles.append(h)
     for i, (_, row) in enumerate(flat.iterrows()):
         y = row[mean] * scale
         if transform is not None:
             y = transform(pd.Series([y])).iloc[0]
         at_inf = " at ∞" if _is_inf(row["axis_value"]) and "non-private" not in str(row["label"]) else ""
-        h = ax.axhline(y, linestyle=":", color=f"C{(len(handles) + i) % 10}", linewidth=2,
-                       label=f"{row['label']}{at_inf} ({y:.2f}{'%' if scale == 100 else ''})")
+        h = ax.axhline(
+            y,
+            linestyle=":",
+            color=f"C{(len(handles) + i) % 10}",
+            linewidth=2,
+            label=f"{row['label']}{at_inf} ({y:.2f}{'%' if scale == 100 else ''})",
+        )
         handles.append(h)
     return handles
 
@@ -178,9 +212,17 @@ def _plot_published(ax, published) -> list:
     series = sorted({p.series for p in published if math.isfinite(p.value)})
     for i, name in enumerate(series):
         pts = [p for p in published if p.series == name and math.isfinite(p.value)]
-        h = ax.scatter([p.value for p in pts], [100 * p.accuracy for p in pts], marker="*", s=260,
-                       facecolors="none", edgecolors=f"C{(i + 6) % 10}", linewidths=1.8, zorder=5,
-                       label=f"published — {name}")
+        h = ax.scatter(
+            [p.value for p in pts],
+            [100 * p.accuracy for p in pts],
+            marker="*",
+            s=260,
+            facecolors="none",
+            edgecolors=f"C{(i + 6) % 10}",
+            linewidths=1.8,
+            zorder=5,
+            label=f"published — {name}",
+        )
         handles.append(h)
     return handles
 
@@ -189,8 +231,16 @@ def comparison_markdown(table: pd.DataFrame) -> str:
     head = list(table.columns)
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in table.itertuples(index=False):
-        lines.append("| " + " | ".join("—" if (v is None or (isinstance(v, float) and math.isnan(v))) else
-                                       (f"{v:g}" if isinstance(v, float) else str(v)) for v in row) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                "—"
+                if (v is None or (isinstance(v, float) and math.isnan(v)))
+                else (f"{v:g}" if isinstance(v, float) else str(v))
+                for v in row
+            )
+            + " |"
+        )
     return "\n".join(lines)
 
 
@@ -250,15 +300,26 @@ def figure(agg: pd.DataFrame, axis: str | None, title: str, sweep: str, path: Pa
             for j, col in enumerate(eps_cols):
                 part = mix[mix[col].map(_finite)]
                 if len(part):
-                    h, = ax2.plot(part["axis_value"], part[col], linestyle="--", color=f"C{(j + 3) % 10}",
-                                  linewidth=1.8, label=f"ε ({col.removeprefix('epsilon_')})")
+                    (h,) = ax2.plot(
+                        part["axis_value"],
+                        part[col],
+                        linestyle="--",
+                        color=f"C{(j + 3) % 10}",
+                        linewidth=1.8,
+                        label=f"ε ({col.removeprefix('epsilon_')})",
+                    )
                     handles.append(h)
             ax2.set_yscale("log")
             ax2.set_ylabel("ε (right axis, dashed)")
         if len(handles) > 5:  # many series: the legend goes beside the plot, not over the curves
             fig.set_size_inches(14, 5.6)
-            ax.legend(handles=handles, labels=[h.get_label() for h in handles], loc="center left",
-                      bbox_to_anchor=(1.01, 0.5), fontsize=10)
+            ax.legend(
+                handles=handles,
+                labels=[h.get_label() for h in handles],
+                loc="center left",
+                bbox_to_anchor=(1.01, 0.5),
+                fontsize=10,
+            )
         else:
             ax.legend(handles=handles, labels=[h.get_label() for h in handles], loc="best", fontsize=10)
     import textwrap
@@ -272,8 +333,17 @@ def figure(agg: pd.DataFrame, axis: str | None, title: str, sweep: str, path: Pa
 # accountants whose epsilon is a guaranteed upper bound (dpmix_core.privacy.accountants: rigorous = True), plus the
 # closed-form Laplace / analytic-Gaussian values and Opacus' RDP; gdp-clt (an approximation) and the PRV
 # estimate are left out, so "certified" = the smallest guaranteed bound recorded for the run.
-CERTIFIED = ("lee2019", "dpcda", "rdp-wor", "rdp-poisson", "pld-poisson", "wbk", "opacus-rdp", "laplace",
-             "analytic-gaussian")
+CERTIFIED = (
+    "lee2019",
+    "dpcda",
+    "rdp-wor",
+    "rdp-poisson",
+    "pld-poisson",
+    "wbk",
+    "opacus-rdp",
+    "laplace",
+    "analytic-gaussian",
+)
 CAVEATS = {"label-dp": " [labels only]", "dp-pca": " [projection only]"}
 
 
@@ -303,14 +373,23 @@ def combined_figure(tables: dict[str, tuple[pd.DataFrame, str | None]], path: Pa
                 if ce is None or "regression" in str(label):
                     continue
                 pts.append((ce[0], 100 * r["test_accuracy_mean"]))
-                lines.append(f"| {sweep} | {label} | {_fmt(r['axis_value'], 4)} | {ce[0]:.3f} ({ce[1]}) | "
-                             f"{100 * r['test_accuracy_mean']:.2f} |")
+                lines.append(
+                    f"| {sweep} | {label} | {_fmt(r['axis_value'], 4)} | {ce[0]:.3f} ({ce[1]}) | "
+                    f"{100 * r['test_accuracy_mean']:.2f} |"
+                )
             if not pts:
                 continue
             pts.sort()
             tag = f"{base} (QUICK)" if sweep.endswith("-quick") else base
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers[k % len(markers)], linewidth=1.5,
-                    markersize=7, color=plt.cm.tab20(k % 20), label=f"{tag}: {label}{CAVEATS.get(base, '')}")
+            ax.plot(
+                [p[0] for p in pts],
+                [p[1] for p in pts],
+                marker=markers[k % len(markers)],
+                linewidth=1.5,
+                markersize=7,
+                color=plt.cm.tab20(k % 20),
+                label=f"{tag}: {label}{CAVEATS.get(base, '')}",
+            )
             k += 1
     ax.set_xscale("log")
     ax.set_xlabel("certified ε (smallest guaranteed bound recorded; δ as configured per sweep)")
@@ -336,15 +415,19 @@ def best_m_table(store: ResultStore, sweep: str) -> str:
             continue
         cfg = RunConfig.from_dict(row["config"])
         cells[cfg.label][cfg.synthesis.l].append((halves[0], halves[1], res["test_accuracy"]))
-    lines = ["| series | m chosen (even test rows) | acc. on odd rows (%) | acc. at m = 64 (odd rows) | "
-             "best m on the whole test set (the paper's way) | its acc. (%) |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| series | m chosen (even test rows) | acc. on odd rows (%) | acc. at m = 64 (odd rows) | "
+        "best m on the whole test set (the paper's way) | its acc. (%) |",
+        "|---|---|---|---|---|---|",
+    ]
     for label, by_m in cells.items():
         mean = {m: [sum(v[i] for v in vals) / len(vals) for i in range(3)] for m, vals in by_m.items()}
         chosen = max(mean, key=lambda m: mean[m][0])
         paper = max(mean, key=lambda m: mean[m][2])
         at64 = f"{100 * mean[64][1]:.2f}" if 64 in mean else "—"
-        lines.append(f"| {label} | {chosen} | {100 * mean[chosen][1]:.2f} | {at64} | {paper} | "
-                     f"{100 * mean[paper][2]:.2f} |")
+        lines.append(
+            f"| {label} | {chosen} | {100 * mean[chosen][1]:.2f} | {at64} | {paper} | {100 * mean[paper][2]:.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -354,8 +437,9 @@ def pca_components_figure(data_dir: str, path: Path, *, seed: int = 0) -> str:
     from dpmix_core.teaching import pca_comparison
 
     ds = load_dataset("mnist", data_dir=data_dir)
-    pca = pca_comparison(ds.x_train, epsilons=(10.0, 2.0, 0.1), num_components=10, delta=1e-5,
-                         max_samples=ds.n_train, seed=seed)
+    pca = pca_comparison(
+        ds.x_train, epsilons=(10.0, 2.0, 0.1), num_components=10, delta=1e-5, max_samples=ds.n_train, seed=seed
+    )
     imgs = pca.images()
     rows, k = imgs.shape[:2]
     fig, axes = plt.subplots(rows, k, figsize=(1.3 * k + 1.6, 1.4 * rows + 0.6), squeeze=False)
@@ -369,8 +453,11 @@ def pca_components_figure(data_dir: str, path: Path, *, seed: int = 0) -> str:
             if i == 0:
                 ax.set_title(f"PC {j + 1}", fontsize=11)
         axes[i][0].set_ylabel(f"{label}\n{100 * pca.captured[i]:.0f} % var.", fontsize=9)
-    fig.suptitle(f"Analyze-Gauss DP-PCA of all {pca.n_used:,} MNIST training images (δ = {pca.delta:g}, "
-                 f"rows clipped to the unit ball; noise seed {seed})", fontsize=12)
+    fig.suptitle(
+        f"Analyze-Gauss DP-PCA of all {pca.n_used:,} MNIST training images (δ = {pca.delta:g}, "
+        f"rows clipped to the unit ball; noise seed {seed})",
+        fontsize=12,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -70,8 +70,12 @@ def executions(marker: Path) -> int:
 def quick(config, reporter):
     reporter.progress(epoch=1, epochs=1, loss=0.5, accuracy=0.9)
     _mark(config)
-    return {"value": config.get("x", 0) * 2, "pid": os.getpid(), "threads": os.environ.get("DPMIX_WORKER_THREADS"),
-            "nested": {"a": 1, "list": [1, 2]}}
+    return {
+        "value": config.get("x", 0) * 2,
+        "pid": os.getpid(),
+        "threads": os.environ.get("DPMIX_WORKER_THREADS"),
+        "nested": {"a": 1, "list": [1, 2]},
+    }
 
 
 def slow(config, reporter):
@@ -80,8 +84,13 @@ def slow(config, reporter):
         if reporter.should_stop():
             raise CoreCancelled(f"at epoch {epoch}")
         time.sleep(step)
-        reporter.progress(epoch=epoch + 1, epochs=epochs, loss=1 / (epoch + 1), accuracy=epoch / epochs,
-                          eta_seconds=(epochs - epoch - 1) * step)
+        reporter.progress(
+            epoch=epoch + 1,
+            epochs=epochs,
+            loss=1 / (epoch + 1),
+            accuracy=epoch / epochs,
+            eta_seconds=(epochs - epoch - 1) * step,
+        )
     _mark(config)
     return {"epochs": epochs, "value": config.get("x", 0)}
 

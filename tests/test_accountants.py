@@ -62,16 +62,22 @@ def _mp_poisson_rdp(q: float, z: float, alpha: int) -> float:
     with mpmath.workdps(60):
         q = mpmath.mpf(q)
         a = mpmath.fsum(
-            mpmath.binomial(alpha, k) * (1 - q) ** (alpha - k) * q**k * mpmath.exp((k * k - k) / (2 * mpmath.mpf(z) ** 2))
+            mpmath.binomial(alpha, k)
+            * (1 - q) ** (alpha - k)
+            * q**k
+            * mpmath.exp((k * k - k) / (2 * mpmath.mpf(z) ** 2))
             for k in range(alpha + 1)
         )
         return float(mpmath.log(a) / (alpha - 1))
 
 
-@pytest.mark.parametrize("setting", [
-    MixingSetting(n=60000, l=256, T=10000, sigma_x=0.004, sigma_y=0.004),
-    MixingSetting(n=50000, l=64, T=50000, sigma_x=0.02, sigma_y=0.02),
-])
+@pytest.mark.parametrize(
+    "setting",
+    [
+        MixingSetting(n=60000, l=256, T=10000, sigma_x=0.004, sigma_y=0.004),
+        MixingSetting(n=50000, l=64, T=50000, sigma_x=0.02, sigma_y=0.02),
+    ],
+)
 def test_rdp_poisson_matches_mpmath_oracle(setting):
     acc = get_accountant("rdp-poisson")
     release = acc.release_for(setting)
@@ -167,10 +173,20 @@ def test_extreme_inputs_never_nan_or_crash(name, setting):
         assert result.reason
 
 
-@pytest.mark.parametrize("bad", [
-    dict(l=0), dict(n=0), dict(T=0), dict(l=10**6), dict(sigma_x=-1.0), dict(sigma_y=float("nan")),
-    dict(clip=0.0), dict(dx=0), dict(class_sizes=(5, 5)),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(l=0),
+        dict(n=0),
+        dict(T=0),
+        dict(l=10**6),
+        dict(sigma_x=-1.0),
+        dict(sigma_y=float("nan")),
+        dict(clip=0.0),
+        dict(dx=0),
+        dict(class_sizes=(5, 5)),
+    ],
+)
 def test_invalid_settings_raise_clear_errors(bad):
     with pytest.raises(ValueError):
         replace(THESIS, **bad)
@@ -196,8 +212,14 @@ def test_all_results_are_labelled():
 
 def test_release_event_round_trip():
     release = MixingRelease(
-        n=100, mix_degree=10, num_points=5, sigma_x=1.0, sigma_y=1.0,
-        sampling=Sampling.POISSON, adjacency=Adjacency.ADD_REMOVE_ONE, bounds=DataBounds.clipped(1.0, 1.0),
+        n=100,
+        mix_degree=10,
+        num_points=5,
+        sigma_x=1.0,
+        sigma_y=1.0,
+        sampling=Sampling.POISSON,
+        adjacency=Adjacency.ADD_REMOVE_ONE,
+        bounds=DataBounds.clipped(1.0, 1.0),
     )
     event = release.dp_event()
     assert event.count == 5 and event.event.sampling_probability == pytest.approx(0.1)
@@ -266,6 +288,7 @@ def test_tightest_guarantees_never_mix_release_models():
 
 # ---------------------------------------------------------------- extreme floats (issue 14 §3)
 
+
 @pytest.mark.parametrize("name", list(ACCOUNTANTS))
 @pytest.mark.parametrize("sigma", [1e308, 1e200, 1e-200, 1e-300, 5e-324])
 def test_extreme_sigma_never_raises_and_explains(name, sigma):
@@ -333,6 +356,7 @@ def test_any_float_input_gives_a_number_or_inf_with_reason(setting, delta, name)
 
 # ---------------------------------------------------------------- rdp-wor vs lee2019 (issue 11 §3)
 
+
 def test_rdp_wor_small_epsilon_case_from_the_issue():
     """Was 0.284 vs lee2019's 0.233 (orders stopped at 64); orders now extend and Thm. 9 is a floor."""
     s = MixingSetting(n=60000, l=1024, T=1, sigma_x=30.0, sigma_y=30.0)
@@ -358,7 +382,11 @@ def test_rdp_wor_reports_thm9_when_dp_accounting_fails():
 
 @settings(max_examples=30, deadline=None)
 @given(
-    st.integers(1000, 100000), st.floats(1e-4, 0.2), st.integers(1, 1000), st.floats(0.5, 1000.0), st.floats(1e-12, 1e-3)
+    st.integers(1000, 100000),
+    st.floats(1e-4, 0.2),
+    st.integers(1, 1000),
+    st.floats(0.5, 1000.0),
+    st.floats(1e-12, 1e-3),
 )
 def test_rdp_wor_never_above_lee2019_at_small_epsilon(n, frac, T, sigma, delta):
     s = MixingSetting(n=n, l=max(1, int(n * frac)), T=T, sigma_x=sigma, sigma_y=sigma)
@@ -371,6 +399,7 @@ def test_no_accountant_claims_to_be_tighter_than_it_is():
 
 
 # ---------------------------------------------------------------- pld-poisson grid, error bar, large mu, huge T
+
 
 def test_pld_reports_pessimistic_and_optimistic_around_an_independent_reference():
     from dp_accounting.pld import pld_privacy_accountant as pld
@@ -411,11 +440,14 @@ def test_pld_large_T_is_an_upper_bound_of_the_block_composition():
     """T = 3e5 > 1e5 goes through block squaring; it must agree with dp_accounting's direct power."""
     from dpmix_core.privacy.accountants.pld_poisson import pld_epsilon
 
-    release = get_accountant("pld-poisson").release_for(MixingSetting(n=10**6, l=100, T=300_001, sigma_x=0.01, sigma_y=0.01))
+    release = get_accountant("pld-poisson").release_for(
+        MixingSetting(n=10**6, l=100, T=300_001, sigma_x=0.01, sigma_y=0.01)
+    )
     from dp_accounting.pld import privacy_loss_distribution as pldist
 
     single = pldist.from_gaussian_mechanism(
-        standard_deviation=release.noise_multiplier(), value_discretization_interval=1e-3,
+        standard_deviation=release.noise_multiplier(),
+        value_discretization_interval=1e-3,
         sampling_prob=release.sampling_rate,
     )
     direct = single.self_compose(300_001).get_epsilon_for_delta(1e-5)
@@ -423,6 +455,7 @@ def test_pld_large_T_is_an_upper_bound_of_the_block_composition():
 
 
 # ---------------------------------------------------------------- CLT gap (issue 11 §3)
+
 
 def test_clt_gap_is_signed_difference_to_the_pld():
     from dpmix_core.privacy.accountants import clt_gap

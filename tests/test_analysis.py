@@ -31,7 +31,9 @@ def test_central_moments_match_mpmath(r, k):
 def test_odd_order_moment_can_be_negative():
     """Why DP-CDA's printed B(ceil(j/2)) cannot be right: B at odd order is not a moment."""
     with mpmath.workdps(50):
-        b3 = mpmath.fsum((-1) ** i * mpmath.binomial(3, i) * mpmath.exp(mpmath.mpf("0.01") * i * (i - 1)) for i in range(4))
+        b3 = mpmath.fsum(
+            (-1) ** i * mpmath.binomial(3, i) * mpmath.exp(mpmath.mpf("0.01") * i * (i - 1)) for i in range(4)
+        )
     assert b3 < 0
 
 

@@ -122,8 +122,10 @@ def test_headline_in_words_and_attacker_curves(at):
     assert not at.exception
     metric = at.metric[0]
     assert metric.label.startswith("ε at δ")
-    assert any("no test can tell whether your record was used" in m.value or "no test is ruled out" in m.value
-               for m in at.markdown)
+    assert any(
+        "no test can tell whether your record was used" in m.value or "no test is ruled out" in m.value
+        for m in at.markdown
+    )
     at.selectbox(key="acc_preset").set_value("DPFMix (MNIST, m=64, eps=2)").run()
     assert not at.exception and at.radio(key="acc_model").value == "poisson"
     assert "pld-poisson" in at.metric[0].help and float(at.metric[0].value) <= 2.2

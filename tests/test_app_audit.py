@@ -68,5 +68,8 @@ def test_controls_shared_with_the_accountant_page():
     at.switch_page("app_pages/privacy_audit.py").run()
     at.button(key="aud_use_shared").click().run()
     assert not at.exception
-    assert (at.number_input(key="aud_n").value, at.number_input(key="aud_l").value,
-            at.number_input(key="aud_T").value) == (200, 2, 3)
+    assert (
+        at.number_input(key="aud_n").value,
+        at.number_input(key="aud_l").value,
+        at.number_input(key="aud_T").value,
+    ) == (200, 2, 3)

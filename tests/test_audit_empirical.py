@@ -192,8 +192,27 @@ def _parse(argv):
 
 
 def test_cli_json_output(capsys):
-    args = _parse(["--mechanism", "poisson", "--n", "20", "--l", "1", "--T", "2", "--sigma-x", "1",
-                   "--sigma-y", "1", "--trials", "2000", "--seed", "1", "--json"])
+    args = _parse(
+        [
+            "--mechanism",
+            "poisson",
+            "--n",
+            "20",
+            "--l",
+            "1",
+            "--T",
+            "2",
+            "--sigma-x",
+            "1",
+            "--sigma-y",
+            "1",
+            "--trials",
+            "2000",
+            "--seed",
+            "1",
+            "--json",
+        ]
+    )
     assert cli_audit(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert {"epsilon_lower_bound", "confidence", "accountant_epsilons", "violation"} <= set(out)
@@ -203,8 +222,26 @@ def test_cli_json_output(capsys):
 
 
 def test_cli_text_output_and_bad_input(capsys):
-    args = _parse(["--mechanism", "dpmix", "--n", "20", "--l", "1", "--T", "1", "--sigma-x", "4",
-                   "--sigma-y", "4", "--trials", "10000", "--noise-scale", "0.1"])
+    args = _parse(
+        [
+            "--mechanism",
+            "dpmix",
+            "--n",
+            "20",
+            "--l",
+            "1",
+            "--T",
+            "1",
+            "--sigma-x",
+            "4",
+            "--sigma-y",
+            "4",
+            "--trials",
+            "10000",
+            "--noise-scale",
+            "0.1",
+        ]
+    )
     assert cli_audit(args) == 0
     text = capsys.readouterr().out
     assert "empirical epsilon lower bound" in text and "rdp-wor" in text and "VIOLATION" in text

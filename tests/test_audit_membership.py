@@ -96,8 +96,18 @@ def test_test_split_nonmembers(ds):
 
 def test_table_default_rows(ds):
     table = membership_table(ds, configs=default_configs(T=500), members=300, epochs=3)
-    assert list(table.columns) == ["label", "setting", "epsilon", "epsilon_min", "AUC", "advantage", "train acc",
-                                   "test acc", "gap", "seconds"]
+    assert list(table.columns) == [
+        "label",
+        "setting",
+        "epsilon",
+        "epsilon_min",
+        "AUC",
+        "advantage",
+        "train acc",
+        "test acc",
+        "gap",
+        "seconds",
+    ]
     assert len(table) == 4
     assert table["epsilon"][0] == "inf (non-private)" and table["epsilon"][1] == "inf (no noise)"
     assert math.isclose(table["epsilon_min"][2], 8.0, rel_tol=1e-3)

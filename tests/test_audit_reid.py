@@ -48,7 +48,8 @@ def test_shapes_order_and_determinism(ds):
     assert np.all(np.diff(r.distances, axis=1) >= 0)
     # the distances are those of the returned images
     np.testing.assert_allclose(
-        np.linalg.norm(r.neighbours - r.released[:, None], axis=(2, 3)), r.distances, rtol=1e-4, atol=1e-4)
+        np.linalg.norm(r.neighbours - r.released[:, None], axis=(2, 3)), r.distances, rtol=1e-4, atol=1e-4
+    )
     assert r.reference_distance > 0 and "[0,1]" in r.space
     assert 0.0 <= r.leaked_fraction <= 1.0 and LEAK_RATIO > 0
     assert r.synthesis.T == cfg.T
@@ -61,8 +62,9 @@ def test_shapes_order_and_determinism(ds):
 
 
 def test_other_mechanisms_and_target_epsilon(ds):
-    cc = nearest_records(ds, SynthesisConfig("class-centric", l=1, sigma_x=1e-4, preprocessing="zscore"),
-                         points=10, k=1)
+    cc = nearest_records(
+        ds, SynthesisConfig("class-centric", l=1, sigma_x=1e-4, preprocessing="zscore"), points=10, k=1
+    )
     assert "z-scored with public constants" in cc.space and cc.released.shape == (10, 28, 28)
     assert np.all(cc.ratios < 0.1)  # l=1, no noise to speak of: the record itself
     po = nearest_records(ds, SynthesisConfig("poisson", l=4, sigma_x=0.01), points=3, k=2)

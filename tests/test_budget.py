@@ -24,10 +24,12 @@ THESIS = MixingSetting(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711)
 
 def test_two_gaussians_compose_like_one_event_of_two():
     delta = 1e-5
-    budget = compose_budget([gaussian_item("pca A", noise_multiplier=3.0), gaussian_item("pca B", noise_multiplier=3.0)],
-                            delta)
-    ref = rdp.RdpAccountant(orders=[o for o in BUDGET_ORDERS if float(o).is_integer()],
-                            neighboring_relation=rdp.NeighborRel.REPLACE_ONE)
+    budget = compose_budget(
+        [gaussian_item("pca A", noise_multiplier=3.0), gaussian_item("pca B", noise_multiplier=3.0)], delta
+    )
+    ref = rdp.RdpAccountant(
+        orders=[o for o in BUDGET_ORDERS if float(o).is_integer()], neighboring_relation=rdp.NeighborRel.REPLACE_ONE
+    )
     ref.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(3.0), 2))
     assert budget.epsilon == pytest.approx(ref.get_epsilon(delta), rel=1e-9)
     alone = dict(budget.per_item)["pca A"]
@@ -61,8 +63,9 @@ def test_add_remove_items_are_converted_soundly_to_replace_one():
 
 def test_label_only_next_to_a_release_protects_nothing_of_the_features():
     acc = get_accountant("rdp-wor")
-    budget = compose_budget([laplace_label_item("labels", epsilon=1.0), mixing_item("m", acc.release_for(THESIS))],
-                            1e-5)
+    budget = compose_budget(
+        [laplace_label_item("labels", epsilon=1.0), mixing_item("m", acc.release_for(THESIS))], 1e-5
+    )
     assert math.isinf(budget.epsilon) and "publishes features" in budget.notes[0]
     only_labels = compose_budget([laplace_label_item("a", epsilon=1.0), laplace_label_item("b", epsilon=1.0)], 1e-5)
     assert only_labels.epsilon <= 2.0 + 1e-9  # never worse than basic composition of pure DP
@@ -72,6 +75,9 @@ def test_bad_budgets_are_refused():
     with pytest.raises(ValueError, match="empty"):
         compose_budget([], 1e-5)
     from dataclasses import replace
+
     acc = get_accountant("rdp-wor")
     with pytest.raises(ValueError, match="not covered"):
-        mixing_item("x", replace(acc.release_for(THESIS), not_covered="normalisation constants computed from the private data"))
+        mixing_item(
+            "x", replace(acc.release_for(THESIS), not_covered="normalisation constants computed from the private data")
+        )

@@ -65,6 +65,7 @@ def test_bad_ratio():
 
 # ---------------------------------------------------------------- time budgets (issue 14 §1, issue 16)
 
+
 def test_pld_calibration_at_astronomical_T_answers_with_the_reason():
     """T = 1e12 gave no answer in 90 s and grew to 17 GB; now the rdp-poisson bound, said so."""
     import time

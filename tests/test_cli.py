@@ -51,7 +51,9 @@ def test_calibrate_all_is_a_list(capsys):
 
 
 def test_no_noise_prints_inf(capsys):
-    code, out, _ = run(capsys, "epsilon", "--accountant", "gdp-clt", *BASE, "--sigma-x", "0", "--sigma-y", "0", "--json")
+    code, out, _ = run(
+        capsys, "epsilon", "--accountant", "gdp-clt", *BASE, "--sigma-x", "0", "--sigma-y", "0", "--json"
+    )
     assert code == 0 and json.loads(out)["epsilon"] == "inf"
 
 
@@ -64,8 +66,9 @@ def test_class_centric_options(capsys):
     code, out, _ = run(capsys, "epsilon", "--accountant", "lee2019", *BASE, *SIGMA, "--classes", "10", "--json")
     result = json.loads(out)
     assert code == 0 and "2*T_k=2000" in result["assumptions"] and result["guarantee"] == "rigorous upper bound"
-    code, out, _ = run(capsys, "epsilon", "--accountant", "lee2019", *BASE, *SIGMA, "--classes", "10",
-                       "--features-only", "--json")
+    code, out, _ = run(
+        capsys, "epsilon", "--accountant", "lee2019", *BASE, *SIGMA, "--classes", "10", "--features-only", "--json"
+    )
     result = json.loads(out)
     assert code == 0 and "T_k=1000" in result["assumptions"]
     assert result["guarantee"] == "rigorous upper bound (features only; labels not protected)"
@@ -99,8 +102,20 @@ def test_unknown_accountant_exit_2(capsys):
 
 def test_unreachable_calibration_exit_2(capsys):
     code, _, err = run(
-        capsys, "calibrate", "--accountant", "lee2019", "--n", "10", "--l", "10", "--T", "1000000",
-        "--delta", "1e-5", "--target-epsilon", "1e-6",
+        capsys,
+        "calibrate",
+        "--accountant",
+        "lee2019",
+        "--n",
+        "10",
+        "--l",
+        "10",
+        "--T",
+        "1000000",
+        "--delta",
+        "1e-5",
+        "--target-epsilon",
+        "1e-6",
     )
     assert code == 2 and "out of reach" in err and err.count("\n") == 1
 
@@ -108,12 +123,27 @@ def test_unreachable_calibration_exit_2(capsys):
 def test_module_entry_point_subprocess():
     proc = subprocess.run(
         [sys.executable, "-m", "dpmix_core", "epsilon", "--accountant", "rdp-wor", *BASE, *SIGMA, "--json"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0 and json.loads(proc.stdout)["accountant"] == "rdp-wor"
     bad = subprocess.run(
-        [sys.executable, "-m", "dpmix_core", "epsilon", "--accountant", "lee2019", *BASE, "--sigma-x", "-1",
-         "--sigma-y", "1"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "dpmix_core",
+            "epsilon",
+            "--accountant",
+            "lee2019",
+            *BASE,
+            "--sigma-x",
+            "-1",
+            "--sigma-y",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr

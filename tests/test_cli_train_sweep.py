@@ -7,8 +7,22 @@ import pytest
 from dpmix_core.cli.main import main
 from dpmix_core.runtime.store import ResultStore
 
-TINY = ["--dataset", "embedded", "--l", "4", "--T", "300", "--sigma-x", "0.2", "--model", "linear", "--epochs", "1",
-        "--device", "cpu"]
+TINY = [
+    "--dataset",
+    "embedded",
+    "--l",
+    "4",
+    "--T",
+    "300",
+    "--sigma-x",
+    "0.2",
+    "--model",
+    "linear",
+    "--epochs",
+    "1",
+    "--device",
+    "cpu",
+]
 
 
 def test_train_json_contract(capsys):
@@ -28,14 +42,41 @@ def test_train_baseline_and_errors(capsys):
 
 
 def test_train_protocol_options_reach_the_run(capsys):
-    code = main(["train", "--method", "non-private", *TINY, "--lr", "0.01", "--batch-size", "32", "--schedule",
-                 "multistep", "--milestones", "1,2", "--lr-gamma", "0.1", "--early-stopping", "2", "--val-fraction",
-                 "0.2", "--json"])
+    code = main(
+        [
+            "train",
+            "--method",
+            "non-private",
+            *TINY,
+            "--lr",
+            "0.01",
+            "--batch-size",
+            "32",
+            "--schedule",
+            "multistep",
+            "--milestones",
+            "1,2",
+            "--lr-gamma",
+            "0.1",
+            "--early-stopping",
+            "2",
+            "--val-fraction",
+            "0.2",
+            "--json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     cfg = out["config"]
     assert code == 0 and out["collapsed"] == 0 and out["collapse_reason"] is None
-    assert (cfg["lr"], cfg["batch_size"], cfg["schedule"], cfg["lr_milestones"], cfg["lr_gamma"],
-            cfg["early_stopping"], cfg["val_fraction"]) == (0.01, 32, "multistep", [1, 2], 0.1, 2, 0.2)
+    assert (
+        cfg["lr"],
+        cfg["batch_size"],
+        cfg["schedule"],
+        cfg["lr_milestones"],
+        cfg["lr_gamma"],
+        cfg["early_stopping"],
+        cfg["val_fraction"],
+    ) == (0.01, 32, "multistep", [1, 2], 0.1, 2, 0.2)
 
 
 def test_train_defaults_follow_the_model_paper_and_collapse_is_said(capsys):
@@ -51,16 +92,48 @@ def test_train_defaults_follow_the_model_paper_and_collapse_is_said(capsys):
     code = main(["train", "--method", "non-private", *TINY, "--model", "thesis-cnn", "--json"])
     cfg = json.loads(capsys.readouterr().out)["config"]
     assert code == 0 and (cfg["lr"], cfg["batch_size"], cfg["early_stopping"], cfg["schedule"]) == (1e-4, 32, 3, "step")
-    code = main(["train", "--method", "non-private", *TINY, "--model", "thesis-cnn", "--optimizer", "sgd",
-                 "--lr", "50", "--early-stopping", "0"])
+    code = main(
+        [
+            "train",
+            "--method",
+            "non-private",
+            *TINY,
+            "--model",
+            "thesis-cnn",
+            "--optimizer",
+            "sgd",
+            "--lr",
+            "50",
+            "--early-stopping",
+            "0",
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0 and "WARNING: 1 of 1 run(s) collapsed" in text and "learning rate" in text
 
 
 def test_synthesize_feature_release_card_names_the_extractor(tmp_path, capsys):
     out = tmp_path / "feats.npz"
-    code = main(["synthesize", "--dataset", "embedded", "--mechanism", "poisson", "--features", "scattering",
-                 "--l", "64", "--T", "100", "--sigma-x", "0.05", "--out", str(out), "--json"])
+    code = main(
+        [
+            "synthesize",
+            "--dataset",
+            "embedded",
+            "--mechanism",
+            "poisson",
+            "--features",
+            "scattering",
+            "--l",
+            "64",
+            "--T",
+            "100",
+            "--sigma-x",
+            "0.05",
+            "--out",
+            str(out),
+            "--json",
+        ]
+    )
     card = json.loads(capsys.readouterr().out)
     assert code == 0 and card["parameters"]["features"] == "scattering"
     assert "ScatterNet" in card["feature_transform"] and "J=2, L=8" in card["feature_transform"]
@@ -108,13 +181,47 @@ def test_synthesize_streaming_from_memmap(tmp_path, capsys):
     np.save(tmp_path / "X.npy", rng.integers(0, 256, (2000, 16), dtype=np.uint8))
     np.save(tmp_path / "Y.npy", rng.integers(0, 3, 2000))
     out = tmp_path / "release"
-    code = main(["synthesize", "--memmap", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "Y.npy"),
-                 "--num-classes", "3", "--mechanism", "dpmix", "--l", "4", "--T", "500", "--sigma-x", "0.1",
-                 "--out", str(out), "--json"])
+    code = main(
+        [
+            "synthesize",
+            "--memmap",
+            str(tmp_path / "X.npy"),
+            "--labels",
+            str(tmp_path / "Y.npy"),
+            "--num-classes",
+            "3",
+            "--mechanism",
+            "dpmix",
+            "--l",
+            "4",
+            "--T",
+            "500",
+            "--sigma-x",
+            "0.1",
+            "--out",
+            str(out),
+            "--json",
+        ]
+    )
     card = json.loads(capsys.readouterr().out)
     assert code == 0 and np.load(out / "x.npy").shape == (500, 16) and card["epsilons"]
-    code = main(["synthesize", "--memmap", str(tmp_path / "X.npy"), "--mechanism", "class-centric", "--l", "4",
-                 "--T", "10", "--sigma-x", "1", "--out", str(tmp_path / "o2")])
+    code = main(
+        [
+            "synthesize",
+            "--memmap",
+            str(tmp_path / "X.npy"),
+            "--mechanism",
+            "class-centric",
+            "--l",
+            "4",
+            "--T",
+            "10",
+            "--sigma-x",
+            "1",
+            "--out",
+            str(tmp_path / "o2"),
+        ]
+    )
     assert code == 2 and "streams" in capsys.readouterr().err
 
 

@@ -121,9 +121,22 @@ def test_device_path_equals_host_path_for_fixed_indices(sigma, poisson):
         return torch.from_numpy(i), None if o is None else torch.from_numpy(o)
 
     seg = Segment(0, T, 0, draw, draw_device=draw_device)
-    common = {"features": X, "labels": y, "label_value": 1.0, "dtype": np.float32, "dx": d, "dy": k, "segments": [seg],
-                  "num_points": T, "denom_x": 255.0 * l, "denom_y": float(l), "sigma_x": sigma, "sigma_y": sigma,
-                  "chunk_rows": NOISE_TILE, "device": torch.device("cpu")}
+    common = {
+        "features": X,
+        "labels": y,
+        "label_value": 1.0,
+        "dtype": np.float32,
+        "dx": d,
+        "dy": k,
+        "segments": [seg],
+        "num_points": T,
+        "denom_x": 255.0 * l,
+        "denom_y": float(l),
+        "sigma_x": sigma,
+        "sigma_y": sigma,
+        "chunk_rows": NOISE_TILE,
+        "device": torch.device("cpu"),
+    }
     hx, hy = mix_and_perturb(**common, seed_seq=seed_sequence(7), index_sampling="host")
     dx_, dy_ = mix_and_perturb(**common, seed_seq=seed_sequence(7), index_sampling="device")
     np.testing.assert_allclose(dx_, hx, rtol=0, atol=1e-6)

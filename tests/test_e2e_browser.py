@@ -45,9 +45,25 @@ def _start(tmp_path_factory):
     port = _free_port()
     env = dict(os.environ, DPMIX_STORE=str(tmp_path_factory.mktemp("store") / "results.sqlite"))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.port",
+            str(port),
+            "--server.headless",
+            "true",
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
@@ -90,9 +106,18 @@ def fresh_server(tmp_path_factory):
 @pytest.fixture
 def browser():
     opts = Options()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=1400,2000"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,2000",
+    ):
         opts.add_argument(arg)
     opts.binary_location = CHROMIUM
     driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
@@ -130,8 +155,9 @@ def test_changing_sigma_changes_the_headline_epsilon(server, browser):
 
 def test_deep_link_on_a_fresh_server_renders_the_app(fresh_server, browser):
     browser.get(fresh_server + "/mixed_samples")
-    _wait_for(browser, lambda: "Mixed samples" in browser.find_element(By.TAG_NAME, "h1").text,
-              what="the Mixed samples title")
+    _wait_for(
+        browser, lambda: "Mixed samples" in browser.find_element(By.TAG_NAME, "h1").text, what="the Mixed samples title"
+    )
     nav = browser.find_elements(By.CSS_SELECTOR, "[data-testid=stSidebarNav] a")
     labels = [a.text.splitlines()[-1] for a in nav if a.text]
     assert "Privacy accountant" in labels and "app" not in labels  # the router, not legacy multipage mode
@@ -142,10 +168,16 @@ def test_upload_a_csv_on_mixed_samples(server, browser, tmp_path):
     csv = tmp_path / "mine.csv"
     csv.write_text("\n".join(rows) + "\n")
     browser.get(server + "/mixed_samples")
-    _wait_for(browser, lambda: browser.find_element(By.XPATH, "//*[contains(text(), 'Use your own data')]"),
-              what="the upload expander").click()
+    _wait_for(
+        browser,
+        lambda: browser.find_element(By.XPATH, "//*[contains(text(), 'Use your own data')]"),
+        what="the upload expander",
+    ).click()
     upload = _wait_for(browser, lambda: browser.find_element(By.CSS_SELECTOR, "input[type=file]"))
     upload.send_keys(str(csv))
     _wait_for(browser, lambda: "mine.csv" in browser.page_source, what="the uploaded file")
-    _wait_for(browser, lambda: "400 records" in browser.page_source or "mine" in browser.page_source,
-              what="the uploaded data described")
+    _wait_for(
+        browser,
+        lambda: "400 records" in browser.page_source or "mine" in browser.page_source,
+        what="the uploaded data described",
+    )

@@ -24,18 +24,45 @@ from dpmix_core.synthesis.pipeline import SynthesisConfig
 MIX = RunConfig(
     "mixing",
     synthesis=SynthesisConfig("dpmix", l=256, T=10000, target_epsilon=15, accountant="lee2019", delta=1 / 60000),
-    model="thesis-cnn", loss="kl", lr=1e-4, schedule="step", epochs=50, batch_size=32,
+    model="thesis-cnn",
+    loss="kl",
+    lr=1e-4,
+    schedule="step",
+    epochs=50,
+    batch_size=32,
 )
 CONFIGS = [
     MIX,
-    RunConfig("mixing", synthesis=SynthesisConfig("class-centric", l=4, T=600, sigma_x=0.5, hard_labels=True,
-                                                  preprocessing="zscore", zscore_constants=(33.3, 78.6)), model="dpcda-cnn"),
-    RunConfig("mixing", features="scattering", synthesis=SynthesisConfig("poisson", l=64, T=600, sigma_x=0.1),
-              model="scatter-linear", loss="gkl", input_norm="rms", train_limit=500, test_limit=100),
+    RunConfig(
+        "mixing",
+        synthesis=SynthesisConfig(
+            "class-centric",
+            l=4,
+            T=600,
+            sigma_x=0.5,
+            hard_labels=True,
+            preprocessing="zscore",
+            zscore_constants=(33.3, 78.6),
+        ),
+        model="dpcda-cnn",
+    ),
+    RunConfig(
+        "mixing",
+        features="scattering",
+        synthesis=SynthesisConfig("poisson", l=64, T=600, sigma_x=0.1),
+        model="scatter-linear",
+        loss="gkl",
+        input_norm="rms",
+        train_limit=500,
+        test_limit=100,
+    ),
     RunConfig("non-private", model="linear", loss="mse", optimizer="sgd", momentum=0.5),
     RunConfig("dp-sgd", model="dpcda-cnn-gn", dpsgd_epsilon=2, dpsgd_delta=1e-5, dpsgd_clip=0.5),
-    RunConfig("label-laplace", synthesis=SynthesisConfig("label-laplace", label_epsilon=0.5, label_task="regression"),
-              loss="mse"),
+    RunConfig(
+        "label-laplace",
+        synthesis=SynthesisConfig("label-laplace", label_epsilon=0.5, label_task="regression"),
+        loss="mse",
+    ),
     RunConfig("dp-pca", model="linear", pca_epsilon=math.inf, pca_components=20, schedule="cosine"),
 ]
 
@@ -67,8 +94,16 @@ def test_run_key_ignores_device_data_dir_label_and_unused_groups():
     assert run_key(MIX.replace(dpsgd_epsilon=3.0, pca_components=7, momentum=0.1)) == key  # unused by mixing+adam
     assert run_key(MIX.replace(seed=1)) != key
     assert run_key(MIX.replace(lr=2e-4)) != key
-    assert run_key(MIX.replace(synthesis=SynthesisConfig("dpmix", l=128, T=10000, target_epsilon=15,
-                                                         accountant="lee2019", delta=1 / 60000))) != key
+    assert (
+        run_key(
+            MIX.replace(
+                synthesis=SynthesisConfig(
+                    "dpmix", l=128, T=10000, target_epsilon=15, accountant="lee2019", delta=1 / 60000
+                )
+            )
+        )
+        != key
+    )
 
 
 def test_run_key_is_canonical():
@@ -103,10 +138,18 @@ def test_run_key_is_canonical():
         (dict(method="mixing", synthesis=SynthesisConfig("dpmix", sigma_x=1.0), loss="mse"), "regression"),
         (dict(method="mixing", synthesis=SynthesisConfig("label-laplace")), "mixing mechanism"),
         (dict(method="label-laplace", synthesis=SynthesisConfig("dpmix", sigma_x=1.0)), "needs synthesis.mechanism"),
-        (dict(method="label-laplace", synthesis=SynthesisConfig("label-laplace", label_task="regression"),
-              loss="kl"), "needs loss mse"),
-        (dict(method="mixing", features="scattering", model="linear",
-              synthesis=SynthesisConfig("dpmix", sigma_x=1.0)), "public bounds"),
+        (
+            dict(
+                method="label-laplace", synthesis=SynthesisConfig("label-laplace", label_task="regression"), loss="kl"
+            ),
+            "needs loss mse",
+        ),
+        (
+            dict(
+                method="mixing", features="scattering", model="linear", synthesis=SynthesisConfig("dpmix", sigma_x=1.0)
+            ),
+            "public bounds",
+        ),
     ],
 )
 def test_invalid_configs_say_why(kwargs, match):
@@ -160,11 +203,19 @@ def test_toml_and_json_specs_expand_alike(tmp_path):
     # 2 mechanisms x 3 sigmas x 2 seeds, plus the non-private baseline once per seed
     assert len(runs) == 2 * 3 * 2 + 2
     assert [r.label for r in runs[:6]] == ["mixing: dpmix"] * 6
-    assert [(r.synthesis.sigma_x, r.seed) for r in runs[:6]] == [(0.5, 10), (0.5, 11), (1.0, 10), (1.0, 11),
-                                                                 (2.0, 10), (2.0, 11)]
+    assert [(r.synthesis.sigma_x, r.seed) for r in runs[:6]] == [
+        (0.5, 10),
+        (0.5, 11),
+        (1.0, 10),
+        (1.0, 11),
+        (2.0, 10),
+        (2.0, 11),
+    ]
     assert {r.synthesis.mechanism for r in runs[6:12]} == {"poisson"}
-    assert [(r.method, r.seed, r.synthesis) for r in runs[12:]] == [("non-private", 10, None),
-                                                                    ("non-private", 11, None)]
+    assert [(r.method, r.seed, r.synthesis) for r in runs[12:]] == [
+        ("non-private", 10, None),
+        ("non-private", 11, None),
+    ]
     assert len({run_key(r) for r in runs}) == len(runs)
     json_path = tmp_path / "sweep.json"
     json_path.write_text(json.dumps(spec.to_dict()))
@@ -173,17 +224,23 @@ def test_toml_and_json_specs_expand_alike(tmp_path):
 
 
 def test_series_overrides(tmp_path):
-    spec = load_spec({
-        "name": "dpcda",
-        "axis": "l",
-        "values": [2, 8],
-        "base": {"method": "mixing", "dataset": "embedded", "model": "dpcda-cnn",
-                 "synthesis": {"mechanism": "class-centric", "T": 400, "target_epsilon": 10, "accountant": "dpcda"}},
-        "series": [
-            {"name": "eps=inf", "synthesis": {"target_epsilon": None, "sigma_x": 0.0, "sigma_y": 0.0}},
-            {"name": "eps=20", "synthesis.target_epsilon": 20},
-        ],
-    })
+    spec = load_spec(
+        {
+            "name": "dpcda",
+            "axis": "l",
+            "values": [2, 8],
+            "base": {
+                "method": "mixing",
+                "dataset": "embedded",
+                "model": "dpcda-cnn",
+                "synthesis": {"mechanism": "class-centric", "T": 400, "target_epsilon": 10, "accountant": "dpcda"},
+            },
+            "series": [
+                {"name": "eps=inf", "synthesis": {"target_epsilon": None, "sigma_x": 0.0, "sigma_y": 0.0}},
+                {"name": "eps=20", "synthesis.target_epsilon": 20},
+            ],
+        }
+    )
     runs = spec.runs()
     assert [(r.label, r.synthesis.l) for r in runs] == [("eps=inf", 2), ("eps=inf", 8), ("eps=20", 2), ("eps=20", 8)]
     assert runs[0].synthesis.sigma_x == 0.0 and runs[2].synthesis.target_epsilon == 20.0
@@ -191,17 +248,38 @@ def test_series_overrides(tmp_path):
 
 
 def test_epsilon_axis_maps_to_each_method():
-    base = RunConfig("mixing", dataset="embedded", synthesis=SynthesisConfig("poisson", l=16, T=400,
-                                                                             accountant="gdp-clt", sigma_x=1.0),
-                     model="linear", dpsgd_delta=1e-5)
-    spec = SweepSpec(name="eps", base=base, axis="target_epsilon", values=(2.0, math.inf),
-                     series=load_spec({"name": "x", "axis": "target_epsilon", "values": [1],
-                                       "methods": ["mixing", "dp-sgd", "dp-pca"],
-                                       "base": base.to_dict()}).series)
+    base = RunConfig(
+        "mixing",
+        dataset="embedded",
+        synthesis=SynthesisConfig("poisson", l=16, T=400, accountant="gdp-clt", sigma_x=1.0),
+        model="linear",
+        dpsgd_delta=1e-5,
+    )
+    spec = SweepSpec(
+        name="eps",
+        base=base,
+        axis="target_epsilon",
+        values=(2.0, math.inf),
+        series=load_spec(
+            {
+                "name": "x",
+                "axis": "target_epsilon",
+                "values": [1],
+                "methods": ["mixing", "dp-sgd", "dp-pca"],
+                "base": base.to_dict(),
+            }
+        ).series,
+    )
     runs = spec.runs()
     got = [(r.method, axis_value(r, "target_epsilon")) for r in runs]
-    assert got == [("mixing", 2.0), ("mixing", math.inf), ("dp-sgd", 2.0), ("non-private", math.inf),
-                   ("dp-pca", 2.0), ("dp-pca", math.inf)]
+    assert got == [
+        ("mixing", 2.0),
+        ("mixing", math.inf),
+        ("dp-sgd", 2.0),
+        ("non-private", math.inf),
+        ("dp-pca", 2.0),
+        ("dp-pca", math.inf),
+    ]
     assert runs[1].synthesis.sigma_x == 0.0 and runs[1].synthesis.target_epsilon is None
     assert runs[0].synthesis.target_epsilon == 2.0 and runs[0].synthesis.sigma_x is None
     assert apply_axis(base.to_dict(), "l", 32)["synthesis"]["l"] == 32
@@ -253,8 +331,19 @@ def test_l_and_T_axes_take_integers():
 
 # --------------------------------------------------------------------------------------------- presets
 
-PROTOCOLS = ("thesis-4.1", "thesis-4.2-sigma", "thesis-4.2-l", "thesis-4.2-t", "dpcda-table2", "dpfmix-table1",
-             "dpfmix-table1-m", "dpfmix-table3", "label-dp", "dp-pca", "all-methods")
+PROTOCOLS = (
+    "thesis-4.1",
+    "thesis-4.2-sigma",
+    "thesis-4.2-l",
+    "thesis-4.2-t",
+    "dpcda-table2",
+    "dpfmix-table1",
+    "dpfmix-table1-m",
+    "dpfmix-table3",
+    "label-dp",
+    "dp-pca",
+    "all-methods",
+)
 
 
 def test_every_protocol_has_a_full_and_a_labelled_quick_variant():
@@ -292,8 +381,17 @@ def test_thesis_41_encodes_the_protocol():
     syn = run.synthesis
     assert (syn.mechanism, syn.l, syn.T, syn.target_epsilon, syn.accountant) == ("dpmix", 256, 10000, 15.0, "lee2019")
     assert syn.delta == pytest.approx(1 / 60000)
-    assert (run.model, run.loss, run.optimizer, run.lr, run.schedule, run.lr_step_epochs, run.lr_gamma, run.epochs,
-            run.val_fraction) == ("thesis-cnn", "kl", "adam", 1e-4, "step", 10, 0.5, 50, 0.1)
+    assert (
+        run.model,
+        run.loss,
+        run.optimizer,
+        run.lr,
+        run.schedule,
+        run.lr_step_epochs,
+        run.lr_gamma,
+        run.epochs,
+        run.val_fraction,
+    ) == ("thesis-cnn", "kl", "adam", 1e-4, "step", 10, 0.5, 50, 0.1)
     dpsgd = [r for r in get_preset("thesis-4.1").runs() if r.method == "dp-sgd"][0]
     assert (dpsgd.dpsgd_epsilon, dpsgd.dpsgd_delta, dpsgd.model) == (15.0, syn.delta, "thesis-cnn")
 
@@ -314,12 +412,19 @@ def test_all_methods_calibrates_every_method_to_the_same_delta_with_a_rigorous_a
     assert methods == {"mixing", "label-laplace", "dp-pca", "dp-sgd", "non-private"}
     mixing = [r for r in runs if r.method == "mixing"]
     assert {(r.synthesis.mechanism, r.features) for r in mixing} == {
-        ("dpmix", "pixels"), ("class-centric", "pixels"), ("poisson", "pixels"), ("poisson", "scattering")}
+        ("dpmix", "pixels"),
+        ("class-centric", "pixels"),
+        ("poisson", "pixels"),
+        ("poisson", "scattering"),
+    }
     for r in mixing:
         assert r.synthesis.delta == 1e-5 and r.synthesis.l == 64 and r.synthesis.T == 60000
         assert get_accountant(r.synthesis.accountant).rigorous, r.label  # never the CLT approximation
-    assert all(r.model == "thesis-cnn" for r in runs if r.method in ("mixing", "label-laplace", "dp-sgd")
-               and r.features == "pixels")
+    assert all(
+        r.model == "thesis-cnn"
+        for r in runs
+        if r.method in ("mixing", "label-laplace", "dp-sgd") and r.features == "pixels"
+    )
     assert {(r.dpsgd_delta, r.dpsgd_accountant) for r in runs if r.method == "dp-sgd"} == {(1e-5, "pld-poisson")}
     assert {axis_value(r, "target_epsilon") for r in runs if r.method != "non-private"} == {1.0, 2.0, 4.0, 8.0}
 
@@ -342,13 +447,23 @@ def test_get_preset_unknown():
 
 
 def _row(cfg: RunConfig, acc: float, mse=None, eps=None) -> dict:
-    return {"config": cfg.to_dict(), "result": {"test_accuracy": acc, "test_mse": mse, "seconds": 1.0,
-                                                "epsilon": eps or {}, "delta": 1e-5}}
+    return {
+        "config": cfg.to_dict(),
+        "result": {"test_accuracy": acc, "test_mse": mse, "seconds": 1.0, "epsilon": eps or {}, "delta": 1e-5},
+    }
 
 
 def test_aggregate_groups_by_series_method_mechanism_and_axis_value():
-    spec = load_spec({"name": "s", "axis": "sigma", "values": [0.5, 1.0], "repeats": 3,
-                      "methods": ["mixing", "non-private"], "base": MIX.replace(dataset="embedded").to_dict()})
+    spec = load_spec(
+        {
+            "name": "s",
+            "axis": "sigma",
+            "values": [0.5, 1.0],
+            "repeats": 3,
+            "methods": ["mixing", "non-private"],
+            "base": MIX.replace(dataset="embedded").to_dict(),
+        }
+    )
     rows = []
     for i, run in enumerate(spec.runs()):
         acc = 0.5 + 0.1 * (run.seed % 3) + (0.2 if run.method == "non-private" else 0.0)
@@ -358,8 +473,18 @@ def test_aggregate_groups_by_series_method_mechanism_and_axis_value():
     rows.append({"config": MIX.to_dict(), "result": {"error": "boom"}})
     df = aggregate(rows)
     assert isinstance(df, pd.DataFrame) and len(df) == 3
-    assert set(df.columns) >= {"label", "method", "mechanism", "axis", "axis_value", "test_accuracy_mean",
-                               "test_accuracy_std", "test_accuracy_count", "test_mse_mean", "epsilon_lee2019"}
+    assert set(df.columns) >= {
+        "label",
+        "method",
+        "mechanism",
+        "axis",
+        "axis_value",
+        "test_accuracy_mean",
+        "test_accuracy_std",
+        "test_accuracy_count",
+        "test_mse_mean",
+        "epsilon_lee2019",
+    }
     assert (df["axis"] == "sigma").all()
     mix = df[df["method"] == "mixing"].sort_values("axis_value")
     assert list(mix["axis_value"]) == [0.5, 1.0]
@@ -374,12 +499,21 @@ def test_aggregate_groups_by_series_method_mechanism_and_axis_value():
 
 
 def test_aggregate_regression_mse_and_empty():
-    cfg = RunConfig("label-laplace", dataset="embedded", loss="mse",
-                    synthesis=SynthesisConfig("label-laplace", label_epsilon=1.0, label_task="regression"))
+    cfg = RunConfig(
+        "label-laplace",
+        dataset="embedded",
+        loss="mse",
+        synthesis=SynthesisConfig("label-laplace", label_epsilon=1.0, label_task="regression"),
+    )
     rows = [_row(cfg.replace(seed=s), 0.3, mse=m, eps={"laplace": 1.0}) for s, m in ((0, 2.0), (1, 4.0))]
-    rows.append(_row(cfg.replace(synthesis=SynthesisConfig("label-laplace", label_epsilon=2.0,
-                                                           label_task="regression")), 0.4, mse=1.0,
-                     eps={"laplace": 2.0}))
+    rows.append(
+        _row(
+            cfg.replace(synthesis=SynthesisConfig("label-laplace", label_epsilon=2.0, label_task="regression")),
+            0.4,
+            mse=1.0,
+            eps={"laplace": 2.0},
+        )
+    )
     df = aggregate(rows, axis="label_epsilon")
     assert list(df["axis_value"]) == [1.0, 2.0]
     assert list(df["test_mse_mean"]) == [3.0, 1.0] and list(df["test_mse_count"]) == [2, 1]
@@ -433,8 +567,12 @@ def test_new_protocol_fields_leave_the_identity_at_their_old_values():
 
 
 def test_feature_release_enters_the_key_only_when_features_are_mixed():
-    pix = RunConfig("mixing", features="scattering", synthesis=SynthesisConfig("poisson", l=64, T=600, sigma_x=0.1),
-                    model="scatter-linear")
+    pix = RunConfig(
+        "mixing",
+        features="scattering",
+        synthesis=SynthesisConfig("poisson", l=64, T=600, sigma_x=0.1),
+        model="scatter-linear",
+    )
     feat = pix.replace(synthesis=SynthesisConfig("poisson", l=64, T=600, sigma_x=0.1, features="scattering"))
     assert "features" not in pix.identity()["synthesis"]
     assert feat.identity()["synthesis"]["features"] == "scattering" and run_key(feat) != run_key(pix)
@@ -445,10 +583,17 @@ def test_collapsed_runs_are_counted_and_never_plotted_as_normal_points():
     from dpmix_core.experiments.trade_offs import trade_off_figure
 
     def row(sigma, acc, collapsed, seed=0):
-        cfg = RunConfig("mixing", synthesis=SynthesisConfig("dpmix", l=16, T=400, sigma_x=sigma), model="linear",
-                        label="DPMix", seed=seed)
-        return {"config": cfg.to_dict(), "result": {"test_accuracy": acc, "collapsed": collapsed,
-                                                    "epsilon": {"rdp-wor": 1.0}}}
+        cfg = RunConfig(
+            "mixing",
+            synthesis=SynthesisConfig("dpmix", l=16, T=400, sigma_x=sigma),
+            model="linear",
+            label="DPMix",
+            seed=seed,
+        )
+        return {
+            "config": cfg.to_dict(),
+            "result": {"test_accuracy": acc, "collapsed": collapsed, "epsilon": {"rdp-wor": 1.0}},
+        }
 
     rows = [row(0.1, 0.8, False), row(0.1, 0.1, True, seed=1), row(1.0, 0.1, True), row(1.0, 0.11, True, seed=1)]
     agg = aggregate(rows, axis="sigma").set_index("axis_value")

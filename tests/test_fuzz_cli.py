@@ -81,18 +81,27 @@ def refused(capsys, workdir: Path, argv: list[str]) -> str:
 
 
 RAY_MISSING = pytest.mark.skipif(
-    __import__("importlib").util.find_spec("ray") is not None, reason="Ray is installed here")
+    __import__("importlib").util.find_spec("ray") is not None, reason="Ray is installed here"
+)
 
 CASES = [
     # argument types: one line each
-    (["epsilon", "--accountant", "lee2019", "--n", "abc", "--l", "1", "--T", "1", *SIGMA, "--delta", "1e-5"],
-     "is not a number"),
-    (["epsilon", "--accountant", "lee2019", "--n", "1.5", "--l", "1", "--T", "1", *SIGMA, "--delta", "1e-5"],
-     "not a positive integer"),
-    (["epsilon", "--accountant", "lee2019", "--n", "1e400", "--l", "1", "--T", "1", *SIGMA, "--delta", "1e-5"],
-     "too large"),
-    (["epsilon", "--accountant", "lee2019", "--n", "nan", "--l", "1", "--T", "1", *SIGMA, "--delta", "1e-5"],
-     "not a finite number"),
+    (
+        ["epsilon", "--accountant", "lee2019", "--n", "abc", "--l", "1", "--T", "1", *SIGMA, "--delta", "1e-5"],
+        "is not a number",
+    ),
+    (
+        ["epsilon", "--accountant", "lee2019", "--n", "1.5", "--l", "1", "--T", "1", *SIGMA, "--delta", "1e-5"],
+        "not a positive integer",
+    ),
+    (
+        ["epsilon", "--accountant", "lee2019", "--n", "1e400", "--l", "1", "--T", "1", *SIGMA, "--delta", "1e-5"],
+        "too large",
+    ),
+    (
+        ["epsilon", "--accountant", "lee2019", "--n", "nan", "--l", "1", "--T", "1", *SIGMA, "--delta", "1e-5"],
+        "not a finite number",
+    ),
     (["epsilon", "--accountant", "lee2019", *ACC, "--sigma-x", "inf", "--sigma-y", "1"], "not a finite number"),
     (["epsilon", "--accountant", "nope", *ACC, *SIGMA], "unknown accountant"),
     (["epsilon", "--accountant", "lee2019", *ACC], "required"),
@@ -104,19 +113,24 @@ CASES = [
     ([*SYN, "--out", "missing/rel.npz"], "does not exist"),
     ([*SYN, "--out", "card-dir.npz"], "privacy card"),
     ([*SYN, "--out", "folder"], "must end in .npz or .csv"),
-    (["synthesize", "--mechanism", "dpmix", "--l", "4", "--T", "1e9", "--sigma-x", "1", "--out", "r.npz"],
-     "DPMIX_MAX_MEMORY"),
-    (["synthesize", "--mechanism", "dpmix", "--l", "5000", "--T", "10", "--sigma-x", "1", "--out", "r.npz"],
-     "must not exceed"),
+    (
+        ["synthesize", "--mechanism", "dpmix", "--l", "4", "--T", "1e9", "--sigma-x", "1", "--out", "r.npz"],
+        "DPMIX_MAX_MEMORY",
+    ),
+    (
+        ["synthesize", "--mechanism", "dpmix", "--l", "5000", "--T", "10", "--sigma-x", "1", "--out", "r.npz"],
+        "must not exceed",
+    ),
     ([*SYN, "--data-file", "nothing.csv", "--out", "r.npz"], "cannot read --data-file"),
     ([*SYN, "--data-file", "bad.csv", "--out", "r.npz"], "beyond the float32 range"),
     ([*SYN, "--data-file", "labels.csv", "--out", "r.npz"], "too large to be told apart"),
     ([*SYN, "--data-file", "pickled.npz", "--out", "r.npz"], "not a plain numpy array"),
     ([*SYN, "--data-file", "bomb.npz", "--out", "r.npz"], "once decompressed"),
-    ([*SYN, "--memmap", "x.npy", "--labels", "y.npy", "--num-classes", "2", "--T", "1e15", "--out", "rel"],
-     "DPMIX_MAX_JOB_SECONDS"),
-    ([*SYN, "--memmap", "nothing.npy", "--labels", "y.npy", "--num-classes", "2", "--out", "rel"],
-     "cannot memory-map"),
+    (
+        [*SYN, "--memmap", "x.npy", "--labels", "y.npy", "--num-classes", "2", "--T", "1e15", "--out", "rel"],
+        "DPMIX_MAX_JOB_SECONDS",
+    ),
+    ([*SYN, "--memmap", "nothing.npy", "--labels", "y.npy", "--num-classes", "2", "--out", "rel"], "cannot memory-map"),
     ([*SYN, "--memmap", "x.npy", "--labels", "y.npy", "--num-classes", "2", "--out", "folder"], "exists"),
     # train: everything refused before the first progress line
     (["train", "--sigma-x", "1", "--epochs", "1e9"], "DPMIX_MAX_JOB_SECONDS"),
@@ -138,10 +152,11 @@ CASES = [
     pytest.param(["sweep", "preset:thesis-4.1-quick", "--backend", "ray"], "needs Ray", marks=RAY_MISSING),
     # audit: the cost model in front of the simulation
     (["audit", "--mechanism", "dpmix", "--n", "100", "--l", "4", "--T", "1e9", *SIGMA], "DPMIX_MAX_SECONDS"),
-    (["audit", "--mechanism", "dpmix", "--n", "100", "--l", "4", "--T", "10", *SIGMA, "--trials", "1e12"],
-     "DPMIX_MAX_SECONDS"),
-    (["audit", "--mechanism", "dpmix", "--n", "100", "--l", "4", "--T", "10", *SIGMA, "--trials", "10"],
-     "at least 20"),
+    (
+        ["audit", "--mechanism", "dpmix", "--n", "100", "--l", "4", "--T", "10", *SIGMA, "--trials", "1e12"],
+        "DPMIX_MAX_SECONDS",
+    ),
+    (["audit", "--mechanism", "dpmix", "--n", "100", "--l", "4", "--T", "10", *SIGMA, "--trials", "10"], "at least 20"),
     (["audit", "--mechanism", "dpmix", "--n", "5", "--l", "9", "--T", "10", *SIGMA], "must not exceed"),
     (["calibrate", "--accountant", "lee2019", *ACC, "--target-epsilon", "nan"], "not a finite number"),
 ]
@@ -153,10 +168,15 @@ def test_bad_input_is_one_line_exit_2_and_touches_no_file(capsys, workdir, argv,
     assert message in line
 
 
-@given(value=st.one_of(st.text(max_size=12), st.integers(-10, 10**20).map(str),
-                       st.floats(allow_nan=True, allow_infinity=True).map(repr)),
-       option=st.sampled_from(["--n", "--l", "--T", "--delta", "--dx", "--classes"]),
-       accountant=st.sampled_from(["lee2019", "dpcda", "rdp-wor"]))
+@given(
+    value=st.one_of(
+        st.text(max_size=12),
+        st.integers(-10, 10**20).map(str),
+        st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    ),
+    option=st.sampled_from(["--n", "--l", "--T", "--delta", "--dx", "--classes"]),
+    accountant=st.sampled_from(["lee2019", "dpcda", "rdp-wor"]),
+)
 def test_any_value_of_a_numeric_option_is_answered_or_refused_in_one_line(value, option, accountant):
     argv = {"--n": "1000", "--l": "10", "--T": "100", "--delta": "1e-5"}
     argv[option] = value
@@ -180,17 +200,23 @@ def test_debug_flag_shows_the_traceback_and_still_exits_2(capsys, workdir):
     assert "Traceback" in err and err.splitlines()[-1].startswith("error: ")
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["epsilon", "--accountant", "lee2019", "--n", "abc", "--l", "1", "--T", "1", *SIGMA, "--delta", "1e-5"],
-     "is not a number"),
-    (["sweep", "preset:thesis-4.1-quick", "--store", "garbage.sqlite"], "is damaged"),
-    (["audit", "--mechanism", "dpmix", "--n", "100", "--l", "4", "--T", "1e9", *SIGMA], "DPMIX_MAX_SECONDS"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["epsilon", "--accountant", "lee2019", "--n", "abc", "--l", "1", "--T", "1", *SIGMA, "--delta", "1e-5"],
+            "is not a number",
+        ),
+        (["sweep", "preset:thesis-4.1-quick", "--store", "garbage.sqlite"], "is damaged"),
+        (["audit", "--mechanism", "dpmix", "--n", "100", "--l", "4", "--T", "1e9", *SIGMA], "DPMIX_MAX_SECONDS"),
+    ],
+)
 def test_subprocess_refusals(workdir, argv, message):
     before = _tree(workdir)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "dpmix_core", *argv], capture_output=True, text=True, env=env,
-                          cwd=workdir, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dpmix_core", *argv], capture_output=True, text=True, env=env, cwd=workdir, timeout=120
+    )
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and message in proc.stderr
     assert _tree(workdir) == before
 
@@ -231,8 +257,9 @@ def test_streaming_failure_removes_only_its_own_temporary(workdir, monkeypatch):
     monkeypatch.setattr(streaming.np.lib.format, "open_memmap", fail)
     before = _tree(workdir)
     with pytest.raises(OSError):
-        streaming.synthesize_streaming(np.load("x.npy"), np.load("y.npy"), num_classes=2, l=2, T=10, sigma_x=1.0,
-                                       out_path=workdir / "rel")
+        streaming.synthesize_streaming(
+            np.load("x.npy"), np.load("y.npy"), num_classes=2, l=2, T=10, sigma_x=1.0, out_path=workdir / "rel"
+        )
     assert _tree(workdir) == before
 
 
@@ -306,10 +333,12 @@ def test_killed_driver_and_worker_resume_in_one_rerun(tmp_path):
     ResultStore(path)
     marker = tmp_path / "marker"
     runs = [("fake_jobs:slow", {"x": 1, "epochs": 40, "step_s": 0.1, "marker": str(marker)}, None)]
-    script = ("import sys, fake_jobs\nfrom dpmix_core.runtime.store import ResultStore\n"
-              "from dpmix_core.experiments.sweeps import run_sweep\n"
-              f"s = ResultStore({str(path)!r})\n"
-              f"run_sweep(s, 'killed', {runs!r}, backend=fake_jobs.backend(s), poll_s=0.05)\n")
+    script = (
+        "import sys, fake_jobs\nfrom dpmix_core.runtime.store import ResultStore\n"
+        "from dpmix_core.experiments.sweeps import run_sweep\n"
+        f"s = ResultStore({str(path)!r})\n"
+        f"run_sweep(s, 'killed', {runs!r}, backend=fake_jobs.backend(s), poll_s=0.05)\n"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(fake_jobs.TESTS_DIR)])}
     driver = subprocess.Popen([sys.executable, "-c", script], env=env)
     store = ResultStore(path)
@@ -343,8 +372,7 @@ def _bomb_npz() -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         with zf.open("x.npy", "w", force_zip64=True) as fh:
-            np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False,
-                                                      "shape": (100_000, 3000)})
+            np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": (100_000, 3000)})
             fh.write(bytes(1 << 16))
         y = io.BytesIO()
         np.save(y, np.zeros(100_000))
@@ -358,18 +386,21 @@ def _npz(**arrays) -> bytes:
     return buf.getvalue()
 
 
-@pytest.mark.parametrize(("name", "data", "message"), [
-    ("p.npz", _pickled_npz(), "not a plain numpy array"),
-    ("b.npz", _bomb_npz(), "once decompressed"),
-    ("f.npz", _npz(x=np.array([[1e39, 0.0], [0.0, 0.0]]), y=np.array([0, 1])), "x row 0, column 0: 1e+39"),
-    ("l.npz", _npz(x=np.zeros((2, 2)), y=np.array([1e20, 2e20])), "y[0]: label 1e+20 is too large"),
-    ("u.npz", _npz(x=np.zeros((2, 2)), y=np.array([0, 2**64 - 1], dtype=np.uint64)), "does not fit"),
-    ("o.npz", _npz(x=np.array([None, 1]), y=np.array([0, 1])), "holds Python objects"),
-    ("c.csv", b"label,a\n0,1e39\n1,0\n", "row 2, column 'a': 1e+39 is beyond the float32 range"),
-    ("u.csv", b"label,a\n18446744073709551615,1\n0,0\n", "does not fit"),
-    ("w.csv", ("label," + ",".join(f"c{i}" for i in range(200_000)) + "\n").encode(), "columns, more than"),
-    ("t.csv", b"label,a,b,c,d\n" + b"0,1,2,3,4\n" * 20, "cells"),
-])
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        ("p.npz", _pickled_npz(), "not a plain numpy array"),
+        ("b.npz", _bomb_npz(), "once decompressed"),
+        ("f.npz", _npz(x=np.array([[1e39, 0.0], [0.0, 0.0]]), y=np.array([0, 1])), "x row 0, column 0: 1e+39"),
+        ("l.npz", _npz(x=np.zeros((2, 2)), y=np.array([1e20, 2e20])), "y[0]: label 1e+20 is too large"),
+        ("u.npz", _npz(x=np.zeros((2, 2)), y=np.array([0, 2**64 - 1], dtype=np.uint64)), "does not fit"),
+        ("o.npz", _npz(x=np.array([None, 1]), y=np.array([0, 1])), "holds Python objects"),
+        ("c.csv", b"label,a\n0,1e39\n1,0\n", "row 2, column 'a': 1e+39 is beyond the float32 range"),
+        ("u.csv", b"label,a\n18446744073709551615,1\n0,0\n", "does not fit"),
+        ("w.csv", ("label," + ",".join(f"c{i}" for i in range(200_000)) + "\n").encode(), "columns, more than"),
+        ("t.csv", b"label,a,b,c,d\n" + b"0,1,2,3,4\n" * 20, "cells"),
+    ],
+)
 def test_uploads_are_bounded_before_they_are_read(name, data, message):
     kwargs = {"max_rows": 10**7} if name == "t.csv" else {}
     if name == "t.csv":
@@ -455,8 +486,12 @@ def test_a_trickling_server_is_abandoned_at_the_minimum_rate(misbehaving, tmp_pa
     limits = DownloadLimits(timeout_s=5, deadline_s=3, min_rate=100, grace_s=0.5)
     t0 = time.monotonic()
     with pytest.raises(TimeoutError, match="below the minimum"):
-        fetch_files([RemoteFile("f.bin", "0" * 64, 1000)], f"http://127.0.0.1:{misbehaving.server_port}/",
-                    tmp_path, limits=limits)
+        fetch_files(
+            [RemoteFile("f.bin", "0" * 64, 1000)],
+            f"http://127.0.0.1:{misbehaving.server_port}/",
+            tmp_path,
+            limits=limits,
+        )
     assert time.monotonic() - t0 < 5 and list(tmp_path.iterdir()) == []
 
 
@@ -508,16 +543,27 @@ def test_any_sweep_in_the_address_is_a_sweep_or_one_line(text):
             assert found in (None, sweep.id)
 
 
-@given(T=st.integers(1, 10**12), l=st.integers(1, 10**7), epochs=st.integers(1, 10**9),
-       repeats=st.integers(1, 10**6))
+@given(T=st.integers(1, 10**12), l=st.integers(1, 10**7), epochs=st.integers(1, 10**9), repeats=st.integers(1, 10**6))
 def test_any_custom_sweep_is_accepted_or_refused_in_one_line_before_its_runs_are_built(T, l, epochs, repeats):
     from dpmix_core.experiments.trade_offs import custom_spec, spec_problem
 
     t0 = time.perf_counter()
     try:
-        spec = custom_spec(mechanisms=("dpmix",), axis="sigma", values=(0.5, 1.0), repeats=repeats, model="linear",
-                           loss="ce", epochs=epochs, l=l, T=T, sigma=1.0, accountant="rdp-wor", delta=1e-5,
-                           dataset="embedded")
+        spec = custom_spec(
+            mechanisms=("dpmix",),
+            axis="sigma",
+            values=(0.5, 1.0),
+            repeats=repeats,
+            model="linear",
+            loss="ce",
+            epochs=epochs,
+            l=l,
+            T=T,
+            sigma=1.0,
+            accountant="rdp-wor",
+            delta=1e-5,
+            dataset="embedded",
+        )
     except LimitExceeded as exc:
         problem = str(exc)
     else:

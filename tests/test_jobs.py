@@ -191,10 +191,18 @@ def test_a_worker_whose_row_is_taken_away_stops_and_writes_nothing(store):
 
 
 def _launch_from_a_subprocess(store, run_id) -> int:
-    code = ("import sys; from dpmix_core.runtime.store import ResultStore; from dpmix_core.runtime.jobs import launch; "
-            f"print(launch(ResultStore({str(store.path)!r}), {run_id}, extra_pythonpath=[{str(fake_jobs.TESTS_DIR)!r}]))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, cwd=ROOT,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    code = (
+        "import sys; from dpmix_core.runtime.store import ResultStore; from dpmix_core.runtime.jobs import launch; "
+        f"print(launch(ResultStore({str(store.path)!r}), {run_id}, extra_pythonpath=[{str(fake_jobs.TESTS_DIR)!r}]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert out.returncode == 0, out.stderr
     return int(out.stdout.strip())
 
@@ -226,9 +234,15 @@ def test_at_most_max_parallel_run_at_once(store):
 
 
 def _worker(*args, **kwargs):
-    return subprocess.run([sys.executable, "-m", "dpmix_core.cli.worker", *args], capture_output=True, text=True,
-                          timeout=30, cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{fake_jobs.TESTS_DIR}"},
-                          **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "dpmix_core.cli.worker", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{fake_jobs.TESTS_DIR}"},
+        **kwargs,
+    )
 
 
 def test_worker_command_line_and_exit_codes(store, tmp_path):

@@ -18,8 +18,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "dpmix_core"
-PAGES = sorted((ROOT / "app_pages").glob("*.py")) if (ROOT / "app_pages").is_dir() else sorted(
-    (ROOT / "pages").glob("*.py"))
+PAGES = (
+    sorted((ROOT / "app_pages").glob("*.py"))
+    if (ROOT / "app_pages").is_dir()
+    else sorted((ROOT / "pages").glob("*.py"))
+)
 
 LAYERS = {
     "resources": 0,  # cost model and safe file writes: no dpmix_core imports, usable by every layer
@@ -109,7 +112,7 @@ def test_no_import_circles():
         visiting.add(node)
         for nxt in graph[node]:
             if nxt in visiting:
-                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]) if nxt in stack else nxt)
+                cycles.append(" -> ".join(stack[stack.index(nxt) :] + [nxt]) if nxt in stack else nxt)
             elif nxt not in done:
                 visit(nxt, stack + [nxt])
         visiting.discard(node)
@@ -140,8 +143,11 @@ def _all_imported_roots(path: Path) -> set[str]:
 
 
 def test_argparse_only_in_cli():
-    offenders = [str(p.relative_to(ROOT)) for p in CORE.rglob("*.py")
-                 if "argparse" in _all_imported_roots(p) and p.parent.name != "cli"]
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in CORE.rglob("*.py")
+        if "argparse" in _all_imported_roots(p) and p.parent.name != "cli"
+    ]
     assert not offenders
 
 

@@ -36,8 +36,13 @@ def test_help_loads_no_heavy_library():
 
 
 def test_mechanisms_and_datasets_import_without_torch_or_accountants():
-    assert _loaded_after("import dpmix_core.mechanisms, dpmix_core.data, dpmix_core.synthesis.pipeline, "
-                         "dpmix_core.synthesis.export, dpmix_core.synthesis.streaming") == []
+    assert (
+        _loaded_after(
+            "import dpmix_core.mechanisms, dpmix_core.data, dpmix_core.synthesis.pipeline, "
+            "dpmix_core.synthesis.export, dpmix_core.synthesis.streaming"
+        )
+        == []
+    )
 
 
 def test_accountant_names_match_the_accountants():
@@ -57,17 +62,30 @@ def test_background_epsilons_fall_back_to_this_process():
 @pytest.mark.parametrize("mechanism", ["dpmix", "class-centric"])
 def test_cli_card_from_the_background_process_matches_inline(tmp_path, mechanism):
     out = tmp_path / "r.npz"
-    args = ["synthesize", "--mechanism", mechanism, "--l", "8", "--T", "100", "--sigma-x", "0.5", "--out", str(out),
-            "--json"]
-    code = (f"import contextlib, io, json, sys\nfrom dpmix_core.cli.main import main\nbuf = io.StringIO()\n"
-            f"with contextlib.redirect_stdout(buf):\n    assert main({args!r}) == 0\n"
-            f"print(json.dumps([json.loads(buf.getvalue()), 'dp_accounting' in sys.modules]))")
+    args = [
+        "synthesize",
+        "--mechanism",
+        mechanism,
+        "--l",
+        "8",
+        "--T",
+        "100",
+        "--sigma-x",
+        "0.5",
+        "--out",
+        str(out),
+        "--json",
+    ]
+    code = (
+        f"import contextlib, io, json, sys\nfrom dpmix_core.cli.main import main\nbuf = io.StringIO()\n"
+        f"with contextlib.redirect_stdout(buf):\n    assert main({args!r}) == 0\n"
+        f"print(json.dumps([json.loads(buf.getvalue()), 'dp_accounting' in sys.modules]))"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     card, parent_loaded_accountants = json.loads(done.stdout)
     assert not parent_loaded_accountants  # the epsilons came from the child process
     ds = load_embedded()
-    expected = card_epsilons(planned_release(SynthesisConfig(mechanism=mechanism, l=8, T=100, sigma_x=0.5), ds),
-                             1e-5)
+    expected = card_epsilons(planned_release(SynthesisConfig(mechanism=mechanism, l=8, T=100, sigma_x=0.5), ds), 1e-5)
     assert card["epsilons"] == json.loads(json.dumps(expected))
 
 
@@ -75,12 +93,31 @@ def test_cli_memmap_card_from_the_background_process(tmp_path):
     rng = np.random.default_rng(0)
     np.save(tmp_path / "X.npy", rng.integers(0, 256, (300, 6), dtype=np.uint8))
     np.save(tmp_path / "Y.npy", rng.integers(0, 3, 300))
-    args = ["synthesize", "--memmap", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "Y.npy"),
-            "--num-classes", "3", "--mechanism", "dpmix", "--l", "8", "--T", "500", "--sigma-x", "0.5",
-            "--out", str(tmp_path / "rel"), "--json"]
-    code = (f"import contextlib, io, json, sys\nfrom dpmix_core.cli.main import main\nbuf = io.StringIO()\n"
-            f"with contextlib.redirect_stdout(buf):\n    assert main({args!r}) == 0\n"
-            f"print(json.dumps([json.loads(buf.getvalue()), 'dp_accounting' in sys.modules]))")
+    args = [
+        "synthesize",
+        "--memmap",
+        str(tmp_path / "X.npy"),
+        "--labels",
+        str(tmp_path / "Y.npy"),
+        "--num-classes",
+        "3",
+        "--mechanism",
+        "dpmix",
+        "--l",
+        "8",
+        "--T",
+        "500",
+        "--sigma-x",
+        "0.5",
+        "--out",
+        str(tmp_path / "rel"),
+        "--json",
+    ]
+    code = (
+        f"import contextlib, io, json, sys\nfrom dpmix_core.cli.main import main\nbuf = io.StringIO()\n"
+        f"with contextlib.redirect_stdout(buf):\n    assert main({args!r}) == 0\n"
+        f"print(json.dumps([json.loads(buf.getvalue()), 'dp_accounting' in sys.modules]))"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     card, parent_loaded_accountants = json.loads(done.stdout)
     assert not parent_loaded_accountants

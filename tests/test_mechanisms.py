@@ -282,16 +282,18 @@ def test_class_centric_points_are_pure():
 
 def test_class_centric_zscore_clip_and_caveat():
     X, y = _data(n=90, d=8, k=3)
-    params = ClassCentricParams(mix_degree=6, num_points=30, sigma_x=0, sigma_y=0, clip=0.5,
-                                preprocessing="zscore-private")
+    params = ClassCentricParams(
+        mix_degree=6, num_points=30, sigma_x=0, sigma_y=0, clip=0.5, preprocessing="zscore-private"
+    )
     out = class_centric_mix(X, y, num_classes=3, params=params, seed=0)
     assert (np.linalg.norm(out.x, axis=1) <= 0.5 + 1e-5).all()  # mean of vectors clipped to ||x|| <= c
     assert any("not covered" in s for s in out.notes) and not out.release.covered
     result = get_accountant("dpcda").epsilon(out.release, 1e-5)
     assert not result.upper_bound and result.guarantee.startswith("not covered: normalisation constants")
     public_params = replace(params, preprocessing="zscore")
-    public = class_centric_mix(X, y, num_classes=3, params=public_params, mean=np.full(8, 127.5),
-                               std=np.full(8, 74.0), seed=0)
+    public = class_centric_mix(
+        X, y, num_classes=3, params=public_params, mean=np.full(8, 127.5), std=np.full(8, 74.0), seed=0
+    )
     assert not any("not covered" in s for s in public.notes + public.release.notes) and public.release.covered
     with pytest.raises(ValueError, match="needs public mean and std"):
         class_centric_mix(X, y, num_classes=3, params=public_params, seed=0)

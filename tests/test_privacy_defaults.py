@@ -58,8 +58,9 @@ def _combinations():
 @pytest.mark.parametrize("mechanism, preprocessing, protect_labels", list(_combinations()))
 def test_guarantee_label_follows_the_release(ds, mechanism, preprocessing, protect_labels):
     """'rigorous upper bound' exactly when the accountant is rigorous and its assumptions hold -- in the card too."""
-    cfg = SynthesisConfig(mechanism, l=8, T=200, sigma_x=2.0, preprocessing=preprocessing,
-                          protect_labels=protect_labels)
+    cfg = SynthesisConfig(
+        mechanism, l=8, T=200, sigma_x=2.0, preprocessing=preprocessing, protect_labels=protect_labels
+    )
     release = planned_release(cfg, ds)
     results = [acc.epsilon(release, 1e-5) for acc in applicable_accountants(release)]
     assert results
@@ -185,8 +186,9 @@ def test_label_protected_epsilon_on_the_dpcda_setting():
     assert (release.n, release.num_points) == (min(sizes) - 1, 2 * (60000 // 10))
     z = release.noise_multiplier()
     ref = rdp.RdpAccountant(orders=list(range(2, 65)), neighboring_relation=rdp.NeighborRel.REPLACE_ONE)
-    ref.compose(SelfComposedDpEvent(SampledWithoutReplacementDpEvent(min(sizes) - 1, 4, GaussianDpEvent(z)),
-                                    2 * (60000 // 10)))
+    ref.compose(
+        SelfComposedDpEvent(SampledWithoutReplacementDpEvent(min(sizes) - 1, 4, GaussianDpEvent(z)), 2 * (60000 // 10))
+    )
     assert full.epsilon <= ref.get_epsilon(1e-5) * (1 + 1e-9)  # never above Thm. 27 on the same events
 
 
@@ -220,8 +222,11 @@ def test_features_only_is_class_centric_only():
 V01 = json.loads((Path(__file__).parent / "data" / "v01_run_keys.json").read_text())
 
 
-@pytest.mark.parametrize("row", V01["rows"], ids=lambda r: r["config"]["method"] + ":" + str(
-    (r["config"].get("synthesis") or {}).get("mechanism")))
+@pytest.mark.parametrize(
+    "row",
+    V01["rows"],
+    ids=lambda r: r["config"]["method"] + ":" + str((r["config"].get("synthesis") or {}).get("mechanism")),
+)
 def test_v01_run_keys_stay_valid(row):
     """Keys written by v0.1 are reproduced from the stored config: existing result stores stay valid."""
     cfg = RunConfig.from_dict(row["config"])
@@ -235,15 +240,20 @@ def test_v01_class_centric_rows_keep_their_meaning(ds):
     by_prep = {}
     for row in rows:
         syn = RunConfig.from_dict(row["config"]).synthesis
-        by_prep[(row["config"]["synthesis"]["preprocessing"], row["config"]["synthesis"]["zscore_constants"] is None)] = syn
+        by_prep[
+            (row["config"]["synthesis"]["preprocessing"], row["config"]["synthesis"]["zscore_constants"] is None)
+        ] = syn
         assert syn.protect_labels is False
     private = by_prep[("zscore", True)]
     assert private.preprocessing == "zscore-private"
     assert not planned_release(replace(private, target_epsilon=None, sigma_x=1.0), ds).covered
     assert by_prep[("zscore", False)].preprocessing == "zscore"
     # today's defaults are different releases, so they get new keys (no stale result is reused)
-    new = RunConfig("mixing", synthesis=replace(private, preprocessing="zscore", zscore_constants=None,
-                                                protect_labels=True), model="dpcda-cnn")
+    new = RunConfig(
+        "mixing",
+        synthesis=replace(private, preprocessing="zscore", zscore_constants=None, protect_labels=True),
+        model="dpcda-cnn",
+    )
     assert run_key(new) not in {r["run_key"] for r in V01["rows"]}
 
 
@@ -252,14 +262,21 @@ def test_trade_off_plots_mark_uncovered_and_features_only_series():
     from dpmix_core.experiments.trade_offs import trade_off_figure
 
     def row(label, **syn):
-        cfg = RunConfig("mixing", synthesis=SynthesisConfig("class-centric", l=4, T=600, sigma_x=0.5, **syn),
-                        model="dpcda-cnn", label=label)
+        cfg = RunConfig(
+            "mixing",
+            synthesis=SynthesisConfig("class-centric", l=4, T=600, sigma_x=0.5, **syn),
+            model="dpcda-cnn",
+            label=label,
+        )
         return {"config": cfg.to_dict(), "result": {"test_accuracy": 0.5, "epsilon": {"rdp-wor": 3.0}}}
 
     rows = [row("covered"), row("private", preprocessing="zscore-private"), row("swap", protect_labels=False)]
     agg = aggregate(rows, axis="sigma")
     assert dict(zip(agg["label"], agg["guarantee"])) == {
-        "covered": "covered", "private": NOT_COVERED, "swap": "features only; labels not protected"}
+        "covered": "covered",
+        "private": NOT_COVERED,
+        "swap": "features only; labels not protected",
+    }
     traces = {t.name: t for t in trade_off_figure(agg, "sigma").data}
     assert traces["private [ε not covered: private normalisation]"].marker.symbol == "x"
     assert traces["swap [ε: features only]"].marker.symbol == "diamond-open"

@@ -25,8 +25,9 @@ def _gaussian(T: int, z: float, sampling: Sampling) -> MixingRelease:
     sens = (1.0 if poisson else 2.0) / l  # add/remove: radius c/m; replace-one: diameter 2c/l
     s = z * math.sqrt(2) * sens  # sigma_x = sigma_y = s on two blocks of sensitivity sens: z = s / (sqrt(2) sens)
     adjacency = Adjacency.ADD_REMOVE_ONE if poisson else Adjacency.REPLACE_ONE
-    return MixingRelease(n=l, mix_degree=l, num_points=T, sigma_x=s, sigma_y=s, sampling=sampling,
-                         adjacency=adjacency, bounds=bounds)
+    return MixingRelease(
+        n=l, mix_degree=l, num_points=T, sigma_x=s, sigma_y=s, sampling=sampling, adjacency=adjacency, bounds=bounds
+    )
 
 
 def test_gdp_mu_matches_the_dpfmix_conversion():

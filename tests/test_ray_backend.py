@@ -55,8 +55,12 @@ def ray_cluster():
     from dpmix_core.runtime.ray_backend import PACKAGE_ROOT
 
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": f"{TESTS_DIR}:{PACKAGE_ROOT}"}})
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": f"{TESTS_DIR}:{PACKAGE_ROOT}"}},
+        )
     yield ray
     ray.shutdown()
 
@@ -91,8 +95,9 @@ def test_smoke_sweep_and_resume(ray_cluster, store, tmp_path):
     assert sweep.backend == "ray" and "ray" in sweep.location
     assert executions(marker) == 4
     # resume: the same sweep plus one new run -> only the new run executes
-    again = run_sweep(store, "ray-grid", grid(marker, xs=(1, 2, 3, 4, 5)), backend=ray_backend(store), poll_s=0.05,
-                      timeout_s=120)
+    again = run_sweep(
+        store, "ray-grid", grid(marker, xs=(1, 2, 3, 4, 5)), backend=ray_backend(store), poll_s=0.05, timeout_s=120
+    )
     assert again.ok and again.total == 5 and again.reused == 4 and again.new == 1
     assert executions(marker) == 5
 

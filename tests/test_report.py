@@ -4,8 +4,21 @@ import re
 
 from dpmix_core.cli.main import main
 
-ARGS = ["report", "--n", "60000", "--l", "256", "--T", "10000", "--sigma-x", "0.0711", "--sigma-y", "0.0711",
-        "--delta", "1.6667e-5"]
+ARGS = [
+    "report",
+    "--n",
+    "60000",
+    "--l",
+    "256",
+    "--T",
+    "10000",
+    "--sigma-x",
+    "0.0711",
+    "--sigma-y",
+    "0.0711",
+    "--delta",
+    "1.6667e-5",
+]
 
 
 def test_report_is_self_contained_and_says_what_the_release_is(tmp_path, capsys):

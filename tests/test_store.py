@@ -185,7 +185,8 @@ def test_mark_stale_only_touches_old_running_rows(store):
     assert sorted(stale) == [ids[0], ids[1]]
     run = store.get(ids[0])
     assert run.status == "interrupted" and run.error == stale_message(90) == (
-        "no heartbeat for 90 s (worker killed, server restarted or machine slept)")
+        "no heartbeat for 90 s (worker killed, server restarted or machine slept)"
+    )
     assert store.get(ids[1]).progress == {"epoch": 3}
     assert store.get(ids[2]).result == {"ok": 1} and store.get(ids[3]).status == "queued"
 
@@ -211,7 +212,11 @@ def test_sweeps_membership_results_export_and_delete(store, tmp_path):
     table = list(csv.DictReader(out.open()))
     assert list(table[0])[:5] == ["run_id", "key", "kind", "status", "seconds"]
     assert {"config.x", "config.cfg.lr", "result.acc", "result.curve", "result.m.f1", "error"} <= set(table[0])
-    assert table[0]["config.cfg.lr"] == "0.1" and table[1]["config.cfg.lr"] == "" and table[0]["result.curve"] == "[0.1,0.2]"
+    assert (
+        table[0]["config.cfg.lr"] == "0.1"
+        and table[1]["config.cfg.lr"] == ""
+        and table[0]["result.curve"] == "[0.1,0.2]"
+    )
     store.claim(rb[1][0].id, pid=1)
     with pytest.raises(StoreError, match="running"):
         store.delete_sweep("b")

@@ -24,8 +24,9 @@ def _data(n=400, d=6, k=3, seed=0):
 
 def test_shapes_files_and_card(tmp_path):
     X, y = _data()
-    out = synthesize_streaming(X, y, num_classes=3, l=8, T=1000, sigma_x=0.5, sigma_y=0.25, seed=3,
-                               out_path=tmp_path / "rel", chunk_points=128)
+    out = synthesize_streaming(
+        X, y, num_classes=3, l=8, T=1000, sigma_x=0.5, sigma_y=0.25, seed=3, out_path=tmp_path / "rel", chunk_points=128
+    )
     assert out.chunks == 8 and out.chunk_points == 128
     x, yy, card = load_release(out.out_dir)
     assert isinstance(x, np.memmap) and x.shape == (1000, 6) and yy.shape == (1000, 3)
@@ -45,8 +46,9 @@ def test_exact_distinct_records_per_point(tmp_path):
     n, l = 40, 7
     X = (np.eye(n) * 255).astype(np.uint8)
     y = np.arange(n) % 2
-    out = synthesize_streaming(X, y, num_classes=2, l=l, T=3000, sigma_x=0.0, sigma_y=0.0, seed=1,
-                               out_path=tmp_path / "r", chunk_points=100)
+    out = synthesize_streaming(
+        X, y, num_classes=2, l=l, T=3000, sigma_x=0.0, sigma_y=0.0, seed=1, out_path=tmp_path / "r", chunk_points=100
+    )
     x, yy, _ = load_release(out.out_dir)
     x = np.asarray(x) * l
     assert np.allclose(x, np.round(x), atol=1e-5)
@@ -62,8 +64,19 @@ def test_poisson_batches(tmp_path):
     n, m = 60, 6
     X = (np.eye(n) * 255).astype(np.uint8)
     y = np.zeros(n, dtype=np.int64)
-    out = synthesize_streaming(X, y, num_classes=2, mechanism="poisson", l=m, T=4000, sigma_x=0.0, sigma_y=0.0,
-                               seed=2, out_path=tmp_path / "p", chunk_points=333)
+    out = synthesize_streaming(
+        X,
+        y,
+        num_classes=2,
+        mechanism="poisson",
+        l=m,
+        T=4000,
+        sigma_x=0.0,
+        sigma_y=0.0,
+        seed=2,
+        out_path=tmp_path / "p",
+        chunk_points=333,
+    )
     x, yy, card = load_release(out.out_dir)
     hits = np.round(np.asarray(x) * m)
     assert set(np.unique(hits)) <= {0.0, 1.0}  # a record joins a batch at most once
@@ -76,8 +89,9 @@ def test_poisson_batches(tmp_path):
 def test_unbiased_and_same_law_as_in_memory(tmp_path):
     X, y = _data(n=300, d=5)
     l, T, sx, sy = 10, 20000, 0.3, 0.1
-    out = synthesize_streaming(X, y, num_classes=3, l=l, T=T, sigma_x=sx, sigma_y=sy, seed=5,
-                               out_path=tmp_path / "s", chunk_points=1500)
+    out = synthesize_streaming(
+        X, y, num_classes=3, l=l, T=T, sigma_x=sx, sigma_y=sy, seed=5, out_path=tmp_path / "s", chunk_points=1500
+    )
     xs, ys, _ = load_release(out.out_dir)
     mem = dpmix(X, y, num_classes=3, params=DPMixParams(mix_degree=l, num_points=T, sigma_x=sx, sigma_y=sy), seed=6)
     mu_x = X.mean(0) / 255
@@ -100,14 +114,17 @@ def test_reproducible_and_memmap_source(tmp_path):
     src.flush()
     src = np.load(tmp_path / "X.npy", mmap_mode="r")
     lab = np.load(_save(tmp_path / "y.npy", y.astype(np.uint8)), mmap_mode="r")
-    a = synthesize_streaming(src, lab, num_classes=3, l=4, T=999, sigma_x=1.0, seed=9, out_path=tmp_path / "a",
-                             chunk_points=100)
-    b = synthesize_streaming(X, y, num_classes=3, l=4, T=999, sigma_x=1.0, seed=9, out_path=tmp_path / "b",
-                             chunk_points=100)
+    a = synthesize_streaming(
+        src, lab, num_classes=3, l=4, T=999, sigma_x=1.0, seed=9, out_path=tmp_path / "a", chunk_points=100
+    )
+    b = synthesize_streaming(
+        X, y, num_classes=3, l=4, T=999, sigma_x=1.0, seed=9, out_path=tmp_path / "b", chunk_points=100
+    )
     assert np.array_equal(np.load(a.x_path), np.load(b.x_path))
     assert np.array_equal(np.load(a.y_path), np.load(b.y_path))
-    c = synthesize_streaming(X, y, num_classes=3, l=4, T=999, sigma_x=1.0, seed=10, out_path=tmp_path / "c",
-                             chunk_points=100)
+    c = synthesize_streaming(
+        X, y, num_classes=3, l=4, T=999, sigma_x=1.0, seed=10, out_path=tmp_path / "c", chunk_points=100
+    )
     assert not np.array_equal(np.load(a.x_path), np.load(c.x_path))
 
 
@@ -127,9 +144,19 @@ def _peak_bytes(tmp_path, name, n, T, chunk, resident_elements=0):
     lab = np.load(_save(tmp_path / f"{name}_y.npy", (np.arange(n) % 10).astype(np.uint8)), mmap_mode="r")
     tracemalloc.start()
     try:
-        synthesize_streaming(src, lab, num_classes=10, l=16, T=T, sigma_x=0.5, seed=0,
-                             out_path=tmp_path / f"{name}_out", chunk_points=chunk, accountants=False,
-                             resident_elements=resident_elements)
+        synthesize_streaming(
+            src,
+            lab,
+            num_classes=10,
+            l=16,
+            T=T,
+            sigma_x=0.5,
+            seed=0,
+            out_path=tmp_path / f"{name}_out",
+            chunk_points=chunk,
+            accountants=False,
+            resident_elements=resident_elements,
+        )
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -163,8 +190,9 @@ def test_errors(tmp_path):
         synthesize_streaming(X, y, out_path=tmp_path / "a", **kw)
     synthesize_streaming(X, y, out_path=tmp_path / "a", overwrite=True, **kw)
     # float features with a public range
-    out = synthesize_streaming(X / 255.0, y, out_path=tmp_path / "f", feature_range=(0.0, 1.0),
-                               **{**kw, "sigma_x": 0.0, "sigma_y": 0.0})
+    out = synthesize_streaming(
+        X / 255.0, y, out_path=tmp_path / "f", feature_range=(0.0, 1.0), **{**kw, "sigma_x": 0.0, "sigma_y": 0.0}
+    )
     assert 0 <= np.load(out.x_path).min() and np.load(out.x_path).max() <= 1
     assert default_chunk_points(256, 784) >= 1 and default_chunk_points(1, 1) == 1 << 23
 
@@ -176,8 +204,19 @@ def test_resident_and_chunked_modes_have_the_same_law(tmp_path, mechanism):
     y = np.arange(n) % 2
     outs = {}
     for mode, chunk in (("resident", None), ("chunked", 300)):
-        out = synthesize_streaming(X, y, num_classes=2, mechanism=mechanism, l=l, T=T, sigma_x=0.0, sigma_y=0.0,
-                                   seed=1, out_path=tmp_path / mode, chunk_points=chunk)
+        out = synthesize_streaming(
+            X,
+            y,
+            num_classes=2,
+            mechanism=mechanism,
+            l=l,
+            T=T,
+            sigma_x=0.0,
+            sigma_y=0.0,
+            seed=1,
+            out_path=tmp_path / mode,
+            chunk_points=chunk,
+        )
         x, _, card = load_release(out.out_dir)
         assert card["streamed"]["mode"] == mode
         outs[mode] = np.round(np.asarray(x) * l)
@@ -188,6 +227,16 @@ def test_resident_and_chunked_modes_have_the_same_law(tmp_path, mechanism):
         else:
             assert abs(hits.sum(1).mean() - l) < 0.2
         assert np.abs(hits.sum(0) - T * l / n).max() < 6 * np.sqrt(T * l / n)
-    again = synthesize_streaming(X, y, num_classes=2, mechanism=mechanism, l=l, T=T, sigma_x=0.0, sigma_y=0.0,
-                                 seed=1, out_path=tmp_path / "again")
+    again = synthesize_streaming(
+        X,
+        y,
+        num_classes=2,
+        mechanism=mechanism,
+        l=l,
+        T=T,
+        sigma_x=0.0,
+        sigma_y=0.0,
+        seed=1,
+        out_path=tmp_path / "again",
+    )
     np.testing.assert_array_equal(np.round(np.load(again.x_path) * l), outs["resident"])

@@ -29,8 +29,15 @@ def grid(marker, xs=(1, 2, 3), repeats=2, kind="fake_jobs:quick", **base):
 def test_sweep_runs_everything_and_exports(store, tmp_path):
     marker = tmp_path / "marker"
     calls = []
-    summary = run_sweep(store, "grid", grid(marker), backend=fake_jobs.backend(store), poll_s=0.05,
-                        progress=lambda *a: calls.append(a), spec={"note": "test"})
+    summary = run_sweep(
+        store,
+        "grid",
+        grid(marker),
+        backend=fake_jobs.backend(store),
+        poll_s=0.05,
+        progress=lambda *a: calls.append(a),
+        spec={"note": "test"},
+    )
     assert summary.ok and summary.total == 6 and summary.new == 6 and summary.done == 6
     assert calls[-1] == (6, 6, 0, 0) and all(total == 6 for _, total, _, _ in calls)
     assert executions(marker) == 6
@@ -39,7 +46,10 @@ def test_sweep_runs_everything_and_exports(store, tmp_path):
     out = tmp_path / "results.csv"
     assert export_csv(store, "grid", out) == 6
     rows = list(csv.DictReader(out.open()))
-    assert [(r["config.x"], r["config.seed"], r["result.value"]) for r in rows[:2]] == [("1", "0", "2"), ("1", "1", "2")]
+    assert [(r["config.x"], r["config.seed"], r["result.value"]) for r in rows[:2]] == [
+        ("1", "0", "2"),
+        ("1", "1", "2"),
+    ]
     assert {r["status"] for r in rows} == {"done"} and "result.nested.a" in rows[0]
 
 
@@ -122,8 +132,10 @@ def test_cli_store_errors_are_usage_errors(tmp_path):
     add_sweep_arguments(parser)
     (tmp_path / "dir.sqlite").mkdir()
     with pytest.raises(ValueError, match="results store .*dir.sqlite is a folder"):
-        cli_sweep(parser.parse_args(["s", "--store", str(tmp_path / "dir.sqlite")]),
-                  expand=lambda text: (text, [("fake_jobs:quick", {"x": 1}, None)], {}))
+        cli_sweep(
+            parser.parse_args(["s", "--store", str(tmp_path / "dir.sqlite")]),
+            expand=lambda text: (text, [("fake_jobs:quick", {"x": 1}, None)], {}),
+        )
 
 
 def test_sweep_results_leave_out_runs_of_an_earlier_spec_version(tmp_path):
@@ -133,9 +145,20 @@ def test_sweep_results_leave_out_runs_of_an_earlier_spec_version(tmp_path):
     from dpmix_core.experiments.trade_offs import JOB_KIND, sweep_jobs, sweep_results
 
     store = ResultStore(tmp_path / "r.sqlite")
-    old = load_spec({"name": "p", "axis": "sigma", "values": [0.5],
-                     "base": {"method": "mixing", "dataset": "embedded", "model": "linear", "lr": 1e-3,
-                              "synthesis": {"mechanism": "dpmix", "l": 4, "T": 100, "sigma_x": 0.5}}})
+    old = load_spec(
+        {
+            "name": "p",
+            "axis": "sigma",
+            "values": [0.5],
+            "base": {
+                "method": "mixing",
+                "dataset": "embedded",
+                "model": "linear",
+                "lr": 1e-3,
+                "synthesis": {"mechanism": "dpmix", "l": 4, "T": 100, "sigma_x": 0.5},
+            },
+        }
+    )
     new = replace(old, base=old.base.replace(lr=1e-4))  # the protocol changed: same sweep name, other runs
 
     def finish_all(spec, accuracy):
@@ -158,9 +181,15 @@ def test_published_comparison_verdicts():
     from dpmix_core.experiments.spec import Published
     from dpmix_core.experiments.trade_offs import published_comparison, trade_off_figure
 
-    agg = pd.DataFrame({"label": ["a", "a", "b"], "axis_value": [1.0, 2.0, 1.0],
-                        "test_accuracy_mean": [0.80, 0.50, 0.9], "test_accuracy_std": [0.01, float("nan"), 0.0],
-                        "test_accuracy_count": [3, 1, 1]})
+    agg = pd.DataFrame(
+        {
+            "label": ["a", "a", "b"],
+            "axis_value": [1.0, 2.0, 1.0],
+            "test_accuracy_mean": [0.80, 0.50, 0.9],
+            "test_accuracy_std": [0.01, float("nan"), 0.0],
+            "test_accuracy_count": [3, 1, 1],
+        }
+    )
     published = (Published("a", 1.0, 0.82, "paper"), Published("a", 2.0, 0.60), Published("a", 4.0, 0.7))
     table = published_comparison(agg, published)
     assert table["verdict"].tolist() == ["reproduced", "not reproduced", "pending"]

@@ -38,8 +38,9 @@ def test_card_caveats(ds):
     private = SynthesisConfig(mechanism="class-centric", l=8, T=100, sigma_x=1.0, preprocessing="zscore-private")
     cc = privacy_card(synthesize(private, ds))
     assert any("not covered" in c for c in cc["caveats"])
-    fixed = SynthesisConfig(mechanism="class-centric", l=8, T=100, sigma_x=1.0, preprocessing="zscore",
-                            zscore_constants=(33.3, 78.6))
+    fixed = SynthesisConfig(
+        mechanism="class-centric", l=8, T=100, sigma_x=1.0, preprocessing="zscore", zscore_constants=(33.3, 78.6)
+    )
     assert not any("not covered" in c for c in privacy_card(synthesize(fixed, ds))["caveats"])
     po = privacy_card(synthesize(SynthesisConfig(mechanism="poisson", l=8, T=100, sigma_x=1.0), ds))
     assert any("not an upper bound" in c for c in po["caveats"])
@@ -83,8 +84,22 @@ def test_write_npz_and_csv(ds, tmp_path):
 
 def test_cli_synthesize(tmp_path, capsys):
     out = tmp_path / "s.npz"
-    code = main(["synthesize", "--mechanism", "class-centric", "--l", "4", "--T", "100", "--sigma-x", "1",
-                 "--out", str(out), "--json"])
+    code = main(
+        [
+            "synthesize",
+            "--mechanism",
+            "class-centric",
+            "--l",
+            "4",
+            "--T",
+            "100",
+            "--sigma-x",
+            "1",
+            "--out",
+            str(out),
+            "--json",
+        ]
+    )
     card = json.loads(capsys.readouterr().out)
     assert code == 0 and out.exists() and card["mechanism"] == "class-centric"
     assert {e["accountant"] for e in card["epsilons"]} == {"lee2019", "dpcda", "rdp-wor"}
@@ -95,11 +110,43 @@ def test_cli_synthesize_user_csv(tmp_path, capsys):
     rng = np.random.default_rng(0)
     rows = ["label,a,b,c"] + [f"{i % 2},{rng.random():.3f},{rng.random():.3f},{rng.random():.3f}" for i in range(60)]
     csv.write_text("\n".join(rows))
-    code = main(["synthesize", "--data-file", str(csv), "--mechanism", "dpmix", "--l", "5", "--T", "10",
-                 "--sigma-x", "0.5", "--out", str(tmp_path / "o.csv"), "--feature-range", "0,1"])
+    code = main(
+        [
+            "synthesize",
+            "--data-file",
+            str(csv),
+            "--mechanism",
+            "dpmix",
+            "--l",
+            "5",
+            "--T",
+            "10",
+            "--sigma-x",
+            "0.5",
+            "--out",
+            str(tmp_path / "o.csv"),
+            "--feature-range",
+            "0,1",
+        ]
+    )
     assert code == 0 and "wrote" in capsys.readouterr().out
-    code = main(["synthesize", "--data-file", str(csv), "--mechanism", "dpmix", "--l", "5", "--T", "10",
-                 "--sigma-x", "0.5", "--out", str(tmp_path / "o2.csv")])
+    code = main(
+        [
+            "synthesize",
+            "--data-file",
+            str(csv),
+            "--mechanism",
+            "dpmix",
+            "--l",
+            "5",
+            "--T",
+            "10",
+            "--sigma-x",
+            "0.5",
+            "--out",
+            str(tmp_path / "o2.csv"),
+        ]
+    )
     assert code == 2 and "public bounds" in capsys.readouterr().err
 
 
@@ -126,8 +173,12 @@ def test_save_npz_reads_back_like_np_savez(tmp_path):
     from dpmix_core.synthesis.export import save_npz
 
     rng = np.random.default_rng(0)
-    arrays = {"x": rng.random((7, 5), dtype=np.float32), "y": np.arange(12, dtype=np.int64).reshape(3, 4).T,
-              "z": np.zeros((0, 3)), "card": np.array(json.dumps({"a": [1, "inf"]}))}
+    arrays = {
+        "x": rng.random((7, 5), dtype=np.float32),
+        "y": np.arange(12, dtype=np.int64).reshape(3, 4).T,
+        "z": np.zeros((0, 3)),
+        "card": np.array(json.dumps({"a": [1, "inf"]})),
+    }
     with open(tmp_path / "ours.npz", "wb") as fh:
         save_npz(fh, arrays)
     np.savez(tmp_path / "numpy.npz", **arrays)

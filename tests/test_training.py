@@ -24,8 +24,16 @@ from dpmix_core.training.models import build_model, count_parameters
 from dpmix_core.training.train import OptimSettings, evaluate, fit, lr_factor
 
 SMALL = dict(dataset="embedded", train_limit=300, test_limit=200, epochs=1, device="cpu", batch_size=64)
-RESULT_KEYS = ("test_accuracy", "test_mse", "epsilon", "delta", "seconds", "train_samples_per_second", "versions",
-               "privacy_card")
+RESULT_KEYS = (
+    "test_accuracy",
+    "test_mse",
+    "epsilon",
+    "delta",
+    "seconds",
+    "train_samples_per_second",
+    "versions",
+    "privacy_card",
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -101,8 +109,16 @@ def test_cross_entropy_argmax_and_mse():
 
 @pytest.mark.parametrize(
     "name,shape",
-    [("thesis-cnn", (28, 28)), ("dpcda-cnn", (28, 28)), ("dpcda-cnn-gn", (28, 28)), ("thesis-cnn", (32, 32, 3)),
-     ("dpcda-cnn", (32, 32, 3)), ("scatter-linear", (81, 7, 7)), ("linear", (784,)), ("linear", (50,))],
+    [
+        ("thesis-cnn", (28, 28)),
+        ("dpcda-cnn", (28, 28)),
+        ("dpcda-cnn-gn", (28, 28)),
+        ("thesis-cnn", (32, 32, 3)),
+        ("dpcda-cnn", (32, 32, 3)),
+        ("scatter-linear", (81, 7, 7)),
+        ("linear", (784,)),
+        ("linear", (50,)),
+    ],
 )
 def test_models_take_flat_rows(name, shape):
     torch.manual_seed(0)
@@ -151,8 +167,16 @@ def test_fit_learns_a_separable_problem_and_respects_schedule():
     torch.manual_seed(0)
     model = build_model("linear", input_shape=(5,), num_outputs=2)
     settings = OptimSettings(lr=0.05, epochs=5, batch_size=50, schedule="step", lr_step_epochs=2, lr_gamma=0.5)
-    res = fit(model, L.get_loss("ce"), x, y, settings=settings, generator=torch.Generator().manual_seed(1),
-              x_val=x[:100], y_val=y[:100])
+    res = fit(
+        model,
+        L.get_loss("ce"),
+        x,
+        y,
+        settings=settings,
+        generator=torch.Generator().manual_seed(1),
+        x_val=x[:100],
+        y_val=y[:100],
+    )
     assert [h["lr"] for h in res.history] == pytest.approx([0.05, 0.05, 0.025, 0.025, 0.0125])
     val_losses = [h["val_loss"] for h in res.history]
     assert val_losses[-1] < val_losses[0]  # the held-out loss is recorded and falls as the model learns
@@ -199,8 +223,16 @@ def test_fit_with_early_stopping_keeps_the_best_epoch():
     torch.manual_seed(0)
     model = build_model("linear", input_shape=(5,), num_outputs=2)
     settings = OptimSettings(lr=0.5, epochs=40, batch_size=20, early_stopping=2)
-    res = fit(model, L.get_loss("ce"), x, y, settings=settings, generator=torch.Generator().manual_seed(1),
-              x_val=x[:50], y_val=y[:50])
+    res = fit(
+        model,
+        L.get_loss("ce"),
+        x,
+        y,
+        settings=settings,
+        generator=torch.Generator().manual_seed(1),
+        x_val=x[:50],
+        y_val=y[:50],
+    )
     assert res.stopped_early and len(res.history) < 40
     best = max(h["val_accuracy"] for h in res.history)
     assert res.history[res.best_epoch - 1]["val_accuracy"] == best
@@ -280,8 +312,16 @@ def test_dpsgd_takes_noisy_steps_on_empty_poisson_batches():
     torch.manual_seed(0)
     model = build_model("linear", input_shape=(4,), num_outputs=2)
     before = model.linear.weight.detach().clone()
-    model, res = train_dpsgd(model, L.get_loss("ce"), x, y, settings=OptimSettings(epochs=5, batch_size=1),
-                             noise_multiplier=1.0, clip=1.0, generator=torch.Generator().manual_seed(5))
+    model, res = train_dpsgd(
+        model,
+        L.get_loss("ce"),
+        x,
+        y,
+        settings=OptimSettings(epochs=5, batch_size=1),
+        noise_multiplier=1.0,
+        clip=1.0,
+        generator=torch.Generator().manual_seed(5),
+    )
     assert res.samples == sum(draws)
     assert torch.isfinite(model.linear.weight).all() and not torch.equal(model.linear.weight, before)
 
@@ -323,16 +363,28 @@ MIXING_CASES = [
     ("class-centric", "thesis-cnn", "kl", "pixels", dict(l=4, T=400, sigma_x=0.3, preprocessing="unit")),
     ("poisson", "thesis-cnn", "gkl", "pixels", dict(l=16, T=400, target_epsilon=8.0, accountant="pld-poisson")),
     ("poisson", "scatter-linear", "gkl", "scattering", dict(l=16, T=400, sigma_x=0.01)),
-    ("class-centric", "linear", "ce", "scattering", dict(l=4, T=400, sigma_x=0.05, preprocessing="zscore",
-                                                         zscore_constants=(0.0, 1.0), features="scattering")),
+    (
+        "class-centric",
+        "linear",
+        "ce",
+        "scattering",
+        dict(l=4, T=400, sigma_x=0.05, preprocessing="zscore", zscore_constants=(0.0, 1.0), features="scattering"),
+    ),
     ("poisson", "scatter-linear", "gkl", "scattering", dict(l=16, T=400, sigma_x=0.01, features="scattering")),
 ]
 
 
 @pytest.mark.parametrize("mechanism,model,loss,features,knobs", MIXING_CASES)
 def test_mixing_runs(mechanism, model, loss, features, knobs):
-    cfg = RunConfig("mixing", synthesis=SynthesisConfig(mechanism, **knobs), model=model, loss=loss,
-                    features=features, input_norm="rms" if mechanism == "poisson" else "none", **SMALL)
+    cfg = RunConfig(
+        "mixing",
+        synthesis=SynthesisConfig(mechanism, **knobs),
+        model=model,
+        loss=loss,
+        features=features,
+        input_norm="rms" if mechanism == "poisson" else "none",
+        **SMALL,
+    )
     rec = Recorder()
     result = run_config(cfg, rec)
     _check_result(result, cfg)
@@ -392,12 +444,27 @@ BASELINE_CASES = [
     RunConfig("dp-sgd", model="dpcda-cnn-gn", loss="ce", dpsgd_epsilon=4.0, dpsgd_accountant="rdp-poisson", **SMALL),
     RunConfig("dp-sgd", model="scatter-linear", features="scattering", loss="ce", dpsgd_epsilon=2.0, **SMALL),
     RunConfig("dp-sgd", model="linear", loss="mse", dpsgd_epsilon=2.0, **SMALL),
-    RunConfig("label-laplace", synthesis=SynthesisConfig("label-laplace", label_epsilon=2.0), model="thesis-cnn",
-              loss="kl", **SMALL),
-    RunConfig("label-laplace", synthesis=SynthesisConfig("label-laplace", label_epsilon=2.0), model="linear",
-              loss="ce", **SMALL),
-    RunConfig("label-laplace", synthesis=SynthesisConfig("label-laplace", label_epsilon=1.0, label_task="regression"),
-              model="thesis-cnn", loss="mse", **SMALL),
+    RunConfig(
+        "label-laplace",
+        synthesis=SynthesisConfig("label-laplace", label_epsilon=2.0),
+        model="thesis-cnn",
+        loss="kl",
+        **SMALL,
+    ),
+    RunConfig(
+        "label-laplace",
+        synthesis=SynthesisConfig("label-laplace", label_epsilon=2.0),
+        model="linear",
+        loss="ce",
+        **SMALL,
+    ),
+    RunConfig(
+        "label-laplace",
+        synthesis=SynthesisConfig("label-laplace", label_epsilon=1.0, label_task="regression"),
+        model="thesis-cnn",
+        loss="mse",
+        **SMALL,
+    ),
     RunConfig("dp-pca", model="linear", loss="ce", pca_components=20, pca_epsilon=1.0, input_norm="rms", **SMALL),
     RunConfig("dp-pca", model="linear", loss="ce", pca_components=10, pca_epsilon=math.inf, **SMALL),
 ]
@@ -426,8 +493,9 @@ def test_baseline_runs(cfg):
 def test_label_laplace_with_huge_epsilon_matches_non_private():
     """Train and test inputs live in one feature space: with (almost) no label noise, label-laplace = non-private."""
     knobs = {**SMALL, "model": "linear", "epochs": 3}
-    private = run_config(RunConfig("label-laplace", synthesis=SynthesisConfig("label-laplace", label_epsilon=1e7),
-                                   loss="ce", **knobs))
+    private = run_config(
+        RunConfig("label-laplace", synthesis=SynthesisConfig("label-laplace", label_epsilon=1e7), loss="ce", **knobs)
+    )
     public = run_config(RunConfig("non-private", loss="ce", **knobs))
     assert private["test_accuracy"] == pytest.approx(public["test_accuracy"], abs=0.02)
     assert public["test_accuracy"] > 0.5
@@ -444,24 +512,48 @@ def test_train_repeats_summarises_seeds():
     from dpmix_core.cli.train import train_repeats
 
     lines: list[str] = []
-    out = train_repeats(method="dp-sgd", dataset="embedded", model="linear", loss="ce", epochs=2, repeats=2, seed=3,
-                        device="cpu", dpsgd_epsilon=2.0, dpsgd_delta=1e-5, progress=lines.append,
-                        train_limit=300, test_limit=200)
+    out = train_repeats(
+        method="dp-sgd",
+        dataset="embedded",
+        model="linear",
+        loss="ce",
+        epochs=2,
+        repeats=2,
+        seed=3,
+        device="cpu",
+        dpsgd_epsilon=2.0,
+        dpsgd_delta=1e-5,
+        progress=lines.append,
+        train_limit=300,
+        test_limit=200,
+    )
     json.dumps(out, allow_nan=False)
     assert out["repeats"] == 2 and [r["seed"] for r in out["runs"]] == [3, 4]
     assert out["test_accuracy"] == pytest.approx(sum(r["test_accuracy"] for r in out["runs"]) / 2)
     assert out["test_accuracy_std"] is not None and out["epsilon"]["pld-poisson"] <= 2.0 * (1 + 1e-6)
     assert any("epoch 2/2" in line for line in lines) and lines[0].startswith("[run 1/2, seed 3]")
-    single = train_repeats(method="non-private", dataset="embedded", model="linear", epochs=1, device="cpu",
-                           train_limit=300, test_limit=200)
+    single = train_repeats(
+        method="non-private",
+        dataset="embedded",
+        model="linear",
+        epochs=1,
+        device="cpu",
+        train_limit=300,
+        test_limit=200,
+    )
     assert single["test_accuracy_std"] is None and single["epsilon"] == {"none": "inf"}
     with pytest.raises(ValueError, match="target epsilon"):
         train_repeats(method="dp-sgd", dataset="embedded", model="linear")
 
 
 def test_same_seed_same_result_on_cpu():
-    cfg = RunConfig("mixing", synthesis=SynthesisConfig("dpmix", l=8, T=300, sigma_x=0.1), model="dpcda-cnn",
-                    loss="kl", **{**SMALL, "epochs": 2})
+    cfg = RunConfig(
+        "mixing",
+        synthesis=SynthesisConfig("dpmix", l=8, T=300, sigma_x=0.1),
+        model="dpcda-cnn",
+        loss="kl",
+        **{**SMALL, "epochs": 2},
+    )
     a, b = run_config(cfg), run_config(cfg)
     assert a["test_accuracy"] == b["test_accuracy"]
     assert [h["loss"] for h in a["history"]] == [h["loss"] for h in b["history"]]

@@ -13,11 +13,14 @@ from dpmix_core.views.shared_release import SharedRelease
 S = MixingSetting(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711)
 
 
-@pytest.mark.parametrize("axis, knob, values", [
-    ("sigma", "sigma_x", (0.04, 0.0711, 0.2)),
-    ("T", "T", (2000, 5000, 10000)),
-    ("l", "l", (16, 256, 1000)),
-])
+@pytest.mark.parametrize(
+    "axis, knob, values",
+    [
+        ("sigma", "sigma_x", (0.04, 0.0711, 0.2)),
+        ("T", "T", (2000, 5000, 10000)),
+        ("l", "l", (16, 256, 1000)),
+    ],
+)
 def test_a_curve_does_not_depend_on_its_own_knob_within_a_decade(axis, knob, values):
     anchors = {curve_anchor(replace(S, **{knob: v}), axis) for v in values}
     assert len(anchors) == 1  # one cache entry for the whole decade
@@ -54,9 +57,15 @@ def test_epsilon_curve_figure_drops_enormous_points_and_keeps_the_marker_on_its_
 
     from dpmix_core.views.figures import epsilon_curve_figure
 
-    curves = pd.DataFrame({"accountant": ["lee2019"] * 3, "sigma": [0.0, 0.05, 0.1],
-                           "epsilon": [math.inf, 1e216, 12.0], "upper_bound": [True] * 3,
-                           "guarantee": ["rigorous upper bound"] * 3})
+    curves = pd.DataFrame(
+        {
+            "accountant": ["lee2019"] * 3,
+            "sigma": [0.0, 0.05, 0.1],
+            "epsilon": [math.inf, 1e216, 12.0],
+            "upper_bound": [True] * 3,
+            "guarantee": ["rigorous upper bound"] * 3,
+        }
+    )
     fig = epsilon_curve_figure(curves, "sigma", delta=1e-5, current=0.1)
     assert list(fig.data[0].y) == [12.0]  # no 1e216 point stretching the axis
     line, label = fig.layout.shapes[0], fig.layout.annotations[0]

@@ -325,8 +325,11 @@ def run_audit(config: AuditConfig) -> AuditResult:
     import time
 
     start = time.perf_counter()
-    check_cost(audit_cost(trials=config.trials, T=config.T, chunk_values=_CHUNK_ELEMENTS), limits_from_env(),
-               change="the trials or T")
+    check_cost(
+        audit_cost(trials=config.trials, T=config.T, chunk_values=_CHUNK_ELEMENTS),
+        limits_from_env(),
+        change="the trials or T",
+    )
     release = config.release()
     rng = np.random.default_rng(config.seed)
     p, s, T = config.inclusion_probability, canary_shift(config), config.T
@@ -376,10 +379,6 @@ def run_audit(config: AuditConfig) -> AuditResult:
         accountant_results=results,
         seconds=time.perf_counter() - start,
     )
-
-
-
-
 
 
 def _check_int(name: str, value: object, minimum: int) -> None:

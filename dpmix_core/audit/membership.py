@@ -139,8 +139,17 @@ def attack_advantage(member_losses: np.ndarray, nonmember_losses: np.ndarray) ->
 # ---------------------------------------------------------------------------------------------- the experiment
 
 
-def _check_inputs(dataset: Dataset, setting: str, synthesis: SynthesisConfig | None, model: str, epochs: int,
-                  members: int, nonmembers: str, lr: float, batch_size: int) -> None:
+def _check_inputs(
+    dataset: Dataset,
+    setting: str,
+    synthesis: SynthesisConfig | None,
+    model: str,
+    epochs: int,
+    members: int,
+    nonmembers: str,
+    lr: float,
+    batch_size: int,
+) -> None:
     if not isinstance(dataset, Dataset):
         raise ValueError(f"dataset must be a dpmix_core Dataset. Found {type(dataset).__name__}.")
     if setting not in SETTINGS:
@@ -149,8 +158,10 @@ def _check_inputs(dataset: Dataset, setting: str, synthesis: SynthesisConfig | N
         if not isinstance(synthesis, SynthesisConfig):
             raise ValueError("setting 'mixing' needs a SynthesisConfig (synthesis=...).")
         if synthesis.mechanism == "label-laplace":
-            raise ValueError("label-laplace releases the real features unchanged: use a mixing mechanism "
-                             "(dpmix, class-centric, poisson, local).")
+            raise ValueError(
+                "label-laplace releases the real features unchanged: use a mixing mechanism "
+                "(dpmix, class-centric, poisson, local)."
+            )
         if synthesis.label_task != "classification":
             raise ValueError("membership inference here needs classification labels (label_task='classification').")
     elif synthesis is not None:
@@ -172,8 +183,10 @@ def _check_inputs(dataset: Dataset, setting: str, synthesis: SynthesisConfig | N
     n = dataset.n_train
     if nonmembers == "train":
         if 2 * members > n:
-            raise ValueError(f"members={members} leaves too few training records for as many non-members: "
-                             f"need 2*members <= n_train={n} (or nonmembers='test').")
+            raise ValueError(
+                f"members={members} leaves too few training records for as many non-members: "
+                f"need 2*members <= n_train={n} (or nonmembers='test')."
+            )
     else:
         if members > n:
             raise ValueError(f"members={members} exceeds the training records n_train={n}.")
@@ -220,7 +233,7 @@ def membership_inference(
     perm = rng.permutation(n)
     mem_idx = np.sort(perm[:members])
     if nonmembers == "train":
-        non_idx = np.sort(perm[members: 2 * members])
+        non_idx = np.sort(perm[members : 2 * members])
         x_non, y_non = dataset.x_train[non_idx], dataset.y_train[non_idx]
     else:
         if dataset.x_test is None or dataset.y_test is None:
@@ -243,8 +256,16 @@ def membership_inference(
         from dpmix_core.privacy.release import MixingRelease
         from dpmix_core.synthesis.pipeline import synthesize
 
-        member_ds = Dataset(f"{dataset.name}-members", x_mem, y_mem, None, None, k,
-                            f"{dataset.source} ({members} membership-audit members)", dataset.label_names)
+        member_ds = Dataset(
+            f"{dataset.name}-members",
+            x_mem,
+            y_mem,
+            None,
+            None,
+            k,
+            f"{dataset.source} ({members} membership-audit members)",
+            dataset.label_names,
+        )
         if synthesis is None:
             raise ValueError("setting 'mixing' needs a synthesis config.")
         syn = synthesize(synthesis, member_ds, job=True)
@@ -253,13 +274,17 @@ def membership_inference(
         feature_map = D.release_feature_map(syn.config, x_mem)
         release = syn.data.release
         if isinstance(release, MixingRelease):
-            epsilon = {acc.name: float(acc.epsilon(release, syn.config.delta).epsilon)
-                       for acc in applicable_accountants(release)}
+            epsilon = {
+                acc.name: float(acc.epsilon(release, syn.config.delta).epsilon)
+                for acc in applicable_accountants(release)
+            }
         delta, sigma_x, sigma_y = syn.config.delta, syn.config.sigma_x, syn.config.sigma_y
         released = int(x_train.shape[0])
-        notes.append(f"model trained on {released} points released by {syn.config.mechanism} "
-                     f"(l={syn.config.l}, sigma_x={sigma_x:.4g}, sigma_y={sigma_y:.4g}) from the members only; "
-                     f"epsilon is that release's, for n={members}")
+        notes.append(
+            f"model trained on {released} points released by {syn.config.mechanism} "
+            f"(l={syn.config.l}, sigma_x={sigma_x:.4g}, sigma_y={sigma_y:.4g}) from the members only; "
+            f"epsilon is that release's, for n={members}"
+        )
         loss_name = "kl"
     else:
         feature_map = D.pixels01
@@ -272,8 +297,14 @@ def membership_inference(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seeds[1]))
         net = build_model(model, input_shape=tuple(dataset.x_train.shape[1:]), num_outputs=k)
-        fit(net, get_loss(loss_name), to(x_train), to(y_train), settings=settings,
-            generator=torch.Generator().manual_seed(int(seeds[2])))
+        fit(
+            net,
+            get_loss(loss_name),
+            to(x_train),
+            to(y_train),
+            settings=settings,
+            generator=torch.Generator().manual_seed(int(seeds[2])),
+        )
 
     def losses_and_acc(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
         logits = predict(net, to(feature_map(x)))
@@ -287,10 +318,24 @@ def membership_inference(
     auc = attack_auc(mem_loss, non_loss)
     adv, thr = attack_advantage(mem_loss, non_loss)
     return MembershipResult(
-        setting=setting, model=model, epochs=int(epochs), member_losses=mem_loss, nonmember_losses=non_loss,
-        auc=auc, advantage=adv, threshold=thr, train_accuracy=train_acc, test_accuracy=test_acc,
-        epsilon=epsilon, delta=delta, sigma_x=sigma_x, sigma_y=sigma_y, released_points=released,
-        synthesis=used_config, nonmember_source=nonmembers, seconds=time.perf_counter() - t_start,
+        setting=setting,
+        model=model,
+        epochs=int(epochs),
+        member_losses=mem_loss,
+        nonmember_losses=non_loss,
+        auc=auc,
+        advantage=adv,
+        threshold=thr,
+        train_accuracy=train_acc,
+        test_accuracy=test_acc,
+        epsilon=epsilon,
+        delta=delta,
+        sigma_x=sigma_x,
+        sigma_y=sigma_y,
+        released_points=released,
+        synthesis=used_config,
+        nonmember_source=nonmembers,
+        seconds=time.perf_counter() - t_start,
         notes=tuple(notes),
     )
 
@@ -317,45 +362,60 @@ def membership_table(
             raise ValueError(f"each config must be a (label, setting, SynthesisConfig | None) tuple. Found {entry!r}.")
         label, setting, syn = entry
         res = membership_inference(dataset, setting=setting, synthesis=syn, **kwargs)
-        rows.append({
-            "label": str(label),
-            "setting": setting,
-            "epsilon": res.epsilon_label(),
-            "epsilon_min": min(res.epsilon.values()) if res.epsilon else math.inf,
-            "AUC": res.auc,
-            "advantage": res.advantage,
-            "train acc": res.train_accuracy,
-            "test acc": res.test_accuracy,
-            "gap": res.gap,
-            "seconds": res.seconds,
-        })
+        rows.append(
+            {
+                "label": str(label),
+                "setting": setting,
+                "epsilon": res.epsilon_label(),
+                "epsilon_min": min(res.epsilon.values()) if res.epsilon else math.inf,
+                "AUC": res.auc,
+                "advantage": res.advantage,
+                "train acc": res.train_accuracy,
+                "test acc": res.test_accuracy,
+                "gap": res.gap,
+                "seconds": res.seconds,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def default_configs(*, l: int = 16, T: int = 2000, epsilons: tuple[float, ...] = (8.0, 1.0),
-                    accountant: str = "rdp-wor", seed: int = 0) -> list[tuple[str, str, SynthesisConfig | None]]:
+def default_configs(
+    *, l: int = 16, T: int = 2000, epsilons: tuple[float, ...] = (8.0, 1.0), accountant: str = "rdp-wor", seed: int = 0
+) -> list[tuple[str, str, SynthesisConfig | None]]:
     """The 'Table 4' rows: non-private, DPMix without noise, DPMix calibrated to each epsilon."""
     rows: list[tuple[str, str, SynthesisConfig | None]] = [
         ("non-private", "non-private", None),
         (f"DPMix l={l}, no noise", "mixing", SynthesisConfig("dpmix", l=l, T=T, sigma_x=0.0, sigma_y=0.0, seed=seed)),
     ]
     for eps in epsilons:
-        rows.append((f"DPMix l={l}, eps={eps:g} ({accountant})", "mixing",
-                     SynthesisConfig("dpmix", l=l, T=T, target_epsilon=eps, accountant=accountant, seed=seed)))
+        rows.append(
+            (
+                f"DPMix l={l}, eps={eps:g} ({accountant})",
+                "mixing",
+                SynthesisConfig("dpmix", l=l, T=T, target_epsilon=eps, accountant=accountant, seed=seed),
+            )
+        )
     return rows
-
 
 
 JOB_KIND = "dpmix_core.audit.membership:run_job"
 
 
-def job_config(*, l: int, T: int, epsilons: tuple[float, ...], members: int, epochs: int, seed: int,
-               dataset: str = "default") -> dict:
+def job_config(
+    *, l: int, T: int, epsilons: tuple[float, ...], members: int, epochs: int, seed: int, dataset: str = "default"
+) -> dict:
     """The background job's JSON config for the 'Table 4' attack table (see :func:`run_job`)."""
     if not epsilons:
         raise ValueError("Give at least one epsilon.")
-    return {"l": int(l), "T": int(T), "epsilons": [float(e) for e in epsilons], "members": int(members),
-            "epochs": int(epochs), "seed": int(seed), "dataset": dataset}
+    return {
+        "l": int(l),
+        "T": int(T),
+        "epsilons": [float(e) for e in epsilons],
+        "members": int(members),
+        "epochs": int(epochs),
+        "seed": int(seed),
+        "dataset": dataset,
+    }
 
 
 def run_job(config: dict, reporter) -> dict:
@@ -365,7 +425,8 @@ def run_job(config: dict, reporter) -> dict:
     dataset = default_dataset() if config["dataset"] == "default" else load_dataset(config["dataset"])
     reporter.progress(phase="training and attacking", rows=2 + len(config["epsilons"]))
     rows = default_configs(l=config["l"], T=config["T"], epsilons=tuple(config["epsilons"]), seed=config["seed"])
-    table = membership_table(dataset, configs=rows, members=config["members"], epochs=config["epochs"],
-                             seed=config["seed"])
+    table = membership_table(
+        dataset, configs=rows, members=config["members"], epochs=config["epochs"], seed=config["seed"]
+    )
     table = table.replace([math.inf], "inf")
     return {"rows": table.to_dict("records"), "dataset": dataset.source}

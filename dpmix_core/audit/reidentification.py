@@ -67,13 +67,16 @@ def pairwise_sq_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _space(config: SynthesisConfig) -> str:
-    if config.mechanism in ("dpmix", "local") or (config.mechanism == "class-centric"
-                                                  and config.preprocessing == "unit"):
+    if config.mechanism in ("dpmix", "local") or (
+        config.mechanism == "class-centric" and config.preprocessing == "unit"
+    ):
         return "features scaled to [0,1] (pixels/255 or the public feature_range), as released"
     if config.mechanism == "class-centric":
         src = "the training set's own statistics" if config.preprocessing == "zscore-private" else "public constants"
-        return (f"z-scored with {src}, each row clipped to ||x|| <= {config.clip:g} (DP-CDA), as released; "
-                "images are shown in that space")
+        return (
+            f"z-scored with {src}, each row clipped to ||x|| <= {config.clip:g} (DP-CDA), as released; "
+            "images are shown in that space"
+        )
     return f"features scaled to [0,1], each row clipped to ||x|| <= {config.clip_x:g} (Poisson mixing), as released"
 
 
@@ -83,8 +86,10 @@ def _check(dataset: Dataset, config: SynthesisConfig, points: int, k: int) -> No
     if not isinstance(config, SynthesisConfig):
         raise ValueError(f"synthesis_config must be a SynthesisConfig. Found {type(config).__name__}.")
     if config.mechanism == "label-laplace":
-        raise ValueError("label-laplace releases the real features unchanged (every point IS a training record): "
-                         "re-identification is trivial; choose a mixing mechanism.")
+        raise ValueError(
+            "label-laplace releases the real features unchanged (every point IS a training record): "
+            "re-identification is trivial; choose a mixing mechanism."
+        )
     for name, v, hi in (("points", points, 1000), ("k", k, dataset.n_train)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= hi:
             raise ValueError(f"{name} must be an integer in 1..{hi}. Found {v!r}.")
@@ -118,8 +123,10 @@ def nearest_records(
     release_full = planned_release(config, dataset)
     epsilon: dict[str, float] = {}
     if isinstance(release_full, MixingRelease):
-        epsilon = {acc.name: float(acc.epsilon(release_full, config.delta).epsilon)
-                   for acc in applicable_accountants(release_full)}
+        epsilon = {
+            acc.name: float(acc.epsilon(release_full, config.delta).epsilon)
+            for acc in applicable_accountants(release_full)
+        }
     K = dataset.num_classes
     t_small = K * math.ceil(points / K) if config.mechanism == "class-centric" else points  # floor(T/K) per class
     syn = synthesize(replace(config, T=t_small, seed=int(seeds[0])), dataset)

@@ -1,2 +1,1 @@
-"""The command line: ``python -m dpmix_core SUBCOMMAND``. argparse lives only in this package.
-"""
+"""The command line: ``python -m dpmix_core SUBCOMMAND``. argparse lives only in this package."""

@@ -17,8 +17,9 @@ import sqlite3
 import sys
 import tempfile
 import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 from dpmix_core.cli.argtypes import finite_float, positive_int
 from dpmix_core.privacy.accountant_names import ACCOUNTANT_NAMES
@@ -88,13 +89,15 @@ def add_setting_arguments(parser: argparse.ArgumentParser, *, with_sigma: bool, 
     group.add_argument("--classes", type=positive_int, help="class-centric mixing over K equal classes")
     group.add_argument("--class-sizes", type=_class_sizes, help="class-centric mixing: sizes N_1,...,N_K")
     parser.add_argument(
-        "--features-only", action="store_true",
+        "--features-only",
+        action="store_true",
         help="class-centric: DP-CDA's reading (a neighbour swaps a record within its class); labels NOT protected. "
         "Default: replace-one, the record's label protected too",
     )
     parser.add_argument("--label-may-change", action="store_true", help=argparse.SUPPRESS)  # the default since v0.2
     parser.add_argument(
-        "--private-normalisation", action="store_true",
+        "--private-normalisation",
+        action="store_true",
         help="the release z-scored with statistics of the private data: epsilons are computed for reference "
         "but no accountant covers the release",
     )
@@ -234,19 +237,44 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
         raise CliError(f"cannot memory-map the source: {exc}") from None
     if source.ndim == 2:
         d = int(source.shape[1])
-        check_cost(streaming_cost(T=args.T, l=args.l, d=d, k=args.num_classes,
-                                  chunk_values=ELEMENTS_PER_CHUNK), limits_from_env(), change="T or l", job=True)
+        check_cost(
+            streaming_cost(T=args.T, l=args.l, d=d, k=args.num_classes, chunk_values=ELEMENTS_PER_CHUNK),
+            limits_from_env(),
+            change="T or l",
+            job=True,
+        )
     try:  # the card's epsilons are computed in a second process while this one streams
-        planned = stream_release(mechanism=args.mechanism, n=int(source.shape[0]), d=int(source.shape[-1]),
-                                 k=args.num_classes, l=args.l, T=args.T, sigma_x=args.sigma_x, sigma_y=args.sigma_y,
-                                 clip_x=args.clip_x, clip_y=args.clip_y)
+        planned = stream_release(
+            mechanism=args.mechanism,
+            n=int(source.shape[0]),
+            d=int(source.shape[-1]),
+            k=args.num_classes,
+            l=args.l,
+            T=args.T,
+            sigma_x=args.sigma_x,
+            sigma_y=args.sigma_y,
+            clip_x=args.clip_x,
+            clip_y=args.clip_y,
+        )
     except (ValueError, IndexError):
         planned = None  # synthesize_streaming reports what is wrong
     with background_epsilons(planned, args.delta) as epsilons_for:
         result = synthesize_streaming(
-            source, labels, num_classes=args.num_classes, mechanism=args.mechanism, l=args.l, T=args.T,
-            sigma_x=args.sigma_x, sigma_y=args.sigma_y, seed=args.seed, out_path=args.out, device=args.device,
-            feature_range=args.feature_range, clip_x=args.clip_x, clip_y=args.clip_y, delta=args.delta,
+            source,
+            labels,
+            num_classes=args.num_classes,
+            mechanism=args.mechanism,
+            l=args.l,
+            T=args.T,
+            sigma_x=args.sigma_x,
+            sigma_y=args.sigma_y,
+            seed=args.seed,
+            out_path=args.out,
+            device=args.device,
+            feature_range=args.feature_range,
+            clip_x=args.clip_x,
+            clip_y=args.clip_y,
+            delta=args.delta,
             epsilons_for=epsilons_for,
         )
     if args.json:
@@ -262,9 +290,9 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
 def cmd_synthesize(args: argparse.Namespace) -> int:
     from dpmix_core.data import load_dataset, load_user_data
     from dpmix_core.privacy.release import MixingRelease
+    from dpmix_core.synthesis.epsilon_job import background_epsilons
     from dpmix_core.synthesis.export import check_output_path, privacy_card, write_release
     from dpmix_core.synthesis.pipeline import planned_release, synthesize
-    from dpmix_core.synthesis.epsilon_job import background_epsilons
 
     if args.memmap is not None:
         return _synthesize_streaming(args)
@@ -318,18 +346,32 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
     p.add_argument("--target-epsilon", type=finite_float, help="calibrate sigma to this epsilon")
     p.add_argument("--accountant", help="accountant used for --target-epsilon")
     p.add_argument("--delta", type=finite_float, default=1e-5)
-    p.add_argument("--preprocessing", choices=list(PREPROCESSING), default="unit",
-                   help="class-centric features: unit = [0,1] (thesis §4.2, default); zscore = z-score with PUBLIC "
-                   "constants + L2 clip c (DP-CDA); zscore-private = statistics of the private data (opt-in: "
-                   "no epsilon is then covered)")
+    p.add_argument(
+        "--preprocessing",
+        choices=list(PREPROCESSING),
+        default="unit",
+        help="class-centric features: unit = [0,1] (thesis §4.2, default); zscore = z-score with PUBLIC "
+        "constants + L2 clip c (DP-CDA); zscore-private = statistics of the private data (opt-in: "
+        "no epsilon is then covered)",
+    )
     p.add_argument("--clip", type=finite_float, default=1.0, help="class-centric L2 clip c")
-    p.add_argument("--zscore-constants", type=_range_pair, help="class-centric zscore: public MEAN,STD for every "
-                   "feature (default: the built-in dataset's documented constants; uploads must state them)")
-    p.add_argument("--features-only", action="store_true",
-                   help="class-centric: account for DP-CDA's same-class swap; labels NOT protected "
-                   "(default: replace-one, labels protected)")
-    p.add_argument("--public-n", type=positive_int,
-                   help="poisson: the public n that sets the rate m/n (default: the dataset's size, stated as public)")
+    p.add_argument(
+        "--zscore-constants",
+        type=_range_pair,
+        help="class-centric zscore: public MEAN,STD for every "
+        "feature (default: the built-in dataset's documented constants; uploads must state them)",
+    )
+    p.add_argument(
+        "--features-only",
+        action="store_true",
+        help="class-centric: account for DP-CDA's same-class swap; labels NOT protected "
+        "(default: replace-one, labels protected)",
+    )
+    p.add_argument(
+        "--public-n",
+        type=positive_int,
+        help="poisson: the public n that sets the rate m/n (default: the dataset's size, stated as public)",
+    )
     p.add_argument("--clip-x", type=finite_float, default=1.0)
     p.add_argument("--clip-y", type=finite_float, default=1.0)
     p.add_argument("--hard-labels", action="store_true", help="class-centric: argmax labels (DP-CDA Eq. 1)")
@@ -337,10 +379,14 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
     p.add_argument("--label-epsilon", type=finite_float, default=1.0, help="label-laplace epsilon")
     p.add_argument("--label-task", choices=["classification", "regression"], default="classification")
     p.add_argument("--feature-range", type=_range, help="public LO,HI bounds of float features (for [0,1] scaling)")
-    p.add_argument("--features", choices=["pixels", "scattering"], default="pixels",
-                   help="what is mixed: pixels, or scattering = public ScatterNet (J=2, L=8) of pixels/255 with "
-                   "per-sample GroupNorm (27 groups) before clipping and mixing (DPFMix App. E; "
-                   "use --mechanism poisson)")
+    p.add_argument(
+        "--features",
+        choices=["pixels", "scattering"],
+        default="pixels",
+        help="what is mixed: pixels, or scattering = public ScatterNet (J=2, L=8) of pixels/255 with "
+        "per-sample GroupNorm (27 groups) before clipping and mixing (DPFMix App. E; "
+        "use --mechanism poisson)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -349,8 +395,11 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
 def _add_synthesize(sub) -> None:
     p = sub.add_parser("synthesize", help="release a synthetic dataset (.npz/.csv) with its privacy card")
     _add_release_arguments(p)
-    p.add_argument("--out", required=True, help="FILE.npz or FILE.csv (a FILE.card.json is written beside it); "
-                   "with --memmap: an output folder")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="FILE.npz or FILE.csv (a FILE.card.json is written beside it); with --memmap: an output folder",
+    )
     p.add_argument("--memmap", help="X.npy (n, d) read memory-mapped in chunks: releases larger than memory")
     p.add_argument("--labels", help="Y.npy (n,) integer labels for --memmap")
     p.add_argument("--num-classes", type=positive_int, help="K for --memmap")
@@ -363,13 +412,30 @@ def _synthesis_config(args: argparse.Namespace):
     if args.accountant is not None and args.accountant not in ACCOUNTANT_NAMES:
         raise CliError(f"unknown accountant {args.accountant!r}; choose one of: {', '.join(ACCOUNTANT_NAMES)}")
     return SynthesisConfig(
-        mechanism=args.mechanism, l=args.l, T=args.T, sigma_x=args.sigma_x, sigma_y=args.sigma_y,
-        sigma_ratio=args.sigma_ratio, target_epsilon=args.target_epsilon, accountant=args.accountant,
-        delta=args.delta, preprocessing=args.preprocessing, clip=args.clip, zscore_constants=args.zscore_constants,
-        protect_labels=not args.features_only, public_n=args.public_n,
-        clip_x=args.clip_x, clip_y=args.clip_y, hard_labels=args.hard_labels, clamp_negative=args.clamp_negative,
-        label_epsilon=args.label_epsilon, label_task=args.label_task, feature_range=args.feature_range,
-        features=args.features if args.mechanism != "label-laplace" else "pixels", seed=args.seed, device=args.device,
+        mechanism=args.mechanism,
+        l=args.l,
+        T=args.T,
+        sigma_x=args.sigma_x,
+        sigma_y=args.sigma_y,
+        sigma_ratio=args.sigma_ratio,
+        target_epsilon=args.target_epsilon,
+        accountant=args.accountant,
+        delta=args.delta,
+        preprocessing=args.preprocessing,
+        clip=args.clip,
+        zscore_constants=args.zscore_constants,
+        protect_labels=not args.features_only,
+        public_n=args.public_n,
+        clip_x=args.clip_x,
+        clip_y=args.clip_y,
+        hard_labels=args.hard_labels,
+        clamp_negative=args.clamp_negative,
+        label_epsilon=args.label_epsilon,
+        label_task=args.label_task,
+        feature_range=args.feature_range,
+        features=args.features if args.mechanism != "label-laplace" else "pixels",
+        seed=args.seed,
+        device=args.device,
     )
 
 
@@ -380,21 +446,42 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CliError("train needs a dataset with an official test split: use --dataset (and --data-dir)")
     synthesis = _synthesis_config(args) if args.method in ("mixing", "label-laplace") else None
     model = args.model or ("scatter-linear" if args.features == "scattering" else "thesis-cnn")
-    protocol = dict(lr=args.lr, batch_size=args.batch_size, optimizer=args.optimizer, schedule=args.schedule,
-                    lr_milestones=args.milestones, lr_gamma=args.lr_gamma, lr_step_epochs=args.lr_step_epochs,
-                    early_stopping=args.early_stopping, val_fraction=args.val_fraction, features=args.features)
+    protocol = dict(
+        lr=args.lr,
+        batch_size=args.batch_size,
+        optimizer=args.optimizer,
+        schedule=args.schedule,
+        lr_milestones=args.milestones,
+        lr_gamma=args.lr_gamma,
+        lr_step_epochs=args.lr_step_epochs,
+        early_stopping=args.early_stopping,
+        val_fraction=args.val_fraction,
+        features=args.features,
+    )
     summary = train_repeats(
-        method=args.method, dataset=args.dataset, data_dir=args.data_dir, synthesis=synthesis, model=model,
-        loss=args.loss, epochs=args.epochs, repeats=args.repeats, seed=args.seed, device=args.device,
-        dpsgd_epsilon=args.target_epsilon, dpsgd_delta=args.delta,
-        progress=None if args.json else lambda line: print(line, file=sys.stderr), **protocol,
+        method=args.method,
+        dataset=args.dataset,
+        data_dir=args.data_dir,
+        synthesis=synthesis,
+        model=model,
+        loss=args.loss,
+        epochs=args.epochs,
+        repeats=args.repeats,
+        seed=args.seed,
+        device=args.device,
+        dpsgd_epsilon=args.target_epsilon,
+        dpsgd_delta=args.delta,
+        progress=None if args.json else lambda line: print(line, file=sys.stderr),
+        **protocol,
     )
     if args.json:
         print(json.dumps(summary, allow_nan=False))
     else:
         acc, std = summary["test_accuracy"], summary["test_accuracy_std"]
-        print(f"test accuracy {100 * acc:.2f} % ± {100 * (std or 0):.2f} over {summary['repeats']} run(s), "
-              f"{summary['seconds']:.1f} s")
+        print(
+            f"test accuracy {100 * acc:.2f} % ± {100 * (std or 0):.2f} over {summary['repeats']} run(s), "
+            f"{summary['seconds']:.1f} s"
+        )
         if summary["collapsed"]:
             print(f"WARNING: {summary['collapsed']} of {summary['repeats']} run(s) {summary['collapse_reason']}")
         guarantees = summary.get("guarantee") or {}
@@ -409,8 +496,12 @@ def _add_train(sub) -> None:
 
     p = sub.add_parser("train", help="train a model on a release (or a baseline) and evaluate on the real test set")
     _add_release_arguments(p, mechanism_required=False)
-    p.add_argument("--method", choices=METHODS, default="mixing",
-                   help="mixing (train on the release) or a baseline on the same model")
+    p.add_argument(
+        "--method",
+        choices=METHODS,
+        default="mixing",
+        help="mixing (train on the release) or a baseline on the same model",
+    )
     p.add_argument("--model", choices=MODELS, help="default: thesis-cnn (scatter-linear with --features scattering)")
     p.add_argument("--loss", choices=LOSSES, help="default: the model's paper protocol")
     p.add_argument("--epochs", type=positive_int, default=5)
@@ -418,14 +509,21 @@ def _add_train(sub) -> None:
     p.add_argument("--lr", type=finite_float, help="initial learning rate")
     p.add_argument("--batch-size", type=positive_int)
     p.add_argument("--optimizer", choices=OPTIMIZERS)
-    p.add_argument("--schedule", choices=SCHEDULES,
-                   help="constant, step (x gamma every --lr-step-epochs), multistep (x gamma at --milestones), cosine")
+    p.add_argument(
+        "--schedule",
+        choices=SCHEDULES,
+        help="constant, step (x gamma every --lr-step-epochs), multistep (x gamma at --milestones), cosine",
+    )
     p.add_argument("--milestones", type=_milestones, help="multistep epochs, e.g. 80,120,160 (DPFMix App. E.3)")
     p.add_argument("--lr-gamma", type=finite_float, help="step/multistep factor")
     p.add_argument("--lr-step-epochs", type=positive_int, help="step schedule period")
-    p.add_argument("--early-stopping", type=int, metavar="PATIENCE",
-                   help="stop after PATIENCE epochs without better validation accuracy, keeping the best weights "
-                   "(thesis §4.2: 3); 0 = off")
+    p.add_argument(
+        "--early-stopping",
+        type=int,
+        metavar="PATIENCE",
+        help="stop after PATIENCE epochs without better validation accuracy, keeping the best weights "
+        "(thesis §4.2: 3); 0 = off",
+    )
     p.add_argument("--val-fraction", type=finite_float, help="share of the release held out for validation (0.1)")
     p.add_argument("--repeats", type=positive_int, default=1, help="runs with seeds seed, seed+1, ...")
     p.set_defaults(func=cmd_train)
@@ -437,13 +535,24 @@ def _add_sweep(sub) -> None:
 
     p = sub.add_parser("sweep", help="run a sweep spec (or preset:NAME) into the results store; resumable")
     add_sweep_arguments(p)
-    p.add_argument("--repeats", type=positive_int,
-                   help="seeds per point instead of the spec's (seeds 0..N-1: a later, larger N reuses these runs)")
-    p.add_argument("--values", type=_axis_number, nargs="+", metavar="V",
-                   help="run only these axis values (each must be one of the spec's: the runs are the spec's own)")
-    p.add_argument("--dataset", choices=DATASET_NAMES,
-                   help="run the protocol on another dataset (its own sweep, NAME@dataset; data from $DPMIX_DATA_DIR, "
-                        "the cache, or a download)")
+    p.add_argument(
+        "--repeats",
+        type=positive_int,
+        help="seeds per point instead of the spec's (seeds 0..N-1: a later, larger N reuses these runs)",
+    )
+    p.add_argument(
+        "--values",
+        type=_axis_number,
+        nargs="+",
+        metavar="V",
+        help="run only these axis values (each must be one of the spec's: the runs are the spec's own)",
+    )
+    p.add_argument(
+        "--dataset",
+        choices=DATASET_NAMES,
+        help="run the protocol on another dataset (its own sweep, NAME@dataset; data from $DPMIX_DATA_DIR, "
+        "the cache, or a download)",
+    )
     p.set_defaults(func=lambda args: cli_sweep(args, expand=lambda text: _expand_sweep(text, args)))
 
 
@@ -515,15 +624,22 @@ def _add_report(sub) -> None:
 
     p = sub.add_parser("report", help="a self-contained HTML report of a release's privacy (for a deck or e-mail)")
     add_setting_arguments(p, with_sigma=True, with_accountant=False)
-    p.add_argument("--model", choices=list(RELEASE_MODELS), default="dpmix",
-                   help="release model of the headline: " + "; ".join(f"{k}: {v}" for k, v in RELEASE_MODELS.items()))
+    p.add_argument(
+        "--model",
+        choices=list(RELEASE_MODELS),
+        default="dpmix",
+        help="release model of the headline: " + "; ".join(f"{k}: {v}" for k, v in RELEASE_MODELS.items()),
+    )
     p.add_argument("--out", required=True, help="FILE.html")
     p.set_defaults(func=cmd_report)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m dpmix_core", description="DPMix Studio core: privacy accounting for mixing.",
-                     epilog="--debug (anywhere): print the traceback of an error too")
+    parser = _Parser(
+        prog="python -m dpmix_core",
+        description="DPMix Studio core: privacy accounting for mixing.",
+        epilog="--debug (anywhere): print the traceback of an error too",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("epsilon", help="epsilon of a mixing release under one or all accountants")
     add_setting_arguments(p, with_sigma=True)
@@ -544,8 +660,10 @@ def build_parser() -> argparse.ArgumentParser:
 def error_line(exc: BaseException) -> str:
     """The one stderr line for an error that ends a command (no traceback, no newline inside)."""
     if isinstance(exc, MemoryError):
-        text = ("out of memory: the request is larger than this machine can hold; lower T, l, the trials or "
-                "the repeats (or DPMIX_MAX_MEMORY to be refused earlier)")
+        text = (
+            "out of memory: the request is larger than this machine can hold; lower T, l, the trials or "
+            "the repeats (or DPMIX_MAX_MEMORY to be refused earlier)"
+        )
     elif isinstance(exc, OSError) and not isinstance(exc, sqlite3.Error) and exc.strerror:
         where = f" ({exc.filename})" if exc.filename else ""
         text = f"{exc.strerror}{where}"

@@ -7,8 +7,9 @@ import importlib.util
 import json
 import sqlite3
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping, TextIO
+from typing import Any, TextIO
 
 from dpmix_core.cli.argtypes import positive_float, positive_int
 from dpmix_core.experiments.sweeps import DEFAULT_RETRY, RunSpec, export_csv, run_sweep
@@ -36,8 +37,10 @@ class TextProgress:
         self._last = state
         finished = done + failed
         filled = int(self.width * finished / total) if total else self.width
-        line = (f"[{'#' * filled}{'.' * (self.width - filled)}] {finished}/{total}"
-                f"  done {done}  running {running}  failed {failed}")
+        line = (
+            f"[{'#' * filled}{'.' * (self.width - filled)}] {finished}/{total}"
+            f"  done {done}  running {running}  failed {failed}"
+        )
         if self.tty:
             self.stream.write("\r" + line)
             self._open = True
@@ -59,9 +62,15 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", help="sweep spec file (.toml or .json), or preset:NAME")
     parser.add_argument("--store", help="results store (default: $DPMIX_STORE or ~/.cache/dpmix/results.sqlite)")
     parser.add_argument("--export", metavar="CSV", help="write the sweep's done runs to this CSV at the end")
-    parser.add_argument("--backend", choices=("local", "ray"), default="local",
-                        help="where runs execute (ray: pip install -r requirements-ray.txt)")
-    parser.add_argument("--address", help="Ray cluster: auto, ray://head:10001 or http://head:8265 (with --backend ray)")
+    parser.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="where runs execute (ray: pip install -r requirements-ray.txt)",
+    )
+    parser.add_argument(
+        "--address", help="Ray cluster: auto, ray://head:10001 or http://head:8265 (with --backend ray)"
+    )
     parser.add_argument("--max-parallel", type=positive_int, help="runs at once (default: spec, else cores)")
     parser.add_argument("--retry-failed", action="store_true", help="re-run failed and cancelled runs too")
     parser.add_argument("--name", help="sweep name (default: the spec's name, else the file's stem)")
@@ -69,8 +78,9 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
 
 
-def cli_sweep(args: argparse.Namespace, *,
-              expand: Callable[[str], tuple[str, list[RunSpec], Mapping[str, Any]]]) -> int:
+def cli_sweep(
+    args: argparse.Namespace, *, expand: Callable[[str], tuple[str, list[RunSpec], Mapping[str, Any]]]
+) -> int:
     """``python -m dpmix_core sweep SPEC ...``: 0 all done, 1 some run failed/cancelled/interrupted,
     130 interrupted by Ctrl-C (resume by running it again). Spec errors raise ValueError.
 
@@ -94,29 +104,36 @@ def cli_sweep(args: argparse.Namespace, *,
     try:
         store = ResultStore(getattr(args, "store", None))
     except (sqlite3.Error, OSError) as exc:
-        raise (store_problem(default_store_path() if getattr(args, "store", None) is None
-                             else Path(args.store), exc) or exc) from None
+        raise (
+            store_problem(default_store_path() if getattr(args, "store", None) is None else Path(args.store), exc)
+            or exc
+        ) from None
     from dpmix_core.runtime.backends import make_backend
 
     try:
-        backend = make_backend(getattr(args, "backend", "local"), store, max_parallel=max_parallel,
-                               address=getattr(args, "address", None))
+        backend = make_backend(
+            getattr(args, "backend", "local"), store, max_parallel=max_parallel, address=getattr(args, "address", None)
+        )
     except ImportError as exc:
         raise ValueError(str(exc)) from None
     retry = ("interrupted", "failed", "cancelled") if getattr(args, "retry_failed", False) else DEFAULT_RETRY
     print(f"sweep {name!r}: {len(runs)} runs; {backend.describe()}", file=sys.stderr)
     bar = TextProgress()
     try:
-        summary = run_sweep(store, name, runs, backend=backend, progress=bar, poll_s=getattr(args, "poll", 0.5),
-                            spec=spec, retry=retry)
+        summary = run_sweep(
+            store, name, runs, backend=backend, progress=bar, poll_s=getattr(args, "poll", 0.5), spec=spec, retry=retry
+        )
     finally:
         bar.close()
     exported = None
     if getattr(args, "export", None):
         exported = export_csv(store, summary.sweep_id, args.export)
     if getattr(args, "json", False):
-        print(json.dumps({**summary.to_dict(), "store": str(store.path), "export": args.export,
-                          "exported_rows": exported}))
+        print(
+            json.dumps(
+                {**summary.to_dict(), "store": str(store.path), "export": args.export, "exported_rows": exported}
+            )
+        )
     else:
         print(summary.line())
         if exported is not None:

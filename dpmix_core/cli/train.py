@@ -105,9 +105,17 @@ def train_repeats(
             kw["pca_epsilon"] = dpsgd_epsilon
         if dpsgd_delta is not None:
             kw["pca_delta"] = dpsgd_delta
-    base = RunConfig(method, dataset=dataset, data_dir=None if data_dir is None else str(data_dir),
-                     synthesis=synthesis if method in ("mixing", "label-laplace") else None, model=model,
-                     epochs=epochs, seed=seed, device=device, **kw)
+    base = RunConfig(
+        method,
+        dataset=dataset,
+        data_dir=None if data_dir is None else str(data_dir),
+        synthesis=synthesis if method in ("mixing", "label-laplace") else None,
+        model=model,
+        epochs=epochs,
+        seed=seed,
+        device=device,
+        **kw,
+    )
     check_before_training(base, repeats)
     results = []
     for r in range(repeats):
@@ -134,9 +142,19 @@ def train_repeats(
         "train_samples_per_second": statistics.fmean(res["train_samples_per_second"] for res in results),
         "collapsed": sum(bool(res.get("collapsed")) for res in results),
         "collapse_reason": next((res["collapse_reason"] for res in results if res.get("collapsed")), None),
-        "runs": [{"seed": res["config"]["seed"], "run_key": res["run_key"], "test_accuracy": res["test_accuracy"],
-                  "test_mse": res["test_mse"], "seconds": res["seconds"], "collapsed": bool(res.get("collapsed")),
-                  "best_epoch": res.get("best_epoch"), "epochs_run": res.get("epochs_run")} for res in results],
+        "runs": [
+            {
+                "seed": res["config"]["seed"],
+                "run_key": res["run_key"],
+                "test_accuracy": res["test_accuracy"],
+                "test_mse": res["test_mse"],
+                "seconds": res["seconds"],
+                "collapsed": bool(res.get("collapsed")),
+                "best_epoch": res.get("best_epoch"),
+                "epochs_run": res.get("epochs_run"),
+            }
+            for res in results
+        ],
         "notes": first["notes"],
         "versions": first["versions"],
         "config": base.to_dict(),

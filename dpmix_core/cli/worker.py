@@ -15,7 +15,8 @@ __all__ = ["main"]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m dpmix_core.cli.worker", description="Run one queued run of a DPMix results store.",
+        prog="python -m dpmix_core.cli.worker",
+        description="Run one queued run of a DPMix results store.",
         epilog="exit codes: 0 done, 1 failed, 2 usage, 3 no such run/store, 4 not runnable, 5 cancelled, 6 lost",
     )
     parser.add_argument("run_id", type=int, help="the run's id in the store")

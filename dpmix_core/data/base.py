@@ -107,6 +107,4 @@ def check_class_sizes(dataset: Dataset, l: int) -> None:  # noqa: E741 (l is the
     counts = dataset.class_counts()
     smallest = int(np.argmin(counts))
     if counts[smallest] < l:
-        raise DatasetError(
-            f"class '{dataset.label_names[smallest]}' has {counts[smallest]} records, fewer than l={l}"
-        )
+        raise DatasetError(f"class '{dataset.label_names[smallest]}' has {counts[smallest]} records, fewer than l={l}")

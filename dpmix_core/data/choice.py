@@ -16,10 +16,7 @@ def app_dataset(upload: bytes | None = None, filename: str | None = None) -> Dat
 
 def describe_dataset(dataset: Dataset) -> str:
     shape = "×".join(str(s) for s in dataset.x_train.shape[1:])
-    return (
-        f"{dataset.source} — {dataset.n_train:,} training records of shape {shape}, "
-        f"{dataset.num_classes} classes"
-    )
+    return f"{dataset.source} — {dataset.n_train:,} training records of shape {shape}, {dataset.num_classes} classes"
 
 
 def needs_feature_range(dataset: Dataset) -> bool:

@@ -41,8 +41,9 @@ def source_stamp(paths: Sequence[Path]) -> str:
 def load_decoded(folder: Path) -> Splits | None:
     """The four arrays of a decoded copy, memory-mapped read-only; None if the copy is absent or unreadable."""
     try:
-        arrays = [np.asarray(np.load(folder / f"{key}.npy", mmap_mode="r", allow_pickle=False))
-                  for key in Splits._fields]
+        arrays = [
+            np.asarray(np.load(folder / f"{key}.npy", mmap_mode="r", allow_pickle=False)) for key in Splits._fields
+        ]
     except (OSError, ValueError):
         return None
     return Splits(*arrays)

@@ -81,12 +81,22 @@ def _check_pace(url: str, done: int, started: float, limits: DownloadLimits) -> 
     if elapsed > limits.deadline_s:
         raise TimeoutError(f"{url}: the download took longer than {limits.deadline_s:g} s and was abandoned.")
     if elapsed > limits.grace_s and done < limits.min_rate * elapsed:
-        raise TimeoutError(f"{url}: the server sends {done / elapsed:,.0f} bytes/s, below the minimum of "
-                           f"{limits.min_rate:,.0f}; the download was abandoned.")
+        raise TimeoutError(
+            f"{url}: the server sends {done / elapsed:,.0f} bytes/s, below the minimum of "
+            f"{limits.min_rate:,.0f}; the download was abandoned."
+        )
 
 
-def _fetch_one(url: str, dest: Path, sha256: str, progress: Progress, offset: int, total: int,
-               size: int | None = None, limits: DownloadLimits = DownloadLimits()) -> None:
+def _fetch_one(
+    url: str,
+    dest: Path,
+    sha256: str,
+    progress: Progress,
+    offset: int,
+    total: int,
+    size: int | None = None,
+    limits: DownloadLimits = DownloadLimits(),
+) -> None:
     fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     tmp = Path(tmp_name)
     try:
@@ -97,8 +107,9 @@ def _fetch_one(url: str, dest: Path, sha256: str, progress: Progress, offset: in
             while chunk := response.read1(_CHUNK):  # what has arrived: a trickle never blocks for long
                 done += len(chunk)
                 if size is not None and done > size:
-                    raise ChecksumMismatchError(f"{url} sent more than the expected {size:,} bytes; "
-                                                "the download was discarded.")
+                    raise ChecksumMismatchError(
+                        f"{url} sent more than the expected {size:,} bytes; the download was discarded."
+                    )
                 out.write(chunk)
                 digest.update(chunk)
                 progress(offset + done, total)
@@ -136,8 +147,13 @@ def _make_dirs(folder: Path) -> list[Path]:
     return created
 
 
-def fetch_files(files: Sequence[RemoteFile], base_url: str, dest_dir: Path, progress: Progress | None = None,
-                limits: DownloadLimits | None = None) -> None:
+def fetch_files(
+    files: Sequence[RemoteFile],
+    base_url: str,
+    dest_dir: Path,
+    progress: Progress | None = None,
+    limits: DownloadLimits | None = None,
+) -> None:
     """Download those of ``files`` that are not yet in ``dest_dir``, verifying each SHA-256.
 
     ``progress(done, total)`` counts bytes over all missing files (total from the table).
@@ -152,8 +168,16 @@ def fetch_files(files: Sequence[RemoteFile], base_url: str, dest_dir: Path, prog
         offset = 0
         for remote in missing:
             url = f"{base_url.rstrip('/')}/{remote.name}"
-            _fetch_one(url, dest_dir / remote.name, remote.sha256, progress or _no_progress, offset, total,
-                       size=remote.size, limits=limits)
+            _fetch_one(
+                url,
+                dest_dir / remote.name,
+                remote.sha256,
+                progress or _no_progress,
+                offset,
+                total,
+                size=remote.size,
+                limits=limits,
+            )
             offset += remote.size
     except BaseException:
         for folder in reversed(created):

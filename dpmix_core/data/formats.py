@@ -85,8 +85,9 @@ def _read_idx_gz(path: Path, ndim: int) -> np.ndarray:
     except (OSError, EOFError, zlib.error) as exc:
         raise DatasetError(f"{path}: not a valid gzip file ({exc}).") from exc
     if len(raw) > MAX_OFFICIAL_FILE_BYTES:
-        raise DatasetError(f"{path}: decompresses to more than {MAX_OFFICIAL_FILE_BYTES:,} bytes; not an official "
-                           "IDX file.")
+        raise DatasetError(
+            f"{path}: decompresses to more than {MAX_OFFICIAL_FILE_BYTES:,} bytes; not an official IDX file."
+        )
     return parse_idx(raw, ndim, str(path))
 
 
@@ -114,18 +115,36 @@ def _member_header(zf: zipfile.ZipFile, member: str, what: str) -> tuple[tuple[i
                 shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
             else:
                 raise ValueError(f".npy format version {version} is not supported")
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, SyntaxError, NotImplementedError, RuntimeError,
-            zlib.error) as exc:
-        raise DatasetError(f"{what}: array '{key}' is not a plain numpy array (a pickle or a damaged file?); "
-                           "save numeric arrays with numpy.savez.") from exc
+    except (
+        ValueError,
+        OSError,
+        EOFError,
+        zipfile.BadZipFile,
+        SyntaxError,
+        NotImplementedError,
+        RuntimeError,
+        zlib.error,
+    ) as exc:
+        raise DatasetError(
+            f"{what}: array '{key}' is not a plain numpy array (a pickle or a damaged file?); "
+            "save numeric arrays with numpy.savez."
+        ) from exc
     if dtype.hasobject:
-        raise DatasetError(f"{what}: not a readable .npz archive (array '{key}' holds Python objects, which are "
-                           "never unpickled); save numeric arrays.")
+        raise DatasetError(
+            f"{what}: not a readable .npz archive (array '{key}' holds Python objects, which are "
+            "never unpickled); save numeric arrays."
+        )
     return tuple(int(s) for s in shape), dtype
 
 
-def read_npz(source: bytes | Path, what: str, wanted: tuple[str, ...], *, max_decompressed: int,
-             what_to_do: str = "use smaller arrays") -> tuple[dict[str, np.ndarray], tuple[str, ...]]:
+def read_npz(
+    source: bytes | Path,
+    what: str,
+    wanted: tuple[str, ...],
+    *,
+    max_decompressed: int,
+    what_to_do: str = "use smaller arrays",
+) -> tuple[dict[str, np.ndarray], tuple[str, ...]]:
     """``(arrays, member names)``: the ``wanted`` arrays of an .npz (bytes or a path), after checking
     every wanted member's declared shape and dtype from its ``.npy`` header and bounding their total
     decompressed size by ``max_decompressed`` bytes; nothing is read beyond that and nothing is
@@ -145,8 +164,10 @@ def read_npz(source: bytes | Path, what: str, wanted: tuple[str, ...], *, max_de
         declared = {key: _member_header(zf, members[key], what) for key in wanted}
         total = sum(math.prod(shape) * dtype.itemsize for shape, dtype in declared.values())
         if total > max_decompressed:
-            raise DatasetError(f"{what}: its arrays hold {total:,} bytes once decompressed, more than the limit "
-                               f"of {max_decompressed:,}; {what_to_do}.")
+            raise DatasetError(
+                f"{what}: its arrays hold {total:,} bytes once decompressed, more than the limit "
+                f"of {max_decompressed:,}; {what_to_do}."
+            )
         arrays = {}
         for key in wanted:
             shape, dtype = declared[key]
@@ -154,8 +175,15 @@ def read_npz(source: bytes | Path, what: str, wanted: tuple[str, ...], *, max_de
                 with zf.open(members[key]) as fh:
                     raw = fh.read(math.prod(shape) * dtype.itemsize + _NPY_HEADER_MAX)  # never more than declared
                 arrays[key] = np.load(io.BytesIO(raw), allow_pickle=False)
-            except (OSError, ValueError, EOFError, zipfile.BadZipFile, NotImplementedError, RuntimeError,
-                    zlib.error) as exc:
+            except (
+                OSError,
+                ValueError,
+                EOFError,
+                zipfile.BadZipFile,
+                NotImplementedError,
+                RuntimeError,
+                zlib.error,
+            ) as exc:
                 raise DatasetError(f"{what}: not a readable .npz archive (array '{key}': {exc}).") from None
     return arrays, tuple(members)
 
@@ -210,8 +238,9 @@ def read_cifar_tar(path: Path) -> Splits:
             for member in tar:
                 if member.name in wanted and member.isfile():
                     if member.size > MAX_OFFICIAL_FILE_BYTES:
-                        raise DatasetError(f"{path}: {member.name} declares {member.size:,} bytes; not an official "
-                                           "CIFAR-10 batch.")
+                        raise DatasetError(
+                            f"{path}: {member.name} declares {member.size:,} bytes; not an official CIFAR-10 batch."
+                        )
                     fh = tar.extractfile(member)
                     if fh is None:
                         raise DatasetError(f"{path}: {member.name} is not a regular file in the archive.")

@@ -163,8 +163,9 @@ def group_normalise(feats: np.ndarray, *, groups: int = GN_GROUPS, batch_size: i
     return out
 
 
-def feature_transform(name: str, images: np.ndarray, *, device: str = "cpu",
-                      check: Callable[[], None] | None = None) -> np.ndarray:
+def feature_transform(
+    name: str, images: np.ndarray, *, device: str = "cpu", check: Callable[[], None] | None = None
+) -> np.ndarray:
     """The public feature map ``name`` (see FEATURE_TRANSFORMS) of raw records: float32 (n, d), flat.
 
     "pixels": pixels/255 for uint8 images, float features unchanged.
@@ -187,6 +188,13 @@ def feature_dataset(dataset, name: str, *, device: str = "cpu", check: Callable[
     if name == "pixels":
         return dataset
     x_test = None if dataset.x_test is None else feature_transform(name, dataset.x_test, device=device, check=check)
-    return Dataset(f"{dataset.name}-{name}", feature_transform(name, dataset.x_train, device=device, check=check),
-                   dataset.y_train, x_test, dataset.y_test, dataset.num_classes,
-                   f"{dataset.source}; {name} features", dataset.label_names)
+    return Dataset(
+        f"{dataset.name}-{name}",
+        feature_transform(name, dataset.x_train, device=device, check=check),
+        dataset.y_train,
+        x_test,
+        dataset.y_test,
+        dataset.num_classes,
+        f"{dataset.source}; {name} features",
+        dataset.label_names,
+    )

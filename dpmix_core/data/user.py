@@ -61,8 +61,10 @@ def _integer_labels(values: np.ndarray, where: Callable[[int], str]) -> np.ndarr
             raise DatasetError(f"{where(i)}: {values[i]:g} is not an integer label.")
         i = _first_bad(np.abs(values) > MAX_EXACT_LABEL)
         if i is not None:
-            raise DatasetError(f"{where(i)}: label {values[i]:g} is too large to be told apart from its neighbours; "
-                               f"use integer labels of at most {MAX_EXACT_LABEL:,} in magnitude.")
+            raise DatasetError(
+                f"{where(i)}: label {values[i]:g} is too large to be told apart from its neighbours; "
+                f"use integer labels of at most {MAX_EXACT_LABEL:,} in magnitude."
+            )
     elif values.dtype.kind == "u":
         i = _first_bad(values > np.iinfo(np.int64).max)
         if i is not None:
@@ -79,8 +81,10 @@ def _check_float32_range(matrix: np.ndarray, where: Callable[[int, int], str]) -
     bad = np.argwhere(np.abs(matrix) > FLOAT32_MAX)
     if len(bad):
         i, j = (int(k) for k in bad[0])
-        raise DatasetError(f"{where(i, j)}: {matrix[i, j]:g} is beyond the float32 range (|x| <= {FLOAT32_MAX:.3g}); "
-                           "rescale the features.")
+        raise DatasetError(
+            f"{where(i, j)}: {matrix[i, j]:g} is beyond the float32 range (|x| <= {FLOAT32_MAX:.3g}); "
+            "rescale the features."
+        )
 
 
 def _check_csv_shape(data: bytes, filename: str, max_rows: int) -> None:
@@ -91,8 +95,10 @@ def _check_csv_shape(data: bytes, filename: str, max_rows: int) -> None:
         raise DatasetError(f"{filename}: {columns:,} columns, more than the limit of {MAX_COLUMNS:,}.")
     rows = min(data.count(b"\n"), max_rows + 1)
     if rows * columns > MAX_CELLS:
-        raise DatasetError(f"{filename}: about {rows:,} rows x {columns:,} columns, more than the limit of "
-                           f"{MAX_CELLS:,} cells; upload fewer rows or features.")
+        raise DatasetError(
+            f"{filename}: about {rows:,} rows x {columns:,} columns, more than the limit of "
+            f"{MAX_CELLS:,} cells; upload fewer rows or features."
+        )
 
 
 def _check_finite(matrix: np.ndarray, where: Callable[[int, int], str]) -> None:
@@ -150,8 +156,10 @@ def _parse_csv(data: bytes, filename: str, label_column: str | None, max_rows: i
     cell = lambda i, j: f"{filename}: row {i + 2}, column '{columns[j]}'"  # noqa: E731
     _check_finite(values, cell)
     _check_float32_range(values, cell)
-    y = _integer_labels(raw_labels if raw_labels.dtype.kind in "iu" else values[:, columns.index(label)],
-                        lambda i: f"{filename}: row {i + 2}, column '{label}'")
+    y = _integer_labels(
+        raw_labels if raw_labels.dtype.kind in "iu" else values[:, columns.index(label)],
+        lambda i: f"{filename}: row {i + 2}, column '{label}'",
+    )
     x = np.delete(values, columns.index(label), axis=1).astype(np.float32)
     return x, y
 
@@ -159,8 +167,9 @@ def _parse_csv(data: bytes, filename: str, label_column: str | None, max_rows: i
 def _npz_arrays(data: bytes, filename: str, max_decompressed: int = MAX_DECOMPRESSED) -> dict[str, np.ndarray]:
     """Arrays ``x`` and ``y`` of an uploaded .npz (only the member names when one is missing: the
     caller names it), read through :func:`~dpmix_core.data.formats.read_npz` (bounded, never unpickled)."""
-    arrays, members = read_npz(data, filename, ("x", "y"), max_decompressed=max_decompressed,
-                               what_to_do="upload fewer records or features")
+    arrays, members = read_npz(
+        data, filename, ("x", "y"), max_decompressed=max_decompressed, what_to_do="upload fewer records or features"
+    )
     return arrays if len(arrays) == 2 else {key: np.empty(0) for key in members}
 
 

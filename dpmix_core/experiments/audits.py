@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dpmix_core.audit.membership import JOB_KIND
 from dpmix_core.runtime.jobs import JobManager

@@ -53,11 +53,29 @@ _SYNTHESIS_TUPLES = ("zscore_constants", "feature_range")
 # A stored synthesis dict with exactly these keys was written by v0.1's to_dict and keeps v0.1's meaning:
 # class-centric "zscore" without constants used the private data's statistics, and its accounting was the
 # same-class swap (labels not protected). See upgrade_v1_synthesis.
-_V1_SYNTHESIS_KEYS = frozenset({
-    "mechanism", "l", "T", "sigma_x", "sigma_y", "sigma_ratio", "target_epsilon", "accountant", "delta",
-    "preprocessing", "clip", "zscore_constants", "clip_x", "clip_y", "hard_labels", "clamp_negative",
-    "label_epsilon", "label_task", "feature_range",
-})
+_V1_SYNTHESIS_KEYS = frozenset(
+    {
+        "mechanism",
+        "l",
+        "T",
+        "sigma_x",
+        "sigma_y",
+        "sigma_ratio",
+        "target_epsilon",
+        "accountant",
+        "delta",
+        "preprocessing",
+        "clip",
+        "zscore_constants",
+        "clip_x",
+        "clip_y",
+        "hard_labels",
+        "clamp_negative",
+        "label_epsilon",
+        "label_task",
+        "feature_range",
+    }
+)
 # Fields a mechanism ignores keep v0.1's default in a run's identity, so stored keys never change.
 _V1_IGNORED_DEFAULTS = {"preprocessing": "zscore"}
 
@@ -225,8 +243,18 @@ class RunConfig:
         _choice("schedule", self.schedule, SCHEDULES)
         _choice("input_norm", self.input_norm, INPUT_NORMS)
         _choice("dpsgd_accountant", self.dpsgd_accountant, DPSGD_ACCOUNTANTS)
-        for name in ("lr", "momentum", "weight_decay", "lr_gamma", "val_fraction", "dpsgd_epsilon", "dpsgd_delta",
-                     "dpsgd_clip", "pca_epsilon", "pca_delta"):
+        for name in (
+            "lr",
+            "momentum",
+            "weight_decay",
+            "lr_gamma",
+            "val_fraction",
+            "dpsgd_epsilon",
+            "dpsgd_delta",
+            "dpsgd_clip",
+            "pca_epsilon",
+            "pca_delta",
+        ):
             value = getattr(self, name)
             if not _is_real(value) or math.isnan(value):
                 raise ValueError(f"{name} must be a number. Found {value!r}.")
@@ -355,13 +383,13 @@ class RunConfig:
             raise ValueError(
                 "loss 'mse' is for regression labels; mixing releases soft label vectors: use kl, ce or gkl."
             )
-        if self.method == "label-laplace":
+        if self.method == "label-laplace" and syn is not None:  # _check_synthesis: label-laplace has one
             if (syn.label_task == "regression") != regression:
                 raise ValueError(
                     f"label_task {syn.label_task!r} needs loss "
                     f"{'mse' if syn.label_task == 'regression' else 'kl, ce or gkl'}; found loss {self.loss!r}."
                 )
-        if self.method == "mixing" and self.features == "scattering":
+        if self.method == "mixing" and self.features == "scattering" and syn is not None:
             unbounded = syn.mechanism in ("dpmix", "local") or (
                 syn.mechanism == "class-centric" and syn.preprocessing == "unit"
             )
@@ -402,7 +430,7 @@ class RunConfig:
         return out
 
     @classmethod
-    def from_dict(cls, d: dict) -> "RunConfig":
+    def from_dict(cls, d: dict) -> RunConfig:
         """Build from a (JSON) dict; unknown keys are a ValueError; missing keys take their defaults."""
         if isinstance(d, RunConfig):
             return d
@@ -449,13 +477,13 @@ class RunConfig:
             d.pop("early_stopping")
         return d
 
-    def replace(self, **changes) -> "RunConfig":
+    def replace(self, **changes) -> RunConfig:
         return replace(self, **changes)
 
 
 def _normalised_synthesis(syn: SynthesisConfig) -> SynthesisConfig:
     """Numbers in canonical types (15 -> 15.0 for float fields, 256.0 -> 256 for int fields): stable run keys."""
-    changes = {}
+    changes: dict[str, Any] = {}
     for f in fields(SynthesisConfig):
         value = getattr(syn, f.name)
         kind = str(f.type)

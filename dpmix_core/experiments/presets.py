@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, replace
+from typing import Any
 
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.spec import Published, Series, SweepSpec
@@ -29,20 +30,40 @@ THESIS_DELTA = 1 / MNIST_N  # thesis §4.1: delta = 1/n
 # Throughput (samples/s) on the 2-core reference machine (x86_64, torch 2.13 CPU, 2 threads), measured with
 # bench/bench_training.py on an idle machine: training at batch size 128, DP-SGD (Opacus, functorch per-sample
 # gradients) at batch 128, evaluation (forward only). Smaller batches are slower by (batch/128)**exponent.
-TRAIN_SPS = {"thesis-cnn": 7500.0, "dpcda-cnn": 2300.0, "dpcda-cnn-gn": 2300.0, "scatter-linear": 150000.0,
-             "linear": 450000.0}
+TRAIN_SPS = {
+    "thesis-cnn": 7500.0,
+    "dpcda-cnn": 2300.0,
+    "dpcda-cnn-gn": 2300.0,
+    "scatter-linear": 150000.0,
+    "linear": 450000.0,
+}
 DPSGD_SPS = {"thesis-cnn": 1700.0, "dpcda-cnn-gn": 550.0, "scatter-linear": 16000.0, "linear": 55000.0}
-EVAL_SPS = {"thesis-cnn": 12000.0, "dpcda-cnn": 4500.0, "dpcda-cnn-gn": 4500.0, "scatter-linear": 400000.0,
-            "linear": 3700000.0}
-BATCH_EXPONENT = {"thesis-cnn": 0.14, "dpcda-cnn": 0.0, "dpcda-cnn-gn": 0.0, "scatter-linear": 0.7,
-                  "linear": 0.8}
+EVAL_SPS = {
+    "thesis-cnn": 12000.0,
+    "dpcda-cnn": 4500.0,
+    "dpcda-cnn-gn": 4500.0,
+    "scatter-linear": 400000.0,
+    "linear": 3700000.0,
+}
+BATCH_EXPONENT = {"thesis-cnn": 0.14, "dpcda-cnn": 0.0, "dpcda-cnn-gn": 0.0, "scatter-linear": 0.7, "linear": 0.8}
 SCATTER_SPS = 2000.0  # ScatterNet J=2, L=8 images/s (first run only: features are cached)
 MIX_OPS_PER_S = 2.5e9  # gathered feature values per second when mixing (T * l * d)
 OVERHEAD_S = 2.0  # imports, dataset load, calibration, privacy card
 FEATURE_BYTES_PER_S = 1e9  # reading cached ScatterNet features and copying them (split, clip, tensors)
-SPLIT_SIZES = {"mnist": (60000, 10000), "fashion-mnist": (60000, 10000), "cifar10": (50000, 10000),
-               "embedded": (4000, 1000)}
+SPLIT_SIZES = {
+    "mnist": (60000, 10000),
+    "fashion-mnist": (60000, 10000),
+    "cifar10": (50000, 10000),
+    "embedded": (4000, 1000),
+}
 FEATURE_DIMS = {"mnist": 784, "fashion-mnist": 784, "cifar10": 3072, "embedded": 784}
+
+
+def _syn(run: RunConfig) -> SynthesisConfig:
+    """The run's synthesis config (the presets that call this are mixing runs)."""
+    if run.synthesis is None:
+        raise ValueError(f"preset run of method {run.method!r} has no synthesis config.")
+    return run.synthesis
 
 
 def _batch_factor(model: str, batch_size: int) -> float:
@@ -66,7 +87,7 @@ def estimate_seconds(run: RunConfig, *, features_cached: bool = True) -> float:
             seconds += (n_train + n_test) / SCATTER_SPS
     rows = n_train
     if run.method == "mixing":
-        syn = run.synthesis
+        syn = _syn(run)
         rows = syn.T
         seconds += syn.T * syn.l * d / MIX_OPS_PER_S
     if run.method == "dp-pca":
@@ -94,8 +115,15 @@ def estimate_sweep_seconds(spec: SweepSpec, *, features_cached: bool = True) -> 
 # ------------------------------------------------------------------------------------------- presets
 
 
-def _quick(full: SweepSpec, *, base: dict, values: tuple | None = None, repeats: int = 1,
-           series: tuple[Series, ...] | None = None, note: str) -> SweepSpec:
+def _quick(
+    full: SweepSpec,
+    *,
+    base: dict,
+    values: tuple | None = None,
+    repeats: int = 1,
+    series: tuple[Series, ...] | None = None,
+    note: str,
+) -> SweepSpec:
     return SweepSpec(
         name=f"{full.name}-quick",
         base=replace(full.base, **base),
@@ -125,21 +153,39 @@ def _thesis_41() -> tuple[SweepSpec, SweepSpec]:
     base = RunConfig(
         "mixing",
         dataset="mnist",
-        synthesis=SynthesisConfig("dpmix", l=256, T=10000, target_epsilon=15.0, accountant="lee2019",
-                                  delta=THESIS_DELTA),
-        model="thesis-cnn", loss="kl", optimizer="adam", lr=1e-4, schedule="step", lr_step_epochs=10,
-        lr_gamma=0.5, epochs=50, batch_size=32, val_fraction=0.1,
-        dpsgd_epsilon=15.0, dpsgd_delta=THESIS_DELTA, dpsgd_clip=1.0,
+        synthesis=SynthesisConfig(
+            "dpmix", l=256, T=10000, target_epsilon=15.0, accountant="lee2019", delta=THESIS_DELTA
+        ),
+        model="thesis-cnn",
+        loss="kl",
+        optimizer="adam",
+        lr=1e-4,
+        schedule="step",
+        lr_step_epochs=10,
+        lr_gamma=0.5,
+        epochs=50,
+        batch_size=32,
+        val_fraction=0.1,
+        dpsgd_epsilon=15.0,
+        dpsgd_delta=THESIS_DELTA,
+        dpsgd_clip=1.0,
     )
     series = (
         Series("DPMix (l=256, T=10000)", {}),
-        Series("DP-SGD (same eps, delta)", {"method": "dp-sgd", "loss": "ce", "lr": 1e-3, "schedule": "constant",
-                                             "epochs": 15, "batch_size": 256}),
+        Series(
+            "DP-SGD (same eps, delta)",
+            {"method": "dp-sgd", "loss": "ce", "lr": 1e-3, "schedule": "constant", "epochs": 15, "batch_size": 256},
+        ),
         Series("non-private", {"method": "non-private", "loss": "ce", "epochs": 10}),
         Series(_T41_LINEAR, {"model": "linear", "lr": 1e-3, "epochs": 20}),
     )
     full = SweepSpec(
-        name="thesis-4.1", base=base, axis="target_epsilon", values=(15.0,), series=series, repeats=3,
+        name="thesis-4.1",
+        base=base,
+        axis="target_epsilon",
+        values=(15.0,),
+        series=series,
+        repeats=3,
         published=_published("DPMix (l=256, T=10000)", "BUET thesis §4.1", {15.0: 68.35}),
         title="Thesis §4.1: DPMix on MNIST, l=256, T=10000, eps=15 (lee2019, delta=1/n)",
         description=(
@@ -157,36 +203,67 @@ def _thesis_41() -> tuple[SweepSpec, SweepSpec]:
         base={"schedule": "constant", "epochs": 20},
         series=(
             Series("DPMix (l=256, T=10000)", {}),
-            Series("DP-SGD (same eps, delta)", {"method": "dp-sgd", "loss": "ce", "lr": 1e-3, "schedule": "constant",
-                                                 "epochs": 3, "batch_size": 256, "train_limit": 20000}),
+            Series(
+                "DP-SGD (same eps, delta)",
+                {
+                    "method": "dp-sgd",
+                    "loss": "ce",
+                    "lr": 1e-3,
+                    "schedule": "constant",
+                    "epochs": 3,
+                    "batch_size": 256,
+                    "train_limit": 20000,
+                },
+            ),
             Series("non-private", {"method": "non-private", "loss": "ce", "epochs": 3, "batch_size": 32, "lr": 1e-3}),
             Series(_T41_LINEAR, {"model": "linear", "lr": 1e-3, "epochs": 20}),
         ),
         note="same release and model; Adam lr 1e-4 constant for 20 epochs (the full schedule's total step "
-             "size is that of ~19 epochs at 1e-4; larger rates collapse to one class on this data); DP-SGD on a "
-             "20,000-record subset for 3 epochs; non-private 3 epochs at Adam 1e-3, batch 32 (>= 90 % on the "
-             "embedded sample; 1 epoch at 1e-4 reached 32 %); one seed.",
+        "size is that of ~19 epochs at 1e-4; larger rates collapse to one class on this data); DP-SGD on a "
+        "20,000-record subset for 3 epochs; non-private 3 epochs at Adam 1e-3, batch 32 (>= 90 % on the "
+        "embedded sample; 1 epoch at 1e-4 reached 32 %); one seed.",
     )
     return full, quick
 
 
 # thesis §4.1 schedule; §4.2's appendix B code: EarlyStopping(monitor='val_accuracy', patience=3,
 # restore_best_weights=True) on the release's own 10 % validation split, argmax labels, cross-entropy
-_THESIS_42_TRAINING = dict(model="thesis-cnn", loss="ce", optimizer="adam", lr=1e-4, schedule="step",
-                           lr_step_epochs=10, lr_gamma=0.5, epochs=50, batch_size=32, val_fraction=0.1,
-                           early_stopping=3)
+_THESIS_42_TRAINING: dict[str, Any] = dict(
+    model="thesis-cnn",
+    loss="ce",
+    optimizer="adam",
+    lr=1e-4,
+    schedule="step",
+    lr_step_epochs=10,
+    lr_gamma=0.5,
+    epochs=50,
+    batch_size=32,
+    val_fraction=0.1,
+    early_stopping=3,
+)
 _THESIS_42_QUICK = {"lr_step_epochs": 4, "epochs": 10}
 
 
 _THESIS_42_TABLE = {32: 77.5, 64: 77.6, 128: 79.3, 256: 78.7, 512: 78.6}  # thesis Table 4.2, sigma = 0.7
 
 
-def _thesis_42(axis: str, values: tuple, synthesis: SynthesisConfig, what: str,
-               quick_values: tuple | None = None, quick_base: dict | None = None) -> tuple[SweepSpec, SweepSpec]:
+def _thesis_42(
+    axis: str,
+    values: tuple,
+    synthesis: SynthesisConfig,
+    what: str,
+    quick_values: tuple | None = None,
+    quick_base: dict | None = None,
+) -> tuple[SweepSpec, SweepSpec]:
     base = RunConfig("mixing", dataset="mnist", synthesis=synthesis, **_THESIS_42_TRAINING)
-    published = {"l": _THESIS_42_TABLE, "sigma": {0.7: _THESIS_42_TABLE[128]}}.get(axis, {})
+    by_axis: dict[str, dict] = {"l": _THESIS_42_TABLE, "sigma": {0.7: _THESIS_42_TABLE[128]}}
+    published = by_axis.get(axis, {})
     full = SweepSpec(
-        name=f"thesis-4.2-{axis.lower()}", base=base, axis=axis, values=values, repeats=3,
+        name=f"thesis-4.2-{axis.lower()}",
+        base=base,
+        axis=axis,
+        values=values,
+        repeats=3,
         published=_published("mixing", "BUET thesis Table 4.2", published),
         title=f"Thesis §4.2: class-centric mixing on MNIST, accuracy vs {what} (eps on a second axis)",
         description=(
@@ -197,8 +274,12 @@ def _thesis_42(axis: str, values: tuple, synthesis: SynthesisConfig, what: str,
             "with each run (the second axis)."
         ),
     )
-    quick = _quick(full, base={**_THESIS_42_QUICK, **(quick_base or {})}, values=quick_values,
-                   note="Adam lr 1e-4 halved every 4 epochs for 10 epochs; one seed.")
+    quick = _quick(
+        full,
+        base={**_THESIS_42_QUICK, **(quick_base or {})},
+        values=quick_values,
+        note="Adam lr 1e-4 halved every 4 epochs for 10 epochs; one seed.",
+    )
     return full, quick
 
 
@@ -208,23 +289,52 @@ def _class_centric_thesis(mix_degree: int = 128, T: int = 12000, sigma: float = 
 
 def _dpcda_table2() -> tuple[SweepSpec, SweepSpec]:
     base = RunConfig(
-        "mixing", dataset="mnist",
-        synthesis=SynthesisConfig("class-centric", l=4, T=60000, target_epsilon=10.0, accountant="dpcda",
-                                  delta=1e-5, preprocessing="zscore", clip=1.0, hard_labels=True),
-        model="dpcda-cnn", loss="ce", optimizer="adam", lr=1e-4, epochs=10, batch_size=128, val_fraction=0.1,
+        "mixing",
+        dataset="mnist",
+        synthesis=SynthesisConfig(
+            "class-centric",
+            l=4,
+            T=60000,
+            target_epsilon=10.0,
+            accountant="dpcda",
+            delta=1e-5,
+            preprocessing="zscore",
+            clip=1.0,
+            hard_labels=True,
+        ),
+        model="dpcda-cnn",
+        loss="ce",
+        optimizer="adam",
+        lr=1e-4,
+        epochs=10,
+        batch_size=128,
+        val_fraction=0.1,
     )
     series = (
-        Series("eps = inf (no noise)", {"synthesis.target_epsilon": None, "synthesis.sigma_x": 0.0,
-                                         "synthesis.sigma_y": 0.0, "synthesis.accountant": None}),
+        Series(
+            "eps = inf (no noise)",
+            {
+                "synthesis.target_epsilon": None,
+                "synthesis.sigma_x": 0.0,
+                "synthesis.sigma_y": 0.0,
+                "synthesis.accountant": None,
+            },
+        ),
         Series("eps = 20", {"synthesis.target_epsilon": 20.0}),
         Series("eps = 10", {"synthesis.target_epsilon": 10.0}),
     )
     full = SweepSpec(
-        name="dpcda-table2", base=base, axis="l", values=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), series=series,
+        name="dpcda-table2",
+        base=base,
+        axis="l",
+        values=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+        series=series,
         repeats=3,
-        published=(_published("eps = inf (no noise)", "DP-CDA Table 2 (MNIST)", {4: 94.62})
-                   + _published("eps = 20", "DP-CDA Table 2 (MNIST)", {4: 78.07})
-                   + _published("eps = 10", "DP-CDA Table 2 (MNIST)", {1: 10.81, 4: 78.08})),
+        published=(
+            _published("eps = inf (no noise)", "DP-CDA Table 2 (MNIST)", {4: 94.62})
+            + _published("eps = 20", "DP-CDA Table 2 (MNIST)", {4: 78.07})
+            + _published("eps = 10", "DP-CDA Table 2 (MNIST)", {1: 10.81, 4: 78.08})
+        ),
         title="DP-CDA Table 2: accuracy vs l x eps in {inf, 20, 10} (class-centric, z-score, c=1, dpcda accountant)",
         description=(
             "DP-CDA Table 2 on MNIST: class-centric mixing of z-scored pixels clipped to ||x|| <= 1, T=60000 "
@@ -235,17 +345,28 @@ def _dpcda_table2() -> tuple[SweepSpec, SweepSpec]:
             "z-score statistics come from the private data (as in the paper; flagged in every privacy card)."
         ),
     )
-    quick = _quick(full, base={"synthesis": replace(base.synthesis, T=10000), "epochs": 8},
-                   note="T=10000 points (1000 per class), 8 epochs, one seed.")
+    quick = _quick(
+        full,
+        base={"synthesis": replace(_syn(base), T=10000), "epochs": 8},
+        note="T=10000 points (1000 per class), 8 epochs, one seed.",
+    )
     return full, quick
 
 
 def _dpfmix_table1() -> tuple[SweepSpec, SweepSpec]:
     base = RunConfig(
-        "mixing", dataset="mnist",
-        synthesis=SynthesisConfig("poisson", l=64, T=60000, target_epsilon=1.0, accountant="gdp-clt", delta=1e-5,
-                                  clip_x=1.0, clip_y=1.0),
-        model="thesis-cnn", loss="gkl", input_norm="rms", optimizer="adam", lr=1e-3, epochs=10, batch_size=128,
+        "mixing",
+        dataset="mnist",
+        synthesis=SynthesisConfig(
+            "poisson", l=64, T=60000, target_epsilon=1.0, accountant="gdp-clt", delta=1e-5, clip_x=1.0, clip_y=1.0
+        ),
+        model="thesis-cnn",
+        loss="gkl",
+        input_norm="rms",
+        optimizer="adam",
+        lr=1e-3,
+        epochs=10,
+        batch_size=128,
         val_fraction=0.1,
     )
     series = (
@@ -253,12 +374,18 @@ def _dpfmix_table1() -> tuple[SweepSpec, SweepSpec]:
         Series("Poisson / gdp-clt", {}),
     )
     full = SweepSpec(
-        name="dpfmix-table1", base=base, axis="target_epsilon", values=(1.0, 2.0, 4.0, 8.0), series=series,
+        name="dpfmix-table1",
+        base=base,
+        axis="target_epsilon",
+        values=(1.0, 2.0, 4.0, 8.0),
+        series=series,
         repeats=3,
-        published=(_published("uniform / rdp-wor", "DPFMix Table 1 (MNIST)",
-                              {1.0: 20.40, 2.0: 47.63, 4.0: 67.33, 8.0: 73.75})
-                   + _published("Poisson / gdp-clt", "DPFMix Table 1 (MNIST)",
-                                {1.0: 79.19, 2.0: 82.71, 4.0: 84.09, 8.0: 85.71})),
+        published=(
+            _published("uniform / rdp-wor", "DPFMix Table 1 (MNIST)", {1.0: 20.40, 2.0: 47.63, 4.0: 67.33, 8.0: 73.75})
+            + _published(
+                "Poisson / gdp-clt", "DPFMix Table 1 (MNIST)", {1.0: 79.19, 2.0: 82.71, 4.0: 84.09, 8.0: 85.71}
+            )
+        ),
         title="DPFMix Table 1: uniform sampling + RDP vs Poisson sampling + GDP, eps in {1, 2, 4, 8}",
         description=(
             "DPFMix Table 1 on MNIST: T=60000 mixtures of m=64 records, sigma calibrated at delta=1e-5 either "
@@ -271,8 +398,9 @@ def _dpfmix_table1() -> tuple[SweepSpec, SweepSpec]:
             "10 epochs."
         ),
     )
-    quick = _quick(full, base={"synthesis": replace(base.synthesis, T=10000), "epochs": 4},
-                   note="T=10000 points, 4 epochs, one seed.")
+    quick = _quick(
+        full, base={"synthesis": replace(_syn(base), T=10000), "epochs": 4}, note="T=10000 points, 4 epochs, one seed."
+    )
     return full, quick
 
 
@@ -280,10 +408,16 @@ def _dpfmix_table1_m() -> tuple[SweepSpec, SweepSpec]:
     full1, _ = _dpfmix_table1()
     series = tuple(
         Series(f"{s.name}, eps = {eps:g}", {**s.overrides, "synthesis.target_epsilon": eps})
-        for s in full1.series for eps in full1.values
+        for s in full1.series
+        for eps in full1.values
     )
     full = SweepSpec(
-        name="dpfmix-table1-m", base=full1.base, axis="l", values=(16, 32, 64, 128, 256), series=series, repeats=1,
+        name="dpfmix-table1-m",
+        base=full1.base,
+        axis="l",
+        values=(16, 32, 64, 128, 256),
+        series=series,
+        repeats=1,
         title="DPFMix Table 1, best m per cell: accuracy vs m for each (sampling, eps)",
         description=(
             "DPFMix Table 1 reports the best m per cell. Same runs as dpfmix-table1 with m (= l) swept over "
@@ -292,32 +426,61 @@ def _dpfmix_table1_m() -> tuple[SweepSpec, SweepSpec]:
             "the images it is measured on."
         ),
     )
-    quick = _quick(full, base={"synthesis": replace(full.base.synthesis, T=10000), "epochs": 4},
-                   note="T=10000 points, 4 epochs, one seed.")
+    quick = _quick(
+        full,
+        base={"synthesis": replace(_syn(full.base), T=10000), "epochs": 4},
+        note="T=10000 points, 4 epochs, one seed.",
+    )
     return full, quick
 
 
 def _dpfmix_table3() -> tuple[SweepSpec, SweepSpec]:
     base = RunConfig(
-        "mixing", dataset="mnist", features="scattering",
-        synthesis=SynthesisConfig("poisson", l=64, T=60000, target_epsilon=1.0, accountant="gdp-clt", delta=1e-5,
-                                  clip_x=1.0, clip_y=1.0, features="scattering"),
-        model="scatter-linear", loss="gkl", optimizer="adam", lr=1e-3, schedule="multistep",
-        lr_milestones=(80, 120, 160), lr_gamma=0.1, epochs=200, batch_size=256,
-        val_fraction=0.1, dpsgd_delta=1e-5, dpsgd_clip=1.0,
+        "mixing",
+        dataset="mnist",
+        features="scattering",
+        synthesis=SynthesisConfig(
+            "poisson",
+            l=64,
+            T=60000,
+            target_epsilon=1.0,
+            accountant="gdp-clt",
+            delta=1e-5,
+            clip_x=1.0,
+            clip_y=1.0,
+            features="scattering",
+        ),
+        model="scatter-linear",
+        loss="gkl",
+        optimizer="adam",
+        lr=1e-3,
+        schedule="multistep",
+        lr_milestones=(80, 120, 160),
+        lr_gamma=0.1,
+        epochs=200,
+        batch_size=256,
+        val_fraction=0.1,
+        dpsgd_delta=1e-5,
+        dpsgd_clip=1.0,
     )
     baseline = {"schedule": "constant", "epochs": 10}  # the baselines keep their earlier protocol
     series = (
         Series("ScatterNet feature mixing (Poisson)", {}),
         Series("DP-SGD ScatterNet+linear", {"method": "dp-sgd", "loss": "ce", "batch_size": 256, **baseline}),
-        Series("non-private ScatterNet+linear", {"method": "non-private", "loss": "ce", "batch_size": 128,
-                                                 **baseline}),
+        Series("non-private ScatterNet+linear", {"method": "non-private", "loss": "ce", "batch_size": 128, **baseline}),
     )
     full = SweepSpec(
-        name="dpfmix-table3", base=base, axis="target_epsilon", values=(1.0, 2.0, 4.0, 8.0), series=series,
+        name="dpfmix-table3",
+        base=base,
+        axis="target_epsilon",
+        values=(1.0, 2.0, 4.0, 8.0),
+        series=series,
         repeats=3,
-        published=_published("ScatterNet feature mixing (Poisson)", "DPFMix Table 3 (MNIST)",
-                             {1.0: 89.82, 2.0: 92.20, 4.0: 93.50, 8.0: 94.32}),
+        published=_published(
+            "ScatterNet feature mixing (Poisson)",
+            "DPFMix Table 3 (MNIST)",
+            {1.0: 89.82, 2.0: 92.20, 4.0: 93.50, 8.0: 94.32},
+        ),
         title="DPFMix Table 3: Poisson mixing of ScatterNet features + linear classifier, eps in {1, 2, 4, 8}",
         description=(
             "DPFMix Table 3 on MNIST: ScatterNet features (J=2, L=8; 81x7x7) of every record, group-normalised "
@@ -330,24 +493,37 @@ def _dpfmix_table3() -> tuple[SweepSpec, SweepSpec]:
         ),
     )
     quick = _quick(
-        full, base={"synthesis": replace(base.synthesis, T=10000), "epochs": 4},
+        full,
+        base={"synthesis": replace(_syn(base), T=10000), "epochs": 4},
         series=(
             Series("ScatterNet feature mixing (Poisson)", {}),
-            Series("DP-SGD ScatterNet+linear", {"method": "dp-sgd", "loss": "ce", "batch_size": 256, "epochs": 2,
-                                                "schedule": "constant"}),
-            Series("non-private ScatterNet+linear", {"method": "non-private", "loss": "ce", "epochs": 2,
-                                                     "batch_size": 128, "schedule": "constant"}),
+            Series(
+                "DP-SGD ScatterNet+linear",
+                {"method": "dp-sgd", "loss": "ce", "batch_size": 256, "epochs": 2, "schedule": "constant"},
+            ),
+            Series(
+                "non-private ScatterNet+linear",
+                {"method": "non-private", "loss": "ce", "epochs": 2, "batch_size": 128, "schedule": "constant"},
+            ),
         ),
         note="T=10000 mixtures, 4 epochs; baselines 2 epochs; one seed. The first run on a machine also "
-             "computes the ScatterNet features of MNIST (about 40 s on 2 cores, then cached).",
+        "computes the ScatterNet features of MNIST (about 40 s on 2 cores, then cached).",
     )
     return full, quick
 
 
 def _label_dp() -> tuple[SweepSpec, SweepSpec]:
     base = RunConfig(
-        "label-laplace", dataset="mnist", synthesis=SynthesisConfig("label-laplace", label_epsilon=1.0),
-        model="thesis-cnn", loss="kl", optimizer="adam", lr=1e-3, epochs=10, batch_size=128, val_fraction=0.1,
+        "label-laplace",
+        dataset="mnist",
+        synthesis=SynthesisConfig("label-laplace", label_epsilon=1.0),
+        model="thesis-cnn",
+        loss="kl",
+        optimizer="adam",
+        lr=1e-3,
+        epochs=10,
+        batch_size=128,
+        val_fraction=0.1,
     )
     series = (
         Series("classification (clamped labels, KL)", {}),
@@ -356,8 +532,12 @@ def _label_dp() -> tuple[SweepSpec, SweepSpec]:
         Series("non-private regression", {"method": "non-private", "loss": "mse"}),
     )
     full = SweepSpec(
-        name="label-dp", base=base, axis="label_epsilon", values=(0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0),
-        series=series, repeats=3,
+        name="label-dp",
+        base=base,
+        axis="label_epsilon",
+        values=(0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0),
+        series=series,
+        repeats=3,
         title="Label-only Laplace: accuracy vs eps and test MSE vs eps (log-log)",
         description=(
             "Label-only Laplace on MNIST (features public, labels private): one-hot labels + Lap(2/eps), clamped "
@@ -366,18 +546,33 @@ def _label_dp() -> tuple[SweepSpec, SweepSpec]:
             "10 epochs; non-private baselines on the same model."
         ),
     )
-    quick = _quick(full, base={"train_limit": 10000, "epochs": 5},
-                   note="a 10,000-record training subset, 5 epochs, one seed.")
+    quick = _quick(
+        full, base={"train_limit": 10000, "epochs": 5}, note="a 10,000-record training subset, 5 epochs, one seed."
+    )
     return full, quick
 
 
 def _dp_pca() -> tuple[SweepSpec, SweepSpec]:
     base = RunConfig(
-        "dp-pca", dataset="mnist", model="linear", loss="ce", input_norm="rms", optimizer="adam", lr=1e-2,
-        epochs=20, batch_size=256, val_fraction=0.1, pca_components=50, pca_epsilon=1.0, pca_delta=1e-5,
+        "dp-pca",
+        dataset="mnist",
+        model="linear",
+        loss="ce",
+        input_norm="rms",
+        optimizer="adam",
+        lr=1e-2,
+        epochs=20,
+        batch_size=256,
+        val_fraction=0.1,
+        pca_components=50,
+        pca_epsilon=1.0,
+        pca_delta=1e-5,
     )
     full = SweepSpec(
-        name="dp-pca", base=base, axis="pca_epsilon", values=(0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, math.inf),
+        name="dp-pca",
+        base=base,
+        axis="pca_epsilon",
+        values=(0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, math.inf),
         repeats=5,
         title="AG DP-PCA + logistic regression: test accuracy vs ε (k = 50)",
         description=(
@@ -392,39 +587,86 @@ def _dp_pca() -> tuple[SweepSpec, SweepSpec]:
 
 
 def _all_methods() -> tuple[SweepSpec, SweepSpec]:
-    mix = dict(l=64, T=60000, delta=1e-5)
+    mix: dict[str, Any] = dict(l=64, T=60000, delta=1e-5)
     base = RunConfig(
-        "mixing", dataset="mnist",
+        "mixing",
+        dataset="mnist",
         synthesis=SynthesisConfig("dpmix", accountant="rdp-wor", target_epsilon=1.0, **mix),
-        model="thesis-cnn", loss="kl", optimizer="adam", lr=1e-4, epochs=10, batch_size=128, val_fraction=0.1,
-        dpsgd_delta=1e-5, dpsgd_clip=1.0, pca_delta=1e-5, pca_components=50,
+        model="thesis-cnn",
+        loss="kl",
+        optimizer="adam",
+        lr=1e-4,
+        epochs=10,
+        batch_size=128,
+        val_fraction=0.1,
+        dpsgd_delta=1e-5,
+        dpsgd_clip=1.0,
+        pca_delta=1e-5,
+        pca_components=50,
     )
-    poisson = {"synthesis": asdict(SynthesisConfig("poisson", accountant="pld-poisson", target_epsilon=1.0, clip_x=1.0,
-                                            clip_y=1.0, **mix)),
-               "loss": "gkl", "input_norm": "rms", "lr": 1e-3}
+    poisson: dict[str, Any] = {
+        "synthesis": asdict(
+            SynthesisConfig("poisson", accountant="pld-poisson", target_epsilon=1.0, clip_x=1.0, clip_y=1.0, **mix)
+        ),
+        "loss": "gkl",
+        "input_norm": "rms",
+        "lr": 1e-3,
+    }
     # a whole SynthesisConfig as an override (asdict) replaces the base release entirely
     series = (
         Series("DPMix (uniform, rdp-wor)", {}),
-        Series("class-centric (z-score, c=1, dpcda)", {
-            "synthesis": asdict(SynthesisConfig("class-centric", accountant="dpcda", target_epsilon=1.0,
-                                                 preprocessing="zscore", clip=1.0, hard_labels=True, **mix)),
-            "loss": "ce"}),
+        Series(
+            "class-centric (z-score, c=1, dpcda)",
+            {
+                "synthesis": asdict(
+                    SynthesisConfig(
+                        "class-centric",
+                        accountant="dpcda",
+                        target_epsilon=1.0,
+                        preprocessing="zscore",
+                        clip=1.0,
+                        hard_labels=True,
+                        **mix,
+                    )
+                ),
+                "loss": "ce",
+            },
+        ),
         Series("Poisson mixing (pld-poisson)", poisson),
-        Series("ScatterNet feature mixing (Poisson, pld-poisson) + linear",
-               {**poisson, "synthesis": {**poisson["synthesis"], "features": "scattering"}, "features": "scattering",
-                "model": "scatter-linear", "input_norm": "none"}),
-        Series("label-only Laplace [labels only]", {
-            "method": "label-laplace", "synthesis": asdict(SynthesisConfig("label-laplace", label_epsilon=1.0)),
-            "lr": 1e-3}),
-        Series("AG DP-PCA (k=50) + linear [projection only]", {"method": "dp-pca", "model": "linear", "loss": "ce",
-                                                                "input_norm": "rms", "lr": 1e-2, "batch_size": 256}),
+        Series(
+            "ScatterNet feature mixing (Poisson, pld-poisson) + linear",
+            {
+                **poisson,
+                "synthesis": {**poisson["synthesis"], "features": "scattering"},
+                "features": "scattering",
+                "model": "scatter-linear",
+                "input_norm": "none",
+            },
+        ),
+        Series(
+            "label-only Laplace [labels only]",
+            {
+                "method": "label-laplace",
+                "synthesis": asdict(SynthesisConfig("label-laplace", label_epsilon=1.0)),
+                "lr": 1e-3,
+            },
+        ),
+        Series(
+            "AG DP-PCA (k=50) + linear [projection only]",
+            {"method": "dp-pca", "model": "linear", "loss": "ce", "input_norm": "rms", "lr": 1e-2, "batch_size": 256},
+        ),
         Series("DP-SGD (Opacus, pld-poisson)", {"method": "dp-sgd", "loss": "ce", "lr": 1e-3, "batch_size": 256}),
         Series("non-private", {"method": "non-private", "loss": "ce", "lr": 1e-3}),
     )
     full = SweepSpec(
-        name="all-methods", base=base, axis="target_epsilon", values=(1.0, 2.0, 4.0, 8.0), series=series, repeats=3,
+        name="all-methods",
+        base=base,
+        axis="target_epsilon",
+        values=(1.0, 2.0, 4.0, 8.0),
+        series=series,
+        repeats=3,
         title="All methods vs epsilon at delta = 1e-5: mixing (uniform, class-centric, Poisson, features), "
-              "label-only Laplace, DP-PCA, DP-SGD",
+        "label-only Laplace, DP-PCA, DP-SGD",
         description=(
             "The comparison none of the papers shows (issue 5, item 8): every method calibrated to the same "
             "(eps, delta = 1e-5) with the tightest rigorous accountant we have for it (rdp-wor for uniform mixing, "
@@ -437,18 +679,27 @@ def _all_methods() -> tuple[SweepSpec, SweepSpec]:
         ),
     )
     quick = _quick(
-        full, base={"synthesis": replace(base.synthesis, T=10000), "epochs": 5},
+        full,
+        base={"synthesis": replace(_syn(base), T=10000), "epochs": 5},
         series=tuple(
-            Series(s.name, {**s.overrides, **({"synthesis": {**s.overrides["synthesis"], "T": 10000}}
-                                              if "synthesis" in s.overrides
-                                              and s.overrides["synthesis"]["mechanism"] != "label-laplace" else {}),
-                            **({"train_limit": 10000} if s.overrides.get("method") == "label-laplace" else {}),
-                            **({"train_limit": 20000, "epochs": 2} if s.overrides.get("method") == "dp-sgd" else {}),
-                            **({"epochs": 3, "batch_size": 32} if s.overrides.get("method") == "non-private"
-                               else {})})
-            for s in series),
+            Series(
+                s.name,
+                {
+                    **s.overrides,
+                    **(
+                        {"synthesis": {**s.overrides["synthesis"], "T": 10000}}
+                        if "synthesis" in s.overrides and s.overrides["synthesis"]["mechanism"] != "label-laplace"
+                        else {}
+                    ),
+                    **({"train_limit": 10000} if s.overrides.get("method") == "label-laplace" else {}),
+                    **({"train_limit": 20000, "epochs": 2} if s.overrides.get("method") == "dp-sgd" else {}),
+                    **({"epochs": 3, "batch_size": 32} if s.overrides.get("method") == "non-private" else {}),
+                },
+            )
+            for s in series
+        ),
         note="T=10000 mixtures, 5 epochs; label-only Laplace on 10,000 records; DP-SGD on 20,000 records for 2 "
-             "epochs; non-private 3 epochs at batch 32; one seed.",
+        "epochs; non-private 3 epochs at batch 32; one seed.",
     )
     return full, quick
 
@@ -456,11 +707,21 @@ def _all_methods() -> tuple[SweepSpec, SweepSpec]:
 def _build() -> dict[str, SweepSpec]:
     pairs = [
         _thesis_41(),
-        _thesis_42("sigma", (0.2, 0.4, 0.6, 0.8, 1.0, 1.5, 2.0, 2.5, 3.0), _class_centric_thesis(), "sigma (l=128)",
-                   quick_values=(0.2, 0.7, 1.5, 3.0)),
+        _thesis_42(
+            "sigma",
+            (0.2, 0.4, 0.6, 0.8, 1.0, 1.5, 2.0, 2.5, 3.0),
+            _class_centric_thesis(),
+            "sigma (l=128)",
+            quick_values=(0.2, 0.7, 1.5, 3.0),
+        ),
         _thesis_42("l", (32, 64, 128, 256, 512), _class_centric_thesis(), "l (sigma=0.7)"),
-        _thesis_42("T", (1000, 2000, 5000, 12000, 30000, 60000), _class_centric_thesis(), "T (l=128, sigma=0.7)",
-                   quick_values=(1000, 2000, 5000, 12000)),
+        _thesis_42(
+            "T",
+            (1000, 2000, 5000, 12000, 30000, 60000),
+            _class_centric_thesis(),
+            "T (l=128, sigma=0.7)",
+            quick_values=(1000, 2000, 5000, 12000),
+        ),
         _dpcda_table2(),
         _dpfmix_table1(),
         _dpfmix_table1_m(),

@@ -69,9 +69,24 @@ def aggregate(rows: list[dict], axis: str | None = None) -> pd.DataFrame:
         if not isinstance(result, dict) or result.get("test_accuracy") is None:
             continue
         finished.append((RunConfig.from_dict(row["config"]), result, row.get("axis")))
-    columns = ["label", "method", "mechanism", "axis", "axis_value", "test_accuracy_mean", "test_accuracy_std",
-               "test_accuracy_count", "test_mse_mean", "test_mse_std", "test_mse_count", "seconds_mean", "delta",
-               "guarantee", "collapsed", "runs"]
+    columns = [
+        "label",
+        "method",
+        "mechanism",
+        "axis",
+        "axis_value",
+        "test_accuracy_mean",
+        "test_accuracy_std",
+        "test_accuracy_count",
+        "test_mse_mean",
+        "test_mse_std",
+        "test_mse_count",
+        "seconds_mean",
+        "delta",
+        "guarantee",
+        "collapsed",
+        "runs",
+    ]
     if not finished:
         return pd.DataFrame(columns=columns)
     if axis is None:

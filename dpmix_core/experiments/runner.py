@@ -26,6 +26,7 @@ import importlib.metadata
 import math
 import platform
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -93,8 +94,9 @@ class _Progress:
         self.epochs = epochs
 
     def phase(self, phase: str, **extra: Any) -> None:
-        fields = dict(phase=phase, epoch=0, epochs=self.epochs, loss=None, val_accuracy=None, test_accuracy=None,
-                      eta_seconds=None)
+        fields = dict(
+            phase=phase, epoch=0, epochs=self.epochs, loss=None, val_accuracy=None, test_accuracy=None, eta_seconds=None
+        )
         fields.update(extra)
         self.reporter.progress(**fields)
 
@@ -103,8 +105,15 @@ class _Progress:
         per_epoch = entry["seconds"] / done
         # evaluation left: a forward pass costs about a third of a training step per sample
         eta = per_epoch * (self.epochs - done) + per_epoch * eval_fraction / 3
-        self.reporter.progress(phase="train", epoch=done, epochs=self.epochs, loss=entry["loss"],
-                               val_accuracy=entry["val_accuracy"], test_accuracy=None, eta_seconds=eta)
+        self.reporter.progress(
+            phase="train",
+            epoch=done,
+            epochs=self.epochs,
+            loss=entry["loss"],
+            val_accuracy=entry["val_accuracy"],
+            test_accuracy=None,
+            eta_seconds=eta,
+        )
 
 
 def _finite_or_none(value: Any) -> Any:
@@ -151,23 +160,25 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
     prog.phase("data")
     t0 = time.perf_counter()
     ds = load_dataset(config.dataset, data_dir=config.data_dir)
-    if ds.x_test is None:
-        raise ValueError(f"dataset {config.dataset!r} has no test split to evaluate on.")
     ds = D.subsample(ds, train_limit=config.train_limit, test_limit=config.test_limit)
+    if ds.x_test is None or ds.y_test is None:
+        raise ValueError(f"dataset {config.dataset!r} has no test split to evaluate on.")
+    x_test_raw, y_test_raw = ds.x_test, ds.y_test
     tick("data", t0)
     input_shape: tuple[int, ...] = tuple(ds.x_train.shape[1:])
     raw_ds = ds
     # DPFMix App. E.2: the release itself maps records by the public transform (ScatterNet + per-sample GroupNorm)
-    released_features = config.synthesis is not None and config.synthesis.features != "pixels"
-    if released_features:
+    syn_config = config.synthesis
+    released_features = syn_config is not None and syn_config.features != "pixels"
+    if syn_config is not None and released_features:
         from dpmix_core.data.scattering import FEATURE_TRANSFORMS, feature_dataset, scattering_shape
 
         extra_versions.append("kymatio")
         prog.phase("features")
         t0 = time.perf_counter()
-        ds = feature_dataset(raw_ds, config.synthesis.features, device=str(device), check=lambda: stop())
+        ds = feature_dataset(raw_ds, syn_config.features, device=str(device), check=lambda: stop())
         input_shape = scattering_shape(raw_ds.x_train.shape[1:])
-        notes.append(f"features mixed: {FEATURE_TRANSFORMS[config.synthesis.features]}")
+        notes.append(f"features mixed: {FEATURE_TRANSFORMS[syn_config.features]}")
         tick("features", t0)
     elif config.features == "scattering":
         from dpmix_core.data import Dataset
@@ -178,10 +189,18 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
         t0 = time.perf_counter()
         check = lambda: stop()  # noqa: E731
         f_train = scattering_features(ds.x_train, device=str(device), check=check)
-        f_test = scattering_features(ds.x_test, device=str(device), check=check)
+        f_test = scattering_features(x_test_raw, device=str(device), check=check)
         input_shape = tuple(f_train.shape[1:])
-        ds = Dataset(f"{ds.name}-scattering", D.flat(f_train), ds.y_train, D.flat(f_test), ds.y_test,
-                     ds.num_classes, f"{ds.source}; ScatterNet J=2, L=8 features {input_shape}", ds.label_names)
+        ds = Dataset(
+            f"{ds.name}-scattering",
+            D.flat(f_train),
+            ds.y_train,
+            D.flat(f_test),
+            ds.y_test,
+            ds.num_classes,
+            f"{ds.source}; ScatterNet J=2, L=8 features {input_shape}",
+            ds.label_names,
+        )
         notes.append("features: ScatterNet (J=2, L=8) coefficients of pixels/255, a fixed public transform")
         tick("features", t0)
     k = ds.num_classes
@@ -193,15 +212,18 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
     delta: float | None = None
     privacy_card = None
     extra: dict[str, Any] = {}
-    test_map = D.pixels01
-    if config.method in ("mixing", "label-laplace"):
+    test_map: Callable[[np.ndarray], np.ndarray] = D.pixels01
+    if syn_config is not None and config.method in ("mixing", "label-laplace"):
         from dpmix_core.synthesis.export import privacy_card as make_card
         from dpmix_core.synthesis.pipeline import synthesize
 
         prog.phase("synthesis")
         t0 = time.perf_counter()
-        synthesis = (synthesize(config.synthesis, raw_ds, transformed=ds, job=True) if released_features
-                     else synthesize(config.synthesis, ds, job=True))
+        synthesis = (
+            synthesize(syn_config, raw_ds, transformed=ds, job=True)
+            if released_features
+            else synthesize(syn_config, ds, job=True)
+        )
         tick("synthesis", t0)
         stop(force=True)
         x_all, y_all = synthesis.data.x, synthesis.data.y
@@ -216,14 +238,16 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
             delta = synthesis.config.delta
             extra["sigma_x"], extra["sigma_y"] = synthesis.config.sigma_x, synthesis.config.sigma_y
         else:
-            epsilon = {"laplace": _json_eps(synthesis.data.release.epsilon)}
+            epsilon = {"laplace": _json_eps(getattr(synthesis.data.release, "epsilon", None))}
             delta = 0.0
             notes.append("label-only Laplace: features are not private; epsilon covers the labels only")
     else:
         x_all = D.pixels01(ds.x_train)
-        y_all = (ds.y_train.astype(np.float32)[:, None] if regression else D.one_hot(ds.y_train, k))
-    x_test = test_map(ds.x_test)
-    y_test = torch.as_tensor(ds.y_test.astype(np.float32) if regression else ds.y_test.astype(np.int64))
+        y_all = ds.y_train.astype(np.float32)[:, None] if regression else D.one_hot(ds.y_train, k)
+    test_x = ds.x_test if ds.x_test is not None else x_test_raw
+    test_y = ds.y_test if ds.y_test is not None else y_test_raw
+    x_test = test_map(test_x)
+    y_test = torch.as_tensor(test_y.astype(np.float32) if regression else test_y.astype(np.int64))
 
     rng_split = np.random.default_rng(int(seeds[0]))
     if config.val_fraction > 0:
@@ -231,23 +255,32 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
     else:
         x_tr, y_tr, x_va, y_va = x_all, y_all, x_all[:0], y_all[:0]
     if config.method in ("dp-sgd", "dp-pca") and len(x_va):
-        notes.append("validation accuracy is measured on held-out private records and is not covered by epsilon "
-                     "(shown for monitoring only; nothing is selected with it)")
+        notes.append(
+            "validation accuracy is measured on held-out private records and is not covered by epsilon "
+            "(shown for monitoring only; nothing is selected with it)"
+        )
 
     if config.method == "dp-pca":
         from dpmix_core.training.pca import fit_projection
 
         prog.phase("pca")
         t0 = time.perf_counter()
-        proj = fit_projection(x_tr, num_components=config.pca_components, epsilon=config.pca_epsilon,
-                              delta=config.pca_delta, seed=int(seeds[3]))
+        proj = fit_projection(
+            x_tr,
+            num_components=config.pca_components,
+            epsilon=config.pca_epsilon,
+            delta=config.pca_delta,
+            seed=int(seeds[3]),
+        )
         x_tr, x_va, x_test = proj.transform(x_tr), proj.transform(x_va), proj.transform(x_test)
         input_shape = (config.pca_components,)
         epsilon = {"analytic-gaussian": _json_eps(proj.epsilon)}
         delta = None if math.isinf(proj.epsilon) else config.pca_delta
         notes.extend(proj.notes)
-        notes.append("only the projection is DP: the linear classifier is trained non-privately on the projected "
-                     "private records (the DP-PCA baseline's protocol)")
+        notes.append(
+            "only the projection is DP: the linear classifier is trained non-privately on the projected "
+            "private records (the DP-PCA baseline's protocol)"
+        )
         tick("pca", t0)
     if config.method == "non-private":
         epsilon, delta = {"none": "inf"}, None
@@ -263,13 +296,22 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
     xt, yt, xv, yv = to(x_tr), to(y_tr), to(x_va), to(y_va)
     xtest, ytest = to(x_test), y_test.to(device)
     torch.manual_seed(int(seeds[2]))
-    model = build_model(config.model, input_shape=input_shape, num_outputs=num_outputs,
-                        normalised_features=released_features).to(device)
-    settings = OptimSettings(optimizer=config.optimizer, lr=config.lr, momentum=config.momentum,
-                             weight_decay=config.weight_decay, schedule=config.schedule,
-                             lr_step_epochs=config.lr_step_epochs, lr_gamma=config.lr_gamma, epochs=config.epochs,
-                             batch_size=config.batch_size, lr_milestones=config.lr_milestones,
-                             early_stopping=config.early_stopping if len(x_va) else None)
+    model = build_model(
+        config.model, input_shape=input_shape, num_outputs=num_outputs, normalised_features=released_features
+    ).to(device)
+    settings = OptimSettings(
+        optimizer=config.optimizer,
+        lr=config.lr,
+        momentum=config.momentum,
+        weight_decay=config.weight_decay,
+        schedule=config.schedule,
+        lr_step_epochs=config.lr_step_epochs,
+        lr_gamma=config.lr_gamma,
+        epochs=config.epochs,
+        batch_size=config.batch_size,
+        lr_milestones=config.lr_milestones,
+        early_stopping=config.early_stopping if len(x_va) else None,
+    )
     if config.early_stopping is not None and not len(x_va):
         notes.append("early stopping needs a validation split (val_fraction > 0): trained every epoch")
     loss_fn = get_loss(config.loss)
@@ -287,27 +329,64 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
         prog.phase("calibration")
         n_priv = int(xt.shape[0])
         steps = steps_per_epoch(n_priv, config.batch_size) * config.epochs
-        z = calibrate_noise_multiplier(n=n_priv, batch_size=config.batch_size, steps=steps,
-                                       target_epsilon=config.dpsgd_epsilon, delta=config.dpsgd_delta,
-                                       accountant=config.dpsgd_accountant)
+        z = calibrate_noise_multiplier(
+            n=n_priv,
+            batch_size=config.batch_size,
+            steps=steps,
+            target_epsilon=config.dpsgd_epsilon,
+            delta=config.dpsgd_delta,
+            accountant=config.dpsgd_accountant,
+        )
         tick("calibration", t0)
         noise_gen = torch.Generator(device=device).manual_seed(int(seeds[3]))
         t0 = time.perf_counter()
-        model, fit_res = train_dpsgd(model, loss_fn, xt, yt, settings=settings, noise_multiplier=z,
-                                     clip=config.dpsgd_clip, generator=batch_gen, noise_generator=noise_gen,
-                                     task=config.task, x_val=xv, y_val=yv, on_epoch=on_epoch, stop=stop)
+        model, fit_res = train_dpsgd(
+            model,
+            loss_fn,
+            xt,
+            yt,
+            settings=settings,
+            noise_multiplier=z,
+            clip=config.dpsgd_clip,
+            generator=batch_gen,
+            noise_generator=noise_gen,
+            task=config.task,
+            x_val=xv,
+            y_val=yv,
+            on_epoch=on_epoch,
+            stop=stop,
+        )
         tick("train", t0)
-        epsilon = dpsgd_epsilons(n=n_priv, batch_size=config.batch_size, steps=steps, noise_multiplier=z,
-                                 delta=config.dpsgd_delta)
+        epsilon = dpsgd_epsilons(
+            n=n_priv, batch_size=config.batch_size, steps=steps, noise_multiplier=z, delta=config.dpsgd_delta
+        )
         delta = config.dpsgd_delta
-        extra["dpsgd"] = {"noise_multiplier": z, "sample_rate": config.batch_size / n_priv, "steps": steps,
-                          "clip": config.dpsgd_clip, "target_epsilon": config.dpsgd_epsilon,
-                          "calibrated_with": config.dpsgd_accountant}
-        notes.append(f"DP-SGD noise multiplier calibrated with {config.dpsgd_accountant}; epsilon also from "
-                     "Opacus' RDP and PRV accountants on the same (q, z, steps)")
+        extra["dpsgd"] = {
+            "noise_multiplier": z,
+            "sample_rate": config.batch_size / n_priv,
+            "steps": steps,
+            "clip": config.dpsgd_clip,
+            "target_epsilon": config.dpsgd_epsilon,
+            "calibrated_with": config.dpsgd_accountant,
+        }
+        notes.append(
+            f"DP-SGD noise multiplier calibrated with {config.dpsgd_accountant}; epsilon also from "
+            "Opacus' RDP and PRV accountants on the same (q, z, steps)"
+        )
     else:
-        fit_res = fit(model, loss_fn, xt, yt, settings=settings, generator=batch_gen, task=config.task,
-                      x_val=xv, y_val=yv, on_epoch=on_epoch, stop=stop)
+        fit_res = fit(
+            model,
+            loss_fn,
+            xt,
+            yt,
+            settings=settings,
+            generator=batch_gen,
+            task=config.task,
+            x_val=xv,
+            y_val=yv,
+            on_epoch=on_epoch,
+            stop=stop,
+        )
         tick("train", t0)
 
     # ---------------------------------------------------------------- evaluation on the real test split
@@ -319,16 +398,29 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
     val_final = fit_res.history[-1]["val_accuracy"] if fit_res.history else None
     if fit_res.best_epoch is not None:
         val_final = fit_res.history[fit_res.best_epoch - 1]["val_accuracy"]
-        notes.append(f"early stopping (patience {config.early_stopping}): "
-                     f"{'stopped after' if fit_res.stopped_early else 'ran'} {len(fit_res.history)} epochs, "
-                     f"kept the weights of epoch {fit_res.best_epoch} (best validation accuracy)")
-    collapsed = None if regression else collapse_reason(
-        fit_res.history, val_majority=_majority_rate(y_va), prediction_share=metrics["prediction_share"])
+        notes.append(
+            f"early stopping (patience {config.early_stopping}): "
+            f"{'stopped after' if fit_res.stopped_early else 'ran'} {len(fit_res.history)} epochs, "
+            f"kept the weights of epoch {fit_res.best_epoch} (best validation accuracy)"
+        )
+    collapsed = (
+        None
+        if regression
+        else collapse_reason(
+            fit_res.history, val_majority=_majority_rate(y_va), prediction_share=metrics["prediction_share"]
+        )
+    )
     if collapsed is not None:
         notes.append(collapsed)
     seconds = time.perf_counter() - t_start
-    prog.phase("done", epoch=config.epochs, loss=fit_res.history[-1]["loss"] if fit_res.history else None,
-               val_accuracy=val_final, test_accuracy=metrics["accuracy"], eta_seconds=0.0)
+    prog.phase(
+        "done",
+        epoch=config.epochs,
+        loss=fit_res.history[-1]["loss"] if fit_res.history else None,
+        val_accuracy=val_final,
+        test_accuracy=metrics["accuracy"],
+        eta_seconds=0.0,
+    )
     return {
         "run_key": run_key(config),
         "config": config.to_dict(),

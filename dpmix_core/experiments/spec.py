@@ -51,21 +51,45 @@ import json
 import math
 import numbers
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.resources.limits import check_sweep_cost
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.training.names import METHODS
 
-__all__ = ["AXES", "AXIS_RULES", "AxisRule", "Series", "Published", "SweepSpec", "load_spec", "axis_value", "apply_axis"]
+__all__ = [
+    "AXES",
+    "AXIS_RULES",
+    "AxisRule",
+    "Series",
+    "Published",
+    "SweepSpec",
+    "load_spec",
+    "axis_value",
+    "apply_axis",
+]
 
 AXES = ("sigma", "l", "T", "target_epsilon", "label_epsilon", "pca_epsilon", "dpsgd_epsilon")
 EPSILON_AXES = ("target_epsilon", "label_epsilon", "pca_epsilon", "dpsgd_epsilon")
-_SPEC_KEYS = ("name", "title", "description", "axis", "values", "repeats", "base", "methods", "mechanisms", "series",
-              "quick", "full_variant", "published")
+_SPEC_KEYS = (
+    "name",
+    "title",
+    "description",
+    "axis",
+    "values",
+    "repeats",
+    "base",
+    "methods",
+    "mechanisms",
+    "series",
+    "quick",
+    "full_variant",
+    "published",
+)
 
 
 @dataclass(frozen=True)
@@ -108,7 +132,7 @@ def _number(value: object, what: str) -> float:
     if isinstance(value, str) and value.lower() in ("inf", "+inf", "infinity"):
         return math.inf
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
-        raise ValueError(f"{what} must be a number (or \"inf\" for an epsilon). Found {value!r}.")
+        raise ValueError(f'{what} must be a number (or "inf" for an epsilon). Found {value!r}.')
     return float(value) if not isinstance(value, numbers.Integral) else int(value)
 
 
@@ -195,8 +219,9 @@ AXIS_RULES = (
     AxisRule("mixing", ("l", "T"), lambda c, a: getattr(_syn(c), a), _set_size),
     AxisRule("mixing", ("target_epsilon",), _mixing_epsilon, _set_mixing_epsilon),
     AxisRule("dp-sgd", ("target_epsilon", "dpsgd_epsilon"), lambda c, a: c.dpsgd_epsilon, _set_dpsgd_epsilon),
-    AxisRule("label-laplace", ("target_epsilon", "label_epsilon"), lambda c, a: _syn(c).label_epsilon,
-             _set_label_epsilon),
+    AxisRule(
+        "label-laplace", ("target_epsilon", "label_epsilon"), lambda c, a: _syn(c).label_epsilon, _set_label_epsilon
+    ),
     AxisRule("dp-pca", ("target_epsilon", "pca_epsilon"), lambda c, a: c.pca_epsilon, _set_pca_epsilon),
     AxisRule("non-private", EPSILON_AXES, lambda c, a: math.inf, lambda d, a, v: None),
 )
@@ -290,15 +315,17 @@ class SweepSpec:
         if len({s.name for s in series}) != len(series):
             raise ValueError("series names must be distinct.")
         object.__setattr__(self, "series", series)
-        published = tuple(p if isinstance(p, Published) else Published(**p) if isinstance(p, dict) else p
-                          for p in self.published)
+        published = tuple(
+            p if isinstance(p, Published) else Published(**p) if isinstance(p, dict) else p for p in self.published
+        )
         names = {s.name for s in self._series()}
         for p in published:
             if not isinstance(p, Published):
                 raise ValueError(f"published points are tables with series, value, accuracy. Found {p!r}.")
             if p.series not in names:
                 raise ValueError(
-                    f"published point for unknown series {p.series!r}; series: {', '.join(sorted(names))}.")
+                    f"published point for unknown series {p.series!r}; series: {', '.join(sorted(names))}."
+                )
         object.__setattr__(self, "published", published)
         check_sweep_cost(len(self._series()) * len(values) * self.repeats)  # before any list is built
         self._expand(repeats=1)  # every run must be valid (a run's seed never makes it invalid)
@@ -350,7 +377,7 @@ class SweepSpec:
         return out
 
     @classmethod
-    def from_dict(cls, d: dict) -> "SweepSpec":
+    def from_dict(cls, d: dict) -> SweepSpec:
         if not isinstance(d, dict):
             raise ValueError(f"a sweep spec must be a table/dict. Found {type(d).__name__}.")
         unknown = sorted(set(d) - set(_SPEC_KEYS))

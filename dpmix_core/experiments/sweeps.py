@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
+from typing import Any, TextIO
 
 from dpmix_core.runtime.jobs import Backend, LocalProcessBackend
 from dpmix_core.runtime.store import ResultStore, Run, SubmitOutcome, Sweep
@@ -73,17 +74,25 @@ class SweepSummary:
 
     def line(self) -> str:
         c = self.counts
-        text = (f"sweep {self.name!r} (id {self.sweep_id}): {self.done}/{self.total} done, {c.get('failed', 0)} failed,"
-                f" {c.get('cancelled', 0)} cancelled, {c.get('interrupted', 0)} interrupted, {self.pending} pending;"
-                f" {self.reused} reused, {self.new} new, {self.requeued} re-queued; {self.elapsed_s:.1f} s")
+        text = (
+            f"sweep {self.name!r} (id {self.sweep_id}): {self.done}/{self.total} done, {c.get('failed', 0)} failed,"
+            f" {c.get('cancelled', 0)} cancelled, {c.get('interrupted', 0)} interrupted, {self.pending} pending;"
+            f" {self.reused} reused, {self.new} new, {self.requeued} re-queued; {self.elapsed_s:.1f} s"
+        )
         if self.interrupted:
             text += " - interrupted: run the same command again to resume"
         return text
 
 
-def submit_sweep(store: ResultStore, sweep_name: str, runs: Iterable[RunSpec], *, backend: Backend | None = None,
-                 spec: Mapping[str, Any] | None = None,
-                 retry: bool | Iterable[str] = DEFAULT_RETRY) -> tuple[Sweep, list[tuple[Run, SubmitOutcome]]]:
+def submit_sweep(
+    store: ResultStore,
+    sweep_name: str,
+    runs: Iterable[RunSpec],
+    *,
+    backend: Backend | None = None,
+    spec: Mapping[str, Any] | None = None,
+    retry: bool | Iterable[str] = DEFAULT_RETRY,
+) -> tuple[Sweep, list[tuple[Run, SubmitOutcome]]]:
     """Register (or resume) the sweep and queue its runs without waiting (what the app calls).
 
     The backend is pumped once before queuing, so a run left ``running`` by a killed worker is
@@ -96,9 +105,18 @@ def submit_sweep(store: ResultStore, sweep_name: str, runs: Iterable[RunSpec], *
     return sweep, submitted
 
 
-def run_sweep(store: ResultStore, sweep_name: str, runs: Sequence[RunSpec], *, backend: Backend | None = None,
-              progress: ProgressFn | None = None, poll_s: float = 0.5, spec: Mapping[str, Any] | None = None,
-              retry: bool | Iterable[str] = DEFAULT_RETRY, timeout_s: float | None = None) -> SweepSummary:
+def run_sweep(
+    store: ResultStore,
+    sweep_name: str,
+    runs: Sequence[RunSpec],
+    *,
+    backend: Backend | None = None,
+    progress: ProgressFn | None = None,
+    poll_s: float = 0.5,
+    spec: Mapping[str, Any] | None = None,
+    retry: bool | Iterable[str] = DEFAULT_RETRY,
+    timeout_s: float | None = None,
+) -> SweepSummary:
     """Submit the runs as sweep ``sweep_name`` and pump the backend until none is queued or running.
 
     ``runs``: ``(kind, config, key)`` tuples (key None: the default key). Done runs are reused; a
@@ -129,20 +147,26 @@ def run_sweep(store: ResultStore, sweep_name: str, runs: Sequence[RunSpec], *, b
     except KeyboardInterrupt:
         interrupted = True
     return SweepSummary(
-        sweep_id=sweep.id, name=sweep.name, total=total, counts=store.counts(sweep=sweep.id),
-        new=outcomes.count("new"), reused=outcomes.count("existing"), requeued=outcomes.count("requeued"),
-        elapsed_s=time.monotonic() - t0, interrupted=interrupted, timed_out=timed_out,
+        sweep_id=sweep.id,
+        name=sweep.name,
+        total=total,
+        counts=store.counts(sweep=sweep.id),
+        new=outcomes.count("new"),
+        reused=outcomes.count("existing"),
+        requeued=outcomes.count("requeued"),
+        elapsed_s=time.monotonic() - t0,
+        interrupted=interrupted,
+        timed_out=timed_out,
     )
 
 
-def export_csv(store: ResultStore, sweep: int | str | Sweep, path: str | os.PathLike | TextIO, *,
-               status: str | Iterable[str] | None = "done") -> int:
+def export_csv(
+    store: ResultStore,
+    sweep: int | str | Sweep,
+    path: str | os.PathLike | TextIO,
+    *,
+    status: str | Iterable[str] | None = "done",
+) -> int:
     """One CSV row per run of the sweep (done runs by default; ``status=None``: all), columns
     ``run_id, key, kind, status, seconds, config.*, result.*, error``. Returns the row count."""
     return store.export_csv(path, sweep=sweep, status=status)
-
-
-
-
-
-

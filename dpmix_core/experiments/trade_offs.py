@@ -110,8 +110,9 @@ def estimate_minutes(spec: SweepSpec, max_parallel: int | None = None) -> float:
     return estimate_sweep_seconds(spec) / slots / 60.0
 
 
-def spec_problem(spec: SweepSpec, limits: Limits | None = None, *, d: int = 784, k: int = 10,
-                 n: int = 60_000) -> str | None:
+def spec_problem(
+    spec: SweepSpec, limits: Limits | None = None, *, d: int = 784, k: int = 10, n: int = 60_000
+) -> str | None:
     """One line saying which limit the sweep would exceed (None when it fits), checked from the spec's
     numbers before its run list is built: the run count, one release (T, l at their largest on the
     axis) and one training (epochs over T points). ``d``, ``k``, ``n``: the dataset's sizes (MNIST)."""
@@ -161,8 +162,9 @@ def sweep_jobs(spec: SweepSpec) -> list[RunSpec]:
     return [(JOB_KIND, cfg.to_dict(), run_key(cfg)) for cfg in spec.runs()]
 
 
-def expand_cli_spec(text: str, *, repeats: int | None = None, values: list | tuple | None = None,
-                    dataset: str | None = None) -> tuple[str, list[RunSpec], dict]:
+def expand_cli_spec(
+    text: str, *, repeats: int | None = None, values: list | tuple | None = None, dataset: str | None = None
+) -> tuple[str, list[RunSpec], dict]:
     """``sweep SPEC`` on the command line: a .toml/.json spec file, or ``preset:NAME``.
 
     ``repeats`` and ``values`` narrow the spec to a piece of it (fewer seeds,
@@ -185,8 +187,10 @@ def narrow_spec(spec: SweepSpec, *, repeats: int | None = None, values: list | t
     if values:
         unknown = [v for v in values if not any(_same(v, w) for w in spec.values)]
         if unknown:
-            raise ValueError(f"values {unknown} are not on the {spec.axis} axis of {spec.name!r} "
-                             f"({', '.join(str(v) for v in spec.values)}).")
+            raise ValueError(
+                f"values {unknown} are not on the {spec.axis} axis of {spec.name!r} "
+                f"({', '.join(str(v) for v in spec.values)})."
+            )
         spec = replace(spec, values=tuple(w for w in spec.values if any(_same(v, w) for v in values)))
     if repeats is not None:
         spec = replace(spec, repeats=repeats)
@@ -217,22 +221,26 @@ def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> pd.Da
         cfg, prog = run.config, run.progress or {}
         syn = cfg.get("synthesis") or {}
         epoch, epochs = prog.get("epoch"), prog.get("epochs")
-        rows.append({
-            "run": run.id,
-            "series": cfg.get("label") or cfg.get("method"),
-            "mechanism": syn.get("mechanism", ""),
-            "seed": cfg.get("seed"),
-            "status": run.status,
-            "progress": (epoch / epochs) if epoch is not None and epochs else (1.0 if run.status == "done" else 0.0),
-            "phase": prog.get("phase", ""),
-            "loss": prog.get("loss"),
-            "accuracy": (run.result or {}).get("test_accuracy", prog.get("val_accuracy")),
-            "eta (s)": prog.get("eta_seconds"),
-            "where": ((prog.get("ray") or {}).get("node") and f"ray node {prog['ray']['node']}")
-            or (f"{run.backend} @ {run.host}" if run.host else run.backend),
-            "error": run.error_summary or "",
-            "note": (run.result or {}).get("collapse_reason") or "",  # a collapsed run says so, in a sentence
-        })
+        rows.append(
+            {
+                "run": run.id,
+                "series": cfg.get("label") or cfg.get("method"),
+                "mechanism": syn.get("mechanism", ""),
+                "seed": cfg.get("seed"),
+                "status": run.status,
+                "progress": (epoch / epochs)
+                if epoch is not None and epochs
+                else (1.0 if run.status == "done" else 0.0),
+                "phase": prog.get("phase", ""),
+                "loss": prog.get("loss"),
+                "accuracy": (run.result or {}).get("test_accuracy", prog.get("val_accuracy")),
+                "eta (s)": prog.get("eta_seconds"),
+                "where": ((prog.get("ray") or {}).get("node") and f"ray node {prog['ray']['node']}")
+                or (f"{run.backend} @ {run.host}" if run.host else run.backend),
+                "error": run.error_summary or "",
+                "note": (run.result or {}).get("collapse_reason") or "",  # a collapsed run says so, in a sentence
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -301,20 +309,45 @@ def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) ->
         mean = 100 * float(ours["test_accuracy_mean"]) if ours is not None and n else None
         std = 100 * float(ours["test_accuracy_std"]) if ours is not None and n > 1 else None
         gap = None if mean is None else mean - 100 * p.accuracy
-        verdict = ("pending" if gap is None else
-                   "reproduced" if abs(gap) <= REPRODUCED_WITHIN_PTS else "not reproduced")
-        rows.append({"series": p.series, "axis value": p.value, "published (%)": round(100 * p.accuracy, 2),
-                     "ours (%)": None if mean is None else round(mean, 2),
-                     "± std": None if std is None else round(std, 2), "seeds": n,
-                     "gap (pts)": None if gap is None else round(gap, 2), "verdict": verdict, "source": p.source})
-    return pd.DataFrame(rows, columns=["series", "axis value", "published (%)", "ours (%)", "± std", "seeds",
-                                       "gap (pts)", "verdict", "source"])
+        verdict = "pending" if gap is None else "reproduced" if abs(gap) <= REPRODUCED_WITHIN_PTS else "not reproduced"
+        rows.append(
+            {
+                "series": p.series,
+                "axis value": p.value,
+                "published (%)": round(100 * p.accuracy, 2),
+                "ours (%)": None if mean is None else round(mean, 2),
+                "± std": None if std is None else round(std, 2),
+                "seeds": n,
+                "gap (pts)": None if gap is None else round(gap, 2),
+                "verdict": verdict,
+                "source": p.source,
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "series",
+            "axis value",
+            "published (%)",
+            "ours (%)",
+            "± std",
+            "seeds",
+            "gap (pts)",
+            "verdict",
+            "source",
+        ],
+    )
 
 
 def epsilon_columns(agg: pd.DataFrame) -> list[str]:
     """The aggregate's epsilon columns worth a second axis: accountants with at least one finite value."""
-    return [c for c in agg.columns if c.startswith("epsilon_") and c != "epsilon_none"
-            and pd.to_numeric(agg[c], errors="coerce").map(lambda v: math.isfinite(v) if v == v else False).any()]
+    return [
+        c
+        for c in agg.columns
+        if c.startswith("epsilon_")
+        and c != "epsilon_none"
+        and pd.to_numeric(agg[c], errors="coerce").map(lambda v: math.isfinite(v) if v == v else False).any()
+    ]
 
 
 def _error_bars(std: pd.Series) -> list[float]:
@@ -343,8 +376,13 @@ def all_collapsed(agg: pd.DataFrame) -> pd.Series:
 
 
 def trade_off_figure(
-    agg: pd.DataFrame, axis: str | None, *, title: str = "", metric: str = "test_accuracy",
-    epsilon_column: str | None = None, published: tuple[Published, ...] = (),
+    agg: pd.DataFrame,
+    axis: str | None,
+    *,
+    title: str = "",
+    metric: str = "test_accuracy",
+    epsilon_column: str | None = None,
+    published: tuple[Published, ...] = (),
 ) -> go.Figure:
     """Accuracy (or MSE) vs the sweep axis: one line per series with ±1 std error bars.
 
@@ -370,49 +408,85 @@ def trade_off_figure(
         dead = all_collapsed(part)
         learned = part[~dead]
         if len(learned):
-            fig.add_trace(go.Scatter(
-                x=learned["axis_value"], y=learned[mean] * scale, name=str(label) + mark["suffix"],
-                mode="lines+markers",
-                error_y={"type": "data", "array": [v * scale for v in _error_bars(learned[std])], "visible": True},
-                line={"width": 2.5, "color": colors[str(label)], "dash": mark["dash"]},
-                marker={"size": mark["size"], "symbol": mark["symbol"]},
-            ))
+            fig.add_trace(
+                go.Scatter(
+                    x=learned["axis_value"],
+                    y=learned[mean] * scale,
+                    name=str(label) + mark["suffix"],
+                    mode="lines+markers",
+                    error_y={"type": "data", "array": [v * scale for v in _error_bars(learned[std])], "visible": True},
+                    line={"width": 2.5, "color": colors[str(label)], "dash": mark["dash"]},
+                    marker={"size": mark["size"], "symbol": mark["symbol"]},
+                )
+            )
         if dead.any():  # never a normal point: a grey thin cross, named as collapsed
-            fig.add_trace(go.Scatter(
-                x=part.loc[dead, "axis_value"], y=part.loc[dead, mean] * scale, name=f"{label} (collapsed)",
-                mode="markers", marker=dict(COLLAPSED_MARKER),
-                hovertext=["collapsed: the model never left the constant predictor"] * int(dead.sum()),
-            ))
+            fig.add_trace(
+                go.Scatter(
+                    x=part.loc[dead, "axis_value"],
+                    y=part.loc[dead, mean] * scale,
+                    name=f"{label} (collapsed)",
+                    mode="markers",
+                    marker=dict(COLLAPSED_MARKER),
+                    hovertext=["collapsed: the model never left the constant predictor"] * int(dead.sum()),
+                )
+            )
     for _, row in flat.iterrows():
         if pd.isna(row[mean]):
             continue
         dead = bool(all_collapsed(pd.DataFrame([row])).iloc[0])
-        fig.add_hline(y=row[mean] * scale, line={"dash": "dot", "color": "#aaa" if dead else "#444"},
-                      annotation_text=f"{row['label']}{' (collapsed)' if dead else ''}: "
-                                      f"{row[mean] * scale:.1f}{'%' if percent else ''}",
-                      annotation_position="top left")
+        fig.add_hline(
+            y=row[mean] * scale,
+            line={"dash": "dot", "color": "#aaa" if dead else "#444"},
+            annotation_text=f"{row['label']}{' (collapsed)' if dead else ''}: "
+            f"{row[mean] * scale:.1f}{'%' if percent else ''}",
+            annotation_position="top left",
+        )
     if percent:
         by_series: dict[str, list[Published]] = {}
         for p in published:
             if math.isfinite(p.value):
                 by_series.setdefault(p.series, []).append(p)
         for series, points in by_series.items():
-            fig.add_trace(go.Scatter(
-                x=[p.value for p in points], y=[100 * p.accuracy for p in points], mode="markers",
-                name=f"published — {series}",
-                marker={"symbol": "star-open", "size": 15, "line": {"width": 2},
-                        "color": colors.get(series, "#444")},
-                hovertext=[p.source for p in points],
-            ))
+            fig.add_trace(
+                go.Scatter(
+                    x=[p.value for p in points],
+                    y=[100 * p.accuracy for p in points],
+                    mode="markers",
+                    name=f"published — {series}",
+                    marker={
+                        "symbol": "star-open",
+                        "size": 15,
+                        "line": {"width": 2},
+                        "color": colors.get(series, "#444"),
+                    },
+                    hovertext=[p.source for p in points],
+                )
+            )
     if epsilon_column and epsilon_column in finite.columns:
         for label, part in finite.groupby("label", sort=False):
             part = part.sort_values("axis_value")
             if part[epsilon_column].notna().any():
-                fig.add_trace(go.Scatter(x=part["axis_value"], y=part[epsilon_column], yaxis="y2",
-                                         name=f"ε ({epsilon_column.removeprefix('epsilon_')}) — {label}",
-                                         mode="lines", line={"dash": "dash", "width": 2}))
-        fig.update_layout(yaxis2={"title": "ε", "overlaying": "y", "side": "right", "type": "log", "showgrid": False,
-                                  "tickformat": ".2~g", "minor": {"showgrid": False}})
+                fig.add_trace(
+                    go.Scatter(
+                        x=part["axis_value"],
+                        y=part[epsilon_column],
+                        yaxis="y2",
+                        name=f"ε ({epsilon_column.removeprefix('epsilon_')}) — {label}",
+                        mode="lines",
+                        line={"dash": "dash", "width": 2},
+                    )
+                )
+        fig.update_layout(
+            yaxis2={
+                "title": "ε",
+                "overlaying": "y",
+                "side": "right",
+                "type": "log",
+                "showgrid": False,
+                "tickformat": ".2~g",
+                "minor": {"showgrid": False},
+            }
+        )
     log_x = axis in ("sigma", "l", "T") or (axis or "").endswith("epsilon")
     fig.update_layout(
         title=title,
@@ -452,8 +526,16 @@ def custom_spec(
     from dpmix_core.synthesis.pipeline import SynthesisConfig
 
     synthesis = SynthesisConfig(mechanisms[0], l=l, T=T, sigma_x=sigma, accountant=accountant, delta=delta)
-    base = RunConfig("mixing", dataset=dataset, synthesis=synthesis, model=model, loss=loss, epochs=epochs,
-                     train_limit=train_limit, dpsgd_delta=delta)
+    base = RunConfig(
+        "mixing",
+        dataset=dataset,
+        synthesis=synthesis,
+        model=model,
+        loss=loss,
+        epochs=epochs,
+        train_limit=train_limit,
+        dpsgd_delta=delta,
+    )
     series = [Series(m, {"synthesis.mechanism": m}) for m in mechanisms]
     if "non-private" in baselines:
         series.append(Series("non-private", {"method": "non-private", "synthesis": None}))
@@ -461,10 +543,15 @@ def custom_spec(
         if axis != "target_epsilon":
             raise ValueError("DP-SGD is compared at equal epsilon: use the target ε axis.")
         series.append(Series("DP-SGD (Opacus)", {"method": "dp-sgd", "synthesis": None}))
-    ident = hashlib.sha256(
-        f"{run_key(base)}|{axis}|{values}|{repeats}|{mechanisms}|{baselines}".encode()
-    ).hexdigest()[:10]
+    ident = hashlib.sha256(f"{run_key(base)}|{axis}|{values}|{repeats}|{mechanisms}|{baselines}".encode()).hexdigest()[
+        :10
+    ]
     return SweepSpec(
-        name=f"custom-{axis}-{ident}", base=base, axis=axis, values=tuple(values), series=tuple(series),
-        repeats=repeats, title=f"Custom sweep over {AXIS_TITLES.get(axis, axis)} ({', '.join(mechanisms)})",
+        name=f"custom-{axis}-{ident}",
+        base=base,
+        axis=axis,
+        values=tuple(values),
+        series=tuple(series),
+        repeats=repeats,
+        title=f"Custom sweep over {AXIS_TITLES.get(axis, axis)} ({', '.join(mechanisms)})",
     )

@@ -91,7 +91,7 @@ class _LaplaceNoise:
     def delta(self) -> float:
         return 0.0
 
-    def dp_event(self) -> "dp_accounting.DpEvent":
+    def dp_event(self) -> dp_accounting.DpEvent:
         import dp_accounting
 
         return dp_accounting.LaplaceDpEvent(self.scale / self.sensitivity)
@@ -153,12 +153,12 @@ class GaussianRelease:
     @classmethod
     def calibrated(
         cls, *, epsilon: float, delta: float, sensitivity: float, what: str, method: str = "classic"
-    ) -> "GaussianRelease":
+    ) -> GaussianRelease:
         """The release with the smallest sigma the chosen analysis certifies."""
         sigma = gaussian_sigma(epsilon=epsilon, delta=delta, sensitivity=sensitivity, method=method)
         return cls(epsilon, delta, sensitivity, sigma, what, method)
 
-    def dp_event(self) -> "dp_accounting.DpEvent":
+    def dp_event(self) -> dp_accounting.DpEvent:
         import dp_accounting
 
         return dp_accounting.GaussianDpEvent(self.sigma / self.sensitivity)

@@ -25,9 +25,10 @@ differ, so CPU and GPU outputs from one seed are different draws of the same law
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -61,13 +62,13 @@ class Segment:
     start: int
     count: int
     key: int  # noise stream of this segment
-    draw: Callable[[np.random.Generator, int], "tuple[np.ndarray, np.ndarray | None]"]
+    draw: Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray | None]]
     label_mean: np.ndarray | None = None  # noise-free label when it is constant (class-centric)
     # the same law drawn by torch on the generator's device: (indices (rows, l) or flat, offsets or None)
-    draw_device: "Callable[[torch.Generator, int], tuple[torch.Tensor, torch.Tensor | None]] | None" = None
+    draw_device: Callable[[torch.Generator, int], tuple[torch.Tensor, torch.Tensor | None]] | None = None
 
 
-def resolve_device(device: str) -> "torch.device":
+def resolve_device(device: str) -> torch.device:
     """'cpu', 'cuda', 'cuda:1', 'mps' or 'auto' (cuda when available, else cpu)."""
     import torch
 
@@ -97,9 +98,7 @@ def seed_sequence(seed: object) -> np.random.SeedSequence:
     if seed is None:
         return np.random.SeedSequence()
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(
-            f"seed must be a non-negative int, a numpy Generator, a SeedSequence or None. Found {seed!r}."
-        )
+        raise ValueError(f"seed must be a non-negative int, a numpy Generator, a SeedSequence or None. Found {seed!r}.")
     return np.random.SeedSequence(int(seed))
 
 
@@ -108,7 +107,7 @@ def child_sequence(ss: np.random.SeedSequence, *key: int) -> np.random.SeedSeque
     return np.random.SeedSequence(ss.entropy, spawn_key=tuple(ss.spawn_key) + tuple(key), pool_size=ss.pool_size)
 
 
-def device_generator(seq: np.random.SeedSequence, device: "torch.device") -> "torch.Generator":
+def device_generator(seq: np.random.SeedSequence, device: torch.device) -> torch.Generator:
     """A torch.Generator on ``device`` seeded from ``seq`` (64 bits of its state)."""
     import torch
 
@@ -117,7 +116,7 @@ def device_generator(seq: np.random.SeedSequence, device: "torch.device") -> "to
     return g
 
 
-def _sample_on_device(index_sampling: str, device: "torch.device", segments: list[Segment]) -> bool:
+def _sample_on_device(index_sampling: str, device: torch.device, segments: list[Segment]) -> bool:
     if index_sampling not in INDEX_SAMPLING:
         raise ValueError(f"index_sampling must be one of {INDEX_SAMPLING}. Found {index_sampling!r}.")
     if index_sampling == "host":
@@ -150,9 +149,9 @@ def mix_and_perturb(
     sigma_y: float,
     seed_seq: np.random.SeedSequence,
     chunk_rows: int,
-    device: "torch.device",
+    device: torch.device,
     index_sampling: str = "auto",
-    out: "tuple[np.ndarray, np.ndarray] | None" = None,
+    out: tuple[np.ndarray, np.ndarray] | None = None,
     after_chunk: Callable[[int, int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """x_t = sum(features[b_t]) / denom_x + N(0, sigma_x^2 I); y_t = sum(label_value * onehot(labels[b_t])) / denom_y
@@ -179,9 +178,7 @@ def mix_and_perturb(
         starts.pop()
     bounds = list(zip(starts, starts[1:] + [width]))
     if on_cpu:
-        weights = [
-            torch.from_numpy(_table_block(features, labels, label_value, dtype, a, b)) for a, b in bounds
-        ]
+        weights = [torch.from_numpy(_table_block(features, labels, label_value, dtype, a, b)) for a, b in bounds]
     else:  # one block, built on the device from the raw features (uint8 MNIST: 4x less to upload)
         weights = [device_table(features, labels, label_value, dtype, dy, device)]
 
@@ -190,8 +187,10 @@ def mix_and_perturb(
         out_y = np.empty((num_points, dy), dtype=np.float32)
     else:
         out_x, out_y = out
-        if out_x.shape != (num_points, dx) or out_y.shape != (num_points, dy) or not (
-            out_x.dtype == out_y.dtype == np.float32
+        if (
+            out_x.shape != (num_points, dx)
+            or out_y.shape != (num_points, dy)
+            or not (out_x.dtype == out_y.dtype == np.float32)
         ):
             raise ValueError(f"out must be float32 arrays of shapes ({num_points}, {dx}) and ({num_points}, {dy}).")
     rng = np.random.Generator(np.random.PCG64(child_sequence(seed_seq, 0)))
@@ -247,8 +246,9 @@ def mix_and_perturb(
     return out_x, out_y
 
 
-def device_table(features: np.ndarray, labels: np.ndarray | None, label_value: float, dtype: type, dy: int,
-                 device: "torch.device") -> "torch.Tensor":
+def device_table(
+    features: np.ndarray, labels: np.ndarray | None, label_value: float, dtype: type, dy: int, device: torch.device
+) -> torch.Tensor:
     """[features | label_value * onehot(labels, dy)] (or the features alone) as one ``dtype`` tensor on ``device``.
 
     The features travel in their own dtype (uint8 images: a quarter of float32) and are cast there.

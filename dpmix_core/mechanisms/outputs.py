@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 import numpy as np
 
@@ -12,7 +11,7 @@ from dpmix_core.privacy.release import MixingRelease
 
 __all__ = ["Release", "SyntheticData", "DPStatistic", "DPPCAResult"]
 
-Release = Union[MixingRelease, LaplaceLabelRelease, LaplaceRelease, GaussianRelease]
+Release = MixingRelease | LaplaceLabelRelease | LaplaceRelease | GaussianRelease
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ rigorous upper bound, tighter than adding the per-release epsilons. Relations:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import dp_accounting
 import numpy as np
@@ -28,8 +28,16 @@ from dpmix_core.privacy.checks import check_delta
 from dpmix_core.privacy.profile import python_orders
 from dpmix_core.privacy.release import Adjacency, MixingRelease
 
-__all__ = ["RELATIONS", "BudgetItem", "Budget", "compose_budget", "mixing_item", "gaussian_item",
-           "laplace_label_item", "dpsgd_item"]
+__all__ = [
+    "RELATIONS",
+    "BudgetItem",
+    "Budget",
+    "compose_budget",
+    "mixing_item",
+    "gaussian_item",
+    "laplace_label_item",
+    "dpsgd_item",
+]
 
 REPLACE_ONE, ADD_REMOVE, LABEL_ONLY = "replace-one", "add/remove-one", "label-only (features public)"
 RELATIONS = (REPLACE_ONE, ADD_REMOVE, LABEL_ONLY)
@@ -67,15 +75,17 @@ def mixing_item(name: str, release: MixingRelease) -> BudgetItem:
     """A random-mixing release (its own adjacency)."""
     relation = ADD_REMOVE if release.adjacency is Adjacency.ADD_REMOVE_ONE else REPLACE_ONE
     if not release.covered:
-        raise ValueError(f"{name!r} is not covered by any accountant ({release.not_covered}); "
-                         "it cannot enter a budget.")
+        raise ValueError(
+            f"{name!r} is not covered by any accountant ({release.not_covered}); it cannot enter a budget."
+        )
     return BudgetItem(name, release.dp_event(), relation)
 
 
 def gaussian_item(name: str, *, noise_multiplier: float, count: int = 1) -> BudgetItem:
     """A Gaussian release with sigma / Delta_2 = noise_multiplier (e.g. Analyze-Gauss DP-PCA), replace-one."""
-    return BudgetItem(name, dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(noise_multiplier),
-                                                              count), REPLACE_ONE)
+    return BudgetItem(
+        name, dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(noise_multiplier), count), REPLACE_ONE
+    )
 
 
 def laplace_label_item(name: str, *, epsilon: float) -> BudgetItem:
@@ -86,7 +96,8 @@ def laplace_label_item(name: str, *, epsilon: float) -> BudgetItem:
 def dpsgd_item(name: str, *, n: int, batch_size: int, steps: int, noise_multiplier: float) -> BudgetItem:
     """A DP-SGD model: Poisson-sampled Gaussian (rate B/n) composed over its steps, add/remove-one."""
     event = dp_accounting.SelfComposedDpEvent(
-        dp_accounting.PoissonSampledDpEvent(batch_size / n, dp_accounting.GaussianDpEvent(noise_multiplier)), steps)
+        dp_accounting.PoissonSampledDpEvent(batch_size / n, dp_accounting.GaussianDpEvent(noise_multiplier)), steps
+    )
     return BudgetItem(name, event, ADD_REMOVE)
 
 
@@ -132,21 +143,38 @@ def compose_budget(items: Sequence[BudgetItem], delta: float) -> Budget:
     relations = {it.relation for it in items}
     if LABEL_ONLY in relations and relations != {LABEL_ONLY}:
         label_only = ", ".join(it.name for it in items if it.relation == LABEL_ONLY)
-        return Budget(math.inf, delta, REPLACE_ONE, per_item, "none",
-                      (f"{label_only} publishes features as they are: no bound protects a whole record",))
+        return Budget(
+            math.inf,
+            delta,
+            REPLACE_ONE,
+            per_item,
+            "none",
+            (f"{label_only} publishes features as they are: no bound protects a whole record",),
+        )
     if len(relations) == 1:
         relation = relations.pop()
         orders = [o for o in BUDGET_ORDERS if relation == ADD_REMOVE or float(o).is_integer()]
         total = sum(_rdp_curve(it.event, relation, orders) for it in items)
         eps = float(rdp.compute_epsilon(python_orders(orders), total, delta)[0])
-        pure = [_pure_epsilon(it.event) for it in items]
-        if all(p is not None for p in pure) and sum(pure) < eps:  # type: ignore[arg-type]
-            return Budget(float(sum(pure)), delta, relation, per_item,  # type: ignore[arg-type]
-                          "basic composition of pure DP (Dwork et al. 2006), tighter than RDP here; delta = 0")
+        pure = [p for p in (_pure_epsilon(it.event) for it in items) if p is not None]
+        if len(pure) == len(items) and sum(pure) < eps:
+            return Budget(
+                float(sum(pure)),
+                delta,
+                relation,
+                per_item,
+                "basic composition of pure DP (Dwork et al. 2006), tighter than RDP here; delta = 0",
+            )
         return Budget(eps, delta, relation, per_item, "RDP composition (dp_accounting), rigorous upper bound")
     # replace-one and add/remove releases together: everything stated for replace-one
     orders = [o for o in BUDGET_ORDERS if float(o).is_integer() and o >= 2]
     total = sum(_replace_one_curve(it, orders) for it in items)
     eps = float(rdp.compute_epsilon(orders, total, delta)[0])
-    return Budget(eps, delta, REPLACE_ONE, per_item, "RDP composition (dp_accounting), rigorous upper bound",
-                  ("add/remove-one releases converted to replace-one (Mironov 2017, Prop. 11)",))
+    return Budget(
+        eps,
+        delta,
+        REPLACE_ONE,
+        per_item,
+        "RDP composition (dp_accounting), rigorous upper bound",
+        ("add/remove-one releases converted to replace-one (Mironov 2017, Prop. 11)",),
+    )

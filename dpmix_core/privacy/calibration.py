@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 from scipy.optimize import brentq
 
@@ -112,7 +112,9 @@ def _calibrate_pld(
         guess = hi / 1.5
     stages = [accountant]
     if steps > _FIRST_GRID_SEARCH_T:
-        first_grid = PldPoissonAccountant(relative_accuracy=accountant.relative_accuracy, time_budget=0.0, optimistic=False)
+        first_grid = PldPoissonAccountant(
+            relative_accuracy=accountant.relative_accuracy, time_budget=0.0, optimistic=False
+        )
         stages = [first_grid, accountant]
     hi_res, note = None, None
     for acc in stages:
@@ -127,6 +129,8 @@ def _calibrate_pld(
         elif hi_res.epsilon > 0:
             guess = min(guess, hi * hi_res.epsilon / target) if acc is stages[0] else hi * hi_res.epsilon / target
         hi, hi_res, note = _illinois(result_at, guess, hi, hi_res, target, deadline)
+    if hi_res is None:  # the bracket always holds a feasible result by now
+        raise ValueError(f"calibration found no sigma meeting epsilon <= {target:g}.")
     return Calibration(hi, ratio * hi, target, hi_res, note)
 
 

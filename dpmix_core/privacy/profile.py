@@ -14,8 +14,8 @@ The Gaussian-DP curve with the same delta at the headline eps is drawn for refer
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
@@ -36,8 +36,9 @@ __all__ = [
     "tradeoff_from_profile",
 ]
 
-PROFILE_ORDERS = tuple(float(o) for o in np.concatenate([np.linspace(1.01, 10, 60), np.arange(11, 65),
-                                                         [80, 96, 128, 192, 256]]))
+PROFILE_ORDERS = tuple(
+    float(o) for o in np.concatenate([np.linspace(1.01, 10, 60), np.arange(11, 65), [80, 96, 128, 192, 256]])
+)
 WOR_PROFILE_ORDERS = (*range(2, 65), 80, 96, 128, 192, 256)  # WBK's bound is for integer orders
 
 
@@ -58,8 +59,11 @@ def python_orders(orders: Sequence[float] | np.ndarray) -> list[float]:
 
 def privacy_profile(release: MixingRelease, epsilons: Sequence[float] | np.ndarray) -> PrivacyProfile:
     """delta(eps) of the release at each eps, from its dp_accounting event under RDP (upper bound)."""
-    relation = (rdp.NeighborRel.ADD_OR_REMOVE_ONE if release.adjacency is Adjacency.ADD_REMOVE_ONE
-                else rdp.NeighborRel.REPLACE_ONE)
+    relation = (
+        rdp.NeighborRel.ADD_OR_REMOVE_ONE
+        if release.adjacency is Adjacency.ADD_REMOVE_ONE
+        else rdp.NeighborRel.REPLACE_ONE
+    )
     orders = PROFILE_ORDERS if release.adjacency is Adjacency.ADD_REMOVE_ONE else WOR_PROFILE_ORDERS
     accountant = rdp.RdpAccountant(orders=python_orders(orders), neighboring_relation=relation)
     accountant.compose(release.dp_event())

@@ -76,20 +76,20 @@ class NormBound:
                 raise ValueError(f"{name} must be a positive finite number. Found {value}.")
 
     @classmethod
-    def unit_box(cls, dim: int) -> "NormBound":
+    def unit_box(cls, dim: int) -> NormBound:
         """Vectors in [0,1]^dim: ||u - u'|| <= sqrt(dim) (Lee et al. 2019)."""
         check_positive_int("dimension", dim)
         return cls(math.sqrt(dim), math.sqrt(dim), f"[0,1]^{dim}")
 
     @classmethod
-    def l2_ball(cls, radius: float) -> "NormBound":
+    def l2_ball(cls, radius: float) -> NormBound:
         """Vectors clipped to ||u|| <= c: ||u - u'|| <= 2c (DP-CDA, DPFMix)."""
         if not (isinstance(radius, numbers.Real) and math.isfinite(radius) and radius > 0):
             raise ValueError(f"Clipping norm must be a positive finite number. Found {radius}.")
         return cls(2.0 * radius, float(radius), f"||.||_2 <= {radius:g}")
 
     @classmethod
-    def one_hot(cls) -> "NormBound":
+    def one_hot(cls) -> NormBound:
         """One-hot label vectors: ||e_i - e_j|| = sqrt(2), ||e_i|| = 1 (DP-CDA Thm. 1)."""
         return cls(math.sqrt(2.0), 1.0, "one-hot")
 
@@ -102,17 +102,17 @@ class DataBounds:
     y: NormBound
 
     @classmethod
-    def unit_box(cls, dx: int, dy: int) -> "DataBounds":
+    def unit_box(cls, dx: int, dy: int) -> DataBounds:
         """Lee et al. 2019: features in [0,1]^dx, labels in [0,1]^dy."""
         return cls(NormBound.unit_box(dx), NormBound.unit_box(dy))
 
     @classmethod
-    def clipped_one_hot(cls, clip: float) -> "DataBounds":
+    def clipped_one_hot(cls, clip: float) -> DataBounds:
         """DP-CDA: z-scored features clipped to ||x|| <= c, one-hot labels."""
         return cls(NormBound.l2_ball(clip), NormBound.one_hot())
 
     @classmethod
-    def clipped(cls, clip_x: float, clip_y: float) -> "DataBounds":
+    def clipped(cls, clip_x: float, clip_y: float) -> DataBounds:
         """DPFMix: ||x|| <= Cx and ||y|| <= Cy."""
         return cls(NormBound.l2_ball(clip_x), NormBound.l2_ball(clip_y))
 
@@ -240,16 +240,14 @@ class MixingRelease:
         import dp_accounting
 
         z = self.noise_multiplier()
-        base: dp_accounting.DpEvent = (
-            dp_accounting.GaussianDpEvent(z) if z > 0 else dp_accounting.NonPrivateDpEvent()
-        )
+        base: dp_accounting.DpEvent = dp_accounting.GaussianDpEvent(z) if z > 0 else dp_accounting.NonPrivateDpEvent()
         if self.sampling is Sampling.POISSON:
             sampled = dp_accounting.PoissonSampledDpEvent(self.sampling_rate, base)
         else:
             sampled = dp_accounting.SampledWithoutReplacementDpEvent(self.n, self.mix_degree, base)
         return dp_accounting.SelfComposedDpEvent(sampled, self.num_points)
 
-    def with_sigma(self, sigma_x: float, sigma_y: float) -> "MixingRelease":
+    def with_sigma(self, sigma_x: float, sigma_y: float) -> MixingRelease:
         return replace(self, sigma_x=sigma_x, sigma_y=sigma_y)
 
     def describe(self) -> str:

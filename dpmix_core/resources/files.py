@@ -18,8 +18,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Callable, Mapping
+from typing import IO
 
 __all__ = [
     "check_new_file",

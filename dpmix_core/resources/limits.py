@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 __all__ = [
     "Cost",
@@ -167,15 +167,21 @@ def training_cost(*, runs: int, epochs: int, n: int, d: int = 784) -> Cost:
 
 def audit_cost(*, trials: int, T: int, chunk_values: int) -> Cost:
     """The simulated audit: 2 x ``trials`` runs of T likelihood-ratio terms, ``chunk_values`` at once."""
-    return Cost(what=f"an audit of {trials:,} trials x T={T:,}", memory=float(chunk_values) * 8 * 4 + MIX_WORKSPACE,
-                seconds=2.0 * trials * T / AUDIT_VALUES_PER_S)
+    return Cost(
+        what=f"an audit of {trials:,} trials x T={T:,}",
+        memory=float(chunk_values) * 8 * 4 + MIX_WORKSPACE,
+        seconds=2.0 * trials * T / AUDIT_VALUES_PER_S,
+    )
 
 
 def streaming_cost(*, T: int, l: int, d: int, k: int, chunk_values: int) -> Cost:
     """A streamed release: the output goes to disk, memory is the chunk; time as for :func:`mixing_cost`."""
     width = max(1, d) + max(0, k)
-    return Cost(what=f"a streamed release of T={T:,} points (l={l:,}, d={d:,})",
-                memory=float(chunk_values) * 8 + MIX_WORKSPACE, seconds=float(T) * max(1, l) * width / MIX_VALUES_PER_S)
+    return Cost(
+        what=f"a streamed release of T={T:,} points (l={l:,}, d={d:,})",
+        memory=float(chunk_values) * 8 + MIX_WORKSPACE,
+        seconds=float(T) * max(1, l) * width / MIX_VALUES_PER_S,
+    )
 
 
 def check_cost(cost: Cost, limits: Limits, *, change: str, job: bool = False) -> Cost:
@@ -186,8 +192,9 @@ def check_cost(cost: Cost, limits: Limits, *, change: str, job: bool = False) ->
             f"{cost.what} needs about {_size(cost.memory)} of memory, over the limit of "
             f"{_size(limits.max_memory)} (DPMIX_MAX_MEMORY): lower {change}."
         )
-    max_s, name = (limits.max_job_seconds, "DPMIX_MAX_JOB_SECONDS") if job else (limits.max_seconds,
-                                                                                 "DPMIX_MAX_SECONDS")
+    max_s, name = (
+        (limits.max_job_seconds, "DPMIX_MAX_JOB_SECONDS") if job else (limits.max_seconds, "DPMIX_MAX_SECONDS")
+    )
     if cost.seconds > max_s:
         raise LimitExceeded(
             f"{cost.what} takes about {_duration(cost.seconds)}, over the limit of {_duration(max_s)} ({name}): "
@@ -203,14 +210,20 @@ def check_mixing_cost(*, T: int, l: int, d: int, k: int, n: int = 0, limits: Lim
 
 def check_training_cost(*, runs: int, epochs: int, n: int, d: int = 784, limits: Limits | None = None) -> Cost:
     """:func:`training_cost` checked against the job limits (training runs in the background)."""
-    return check_cost(training_cost(runs=runs, epochs=epochs, n=n, d=d), limits or limits_from_env(),
-                      change="the repeats, epochs or T", job=True)
+    return check_cost(
+        training_cost(runs=runs, epochs=epochs, n=n, d=d),
+        limits or limits_from_env(),
+        change="the repeats, epochs or T",
+        job=True,
+    )
 
 
 def check_sweep_cost(runs: int, limits: Limits | None = None) -> int:
     """A sweep's run list may hold at most ``DPMIX_MAX_RUNS`` runs."""
     limits = limits or limits_from_env()
     if runs > limits.max_runs:
-        raise LimitExceeded(f"the sweep lists {runs:,} runs, over the limit of {limits.max_runs:,} (DPMIX_MAX_RUNS): "
-                            "lower the repeats or the grid's values.")
+        raise LimitExceeded(
+            f"the sweep lists {runs:,} runs, over the limit of {limits.max_runs:,} (DPMIX_MAX_RUNS): "
+            "lower the repeats or the grid's values."
+        )
     return runs

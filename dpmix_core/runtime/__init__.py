@@ -1,2 +1,1 @@
-"""Where work runs: the SQLite results store, background worker processes, the Ray backend.
-"""
+"""Where work runs: the SQLite results store, background worker processes, the Ray backend."""

@@ -12,8 +12,9 @@ __all__ = ["BACKEND_NAMES", "make_backend"]
 BACKEND_NAMES = ("local", "ray")
 
 
-def make_backend(name: str, store: ResultStore, *, max_parallel: int | None = None, address: str | None = None,
-                 **options: Any) -> Backend:
+def make_backend(
+    name: str, store: ResultStore, *, max_parallel: int | None = None, address: str | None = None, **options: Any
+) -> Backend:
     """``local`` (worker processes on this machine; ``address`` must be None) or ``ray`` (Ray is optional:
     imported only here, when asked for; a clear ValueError when it is missing)."""
     if name == "local":

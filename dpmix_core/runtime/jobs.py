@@ -25,9 +25,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import dpmix_core
 from dpmix_core.runtime.store import HOST, ResultStore, Run, SubmitOutcome
@@ -219,12 +220,19 @@ def _log_tail(path: str | None, limit: int = 2000) -> str:
 
 
 def worker_command(run_id: int, store_path: str | os.PathLike, *, python: str | None = None) -> list[str]:
-    return [python or sys.executable, "-m", "dpmix_core.cli.worker", str(int(run_id)), "--store",
-            os.path.abspath(os.fspath(store_path))]
+    return [
+        python or sys.executable,
+        "-m",
+        "dpmix_core.cli.worker",
+        str(int(run_id)),
+        "--store",
+        os.path.abspath(os.fspath(store_path)),
+    ]
 
 
-def worker_env(threads: int, *, extra_pythonpath: Iterable[str | os.PathLike] = (),
-               env: Mapping[str, str] | None = None) -> dict[str, str]:
+def worker_env(
+    threads: int, *, extra_pythonpath: Iterable[str | os.PathLike] = (), env: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The parent's environment plus: torch/BLAS threads, unbuffered output, ``dpmix_core`` importable."""
     out = dict(os.environ)
     out.update(env or {})
@@ -241,8 +249,15 @@ def worker_env(threads: int, *, extra_pythonpath: Iterable[str | os.PathLike] = 
     return out
 
 
-def _spawn(store: ResultStore, run_id: int, *, threads: int, env: Mapping[str, str] | None,
-           extra_pythonpath: Iterable[str | os.PathLike], python: str | None) -> int:
+def _spawn(
+    store: ResultStore,
+    run_id: int,
+    *,
+    threads: int,
+    env: Mapping[str, str] | None,
+    extra_pythonpath: Iterable[str | os.PathLike],
+    python: str | None,
+) -> int:
     """Start the worker of a run already claimed (running, no pid yet). Returns its pid."""
     log_path = store.log_path(run_id)
     try:
@@ -257,9 +272,13 @@ def _spawn(store: ResultStore, run_id: int, *, threads: int, env: Mapping[str, s
             else:
                 kwargs["start_new_session"] = True
             proc = subprocess.Popen(
-                worker_command(run_id, store.path, python=python), stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, env=worker_env(threads, extra_pythonpath=extra_pythonpath, env=env),
-                close_fds=True, **kwargs,
+                worker_command(run_id, store.path, python=python),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=worker_env(threads, extra_pythonpath=extra_pythonpath, env=env),
+                close_fds=True,
+                **kwargs,
             )
     except OSError as exc:
         store.fail(run_id, f"could not start the worker: {exc}")
@@ -270,8 +289,15 @@ def _spawn(store: ResultStore, run_id: int, *, threads: int, env: Mapping[str, s
     return proc.pid
 
 
-def launch(store: ResultStore, run_id: int, *, threads: int | None = None, env: Mapping[str, str] | None = None,
-           extra_pythonpath: Iterable[str | os.PathLike] = (), python: str | None = None) -> int:
+def launch(
+    store: ResultStore,
+    run_id: int,
+    *,
+    threads: int | None = None,
+    env: Mapping[str, str] | None = None,
+    extra_pythonpath: Iterable[str | os.PathLike] = (),
+    python: str | None = None,
+) -> int:
     """Claim queued run ``run_id`` and start its worker process in a new session. Returns the pid.
 
     The worker survives this process: stdout/stderr go to ``store.log_path(run_id)``.
@@ -343,11 +369,23 @@ class Backend(Protocol):
 
     def describe(self) -> str: ...
 
-    def submit(self, kind: str, config: Mapping[str, Any], key: str | None = None, *, sweep: Any = None,
-               requeue: bool | Iterable[str] = False) -> Run: ...
+    def submit(
+        self,
+        kind: str,
+        config: Mapping[str, Any],
+        key: str | None = None,
+        *,
+        sweep: Any = None,
+        requeue: bool | Iterable[str] = False,
+    ) -> Run: ...
 
-    def submit_many(self, runs: Iterable[tuple[str, Mapping[str, Any], str | None]], *, sweep: Any = None,
-                    requeue: bool | Iterable[str] = False) -> list[tuple[Run, SubmitOutcome]]: ...
+    def submit_many(
+        self,
+        runs: Iterable[tuple[str, Mapping[str, Any], str | None]],
+        *,
+        sweep: Any = None,
+        requeue: bool | Iterable[str] = False,
+    ) -> list[tuple[Run, SubmitOutcome]]: ...
 
     def pump(self) -> PumpReport: ...
 
@@ -364,10 +402,18 @@ class LocalProcessBackend:
 
     name = "local"
 
-    def __init__(self, store: ResultStore, max_parallel: int | None = None, *,
-                 stale_after_s: float = DEFAULT_STALE_S, cancel_grace_s: float = DEFAULT_CANCEL_GRACE_S,
-                 threads_per_worker: int | None = None, env: Mapping[str, str] | None = None,
-                 extra_pythonpath: Sequence[str | os.PathLike] = (), python: str | None = None):
+    def __init__(
+        self,
+        store: ResultStore,
+        max_parallel: int | None = None,
+        *,
+        stale_after_s: float = DEFAULT_STALE_S,
+        cancel_grace_s: float = DEFAULT_CANCEL_GRACE_S,
+        threads_per_worker: int | None = None,
+        env: Mapping[str, str] | None = None,
+        extra_pythonpath: Sequence[str | os.PathLike] = (),
+        python: str | None = None,
+    ):
         self.store = store
         self.max_parallel = max(1, int(max_parallel or default_max_parallel()))
         self.stale_after_s = float(stale_after_s)
@@ -383,15 +429,29 @@ class LocalProcessBackend:
         return self.host
 
     def describe(self) -> str:
-        return (f"local processes on {self.host}: up to {self.max_parallel} at once, "
-                f"{self.threads_per_worker} thread(s) each; store {self.store.path}")
+        return (
+            f"local processes on {self.host}: up to {self.max_parallel} at once, "
+            f"{self.threads_per_worker} thread(s) each; store {self.store.path}"
+        )
 
-    def submit(self, kind: str, config: Mapping[str, Any], key: str | None = None, *, sweep: Any = None,
-               requeue: bool | Iterable[str] = False) -> Run:
+    def submit(
+        self,
+        kind: str,
+        config: Mapping[str, Any],
+        key: str | None = None,
+        *,
+        sweep: Any = None,
+        requeue: bool | Iterable[str] = False,
+    ) -> Run:
         return self.store.submit(kind, config, key, sweep=sweep, backend=self.name, requeue=requeue)
 
-    def submit_many(self, runs: Iterable[tuple[str, Mapping[str, Any], str | None]], *, sweep: Any = None,
-                    requeue: bool | Iterable[str] = False) -> list[tuple[Run, SubmitOutcome]]:
+    def submit_many(
+        self,
+        runs: Iterable[tuple[str, Mapping[str, Any], str | None]],
+        *,
+        sweep: Any = None,
+        requeue: bool | Iterable[str] = False,
+    ) -> list[tuple[Run, SubmitOutcome]]:
         return self.store.submit_many(runs, sweep=sweep, backend=self.name, requeue=requeue)
 
     def cancel(self, run_id: int) -> Run | None:
@@ -432,8 +492,14 @@ class LocalProcessBackend:
                 break
             run = claimed
             try:
-                _spawn(self.store, run.id, threads=self.threads_per_worker, env=self.env,
-                       extra_pythonpath=self.extra_pythonpath, python=self.python)
+                _spawn(
+                    self.store,
+                    run.id,
+                    threads=self.threads_per_worker,
+                    env=self.env,
+                    extra_pythonpath=self.extra_pythonpath,
+                    python=self.python,
+                )
             except JobError:
                 continue  # recorded as failed on the run
             report.started.append(run.id)
@@ -450,14 +516,18 @@ class LocalProcessBackend:
             self.store.mark_cancelled(run.id, "cancelled (worker stopped)", pid=run.pid)
         elif code is not None and code < 0:
             self.store.mark_interrupted(
-                run.id, f"worker process {run.pid} was killed by {_signal_name(-code)}{detail}", pid=run.pid)
+                run.id, f"worker process {run.pid} was killed by {_signal_name(-code)}{detail}", pid=run.pid
+            )
         elif code is not None:
             self.store.fail(
-                run.id, f"worker process {run.pid} exited with code {code} without reporting a result{detail}",
-                pid=run.pid)
+                run.id,
+                f"worker process {run.pid} exited with code {code} without reporting a result{detail}",
+                pid=run.pid,
+            )
         else:  # launched by another process (e.g. before a server restart): cause unknown
             self.store.mark_interrupted(
-                run.id, f"worker process {run.pid} is gone without reporting (killed or crashed){detail}", pid=run.pid)
+                run.id, f"worker process {run.pid} is gone without reporting (killed or crashed){detail}", pid=run.pid
+            )
         with _CHILDREN_LOCK:
             _CHILDREN.pop(run.pid, None)  # type: ignore[arg-type]
 
@@ -480,13 +550,27 @@ class JobManager:
     call :meth:`pump` then :meth:`runs` on each rerun.
     """
 
-    def __init__(self, store: ResultStore | None = None, max_parallel: int | None = None, *,
-                 backend: Backend | None = None, **local_options: Any):
+    def __init__(
+        self,
+        store: ResultStore | None = None,
+        max_parallel: int | None = None,
+        *,
+        backend: Backend | None = None,
+        **local_options: Any,
+    ):
         self.store = store if store is not None else ResultStore()
         self.backend: Backend = backend or LocalProcessBackend(self.store, max_parallel, **local_options)
 
-    def submit(self, kind: str, config: Mapping[str, Any], key: str | None = None, *, sweep: Any = None,
-               requeue: bool | Iterable[str] = False, start: bool = True) -> Run:
+    def submit(
+        self,
+        kind: str,
+        config: Mapping[str, Any],
+        key: str | None = None,
+        *,
+        sweep: Any = None,
+        requeue: bool | Iterable[str] = False,
+        start: bool = True,
+    ) -> Run:
         """Queue a run (idempotent by key) and, with ``start``, pump at once so it starts now."""
         run = self.backend.submit(kind, config, key, sweep=sweep, requeue=requeue)
         if start and run.status == "queued":
@@ -514,4 +598,3 @@ class JobManager:
 
     def counts(self) -> dict[str, int]:
         return self.store.counts()
-

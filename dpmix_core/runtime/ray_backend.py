@@ -32,9 +32,10 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import dpmix_core
 from dpmix_core.runtime.jobs import (
@@ -47,8 +48,10 @@ from dpmix_core.runtime.store import HOST, ResultStore, Run, SubmitOutcome
 
 __all__ = ["RAY_MISSING", "RayBackend", "import_ray", "run_resources"]
 
-RAY_MISSING = ("the Ray backend needs Ray, which is not installed: pip install -r requirements-ray.txt "
-               "(or pip install 'ray[default]'), or use --backend local")
+RAY_MISSING = (
+    "the Ray backend needs Ray, which is not installed: pip install -r requirements-ray.txt "
+    "(or pip install 'ray[default]'), or use --backend local"
+)
 PACKAGE_ROOT = str(Path(dpmix_core.__file__).resolve().parent.parent)
 
 
@@ -99,8 +102,14 @@ def _task(kind: str, config: dict, extra_path: Sequence[str]) -> dict:
             status, payload = "cancelled", f"cancelled ({exc})"
         else:
             status, payload = "failed", format_error(exc)
-    return {"status": status, "payload": payload, "progress": dict(reporter.progress_fields), "node": node,
-            "pid": os.getpid(), "seconds": time.time() - t0}
+    return {
+        "status": status,
+        "payload": payload,
+        "progress": dict(reporter.progress_fields),
+        "node": node,
+        "pid": os.getpid(),
+        "seconds": time.time() - t0,
+    }
 
 
 @dataclass
@@ -126,10 +135,21 @@ class RayBackend:
 
     name = "ray"
 
-    def __init__(self, store: ResultStore, max_parallel: int | None = None, *, address: str | None = None,
-                 num_cpus: int | None = None, num_gpus: int | None = None, runtime_env: Mapping | None = None,
-                 extra_pythonpath: Sequence[str | os.PathLike] = (), stale_after_s: float = DEFAULT_STALE_S,
-                 cancel_grace_s: float = DEFAULT_CANCEL_GRACE_S, init: bool = True, **_ignored: Any):
+    def __init__(
+        self,
+        store: ResultStore,
+        max_parallel: int | None = None,
+        *,
+        address: str | None = None,
+        num_cpus: int | None = None,
+        num_gpus: int | None = None,
+        runtime_env: Mapping | None = None,
+        extra_pythonpath: Sequence[str | os.PathLike] = (),
+        stale_after_s: float = DEFAULT_STALE_S,
+        cancel_grace_s: float = DEFAULT_CANCEL_GRACE_S,
+        init: bool = True,
+        **_ignored: Any,
+    ):
         self.ray = import_ray()
         self.store = store
         self.address = address
@@ -166,8 +186,10 @@ class RayBackend:
         text = f"Ray tasks on {self.location}"
         if self.ray.is_initialized():
             res = self.ray.cluster_resources()
-            text += (f": {len([n for n in self.ray.nodes() if n.get('Alive')])} node(s), {res.get('CPU', 0):g} CPU,"
-                     f" {res.get('GPU', 0):g} GPU")
+            text += (
+                f": {len([n for n in self.ray.nodes() if n.get('Alive')])} node(s), {res.get('CPU', 0):g} CPU,"
+                f" {res.get('GPU', 0):g} GPU"
+            )
         return text + f"; up to {self.max_parallel} run(s) at once; driver writes the store {self.store.path}"
 
     def _ensure_ray(self) -> None:
@@ -196,13 +218,25 @@ class RayBackend:
             self._remote = ray.remote(max_retries=0)(_task)
 
     # -- submitting -----------------------------------------------------------------------------
-    def submit(self, kind: str, config: Mapping[str, Any], key: str | None = None, *, sweep: Any = None,
-               requeue: bool | Iterable[str] = False) -> Run:
+    def submit(
+        self,
+        kind: str,
+        config: Mapping[str, Any],
+        key: str | None = None,
+        *,
+        sweep: Any = None,
+        requeue: bool | Iterable[str] = False,
+    ) -> Run:
         run_resources(config)  # reject a bad resources spec before it is queued
         return self.store.submit(kind, config, key, sweep=sweep, backend=self.name, requeue=requeue)
 
-    def submit_many(self, runs: Iterable[tuple[str, Mapping[str, Any], str | None]], *, sweep: Any = None,
-                    requeue: bool | Iterable[str] = False) -> list[tuple[Run, SubmitOutcome]]:
+    def submit_many(
+        self,
+        runs: Iterable[tuple[str, Mapping[str, Any], str | None]],
+        *,
+        sweep: Any = None,
+        requeue: bool | Iterable[str] = False,
+    ) -> list[tuple[Run, SubmitOutcome]]:
         runs = list(runs)
         for _, config, _ in runs:
             run_resources(config)
@@ -287,11 +321,18 @@ class RayBackend:
             if "Cancel" in name or flight.cancel_sent is not None or self.store.cancel_requested(run_id):
                 self.store.mark_cancelled(run_id, "cancelled (ray.cancel)", pid=self.pid)
             else:
-                self.store.fail(run_id, f"{name}: Ray task failed: {' '.join(str(exc).split())[:500]}\n\n{exc}",
-                                pid=self.pid)
+                self.store.fail(
+                    run_id, f"{name}: Ray task failed: {' '.join(str(exc).split())[:500]}\n\n{exc}", pid=self.pid
+                )
             return
-        progress = {**out.get("progress", {}), "ray": {"node": out.get("node"), "pid": out.get("pid"),
-                                                         "seconds": round(float(out.get("seconds", 0.0)), 3)}}
+        progress = {
+            **out.get("progress", {}),
+            "ray": {
+                "node": out.get("node"),
+                "pid": out.get("pid"),
+                "seconds": round(float(out.get("seconds", 0.0)), 3),
+            },
+        }
         try:
             self.store.update_progress(run_id, progress, pid=self.pid)
         except (TypeError, ValueError):

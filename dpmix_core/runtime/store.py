@@ -39,10 +39,11 @@ import os
 import socket
 import sqlite3
 import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence, TextIO
+from typing import Any, Literal, TextIO
 
 from dpmix_core.resources.files import write_files_atomically
 
@@ -89,15 +90,22 @@ def store_problem(path: Path, exc: BaseException) -> StoreError | None:
     (locks, constraint violations: the caller's business)."""
     text = str(exc).lower()
     if isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text):
-        return StoreError(f"results store {path} is damaged ({exc}): move it aside (or restore a backup) "
-                          "and run again to start a new store, or pass --store / DPMIX_STORE with another file")
-    if isinstance(exc, sqlite3.OperationalError) and ("unable to open" in text or "readonly" in text
-                                                       or "read-only" in text or "disk i/o" in text):
-        return StoreError(f"cannot write the results store {path} ({exc}): make its folder {path.parent} "
-                          "writable, or pass --store / DPMIX_STORE with a file in a writable folder")
+        return StoreError(
+            f"results store {path} is damaged ({exc}): move it aside (or restore a backup) "
+            "and run again to start a new store, or pass --store / DPMIX_STORE with another file"
+        )
+    if isinstance(exc, sqlite3.OperationalError) and (
+        "unable to open" in text or "readonly" in text or "read-only" in text or "disk i/o" in text
+    ):
+        return StoreError(
+            f"cannot write the results store {path} ({exc}): make its folder {path.parent} "
+            "writable, or pass --store / DPMIX_STORE with a file in a writable folder"
+        )
     if isinstance(exc, PermissionError) or (isinstance(exc, OSError) and not isinstance(exc, sqlite3.Error)):
-        return StoreError(f"cannot create the results store {path} ({exc.strerror or exc}): pass --store / "
-                          "DPMIX_STORE with a file in a writable folder")
+        return StoreError(
+            f"cannot create the results store {path} ({exc.strerror or exc}): pass --store / "
+            "DPMIX_STORE with a file in a writable folder"
+        )
     return None
 
 
@@ -222,12 +230,25 @@ class Run:
     @classmethod
     def _from_row(cls, row: sqlite3.Row) -> Run:
         return cls(
-            id=row["id"], key=row["key"], kind=row["kind"], config=_loads(row["config_json"]) or {},
-            status=row["status"], progress=_loads(row["progress_json"]) or {}, heartbeat=row["heartbeat"],
-            created=row["created"], started=row["started"], finished=row["finished"],
-            result=_loads(row["result_json"]), error=row["error"], sweep_id=row["sweep_id"], pid=row["pid"],
-            host=row["host"], backend=row["backend"], cancel_requested=row["cancel_requested"],
-            attempts=row["attempts"], log_path=row["log_path"],
+            id=row["id"],
+            key=row["key"],
+            kind=row["kind"],
+            config=_loads(row["config_json"]) or {},
+            status=row["status"],
+            progress=_loads(row["progress_json"]) or {},
+            heartbeat=row["heartbeat"],
+            created=row["created"],
+            started=row["started"],
+            finished=row["finished"],
+            result=_loads(row["result_json"]),
+            error=row["error"],
+            sweep_id=row["sweep_id"],
+            pid=row["pid"],
+            host=row["host"],
+            backend=row["backend"],
+            cancel_requested=row["cancel_requested"],
+            attempts=row["attempts"],
+            log_path=row["log_path"],
         )
 
 
@@ -242,8 +263,14 @@ class Sweep:
 
     @classmethod
     def _from_row(cls, row: sqlite3.Row) -> Sweep:
-        return cls(id=row["id"], name=row["name"], spec=_loads(row["spec_json"]) or {}, created=row["created"],
-                   backend=row["backend"], location=row["location"])
+        return cls(
+            id=row["id"],
+            name=row["name"],
+            spec=_loads(row["spec_json"]) or {},
+            created=row["created"],
+            backend=row["backend"],
+            location=row["location"],
+        )
 
 
 _STATUS_CHECK = ", ".join(f"'{s}'" for s in STATUSES)
@@ -330,11 +357,14 @@ class ResultStore:
             raise ValueError("the store needs a file path (every call opens a fresh connection)")
         self.busy_timeout_s = float(busy_timeout_s)
         if self.path.is_dir():
-            raise StoreError(f"results store {self.path} is a folder, not a file: pass --store / DPMIX_STORE "
-                             "with a file path")
+            raise StoreError(
+                f"results store {self.path} is a folder, not a file: pass --store / DPMIX_STORE with a file path"
+            )
         if _stays_empty(self.path):
-            raise StoreError(f"results store {self.path} is an empty (0-byte) file, not a store: delete it to "
-                             "start a new store, or restore it from a backup")
+            raise StoreError(
+                f"results store {self.path} is an empty (0-byte) file, not a store: delete it to "
+                "start a new store, or restore it from a backup"
+            )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._init_schema()
@@ -490,9 +520,16 @@ class ResultStore:
         return "status = 'running' AND (pid IS NULL OR pid = ?)", (int(pid),)
 
     # -- submitting --------------------------------------------------------------------------------
-    def submit(self, kind: str, config: Mapping[str, Any], key: str | None = None, *,
-               sweep: int | str | Sweep | None = None, backend: str = "local",
-               requeue: bool | str | Iterable[str] = False) -> Run:
+    def submit(
+        self,
+        kind: str,
+        config: Mapping[str, Any],
+        key: str | None = None,
+        *,
+        sweep: int | str | Sweep | None = None,
+        backend: str = "local",
+        requeue: bool | str | Iterable[str] = False,
+    ) -> Run:
         """Queue a run, idempotently by ``key`` (default :func:`config_key`).
 
         An existing run with the same key is returned as it is when done, queued or running (done
@@ -502,9 +539,14 @@ class ResultStore:
         """
         return self.submit_many([(kind, config, key)], sweep=sweep, backend=backend, requeue=requeue)[0][0]
 
-    def submit_many(self, runs: Iterable[tuple[str, Mapping[str, Any], str | None]], *,
-                    sweep: int | str | Sweep | None = None, backend: str = "local",
-                    requeue: bool | str | Iterable[str] = False) -> list[tuple[Run, SubmitOutcome]]:
+    def submit_many(
+        self,
+        runs: Iterable[tuple[str, Mapping[str, Any], str | None]],
+        *,
+        sweep: int | str | Sweep | None = None,
+        backend: str = "local",
+        requeue: bool | str | Iterable[str] = False,
+    ) -> list[tuple[Run, SubmitOutcome]]:
         """:meth:`submit` for many runs in one transaction; each with ``new``/``existing``/``requeued``."""
         again = _requeue_set(requeue)
         prepared = []
@@ -516,15 +558,18 @@ class ResultStore:
             sweep_id = None if sweep is None else self._sweep_id(conn, sweep)
             position = 0
             if sweep_id is not None:
-                position = conn.execute("SELECT COALESCE(MAX(position) + 1, 0) FROM sweep_runs WHERE sweep_id = ?",
-                                        (sweep_id,)).fetchone()[0]
+                position = conn.execute(
+                    "SELECT COALESCE(MAX(position) + 1, 0) FROM sweep_runs WHERE sweep_id = ?", (sweep_id,)
+                ).fetchone()[0]
             out: list[tuple[int, SubmitOutcome]] = []
             for kind, config_json, key in prepared:
                 row = conn.execute("SELECT id, status, backend, kind FROM runs WHERE key = ?", (key,)).fetchone()
                 outcome: SubmitOutcome
                 if row is not None and row["kind"] != kind:
-                    raise ValueError(f"key {key[:16]}... is run {row['id']} of kind {row['kind']!r}, not {kind!r}:"
-                                     " give runs of different kinds different keys (or configs)")
+                    raise ValueError(
+                        f"key {key[:16]}... is run {row['id']} of kind {row['kind']!r}, not {kind!r}:"
+                        " give runs of different kinds different keys (or configs)"
+                    )
                 if row is None:
                     run_id = conn.execute(
                         "INSERT INTO runs (key, kind, config_json, status, created, sweep_id, backend)"
@@ -544,18 +589,29 @@ class ResultStore:
                 else:
                     run_id = row["id"]
                     if row["status"] == "queued" and row["backend"] != backend:
-                        conn.execute("UPDATE runs SET backend = ? WHERE id = ? AND status = 'queued'", (backend, run_id))
+                        conn.execute(
+                            "UPDATE runs SET backend = ? WHERE id = ? AND status = 'queued'", (backend, run_id)
+                        )
                     outcome = "existing"
                 if sweep_id is not None:
-                    cur = conn.execute("INSERT OR IGNORE INTO sweep_runs (sweep_id, run_id, position) VALUES (?, ?, ?)",
-                                       (sweep_id, run_id, position))
+                    cur = conn.execute(
+                        "INSERT OR IGNORE INTO sweep_runs (sweep_id, run_id, position) VALUES (?, ?, ?)",
+                        (sweep_id, run_id, position),
+                    )
                     position += cur.rowcount
                 out.append((int(run_id), outcome))  # type: ignore[arg-type]  # run_id is set on every path
             return [(self._get(conn, run_id), outcome) for run_id, outcome in out]  # type: ignore[misc]
 
     # -- the run's life ----------------------------------------------------------------------------
-    def claim(self, run_id: int | None = None, *, backend: str | None = None, host: str | None = None,
-              pid: int | None = None, max_running: int | None = None) -> Run | None:
+    def claim(
+        self,
+        run_id: int | None = None,
+        *,
+        backend: str | None = None,
+        host: str | None = None,
+        pid: int | None = None,
+        max_running: int | None = None,
+    ) -> Run | None:
         """Atomically move a queued run to running (``run_id``, or the oldest queued one of ``backend``).
 
         With ``max_running``, claim only while fewer runs of ``backend`` on ``host`` are running: the
@@ -567,13 +623,16 @@ class ResultStore:
             if max_running is not None:
                 running = conn.execute(
                     "SELECT COUNT(*) FROM runs WHERE status = 'running' AND backend IS COALESCE(?, backend)"
-                    " AND host IS COALESCE(?, host)", (backend, host)).fetchone()[0]
+                    " AND host IS COALESCE(?, host)",
+                    (backend, host),
+                ).fetchone()[0]
                 if running >= max_running:
                     return None
             if run_id is None:
                 row = conn.execute(
                     "SELECT id FROM runs WHERE status = 'queued' AND backend IS COALESCE(?, backend) ORDER BY id LIMIT 1",
-                    (backend,)).fetchone()
+                    (backend,),
+                ).fetchone()
                 if row is None:
                     return None
                 run_id = row[0]
@@ -614,29 +673,40 @@ class ResultStore:
             )
             return cur.rowcount == 1
 
-    def update_progress(self, run_id: int, fields: Mapping[str, Any] | None = None, *, pid: int | None = None,
-                        replace: bool = False, **more: Any) -> bool:
+    def update_progress(
+        self,
+        run_id: int,
+        fields: Mapping[str, Any] | None = None,
+        *,
+        pid: int | None = None,
+        replace: bool = False,
+        **more: Any,
+    ) -> bool:
         """Merge ``fields`` into the run's progress (epoch, loss, accuracy, eta_seconds, ...) and refresh
         the heartbeat. False when the run is no longer running under ``pid`` (nothing is written)."""
         new = {**(fields or {}), **more}
         json.loads(dumps_json(new))  # fail on non-JSON values before touching the database
         clause, args = self._owner_clause(pid)
         with self._write() as conn:
-            row = conn.execute(f"SELECT progress_json FROM runs WHERE id = ? AND {clause}",
-                               (int(run_id), *args)).fetchone()
+            row = conn.execute(
+                f"SELECT progress_json FROM runs WHERE id = ? AND {clause}", (int(run_id), *args)
+            ).fetchone()
             if row is None:
                 return False
             merged = new if replace else {**(_loads(row[0]) or {}), **new}
-            conn.execute("UPDATE runs SET progress_json = ?, heartbeat = ? WHERE id = ?",
-                         (dumps_json(merged), time.time(), int(run_id)))
+            conn.execute(
+                "UPDATE runs SET progress_json = ?, heartbeat = ? WHERE id = ?",
+                (dumps_json(merged), time.time(), int(run_id)),
+            )
             return True
 
     def heartbeat(self, run_id: int, *, pid: int | None = None) -> RunState:
         """Refresh the heartbeat: ``ok``, ``cancel`` (a cancel was requested) or ``lost`` (not ours anymore)."""
         clause, args = self._owner_clause(pid)
         with self._write() as conn:
-            cur = conn.execute(f"UPDATE runs SET heartbeat = ? WHERE id = ? AND {clause}",
-                               (time.time(), int(run_id), *args))
+            cur = conn.execute(
+                f"UPDATE runs SET heartbeat = ? WHERE id = ? AND {clause}", (time.time(), int(run_id), *args)
+            )
             if cur.rowcount == 0:
                 return "lost"
             flag = conn.execute("SELECT cancel_requested FROM runs WHERE id = ?", (int(run_id),)).fetchone()[0]
@@ -658,15 +728,19 @@ class ResultStore:
         with self._write() as conn:
             cur = conn.execute(
                 f"UPDATE runs SET status = 'done', result_json = ?, error = NULL, finished = ?, heartbeat = ?"
-                f" WHERE id = ? AND {clause}", (result_json, now, now, int(run_id), *args))
+                f" WHERE id = ? AND {clause}",
+                (result_json, now, now, int(run_id), *args),
+            )
             return cur.rowcount == 1
 
     def _end(self, run_id: int, status: str, error: str | None, pid: int | None) -> bool:
         clause, args = self._owner_clause(pid)
         now = time.time()
         with self._write() as conn:
-            cur = conn.execute(f"UPDATE runs SET status = ?, error = ?, finished = ? WHERE id = ? AND {clause}",
-                               (status, error, now, int(run_id), *args))
+            cur = conn.execute(
+                f"UPDATE runs SET status = ?, error = ?, finished = ? WHERE id = ? AND {clause}",
+                (status, error, now, int(run_id), *args),
+            )
             return cur.rowcount == 1
 
     def fail(self, run_id: int, error: str, *, pid: int | None = None) -> bool:
@@ -684,10 +758,15 @@ class ResultStore:
         next ``should_stop()``; launchers stop it after a grace period). Final runs are left alone."""
         now = time.time()
         with self._write() as conn:
-            conn.execute("UPDATE runs SET status = 'cancelled', finished = ?, error = 'cancelled before it started'"
-                         " WHERE id = ? AND status = 'queued'", (now, int(run_id)))
-            conn.execute("UPDATE runs SET cancel_requested = ? WHERE id = ? AND status = 'running'"
-                         " AND cancel_requested IS NULL", (now, int(run_id)))
+            conn.execute(
+                "UPDATE runs SET status = 'cancelled', finished = ?, error = 'cancelled before it started'"
+                " WHERE id = ? AND status = 'queued'",
+                (now, int(run_id)),
+            )
+            conn.execute(
+                "UPDATE runs SET cancel_requested = ? WHERE id = ? AND status = 'running' AND cancel_requested IS NULL",
+                (now, int(run_id)),
+            )
             return self._get(conn, run_id)
 
     def cancel_requested(self, run_id: int) -> bool:
@@ -703,10 +782,14 @@ class ResultStore:
             rows = conn.execute(
                 "SELECT id, COALESCE(heartbeat, started, created) AS beat FROM runs WHERE status = 'running'"
                 " AND COALESCE(heartbeat, started, created) < ? AND backend IS COALESCE(?, backend)",
-                (now - timeout_s, backend)).fetchall()
+                (now - timeout_s, backend),
+            ).fetchall()
             for row in rows:
-                conn.execute("UPDATE runs SET status = 'interrupted', error = ?, finished = ? "
-                             "WHERE id = ? AND status = 'running'", (stale_message(now - row["beat"]), now, row["id"]))
+                conn.execute(
+                    "UPDATE runs SET status = 'interrupted', error = ?, finished = ? "
+                    "WHERE id = ? AND status = 'running'",
+                    (stale_message(now - row["beat"]), now, row["id"]),
+                )
         return [row["id"] for row in rows]
 
     # -- reading -----------------------------------------------------------------------------------
@@ -719,9 +802,16 @@ class ResultStore:
             row = conn.execute("SELECT * FROM runs WHERE key = ?", (key,)).fetchone()
         return None if row is None else Run._from_row(row)
 
-    def list_runs(self, *, sweep: int | str | Sweep | None = None, status: str | Iterable[str] | None = None,
-                  ids: Iterable[int] | None = None, backend: str | None = None, limit: int | None = None,
-                  newest_first: bool = False) -> list[Run]:
+    def list_runs(
+        self,
+        *,
+        sweep: int | str | Sweep | None = None,
+        status: str | Iterable[str] | None = None,
+        ids: Iterable[int] | None = None,
+        backend: str | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Run]:
         """Runs filtered by sweep (id or name; in the sweep's order), status(es), ids, backend."""
         where: list[str] = []
         args: list[Any] = []
@@ -757,39 +847,67 @@ class ResultStore:
         """``{status: n}`` with every status present (zeros included)."""
         with self._read() as conn:
             if sweep is None:
-                rows = conn.execute("SELECT status, COUNT(*) FROM runs WHERE backend IS COALESCE(?, backend)"
-                                    " GROUP BY status", (backend,)).fetchall()
+                rows = conn.execute(
+                    "SELECT status, COUNT(*) FROM runs WHERE backend IS COALESCE(?, backend) GROUP BY status",
+                    (backend,),
+                ).fetchall()
             else:
                 rows = conn.execute(
                     "SELECT runs.status, COUNT(*) FROM runs JOIN sweep_runs ON sweep_runs.run_id = runs.id"
                     " WHERE sweep_runs.sweep_id = ? AND runs.backend IS COALESCE(?, runs.backend) GROUP BY runs.status",
-                    (self._sweep_id(conn, sweep), backend)).fetchall()
+                    (self._sweep_id(conn, sweep), backend),
+                ).fetchall()
         out = dict.fromkeys(STATUSES, 0)
         out.update({status: n for status, n in rows})
         return out
 
-    def results(self, sweep: int | str | Sweep | None = None, *,
-                status: str | Iterable[str] | None = "done") -> list[dict]:
+    def results(
+        self, sweep: int | str | Sweep | None = None, *, status: str | Iterable[str] | None = "done"
+    ) -> list[dict]:
         """Rows ``{"config": ..., "result": ..., "id", "key", "kind", "status", "error", "seconds"}``."""
         return [
-            {"config": r.config, "result": r.result, "id": r.id, "key": r.key, "kind": r.kind, "status": r.status,
-             "error": r.error_summary, "started": r.started, "finished": r.finished,
-             "seconds": None if r.started is None or r.finished is None else r.finished - r.started}
+            {
+                "config": r.config,
+                "result": r.result,
+                "id": r.id,
+                "key": r.key,
+                "kind": r.kind,
+                "status": r.status,
+                "error": r.error_summary,
+                "started": r.started,
+                "finished": r.finished,
+                "seconds": None if r.started is None or r.finished is None else r.finished - r.started,
+            }
             for r in self.list_runs(sweep=sweep, status=status)
         ]
 
-    def flat_rows(self, sweep: int | str | Sweep | None = None, *,
-                  status: str | Iterable[str] | None = "done") -> list[dict]:
+    def flat_rows(
+        self, sweep: int | str | Sweep | None = None, *, status: str | Iterable[str] | None = "done"
+    ) -> list[dict]:
         """Flat dicts (``run_id, key, kind, status, seconds, config.*, result.*, error``): a DataFrame/CSV."""
         rows = []
         for r in self.results(sweep, status=status):
-            rows.append({"run_id": r["id"], "key": r["key"], "kind": r["kind"], "status": r["status"],
-                         "seconds": r["seconds"], **flatten(r["config"], "config"),
-                         **flatten(r["result"] or {}, "result"), "error": r["error"]})
+            rows.append(
+                {
+                    "run_id": r["id"],
+                    "key": r["key"],
+                    "kind": r["kind"],
+                    "status": r["status"],
+                    "seconds": r["seconds"],
+                    **flatten(r["config"], "config"),
+                    **flatten(r["result"] or {}, "result"),
+                    "error": r["error"],
+                }
+            )
         return rows
 
-    def export_csv(self, path: str | os.PathLike | TextIO, *, sweep: int | str | Sweep | None = None,
-                   status: str | Iterable[str] | None = "done") -> int:
+    def export_csv(
+        self,
+        path: str | os.PathLike | TextIO,
+        *,
+        sweep: int | str | Sweep | None = None,
+        status: str | Iterable[str] | None = "done",
+    ) -> int:
         """Write :meth:`flat_rows` as CSV (columns: the union, in first-seen order). Returns the row count."""
         rows = self.flat_rows(sweep, status=status)
         columns: dict[str, None] = dict.fromkeys(["run_id", "key", "kind", "status", "seconds"])
@@ -808,8 +926,9 @@ class ResultStore:
         return len(rows)
 
     # -- sweeps ------------------------------------------------------------------------------------
-    def create_sweep(self, name: str, spec: Mapping[str, Any] | None = None, *, backend: str = "local",
-                     location: str | None = None) -> Sweep:
+    def create_sweep(
+        self, name: str, spec: Mapping[str, Any] | None = None, *, backend: str = "local", location: str | None = None
+    ) -> Sweep:
         """Get-or-create the sweep called ``name`` (a re-run resumes it); updates spec/backend/location."""
         if not name or not isinstance(name, str):
             raise ValueError("a sweep needs a name")
@@ -818,7 +937,9 @@ class ResultStore:
             conn.execute(
                 "INSERT INTO sweeps (name, spec_json, created, backend, location) VALUES (?, ?, ?, ?, ?)"
                 " ON CONFLICT(name) DO UPDATE SET spec_json = excluded.spec_json, backend = excluded.backend,"
-                " location = excluded.location", (name, spec_json, time.time(), backend, location))
+                " location = excluded.location",
+                (name, spec_json, time.time(), backend, location),
+            )
             return Sweep._from_row(conn.execute("SELECT * FROM sweeps WHERE name = ?", (name,)).fetchone())
 
     def get_sweep(self, sweep: int | str) -> Sweep | None:
@@ -842,15 +963,21 @@ class ResultStore:
         with self._write() as conn:
             sweep_id = self._sweep_id(conn, sweep)
             member = "SELECT run_id FROM sweep_runs WHERE sweep_id = ?"
-            running = conn.execute(f"SELECT COUNT(*) FROM runs WHERE status = 'running' AND id IN ({member})",
-                                   (sweep_id,)).fetchone()[0]
+            running = conn.execute(
+                f"SELECT COUNT(*) FROM runs WHERE status = 'running' AND id IN ({member})", (sweep_id,)
+            ).fetchone()[0]
             if running and not force:
                 raise StoreError(f"sweep {sweep!r} has {running} running run(s); cancel them first")
             doomed: list[int] = []
             if delete_runs:
-                doomed = [row[0] for row in conn.execute(
-                    "SELECT run_id FROM sweep_runs WHERE sweep_id = ? AND run_id NOT IN"
-                    " (SELECT run_id FROM sweep_runs WHERE sweep_id != ?)", (sweep_id, sweep_id))]
+                doomed = [
+                    row[0]
+                    for row in conn.execute(
+                        "SELECT run_id FROM sweep_runs WHERE sweep_id = ? AND run_id NOT IN"
+                        " (SELECT run_id FROM sweep_runs WHERE sweep_id != ?)",
+                        (sweep_id, sweep_id),
+                    )
+                ]
             conn.execute("DELETE FROM sweeps WHERE id = ?", (sweep_id,))  # cascades to sweep_runs
             conn.executemany("DELETE FROM runs WHERE id = ?", [(i,) for i in doomed])
         for run_id in doomed:

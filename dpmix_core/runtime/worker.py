@@ -39,7 +39,8 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from dpmix_core.runtime.jobs import Cancelled, is_cancellation
 from dpmix_core.runtime.store import HOST, ResultStore, dumps_json
@@ -81,8 +82,15 @@ class WorkerTerminated(BaseException):
 class Reporter:
     """What a job function receives: ``progress(**fields)``, ``should_stop()``, ``check()``."""
 
-    def __init__(self, store: ResultStore, run_id: int, *, pid: int | None = None, check_interval_s: float = 0.5,
-                 min_write_interval_s: float = 0.2):
+    def __init__(
+        self,
+        store: ResultStore,
+        run_id: int,
+        *,
+        pid: int | None = None,
+        check_interval_s: float = 0.5,
+        min_write_interval_s: float = 0.2,
+    ):
         self.store = store
         self.run_id = int(run_id)
         self.pid = os.getpid() if pid is None else pid
@@ -282,8 +290,7 @@ def run_worker(store: ResultStore, run_id: int, *, heartbeat_s: float | None = N
     return code
 
 
-def _call(kind: str, config: dict, reporter: Reporter, in_job: threading.Event,
-          received: list[int]) -> tuple[str, Any]:
+def _call(kind: str, config: dict, reporter: Reporter, in_job: threading.Event, received: list[int]) -> tuple[str, Any]:
     if received:
         return "signal", received[0]
     try:

@@ -14,9 +14,10 @@ import json
 import math
 import platform
 import zipfile
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Callable
+from typing import IO
 
 import numpy as np
 
@@ -46,6 +47,7 @@ GENERAL_CAVEATS = (
 
 GDP_CLT_CAVEAT = "gdp-clt is a central-limit approximation, not an upper bound; use pld-poisson."
 
+
 def clean_json(value):
     """``value`` with non-finite floats as the strings "inf", "-inf", "nan" (strict JSON), tuples as lists."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -74,15 +76,18 @@ def privacy_card(synthesis: Synthesis, *, epsilons: list[dict] | None = None) ->
     release = data.release
     card: dict = {
         "dpmix_studio_version": dpmix_core.__version__,
-        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "dataset": {"name": synthesis.dataset_name, "source": synthesis.dataset_source, "n": synthesis.n},
         "mechanism": config.mechanism,
         "parameters": dataclasses.asdict(config),
         "seed": config.seed,
-        "released": {"points": int(data.x.shape[0]), "feature_dim": int(data.x.shape[1]),
-                     "label_dim": int(data.y.shape[1])},
+        "released": {
+            "points": int(data.x.shape[0]),
+            "feature_dim": int(data.x.shape[1]),
+            "label_dim": int(data.y.shape[1]),
+        },
         "feature_transform": getattr(release, "feature_transform", "pixels"),  # what was mixed (public map)
         "release_description": release.describe(),
         "delta": config.delta,
@@ -97,14 +102,16 @@ def privacy_card(synthesis: Synthesis, *, epsilons: list[dict] | None = None) ->
         if any(not e["upper_bound"] for e in card["epsilons"]):
             card["caveats"].append(GDP_CLT_CAVEAT)
     else:
-        card["epsilons"].append({
-            "accountant": type(release).__name__,
-            "epsilon": release.epsilon,
-            "delta": release.delta,
-            "upper_bound": True,
-            "guarantee": "rigorous (pure/approximate DP by construction)",
-            "assumptions": release.describe(),
-        })
+        card["epsilons"].append(
+            {
+                "accountant": type(release).__name__,
+                "epsilon": release.epsilon,
+                "delta": release.delta,
+                "upper_bound": True,
+                "guarantee": "rigorous (pure/approximate DP by construction)",
+                "assumptions": release.describe(),
+            }
+        )
     return clean_json(card)
 
 

@@ -79,7 +79,8 @@ class SynthesisConfig:
                 raise ValueError("label-laplace releases the real features unchanged; features must be 'pixels'.")
             return
         unit_scaled = self.mechanism in ("dpmix", "local") or (
-            self.mechanism == "class-centric" and self.preprocessing == "unit")
+            self.mechanism == "class-centric" and self.preprocessing == "unit"
+        )
         if self.features != "pixels" and unit_scaled and self.feature_range is None:
             raise ValueError(
                 f"{self.mechanism} scales features to [0,1] with public bounds, which {self.features} features lack: "
@@ -134,14 +135,29 @@ def _sigmas(config: SynthesisConfig) -> tuple[float, float]:
 def _params(config: SynthesisConfig, sigma_x: float, sigma_y: float):
     if config.mechanism in ("dpmix", "local"):
         l = 1 if config.mechanism == "local" else config.l
-        return DPMixParams(mix_degree=l, num_points=config.T, sigma_x=sigma_x, sigma_y=sigma_y,
-                           clamp_negative=config.clamp_negative)
+        return DPMixParams(
+            mix_degree=l, num_points=config.T, sigma_x=sigma_x, sigma_y=sigma_y, clamp_negative=config.clamp_negative
+        )
     if config.mechanism == "class-centric":
-        return ClassCentricParams(mix_degree=config.l, num_points=config.T, sigma_x=sigma_x, sigma_y=sigma_y,
-                                  preprocessing=config.preprocessing, clip=config.clip, hard_labels=config.hard_labels,
-                                  protect_labels=config.protect_labels)
-    return PoissonMixParams(mix_degree=config.l, num_points=config.T, sigma_x=sigma_x, sigma_y=sigma_y,
-                            clip_x=config.clip_x, clip_y=config.clip_y, public_n=config.public_n)
+        return ClassCentricParams(
+            mix_degree=config.l,
+            num_points=config.T,
+            sigma_x=sigma_x,
+            sigma_y=sigma_y,
+            preprocessing=config.preprocessing,
+            clip=config.clip,
+            hard_labels=config.hard_labels,
+            protect_labels=config.protect_labels,
+        )
+    return PoissonMixParams(
+        mix_degree=config.l,
+        num_points=config.T,
+        sigma_x=sigma_x,
+        sigma_y=sigma_y,
+        clip_x=config.clip_x,
+        clip_y=config.clip_y,
+        public_n=config.public_n,
+    )
 
 
 def guarantee_label(config: SynthesisConfig) -> str:
@@ -211,8 +227,13 @@ def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
 
         if config.accountant is None:
             raise ValueError("A target epsilon needs an accountant to calibrate with (e.g. rdp-wor, pld-poisson).")
-        cal = calibrate_sigma(get_accountant(config.accountant), planned_release(config, dataset),
-                              target_epsilon=config.target_epsilon, delta=config.delta, sigma_ratio=config.sigma_ratio)
+        cal = calibrate_sigma(
+            get_accountant(config.accountant),
+            planned_release(config, dataset),
+            target_epsilon=config.target_epsilon,
+            delta=config.delta,
+            sigma_ratio=config.sigma_ratio,
+        )
         return replace(config, sigma_x=cal.sigma_x, sigma_y=cal.sigma_y, target_epsilon=None)
     sx, sy = _sigmas(config)
     return replace(config, sigma_x=sx, sigma_y=sy)
@@ -227,8 +248,14 @@ def release_cost(config: SynthesisConfig, dataset: Dataset) -> Cost:
     return mixing_cost(T=T, l=l, d=dataset.feature_dim, k=dataset.num_classes, n=dataset.n_train)
 
 
-def synthesize(config: SynthesisConfig, dataset: Dataset, *, transformed: Dataset | None = None,
-               limits: Limits | None = None, job: bool = False) -> Synthesis:
+def synthesize(
+    config: SynthesisConfig,
+    dataset: Dataset,
+    *,
+    transformed: Dataset | None = None,
+    limits: Limits | None = None,
+    job: bool = False,
+) -> Synthesis:
     """Run the configured mechanism on the training split (calibrating sigma first if asked).
 
     With ``config.features`` other than "pixels" the records are first mapped
@@ -244,29 +271,53 @@ def synthesize(config: SynthesisConfig, dataset: Dataset, *, transformed: Datase
     check_cost(release_cost(config, dataset), limits or limits_from_env(), change="T or l", job=job)
     if config.mechanism != "label-laplace" and config.features != "pixels":
         config = resolve_sigma(config, dataset)  # calibrated on the feature release (same n, sizes, bounds)
-        feats = transformed if transformed is not None else feature_dataset(dataset, config.features,
-                                                                             device=config.device)
+        feats = (
+            transformed if transformed is not None else feature_dataset(dataset, config.features, device=config.device)
+        )
         inner = synthesize(replace(config, features="pixels"), feats, limits=limits, job=job)
         description = FEATURE_TRANSFORMS[config.features]
-        data = replace(inner.data, release=replace(inner.data.release, feature_transform=description),
-                       notes=(f"features mixed: {description}",) + tuple(inner.data.notes))
+        release = inner.data.release
+        if not isinstance(release, MixingRelease):
+            raise ValueError(f"feature mixing needs a mixing mechanism. Found {config.mechanism!r}.")
+        data = replace(
+            inner.data,
+            release=replace(release, feature_transform=description),
+            notes=(f"features mixed: {description}",) + tuple(inner.data.notes),
+        )
         return Synthesis(data, config, dataset.name, feats.source, dataset.n_train)
     X = dataset.x_train.reshape(dataset.n_train, -1)
     y = dataset.y_train
     k = dataset.num_classes
     if config.mechanism == "label-laplace":
-        data = laplace_label_release(X, y, num_classes=k, epsilon=config.label_epsilon, task=config.label_task,
-                                     postprocess=True, seed=config.seed)
+        data = laplace_label_release(
+            X,
+            y,
+            num_classes=k,
+            epsilon=config.label_epsilon,
+            task=config.label_task,
+            postprocess=True,
+            seed=config.seed,
+        )
         return Synthesis(data, config, dataset.name, dataset.source, dataset.n_train)
     config = resolve_sigma(config, dataset)
     sx, sy = _sigmas(config)  # both set by resolve_sigma
     params = _params(config, sx, sy)
-    common = dict(num_classes=k, params=params, seed=config.seed, device=config.device,
-                  feature_range=config.feature_range)
+    common = dict(
+        num_classes=k, params=params, seed=config.seed, device=config.device, feature_range=config.feature_range
+    )
     if config.mechanism == "local":
-        data = local_perturbation(X, y, num_classes=k, num_points=config.T, sigma_x=sx, sigma_y=sy,
-                                  clamp_negative=config.clamp_negative, seed=config.seed, device=config.device,
-                                  feature_range=config.feature_range)
+        data = local_perturbation(
+            X,
+            y,
+            num_classes=k,
+            num_points=config.T,
+            sigma_x=sx,
+            sigma_y=sy,
+            clamp_negative=config.clamp_negative,
+            seed=config.seed,
+            device=config.device,
+            feature_range=config.feature_range,
+        )
     elif isinstance(params, ClassCentricParams):
         if config.zscore_constants is not None:
             mean, std = config.zscore_constants

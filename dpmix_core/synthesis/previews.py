@@ -67,7 +67,9 @@ def mixing_preview(
     noisy = synthesize(small, dataset).data
     clean = synthesize(replace(small, sigma_x=0.0, sigma_y=0.0), dataset).data
     shape = dataset.x_train.shape[1:]
-    unit = config.mechanism in ("dpmix", "local") or config.preprocessing == "unit" and config.mechanism == "class-centric"
+    unit = (
+        config.mechanism in ("dpmix", "local") or config.preprocessing == "unit" and config.mechanism == "class-centric"
+    )
     owner = clean.hard_labels()
     rng = np.random.default_rng(config.seed)
     names = dataset.label_names or tuple(str(c) for c in range(k))
@@ -85,7 +87,8 @@ def mixing_preview(
             )
         )
     display_note = (
-        "Released points are shown clipped to [0, 1]." if unit
+        "Released points are shown clipped to [0, 1]."
+        if unit
         else "Features are z-scored/clipped, so each image is min-max scaled for display."
     )
     caveats = release.caveats()

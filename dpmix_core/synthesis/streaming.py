@@ -37,10 +37,11 @@ import mmap
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -103,16 +104,28 @@ def default_chunk_points(l: int, d: int, *, elements: int = ELEMENTS_PER_CHUNK) 
     return max(1, int(elements // (max(1, l) * max(1, d))))
 
 
-def stream_release(*, mechanism: str, n: int, d: int, k: int, l: int, T: int, sigma_x: float,
-                   sigma_y: float | None = None, clip_x: float = 1.0, clip_y: float = 1.0) -> MixingRelease:
+def stream_release(
+    *,
+    mechanism: str,
+    n: int,
+    d: int,
+    k: int,
+    l: int,
+    T: int,
+    sigma_x: float,
+    sigma_y: float | None = None,
+    clip_x: float = 1.0,
+    clip_y: float = 1.0,
+) -> MixingRelease:
     """The release :func:`synthesize_streaming` makes with these settings (known before any row is read)."""
     if mechanism not in STREAM_MECHANISMS:
         raise ValueError(f"streaming supports mechanism in {STREAM_MECHANISMS}. Found {mechanism!r}.")
     sigma_y = sigma_x if sigma_y is None else sigma_y
     if mechanism == "dpmix":
         return DPMixParams(mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y).release(n=n, dx=d, dy=k)
-    params = PoissonMixParams(mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y, clip_x=clip_x,
-                              clip_y=clip_y)
+    params = PoissonMixParams(
+        mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y, clip_x=clip_x, clip_y=clip_y
+    )
     return params.release(n=n)
 
 
@@ -127,13 +140,18 @@ def check_stream_output(out_dir: Path, *, T: int, d: int, k: int, overwrite: boo
     need = float(T) * (d + k) * 4
     free = shutil.disk_usage(out_dir.parent).free
     if need > free:
-        raise LimitExceeded(f"the release needs {need / 2**30:.3g} GiB on disk, but {str(out_dir.parent)!r} has "
-                            f"{free / 2**30:.3g} GiB free: lower T or write elsewhere.")
+        raise LimitExceeded(
+            f"the release needs {need / 2**30:.3g} GiB on disk, but {str(out_dir.parent)!r} has "
+            f"{free / 2**30:.3g} GiB free: lower T or write elsewhere."
+        )
     return out_dir
 
 
-def load_release(out_dir: str | os.PathLike, *, mmap_mode: Literal["r+", "r", "w+", "c"] | None = "r",
-                 ) -> tuple[np.ndarray, np.ndarray, dict]:
+def load_release(
+    out_dir: str | os.PathLike,
+    *,
+    mmap_mode: Literal["r+", "r", "w+", "c"] | None = "r",
+) -> tuple[np.ndarray, np.ndarray, dict]:
     """(x, y, card) of a release folder; x and y memory-mapped read-only by default."""
     out_dir = Path(out_dir)
     x = np.load(out_dir / "x.npy", mmap_mode=mmap_mode)
@@ -200,11 +218,14 @@ def synthesize_streaming(
     if k < 1:
         raise ValueError(f"num_classes must be >= 1. Found {num_classes}.")
     sigma_y = sigma_x if sigma_y is None else sigma_y
-    release = stream_release(mechanism=mechanism, n=n, d=d, k=k, l=l, T=T, sigma_x=sigma_x, sigma_y=sigma_y,
-                             clip_x=clip_x, clip_y=clip_y)
+    release = stream_release(
+        mechanism=mechanism, n=n, d=d, k=k, l=l, T=T, sigma_x=sigma_x, sigma_y=sigma_y, clip_x=clip_x, clip_y=clip_y
+    )
     if mechanism == "dpmix" and feature_range is None and source.dtype != np.uint8:
-        raise ValueError(f"source has dtype {source.dtype}: DPMix needs [0,1] features, give the public "
-                         "feature_range, e.g. (0.0, 1.0); min-max from the private data is not covered.")
+        raise ValueError(
+            f"source has dtype {source.dtype}: DPMix needs [0,1] features, give the public "
+            "feature_range, e.g. (0.0, 1.0); min-max from the private data is not covered."
+        )
     dev = resolve_device(device)
     chunk = int(chunk_points or default_chunk_points(l, d))
     if chunk < 1:
@@ -232,10 +253,24 @@ def synthesize_streaming(
         if resident:
             chunk = chunk_rows_for(l)
             chunks = _mix_resident(
-                source, labels, mechanism=mechanism, k=k, l=l, T=T, sigma_x=float(sigma_x), sigma_y=float(sigma_y),
-                seed_seq=child_sequence(ss, 2), feature_range=feature_range, clip_x=clip_x, table_dtype=table_dtype,
+                source,
+                labels,
+                mechanism=mechanism,
+                k=k,
+                l=l,
+                T=T,
+                sigma_x=float(sigma_x),
+                sigma_y=float(sigma_y),
+                seed_seq=child_sequence(ss, 2),
+                feature_range=feature_range,
+                clip_x=clip_x,
+                table_dtype=table_dtype,
                 denom_x=(255.0 if dpmix_uint8 else 1.0) * l if mechanism == "dpmix" else float(l),
-                label_value=label_value, device=dev, out=(x_out, y_out), release_pages=release_pages, stats=stats,
+                label_value=label_value,
+                device=dev,
+                out=(x_out, y_out),
+                release_pages=release_pages,
+                stats=stats,
                 chunk_rows=chunk,
             )
         else:
@@ -264,10 +299,22 @@ def synthesize_streaming(
                 else:
                     denom_x = float(l)
                 xs, ys = mix_and_perturb(
-                    features=feats, labels=sub_labels.astype(np.intp), label_value=label_value, dtype=table_dtype,
-                    dx=d, dy=k, segments=[seg], num_points=c, denom_x=denom_x, denom_y=float(l),
-                    sigma_x=float(sigma_x), sigma_y=float(sigma_y), seed_seq=child_sequence(ss, 1, j),
-                    chunk_rows=-(-c // NOISE_TILE) * NOISE_TILE, device=dev, index_sampling="host",
+                    features=feats,
+                    labels=sub_labels.astype(np.intp),
+                    label_value=label_value,
+                    dtype=table_dtype,
+                    dx=d,
+                    dy=k,
+                    segments=[seg],
+                    num_points=c,
+                    denom_x=denom_x,
+                    denom_y=float(l),
+                    sigma_x=float(sigma_x),
+                    sigma_y=float(sigma_y),
+                    seed_seq=child_sequence(ss, 1, j),
+                    chunk_rows=-(-c // NOISE_TILE) * NOISE_TILE,
+                    device=dev,
+                    index_sampling="host",
                 )
                 del feats, sub_labels, uniq, inv, offsets, seg
                 x_out[a : a + c] = xs
@@ -283,11 +330,21 @@ def synthesize_streaming(
         y_out.flush()
         seconds = time.perf_counter() - t0
         x_out = y_out = None  # close the maps before the folder is renamed
-        card = streaming_card(release, mechanism=mechanism, delta=delta,
-                              seed=seed if isinstance(seed, int) else None, n=n, d=d, k=k, chunk_points=chunk,
-                              device=str(dev), feature_range=feature_range,
-                              mode="resident" if resident else "chunked",
-                              accountants=accountants, epsilons_for=epsilons_for)
+        card = streaming_card(
+            release,
+            mechanism=mechanism,
+            delta=delta,
+            seed=seed if isinstance(seed, int) else None,
+            n=n,
+            d=d,
+            k=k,
+            chunk_points=chunk,
+            device=str(dev),
+            feature_range=feature_range,
+            mode="resident" if resident else "chunked",
+            accountants=accountants,
+            epsilons_for=epsilons_for,
+        )
         (tmp_dir / "card.json").write_text(json.dumps(card, indent=2))
         for name in ("x.npy", "y.npy", "card.json"):
             os.chmod(tmp_dir / name, file_mode())
@@ -301,27 +358,59 @@ def synthesize_streaming(
         x_out = y_out = None  # noqa: F841 -- close the maps before removing their files
         remove_own_temp(tmp_dir)
         raise
-    return StreamingRelease(release=release, out_dir=out_dir, x_path=out_dir / "x.npy", y_path=out_dir / "y.npy",
-                            card_path=out_dir / "card.json", card=card, chunks=chunks, chunk_points=chunk,
-                            seconds=seconds, device=str(dev), stats=stats)
+    return StreamingRelease(
+        release=release,
+        out_dir=out_dir,
+        x_path=out_dir / "x.npy",
+        y_path=out_dir / "y.npy",
+        card_path=out_dir / "card.json",
+        card=card,
+        chunks=chunks,
+        chunk_points=chunk,
+        seconds=seconds,
+        device=str(dev),
+        stats=stats,
+    )
 
 
-def streaming_card(release: MixingRelease, *, mechanism: str, delta: float, seed: int | None, n: int, d: int, k: int,
-                   chunk_points: int, device: str, feature_range=None, accountants: bool = True,
-                   epsilons_for: Callable[[MixingRelease], list[dict]] | None = None,
-                   mode: str = "chunked") -> dict:
+def streaming_card(
+    release: MixingRelease,
+    *,
+    mechanism: str,
+    delta: float,
+    seed: int | None,
+    n: int,
+    d: int,
+    k: int,
+    chunk_points: int,
+    device: str,
+    feature_range=None,
+    accountants: bool = True,
+    epsilons_for: Callable[[MixingRelease], list[dict]] | None = None,
+    mode: str = "chunked",
+) -> dict:
     """The privacy card of a streamed release (same fields as :func:`dpmix_core.synthesis.export.privacy_card` where
     they apply): every accountant whose assumptions match the release, with its epsilon at ``delta``."""
     from dpmix_core.synthesis.export import GENERAL_CAVEATS, clean_json
 
     card: dict = {
         "dpmix_studio_version": dpmix_core.__version__,
-        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "mechanism": mechanism,
-        "streamed": {"chunk_points": chunk_points, "device": device, "mode": mode, "files": ["x.npy", "y.npy"],
-                     "note": "same law as the in-memory mechanism, not bit-identical to it (random streams per chunk)"},
-        "parameters": {"l": release.mix_degree, "T": release.num_points, "sigma_x": release.sigma_x,
-                       "sigma_y": release.sigma_y, "feature_range": feature_range},
+        "streamed": {
+            "chunk_points": chunk_points,
+            "device": device,
+            "mode": mode,
+            "files": ["x.npy", "y.npy"],
+            "note": "same law as the in-memory mechanism, not bit-identical to it (random streams per chunk)",
+        },
+        "parameters": {
+            "l": release.mix_degree,
+            "T": release.num_points,
+            "sigma_x": release.sigma_x,
+            "sigma_y": release.sigma_y,
+            "feature_range": feature_range,
+        },
         "seed": seed,
         "dataset": {"n": n},
         "released": {"points": release.num_points, "feature_dim": d, "label_dim": k},
@@ -345,8 +434,9 @@ def streaming_card(release: MixingRelease, *, mechanism: str, delta: float, seed
             try:
                 card["epsilons"].append(acc.epsilon(release, delta).to_json())
             except Exception as exc:  # noqa: BLE001 - one accountant out of range must not lose the release
-                card["epsilons"].append({"accountant": getattr(acc, "name", type(acc).__name__),
-                                         "error": f"{type(exc).__name__}: {exc}"})
+                card["epsilons"].append(
+                    {"accountant": getattr(acc, "name", type(acc).__name__), "error": f"{type(exc).__name__}: {exc}"}
+                )
         if any(e.get("upper_bound") is False for e in card["epsilons"]):
             card["caveats"].append("gdp-clt is a central-limit approximation, not an upper bound; use pld-poisson.")
     return clean_json(card)
@@ -364,10 +454,28 @@ def _fixed_draw(inv: np.ndarray, offsets: np.ndarray | None):
     return draw
 
 
-def _mix_resident(source, labels, *, mechanism: str, k: int, l: int, T: int, sigma_x: float, sigma_y: float,
-                  seed_seq: np.random.SeedSequence, feature_range, clip_x: float, table_dtype, denom_x: float,
-                  label_value: float, device, out: tuple[np.memmap, np.memmap], release_pages: bool, stats: dict,
-                  chunk_rows: int) -> int:
+def _mix_resident(
+    source,
+    labels,
+    *,
+    mechanism: str,
+    k: int,
+    l: int,
+    T: int,
+    sigma_x: float,
+    sigma_y: float,
+    seed_seq: np.random.SeedSequence,
+    feature_range,
+    clip_x: float,
+    table_dtype,
+    denom_x: float,
+    label_value: float,
+    device,
+    out: tuple[np.memmap, np.memmap],
+    release_pages: bool,
+    stats: dict,
+    chunk_rows: int,
+) -> int:
     """Resident mode: the whole source as the engine's table, the output written chunk by chunk into ``out``."""
     n = int(source.shape[0])
     every = np.arange(n)
@@ -397,10 +505,23 @@ def _mix_resident(source, labels, *, mechanism: str, k: int, l: int, T: int, sig
                 _drop_pages(arr)
 
     mix_and_perturb(
-        features=feats, labels=sub_labels.astype(np.intp), label_value=label_value, dtype=table_dtype,
-        dx=int(source.shape[1]), dy=k, segments=[Segment(0, T, 0, draw, draw_device=draw_device)], num_points=T,
-        denom_x=denom_x, denom_y=float(l), sigma_x=sigma_x, sigma_y=sigma_y, seed_seq=seed_seq,
-        chunk_rows=chunk_rows, device=device, out=out, after_chunk=after_chunk,
+        features=feats,
+        labels=sub_labels.astype(np.intp),
+        label_value=label_value,
+        dtype=table_dtype,
+        dx=int(source.shape[1]),
+        dy=k,
+        segments=[Segment(0, T, 0, draw, draw_device=draw_device)],
+        num_points=T,
+        denom_x=denom_x,
+        denom_y=float(l),
+        sigma_x=sigma_x,
+        sigma_y=sigma_y,
+        seed_seq=seed_seq,
+        chunk_rows=chunk_rows,
+        device=device,
+        out=out,
+        after_chunk=after_chunk,
     )
     return len(written)
 

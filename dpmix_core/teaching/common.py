@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import numbers
 from contextlib import contextmanager
-from typing import Union
 
 import numpy as np
 import plotly.graph_objects as go
@@ -22,7 +21,7 @@ except ImportError:  # pragma: no cover
     threadpool_limits = None
 
 
-Release = Union[LaplaceRelease, GaussianRelease, LaplaceLabelRelease]
+Release = LaplaceRelease | GaussianRelease | LaplaceLabelRelease
 
 
 LABEL_ENCODINGS = ("one-hot", "regression")
@@ -176,4 +175,3 @@ def _image_axes(fig: go.Figure, rows: int, cols: int) -> None:
             scaleanchor=f"x{suffix}",
             constrain="domain",
         )
-

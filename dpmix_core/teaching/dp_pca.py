@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -31,7 +31,16 @@ from dpmix_core.teaching.common import (
 )
 from dpmix_core.teaching.laplace_vs_gaussian import gaussian_method_for, guarantee_text
 
-__all__ = ["PCAComparison", "subsample_indices", "pca_preprocess", "nonprivate_pca", "orient_components", "pca_comparison", "pca_grid_figure", "image_mosaic"]
+__all__ = [
+    "PCAComparison",
+    "subsample_indices",
+    "pca_preprocess",
+    "nonprivate_pca",
+    "orient_components",
+    "pca_comparison",
+    "pca_grid_figure",
+    "image_mosaic",
+]
 
 
 def subsample_indices(n: int, max_samples: int, seed: int = 0) -> np.ndarray:
@@ -104,10 +113,7 @@ class PCAComparison:
         return 0.0 if rel is None else 2.0 * rel.sigma * math.sqrt(self.components.shape[2])
 
     def row_labels(self) -> list[str]:
-        return [
-            "non-private" if rel is None else f"ε = {rel.epsilon:g} ({rel.method})"
-            for rel in self.releases
-        ]
+        return ["non-private" if rel is None else f"ε = {rel.epsilon:g} ({rel.method})" for rel in self.releases]
 
     def table(self) -> pd.DataFrame:
         """One line per row: ε, δ, calibration, sensitivity, σ and the share of the non-private variance captured."""
@@ -243,4 +249,3 @@ def pca_grid_figure(pca: PCAComparison) -> go.Figure:
     fig.update_layout(plot_bgcolor="white")
     title = f"Top-{k} principal components: exact vs Analyze-Gauss (δ = {pca.delta:.0e}, n = {pca.n_used:,})"
     return _layout(fig, title, 100 + 125 * rows, top=80)
-

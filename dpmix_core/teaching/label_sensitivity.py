@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, cast
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -34,7 +35,16 @@ from dpmix_core.teaching.common import (
     _streams,
 )
 
-__all__ = ["LabelChangeExample", "label_sensitivity", "label_change_example", "label_noise_scale", "label_noise_scales", "label_release_accuracy", "label_scale_figure", "label_accuracy_figure"]
+__all__ = [
+    "LabelChangeExample",
+    "label_sensitivity",
+    "label_change_example",
+    "label_noise_scale",
+    "label_noise_scales",
+    "label_release_accuracy",
+    "label_scale_figure",
+    "label_accuracy_figure",
+]
 
 
 def label_sensitivity(encoding: str, num_classes: int = 10) -> float:
@@ -232,4 +242,3 @@ def label_accuracy_figure(acc: pd.DataFrame, *, current: float | None = None, n:
     fig.update_yaxes(title="labels still correct (%)", range=[0, 103])
     where = f" (n = {n:,})" if n else ""
     return _layout(fig, f"Released labels still correct{where}", 460)
-

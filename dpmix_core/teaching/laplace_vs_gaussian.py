@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence, cast
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -39,7 +40,19 @@ from dpmix_core.teaching.common import (
     _streams,
 )
 
-__all__ = ["MeanImageComparison", "HistogramComparison", "ReleaseRow", "gaussian_method_for", "noise_std", "guarantee_text", "release_table", "dp_mean_images", "dp_histograms", "mean_images_figure", "histogram_figure"]
+__all__ = [
+    "MeanImageComparison",
+    "HistogramComparison",
+    "ReleaseRow",
+    "gaussian_method_for",
+    "noise_std",
+    "guarantee_text",
+    "release_table",
+    "dp_mean_images",
+    "dp_histograms",
+    "mean_images_figure",
+    "histogram_figure",
+]
 
 
 def gaussian_method_for(epsilon: float, calibration: str = "auto") -> str:
@@ -65,7 +78,7 @@ def noise_std(release: Release) -> float:
 
 
 def guarantee_text(release: Release) -> str:
-    """"pure ε-DP (δ = 0)" for Laplace, "(ε, δ)-DP" with the calibration for Gaussian."""
+    """ "pure ε-DP (δ = 0)" for Laplace, "(ε, δ)-DP" with the calibration for Gaussian."""
     if isinstance(release, GaussianRelease):
         return f"({release.epsilon:g}, {release.delta:.0e})-DP, {release.method} calibration"
     return f"pure {release.epsilon:g}-DP (δ = 0)"
@@ -118,7 +131,7 @@ class MeanImageComparison:
     gaussian: DPStatistic
 
     def image(self, which: str) -> np.ndarray:
-        """"true", "laplace" or "gaussian", reshaped to the image shape."""
+        """ "true", "laplace" or "gaussian", reshaped to the image shape."""
         values = {"true": self.true, "laplace": self.laplace.value, "gaussian": self.gaussian.value}
         if which not in values:
             raise ValueError(f"which must be one of {tuple(values)}. Found {which!r}.")
@@ -320,4 +333,3 @@ def histogram_figure(cmp: HistogramComparison, *, label_names: Sequence[str] | N
     fig = _layout(fig, f"Class histogram of {int(cmp.true.sum()):,} labels: exact vs DP", 600, top=70)
     fig.update_layout(legend={"y": -0.14})
     return fig
-

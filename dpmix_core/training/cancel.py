@@ -8,7 +8,7 @@ cancellation (job code outside dpmix_core may define its own).
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["Cancelled", "StopCheck"]
 

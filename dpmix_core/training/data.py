@@ -49,14 +49,18 @@ def subsample(ds: Dataset, *, train_limit: int | None, test_limit: int | None) -
     if tr is None and te is None:
         return ds
     x_train, y_train = (ds.x_train, ds.y_train) if tr is None else (ds.x_train[tr], ds.y_train[tr])
-    x_test, y_test = (ds.x_test, ds.y_test) if te is None else (ds.x_test[te], ds.y_test[te])
+    if te is None or ds.x_test is None or ds.y_test is None:
+        x_test, y_test = ds.x_test, ds.y_test
+    else:
+        x_test, y_test = ds.x_test[te], ds.y_test[te]
     note = []
     if tr is not None:
         note.append(f"train subset {len(tr)}/{ds.n_train}")
     if te is not None:
-        note.append(f"test subset {len(te)}/{len(ds.x_test)}")
-    return Dataset(ds.name, x_train, y_train, x_test, y_test, ds.num_classes, f"{ds.source} ({', '.join(note)})",
-                   ds.label_names)
+        note.append(f"test subset {len(te)}/{0 if ds.x_test is None else len(ds.x_test)}")
+    return Dataset(
+        ds.name, x_train, y_train, x_test, y_test, ds.num_classes, f"{ds.source} ({', '.join(note)})", ds.label_names
+    )
 
 
 def flat(x: np.ndarray) -> np.ndarray:
@@ -85,12 +89,14 @@ def release_feature_map(config: SynthesisConfig, x_train: np.ndarray) -> Callabl
     if mech == "label-laplace":
         return pixels01
     if mech in ("dpmix", "local") or (mech == "class-centric" and config.preprocessing == "unit"):
+
         def unit(x: np.ndarray) -> np.ndarray:
             feats, scale, _ = unit_features(flat(x), config.feature_range)
             out = feats.astype(np.float32, copy=True)
             if scale != 1.0:
                 out *= np.float32(1 / scale)
             return out
+
         return unit
     if mech == "class-centric":
         x_train = flat(x_train)
@@ -112,6 +118,7 @@ def release_feature_map(config: SynthesisConfig, x_train: np.ndarray) -> Callabl
             feats -= mean32
             feats /= std32
             return clip_rows(feats, config.clip)
+
         return zscore
 
     def poisson(x: np.ndarray) -> np.ndarray:  # mechanism == "poisson"
@@ -122,6 +129,7 @@ def release_feature_map(config: SynthesisConfig, x_train: np.ndarray) -> Callabl
         else:
             feats = pixels01(x)
         return clip_rows(feats, config.clip_x)
+
     return poisson
 
 

@@ -177,13 +177,44 @@ def train_dpsgd(
     with warnings.catch_warnings():
         # Opacus' hooks fire on module outputs because the inputs need no gradient: expected, harmless
         warnings.filterwarnings("ignore", message="Full backward hook is firing")
-        _dpsgd_epochs(gsm, optimizer, loss_fn, x, y, q=q, steps=steps, settings=settings, generator=generator,
-                      task=task, x_val=x_val, y_val=y_val, on_epoch=on_epoch, stop=stop, result=result)
+        _dpsgd_epochs(
+            gsm,
+            optimizer,
+            loss_fn,
+            x,
+            y,
+            q=q,
+            steps=steps,
+            settings=settings,
+            generator=generator,
+            task=task,
+            x_val=x_val,
+            y_val=y_val,
+            on_epoch=on_epoch,
+            stop=stop,
+            result=result,
+        )
     return gsm.to_standard_module(), result
 
 
-def _dpsgd_epochs(gsm, optimizer, loss_fn, x, y, *, q, steps, settings, generator, task, x_val, y_val, on_epoch,
-                  stop, result: FitResult) -> None:
+def _dpsgd_epochs(
+    gsm,
+    optimizer,
+    loss_fn,
+    x,
+    y,
+    *,
+    q,
+    steps,
+    settings,
+    generator,
+    task,
+    x_val,
+    y_val,
+    on_epoch,
+    stop,
+    result: FitResult,
+) -> None:
     n = x.shape[0]
     for epoch in range(settings.epochs):
         if stop is not None:
@@ -211,5 +242,15 @@ def _dpsgd_epochs(gsm, optimizer, loss_fn, x, y, *, q, steps, settings, generato
                 stop()
         result.seconds += time.perf_counter() - t0
         result.samples += seen
-        end_epoch(result, gsm._module, epoch=epoch, loss=float(total) / max(seen, 1), lr=lr, loss_fn=loss_fn,
-                  task=task, x_val=x_val, y_val=y_val, on_epoch=on_epoch)
+        end_epoch(
+            result,
+            gsm._module,
+            epoch=epoch,
+            loss=float(total) / max(seen, 1),
+            lr=lr,
+            loss_fn=loss_fn,
+            task=task,
+            x_val=x_val,
+            y_val=y_val,
+            on_epoch=on_epoch,
+        )

@@ -137,8 +137,7 @@ class ScatterLinear(nn.Module):
     "we build a linear classifier upon the mixed features").
     """
 
-    def __init__(self, input_shape: tuple[int, ...], num_outputs: int, *, groups: int = 27,
-                 norm: bool = True) -> None:
+    def __init__(self, input_shape: tuple[int, ...], num_outputs: int, *, groups: int = 27, norm: bool = True) -> None:
         super().__init__()
         if len(input_shape) != 3:
             raise ValueError(f"scatter-linear takes scattering features of shape (C, h, w). Found {input_shape}.")
@@ -165,8 +164,9 @@ class LinearModel(nn.Module):
         return self.linear(x.flatten(1))
 
 
-def build_model(name: str, *, input_shape: tuple[int, ...], num_outputs: int,
-                normalised_features: bool = False) -> nn.Module:
+def build_model(
+    name: str, *, input_shape: tuple[int, ...], num_outputs: int, normalised_features: bool = False
+) -> nn.Module:
     """A fresh model by name (initialised from torch's global RNG: seed it first).
 
     ``normalised_features``: the inputs are already group-normalised per sample (a

@@ -43,9 +43,14 @@ def fit_projection(x: np.ndarray, *, num_components: int, epsilon: float, delta:
         xc = clip_rows_to_unit_ball(x)
         vals, vecs = np.linalg.eigh(xc.T @ xc / x.shape[0])
         top = np.argsort(vals)[::-1][:num_components]
-        return Projection(vecs[:, top].T.copy(), math.inf, None,
-                          (f"exact PCA (epsilon = inf, no noise): top-{num_components} eigenvectors",))
-    res = analyze_gauss_pca(x, num_components=num_components, epsilon=epsilon, delta=delta, method="analytic",
-                            seed=seed)
+        return Projection(
+            vecs[:, top].T.copy(),
+            math.inf,
+            None,
+            (f"exact PCA (epsilon = inf, no noise): top-{num_components} eigenvectors",),
+        )
+    res = analyze_gauss_pca(
+        x, num_components=num_components, epsilon=epsilon, delta=delta, method="analytic", seed=seed
+    )
     notes = (f"Analyze-Gauss DP-PCA: {res.release.describe()}",) + res.notes
     return Projection(res.components, float(epsilon), float(delta), notes)

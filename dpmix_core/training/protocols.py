@@ -43,9 +43,17 @@ class ModelProtocol:
 
     def options(self, mechanism: str | None = None) -> dict:
         """The RunConfig fields this protocol sets (the loss may depend on the release's mechanism)."""
-        out = dict(optimizer=self.optimizer, lr=self.lr, schedule=self.schedule, batch_size=self.batch_size,
-                   loss=self.loss, lr_step_epochs=self.lr_step_epochs, lr_gamma=self.lr_gamma,
-                   lr_milestones=self.lr_milestones, early_stopping=self.early_stopping)
+        out = dict(
+            optimizer=self.optimizer,
+            lr=self.lr,
+            schedule=self.schedule,
+            batch_size=self.batch_size,
+            loss=self.loss,
+            lr_step_epochs=self.lr_step_epochs,
+            lr_gamma=self.lr_gamma,
+            lr_milestones=self.lr_milestones,
+            early_stopping=self.early_stopping,
+        )
         out.update({name: value for mech, name, value in self.by_mechanism if mech == mechanism})
         return out
 
@@ -53,7 +61,13 @@ class ModelProtocol:
 _DPCDA = ModelProtocol(
     "DP-CDA §4 / Table 1: Adam lr 1e-3 with a learning-rate scheduler it does not name (ours: halved every 10 "
     "epochs); argmax labels (Alg. 1 line 13), cross-entropy; batch size not stated (ours: 128)",
-    optimizer="adam", lr=1e-3, schedule="step", batch_size=128, loss="ce", lr_step_epochs=10, lr_gamma=0.5,
+    optimizer="adam",
+    lr=1e-3,
+    schedule="step",
+    batch_size=128,
+    loss="ce",
+    lr_step_epochs=10,
+    lr_gamma=0.5,
 )
 
 PROTOCOLS: dict[str, ModelProtocol] = {
@@ -62,22 +76,43 @@ PROTOCOLS: dict[str, ModelProtocol] = {
         "to the soft labels, every epoch: its noisy labels' argmax is no validation signal) and §4.2 / "
         "appendix B (EarlyStopping(monitor='val_accuracy', patience=3, restore_best_weights=True), argmax "
         "labels, cross-entropy, Keras' default batch size 32)",
-        optimizer="adam", lr=1e-4, schedule="step", batch_size=32, loss="ce", lr_step_epochs=10, lr_gamma=0.5,
-        early_stopping=3, paper_epochs=50,
-        by_mechanism=(("dpmix", "loss", "kl"), ("dpmix", "early_stopping", None), ("local", "loss", "kl"),
-                      ("local", "early_stopping", None)),
+        optimizer="adam",
+        lr=1e-4,
+        schedule="step",
+        batch_size=32,
+        loss="ce",
+        lr_step_epochs=10,
+        lr_gamma=0.5,
+        early_stopping=3,
+        paper_epochs=50,
+        by_mechanism=(
+            ("dpmix", "loss", "kl"),
+            ("dpmix", "early_stopping", None),
+            ("local", "loss", "kl"),
+            ("local", "early_stopping", None),
+        ),
     ),
     "dpcda-cnn": _DPCDA,
     "dpcda-cnn-gn": _DPCDA,
     "scatter-linear": ModelProtocol(
         "DPFMix App. E.3: Adam, 200 epochs, batch 256, lr 1e-3 divided by 10 at epochs 80, 120, 160; "
         "generalised KL (App. D)",
-        optimizer="adam", lr=1e-3, schedule="multistep", batch_size=256, loss="gkl", lr_gamma=0.1,
-        lr_milestones=(80, 120, 160), paper_epochs=200,
+        optimizer="adam",
+        lr=1e-3,
+        schedule="multistep",
+        batch_size=256,
+        loss="gkl",
+        lr_gamma=0.1,
+        lr_milestones=(80, 120, 160),
+        paper_epochs=200,
     ),
     "linear": ModelProtocol(
         "no paper: Adam lr 1e-3, constant, batch 128, cross-entropy (the RunConfig defaults)",
-        optimizer="adam", lr=1e-3, schedule="constant", batch_size=128, loss="ce",
+        optimizer="adam",
+        lr=1e-3,
+        schedule="constant",
+        batch_size=128,
+        loss="ce",
     ),
 }
 assert set(PROTOCOLS) == set(MODELS), "every model needs a protocol"

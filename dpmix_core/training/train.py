@@ -171,8 +171,9 @@ def fit(
     optimizer = make_optimizer(model.parameters(), settings)
     result = FitResult()
     bs = settings.batch_size
-    stopper = EarlyStopper(settings.early_stopping) if settings.early_stopping and x_val is not None and len(x_val) \
-        else None
+    stopper = (
+        EarlyStopper(settings.early_stopping) if settings.early_stopping and x_val is not None and len(x_val) else None
+    )
     for epoch in range(settings.epochs):
         if stop is not None:
             stop(force=True)
@@ -195,8 +196,18 @@ def fit(
         epoch_loss = float(total) / n  # one device sync per epoch
         result.seconds += time.perf_counter() - t0
         result.samples += n
-        end_epoch(result, model, epoch=epoch, loss=epoch_loss, lr=lr, loss_fn=loss_fn, task=task, x_val=x_val,
-                  y_val=y_val, on_epoch=on_epoch)
+        end_epoch(
+            result,
+            model,
+            epoch=epoch,
+            loss=epoch_loss,
+            lr=lr,
+            loss_fn=loss_fn,
+            task=task,
+            x_val=x_val,
+            y_val=y_val,
+            on_epoch=on_epoch,
+        )
         if stopper is not None and stopper.update(model, result.history[-1]["val_accuracy"], epoch + 1):
             result.stopped_early = True
             break
@@ -206,12 +217,22 @@ def fit(
     return result
 
 
-def end_epoch(result: FitResult, model: nn.Module, *, epoch: int, loss: float, lr: float,
-              loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], task: str,
-              x_val: torch.Tensor | None, y_val: torch.Tensor | None, on_epoch: EpochCallback | None) -> None:
+def end_epoch(
+    result: FitResult,
+    model: nn.Module,
+    *,
+    epoch: int,
+    loss: float,
+    lr: float,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    task: str,
+    x_val: torch.Tensor | None,
+    y_val: torch.Tensor | None,
+    on_epoch: EpochCallback | None,
+) -> None:
     """Append the epoch's history entry (validation metrics when a split is given) and report it."""
     entry = {"epoch": epoch + 1, "loss": loss, "lr": lr, "val_accuracy": None, "val_mse": None, "val_loss": None}
-    if x_val is not None and len(x_val):
+    if x_val is not None and y_val is not None and len(x_val):
         metrics = evaluate(model, x_val, y_val, task=task, loss_fn=loss_fn)
         entry.update(val_accuracy=metrics["accuracy"], val_mse=metrics["mse"], val_loss=metrics["loss"])
     entry["seconds"] = result.seconds
@@ -229,9 +250,16 @@ def predict(model: nn.Module, x: torch.Tensor, *, batch_size: int = 256) -> torc
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, task: str = "classification",
-             num_classes: int | None = None, batch_size: int = 256,
-             loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None) -> dict:
+def evaluate(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    task: str = "classification",
+    num_classes: int | None = None,
+    batch_size: int = 256,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+) -> dict:
     """{accuracy, accuracy_halves, mse, loss, prediction_share}: accuracy against class indices or argmax(y).
 
     ``prediction_share`` (classification) is the largest fraction of rows
@@ -248,8 +276,7 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, task: str = 
     0..K-1 when ``num_classes`` is given).
     """
     if x.shape[0] == 0:
-        return {"accuracy": None, "accuracy_halves": [None, None], "mse": None, "loss": None,
-                "prediction_share": None}
+        return {"accuracy": None, "accuracy_halves": [None, None], "mse": None, "loss": None, "prediction_share": None}
     out = predict(model, x, batch_size=batch_size)
     loss = float(loss_fn(out, y.to(out.device))) if loss_fn is not None else None
     mse, share = None, None
@@ -266,5 +293,10 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, task: str = 
         share = float(torch.bincount(pred).max()) / len(pred)
     correct = correct.float()
     halves = [float(correct[i::2].mean()) if len(correct[i::2]) else None for i in (0, 1)]
-    return {"accuracy": float(correct.mean()), "accuracy_halves": halves, "mse": mse, "loss": loss,
-            "prediction_share": share}
+    return {
+        "accuracy": float(correct.mean()),
+        "accuracy_halves": halves,
+        "mse": mse,
+        "loss": loss,
+        "prediction_share": share,
+    }

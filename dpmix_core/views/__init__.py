@@ -1,2 +1,1 @@
-"""Plain-language text, tables and figures shared by pages, CLI and reports (no Streamlit).
-"""
+"""Plain-language text, tables and figures shared by pages, CLI and reports (no Streamlit)."""

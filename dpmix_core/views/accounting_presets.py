@@ -49,9 +49,7 @@ ACCOUNTING_PRESETS: dict[str, AccountingPreset] = {
         AccountingPreset(
             name="DP-CDA (MNIST, l=4, eps=10)",
             source="Saha, Tonoy, Imtiaz, DP-CDA, Table 2",
-            setting=MixingSetting(
-                n=60000, l=4, T=60000, sigma_x=1.0, sigma_y=1.0, clip=1.0, class_sizes=MNIST_CLASSES
-            ),
+            setting=MixingSetting(n=60000, l=4, T=60000, sigma_x=1.0, sigma_y=1.0, clip=1.0, class_sizes=MNIST_CLASSES),
             delta=1e-5,
             target_epsilon=10.0,
             calibrate_with="dpcda",

@@ -23,8 +23,13 @@ def dpsgd_budget_item(*, n: int, batch_size: int, epochs: int, noise_multiplier:
     if not (1 <= batch_size <= n):
         raise ValueError(f"batch size must be between 1 and n = {n}. Found {batch_size}.")
     steps = int(math.ceil(epochs * n / batch_size))
-    return dpsgd_item(f"DP-SGD model (z = {noise_multiplier:g}, B = {batch_size}, {epochs} epochs)", n=n,
-                      batch_size=batch_size, steps=steps, noise_multiplier=noise_multiplier)
+    return dpsgd_item(
+        f"DP-SGD model (z = {noise_multiplier:g}, B = {batch_size}, {epochs} epochs)",
+        n=n,
+        batch_size=batch_size,
+        steps=steps,
+        noise_multiplier=noise_multiplier,
+    )
 
 
 def label_budget_item(*, epsilon: float) -> BudgetItem:

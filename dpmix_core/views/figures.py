@@ -47,10 +47,26 @@ def epsilon_curve_figure(curves: pd.DataFrame, axis: str, *, delta: float, curre
     if current is not None and current > 0:
         # a line in data coordinates plus a label in paper coordinates at the line's (log10) x: add_vline's own
         # annotation drifts away from the line on log axes
-        fig.add_shape(type="line", x0=current, x1=current, y0=0, y1=1, xref="x", yref="paper",
-                      line={"color": "grey", "dash": "dot", "width": 2})
-        fig.add_annotation(x=math.log10(current), y=1.0, xref="x", yref="paper", text="current", showarrow=False,
-                           yanchor="bottom", font={"color": "grey"})
+        fig.add_shape(
+            type="line",
+            x0=current,
+            x1=current,
+            y0=0,
+            y1=1,
+            xref="x",
+            yref="paper",
+            line={"color": "grey", "dash": "dot", "width": 2},
+        )
+        fig.add_annotation(
+            x=math.log10(current),
+            y=1.0,
+            xref="x",
+            yref="paper",
+            text="current",
+            showarrow=False,
+            yanchor="bottom",
+            font={"color": "grey"},
+        )
     fig.update_layout(
         xaxis={"title": AXIS_TITLES.get(axis, axis), "type": "log"},
         yaxis={"title": f"ε at δ = {delta:.2g}", "type": "log", "exponentformat": "power"},
@@ -65,18 +81,43 @@ def epsilon_curve_figure(curves: pd.DataFrame, axis: str, *, delta: float, curre
 def tradeoff_figure(alphas, beta_bound, gdp_beta, *, mu: float, title: str) -> go.Figure:
     """f-DP trade-off: the best membership test's type II error vs its type I error (Dong, Roth & Su 2022)."""
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=alphas, y=[1 - a for a in alphas], mode="lines", name="perfect privacy (random guess)",
-                             line={"color": "#999", "dash": "dot"}))
-    fig.add_trace(go.Scatter(x=alphas, y=beta_bound, mode="lines", name="this release (rigorous lower bound)",
-                             line={"color": "#d62728", "width": 3}, fill="tozeroy", fillcolor="rgba(214,39,40,0.08)"))
+    fig.add_trace(
+        go.Scatter(
+            x=alphas,
+            y=[1 - a for a in alphas],
+            mode="lines",
+            name="perfect privacy (random guess)",
+            line={"color": "#999", "dash": "dot"},
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=alphas,
+            y=beta_bound,
+            mode="lines",
+            name="this release (rigorous lower bound)",
+            line={"color": "#d62728", "width": 3},
+            fill="tozeroy",
+            fillcolor="rgba(214,39,40,0.08)",
+        )
+    )
     if math.isfinite(mu):
-        fig.add_trace(go.Scatter(x=alphas, y=gdp_beta, mode="lines", name=f"Gaussian DP, μ = {mu:.3g} (reference)",
-                                 line={"color": "#1f77b4", "dash": "dash"}))
+        fig.add_trace(
+            go.Scatter(
+                x=alphas,
+                y=gdp_beta,
+                mode="lines",
+                name=f"Gaussian DP, μ = {mu:.3g} (reference)",
+                line={"color": "#1f77b4", "dash": "dash"},
+            )
+        )
     fig.update_layout(
         title=title,
         xaxis={"title": "type I error α (false alarms: 'used' when it was not)", "range": [0, 1]},
         yaxis={"title": "type II error β (missed: 'not used' when it was)", "range": [0, 1]},
-        font={"size": 15}, height=430, margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        font={"size": 15},
+        height=430,
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
         legend={"orientation": "h", "y": -0.25},
     )
     return fig
@@ -86,14 +127,34 @@ def profile_figure(epsilons, deltas, *, delta: float, epsilon: float, title: str
     """The privacy profile delta(eps) on a log scale, with the headline (eps, delta) marked."""
     fig = go.Figure()
     pts = [(e, d) for e, d in zip(epsilons, deltas) if d > 0]
-    fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines", name="δ(ε), upper bound",
-                             line={"color": "#d62728", "width": 3}))
+    fig.add_trace(
+        go.Scatter(
+            x=[p[0] for p in pts],
+            y=[p[1] for p in pts],
+            mode="lines",
+            name="δ(ε), upper bound",
+            line={"color": "#d62728", "width": 3},
+        )
+    )
     if math.isfinite(epsilon):
-        fig.add_trace(go.Scatter(x=[epsilon], y=[delta], mode="markers+text", name="headline",
-                                 text=[f"(ε = {epsilon:.3g}, δ = {delta:.2g})"], textposition="top right",
-                                 marker={"size": 12, "color": "#111"}))
+        fig.add_trace(
+            go.Scatter(
+                x=[epsilon],
+                y=[delta],
+                mode="markers+text",
+                name="headline",
+                text=[f"(ε = {epsilon:.3g}, δ = {delta:.2g})"],
+                textposition="top right",
+                marker={"size": 12, "color": "#111"},
+            )
+        )
     fig.update_layout(
-        title=title, xaxis={"title": "ε"}, yaxis={"title": "δ(ε)", "type": "log", "exponentformat": "power"},
-        font={"size": 15}, height=430, margin={"l": 10, "r": 10, "t": 50, "b": 10}, showlegend=False,
+        title=title,
+        xaxis={"title": "ε"},
+        yaxis={"title": "δ(ε)", "type": "log", "exponentformat": "power"},
+        font={"size": 15},
+        height=430,
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        showlegend=False,
     )
     return fig

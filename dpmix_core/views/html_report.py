@@ -8,9 +8,9 @@ from __future__ import annotations
 import html
 import importlib.metadata
 import platform
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from datetime import datetime, timezone
-from typing import Sequence
+from datetime import UTC, datetime
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -63,13 +63,16 @@ def library_versions() -> dict[str, str]:
 
 def html_report(title: str, sections: Sequence[Section], *, settings: dict | None = None) -> str:
     """A self-contained HTML document (plotly.js inlined once, so it opens offline)."""
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-             f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"]
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+        f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
+    ]
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts.append(f"<p class='settings'>DPMix Studio {html.escape(dpmix_core.__version__)} · {stamp}</p>")
     if settings:
-        rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
-                       for k, v in settings.items())
+        rows = "".join(
+            f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in settings.items()
+        )
         parts.append(f"<h2>Settings</h2><table>{rows}</table>")
     plotly_included = False
     for s in sections:
@@ -96,25 +99,59 @@ def accountant_report(setting: MixingSetting, delta: float, model: str, *, pld_a
     table = table.drop(columns=[c for c in ("epsilon", "reference", "upper_bound") if c in table.columns])
     settings = {f.name: getattr(setting, f.name) for f in fields(setting)}
     settings.update(delta=delta, release_model=RELEASE_MODELS[model])
-    printed = (f"n = {setting.n:,}, ℓ = {setting.l}, T = {setting.T:,}, σx = {setting.sigma_x:.4g}, "
-               f"σy = {setting.sigma_y:.4g}, δ = {delta:.2g}")
+    printed = (
+        f"n = {setting.n:,}, ℓ = {setting.l}, T = {setting.T:,}, σx = {setting.sigma_x:.4g}, "
+        f"σy = {setting.sigma_y:.4g}, δ = {delta:.2g}"
+    )
     sections = []
     if reading.accountant is None:
         sections.append(Section("In plain language", "No accountant gives a finite rigorous bound for this release."))
     else:
         h = headline(reading.epsilon, delta, reading.accountant)
         sections.append(Section("In plain language", h.text()))
-    sections.append(Section("Every accountant", table=table, caption="Each accountant on the release its paper "
-                            "analyses; rows with different assumptions describe different releases."))
-    curves = epsilon_curves(curve_anchor(setting, "sigma"), delta, axis="sigma", sigma_ratio=setting.sigma_y
-                            / setting.sigma_x if setting.sigma_x > 0 else 1.0, pld_accuracy=pld_accuracy)
-    sections.append(Section("ε as a function of the noise", figure=epsilon_curve_figure(
-        curves, "sigma", delta=delta, current=setting.sigma_x), caption=printed))
+    sections.append(
+        Section(
+            "Every accountant",
+            table=table,
+            caption="Each accountant on the release its paper "
+            "analyses; rows with different assumptions describe different releases.",
+        )
+    )
+    curves = epsilon_curves(
+        curve_anchor(setting, "sigma"),
+        delta,
+        axis="sigma",
+        sigma_ratio=setting.sigma_y / setting.sigma_x if setting.sigma_x > 0 else 1.0,
+        pld_accuracy=pld_accuracy,
+    )
+    sections.append(
+        Section(
+            "ε as a function of the noise",
+            figure=epsilon_curve_figure(curves, "sigma", delta=delta, current=setting.sigma_x),
+            caption=printed,
+        )
+    )
     if reading.profile is not None:
-        sections.append(Section("What an attacker can do", figure=tradeoff_figure(
-            reading.alphas, reading.beta_bound, reading.gdp_beta, mu=reading.gdp_mu,
-            title="Trade-off curve of the best membership test"), caption=printed))
-        sections.append(Section("Privacy profile", figure=profile_figure(
-            reading.profile.epsilons, reading.profile.deltas, delta=delta, epsilon=reading.epsilon,
-            title="δ(ε)"), caption=f"{reading.profile.method}; {printed}"))
+        sections.append(
+            Section(
+                "What an attacker can do",
+                figure=tradeoff_figure(
+                    reading.alphas,
+                    reading.beta_bound,
+                    reading.gdp_beta,
+                    mu=reading.gdp_mu,
+                    title="Trade-off curve of the best membership test",
+                ),
+                caption=printed,
+            )
+        )
+        sections.append(
+            Section(
+                "Privacy profile",
+                figure=profile_figure(
+                    reading.profile.epsilons, reading.profile.deltas, delta=delta, epsilon=reading.epsilon, title="δ(ε)"
+                ),
+                caption=f"{reading.profile.method}; {printed}",
+            )
+        )
     return html_report("Privacy of a random-mixing release", sections, settings=settings)

@@ -48,8 +48,10 @@ class Headline:
     test: str
 
     def text(self) -> str:
-        return (f"ε = {self.epsilon:.3g} at δ = {self.delta:.2g} ({self.accountant}; {self.label}): {self.odds}; "
-                f"{self.test}.")
+        return (
+            f"ε = {self.epsilon:.3g} at δ = {self.delta:.2g} ({self.accountant}; {self.label}): {self.odds}; "
+            f"{self.test}."
+        )
 
 
 def headline(epsilon: float, delta: float, accountant: str, *, alpha: float = 0.05) -> Headline:
@@ -60,8 +62,10 @@ def headline(epsilon: float, delta: float, accountant: str, *, alpha: float = 0.
     if power >= 0.999:
         test = "no test is ruled out: an attacker may tell whether your record was used"
     else:
-        test = (f"no test can tell whether your record was used with power above {100 * power:.3g} % "
-                f"at a {100 * alpha:g} % false-positive rate")
+        test = (
+            f"no test can tell whether your record was used with power above {100 * power:.3g} % "
+            f"at a {100 * alpha:g} % false-positive rate"
+        )
     return Headline(epsilon, delta, accountant, qualitative_label(epsilon), odds_ratio_text(epsilon), test)
 
 
@@ -73,7 +77,9 @@ class Deployment:
 
 
 DEPLOYMENTS = (
-    Deployment("US Census Bureau, 2020 redistricting data", 19.61, "total budget, central DP (17.14 persons + 2.47 housing)"),
+    Deployment(
+        "US Census Bureau, 2020 redistricting data", 19.61, "total budget, central DP (17.14 persons + 2.47 housing)"
+    ),
     Deployment("Apple, QuickType suggestions", 8.0, "per day, local DP"),
     Deployment("Apple, emoji suggestions", 4.0, "per day, local DP"),
     Deployment("DP deep-learning papers (typical)", 8.0, "common upper end at delta = 1e-5 (CIFAR-10, ImageNet)"),

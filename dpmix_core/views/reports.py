@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -34,7 +34,6 @@ __all__ = [
     "release_reading",
     "RELEASE_MODELS",
 ]
-
 
 
 def _in_model(release: MixingRelease, model: str) -> bool:
@@ -122,8 +121,12 @@ def _with_clt_gap(table: pd.DataFrame) -> pd.DataFrame:
         if math.isfinite(clt) and math.isfinite(exact):
             gap = clt - exact
             word = "below" if gap < 0 else "above"
-            note = (f"signed gap to pld-poisson (exact, same release): {gap:+.3g} "
-                    f"({abs(gap) / exact:.0%} {word} the rigorous value)" if exact > 0 else f"gap {gap:+.3g}")
+            note = (
+                f"signed gap to pld-poisson (exact, same release): {gap:+.3g} "
+                f"({abs(gap) / exact:.0%} {word} the rigorous value)"
+                if exact > 0
+                else f"gap {gap:+.3g}"
+            )
             i = table.index[table["accountant"] == "gdp-clt"][0]
             table.loc[i, "notes"] = "; ".join(x for x in (note, table.loc[i, "notes"]) if x)
     return table
@@ -174,12 +177,24 @@ def epsilon_curves(
         if accountants is not None and name not in accountants:
             continue
         results = epsilon_curve(
-            name, variant, delta=delta, axis=axis, values=values, sigma_ratio=sigma_ratio,
+            name,
+            variant,
+            delta=delta,
+            axis=axis,
+            values=values,
+            sigma_ratio=sigma_ratio,
             **_options(name, pld_accuracy),
         )
         for value, r in zip(values, results):
-            rows.append({"accountant": label, axis: value, "epsilon": r.epsilon, "upper_bound": r.upper_bound,
-                         "guarantee": r.guarantee})
+            rows.append(
+                {
+                    "accountant": label,
+                    axis: value,
+                    "epsilon": r.epsilon,
+                    "upper_bound": r.upper_bound,
+                    "guarantee": r.guarantee,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -229,8 +244,9 @@ class ReleaseReading:
     release: MixingRelease | None = None  # the release the headline accountant analysed
 
 
-def release_reading(setting: MixingSetting, delta: float, model: str, *, pld_accuracy: float = 0.2,
-                    points: int = 60) -> ReleaseReading:
+def release_reading(
+    setting: MixingSetting, delta: float, model: str, *, pld_accuracy: float = 0.2, points: int = 60
+) -> ReleaseReading:
     """The tightest rigorous epsilon among the accountants of one release model, its privacy profile
     (RDP of the release's dp_accounting event) and the f-DP trade-off curve it implies."""
     if model not in RELEASE_MODELS:
@@ -246,13 +262,34 @@ def release_reading(setting: MixingSetting, delta: float, model: str, *, pld_acc
             best = (r, release)
     alphas = tuple(float(a) for a in np.linspace(0.0, 1.0, points + 1))
     if best is None or not math.isfinite(best[0].epsilon):
-        return ReleaseReading(model, None, math.inf, delta, "no rigorous bound for this release", None, alphas,
-                              tuple(0.0 for _ in alphas), math.inf, tuple(0.0 for _ in alphas))
+        return ReleaseReading(
+            model,
+            None,
+            math.inf,
+            delta,
+            "no rigorous bound for this release",
+            None,
+            alphas,
+            tuple(0.0 for _ in alphas),
+            math.inf,
+            tuple(0.0 for _ in alphas),
+        )
     result, release = best
     eps_grid = np.linspace(0.0, max(3 * result.epsilon, 1.0), points)
     profile = privacy_profile(release, eps_grid)
     beta = tradeoff_from_profile(profile, alphas)
     mu = gdp_mu_for(result.epsilon, delta)
     gdp = gdp_tradeoff(mu, alphas) if math.isfinite(mu) else np.zeros(len(alphas))
-    return ReleaseReading(model, result.accountant, result.epsilon, delta, result.guarantee, profile, alphas,
-                          tuple(float(b) for b in beta), mu, tuple(float(g) for g in gdp), release)
+    return ReleaseReading(
+        model,
+        result.accountant,
+        result.epsilon,
+        delta,
+        result.guarantee,
+        profile,
+        alphas,
+        tuple(float(b) for b in beta),
+        mu,
+        tuple(float(g) for g in gdp),
+        release,
+    )

@@ -58,11 +58,13 @@ class MixingSetting:
             raise ValueError(f"l must not exceed n. Found l={self.l}, n={self.n}.")
         for name in ("sigma_x", "sigma_y"):
             value = getattr(self, name)
-            if not isinstance(value, numbers.Real) or math.isnan(value) or value < 0 or math.isinf(value):
+            if not isinstance(value, numbers.Real) or math.isnan(value) or float(value) < 0 or math.isinf(value):
                 raise ValueError(f"{name} must be a finite number >= 0. Found {value}.")
         for name in ("clip", "clip_x", "clip_y"):
             value = getattr(self, name)
-            if value is not None and not (isinstance(value, numbers.Real) and math.isfinite(value) and value > 0):
+            if value is not None and not (
+                isinstance(value, numbers.Real) and math.isfinite(value) and float(value) > 0
+            ):
                 raise ValueError(f"{name} must be a positive finite number. Found {value}.")
         if self.class_sizes is not None and sum(self.class_sizes) != self.n:
             raise ValueError(f"class sizes sum to {sum(self.class_sizes)}, not n={self.n}.")

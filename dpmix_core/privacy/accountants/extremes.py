@@ -50,19 +50,32 @@ def settled_by_noise(
     tv = total_variation_bound(release)
     details = (("noise_multiplier", z), ("total_variation_bound", tv))
     if tv <= delta:
-        return 0.0, None, details, (
-            f"the release is (0, {tv:.2g})-DP by total variation (1 - (1 - gamma min(1, 1/(z sqrt(2 pi))))^T "
-            "<= delta): noise this large, or records used this rarely, reveal nothing beyond delta"
+        return (
+            0.0,
+            None,
+            details,
+            (
+                f"the release is (0, {tv:.2g})-DP by total variation (1 - (1 - gamma min(1, 1/(z sqrt(2 pi))))^T "
+                "<= delta): noise this large, or records used this rarely, reveal nothing beyond delta"
+            ),
         )
     if z <= Z_TINY:
-        return math.inf, None, details, (
-            f"noise multiplier z = {z:.3g} is below {Z_TINY:g}: every bound diverges (noise far too small)"
+        return (
+            math.inf,
+            None,
+            details,
+            (f"noise multiplier z = {z:.3g} is below {Z_TINY:g}: every bound diverges (noise far too small)"),
         )
     if z >= Z_HUGE:
         mu = math.exp(0.5 * math.log(release.num_points) - math.log(z))
         eps = mu * (mu / 2.0 - float(ndtri(delta)))
-        return eps, None, details + (("mu", mu),), (
-            f"noise multiplier z = {z:.3g} is beyond double-precision accounting; "
-            "showing the mu-GDP bound of the unsampled Gaussian (mu = sqrt(T)/z)"
+        return (
+            eps,
+            None,
+            details + (("mu", mu),),
+            (
+                f"noise multiplier z = {z:.3g} is beyond double-precision accounting; "
+                "showing the mu-GDP bound of the unsampled Gaussian (mu = sqrt(T)/z)"
+            ),
         )
     return None

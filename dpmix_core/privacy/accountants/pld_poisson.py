@@ -97,14 +97,22 @@ class PldPoissonAccountant(Accountant):
         z = release.noise_multiplier()
         rdp_eps, rdp_order, _, _ = RdpPoissonAccountant()._compute(release, delta)
         if release.num_points > MAX_STEPS:
-            return rdp_eps, rdp_order, (("noise_multiplier", z), ("fallback_rdp", 1.0)), (
-                f"T = {release.num_points:.3g} steps: pessimistic PLD rounding adds about h per step, and a grid "
-                f"fine enough to beat RDP is unaffordable above T = {MAX_STEPS:.0e}; showing the rdp-poisson bound"
+            return (
+                rdp_eps,
+                rdp_order,
+                (("noise_multiplier", z), ("fallback_rdp", 1.0)),
+                (
+                    f"T = {release.num_points:.3g} steps: pessimistic PLD rounding adds about h per step, and a grid "
+                    f"fine enough to beat RDP is unaffordable above T = {MAX_STEPS:.0e}; showing the rdp-poisson bound"
+                ),
             )
         spans = loss_spans(release)
         if not all(math.isfinite(x) for x in spans):
-            return rdp_eps, rdp_order, (("noise_multiplier", z), ("fallback_rdp", 1.0)), (
-                "privacy loss unbounded at double precision (noise too small); showing the rdp-poisson bound"
+            return (
+                rdp_eps,
+                rdp_order,
+                (("noise_multiplier", z), ("fallback_rdp", 1.0)),
+                ("privacy loss unbounded at double precision (noise too small); showing the rdp-poisson bound"),
             )
         try:
             pess, h, grid_error = self._refine(release, delta, spans)
@@ -112,8 +120,11 @@ class PldPoissonAccountant(Accountant):
             informative = self.optimistic and release.num_points <= _DIRECT_LIMIT and release.num_points * h <= pess
             opt = self._optimistic(release, delta, h) if informative else math.nan
         except (MemoryError, ValueError, OverflowError, FloatingPointError) as exc:
-            return rdp_eps, rdp_order, (("noise_multiplier", z), ("fallback_rdp", 1.0)), (
-                f"PLD failed ({type(exc).__name__}: {exc}); showing the rdp-poisson upper bound instead"
+            return (
+                rdp_eps,
+                rdp_order,
+                (("noise_multiplier", z), ("fallback_rdp", 1.0)),
+                (f"PLD failed ({type(exc).__name__}: {exc}); showing the rdp-poisson upper bound instead"),
             )
         details = (
             ("epsilon_pessimistic", pess),
@@ -125,9 +136,14 @@ class PldPoissonAccountant(Accountant):
         )
         if pess <= rdp_eps:
             return pess, None, details, None
-        return rdp_eps, rdp_order, details + (("fallback_rdp", 1.0),), (
-            f"the PLD on the finest grid affordable in {self.time_budget:g} s (h = {h:.2g}, T = {release.num_points:g}) "
-            f"gives {pess:.4g}; the rdp-poisson bound of the same release is smaller and is shown"
+        return (
+            rdp_eps,
+            rdp_order,
+            details + (("fallback_rdp", 1.0),),
+            (
+                f"the PLD on the finest grid affordable in {self.time_budget:g} s (h = {h:.2g}, T = {release.num_points:g}) "
+                f"gives {pess:.4g}; the rdp-poisson bound of the same release is smaller and is shown"
+            ),
         )
 
     def _refine(self, release: MixingRelease, delta: float, spans: tuple[float, float]) -> tuple[float, float, float]:

@@ -129,9 +129,14 @@ class RdpWorAccountant(Accountant):
         if thm27 <= thm9:
             return thm27, thm27_order, details, None
         why = failure or f"Thm. 27 at orders <= {top} is looser here"
-        return thm9, thm9_order, details, (
-            f"{why}; showing the WBK Thm. 9 bound with the classic conversion (the lee2019 formula, "
-            "alpha <= 100) for this same release, the smaller valid bound"
+        return (
+            thm9,
+            thm9_order,
+            details,
+            (
+                f"{why}; showing the WBK Thm. 9 bound with the classic conversion (the lee2019 formula, "
+                "alpha <= 100) for this same release, the smaller valid bound"
+            ),
         )
 
     def _thm27(self, release: MixingRelease, delta: float) -> tuple[float, float, int]:
