@@ -8,11 +8,13 @@ from dpmix_core.experiments.presets import get_preset, preset_names
 from dpmix_core.experiments.trade_offs import (
     REPRODUCED_WITHIN_PTS,
     available_training_datasets,
+    cancel_runs,
     custom_spec,
     epsilon_columns,
     estimate_minutes,
     launch_sweep,
     published_comparison,
+    pump_local,
     run_table,
     spec_problem,
     sweep_id_from_query,
@@ -23,7 +25,7 @@ from dpmix_core.experiments.trade_offs import (
     with_dataset,
 )
 from dpmix_core.privacy.accountants import ACCOUNTANTS
-from dpmix_core.runtime.jobs import LocalProcessBackend, default_max_parallel
+from dpmix_core.runtime.jobs import default_max_parallel
 from dpmix_core.runtime.store import ResultStore, StoreError
 from dpmix_core.training.names import LOSSES, MODELS
 
@@ -55,9 +57,7 @@ def _launch(spec) -> None:
 
 
 def _cancel_all() -> None:
-    backend = LocalProcessBackend(store())
-    for run in store().list_runs(ids=st.session_state.get(K + "run_ids", []), status=ACTIVE):
-        backend.cancel(run.id)
+    cancel_runs(store(), st.session_state.get(K + "run_ids", []))
 
 
 def _sweep_builder(datasets: dict[str, str]):
@@ -143,7 +143,7 @@ def _progress_panel() -> None:
 
     @st.fragment(run_every=2.0 if active else None)
     def live() -> None:
-        LocalProcessBackend(s, max_parallel=st.session_state.get(K + "parallel")).pump()
+        pump_local(s, max_parallel=st.session_state.get(K + "parallel"))
         current = run_table(s, ids)
         counts = current["status"].value_counts().to_dict()
         st.markdown("**Progress** — " + ", ".join(f"{v} {k}" for k, v in counts.items()))

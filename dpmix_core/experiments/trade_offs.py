@@ -33,6 +33,8 @@ from dpmix_core.runtime.jobs import LocalProcessBackend, default_max_parallel
 from dpmix_core.runtime.store import ResultStore
 
 __all__ = [
+    "cancel_runs",
+    "pump_local",
     "epsilon_columns",
     "COLLAPSED_MARKER",
     "JOB_KIND",
@@ -212,6 +214,20 @@ def launch_sweep(spec: SweepSpec, store: ResultStore, *, max_parallel: int | Non
     backend.pump()
     reused = sum(1 for run, outcome in submitted if outcome == "existing" and run.status == "done")
     return Launch(sweep.id, sweep.name, tuple(run.id for run, _ in submitted), reused, backend.describe())
+
+
+def pump_local(store: ResultStore, max_parallel: int | None = None) -> None:
+    """One scheduling step of this machine's workers: start queued runs, notice finished or dead ones."""
+    LocalProcessBackend(store, max_parallel=max_parallel).pump()
+
+
+def cancel_runs(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> int:
+    """Ask every queued or running run among ``run_ids`` to stop; returns how many were asked."""
+    backend = LocalProcessBackend(store)
+    active = store.list_runs(ids=run_ids, status=("queued", "running"))
+    for run in active:
+        backend.cancel(run.id)
+    return len(active)
 
 
 def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> pd.DataFrame:
