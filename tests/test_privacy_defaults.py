@@ -281,3 +281,29 @@ def test_trade_off_plots_mark_uncovered_and_features_only_series():
     assert traces["private [ε not covered: private normalisation]"].marker.symbol == "x"
     assert traces["swap [ε: features only]"].marker.symbol == "diamond-open"
     assert traces["covered"].marker.symbol == "circle"
+
+
+def test_streaming_poisson_rate_uses_the_public_n(tmp_path):
+    from dpmix_core.synthesis.streaming import stream_release, synthesize_streaming
+
+    rng = np.random.default_rng(2)
+    X = (rng.random((1000, 4)) * 0.1).astype(np.float32)
+    y = rng.integers(0, 2, size=1000)
+    planned = stream_release(mechanism="poisson", n=1000, d=4, k=2, l=50, T=10, sigma_x=1.0, public_n=2000)
+    assert planned.n == 2000 and planned.sampling_rate == pytest.approx(50 / 2000)
+    out = synthesize_streaming(
+        X,
+        y,
+        num_classes=2,
+        mechanism="poisson",
+        l=50,
+        T=2000,
+        sigma_x=0.0,
+        sigma_y=0.0,
+        out_path=tmp_path / "rel",
+        public_n=2000,
+        accountants=False,
+    )
+    assert out.release.n == 2000
+    batch = np.load(tmp_path / "rel" / "y.npy").sum(axis=1) * 50  # realised batch sizes: Binomial(1000, 1/40)
+    assert batch.mean() == pytest.approx(25, rel=0.05)

@@ -255,6 +255,7 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
             sigma_y=args.sigma_y,
             clip_x=args.clip_x,
             clip_y=args.clip_y,
+            public_n=args.public_n,
         )
     except (ValueError, IndexError):
         planned = None  # synthesize_streaming reports what is wrong
@@ -276,6 +277,7 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
             clip_y=args.clip_y,
             delta=args.delta,
             epsilons_for=epsilons_for,
+            public_n=args.public_n,
         )
     if args.json:
         print(json.dumps({"out": str(result.out_dir), **result.card}, allow_nan=False))

@@ -116,15 +116,20 @@ def stream_release(
     sigma_y: float | None = None,
     clip_x: float = 1.0,
     clip_y: float = 1.0,
+    public_n: int | None = None,
 ) -> MixingRelease:
-    """The release :func:`synthesize_streaming` makes with these settings (known before any row is read)."""
+    """The release :func:`synthesize_streaming` makes with these settings (known before any row is read).
+
+    Poisson: the rate m/n uses ``public_n`` when stated (the count of the source is private under
+    add/remove adjacency); without it the source's row count is taken as the public n.
+    """
     if mechanism not in STREAM_MECHANISMS:
         raise ValueError(f"streaming supports mechanism in {STREAM_MECHANISMS}. Found {mechanism!r}.")
     sigma_y = sigma_x if sigma_y is None else sigma_y
     if mechanism == "dpmix":
         return DPMixParams(mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y).release(n=n, dx=d, dy=k)
     params = PoissonMixParams(
-        mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y, clip_x=clip_x, clip_y=clip_y
+        mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y, clip_x=clip_x, clip_y=clip_y, public_n=public_n
     )
     return params.release(n=n)
 
@@ -183,6 +188,7 @@ def synthesize_streaming(
     accountants: bool = True,
     epsilons_for: Callable[[MixingRelease], list[dict]] | None = None,
     resident_elements: int = RESIDENT_ELEMENTS,
+    public_n: int | None = None,
 ) -> StreamingRelease:
     """Mix ``T`` points from ``source`` (n, d) / ``labels`` (n,) and write them to the folder ``out_path``.
 
@@ -219,7 +225,17 @@ def synthesize_streaming(
         raise ValueError(f"num_classes must be >= 1. Found {num_classes}.")
     sigma_y = sigma_x if sigma_y is None else sigma_y
     release = stream_release(
-        mechanism=mechanism, n=n, d=d, k=k, l=l, T=T, sigma_x=sigma_x, sigma_y=sigma_y, clip_x=clip_x, clip_y=clip_y
+        mechanism=mechanism,
+        n=n,
+        d=d,
+        k=k,
+        l=l,
+        T=T,
+        sigma_x=sigma_x,
+        sigma_y=sigma_y,
+        clip_x=clip_x,
+        clip_y=clip_y,
+        public_n=public_n,
     )
     if mechanism == "dpmix" and feature_range is None and source.dtype != np.uint8:
         raise ValueError(
@@ -241,7 +257,7 @@ def synthesize_streaming(
         table_dtype = np.float64 if l > _EXACT_UINT8_SUM else np.float32
     else:
         table_dtype = np.float32
-    rate = l / n
+    rate = l / release.n  # the stated public n (stream_release), never the private row count
     label_value = 1.0 if mechanism == "dpmix" else min(1.0, float(clip_y))
     stats = {"rows_read": 0, "max_unique_rows": 0, "max_indices": 0}
     t0 = time.perf_counter()
@@ -262,6 +278,7 @@ def synthesize_streaming(
                 sigma_x=float(sigma_x),
                 sigma_y=float(sigma_y),
                 seed_seq=child_sequence(ss, 2),
+                rate=rate,
                 feature_range=feature_range,
                 clip_x=clip_x,
                 table_dtype=table_dtype,
@@ -458,6 +475,7 @@ def _mix_resident(
     source,
     labels,
     *,
+    rate: float,
     mechanism: str,
     k: int,
     l: int,
@@ -483,7 +501,6 @@ def _mix_resident(
     _check_chunk_labels(sub_labels, k)
     feats = _features(_gather(source, every, release_pages), mechanism, feature_range, clip_x, table_dtype)
     stats.update(rows_read=n, max_unique_rows=n, max_indices=chunk_rows * l)
-    rate = l / n
 
     def draw(rng: np.random.Generator, rows: int):
         if mechanism == "dpmix":
