@@ -176,8 +176,8 @@ def _controls() -> tuple[MixingSetting | None, float]:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def cached_reading(setting: MixingSetting, delta: float, model: str, pld_accuracy: float):
-    return release_reading(setting, delta, model, pld_accuracy=pld_accuracy)
+def cached_reading(setting: MixingSetting, delta: float, model: str, pld_accuracy: float, with_curves: bool = False):
+    return release_reading(setting, delta, model, pld_accuracy=pld_accuracy, with_curves=with_curves)
 
 
 def _headline(setting: MixingSetting, delta: float) -> ReleaseReading | None:
@@ -227,9 +227,16 @@ def _table(setting: MixingSetting, delta: float) -> None:
     )
 
 
-def _attacker(reading: ReleaseReading | None, delta: float) -> None:
-    if reading is None or reading.profile is None:
+def _attacker(setting: MixingSetting, reading: ReleaseReading | None, delta: float) -> None:
+    if reading is None or reading.accountant is None:
         st.info("No rigorous bound, so no guarantee about attacks on this release.")
+        return
+    if not st.toggle(
+        "Show the attacker's curves (recomputed on every change, about 0.3 s)", value=False, key=K + "attacker"
+    ):
+        return
+    reading = cached_reading(setting, delta, reading.model, st.session_state[K + "pld_accuracy"], True)
+    if reading.profile is None:
         return
     st.markdown(
         'What the best possible attacker can do. Asked *"was this person\'s record used?"*, every test '
@@ -438,7 +445,7 @@ if setting is not None:
     with tab_curves:
         _curves(setting, delta)
     with tab_attack:
-        _attacker(reading, delta)
+        _attacker(setting, reading, delta)
     with tab_cal:
         _calibrate(setting, delta)
     with tab_explain:

@@ -38,7 +38,10 @@ def main() -> None:
     first = _timed(at)
     changes = {
         "σ change (new table, cached curve)": ("acc_sigma_x", [0.05 + 0.001 * i for i in range(args.repeats)]),
-        "T change (new table, cached σ-curve)": ("acc_T", [9000 + 100 * i for i in range(args.repeats)]),
+        "T change (new table, the σ-curve depends on T: recomputed)": (
+            "acc_T",
+            [9000 + 100 * i for i in range(args.repeats)],
+        ),
         "class-centric toggle": ("acc_class_centric", [True, False] * args.repeats),
     }
     print(f"first render (cold caches): {first * 1000:.0f} ms")
@@ -51,6 +54,16 @@ def main() -> None:
             widget.set_value(value)
             times.append(_timed(at))
         print(f"| {label} | {1000 * statistics.median(times):.0f} | {1000 * max(times):.0f} | {len(times)} |")
+    mix = AppTest.from_file(str(ROOT / "app_pages" / "mixed_samples.py"), default_timeout=300)
+    _timed(mix)
+    draws = []
+    for _ in range(args.repeats):
+        mix.button(key="mix_redraw").click()
+        draws.append(_timed(mix))
+    print(
+        f"| Mixed samples: New draw (embedded data) | {1000 * statistics.median(draws):.0f} | "
+        f"{1000 * max(draws):.0f} | {len(draws)} |"
+    )
 
 
 if __name__ == "__main__":

@@ -146,3 +146,10 @@ def test_privacy_budget_composes_releases(at):
     assert any("publishes features" in w.value for w in at.warning)
     at.button(key="acc_budget_clear").click().run()
     assert not [m for m in at.metric if m.label.startswith("Total ε")]
+
+
+def test_attacker_curves_on_demand(at):
+    at.toggle(key="acc_attacker").set_value(True).run()
+    assert not at.exception
+    titles = [c.proto.spec for c in at.get("plotly_chart")]
+    assert any("Trade-off curve" in t for t in titles) and any("Privacy profile" in t for t in titles)

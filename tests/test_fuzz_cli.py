@@ -583,3 +583,12 @@ def test_extreme_noise_is_answered_with_a_reason_not_a_traceback(sigma, expected
     lines = [line for line in out.splitlines() if " eps=" in line]
     assert len(lines) == 6 and all(expected in line for line in lines)
     assert out.count("note:") == 6
+
+
+def test_the_papers_own_releases_pass_the_default_cost_model():
+    """The limits refuse work too big for the machine, never the releases the papers made (thesis §4.1 / DPFMix)."""
+    from dpmix_core.resources.limits import check_cost, limits_from_env, mixing_cost
+
+    limits = limits_from_env({})
+    for T, l in ((10000, 256), (60000, 256), (60000, 64)):
+        check_cost(mixing_cost(T=T, l=l, d=784, k=10, n=60000), limits, change="T or l")  # interactive: no raise

@@ -315,7 +315,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     if config.mechanism != "label-laplace" and config.target_epsilon is None:
         planned = planned_release(config, dataset)
     with background_epsilons(planned, config.delta) as epsilons_for:
-        synthesis = synthesize(config, dataset)
+        synthesis = synthesize(config, dataset, job=True)  # your own process: the job time limit, same memory limit
         release = synthesis.data.release
         card = privacy_card(synthesis, epsilons=epsilons_for(release) if isinstance(release, MixingRelease) else None)
     data_path, card_path = write_release(synthesis, args.out, card=card)
