@@ -9,6 +9,7 @@ from dpmix_core.experiments.trade_offs import (
     REPRODUCED_WITHIN_PTS,
     available_training_datasets,
     cancel_runs,
+    default_sweep,
     custom_spec,
     epsilon_columns,
     estimate_minutes,
@@ -52,6 +53,7 @@ def _launch(spec) -> None:
         return
     st.session_state[K + "run_ids"] = list(launch.run_ids)
     st.session_state[K + "sweep"] = launch.sweep_id
+    st.session_state[K + "show"] = launch.sweep_id  # the Results panel follows what was just launched
     st.session_state[K + "launch_error"] = None
     st.query_params["sweep"] = str(launch.sweep_id)
 
@@ -173,7 +175,7 @@ def _results_panel(query_sweep: int | None) -> None:
         st.info("No results yet: launch a sweep above. Results are kept in the store and load instantly later.")
         return
     names = {sw.id: f"{sw.name} (#{sw.id}, {sw.backend}{' @ ' + sw.location if sw.location else ''})" for sw in sweeps}
-    default = st.session_state.get(K + "sweep") or query_sweep or sweeps[-1].id
+    default = st.session_state.get(K + "sweep") or query_sweep or default_sweep(store())
     ids = list(names)
     chosen = st.selectbox(
         "Show results of",

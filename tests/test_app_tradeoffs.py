@@ -134,3 +134,21 @@ def test_a_run_whose_config_no_longer_loads_is_named_and_the_others_show(tmp_pat
     assert len(agg) == 1
     at = _page(tmp_path, monkeypatch, sweep=str(sweep.id))
     assert not at.exception and any("run 2" in w.value for w in at.warning)
+
+
+def test_a_fresh_session_opens_the_newest_sweep_with_results(tmp_path):
+    """Not the last, cancelled one with "No finished runs yet" (issue 15)."""
+    from dpmix_core.experiments.trade_offs import default_sweep
+    from dpmix_core.runtime.store import ResultStore
+
+    store = ResultStore(tmp_path / "s.sqlite")
+    assert default_sweep(store) is None
+    finished = store.create_sweep("finished")
+    run = store.submit("tests.fake_jobs:ok", {"x": 1}, sweep=finished.id)
+    claimed = store.claim(backend="local", host="h", max_running=1)
+    assert claimed is not None and claimed.id == run.id
+    store.finish(run.id, {"test_accuracy": 0.5})
+    cancelled = store.create_sweep("cancelled later")
+    other = store.submit("tests.fake_jobs:ok", {"x": 2}, sweep=cancelled.id)
+    store.mark_cancelled(other.id)
+    assert default_sweep(store) == finished.id

@@ -33,6 +33,7 @@ from dpmix_core.runtime.jobs import LocalProcessBackend, default_max_parallel
 from dpmix_core.runtime.store import ResultStore
 
 __all__ = [
+    "default_sweep",
     "cancel_runs",
     "pump_local",
     "epsilon_columns",
@@ -214,6 +215,15 @@ def launch_sweep(spec: SweepSpec, store: ResultStore, *, max_parallel: int | Non
     backend.pump()
     reused = sum(1 for run, outcome in submitted if outcome == "existing" and run.status == "done")
     return Launch(sweep.id, sweep.name, tuple(run.id for run, _ in submitted), reused, backend.describe())
+
+
+def default_sweep(store: ResultStore) -> int | None:
+    """The sweep a fresh session shows: the newest one with a finished run (not a cancelled, empty one)."""
+    sweeps = store.list_sweeps()
+    for sweep in reversed(sweeps):
+        if store.counts(sweep=sweep.id).get("done", 0):
+            return sweep.id
+    return sweeps[-1].id if sweeps else None
 
 
 def pump_local(store: ResultStore, max_parallel: int | None = None) -> None:
