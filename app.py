@@ -17,10 +17,22 @@ PAGES = [
     st.Page("app_pages/dp_foundations.py", title="DP foundations", icon=":material/school:"),
 ]
 
+# Presentation mode (a toggle, or ?present=1 in the URL): larger type, no sidebar chrome, for a projector
+PRESENT_CSS = """<style>
+html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
+[data-testid="stMetricValue"] { font-size: 3.2rem; }
+h1 { font-size: 3rem !important; }
+[data-testid="stHeader"], [data-testid="stToolbar"] { display: none; }
+</style>"""
+
+st.session_state.setdefault("present", st.query_params.get("present") in ("1", "true", "yes"))
 page = st.navigation(PAGES)
 with st.sidebar:
     st.caption(
         "DPMix Studio — differentially private data release by random mixing. "
         "Every ε names its accountant and whether it is a rigorous upper bound."
     )
+    st.toggle("Presentation mode", key="present", help="Larger type and no toolbar, for a projector (or ?present=1).")
+if st.session_state["present"]:
+    st.markdown(PRESENT_CSS, unsafe_allow_html=True)
 page.run()

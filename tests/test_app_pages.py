@@ -20,3 +20,13 @@ def test_page_opens(page):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
     at.switch_page(page).run()
     assert not at.exception, at.exception
+
+
+def test_presentation_mode_from_the_url_and_the_toggle():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params["present"] = "1"
+    at.run()
+    assert not at.exception and at.toggle(key="present").value
+    assert any("font-size: 20px" in m.value for m in at.markdown)
+    at.toggle(key="present").set_value(False).run()
+    assert not any("font-size: 20px" in m.value for m in at.markdown)
