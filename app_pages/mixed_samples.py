@@ -85,6 +85,10 @@ except ValueError as exc:
     st.stop()
 st.caption(f"Data: {describe_dataset(dataset)}")
 dataset_key = upload.file_id if upload else dataset.source
+if st.session_state.get(K + "data_key") != dataset_key:  # new data: z-scoring only where public constants exist
+    st.session_state[K + "data_key"] = dataset_key
+    if public_zscore_constants(dataset.name) is None and st.session_state[K + "prep"] == "zscore":
+        st.session_state[K + "prep"] = "unit"
 feature_range = None
 if needs_feature_range(dataset):
     r1, r2 = st.columns(2)
@@ -207,7 +211,10 @@ for caveat in preview.caveats:
 
 st.subheader("Per class: records → noise-free mixture → released point")
 st.caption(preview.display_note + " Uniform mixing groups points by the class with the largest label share.")
-for cls in preview.classes:
+for cls in preview.classes if not preview.images else ():
+    st.markdown(f"**class {cls.label}**")
+    st.dataframe(cls.rows(), hide_index=True, width="stretch")
+for cls in preview.classes if preview.images else ():
     cols = st.columns([4, 2, 2])
     cols[0].image(
         list(cls.originals), width=64, caption=[f"record, class {cls.label}"] + [""] * (len(cls.originals) - 1)

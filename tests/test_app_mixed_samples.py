@@ -97,5 +97,23 @@ def test_upload_and_feature_range_rules(tmp_path):
     assert not needs_feature_range(load_embedded())
     with pytest.raises(ValueError, match="not a number"):
         app_dataset(b"label,a\n1,x\n0,1\n", "bad.csv")
-    with pytest.raises(ValueError, match="image"):
-        mixing_preview(ds, SynthesisConfig(mechanism="dpmix", l=2, T=10, sigma_x=0.1, feature_range=(0, 1)))
+    # tabular data gets a tabular preview: records, noise-free mixtures and released rows, with its epsilons
+    p = mixing_preview(ds, SynthesisConfig(mechanism="dpmix", l=2, T=10, sigma_x=0.1, feature_range=(0, 1)))
+    assert not p.images and p.epsilons
+    table = p.classes[0].rows()
+    assert list(table.columns) == ["row", "x0", "x1"] and set(table["row"]) >= {"record", "released"}
+
+
+def test_tabular_upload_on_the_page(tmp_path):
+    """A valid tabular CSV (3 features) gets its epsilons, a table preview and the export, not an error."""
+    csv = "label,a,b,c\n" + "\n".join(
+        f"{i % 2},{(i % 7) / 7:.3f},{(i % 5) / 5:.3f},{(i % 3) / 3:.3f}" for i in range(400)
+    )
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state["mix_mechanism"] = "dpmix"
+    at.run()
+    from dpmix_core.data.choice import app_dataset as load
+
+    ds = load(csv.encode(), "mine.csv")
+    p = mixing_preview(ds, SynthesisConfig(mechanism="dpmix", l=4, T=100, sigma_x=0.2, feature_range=(0, 1)))
+    assert not p.images and len(p.classes) == 2 and p.classes[1].rows().shape[1] == 4

@@ -18,9 +18,20 @@ PREVIEW_MECHANISMS = ("dpmix", "class-centric", "poisson", "local")
 @dataclass(frozen=True)
 class ClassPreview:
     label: str
-    originals: np.ndarray  # (k, H, W) in [0, 1]
-    clean: np.ndarray  # (m, H, W) noise-free mixtures, scaled for display
-    noisy: np.ndarray  # (m, H, W) released points, scaled for display
+    originals: np.ndarray  # images: (k, H, W) in [0, 1]; tabular data: (k, d) records as given
+    clean: np.ndarray  # (m, H, W) noise-free mixtures scaled for display; tabular: (m, d) as released
+    noisy: np.ndarray  # (m, H, W) released points scaled for display; tabular: (m, d) as released
+
+    def rows(self, feature_names: tuple[str, ...] | None = None):
+        """Tabular previews as one table: records, then noise-free mixtures, then released points."""
+        import pandas as pd
+
+        d = self.originals.shape[1]
+        names = list(feature_names) if feature_names and len(feature_names) == d else [f"x{j}" for j in range(d)]
+        parts = [("record", self.originals), ("noise-free mixture", self.clean), ("released", self.noisy)]
+        frames = [pd.DataFrame(block, columns=names).assign(row=kind) for kind, block in parts if len(block)]
+        table = pd.concat(frames, ignore_index=True)
+        return table[["row", *names]]
 
 
 @dataclass(frozen=True)
@@ -31,6 +42,7 @@ class MixingPreview:
     notes: tuple[str, ...]
     caveats: tuple[str, ...]  # things the accountant does not cover
     display_note: str
+    images: bool = True  # False: tabular records (rows of numbers), shown as tables
 
 
 def _display(images: np.ndarray, unit: bool) -> np.ndarray:
@@ -55,8 +67,7 @@ def mixing_preview(
     """
     if config.mechanism not in PREVIEW_MECHANISMS:
         raise ValueError(f"Preview shows mixing mechanisms only: {', '.join(PREVIEW_MECHANISMS)}.")
-    if dataset.x_train.ndim < 3:
-        raise ValueError("This dataset has no image shape; previews need images (e.g. MNIST).")
+    images = dataset.x_train.ndim >= 3  # tabular uploads: rows of numbers, previewed as rows
     config = resolve_sigma(config, dataset)
     release = planned_release(config, dataset)
     epsilons = tuple(acc.epsilon(release, config.delta) for acc in applicable_accountants(release))
@@ -78,18 +89,26 @@ def mixing_preview(
         rows = np.flatnonzero(owner == c)[:per_class]
         members = np.flatnonzero(dataset.y_train == c)
         pick = rng.choice(members, size=min(originals, members.size), replace=False)
-        previews.append(
-            ClassPreview(
+        if images:
+            preview = ClassPreview(
                 label=names[c],
                 originals=dataset.x_train[pick].astype(np.float32) / 255.0,
                 clean=_display(clean.x[rows].reshape((-1, *shape)), unit),
                 noisy=_display(noisy.x[rows].reshape((-1, *shape)), unit),
             )
-        )
-    display_note = (
-        "Released points are shown clipped to [0, 1]."
-        if unit
-        else "Features are z-scored/clipped, so each image is min-max scaled for display."
-    )
+        else:
+            preview = ClassPreview(
+                label=names[c],
+                originals=np.asarray(dataset.x_train[pick], dtype=np.float32),
+                clean=clean.x[rows],
+                noisy=noisy.x[rows],
+            )
+        previews.append(preview)
+    if not images:
+        display_note = "Rows: the records as uploaded; mixtures and released points in the release's feature space."
+    elif unit:
+        display_note = "Released points are shown clipped to [0, 1]."
+    else:
+        display_note = "Features are z-scored/clipped, so each image is min-max scaled for display."
     caveats = release.caveats()
-    return MixingPreview(tuple(previews), epsilons, config, noisy.notes, caveats, display_note)
+    return MixingPreview(tuple(previews), epsilons, config, noisy.notes, caveats, display_note, images)
