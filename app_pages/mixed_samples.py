@@ -7,9 +7,8 @@ import streamlit as st
 from dpmix_core.data import public_zscore_constants
 from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
 from dpmix_core.privacy.accountants import ACCOUNTANTS
-from dpmix_core.resources.limits import LimitExceeded, check_cost, limits_from_env
 from dpmix_core.synthesis.export import npz_bytes, privacy_card
-from dpmix_core.synthesis.pipeline import SynthesisConfig, release_cost, synthesize
+from dpmix_core.synthesis.pipeline import SynthesisConfig, release_refusal, synthesize
 from dpmix_core.synthesis.previews import PREVIEW_MECHANISMS, mixing_preview
 from dpmix_core.views.reports import format_epsilon
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
@@ -53,14 +52,6 @@ def cached_preview(_dataset, dataset_key: str, config: SynthesisConfig):
 def cached_export(_dataset, dataset_key: str, config: SynthesisConfig) -> bytes:
     synthesis = synthesize(config, _dataset)
     return npz_bytes(synthesis, privacy_card(synthesis))
-
-
-def _public_constants(prep: str, mean: float | None, std: float | None) -> tuple[float, float] | None:
-    if prep != "zscore":
-        return None
-    if mean is None or std is None:
-        raise ValueError("z-scoring needs public constants: enter a mean and std that do not depend on the data.")
-    return (mean, std)
 
 
 def _new_draw() -> None:
@@ -171,7 +162,10 @@ try:
         protect_labels=mechanism != "class-centric" or ss[K + "protect_labels"],
         seed=ss[K + "seed"],
         feature_range=feature_range,
-        zscore_constants=_public_constants(prep, ss.get(K + "z_mean"), ss.get(K + "z_std")),
+        # empty fields: the dataset's documented constants, or the library's one-line refusal for an upload
+        zscore_constants=(ss[K + "z_mean"], ss[K + "z_std"])
+        if prep == "zscore" and ss.get(K + "z_mean") is not None and ss.get(K + "z_std") is not None
+        else None,
     )
     preview = cached_preview(dataset, dataset_key, config)
 except ValueError as exc:
@@ -230,11 +224,8 @@ with st.expander("What was done to the data (from the mechanism)"):
         st.markdown(f"- {note}")
 
 st.subheader("Export")
-try:  # the full release is refused before any work when it would exceed DPMIX_MAX_MEMORY / DPMIX_MAX_SECONDS
-    check_cost(release_cost(used, dataset), limits_from_env(), change="T or ℓ")
-    too_big = None
-except LimitExceeded as exc:
-    too_big = str(exc)
+too_big = release_refusal(used, dataset)  # over DPMIX_MAX_MEMORY / DPMIX_MAX_SECONDS: refused before any work
+if too_big is not None:
     st.error(too_big)
 if st.button("Prepare the full release for download", key=K + "prepare", disabled=too_big is not None):
     st.download_button(

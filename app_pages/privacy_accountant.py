@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, get_accountant
+from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, equal_class_sizes, get_accountant
 from dpmix_core.privacy.budget import compose_budget, mixing_item
 from dpmix_core.privacy.calibration import calibrate_sigma
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
@@ -146,12 +146,7 @@ def _controls() -> tuple[MixingSetting | None, float]:
     ratio = ss[K + "ratio"]
     st.caption(f"σy = λ·σx = {ratio * ss[K + 'sigma_x']:.4g}")
     try:
-        classes = ss[K + "classes"]
-        class_sizes = None
-        if ss[K + "class_centric"]:
-            if ss[K + "n"] % classes:
-                raise ValueError(f"n = {ss[K + 'n']} does not split into K = {classes} equal classes.")
-            class_sizes = (ss[K + "n"] // classes,) * classes
+        class_sizes = equal_class_sizes(ss[K + "n"], ss[K + "classes"]) if ss[K + "class_centric"] else None
         setting = MixingSetting(
             n=ss[K + "n"],
             l=ss[K + "l"],

@@ -276,14 +276,20 @@ def test_pld_never_above_rdp_poisson(setting):
     assert eps("pld-poisson", setting, time_budget=0.0) <= eps("rdp-poisson", setting) * (1 + 1e-6) + 1e-6
 
 
-def test_tightest_guarantees_never_mix_release_models():
-    from dpmix_core.views.reports import epsilon_table, tightest_guarantees
+def test_headlines_never_mix_release_models():
+    """Each release model's headline comes from an accountant of that model, never from the CLT approximation."""
+    from dpmix_core.views.reports import release_reading
 
-    best = tightest_guarantees(epsilon_table(replace(THESIS, clip=1.0), 1e-5))
-    assert best["assumptions"].is_unique and len(best) == 3  # [0,1]^d WOR, clipped WOR, Poisson
-    assert "gdp-clt" not in set(best["accountant"])
-    poisson = best[best["assumptions"].str.startswith("poisson")]
-    assert poisson["accountant"].item() in {"pld-poisson", "rdp-poisson"}
+    setting = replace(THESIS, clip=1.0)
+    expected = {
+        "dpmix": {"lee2019", "rdp-wor"},
+        "dpcda": {"dpcda", "rdp-wor"},
+        "poisson": {"pld-poisson", "rdp-poisson"},
+    }
+    for model, allowed in expected.items():
+        reading = release_reading(setting, 1e-5, model, with_curves=False)
+        assert reading.accountant in allowed, (model, reading.accountant)
+        assert reading.guarantee == "rigorous upper bound"
 
 
 # ---------------------------------------------------------------- extreme floats (issue 14 §3)

@@ -81,3 +81,11 @@ def test_bad_budgets_are_refused():
         mixing_item(
             "x", replace(acc.release_for(THESIS), not_covered="normalisation constants computed from the private data")
         )
+
+
+def test_a_dpsgd_model_in_the_budget_counts_the_steps_the_baseline_takes():
+    from dpmix_core.privacy.budget import steps_per_epoch
+    from dpmix_core.views.budget import dpsgd_budget_item
+
+    item = dpsgd_budget_item(n=60000, batch_size=256, epochs=15, noise_multiplier=1.1)
+    assert item.event.count == steps_per_epoch(60000, 256) * 15 == 234 * 15

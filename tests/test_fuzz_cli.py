@@ -106,7 +106,7 @@ CASES = [
     (["epsilon", "--accountant", "nope", *ACC, *SIGMA], "unknown accountant"),
     (["epsilon", "--accountant", "lee2019", *ACC], "required"),
     (["epsilon", "--accountant", "rdp-wor", *ACC, *SIGMA, "--label-may-change"], "--label-may-change"),
-    (["epsilon", "--accountant", "rdp-wor", *ACC, *SIGMA, "--classes", "7"], "not divisible"),
+    (["epsilon", "--accountant", "rdp-wor", *ACC, *SIGMA, "--classes", "7"], "equal classes"),
     (["nonsense"], "invalid choice"),
     # synthesize: output paths checked before any work; the cost model before any allocation
     ([*SYN, "--out", "rel.parquet"], "must end in .npz or .csv"),

@@ -287,7 +287,8 @@ def test_class_centric_zscore_clip_and_caveat():
     )
     out = class_centric_mix(X, y, num_classes=3, params=params, seed=0)
     assert (np.linalg.norm(out.x, axis=1) <= 0.5 + 1e-5).all()  # mean of vectors clipped to ||x|| <= c
-    assert any("not covered" in s for s in out.notes) and not out.release.covered
+    assert any("of X itself" in s for s in out.notes) and not out.release.covered
+    assert out.release.caveats()[0].startswith("not covered: normalisation constants")
     result = get_accountant("dpcda").epsilon(out.release, 1e-5)
     assert not result.upper_bound and result.guarantee.startswith("not covered: normalisation constants")
     public_params = replace(params, preprocessing="zscore")

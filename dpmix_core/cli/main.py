@@ -12,10 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sqlite3
 import sys
-import tempfile
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -105,13 +103,11 @@ def add_setting_arguments(parser: argparse.ArgumentParser, *, with_sigma: bool, 
 
 
 def _setting(args: argparse.Namespace, sigma_x: float = 1.0, sigma_y: float = 1.0) -> MixingSetting:
-    from dpmix_core.privacy.accountants import MixingSetting
+    from dpmix_core.privacy.accountants import MixingSetting, equal_class_sizes
 
     class_sizes = args.class_sizes
     if args.classes is not None:
-        if args.n % args.classes:
-            raise CliError(f"--n {args.n} is not divisible into --classes {args.classes} equal classes")
-        class_sizes = (args.n // args.classes,) * args.classes
+        class_sizes = equal_class_sizes(args.n, args.classes)
     if class_sizes is not None and args.n != sum(class_sizes):
         raise CliError(f"class sizes sum to {sum(class_sizes)}, not --n {args.n}")
     if class_sizes is None and (args.features_only or args.label_may_change):
@@ -592,33 +588,17 @@ def _add_audit(sub) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from dpmix_core.resources.files import check_new_file, write_files_atomically
     from dpmix_core.views.html_report import accountant_report
 
     out = Path(args.out)
     if out.suffix.lower() not in (".html", ".htm"):
         raise CliError(f"--out must end in .html. Found {out.name!r}")
-    if not out.parent.is_dir():
-        raise CliError(f"output folder {str(out.parent)!r} does not exist")
-    if out.is_dir():
-        raise CliError(f"--out {str(out)!r} is a folder")
+    check_new_file(out, what="--out")  # before any work
     page = accountant_report(_setting(args), args.delta, args.model)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(page)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_files_atomically({out: page.encode("utf-8")})
     print(f"wrote {out} ({len(page) / 1e6:.1f} MB, self-contained: opens offline)")
     return 0
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _add_report(sub) -> None:

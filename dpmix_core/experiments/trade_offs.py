@@ -20,6 +20,7 @@ from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.results import aggregate
 from dpmix_core.experiments.spec import Published, SweepSpec, load_spec
 from dpmix_core.experiments.sweeps import RunSpec, submit_sweep
+from dpmix_core.privacy.release import PRIVATE_NORMALISATION, Protects
 from dpmix_core.resources.limits import (
     LimitExceeded,
     Limits,
@@ -383,9 +384,9 @@ def _error_bars(std: pd.Series) -> list[float]:
 def _guarantee_mark(part: pd.DataFrame) -> dict:
     """A distinct look for series whose epsilon is not a bound (x markers, dotted) or protects features only."""
     text = " ".join(str(g) for g in part.get("guarantee", pd.Series(dtype=str)).dropna())
-    if "not covered" in text:
+    if PRIVATE_NORMALISATION in text:
         return {"suffix": " [ε not covered: private normalisation]", "symbol": "x", "dash": "dot", "size": 11}
-    if "labels not protected" in text:
+    if Protects.FEATURES_ONLY.value in text:
         return {"suffix": " [ε: features only]", "symbol": "diamond-open", "dash": "dashdot", "size": 10}
     return {"suffix": "", "symbol": "circle", "dash": "solid", "size": 8}
 

@@ -49,7 +49,6 @@ from dpmix_core.privacy.release import (
 
 __all__ = [
     "PREPROCESSING",
-    "ZSCORE_CAVEAT",
     "DPMixParams",
     "ClassCentricParams",
     "PoissonMixParams",
@@ -66,7 +65,6 @@ __all__ = [
 # "unit": [0,1] features (thesis §4.2); "zscore": z-score with *public* mean/std, then clip (DP-CDA);
 # "zscore-private": z-score with the private data's own statistics -- an explicit opt-in no accountant covers.
 PREPROCESSING = ("unit", "zscore", "zscore-private")
-ZSCORE_CAVEAT = f"not covered: {PRIVATE_NORMALISATION}"
 _EXACT_UINT8_SUM = 2**24 // 255  # l uint8 values sum exactly in float32 while 255*l <= 2^24
 
 
@@ -538,7 +536,8 @@ def _zscore_clip(
     feats = clip_rows(feats, clip)
     if private:
         notes.append(
-            f"{ZSCORE_CAVEAT} ({' and '.join(private)} computed from X; pass public mean and std to avoid this)"
+            f"features z-scored with the {' and '.join(private)} of X itself, the private data "
+            "(the release says it is not covered)"
         )
     else:
         notes.append("features z-scored with the public mean and std passed in")

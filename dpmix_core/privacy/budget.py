@@ -29,6 +29,7 @@ from dpmix_core.privacy.profile import python_orders
 from dpmix_core.privacy.release import Adjacency, MixingRelease
 
 __all__ = [
+    "steps_per_epoch",
     "RELATIONS",
     "BudgetItem",
     "Budget",
@@ -91,6 +92,11 @@ def gaussian_item(name: str, *, noise_multiplier: float, count: int = 1) -> Budg
 def laplace_label_item(name: str, *, epsilon: float) -> BudgetItem:
     """Label-only Laplace: epsilon-DP for labels, features published as they are."""
     return BudgetItem(name, dp_accounting.LaplaceDpEvent(1.0 / epsilon), LABEL_ONLY)
+
+
+def steps_per_epoch(n: int, batch_size: int) -> int:
+    """round(n/B) Poisson-sampled steps make one expected pass over the data (as Opacus' DPDataLoader)."""
+    return max(1, round(n / batch_size))
 
 
 def dpsgd_item(name: str, *, n: int, batch_size: int, steps: int, noise_multiplier: float) -> BudgetItem:

@@ -9,6 +9,7 @@ from typing import Literal
 import numpy as np
 
 from dpmix_core.privacy.accountants import EpsilonResult, MixingSetting, get_accountant
+from dpmix_core.privacy.release import max_class_centric_l
 
 Axis = Literal["sigma", "T", "l"]
 
@@ -52,5 +53,5 @@ def default_axis_values(setting: MixingSetting, axis: Axis, points: int = 30) ->
     if axis == "T":
         return sorted({int(v) for v in np.geomspace(1, max(10 * setting.T, 10), points)})
     # class-centric with labels protected needs l <= N_min - 1 (class_centric_release)
-    smallest = min(setting.class_sizes) - int(setting.protect_labels) if setting.class_sizes else setting.n
+    smallest = max_class_centric_l(setting.class_sizes, setting.protect_labels) if setting.class_sizes else setting.n
     return sorted({int(v) for v in np.geomspace(1, smallest, points)})

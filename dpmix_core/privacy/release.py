@@ -28,6 +28,7 @@ __all__ = [
     "DataBounds",
     "MixingRelease",
     "class_centric_release",
+    "max_class_centric_l",
 ]
 
 
@@ -264,6 +265,12 @@ class MixingRelease:
         return text
 
 
+def max_class_centric_l(class_sizes: tuple[int, ...], protect_labels: bool = True) -> int:
+    """The largest l class-centric mixing allows: N_min, or N_min - 1 when labels are protected (the neighbour's
+    shrunk class must still hold l records; see :func:`class_centric_release`)."""
+    return min(class_sizes) - (1 if protect_labels else 0)
+
+
 def class_centric_release(
     *,
     class_sizes: tuple[int, ...],
@@ -318,7 +325,7 @@ def class_centric_release(
     if per_class < 1:
         raise ValueError(f"T={num_points} gives no point per class for K={k} classes.")
     pool = min(class_sizes)
-    if mix_degree > pool - (1 if protect_labels else 0):
+    if mix_degree > max_class_centric_l(class_sizes, protect_labels):
         need = "l <= N_min - 1 when labels are protected" if protect_labels else "l <= N_k"
         raise ValueError(
             f"l={mix_degree} is too large for the smallest class ({pool} records); class-centric mixing needs {need}."

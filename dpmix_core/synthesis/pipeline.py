@@ -22,7 +22,7 @@ from dpmix_core.mechanisms import (
 )
 from dpmix_core.mechanisms.mixing import PREPROCESSING
 from dpmix_core.privacy.release import MixingRelease, Protects
-from dpmix_core.resources.limits import Cost, Limits, check_cost, limits_from_env, mixing_cost
+from dpmix_core.resources.limits import Cost, LimitExceeded, Limits, check_cost, limits_from_env, mixing_cost
 
 __all__ = [
     "MECHANISMS",
@@ -33,6 +33,7 @@ __all__ = [
     "synthesize",
     "planned_release",
     "release_cost",
+    "release_refusal",
     "resolve_preprocessing",
     "resolve_sigma",
 ]
@@ -246,6 +247,15 @@ def release_cost(config: SynthesisConfig, dataset: Dataset) -> Cost:
     else:
         T, l = config.T, 1 if config.mechanism == "local" else config.l
     return mixing_cost(T=T, l=l, d=dataset.feature_dim, k=dataset.num_classes, n=dataset.n_train)
+
+
+def release_refusal(config: SynthesisConfig, dataset: Dataset, limits: Limits | None = None) -> str | None:
+    """Why :func:`synthesize` would refuse this release before any work (a limit, in one line), or None."""
+    try:
+        check_cost(release_cost(config, dataset), limits or limits_from_env(), change="T or l")
+    except LimitExceeded as exc:
+        return str(exc)
+    return None
 
 
 def synthesize(

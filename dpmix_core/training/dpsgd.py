@@ -26,6 +26,7 @@ import warnings
 import torch
 from torch import nn
 
+from dpmix_core.privacy.budget import steps_per_epoch
 from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Sampling
 from dpmix_core.training.train import (
     FitResult,
@@ -45,11 +46,6 @@ __all__ = [
     "check_dpsgd_model",
     "train_dpsgd",
 ]
-
-
-def steps_per_epoch(n: int, batch_size: int) -> int:
-    """round(n/B) Poisson-sampled steps make one expected pass over the data (as Opacus' DPDataLoader)."""
-    return max(1, round(n / batch_size))
 
 
 def dpsgd_release(*, n: int, batch_size: int, steps: int, noise_multiplier: float, clip: float) -> MixingRelease:

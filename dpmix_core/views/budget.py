@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from dpmix_core.mechanisms.descriptions import gaussian_sigma
-from dpmix_core.privacy.budget import Budget, BudgetItem, dpsgd_item, gaussian_item, laplace_label_item
+from dpmix_core.privacy.budget import (
+    Budget,
+    BudgetItem,
+    dpsgd_item,
+    gaussian_item,
+    laplace_label_item,
+    steps_per_epoch,
+)
 
 __all__ = ["dp_pca_budget_item", "dpsgd_budget_item", "label_budget_item", "budget_table"]
 
@@ -19,10 +24,11 @@ def dp_pca_budget_item(*, epsilon: float, delta: float) -> BudgetItem:
 
 
 def dpsgd_budget_item(*, n: int, batch_size: int, epochs: int, noise_multiplier: float) -> BudgetItem:
-    """A DP-SGD model trained for ``epochs`` passes with Poisson batches of expected size B (steps = epochs n / B)."""
+    """A DP-SGD model trained for ``epochs`` passes with Poisson batches of expected size B (as the DP-SGD baseline
+    counts them: ``steps_per_epoch`` per pass)."""
     if not (1 <= batch_size <= n):
         raise ValueError(f"batch size must be between 1 and n = {n}. Found {batch_size}.")
-    steps = int(math.ceil(epochs * n / batch_size))
+    steps = steps_per_epoch(n, batch_size) * epochs
     return dpsgd_item(
         f"DP-SGD model (z = {noise_multiplier:g}, B = {batch_size}, {epochs} epochs)",
         n=n,

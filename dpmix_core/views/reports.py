@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, get_accountant
+from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, get_accountant, signed_gap
 from dpmix_core.privacy.curves import Axis, default_axis_values, epsilon_curve
 from dpmix_core.privacy.profile import (
     PrivacyProfile,
@@ -29,7 +29,6 @@ __all__ = [
     "epsilon_curves",
     "epsilon_table",
     "format_epsilon",
-    "tightest_guarantees",
     "ReleaseReading",
     "release_reading",
     "RELEASE_MODELS",
@@ -122,7 +121,7 @@ def _with_clt_gap(table: pd.DataFrame) -> pd.DataFrame:
     if "gdp-clt" in by_name and "pld-poisson" in by_name:
         clt, exact = float(by_name["gdp-clt"]), float(by_name["pld-poisson"])
         if math.isfinite(clt) and math.isfinite(exact):
-            gap = clt - exact
+            gap = signed_gap(clt, exact)
             word = "below" if gap < 0 else "above"
             note = (
                 f"signed gap to pld-poisson (exact, same release): {gap:+.3g} "
@@ -133,19 +132,6 @@ def _with_clt_gap(table: pd.DataFrame) -> pd.DataFrame:
             i = table.index[table["accountant"] == "gdp-clt"][0]
             table.loc[i, "notes"] = "; ".join(x for x in (note, table.loc[i, "notes"]) if x)
     return table
-
-
-def tightest_guarantees(table: pd.DataFrame) -> pd.DataFrame:
-    """Per release model (sampling, adjacency, bounds): the smallest rigorous epsilon and who gives it.
-
-    Rows with different assumptions describe different releases, so a single
-    minimum over the whole table would compare unlike things. Only rows that
-    are upper bounds for the release count: approximations and releases no
-    accountant covers give none (an empty table).
-    """
-    rigorous = table[table["upper_bound"].astype(bool)]
-    best = rigorous.loc[rigorous.groupby("assumptions", sort=False)["epsilon"].idxmin()]
-    return best[["assumptions", "accountant", "epsilon", "ε", "guarantee"]].reset_index(drop=True)
 
 
 def curve_anchor(setting: MixingSetting, axis: Axis) -> MixingSetting:

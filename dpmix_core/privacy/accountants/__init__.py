@@ -17,6 +17,7 @@ from dpmix_core.privacy.accountants.base import (
     EpsilonResult,
     MixingSetting,
     UnsupportedReleaseError,
+    equal_class_sizes,
 )
 from dpmix_core.privacy.accountants.dpcda import DpcdaAccountant
 from dpmix_core.privacy.accountants.gdp_clt import GdpCltAccountant
@@ -38,6 +39,8 @@ ACCOUNTANTS: dict[str, type[Accountant]] = {
 }
 
 __all__ = [
+    "signed_gap",
+    "equal_class_sizes",
     "ACCOUNTANTS",
     "ENORMOUS_EPSILON",
     "Accountant",
@@ -83,5 +86,11 @@ def clt_gap(setting: MixingSetting | MixingRelease, delta: float, **pld_options)
     """
     clt, exact = get_accountant("gdp-clt"), get_accountant("pld-poisson", **pld_options)
     release = clt.release_for(setting) if isinstance(setting, MixingSetting) else setting
-    a, b = clt.epsilon(release, delta).epsilon, exact.epsilon(release, delta).epsilon
-    return 0.0 if math.isinf(a) and math.isinf(b) and a == b else a - b
+    return signed_gap(clt.epsilon(release, delta).epsilon, exact.epsilon(release, delta).epsilon)
+
+
+def signed_gap(clt_epsilon: float, exact_epsilon: float) -> float:
+    """clt - exact, the quantity of :func:`clt_gap` for epsilons already computed (both infinite: 0)."""
+    if math.isinf(clt_epsilon) and math.isinf(exact_epsilon) and clt_epsilon == exact_epsilon:
+        return 0.0
+    return clt_epsilon - exact_epsilon

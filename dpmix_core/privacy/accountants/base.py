@@ -11,7 +11,14 @@ from typing import Any, ClassVar
 from dpmix_core.privacy.checks import check_delta
 from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Protects, Sampling
 
-__all__ = ["Accountant", "EpsilonResult", "MixingSetting", "UnsupportedReleaseError", "ENORMOUS_EPSILON"]
+__all__ = [
+    "Accountant",
+    "EpsilonResult",
+    "MixingSetting",
+    "UnsupportedReleaseError",
+    "ENORMOUS_EPSILON",
+    "equal_class_sizes",
+]
 
 ENORMOUS_EPSILON = 1e6  # above this an epsilon protects nothing; it is flagged, not hidden
 
@@ -74,6 +81,15 @@ class MixingSetting:
             raise ValueError(
                 "Leaving labels unprotected (a same-class swap) only applies to class-centric mixing: give class sizes."
             )
+
+
+def equal_class_sizes(n: int, classes: int) -> tuple[int, ...]:
+    """K equal class sizes summing to n (class-centric mixing over K balanced classes); ValueError otherwise."""
+    if isinstance(classes, bool) or not isinstance(classes, numbers.Integral) or classes < 1:
+        raise ValueError(f"the number of classes K must be a positive integer. Found {classes!r}.")
+    if n % classes:
+        raise ValueError(f"n = {n} does not split into K = {classes} equal classes.")
+    return (n // classes,) * classes
 
 
 @dataclass(frozen=True)
