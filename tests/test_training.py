@@ -283,14 +283,15 @@ def test_scattering_features_shape_and_cache(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------------------------- DP-SGD
 
 
-def test_dpsgd_release_is_the_dpsgd_event_and_calibration_does_not_overshoot():
+def test_dpsgd_event_is_the_dpsgd_event_and_calibration_does_not_overshoot():
     import dp_accounting
 
-    from dpmix_core.training.dpsgd import calibrate_noise_multiplier, dpsgd_epsilons, dpsgd_release
+    from dpmix_core.training.dpsgd import calibrate_noise_multiplier, dpsgd_epsilons, dpsgd_event
 
-    rel = dpsgd_release(n=1000, batch_size=50, steps=200, noise_multiplier=1.3, clip=0.7)
-    assert rel.noise_multiplier() == pytest.approx(1.3)
-    event = rel.dp_event()
+    ev = dpsgd_event(n=1000, batch_size=50, steps=200, noise_multiplier=1.3)
+    assert ev.noise_multiplier() == pytest.approx(1.3)
+    assert "DP-SGD" in ev.describe() and "mixing" not in ev.describe()  # never posed as a mixing release
+    event = ev.dp_event()
     assert isinstance(event, dp_accounting.SelfComposedDpEvent) and event.count == 200
     assert event.event.sampling_probability == pytest.approx(0.05)
     assert event.event.event.noise_multiplier == pytest.approx(1.3)

@@ -14,6 +14,7 @@ from dpmix_core.privacy.accountants.base import check_delta
 from dpmix_core.privacy.accountants.gdp_clt import GdpCltAccountant
 from dpmix_core.privacy.accountants.pld_poisson import PldPoissonAccountant
 from dpmix_core.privacy.accountants.rdp_dp_accounting import RdpPoissonAccountant
+from dpmix_core.privacy.events import SampledGaussianSteps
 from dpmix_core.privacy.release import MixingRelease
 
 __all__ = ["Calibration", "calibrate_sigma", "SIGMA_MAX", "TIME_BUDGET"]
@@ -43,7 +44,7 @@ class Calibration:
 
 def calibrate_sigma(
     accountant: Accountant,
-    setting: MixingSetting | MixingRelease,
+    setting: MixingSetting | MixingRelease | SampledGaussianSteps,
     *,
     target_epsilon: float,
     delta: float,
@@ -66,15 +67,19 @@ def calibrate_sigma(
     0.2 % bracket) find the answer. Every returned result is a pld-poisson evaluation at
     the returned sigma, so it is a rigorous bound there.
 
-    ``setting`` is either user input (each accountant builds its paper's release)
-    or the exact release a mechanism makes (its sigmas are replaced).
+    ``setting`` is either user input (each accountant builds its paper's release),
+    the exact release a mechanism makes (its sigmas are replaced), or a DP event of
+    T subsampled-Gaussian steps (e.g. DP-SGD's): then "sigma_x" is its noise
+    multiplier z and ``sigma_ratio`` must be 1.
     """
     if not (isinstance(target_epsilon, (int, float)) and math.isfinite(target_epsilon) and target_epsilon > 0):
         raise ValueError(f"target epsilon must be a positive finite number. Found {target_epsilon}.")
     if not (math.isfinite(sigma_ratio) and sigma_ratio > 0):
         raise ValueError(f"sigma ratio lambda must be a positive finite number. Found {sigma_ratio}.")
     check_delta(delta)
-    if isinstance(setting, MixingRelease) and not accountant.supports(setting):
+    if isinstance(setting, SampledGaussianSteps) and sigma_ratio != 1.0:
+        raise ValueError("a DP event has one noise multiplier z: sigma ratio lambda must be 1.")
+    if isinstance(setting, (MixingRelease, SampledGaussianSteps)) and not accountant.supports(setting):
         raise UnsupportedReleaseError(
             f"{accountant.name} does not cover {setting.sampling.value} sampling with {setting.adjacency.value} adjacency."
         )
@@ -83,6 +88,8 @@ def calibrate_sigma(
     def evaluator(acc: Accountant) -> Callable[[float], EpsilonResult]:
         def result_at(sigma_x: float) -> EpsilonResult:
             sigma_y = sigma_ratio * sigma_x
+            if isinstance(setting, SampledGaussianSteps):
+                return acc.epsilon(setting.with_noise_multiplier(sigma_x), delta)
             if isinstance(setting, MixingRelease):
                 return acc.epsilon(setting.with_sigma(sigma_x, sigma_y), delta)
             return acc.epsilon(acc.release_for(replace(setting, sigma_x=sigma_x, sigma_y=sigma_y)), delta)
@@ -90,7 +97,7 @@ def calibrate_sigma(
         return result_at
 
     if isinstance(accountant, PldPoissonAccountant):
-        steps = setting.num_points if isinstance(setting, MixingRelease) else setting.T
+        steps = setting.T if isinstance(setting, MixingSetting) else setting.num_points
         return _calibrate_pld(accountant, evaluator, steps, target_epsilon, sigma_ratio, sigma_max, deadline)
     hi, hi_res, note = _search(evaluator(accountant), target_epsilon, sigma_max, deadline, accountant.name)
     return Calibration(hi, sigma_ratio * hi, target_epsilon, hi_res, note)

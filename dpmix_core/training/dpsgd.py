@@ -1,16 +1,16 @@
 """DP-SGD baseline (Abadi et al. 2016) with Opacus: the method a user would pick instead of releasing data.
 
 Privacy: Poisson sampling at rate q = B/n, per-sample clipping to ``clip``,
-Gaussian noise with multiplier z, S = epochs * round(n/B) steps. That is the
-event SelfComposed(PoissonSampled(q, Gaussian(z)), S) of ``dp_accounting``,
-exactly the event of a Poisson mixing release with m = B, T = S and effective
-noise multiplier z (``dpsgd_release``). So our own accountants apply as they
-are: z is calibrated to the target (epsilon, delta) with ``pld-poisson`` (or
-``rdp-poisson``) through :func:`dpmix_core.privacy.calibration.calibrate_sigma`, which
-never overshoots; we pass z to Opacus (``GradSampleModule`` + ``DPOptimizer``)
-rather than using ``make_private_with_epsilon``, and report epsilon from our
-pld-poisson and rdp-poisson accountants *and* from Opacus' RDP and PRV
-accountants on the same (q, z, S).
+Gaussian noise with multiplier z, S = epochs * round(n/B) steps: the
+``dp_accounting`` event SelfComposed(PoissonSampled(q, Gaussian(z)), S)
+(``dpsgd_event``). The generic accountants consume that event directly (it is
+not a mixing release and is never described as one): z is calibrated to the
+target (epsilon, delta) with ``pld-poisson`` (or ``rdp-poisson``) through
+:func:`dpmix_core.privacy.calibration.calibrate_sigma`, which never overshoots;
+we pass z to Opacus (``GradSampleModule`` + ``DPOptimizer``) rather than using
+``make_private_with_epsilon``, and report epsilon from our pld-poisson and
+rdp-poisson accountants *and* from Opacus' RDP and PRV accountants on the same
+(q, z, S).
 
 Batches are drawn by our own Poisson sampling on in-memory tensors (what
 Opacus' DPDataLoader does, without a per-sample Python DataLoader).
@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from dpmix_core.privacy.budget import steps_per_epoch
-from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Sampling
+from dpmix_core.privacy.events import SampledGaussianSteps
 from dpmix_core.training.train import (
     FitResult,
     OptimSettings,
@@ -40,7 +40,7 @@ from dpmix_core.training.train import (
 
 __all__ = [
     "steps_per_epoch",
-    "dpsgd_release",
+    "dpsgd_event",
     "calibrate_noise_multiplier",
     "dpsgd_epsilons",
     "check_dpsgd_model",
@@ -48,29 +48,19 @@ __all__ = [
 ]
 
 
-def dpsgd_release(*, n: int, batch_size: int, steps: int, noise_multiplier: float, clip: float) -> MixingRelease:
-    """DP-SGD's privacy event described as a Poisson release: rate B/n, T = steps, effective multiplier z.
+def dpsgd_event(*, n: int, batch_size: int, steps: int, noise_multiplier: float) -> SampledGaussianSteps:
+    """DP-SGD's privacy event (Abadi et al. 2016): S steps of the Poisson-subsampled Gaussian, q = B/n.
 
-    With sigma_x = sigma_y = sqrt(2) * clip * z / B and bounds ||x||, ||y|| <= clip,
-    ``release.noise_multiplier()`` is z, so ``release.dp_event()`` is DP-SGD's
-    SelfComposed(PoissonSampled(B/n, Gaussian(z)), steps).
+    ``dpsgd_event(...).dp_event()`` is SelfComposed(PoissonSampled(B/n, Gaussian(z)), steps). The clipping
+    norm does not enter: z is noise standard deviation over clipping norm, so the event is scale-free.
     """
     if batch_size > n:
         raise ValueError(f"DP-SGD batch size must not exceed n. Found B={batch_size}, n={n}.")
-    s = math.sqrt(2.0) * clip * noise_multiplier / batch_size
-    return MixingRelease(
-        n=n,
-        mix_degree=batch_size,
-        num_points=steps,
-        sigma_x=s,
-        sigma_y=s,
-        sampling=Sampling.POISSON,
-        adjacency=Adjacency.ADD_REMOVE_ONE,
-        bounds=DataBounds.clipped(clip, clip),
-        notes=(
-            f"DP-SGD: {steps} steps, Poisson rate q={batch_size}/{n}, per-sample gradients clipped to {clip:g}, "
-            f"noise multiplier z={noise_multiplier:.4g} (same dp_accounting event as this Poisson release)",
-        ),
+    return SampledGaussianSteps.poisson(
+        q=batch_size / n,
+        z=noise_multiplier,
+        steps=steps,
+        mechanism=f"DP-SGD (batch {batch_size} of n = {n}, per-sample clipping)",
     )
 
 
@@ -82,9 +72,8 @@ def calibrate_noise_multiplier(
     from dpmix_core.privacy.accountants import get_accountant
     from dpmix_core.privacy.calibration import calibrate_sigma
 
-    base = dpsgd_release(n=n, batch_size=batch_size, steps=steps, noise_multiplier=1.0, clip=1.0)
-    cal = calibrate_sigma(get_accountant(accountant), base, target_epsilon=target_epsilon, delta=delta)
-    return base.with_sigma(cal.sigma_x, cal.sigma_y).noise_multiplier()
+    event = dpsgd_event(n=n, batch_size=batch_size, steps=steps, noise_multiplier=1.0)
+    return calibrate_sigma(get_accountant(accountant), event, target_epsilon=target_epsilon, delta=delta).sigma_x
 
 
 def dpsgd_epsilons(*, n: int, batch_size: int, steps: int, noise_multiplier: float, delta: float) -> dict:
@@ -97,10 +86,10 @@ def dpsgd_epsilons(*, n: int, batch_size: int, steps: int, noise_multiplier: flo
 
     from dpmix_core.privacy.accountants import get_accountant
 
-    release = dpsgd_release(n=n, batch_size=batch_size, steps=steps, noise_multiplier=noise_multiplier, clip=1.0)
+    event = dpsgd_event(n=n, batch_size=batch_size, steps=steps, noise_multiplier=noise_multiplier).dp_event()
     out: dict = {}
     for name in ("pld-poisson", "rdp-poisson"):
-        out[name] = _number(get_accountant(name).epsilon(release, delta).epsilon)
+        out[name] = _number(get_accountant(name).epsilon_of_event(event, delta).epsilon)
     q = batch_size / n
     for name, cls in (("opacus-rdp", RDPAccountant), ("opacus-prv", PRVAccountant)):
         acc = cls()

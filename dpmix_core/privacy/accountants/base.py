@@ -6,10 +6,14 @@ import math
 import numbers
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dpmix_core.privacy.checks import check_delta
+from dpmix_core.privacy.events import AccountedRelease, SampledGaussianSteps, UnsupportedEventError
 from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Protects, Sampling
+
+if TYPE_CHECKING:
+    import dp_accounting
 
 __all__ = [
     "Accountant",
@@ -147,6 +151,9 @@ class Accountant(ABC):
     adjacency: ClassVar[Adjacency]
     formula: ClassVar[str]  # LaTeX shown on the page
     explanation: ClassVar[str]  # plain language, for non-experts
+    # Generic accountants analyse any T-fold subsampled Gaussian (a dp_accounting event); the papers'
+    # closed forms (lee2019, dpcda) are stated for mixing releases and set this to False.
+    accepts_events: ClassVar[bool] = True
 
     @abstractmethod
     def bounds_for(self, setting: MixingSetting) -> DataBounds:
@@ -180,11 +187,38 @@ class Accountant(ABC):
             not_covered=setting.not_covered,
         )
 
-    def supports(self, release: MixingRelease) -> bool:
+    def supports(self, release: AccountedRelease) -> bool:
+        if not (self.accepts_events or isinstance(release, MixingRelease)):
+            return False
         return release.sampling is self.sampling and release.adjacency is self.adjacency
 
-    def epsilon(self, release: MixingRelease, delta: float) -> EpsilonResult:
-        """epsilon at the given delta for this release; inf (with a reason) when unbounded."""
+    def epsilon_of_event(
+        self, event: dp_accounting.DpEvent, delta: float, mechanism: str | None = None
+    ) -> EpsilonResult:
+        """epsilon of a ``dp_accounting`` event: T steps of one subsampled Gaussian (e.g. DP-SGD's).
+
+        Args:
+            event: SelfComposed(PoissonSampled(q, Gaussian(z)), T), or its without-replacement twin.
+            delta: the target delta.
+            mechanism: what the event is, for the result's labels (default: the event's own shape).
+
+        Returns:
+            The same :class:`EpsilonResult` as :meth:`epsilon`; UnsupportedReleaseError for another event
+            shape, for an accountant whose sampling or adjacency differs, or for a paper's closed form.
+        """
+        try:
+            steps = SampledGaussianSteps.from_dp_event(event, mechanism)
+        except UnsupportedEventError as exc:
+            raise UnsupportedReleaseError(f"{self.name}: {exc}") from exc
+        return self.epsilon(steps, delta)
+
+    def epsilon(self, release: AccountedRelease, delta: float) -> EpsilonResult:
+        """epsilon at the given delta for this release (or DP event view); inf (with a reason) when unbounded."""
+        if not (self.accepts_events or isinstance(release, MixingRelease)):
+            raise UnsupportedReleaseError(
+                f"{self.name} is a closed form stated for mixing releases; {release.describe()} "
+                "is not one (use rdp-wor or rdp-poisson, which analyse any subsampled Gaussian)."
+            )
         if not self.supports(release):
             raise UnsupportedReleaseError(
                 f"{self.name} assumes {self.sampling.value} sampling with {self.adjacency.value} adjacency; "
@@ -204,11 +238,11 @@ class Accountant(ABC):
 
     @abstractmethod
     def _compute(
-        self, release: MixingRelease, delta: float
+        self, release: AccountedRelease, delta: float
     ) -> tuple[float, float | None, tuple[tuple[str, float], ...], str | None]:
         """(epsilon, optimal order or None, extra numbers, reason or None)."""
 
-    def _result(self, release: MixingRelease, delta: float, epsilon: float, **kw: Any) -> EpsilonResult:
+    def _result(self, release: AccountedRelease, delta: float, epsilon: float, **kw: Any) -> EpsilonResult:
         assumptions = release.describe()
         if release.notes:
             assumptions += "; " + "; ".join(release.notes)

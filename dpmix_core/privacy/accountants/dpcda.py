@@ -7,7 +7,8 @@ import numpy as np
 from dpmix_core.privacy.accountants.base import Accountant, MixingSetting
 from dpmix_core.privacy.accountants.extremes import settled_by_noise
 from dpmix_core.privacy.accountants.wbk import wbk_epsilon
-from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Sampling
+from dpmix_core.privacy.events import AccountedRelease
+from dpmix_core.privacy.release import Adjacency, DataBounds, Sampling
 
 
 class DpcdaAccountant(Accountant):
@@ -20,6 +21,7 @@ class DpcdaAccountant(Accountant):
     likelihood ratio and the printed version is not a valid bound.
     """
 
+    accepts_events = False  # the paper's closed form, stated for mixing releases
     name = "dpcda"
     title = "DP-CDA (Saha et al.), as published"
     reference = "Saha, Tonoy, Imtiaz, DP-CDA, Thm. 1; Wang-Balle-Kasiviswanathan 2019, Thm. 9"
@@ -40,7 +42,7 @@ class DpcdaAccountant(Accountant):
     def bounds_for(self, setting: MixingSetting) -> DataBounds:
         return DataBounds.clipped_one_hot(1.0 if setting.clip is None else setting.clip)
 
-    def _compute(self, release: MixingRelease, delta: float):
+    def _compute(self, release: AccountedRelease, delta: float):
         if (settled := settled_by_noise(release, delta)) is not None:
             return settled
         eps, order = wbk_epsilon(release, delta, self.orders)

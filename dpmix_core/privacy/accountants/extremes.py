@@ -19,7 +19,7 @@ import math
 
 from scipy.special import ndtri
 
-from dpmix_core.privacy.release import MixingRelease
+from dpmix_core.privacy.events import AccountedRelease
 
 __all__ = ["Z_HUGE", "Z_TINY", "settled_by_noise", "total_variation_bound"]
 
@@ -28,7 +28,7 @@ Z_TINY = 1e-100  # z^-2 > 1e200: RDP/PLD numerics overflow; every bound is inf
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
-def total_variation_bound(release: MixingRelease) -> float:
+def total_variation_bound(release: AccountedRelease) -> float:
     """1 - (1 - gamma min(1, 1/(z sqrt(2 pi))))^T, without overflow: the release is (0, this)-DP."""
     z = release.noise_multiplier()
     if math.isinf(z):
@@ -41,7 +41,7 @@ def total_variation_bound(release: MixingRelease) -> float:
 
 
 def settled_by_noise(
-    release: MixingRelease, delta: float
+    release: AccountedRelease, delta: float
 ) -> tuple[float, None, tuple[tuple[str, float], ...], str] | None:
     """(epsilon, None, details, reason) when the noise alone settles epsilon (module docstring), else None."""
     z = release.noise_multiplier()

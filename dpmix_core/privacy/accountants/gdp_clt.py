@@ -7,7 +7,8 @@ import math
 from dpmix_core.privacy.accountants.base import Accountant, MixingSetting
 from dpmix_core.privacy.accountants.extremes import Z_HUGE, Z_TINY, settled_by_noise
 from dpmix_core.privacy.analysis.gdp import gdp_epsilon, poisson_clt_mu
-from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Sampling
+from dpmix_core.privacy.events import AccountedRelease
+from dpmix_core.privacy.release import Adjacency, DataBounds, Sampling
 
 
 class GdpCltAccountant(Accountant):
@@ -37,7 +38,7 @@ class GdpCltAccountant(Accountant):
     def bounds_for(self, setting: MixingSetting) -> DataBounds:
         return DataBounds.clipped(setting.clip_x, setting.clip_y)
 
-    def _compute(self, release: MixingRelease, delta: float):
+    def _compute(self, release: AccountedRelease, delta: float):
         z = release.noise_multiplier()
         # the CLT's own number wherever it is computable (the gap to pld-poisson is shown next to it);
         # the total-variation answer only where the formula leaves the double range

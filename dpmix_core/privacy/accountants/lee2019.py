@@ -7,7 +7,8 @@ import numpy as np
 from dpmix_core.privacy.accountants.base import Accountant, MixingSetting
 from dpmix_core.privacy.accountants.extremes import settled_by_noise
 from dpmix_core.privacy.accountants.wbk import wbk_epsilon
-from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Sampling
+from dpmix_core.privacy.events import AccountedRelease
+from dpmix_core.privacy.release import Adjacency, DataBounds, Sampling
 
 
 class Lee2019Accountant(Accountant):
@@ -21,6 +22,7 @@ class Lee2019Accountant(Accountant):
     which reports eps = 1.42 for the same release, an ~10x understatement.
     """
 
+    accepts_events = False  # the paper's closed form, stated for mixing releases
     name = "lee2019"
     title = "DPMix (Lee et al. 2019), as published"
     reference = "Lee et al., ISIT 2019, Thm. 1; Wang-Balle-Kasiviswanathan 2019, Thm. 9"
@@ -42,7 +44,7 @@ class Lee2019Accountant(Accountant):
     def bounds_for(self, setting: MixingSetting) -> DataBounds:
         return DataBounds.unit_box(setting.dx, setting.dy)
 
-    def _compute(self, release: MixingRelease, delta: float):
+    def _compute(self, release: AccountedRelease, delta: float):
         if (settled := settled_by_noise(release, delta)) is not None:
             return settled
         eps, order = wbk_epsilon(release, delta, self.orders)

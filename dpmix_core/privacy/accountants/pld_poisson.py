@@ -12,7 +12,8 @@ from dpmix_core.privacy.accountants.base import Accountant, MixingSetting
 from dpmix_core.privacy.accountants.extremes import settled_by_noise
 from dpmix_core.privacy.accountants.rdp_dp_accounting import RdpPoissonAccountant
 from dpmix_core.privacy.analysis.gdp import gdp_epsilon, poisson_clt_mu
-from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Sampling
+from dpmix_core.privacy.events import AccountedRelease
+from dpmix_core.privacy.release import Adjacency, DataBounds, Sampling
 
 MIN_INTERVAL = 1e-6  # refinement floor; the time budget usually stops earlier
 MAX_INTERVAL = 1e-2  # coarsest first grid, unless the loss spans need a coarser one
@@ -82,7 +83,9 @@ class PldPoissonAccountant(Accountant):
     def bounds_for(self, setting: MixingSetting) -> DataBounds:
         return DataBounds.clipped(setting.clip_x, setting.clip_y)
 
-    def discretization(self, release: MixingRelease, delta: float, spans: tuple[float, float] | None = None) -> float:
+    def discretization(
+        self, release: AccountedRelease, delta: float, spans: tuple[float, float] | None = None
+    ) -> float:
         """The first interval h tried for this release (see class docstring); spans = loss_spans(release)."""
         single, composed = loss_spans(release) if spans is None else spans
         mu = poisson_clt_mu(release.sampling_rate, release.num_points, release.noise_multiplier())
@@ -91,7 +94,7 @@ class PldPoissonAccountant(Accountant):
         h = min(max(h, MIN_INTERVAL), MAX_INTERVAL)
         return max(h, single / FIRST_SINGLE_BINS, composed / FIRST_COMPOSED_BINS)
 
-    def _compute(self, release: MixingRelease, delta: float):
+    def _compute(self, release: AccountedRelease, delta: float):
         if (settled := settled_by_noise(release, delta)) is not None:
             return settled
         z = release.noise_multiplier()
@@ -146,7 +149,9 @@ class PldPoissonAccountant(Accountant):
             ),
         )
 
-    def _refine(self, release: MixingRelease, delta: float, spans: tuple[float, float]) -> tuple[float, float, float]:
+    def _refine(
+        self, release: AccountedRelease, delta: float, spans: tuple[float, float]
+    ) -> tuple[float, float, float]:
         """(smallest pessimistic epsilon, its interval, last improvement or inf), halving h within the budget."""
         start = time.perf_counter()
         h = self.discretization(release, delta, spans)
@@ -171,14 +176,14 @@ class PldPoissonAccountant(Accountant):
             h = finer
 
     @staticmethod
-    def _optimistic(release: MixingRelease, delta: float, h: float) -> float:
+    def _optimistic(release: AccountedRelease, delta: float, h: float) -> float:
         try:
             return pld_epsilon(release, delta, h, pessimistic=False)
         except (ValueError, OverflowError, FloatingPointError):
             return math.nan  # dp_accounting's optimistic buckets overflow on coarse grids: lower value 0
 
 
-def loss_spans(release: MixingRelease) -> tuple[float, float]:
+def loss_spans(release: AccountedRelease) -> tuple[float, float]:
     """(one-step, composed) privacy-loss spans that dp_accounting's PMFs cover, from above; inf if unbounded.
 
     One step: L(x) = log(1 - q + q e^{(2x-1)/(2z^2)}) over x in [-10z, 1 + 10z] (tail mass
@@ -194,7 +199,7 @@ def loss_spans(release: MixingRelease) -> tuple[float, float]:
     return single, 2.0 * (eps + 40.0) + single
 
 
-def pld_epsilon(release: MixingRelease, delta: float, interval: float, *, pessimistic: bool) -> float:
+def pld_epsilon(release: AccountedRelease, delta: float, interval: float, *, pessimistic: bool) -> float:
     """epsilon of the T-fold Poisson-subsampled Gaussian PLD on grid ``interval`` (dp_accounting)."""
     single = pld.from_gaussian_mechanism(
         standard_deviation=release.noise_multiplier(),

@@ -10,7 +10,8 @@ from dp_accounting.rdp import rdp_privacy_accountant as rdp
 from dpmix_core.privacy.accountants.base import Accountant, MixingSetting
 from dpmix_core.privacy.accountants.extremes import settled_by_noise
 from dpmix_core.privacy.accountants.wbk import wbk_epsilon
-from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Sampling
+from dpmix_core.privacy.events import AccountedRelease
+from dpmix_core.privacy.release import Adjacency, DataBounds, Sampling
 
 # Integer orders only: fractional orders cost a slow series and rarely win here.
 # Orders are a speed/tightness trade-off (bench/bench_accountants.py): dp_accounting's
@@ -21,7 +22,7 @@ WOR_MAX_ORDER = 128  # adaptive cap: floor log(1/delta)/127 = 0.09 at delta = 1e
 THM9_ORDERS = np.arange(2, 101)  # lee2019's orders: the Thm. 9 bound on the same release is always at hand
 
 
-def _rdp_epsilon(release: MixingRelease, delta: float, orders: tuple[int, ...], relation) -> tuple[float, float]:
+def _rdp_epsilon(release: AccountedRelease, delta: float, orders: tuple[int, ...], relation) -> tuple[float, float]:
     accountant = rdp.RdpAccountant(orders=list(orders), neighboring_relation=relation)
     accountant.compose(release.dp_event())
     eps, order = accountant.get_epsilon_and_optimal_order(delta)
@@ -57,7 +58,7 @@ class RdpPoissonAccountant(Accountant):
     def bounds_for(self, setting: MixingSetting) -> DataBounds:
         return DataBounds.clipped(setting.clip_x, setting.clip_y)
 
-    def _compute(self, release: MixingRelease, delta: float):
+    def _compute(self, release: AccountedRelease, delta: float):
         if (settled := settled_by_noise(release, delta)) is not None:
             return settled
         eps, order = _rdp_epsilon(release, delta, self.orders, rdp.NeighborRel.ADD_OR_REMOVE_ONE)
@@ -114,7 +115,7 @@ class RdpWorAccountant(Accountant):
             return DataBounds.clipped_one_hot(setting.clip)
         return DataBounds.unit_box(setting.dx, setting.dy)
 
-    def _compute(self, release: MixingRelease, delta: float):
+    def _compute(self, release: AccountedRelease, delta: float):
         if (settled := settled_by_noise(release, delta)) is not None:
             return settled
         z = release.noise_multiplier()
@@ -139,7 +140,7 @@ class RdpWorAccountant(Accountant):
             ),
         )
 
-    def _thm27(self, release: MixingRelease, delta: float) -> tuple[float, float, int]:
+    def _thm27(self, release: AccountedRelease, delta: float) -> tuple[float, float, int]:
         """Thm. 27 with orders extended geometrically while the best order is the largest and improves."""
         eps, order = _rdp_epsilon(release, delta, self.orders, rdp.NeighborRel.REPLACE_ONE)
         top = max(self.orders)
