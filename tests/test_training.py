@@ -624,3 +624,17 @@ def test_quick_thesis_preset_on_full_mnist():
     except DatasetUnavailableError:
         pytest.skip("full MNIST not available")
     assert result["seconds"] <= 90 and result["test_accuracy"] > 0.3
+
+
+def test_method_registry_has_one_small_class_per_method_name():
+    from dpmix_core.experiments.methods import METHODS, Method, get_method
+    from dpmix_core.training.names import METHODS as NAMES
+
+    assert sorted(METHODS) == sorted(NAMES)
+    for name in NAMES:
+        method = get_method(name)
+        assert isinstance(method, Method) and method.name == name
+    # only the methods whose validation split holds private records say so
+    assert {n for n in NAMES if get_method(n).private_validation} == {"dp-sgd", "dp-pca"}
+    with pytest.raises(ValueError, match="Unknown method 'bogus'"):
+        get_method("bogus")

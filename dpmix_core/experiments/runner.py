@@ -1,5 +1,9 @@
 """One training job from its config: data -> (features) -> release or baseline -> train -> evaluate on the real test.
 
+The pipeline is the same for every method; what differs (the training set and its
+accounting, a private projection, the optimiser) is a small class per method in
+:mod:`dpmix_core.experiments.methods`.
+
 Entry points:
 
 * ``run_job(config: dict, reporter) -> dict`` for background workers (the
@@ -26,13 +30,13 @@ import importlib.metadata
 import math
 import platform
 import time
-from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
 
 import dpmix_core
 from dpmix_core.experiments.config import RunConfig, run_key
+from dpmix_core.experiments.methods import RunContext, get_method
 from dpmix_core.training.collapse import collapse_reason
 from dpmix_core.training.train import Cancelled, OptimSettings, StopCheck
 
@@ -78,12 +82,6 @@ def library_versions(extra: tuple[str, ...] = ()) -> dict[str, str | None]:
 def run_job(config: dict, reporter: Reporter) -> dict:
     """Run the job described by ``config`` (a ``RunConfig.to_dict()``); JSON-ready result. Raises Cancelled."""
     return run_config(RunConfig.from_dict(config), reporter)
-
-
-def _json_eps(x: float | None) -> float | str | None:
-    if x is None:
-        return None
-    return "inf" if math.isinf(x) else float(x)
 
 
 class _Progress:
@@ -133,12 +131,11 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
     """Run one job in this process (see the module docstring for the result)."""
     import torch
 
-    from dpmix_core.data import load_dataset
     from dpmix_core.mechanisms import resolve_device
     from dpmix_core.training import data as D
     from dpmix_core.training.losses import get_loss
     from dpmix_core.training.models import build_model
-    from dpmix_core.training.train import evaluate, fit
+    from dpmix_core.training.train import evaluate
 
     if not isinstance(config, RunConfig):
         raise ValueError(f"run_config needs a RunConfig (use run_job for dicts). Found {type(config).__name__}.")
@@ -149,142 +146,38 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
     timings: dict[str, float] = {}
     notes: list[str] = []
     extra_versions: list[str] = []
+    extra: dict[str, Any] = {}
     device = resolve_device(config.device)
     seeds = np.random.SeedSequence(config.seed).generate_state(4)  # split, batch order, torch init, DP noise
 
-    def tick(name: str, t0: float) -> None:
-        timings[name] = timings.get(name, 0.0) + time.perf_counter() - t0
-
-    # ---------------------------------------------------------------- data (and fixed features)
-    stop(force=True)
-    prog.phase("data")
-    t0 = time.perf_counter()
-    ds = load_dataset(config.dataset, data_dir=config.data_dir)
-    ds = D.subsample(ds, train_limit=config.train_limit, test_limit=config.test_limit)
-    if ds.x_test is None or ds.y_test is None:
-        raise ValueError(f"dataset {config.dataset!r} has no test split to evaluate on.")
-    x_test_raw, y_test_raw = ds.x_test, ds.y_test
-    tick("data", t0)
-    input_shape: tuple[int, ...] = tuple(ds.x_train.shape[1:])
-    raw_ds = ds
-    # DPFMix App. E.2: the release itself maps records by the public transform (ScatterNet + per-sample GroupNorm)
-    syn_config = config.synthesis
-    released_features = syn_config is not None and syn_config.features != "pixels"
-    if syn_config is not None and released_features:
-        from dpmix_core.data.scattering import FEATURE_TRANSFORMS, feature_dataset, scattering_shape
-
-        extra_versions.append("kymatio")
-        prog.phase("features")
-        t0 = time.perf_counter()
-        ds = feature_dataset(raw_ds, syn_config.features, device=str(device), check=lambda: stop())
-        input_shape = scattering_shape(raw_ds.x_train.shape[1:])
-        notes.append(f"features mixed: {FEATURE_TRANSFORMS[syn_config.features]}")
-        tick("features", t0)
-    elif config.features == "scattering":
-        from dpmix_core.data import Dataset
-        from dpmix_core.data.scattering import scattering_features
-
-        extra_versions.append("kymatio")
-        prog.phase("features")
-        t0 = time.perf_counter()
-        check = lambda: stop()  # noqa: E731
-        f_train = scattering_features(ds.x_train, device=str(device), check=check)
-        f_test = scattering_features(x_test_raw, device=str(device), check=check)
-        input_shape = tuple(f_train.shape[1:])
-        ds = Dataset(
-            f"{ds.name}-scattering",
-            D.flat(f_train),
-            ds.y_train,
-            D.flat(f_test),
-            ds.y_test,
-            ds.num_classes,
-            f"{ds.source}; ScatterNet J=2, L=8 features {input_shape}",
-            ds.label_names,
-        )
-        notes.append("features: ScatterNet (J=2, L=8) coefficients of pixels/255, a fixed public transform")
-        tick("features", t0)
+    method = get_method(config.method)
+    ctx = RunContext(config, device, seeds, stop, prog.phase, timings, notes, extra_versions, extra)
+    ds, raw_ds, input_shape, released_features = _load_data(ctx)
+    x_test_raw, y_test_raw = raw_ds.x_test, raw_ds.y_test
     k = ds.num_classes
     regression = config.task == "regression"
     num_outputs = 1 if regression else k
 
-    # ---------------------------------------------------------------- what the model trains on
-    epsilon: dict[str, Any] = {}
-    delta: float | None = None
-    privacy_card = None
-    extra: dict[str, Any] = {}
-    test_map: Callable[[np.ndarray], np.ndarray] = D.pixels01
-    if syn_config is not None and config.method in ("mixing", "label-laplace"):
-        from dpmix_core.synthesis.export import privacy_card as make_card
-        from dpmix_core.synthesis.pipeline import synthesize
-
-        prog.phase("synthesis")
-        t0 = time.perf_counter()
-        synthesis = (
-            synthesize(syn_config, raw_ds, transformed=ds, job=True)
-            if released_features
-            else synthesize(syn_config, ds, job=True)
-        )
-        tick("synthesis", t0)
-        stop(force=True)
-        x_all, y_all = synthesis.data.x, synthesis.data.y
-        if config.method == "label-laplace":  # features released unchanged (in order): the real ones, as pixels/255
-            x_all = D.pixels01(ds.x_train)
-        test_map = D.release_feature_map(synthesis.config, ds.x_train)
-        privacy_card = make_card(synthesis)
-        extra["released_points"] = int(x_all.shape[0])
-        extra["release_notes"] = list(synthesis.data.notes)
-        if config.method == "mixing":
-            epsilon = {e["accountant"]: e["epsilon"] for e in privacy_card["epsilons"]}
-            delta = synthesis.config.delta
-            extra["sigma_x"], extra["sigma_y"] = synthesis.config.sigma_x, synthesis.config.sigma_y
-        else:
-            epsilon = {"laplace": _json_eps(getattr(synthesis.data.release, "epsilon", None))}
-            delta = 0.0
-            notes.append("label-only Laplace: features are not private; epsilon covers the labels only")
-    else:
-        x_all = D.pixels01(ds.x_train)
-        y_all = ds.y_train.astype(np.float32)[:, None] if regression else D.one_hot(ds.y_train, k)
+    # ---------------------------------------------------------------- what the model trains on (the method's step 1)
+    training = method.training_set(ctx, ds, raw_ds, released_features)
+    privacy = training.privacy
     test_x = ds.x_test if ds.x_test is not None else x_test_raw
     test_y = ds.y_test if ds.y_test is not None else y_test_raw
-    x_test = test_map(test_x)
+    x_test = training.test_map(test_x)
     y_test = torch.as_tensor(test_y.astype(np.float32) if regression else test_y.astype(np.int64))
 
     rng_split = np.random.default_rng(int(seeds[0]))
     if config.val_fraction > 0:
-        x_tr, y_tr, x_va, y_va = D.split_validation(x_all, y_all, config.val_fraction, rng_split)
+        x_tr, y_tr, x_va, y_va = D.split_validation(training.x, training.y, config.val_fraction, rng_split)
     else:
-        x_tr, y_tr, x_va, y_va = x_all, y_all, x_all[:0], y_all[:0]
-    if config.method in ("dp-sgd", "dp-pca") and len(x_va):
+        x_tr, y_tr, x_va, y_va = training.x, training.y, training.x[:0], training.y[:0]
+    if method.private_validation and len(x_va):
         notes.append(
             "validation accuracy is measured on held-out private records and is not covered by epsilon "
             "(shown for monitoring only; nothing is selected with it)"
         )
-
-    if config.method == "dp-pca":
-        from dpmix_core.training.pca import fit_projection
-
-        prog.phase("pca")
-        t0 = time.perf_counter()
-        proj = fit_projection(
-            x_tr,
-            num_components=config.pca_components,
-            epsilon=config.pca_epsilon,
-            delta=config.pca_delta,
-            seed=int(seeds[3]),
-        )
-        x_tr, x_va, x_test = proj.transform(x_tr), proj.transform(x_va), proj.transform(x_test)
-        input_shape = (config.pca_components,)
-        epsilon = {"analytic-gaussian": _json_eps(proj.epsilon)}
-        delta = None if math.isinf(proj.epsilon) else config.pca_delta
-        notes.extend(proj.notes)
-        notes.append(
-            "only the projection is DP: the linear classifier is trained non-privately on the projected "
-            "private records (the DP-PCA baseline's protocol)"
-        )
-        tick("pca", t0)
-    if config.method == "non-private":
-        epsilon, delta = {"none": "inf"}, None
-        notes.append("non-private baseline: trained on the real training records")
+    (x_tr, x_va, x_test), input_shape, projected = method.project(ctx, (x_tr, x_va, x_test), input_shape)
+    privacy = projected or privacy
 
     if config.input_norm == "rms":
         scale = np.float32(D.rms_scale(x_tr))
@@ -321,80 +214,15 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
     def on_epoch(entry: dict) -> None:
         prog.epoch(entry, eval_fraction)
 
-    t0 = time.perf_counter()
-    if config.method == "dp-sgd":
-        from dpmix_core.training.dpsgd import calibrate_noise_multiplier, dpsgd_epsilons, steps_per_epoch, train_dpsgd
-
-        extra_versions.append("opacus")
-        prog.phase("calibration")
-        n_priv = int(xt.shape[0])
-        steps = steps_per_epoch(n_priv, config.batch_size) * config.epochs
-        z = calibrate_noise_multiplier(
-            n=n_priv,
-            batch_size=config.batch_size,
-            steps=steps,
-            target_epsilon=config.dpsgd_epsilon,
-            delta=config.dpsgd_delta,
-            accountant=config.dpsgd_accountant,
-        )
-        tick("calibration", t0)
-        noise_gen = torch.Generator(device=device).manual_seed(int(seeds[3]))
-        t0 = time.perf_counter()
-        model, fit_res = train_dpsgd(
-            model,
-            loss_fn,
-            xt,
-            yt,
-            settings=settings,
-            noise_multiplier=z,
-            clip=config.dpsgd_clip,
-            generator=batch_gen,
-            noise_generator=noise_gen,
-            task=config.task,
-            x_val=xv,
-            y_val=yv,
-            on_epoch=on_epoch,
-            stop=stop,
-        )
-        tick("train", t0)
-        epsilon = dpsgd_epsilons(
-            n=n_priv, batch_size=config.batch_size, steps=steps, noise_multiplier=z, delta=config.dpsgd_delta
-        )
-        delta = config.dpsgd_delta
-        extra["dpsgd"] = {
-            "noise_multiplier": z,
-            "sample_rate": config.batch_size / n_priv,
-            "steps": steps,
-            "clip": config.dpsgd_clip,
-            "target_epsilon": config.dpsgd_epsilon,
-            "calibrated_with": config.dpsgd_accountant,
-        }
-        notes.append(
-            f"DP-SGD noise multiplier calibrated with {config.dpsgd_accountant}; epsilon also from "
-            "Opacus' RDP and PRV accountants on the same (q, z, steps)"
-        )
-    else:
-        fit_res = fit(
-            model,
-            loss_fn,
-            xt,
-            yt,
-            settings=settings,
-            generator=batch_gen,
-            task=config.task,
-            x_val=xv,
-            y_val=yv,
-            on_epoch=on_epoch,
-            stop=stop,
-        )
-        tick("train", t0)
+    model, fit_res, trained = method.train(ctx, model, loss_fn, (xt, yt, xv, yv), settings, batch_gen, on_epoch)
+    privacy = trained or privacy
 
     # ---------------------------------------------------------------- evaluation on the real test split
     stop(force=True)
     prog.phase("evaluate", epoch=config.epochs)
     t0 = time.perf_counter()
     metrics = evaluate(model, xtest, ytest, task=config.task, num_classes=k)
-    tick("evaluate", t0)
+    ctx.tick("evaluate", t0)
     val_final = fit_res.history[-1]["val_accuracy"] if fit_res.history else None
     if fit_res.best_epoch is not None:
         val_final = fit_res.history[fit_res.best_epoch - 1]["val_accuracy"]
@@ -434,8 +262,8 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
         "collapse_reason": collapsed,
         "best_epoch": fit_res.best_epoch,
         "epochs_run": len(fit_res.history),
-        "epsilon": epsilon,
-        "delta": delta,
+        "epsilon": privacy.epsilon,
+        "delta": privacy.delta,
         "seconds": seconds,
         "train_samples_per_second": fit_res.samples_per_second,
         "train_samples": fit_res.samples,
@@ -447,7 +275,65 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
         "history": [{k: _finite_or_none(v) for k, v in h.items()} for h in fit_res.history],
         "timings": timings,
         "versions": library_versions(tuple(extra_versions)),
-        "privacy_card": privacy_card,
+        "privacy_card": privacy.card,
         "notes": notes,
         **extra,
     }
+
+
+def _load_data(ctx: RunContext):
+    """(dataset the model sees, raw dataset, input shape, whether the release mixes public features).
+
+    Loads and subsamples the dataset, then maps every record by the run's public feature
+    transform: the release's own (DPFMix App. E.2: ScatterNet + per-sample GroupNorm, mixed
+    by the release) or the model's fixed ScatterNet input (``config.features``).
+    """
+    from dpmix_core.data import Dataset, load_dataset
+    from dpmix_core.training import data as D
+
+    config, stop = ctx.config, ctx.stop
+    stop(force=True)
+    ctx.phase("data")
+    t0 = time.perf_counter()
+    ds = load_dataset(config.dataset, data_dir=config.data_dir)
+    ds = D.subsample(ds, train_limit=config.train_limit, test_limit=config.test_limit)
+    if ds.x_test is None or ds.y_test is None:
+        raise ValueError(f"dataset {config.dataset!r} has no test split to evaluate on.")
+    x_test_raw = ds.x_test
+    ctx.tick("data", t0)
+    raw_ds, input_shape = ds, tuple(ds.x_train.shape[1:])
+    syn_config = config.synthesis
+    released_features = syn_config is not None and syn_config.features != "pixels"
+    if syn_config is not None and released_features:
+        from dpmix_core.data.scattering import FEATURE_TRANSFORMS, feature_dataset, scattering_shape
+
+        ctx.extra_versions.append("kymatio")
+        ctx.phase("features")
+        t0 = time.perf_counter()
+        ds = feature_dataset(raw_ds, syn_config.features, device=str(ctx.device), check=lambda: stop())
+        input_shape = scattering_shape(raw_ds.x_train.shape[1:])
+        ctx.notes.append(f"features mixed: {FEATURE_TRANSFORMS[syn_config.features]}")
+        ctx.tick("features", t0)
+    elif config.features == "scattering":
+        from dpmix_core.data.scattering import scattering_features
+
+        ctx.extra_versions.append("kymatio")
+        ctx.phase("features")
+        t0 = time.perf_counter()
+        check = lambda: stop()  # noqa: E731
+        f_train = scattering_features(ds.x_train, device=str(ctx.device), check=check)
+        f_test = scattering_features(x_test_raw, device=str(ctx.device), check=check)
+        input_shape = tuple(f_train.shape[1:])
+        ds = Dataset(
+            f"{ds.name}-scattering",
+            D.flat(f_train),
+            ds.y_train,
+            D.flat(f_test),
+            ds.y_test,
+            ds.num_classes,
+            f"{ds.source}; ScatterNet J=2, L=8 features {input_shape}",
+            ds.label_names,
+        )
+        ctx.notes.append("features: ScatterNet (J=2, L=8) coefficients of pixels/255, a fixed public transform")
+        ctx.tick("features", t0)
+    return ds, raw_ds, input_shape, released_features

@@ -1,0 +1,318 @@
+"""The training methods of a run: one small class per method, one interface (the Opacus-accountant pattern).
+
+A run (:func:`dpmix_core.experiments.runner.run_config`) is the same pipeline for every
+method; a method decides only its three steps:
+
+1. :meth:`Method.training_set` — what the model trains on and its privacy accounting:
+   a mixing or label-Laplace release (with its card), or the real records;
+2. :meth:`Method.project` — a private map of the splits before training (DP-PCA), else none;
+3. :meth:`Method.train` — the optimiser: ordinary ``fit``, or DP-SGD (which also accounts).
+
+``METHODS`` maps ``RunConfig.method`` to its class; a new method is a new class here and a
+name in ``dpmix_core.training.names.METHODS``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from abc import ABC
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dpmix_core.experiments.config import RunConfig
+from dpmix_core.training import data as D
+from dpmix_core.training.names import METHODS as METHOD_NAMES
+from dpmix_core.training.train import FitResult, OptimSettings, StopCheck
+
+__all__ = [
+    "METHODS",
+    "DpPca",
+    "DpSgd",
+    "LabelLaplace",
+    "Method",
+    "Mixing",
+    "NonPrivate",
+    "Privacy",
+    "RunContext",
+    "TrainingSet",
+    "get_method",
+    "json_epsilon",
+]
+
+
+def json_epsilon(x: float | None) -> float | str | None:
+    """An epsilon for a JSON result: inf becomes "inf"."""
+    if x is None:
+        return None
+    return "inf" if math.isinf(x) else float(x)
+
+
+@dataclass
+class RunContext:
+    """What every step of one run shares: its config, device, seeds, stop check, and the run's record.
+
+    ``timings``, ``notes``, ``extra_versions`` and ``extra`` are appended to by the steps and end up in
+    the run's result (see the runner's module docstring).
+    """
+
+    config: RunConfig
+    device: Any  # torch.device
+    seeds: np.ndarray  # split, batch order, torch init, DP noise
+    stop: StopCheck
+    phase: Callable[[str], None]
+    timings: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    extra_versions: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def tick(self, name: str, t0: float) -> None:
+        """Add the seconds since ``t0`` to the timing ``name``."""
+        self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+
+
+@dataclass(frozen=True)
+class Privacy:
+    """A run's privacy accounting: epsilons by accountant ("inf" where none), delta, the release's card."""
+
+    epsilon: dict[str, Any] = field(default_factory=dict)
+    delta: float | None = None
+    card: dict | None = None
+
+
+@dataclass(frozen=True)
+class TrainingSet:
+    """What the model trains on (before the validation split) and how test records map into its space."""
+
+    x: np.ndarray
+    y: np.ndarray
+    test_map: Callable[[np.ndarray], np.ndarray]
+    privacy: Privacy
+
+
+def real_records(config: RunConfig, ds, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The real training records as the model sees them: pixels/255 and one-hot (or numeric) labels."""
+    regression = config.task == "regression"
+    y = ds.y_train.astype(np.float32)[:, None] if regression else D.one_hot(ds.y_train, num_classes)
+    return D.pixels01(ds.x_train), y
+
+
+class Method(ABC):
+    """One training method. Subclasses override the steps that differ; the defaults train on real records."""
+
+    name: ClassVar[str]
+    # validation accuracy on held-out *private* records is monitoring only (not covered by epsilon)
+    private_validation: ClassVar[bool] = False
+
+    def training_set(self, ctx: RunContext, ds, raw_ds, released_features: bool) -> TrainingSet:
+        """Step 1 (default: the real records, no privacy)."""
+        x, y = real_records(ctx.config, ds, ds.num_classes)
+        return TrainingSet(x, y, D.pixels01, Privacy())
+
+    def project(
+        self, ctx: RunContext, splits: tuple[np.ndarray, np.ndarray, np.ndarray], input_shape: tuple[int, ...]
+    ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], tuple[int, ...], Privacy | None]:
+        """Step 2 (default: none): ((train, val, test) features, input shape, privacy or None to keep step 1's)."""
+        return splits, input_shape, None
+
+    def train(
+        self,
+        ctx: RunContext,
+        model,
+        loss_fn,
+        tensors: tuple,
+        settings: OptimSettings,
+        batch_gen,
+        on_epoch: Callable[[dict], None],
+    ) -> tuple[Any, FitResult, Privacy | None]:
+        """Step 3 (default: ordinary training): (model, fit result, privacy or None to keep the earlier one)."""
+        from dpmix_core.training.train import fit
+
+        xt, yt, xv, yv = tensors
+        t0 = time.perf_counter()
+        fit_res = fit(
+            model,
+            loss_fn,
+            xt,
+            yt,
+            settings=settings,
+            generator=batch_gen,
+            task=ctx.config.task,
+            x_val=xv,
+            y_val=yv,
+            on_epoch=on_epoch,
+            stop=ctx.stop,
+        )
+        ctx.tick("train", t0)
+        return model, fit_res, None
+
+
+class Mixing(Method):
+    """Train on a random-mixing release (DPMix, class-centric, Poisson; pixels or public features)."""
+
+    name = "mixing"
+
+    def training_set(self, ctx: RunContext, ds, raw_ds, released_features: bool) -> TrainingSet:
+        synthesis, card = _synthesize(ctx, ds, raw_ds, released_features)
+        ctx.extra["sigma_x"], ctx.extra["sigma_y"] = synthesis.config.sigma_x, synthesis.config.sigma_y
+        privacy = Privacy({e["accountant"]: e["epsilon"] for e in card["epsilons"]}, synthesis.config.delta, card)
+        test_map = D.release_feature_map(synthesis.config, ds.x_train)
+        return TrainingSet(synthesis.data.x, synthesis.data.y, test_map, privacy)
+
+
+class LabelLaplace(Method):
+    """Label-only Laplace: the real features (pixels/255, in order) with Laplace-noised labels."""
+
+    name = "label-laplace"
+
+    def training_set(self, ctx: RunContext, ds, raw_ds, released_features: bool) -> TrainingSet:
+        synthesis, card = _synthesize(ctx, ds, raw_ds, released_features)
+        ctx.notes.append("label-only Laplace: features are not private; epsilon covers the labels only")
+        privacy = Privacy({"laplace": json_epsilon(getattr(synthesis.data.release, "epsilon", None))}, 0.0, card)
+        test_map = D.release_feature_map(synthesis.config, ds.x_train)
+        return TrainingSet(D.pixels01(ds.x_train), synthesis.data.y, test_map, privacy)
+
+
+class NonPrivate(Method):
+    """The non-private baseline: the real training records, no noise."""
+
+    name = "non-private"
+
+    def training_set(self, ctx: RunContext, ds, raw_ds, released_features: bool) -> TrainingSet:
+        ctx.notes.append("non-private baseline: trained on the real training records")
+        x, y = real_records(ctx.config, ds, ds.num_classes)
+        return TrainingSet(x, y, D.pixels01, Privacy({"none": "inf"}, None))
+
+
+class DpPca(Method):
+    """Analyze-Gauss DP-PCA (Dwork et al. 2014) projection, then a non-private linear classifier."""
+
+    name = "dp-pca"
+    private_validation = True
+
+    def project(self, ctx, splits, input_shape):
+        from dpmix_core.training.pca import fit_projection
+
+        config = ctx.config
+        ctx.phase("pca")
+        t0 = time.perf_counter()
+        x_tr, x_va, x_test = splits
+        proj = fit_projection(
+            x_tr,
+            num_components=config.pca_components,
+            epsilon=config.pca_epsilon,
+            delta=config.pca_delta,
+            seed=int(ctx.seeds[3]),
+        )
+        privacy = Privacy(
+            {"analytic-gaussian": json_epsilon(proj.epsilon)},
+            None if math.isinf(proj.epsilon) else config.pca_delta,
+        )
+        ctx.notes.extend(proj.notes)
+        ctx.notes.append(
+            "only the projection is DP: the linear classifier is trained non-privately on the projected "
+            "private records (the DP-PCA baseline's protocol)"
+        )
+        ctx.tick("pca", t0)
+        projected = (proj.transform(x_tr), proj.transform(x_va), proj.transform(x_test))
+        return projected, (config.pca_components,), privacy
+
+
+class DpSgd(Method):
+    """DP-SGD (Abadi et al. 2016) with Opacus on the real records; z calibrated to the target (eps, delta)."""
+
+    name = "dp-sgd"
+    private_validation = True
+
+    def train(self, ctx, model, loss_fn, tensors, settings, batch_gen, on_epoch):
+        import torch
+
+        from dpmix_core.training.dpsgd import calibrate_noise_multiplier, dpsgd_epsilons, steps_per_epoch, train_dpsgd
+
+        config = ctx.config
+        xt, yt, xv, yv = tensors
+        ctx.extra_versions.append("opacus")
+        ctx.phase("calibration")
+        t0 = time.perf_counter()
+        n_priv = int(xt.shape[0])
+        steps = steps_per_epoch(n_priv, config.batch_size) * config.epochs
+        z = calibrate_noise_multiplier(
+            n=n_priv,
+            batch_size=config.batch_size,
+            steps=steps,
+            target_epsilon=config.dpsgd_epsilon,
+            delta=config.dpsgd_delta,
+            accountant=config.dpsgd_accountant,
+        )
+        ctx.tick("calibration", t0)
+        noise_gen = torch.Generator(device=ctx.device).manual_seed(int(ctx.seeds[3]))
+        t0 = time.perf_counter()
+        model, fit_res = train_dpsgd(
+            model,
+            loss_fn,
+            xt,
+            yt,
+            settings=settings,
+            noise_multiplier=z,
+            clip=config.dpsgd_clip,
+            generator=batch_gen,
+            noise_generator=noise_gen,
+            task=config.task,
+            x_val=xv,
+            y_val=yv,
+            on_epoch=on_epoch,
+            stop=ctx.stop,
+        )
+        ctx.tick("train", t0)
+        epsilon = dpsgd_epsilons(
+            n=n_priv, batch_size=config.batch_size, steps=steps, noise_multiplier=z, delta=config.dpsgd_delta
+        )
+        ctx.extra["dpsgd"] = {
+            "noise_multiplier": z,
+            "sample_rate": config.batch_size / n_priv,
+            "steps": steps,
+            "clip": config.dpsgd_clip,
+            "target_epsilon": config.dpsgd_epsilon,
+            "calibrated_with": config.dpsgd_accountant,
+        }
+        ctx.notes.append(
+            f"DP-SGD noise multiplier calibrated with {config.dpsgd_accountant}; epsilon also from "
+            "Opacus' RDP and PRV accountants on the same (q, z, steps)"
+        )
+        return model, fit_res, Privacy(epsilon, config.dpsgd_delta)
+
+
+def _synthesize(ctx: RunContext, ds, raw_ds, released_features: bool):
+    """The run's release and its privacy card (mixing and label-Laplace): (Synthesis, card)."""
+    from dpmix_core.synthesis.export import privacy_card
+    from dpmix_core.synthesis.pipeline import synthesize
+
+    syn_config = ctx.config.synthesis
+    assert syn_config is not None  # RunConfig checks that these methods carry a synthesis config
+    ctx.phase("synthesis")
+    t0 = time.perf_counter()
+    synthesis = (
+        synthesize(syn_config, raw_ds, transformed=ds, job=True)
+        if released_features
+        else synthesize(syn_config, ds, job=True)
+    )
+    ctx.tick("synthesis", t0)
+    ctx.stop(force=True)
+    ctx.extra["released_points"] = int(synthesis.data.x.shape[0])
+    ctx.extra["release_notes"] = list(synthesis.data.notes)
+    return synthesis, privacy_card(synthesis)
+
+
+METHODS: dict[str, type[Method]] = {cls.name: cls for cls in (Mixing, NonPrivate, DpSgd, LabelLaplace, DpPca)}
+assert set(METHODS) == set(METHOD_NAMES), "every method name has exactly one class"
+
+
+def get_method(name: str) -> Method:
+    """The method class for ``RunConfig.method``; ValueError naming the choices otherwise."""
+    try:
+        return METHODS[name]()
+    except KeyError:
+        raise ValueError(f"Unknown method {name!r}. Choose one of: {', '.join(METHODS)}.") from None
