@@ -209,9 +209,22 @@ def _plain_ticks(ax, values) -> None:
 def _plot_published(ax, published) -> list:
     """The papers' numbers as open stars (one marker set per series)."""
     handles = []
-    series = sorted({p.series for p in published if math.isfinite(p.value)})
+    references = [p for p in published if p.reference and math.isfinite(p.value)]
+    for j, name in enumerate(sorted({p.series for p in references})):
+        pts = [p for p in references if p.series == name]
+        h = ax.scatter(
+            [p.value for p in pts],
+            [100 * p.accuracy for p in pts],
+            marker="Dsp^"[j % 4],
+            s=70,
+            color="0.45",
+            zorder=5,
+            label=f"published, not ours — {name} ({pts[0].source.split(',')[0]})",
+        )
+        handles.append(h)
+    series = sorted({p.series for p in published if math.isfinite(p.value) and not p.reference})
     for i, name in enumerate(series):
-        pts = [p for p in published if p.series == name and math.isfinite(p.value)]
+        pts = [p for p in published if p.series == name and math.isfinite(p.value) and not p.reference]
         h = ax.scatter(
             [p.value for p in pts],
             [100 * p.accuracy for p in pts],

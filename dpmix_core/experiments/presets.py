@@ -592,6 +592,15 @@ def _dp_pca() -> tuple[SweepSpec, SweepSpec]:
     return full, quick
 
 
+# The published frontier on MNIST (issue #13 §4), drawn on the all-methods chart as "published, not ours":
+# private data generation and private training at the same kind of (eps, delta = 1e-5) guarantee.
+_FRONTIER = (
+    Published("DP diffusion model", 1.0, 0.953, "Dockhorn et al. 2022, MNIST, eps = 1", reference=True),
+    Published("DP diffusion model", 10.0, 0.981, "Dockhorn et al. 2022, MNIST, eps = 10", reference=True),
+    Published("DP-SGD, ScatterNet + linear", 3.0, 0.987, "Tramer & Boneh 2021, MNIST, eps ~ 3", reference=True),
+)
+
+
 def _all_methods() -> tuple[SweepSpec, SweepSpec]:
     mix: dict[str, Any] = dict(l=64, T=60000, delta=1e-5)
     base = RunConfig(
@@ -671,6 +680,7 @@ def _all_methods() -> tuple[SweepSpec, SweepSpec]:
         values=(1.0, 2.0, 4.0, 8.0),
         series=series,
         repeats=3,
+        published=_FRONTIER,
         title="All methods vs epsilon at delta = 1e-5: mixing (uniform, class-centric, Poisson, features), "
         "label-only Laplace, DP-PCA, DP-SGD",
         description=(

@@ -251,12 +251,18 @@ def axis_value(config: RunConfig | dict, axis: str) -> float | None:
 
 @dataclass(frozen=True)
 class Published:
-    """A number a paper printed for one point of the sweep: ``accuracy`` (0-1) of ``series`` at axis ``value``."""
+    """A number a paper printed for one point of the sweep: ``accuracy`` (0-1) of ``series`` at axis ``value``.
+
+    ``reference=True`` marks a published point of a method this sweep does not run (e.g. the state
+    of the art for the same epsilon, Dockhorn et al. 2022): drawn for orientation, labelled
+    "published, not ours", and never given a verdict.
+    """
 
     series: str
     value: float
     accuracy: float
     source: str = ""
+    reference: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.series, str) or not self.series:
@@ -266,10 +272,15 @@ class Published:
         if not 0.0 <= accuracy <= 1.0:
             raise ValueError(f"published accuracy must be a fraction in [0, 1]. Found {self.accuracy!r}.")
         object.__setattr__(self, "accuracy", accuracy)
+        if not isinstance(self.reference, bool):
+            raise ValueError(f"published reference must be true or false. Found {self.reference!r}.")
 
     def to_dict(self) -> dict:
         value = "inf" if isinstance(self.value, float) and math.isinf(self.value) else self.value
-        return {"series": self.series, "value": value, "accuracy": self.accuracy, "source": self.source}
+        out = {"series": self.series, "value": value, "accuracy": self.accuracy, "source": self.source}
+        if self.reference:  # only when set: specs stored before the flag keep their identity
+            out["reference"] = True
+        return out
 
 
 @dataclass(frozen=True)
@@ -322,7 +333,7 @@ class SweepSpec:
         for p in published:
             if not isinstance(p, Published):
                 raise ValueError(f"published points are tables with series, value, accuracy. Found {p!r}.")
-            if p.series not in names:
+            if p.series not in names and not p.reference:
                 raise ValueError(
                     f"published point for unknown series {p.series!r}; series: {', '.join(sorted(names))}."
                 )
@@ -414,8 +425,10 @@ def _published_from(raw) -> list[Published]:
         raise ValueError("published must be a list of tables with series, value, accuracy (and source).")
     out = []
     for entry in raw:
-        if not isinstance(entry, dict) or set(entry) - {"series", "value", "accuracy", "source"}:
-            raise ValueError(f"each published point is a table with series, value, accuracy, source. Found {entry!r}.")
+        if not isinstance(entry, dict) or set(entry) - {"series", "value", "accuracy", "source", "reference"}:
+            raise ValueError(
+                f"each published point is a table with series, value, accuracy, source (and reference). Found {entry!r}."
+            )
         try:
             out.append(Published(**entry))
         except TypeError:

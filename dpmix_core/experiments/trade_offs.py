@@ -330,6 +330,8 @@ def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) ->
     """
     rows = []
     for p in published:
+        if p.reference:  # another method's published number: shown on the chart, no verdict
+            continue
         match = agg[(agg["label"] == p.series) & agg["axis_value"].map(lambda v, p=p: _same(v, p.value))]
         ours = match.iloc[0] if len(match) else None
         n = int(ours["test_accuracy_count"]) if ours is not None else 0
@@ -402,6 +404,10 @@ def all_collapsed(agg: pd.DataFrame) -> pd.Series:
     return (agg["collapsed"].fillna(0) > 0) & (agg["collapsed"].fillna(0) >= runs.fillna(0))
 
 
+REFERENCE_PREFIX = "published, not ours — "  # legend of other methods' published points (the frontier)
+REFERENCE_SYMBOLS = ("diamond", "square", "triangle-up", "pentagon")
+
+
 def trade_off_figure(
     agg: pd.DataFrame,
     axis: str | None,
@@ -413,7 +419,9 @@ def trade_off_figure(
 ) -> go.Figure:
     """Accuracy (or MSE) vs the sweep axis: one line per series with ±1 std error bars.
 
-    ``published`` points (the papers' numbers) are drawn as open stars, one trace per series.
+    ``published`` points (the papers' numbers) are drawn as open stars, one trace per series; reference
+    points (other methods' published results, ``Published.reference``) as grey labelled markers named
+    "published, not ours — ...".
     Points whose runs all collapsed (constant predictor) are grey thin crosses named "(collapsed)".
 
     Runs the axis does not move (non-private, or a baseline on a sigma axis) are
@@ -471,8 +479,26 @@ def trade_off_figure(
     if percent:
         by_series: dict[str, list[Published]] = {}
         for p in published:
-            if math.isfinite(p.value):
+            if math.isfinite(p.value) and not p.reference:
                 by_series.setdefault(p.series, []).append(p)
+        references: dict[str, list[Published]] = {}
+        for p in published:
+            if math.isfinite(p.value) and p.reference:
+                references.setdefault(p.series, []).append(p)
+        for k, (series, points) in enumerate(references.items()):
+            fig.add_trace(
+                go.Scatter(
+                    x=[p.value for p in points],
+                    y=[100 * p.accuracy for p in points],
+                    mode="markers+text",
+                    name=f"{REFERENCE_PREFIX}{series}",
+                    text=[f"{series} ({p.source})" for p in points],
+                    textposition="bottom right",
+                    textfont={"size": 10, "color": "#777"},
+                    marker={"symbol": REFERENCE_SYMBOLS[k % len(REFERENCE_SYMBOLS)], "size": 11, "color": "#777"},
+                    hovertext=[f"published, not ours: {p.source}" for p in points],
+                )
+            )
         for series, points in by_series.items():
             fig.add_trace(
                 go.Scatter(
