@@ -605,3 +605,16 @@ def test_collapsed_runs_are_counted_and_never_plotted_as_normal_points():
     dead = [t for t in fig.data if t.name == "DPMix (collapsed)"]
     assert list(normal[0].x) == [0.1] and list(dead[0].x) == [1.0]
     assert dead[0].marker.symbol == "x-thin" and dead[0].mode == "markers"
+
+
+def test_dpfmix_table3_has_a_pld_certified_series_in_full_and_quick():
+    """Issue #13 §4's bar is accuracy at PLD-certified epsilon: the preset calibrates one series with pld-poisson."""
+    from dpmix_core.experiments.presets import PRESETS
+
+    for name in ("dpfmix-table3", "dpfmix-table3-quick"):
+        runs = PRESETS[name].runs()
+        pld = [r for r in runs if r.synthesis is not None and r.synthesis.accountant == "pld-poisson"]
+        clt = [r for r in runs if r.synthesis is not None and r.synthesis.accountant == "gdp-clt"]
+        assert pld and len(pld) == len(clt), name
+        assert {r.synthesis.target_epsilon for r in pld} == {r.synthesis.target_epsilon for r in clt}
+        assert all(r.synthesis.features == "scattering" and r.synthesis.l == 64 for r in pld)
