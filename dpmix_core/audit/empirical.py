@@ -321,7 +321,24 @@ def _rates(stat_d: np.ndarray, stat_dp: np.ndarray, thresholds: np.ndarray) -> t
 
 
 def run_audit(config: AuditConfig) -> AuditResult:
-    """Simulate, pick the threshold on half the runs, bound epsilon on the other half, and ask the accountants."""
+    """Simulate, pick the threshold on half the runs, bound epsilon on the other half, and ask the accountants.
+
+    Args:
+        config: the audit (mechanism, n, l, T, sigmas, trials, delta, confidence, seed, noise_scale); it is
+            validated when built.
+
+    Returns:
+        An :class:`AuditResult`: the empirical epsilon lower bound (holding with probability >= ``confidence``)
+        with the evaluation half's false-positive and false-negative rates (fractions) and their
+        Clopper-Pearson upper bounds, the chosen threshold, the simulated whitened shift s, and every
+        applicable accountant's epsilon at ``config.delta`` for the nominal release; ``violation`` says
+        whether the lower bound exceeds the smallest rigorous upper bound.
+
+    Raises:
+        LimitExceeded: (a ValueError) the estimated time of the 2 * trials * T simulated terms is over
+            ``DPMIX_MAX_SECONDS`` (or the memory estimate over ``DPMIX_MAX_MEMORY``); lower the trials or T.
+        ValueError: a malformed limit in the environment.
+    """
     import time
 
     start = time.perf_counter()

@@ -215,6 +215,30 @@ def membership_inference(
     with the KL loss to its soft labels, and is attacked in the release's feature space).
     ``seed`` picks members / non-members, the model initialisation and the batch order; the
     release itself uses ``synthesis.seed``. Torch's global RNG is left as it was.
+
+    Args:
+        dataset: the private dataset; members (and by default non-members) come from its training split.
+        setting: "non-private" or "mixing" (see above).
+        synthesis: the release's configuration for "mixing" (a mixing mechanism, classification labels; a
+            target epsilon is calibrated for n = ``members``); None for "non-private".
+        model: the attacked model: "linear" or "thesis-cnn" (image records only).
+        epochs: training epochs (>= 1).
+        members: m, the number of member records, and of non-members (>= 2).
+        nonmembers: where the m non-members come from: "train" (other training records; needs 2m <= n_train)
+            or "test" (the test split; needs m <= its size).
+        lr: Adam learning rate (positive).
+        batch_size: training batch size (>= 1).
+
+    Returns:
+        A :class:`MembershipResult`: per-record member and non-member losses (m,), the attack's AUC and
+        advantage (fractions; 0.5 and 0 mean no better than guessing) with its loss threshold, train and test
+        accuracy (fractions), and for "mixing" each applicable accountant's epsilon at ``synthesis.delta``,
+        the sigmas used, the number of released points and the resolved configuration.
+
+    Raises:
+        ValueError: any argument out of range or inconsistent with the setting (each with one line saying
+            which), not enough records for the members and non-members, or a release over the job limits
+            (:class:`~dpmix_core.resources.limits.LimitExceeded`).
     """
     _check_inputs(dataset, setting, synthesis, model, epochs, members, nonmembers, lr, batch_size)
     import torch

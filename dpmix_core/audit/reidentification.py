@@ -110,6 +110,23 @@ def nearest_records(
     (released points are drawn independently, so these look like any ``points`` of the full
     release). The epsilon reported is the configured release's. ``seed`` seeds the release and
     the reference sample; the same inputs give the same result.
+
+    Args:
+        dataset: the private dataset; neighbours are searched among its training records.
+        synthesis_config: the release's configuration (a mixing mechanism; not label-laplace).
+        points: P, the number of released points shown, 1..1000.
+        k: the number of nearest training records per point, 1..n_train.
+
+    Returns:
+        A :class:`ReidResult`: the P released points and their k nearest training records (reshaped to the
+        record shape, in the release's feature space), their indices, labels and L2 distances (P, k), the
+        reference distance, the leakage ratios (P,) and leaked fraction, the separation (P,) and the
+        configured release's epsilons by accountant.
+
+    Raises:
+        ValueError: a dataset or configuration of the wrong type, a label-laplace configuration, ``points``
+            or ``k`` out of range, or a configuration that cannot be calibrated or run on this dataset
+            (including :class:`~dpmix_core.resources.limits.LimitExceeded` over the interactive limits).
     """
     _check(dataset, synthesis_config, points, k)
     from dpmix_core.privacy.accountants import applicable_accountants

@@ -31,7 +31,21 @@ LABEL_TASKS = ("classification", "regression")
 
 
 def gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float, method: str = "classic") -> float:
-    """Noise std for (eps, delta)-DP: classic = Delta*sqrt(2 ln(1.25/delta))/eps (Dwork & Roth 2014, Thm. A.1; eps < 1); analytic = Balle & Wang 2018, Thm. 8."""
+    """Noise std for (eps, delta)-DP: classic = Delta*sqrt(2 ln(1.25/delta))/eps (Dwork & Roth 2014, Thm. A.1; eps < 1); analytic = Balle & Wang 2018, Thm. 8.
+
+    Args:
+        epsilon: positive and finite; below 1 for "classic".
+        delta: in (0, 1).
+        sensitivity: Delta_2, the L2 sensitivity of the statistic (positive, finite), in its units.
+        method: "classic" or "analytic" (the smallest sigma whose exact delta(eps) is <= delta, found by root
+            finding to a relative 1e-12 and never below; floored at 1e-12 * Delta).
+
+    Returns:
+        sigma, the standard deviation of the Gaussian noise per coordinate, in the statistic's units.
+
+    Raises:
+        ValueError: epsilon, delta or sensitivity out of range; epsilon >= 1 with "classic"; an unknown method.
+    """
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
     sensitivity = check_positive("sensitivity", sensitivity)
@@ -154,7 +168,21 @@ class GaussianRelease:
     def calibrated(
         cls, *, epsilon: float, delta: float, sensitivity: float, what: str, method: str = "classic"
     ) -> GaussianRelease:
-        """The release with the smallest sigma the chosen analysis certifies."""
+        """The release with the smallest sigma the chosen analysis certifies.
+
+        Args:
+            epsilon: positive and finite; below 1 for "classic".
+            delta: in (0, 1).
+            sensitivity: Delta_2, the statistic's L2 sensitivity under the stated adjacency.
+            what: a description of the released statistic (non-empty), shown by :meth:`describe`.
+            method: "classic" or "analytic" (see :func:`gaussian_sigma`).
+
+        Returns:
+            A :class:`GaussianRelease` whose ``sigma`` is :func:`gaussian_sigma` of these arguments.
+
+        Raises:
+            ValueError: as :func:`gaussian_sigma`, or an empty ``what``.
+        """
         sigma = gaussian_sigma(epsilon=epsilon, delta=delta, sensitivity=sensitivity, method=method)
         return cls(epsilon, delta, sensitivity, sigma, what, method)
 

@@ -33,7 +33,20 @@ _COMPLEMENT_ELEMENTS = 1 << 24  # (rows, n) mask entries per block for l > n/2
 def sample_mixture_indices_torch(
     *, n: int, mix_degree: int, num_points: int, generator: torch.Generator
 ) -> torch.Tensor:
-    """(num_points, mix_degree) int64 tensor on the generator's device: uniform l-subsets of {0..n-1}, rows sorted."""
+    """(num_points, mix_degree) int64 tensor on the generator's device: uniform l-subsets of {0..n-1}, rows sorted.
+
+    Args:
+        n: the number of records to draw from (indices 0..n-1), >= 1.
+        mix_degree: l, the number of distinct indices per row, 1 <= l <= n.
+        num_points: T, the number of rows, >= 0.
+        generator: the ``torch.Generator`` that draws them; its device is where the tensor lives.
+
+    Returns:
+        An int64 tensor of shape (num_points, mix_degree), rows independent, sorted ascending, duplicate-free.
+
+    Raises:
+        ValueError: n, l or T not an integer in range, or l > n.
+    """
     import torch
 
     _check_int("n", n, 1)
@@ -56,6 +69,19 @@ def sample_poisson_batches_torch(
 
     ``indices`` concatenates the sorted batches; ``offsets`` (length num_points + 1) marks where
     each starts, so batch t is ``indices[offsets[t]:offsets[t + 1]]``.
+
+    Args:
+        n: the number of records (indices 0..n-1), >= 1.
+        rate: q, the inclusion probability of each record in each batch (a fraction in [0, 1], e.g. m/n).
+        num_points: T, the number of batches, >= 0.
+        generator: the ``torch.Generator`` that draws them; its device is where the tensors live.
+
+    Returns:
+        ``(indices, offsets)``, both int64 tensors on the generator's device: ``indices`` 1-D of length
+        offsets[-1]; ``offsets`` of length num_points + 1, offsets[0] = 0. Batches may be empty.
+
+    Raises:
+        ValueError: n or T not an integer in range, or ``rate`` not a number in [0, 1].
     """
     import torch
 

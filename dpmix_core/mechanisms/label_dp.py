@@ -39,10 +39,28 @@ def laplace_label_release(
 ) -> SyntheticData:
     """Laplace mechanism on labels (Dwork et al. 2006): y~ = y + Lap(Delta_f/eps), Delta_f = 2 (one-hot) or K-1 (regression labels 0..K-1).
 
-    ``task="classification"``: y is one-hot (n, K); ``postprocess`` clamps to [0, 1].
-    ``task="regression"``: y is the label as a number (n, 1); ``postprocess``
+    ``task="classification"``: the released labels are one-hot (n, K) plus noise; ``postprocess`` clamps to [0, 1].
+    ``task="regression"``: the released label is the class as a number (n, 1) plus noise; ``postprocess``
     clamps to [0, K-1] and rounds. Post-processing does not change epsilon.
     Features are released unchanged (as float32): they are *not* private.
+
+    Args:
+        X: (n, d) features, integers or floats (released as they are, cast to float32).
+        y: (n,) integer class labels in 0..K-1 (whole-number floats accepted), not one-hot.
+        num_classes: K (at least 2 for ``task="regression"``).
+        epsilon: the labels' pure-DP epsilon; positive and finite. The Laplace scale is Delta_f / epsilon.
+        task: "classification" (one-hot labels, Delta_f = 2) or "regression" (labels as numbers,
+            Delta_f = K - 1).
+        postprocess: clamp (and, for regression, round) the noisy labels; privacy unchanged.
+        seed: anything ``numpy.random.default_rng`` accepts.
+
+    Returns:
+        :class:`SyntheticData`: x = X as float32 (n, d), y float32 (n, K) for classification or (n, 1) for
+        regression, a :class:`LaplaceLabelRelease` (epsilon for the labels only) and notes.
+
+    Raises:
+        ValueError: X not a finite (n, d) numeric array; y not (n,) integer labels in 0..K-1; epsilon not
+            positive and finite; an unknown task; a non-bool ``postprocess``; regression with K < 2.
     """
     X = check_features(X)
     k = check_positive_int("num_classes (K)", num_classes)

@@ -215,7 +215,30 @@ def dpmix(
     device: str = "cpu",
     index_sampling: str = "auto",
 ) -> SyntheticData:
-    """DPMix (Lee et al. 2019, Alg. 1): x_t = mean of l distinct records in [0,1]^d + N(0, sigma_x^2 I), y_t likewise on one-hot labels."""
+    """DPMix (Lee et al. 2019, Alg. 1): x_t = mean of l distinct records in [0,1]^d + N(0, sigma_x^2 I), y_t likewise on one-hot labels.
+
+    Args:
+        X: (n, d) features, flattened: uint8 pixels 0..255 (divided by 255), or any integers or floats with
+            ``feature_range``.
+        y: (n,) integer class labels in 0..K-1 (whole-number floats accepted).
+        num_classes: K, the length of the one-hot label vectors.
+        params: l, T, sigma_x and sigma_y (noise standard deviations on each released *average*, in [0,1]
+            feature units and one-hot label units) and ``clamp_negative``.
+        feature_range: public (low, high) bounds of X, min-max scaled to [0,1] (values outside are clipped);
+            None for uint8 X. It must not be computed from the private data.
+        seed: int >= 0, numpy Generator, SeedSequence, or None (fresh entropy).
+        device: where the sums and noise are computed: "cpu", "cuda", "cuda:N", "mps" or "auto".
+        index_sampling: where the indices are drawn: "auto", "host" or "device" (module docstring).
+
+    Returns:
+        :class:`SyntheticData`: x float32 (T, d) and soft labels y float32 (T, K), the
+        without-replacement, replace-one :class:`MixingRelease` for the accountants, and notes.
+
+    Raises:
+        ValueError: X not a finite (n, d) integer or float array; y not (n,) integer labels in 0..K-1;
+            ``params`` not a :class:`DPMixParams`; l > n; non-uint8 X without ``feature_range``; a bad
+            ``feature_range``, seed, device or ``index_sampling``.
+    """
     _check_params(params, DPMixParams)
     X, y, n, d, k = _check_data(X, y, num_classes)
     _check_l_le_n(params.mix_degree, n)
@@ -277,7 +300,30 @@ def local_perturbation(
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     device: str = "cpu",
 ) -> SyntheticData:
-    """No-mixing baseline (Lee et al. 2019 with l = 1): x_t = one uniformly drawn record + N(0, sigma_x^2 I)."""
+    """No-mixing baseline (Lee et al. 2019 with l = 1): x_t = one uniformly drawn record + N(0, sigma_x^2 I).
+
+    :func:`dpmix` with ``DPMixParams(mix_degree=1, ...)`` and ``index_sampling="auto"``; each of the T points
+    draws its record independently (records may repeat across points).
+
+    Args:
+        X: (n, d) features: uint8 pixels 0..255, or any integers or floats with ``feature_range``.
+        y: (n,) integer class labels in 0..K-1.
+        num_classes: K, the length of the one-hot label vectors.
+        num_points: T, the number of released points.
+        sigma_x: noise standard deviation on each released feature vector (in [0,1] feature units), >= 0.
+        sigma_y: noise standard deviation on each released one-hot label, >= 0.
+        clamp_negative: set negative outputs to 0 (post-processing).
+        feature_range: public (low, high) bounds of X for min-max scaling to [0,1]; None for uint8 X.
+        seed: int >= 0, numpy Generator, SeedSequence, or None (fresh entropy).
+        device: "cpu", "cuda", "cuda:N", "mps" or "auto".
+
+    Returns:
+        :class:`SyntheticData` as :func:`dpmix` (x float32 (T, d), y float32 (T, K)), its notes led by the
+        baseline's.
+
+    Raises:
+        ValueError: as :func:`dpmix`, and for T < 1 or a negative or non-finite sigma.
+    """
     params = DPMixParams(
         mix_degree=1, num_points=num_points, sigma_x=sigma_x, sigma_y=sigma_y, clamp_negative=clamp_negative
     )
@@ -308,6 +354,33 @@ def class_centric_mix(
     explicit opt-in: one record then moves every released point (other classes
     too), so the release is marked not covered and no epsilon is an upper bound.
     Noise-free labels are exactly e_k; ``hard_labels`` releases one-hot(argmax(e_k + noise)).
+
+    Args:
+        X: (n, d) features: uint8 pixels or numbers (see ``preprocessing`` above).
+        y: (n,) integer class labels in 0..K-1; every class needs at least l records.
+        num_classes: K; each class releases floor(T/K) points.
+        params: l, T, sigma_x and sigma_y (noise standard deviations on each released *average*, in the
+            units of the preprocessed features and of the one-hot labels), preprocessing, clip c,
+            ``hard_labels`` and ``protect_labels``.
+        mean: (d,) public feature means, in the units of X; only with ``preprocessing="zscore"``.
+        std: (d,) public feature standard deviations (>= 0; 0 only centres), in the units of X; only with
+            ``preprocessing="zscore"``.
+        feature_range: public (low, high) bounds of X for ``preprocessing="unit"`` (None for uint8 X).
+        seed: int >= 0, numpy Generator, SeedSequence, or None (fresh entropy).
+        device: "cpu", "cuda", "cuda:N", "mps" or "auto".
+        index_sampling: "auto", "host" or "device" (module docstring).
+
+    Returns:
+        :class:`SyntheticData`: x float32 (K*floor(T/K), d) and y float32 (K*floor(T/K), K) with rows grouped
+        by class (class 0 first), the class-centric :class:`MixingRelease` (:func:`class_centric_release`;
+        ``not_covered`` set for "zscore-private"), and notes.
+
+    Raises:
+        ValueError: bad X or y (as :func:`dpmix`); ``params`` not a :class:`ClassCentricParams`; a class with
+            fewer than l records (or l > N_min - 1 with ``protect_labels``); T < K; ``mean``/``std`` missing
+            for "zscore", given for "unit" or "zscore-private", of the wrong shape, not finite, or std < 0;
+            ``feature_range`` with z-scoring; non-uint8 X without ``feature_range`` for "unit"; a bad seed,
+            device or ``index_sampling``.
     """
     _check_params(params, ClassCentricParams)
     X, y, n, d, k = _check_data(X, y, num_classes)
@@ -407,6 +480,27 @@ def poisson_mix(
     Features: uint8 / 255, or min-max with the public ``feature_range``, else as
     given; then each row clipped to ||x|| <= Cx. Labels: one-hot clipped to
     ||y|| <= Cy. The sum is divided by m, never by the realised batch size.
+
+    Args:
+        X: (n, d) features: uint8 pixels, or numbers (used as given, or min-max scaled with
+            ``feature_range``).
+        y: (n,) integer class labels in 0..K-1.
+        num_classes: K, the length of the label vectors.
+        params: m (expected batch size), T, sigma_x and sigma_y (noise standard deviations on each released
+            sum / m, in the units of the clipped features and labels), Cx, Cy and ``public_n`` (the stated n
+            that sets the rate m/n; None: len(X)).
+        feature_range: public (low, high) bounds of X for min-max scaling to [0,1] before clipping.
+        seed: int >= 0, numpy Generator, SeedSequence, or None (fresh entropy).
+        device: "cpu", "cuda", "cuda:N", "mps" or "auto".
+        index_sampling: "auto", "host" or "device" (module docstring).
+
+    Returns:
+        :class:`SyntheticData`: x float32 (T, d), y float32 (T, K) (soft labels), the Poisson, add/remove-one
+        :class:`MixingRelease` (rate m / public n), and notes.
+
+    Raises:
+        ValueError: bad X or y (as :func:`dpmix`); ``params`` not a :class:`PoissonMixParams`; m greater than
+            the public n (or n); a bad ``feature_range``, seed, device or ``index_sampling``.
     """
     _check_params(params, PoissonMixParams)
     X, y, n, d, k = _check_data(X, y, num_classes)

@@ -68,6 +68,26 @@ def analyze_gauss_pca(
 
     uint8 X is read as pixels/255; ``feature_range`` min-max scales other data
     with public bounds first (optional: the row clipping alone bounds the norm).
+
+    Args:
+        X: (n, d) features, integers or floats; every row is clipped to ||x|| <= 1 before A = X^T X / n.
+        num_components: k, the number of eigenvectors returned, 1 <= k <= d.
+        epsilon: the release's epsilon; positive and finite, and < 1 for ``method="classic"``.
+        delta: the release's delta, in (0, 1).
+        method: how sigma is calibrated: "classic" (Dwork & Roth Thm. A.1, epsilon < 1) or "analytic"
+            (Balle & Wang 2018, any epsilon).
+        feature_range: public (low, high) bounds of X for min-max scaling to [0,1]; None: uint8 X is divided
+            by 255, other X is used as given.
+        seed: anything ``numpy.random.default_rng`` accepts.
+
+    Returns:
+        :class:`DPPCAResult`: ``components`` (k, d) orthonormal rows, largest noisy eigenvalue first;
+        ``eigenvalues`` (k,); ``noisy_second_moment`` (d, d) symmetric; the :class:`GaussianRelease`
+        (Delta_2 = sqrt(2)/n, replace-one) and notes.
+
+    Raises:
+        ValueError: X not a finite (n, d) numeric array; k < 1 or k > d; epsilon not positive and finite (or
+            >= 1 with "classic"); delta outside (0, 1); an unknown method; a bad ``feature_range``.
     """
     X = check_features(X)
     n, d = X.shape

@@ -45,6 +45,18 @@ def sample_mixture_indices(*, n: int, mix_degree: int, num_points: int, rng: np.
 
     Returns an array of shape (num_points, mix_degree), each row sorted and
     duplicate-free. Rows are independent.
+
+    Args:
+        n: the number of records to draw from (indices 0..n-1), >= 1.
+        mix_degree: l, the number of distinct indices per row, 1 <= l <= n.
+        num_points: T, the number of rows, >= 0.
+        rng: the numpy Generator that draws them.
+
+    Returns:
+        An int32 array (int64 when n + l reaches 2**31 - 1) of shape (num_points, mix_degree).
+
+    Raises:
+        ValueError: n, l or T not an integer in range, l > n, or ``rng`` not a numpy Generator.
     """
     _check_int("n", n, minimum=1)
     _check_int("mix_degree (l)", mix_degree, minimum=1)
@@ -65,6 +77,21 @@ def sample_poisson_batches(
     Returns ``(indices, offsets)``: ``indices`` is the concatenation of the
     sorted batches and ``offsets`` (length num_points + 1, int64) marks where
     each batch starts, so batch t is ``indices[offsets[t]:offsets[t + 1]]``.
+
+    Args:
+        n: the number of records (indices 0..n-1), >= 1.
+        rate: q, the inclusion probability of each record in each batch (a fraction in [0, 1], e.g. m/n).
+        num_points: T, the number of batches, >= 0.
+        rng: the numpy Generator that draws them.
+
+    Returns:
+        ``(indices, offsets)``: ``indices`` 1-D int32 (int64 for very large n), of total length
+        offsets[-1] = sum of the batch sizes; ``offsets`` int64 of length num_points + 1, offsets[0] = 0.
+        Batches may be empty.
+
+    Raises:
+        ValueError: n or T not an integer in range, ``rate`` not a number in [0, 1], or ``rng`` not a numpy
+            Generator.
     """
     _check_int("n", n, minimum=1)
     _check_int("num_points (T)", num_points, minimum=0)

@@ -58,6 +58,27 @@ def dp_mean(
     X: (n,) or (n, d); uint8 is read as pixels/255 in [0,1]; other data need
     ``bounds`` (default (0, 1)) and are clipped to them. ``clamp`` clips the
     noisy mean back to the bounds (post-processing).
+
+    Args:
+        X: (n,) values or (n, d) vectors, integers or floats.
+        epsilon: the mean's epsilon; positive and finite (< 1 for the classic Gaussian).
+        delta: None for "laplace" (pure epsilon-DP); in (0, 1) for "gaussian".
+        mechanism: "laplace" (scale = L1 sensitivity / epsilon) or "gaussian" (sigma calibrated by ``method``).
+        bounds: public (low, high) bounds of every coordinate, in the units of X; None: [0, 1] (uint8 X:
+            pixels/255).
+        method: Gaussian calibration: "classic" (epsilon < 1) or "analytic" (any epsilon); unused for Laplace.
+        clamp: clip the noisy mean to the bounds (post-processing).
+        seed: anything ``numpy.random.default_rng`` accepts.
+
+    Returns:
+        :class:`DPStatistic`: ``value`` float64 of shape () for (n,) X or (d,) for (n, d) X (in the bounds'
+        units; pixels/255 for uint8 X without bounds), its :class:`LaplaceRelease` or
+        :class:`GaussianRelease`, and notes.
+
+    Raises:
+        ValueError: X not a finite numeric (n,) or (n, d) array; bad bounds; epsilon not positive and finite;
+            delta given for Laplace, missing or outside (0, 1) for Gaussian; an unknown mechanism or method;
+            epsilon >= 1 with the classic Gaussian.
     """
     Xs, lo, hi, n, dim, notes = _bounded(X, bounds)
     value = Xs.mean(axis=0)
@@ -84,6 +105,24 @@ def dp_variance(
     """DP population variance per coordinate: var + noise with sensitivity (n-1) w^2/n^2 per coordinate (see ``variance_sensitivity``).
 
     ``clamp`` (default) clips to the feasible [0, w^2/4] (post-processing).
+
+    Args:
+        X: (n,) values or (n, d) vectors, integers or floats.
+        epsilon: the variance's epsilon; positive and finite (< 1 for the classic Gaussian).
+        delta: None for "laplace" (pure epsilon-DP); in (0, 1) for "gaussian".
+        mechanism: "laplace" (scale = L1 sensitivity / epsilon) or "gaussian" (sigma calibrated by ``method``).
+        bounds: public (low, high) bounds of every coordinate, width w = high - low, in the units of X; None:
+            [0, 1] (uint8 X: pixels/255).
+        method: Gaussian calibration: "classic" (epsilon < 1) or "analytic" (any epsilon); unused for Laplace.
+        clamp: clip the noisy variance to [0, w^2/4] (post-processing).
+        seed: anything ``numpy.random.default_rng`` accepts.
+
+    Returns:
+        :class:`DPStatistic`: ``value`` float64 population variance (divided by n), shape () for (n,) X or
+        (d,) for (n, d) X, in squared units of the bounds; its release and notes.
+
+    Raises:
+        ValueError: as :func:`dp_mean`.
     """
     Xs, lo, hi, n, dim, notes = _bounded(X, bounds)
     value = Xs.var(axis=0)
@@ -111,6 +150,23 @@ def dp_histogram(
     """DP class histogram: counts + Lap(2/eps) (L1 sensitivity 2 under replace-one) or Gaussian with Delta_2 = sqrt(2).
 
     ``postprocess`` clamps at 0 and rounds to integers (post-processing).
+
+    Args:
+        y: (n,) integer class labels in 0..K-1 (whole-number floats accepted), n >= 1.
+        num_classes: K, the number of bins.
+        epsilon: the histogram's epsilon; positive and finite (< 1 for the classic Gaussian).
+        delta: None for "laplace" (pure epsilon-DP); in (0, 1) for "gaussian".
+        mechanism: "laplace" (scale 2 / epsilon per count) or "gaussian" (sigma for Delta_2 = sqrt(2)).
+        method: Gaussian calibration: "classic" (epsilon < 1) or "analytic" (any epsilon); unused for Laplace.
+        postprocess: clamp at 0 and round (post-processing).
+        seed: anything ``numpy.random.default_rng`` accepts.
+
+    Returns:
+        :class:`DPStatistic`: ``value`` float64 (K,) noisy counts (not fractions), its release and notes.
+
+    Raises:
+        ValueError: y not a non-empty (n,) array of integer labels in 0..K-1; K < 1; and the epsilon, delta,
+            mechanism and method errors of :func:`dp_mean`.
     """
     k = check_positive_int("num_classes (K)", num_classes)
     if not isinstance(y, np.ndarray):

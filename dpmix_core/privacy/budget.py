@@ -73,7 +73,20 @@ class Budget:
 
 
 def mixing_item(name: str, release: MixingRelease) -> BudgetItem:
-    """A random-mixing release (its own adjacency)."""
+    """A random-mixing release (its own adjacency).
+
+    Args:
+        name: how the release is called in the budget (non-empty).
+        release: the mechanism's release description (``SyntheticData.release`` or ``params.release(...)``).
+
+    Returns:
+        A :class:`BudgetItem` holding the release's dp_accounting event, under add/remove-one for Poisson
+        mixing and replace-one otherwise.
+
+    Raises:
+        ValueError: the release is not covered by any accountant (``release.not_covered`` is set), or the name
+            is empty.
+    """
     relation = ADD_REMOVE if release.adjacency is Adjacency.ADD_REMOVE_ONE else REPLACE_ONE
     if not release.covered:
         raise ValueError(
@@ -100,7 +113,21 @@ def steps_per_epoch(n: int, batch_size: int) -> int:
 
 
 def dpsgd_item(name: str, *, n: int, batch_size: int, steps: int, noise_multiplier: float) -> BudgetItem:
-    """A DP-SGD model: Poisson-sampled Gaussian (rate B/n) composed over its steps, add/remove-one."""
+    """A DP-SGD model: Poisson-sampled Gaussian (rate B/n) composed over its steps, add/remove-one.
+
+    Args:
+        name: how the model is called in the budget (non-empty).
+        n: the number of training records.
+        batch_size: B, the expected batch size (the sampling rate is B/n; B <= n expected, not checked here).
+        steps: the total number of noisy steps S over all epochs (``epochs * steps_per_epoch(n, B)``).
+        noise_multiplier: z, the Gaussian noise standard deviation divided by the clipping norm.
+
+    Returns:
+        A :class:`BudgetItem` with SelfComposed(PoissonSampled(B/n, Gaussian(z)), steps), add/remove-one.
+
+    Raises:
+        ValueError: an empty name (the numbers are not validated here).
+    """
     event = dp_accounting.SelfComposedDpEvent(
         dp_accounting.PoissonSampledDpEvent(batch_size / n, dp_accounting.GaussianDpEvent(noise_multiplier)), steps
     )
@@ -141,7 +168,21 @@ def _pure_epsilon(event: dp_accounting.DpEvent) -> float | None:
 
 
 def compose_budget(items: Sequence[BudgetItem], delta: float) -> Budget:
-    """The total epsilon at ``delta`` of releasing every item from the same dataset (see the module docstring)."""
+    """The total epsilon at ``delta`` of releasing every item from the same dataset (see the module docstring).
+
+    Args:
+        items: the releases made from the dataset (at least one), e.g. from :func:`mixing_item`,
+            :func:`gaussian_item`, :func:`laplace_label_item`, :func:`dpsgd_item`.
+        delta: the delta of the total (epsilon, delta) guarantee, in (0, 1).
+
+    Returns:
+        A :class:`Budget`: the total ``epsilon`` (inf when a label-only release sits next to others), the
+        ``delta``, the ``relation`` the total is stated for, ``per_item`` (name, epsilon of that release alone
+        at ``delta``), the ``method`` used and ``notes``.
+
+    Raises:
+        ValueError: ``items`` is empty, or delta is outside (0, 1).
+    """
     check_delta(delta)
     if not items:
         raise ValueError("the budget is empty: add at least one release.")

@@ -71,6 +71,27 @@ def calibrate_sigma(
     the exact release a mechanism makes (its sigmas are replaced), or a DP event of
     T subsampled-Gaussian steps (e.g. DP-SGD's): then "sigma_x" is its noise
     multiplier z and ``sigma_ratio`` must be 1.
+
+    Args:
+        accountant: the accountant whose epsilon must stay within the target (e.g. ``get_accountant("rdp-wor")``).
+        setting: what is calibrated (see above); its own sigmas (or z) are ignored and replaced at each trial.
+        target_epsilon: the epsilon not to exceed at ``delta``; positive and finite.
+        delta: the delta of the (epsilon, delta) guarantee, in (0, 1).
+        sigma_ratio: lambda = sigma_y / sigma_x, held fixed during the search; positive and finite.
+        sigma_max: the largest sigma_x tried; a target out of reach at it is an error.
+        time_budget: wall-clock seconds for the search; at the deadline the best feasible sigma is returned.
+
+    Returns:
+        A :class:`Calibration`: ``sigma_x`` (noise standard deviation on each released *average*, or z for a
+        DP event), ``sigma_y = sigma_ratio * sigma_x``, the target, ``result`` (the accountant's
+        :class:`EpsilonResult` at that sigma, epsilon <= target) and ``note`` (None, or why the search
+        stopped early and how much larger than needed the sigma may be).
+
+    Raises:
+        ValueError: a non-positive or non-finite target or sigma ratio, delta outside (0, 1), a DP event with
+            sigma_ratio != 1, or a target that even ``sigma_max`` does not reach.
+        UnsupportedReleaseError: (a ValueError) the accountant does not cover the release's or event's
+            sampling and adjacency.
     """
     if not (isinstance(target_epsilon, (int, float)) and math.isfinite(target_epsilon) and target_epsilon > 0):
         raise ValueError(f"target epsilon must be a positive finite number. Found {target_epsilon}.")

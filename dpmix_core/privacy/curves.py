@@ -36,7 +36,26 @@ def epsilon_curve(
     sigma_ratio: float = 1.0,
     **options,
 ) -> list[EpsilonResult]:
-    """epsilon of one accountant at each value of the axis (other knobs fixed)."""
+    """epsilon of one accountant at each value of the axis (other knobs fixed).
+
+    Args:
+        accountant: the accountant's name (e.g. ``"rdp-wor"``, ``"pld-poisson"``); see ``get_accountant``.
+        setting: the user's setting; every knob but the one on ``axis`` is taken from it.
+        delta: the delta at which each epsilon is computed, in (0, 1).
+        axis: the knob that varies: ``"sigma"`` (sigma_x, the noise standard deviation on each released
+            average, with sigma_y = sigma_ratio * sigma_x), ``"T"`` (number of released points) or ``"l"``
+            (mix degree; the expected batch size m for Poisson accountants).
+        values: the knob's values, in the order the results come back (T and l are cast to int).
+        sigma_ratio: lambda = sigma_y / sigma_x on the ``"sigma"`` axis (ignored on the others).
+        **options: passed to the accountant's constructor (e.g. ``relative_accuracy`` for pld-poisson).
+
+    Returns:
+        One :class:`EpsilonResult` per value, in the order of ``values``.
+
+    Raises:
+        ValueError: an unknown accountant or axis, delta outside (0, 1), or a value that makes the setting
+            invalid (e.g. l > n, or T or l < 1).
+    """
     acc = get_accountant(accountant, **options)
     out = []
     for value in values:

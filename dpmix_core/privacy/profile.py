@@ -53,12 +53,32 @@ class PrivacyProfile:
 
 def python_orders(orders: Sequence[float] | np.ndarray) -> list[float]:
     """RDP orders as Python ints/floats: dp_accounting takes its exact integer-order path for without-replacement
-    sampling only for Python numbers (a numpy 11.0 falls back to a far looser bound)."""
+    sampling only for Python numbers (a numpy 11.0 falls back to a far looser bound).
+
+    Args:
+        orders: RDP orders alpha > 1, as any sequence or array of numbers.
+
+    Returns:
+        The same orders in the same sequence, whole numbers as ``int`` and the rest as ``float``.
+    """
     return [int(o) if float(o).is_integer() else float(o) for o in orders]
 
 
 def privacy_profile(release: MixingRelease, epsilons: Sequence[float] | np.ndarray) -> PrivacyProfile:
-    """delta(eps) of the release at each eps, from its dp_accounting event under RDP (upper bound)."""
+    """delta(eps) of the release at each eps, from its dp_accounting event under RDP (upper bound).
+
+    Args:
+        release: the mixing release; its adjacency picks the neighbouring relation and the RDP orders
+            (integer orders for replace-one, where the without-replacement bound is stated for them).
+        epsilons: the eps values (finite, >= 0) at which delta is wanted.
+
+    Returns:
+        A :class:`PrivacyProfile` with ``epsilons`` as given (floats), ``deltas`` (each an upper bound on
+        delta(eps), capped at 1) and ``method``.
+
+    Raises:
+        ValueError: an eps value that is negative, NaN or infinite.
+    """
     relation = (
         rdp.NeighborRel.ADD_OR_REMOVE_ONE
         if release.adjacency is Adjacency.ADD_REMOVE_ONE
@@ -80,6 +100,14 @@ def tradeoff_from_profile(profile: PrivacyProfile, alphas: Sequence[float]) -> n
 
     Each (eps, delta) point implies beta >= max(0, 1 - delta - e^eps alpha, e^-eps (1 - delta - alpha))
     (Dong, Roth & Su 2022, Prop. 2.5); a release satisfying all of them is bounded by their maximum.
+
+    Args:
+        profile: the release's privacy profile (e.g. from :func:`privacy_profile`).
+        alphas: type I errors (false-positive rates) as fractions in [0, 1].
+
+    Returns:
+        float array of shape (len(alphas),): the lower bound on the type II error (missed-membership rate) at
+        each alpha, a fraction in [0, 1].
     """
     a = np.asarray(alphas, dtype=float)[:, None]
     eps = np.asarray(profile.epsilons)[None, :]
@@ -90,7 +118,20 @@ def tradeoff_from_profile(profile: PrivacyProfile, alphas: Sequence[float]) -> n
 
 
 def attack_power_bound(epsilon: float, delta: float, alpha: float = 0.05) -> float:
-    """Largest power (1 - beta) of any membership test at false-positive rate alpha under (eps, delta)-DP."""
+    """Largest power (1 - beta) of any membership test at false-positive rate alpha under (eps, delta)-DP.
+
+    Args:
+        epsilon: the release's epsilon (inf allowed: then any power up to 1 is possible).
+        delta: the release's delta, in (0, 1).
+        alpha: the test's false-positive rate, a fraction in [0, 1] (not checked).
+
+    Returns:
+        The largest true-positive rate (a fraction in [0, 1]) any test can reach at ``alpha``
+        (Dong, Roth & Su 2022, Prop. 2.5).
+
+    Raises:
+        ValueError: delta outside (0, 1).
+    """
     check_delta(delta)
     if math.isinf(epsilon):
         return 1.0
@@ -99,13 +140,33 @@ def attack_power_bound(epsilon: float, delta: float, alpha: float = 0.05) -> flo
 
 
 def gdp_tradeoff(mu: float, alphas: Sequence[float]) -> np.ndarray:
-    """mu-GDP trade-off curve G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu) (Dong, Roth & Su 2022, Def. 2.7)."""
+    """mu-GDP trade-off curve G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu) (Dong, Roth & Su 2022, Def. 2.7).
+
+    Args:
+        mu: the Gaussian-DP parameter, finite and >= 0 (0: the line 1 - alpha, no privacy loss).
+        alphas: type I errors; values outside [0, 1] are clipped to it.
+
+    Returns:
+        float array of the shape of ``alphas``: the smallest type II error at each alpha, in [0, 1].
+    """
     a = np.clip(np.asarray(alphas, dtype=float), 0.0, 1.0)
     return norm.cdf(norm.ppf(1 - a) - mu)
 
 
 def gdp_mu_for(epsilon: float, delta: float) -> float:
-    """The mu whose mu-GDP has the same delta at this eps (Dong, Roth & Su 2022, Cor. 2.13), for reference curves."""
+    """The mu whose mu-GDP has the same delta at this eps (Dong, Roth & Su 2022, Cor. 2.13), for reference curves.
+
+    Args:
+        epsilon: the eps at which the deltas are matched (>= 0).
+        delta: the delta to match, in (0, 1).
+
+    Returns:
+        mu > 0 (to 1e-10); inf when epsilon is negative or not finite, or when no mu below about 1e4 reaches
+        delta.
+
+    Raises:
+        ValueError: delta outside (0, 1).
+    """
     check_delta(delta)
     if not (math.isfinite(epsilon) and epsilon >= 0):
         return math.inf

@@ -267,7 +267,17 @@ class MixingRelease:
 
 def max_class_centric_l(class_sizes: tuple[int, ...], protect_labels: bool = True) -> int:
     """The largest l class-centric mixing allows: N_min, or N_min - 1 when labels are protected (the neighbour's
-    shrunk class must still hold l records; see :func:`class_centric_release`)."""
+    shrunk class must still hold l records; see :func:`class_centric_release`).
+
+    Args:
+        class_sizes: the number of records N_k of each class k (non-empty; stated as public).
+        protect_labels: True for replace-one adjacency with the label included, False for DP-CDA's
+            same-class swap.
+
+    Returns:
+        min(class_sizes) - 1 when ``protect_labels``, else min(class_sizes); it may be 0 (a class with
+        one record and labels protected), in which case no l is allowed. The sizes are not validated here.
+    """
     return min(class_sizes) - (1 if protect_labels else 0)
 
 
@@ -312,6 +322,26 @@ def class_centric_release(
 
     Using (n, T) instead, as a naive reading would, understates the sampling
     rate K-fold and is not what the mechanism does.
+
+    Args:
+        class_sizes: N_k, the number of records of each of the K classes (positive ints, public).
+        mix_degree: l, the number of distinct same-class records averaged into each point.
+        num_points: T, the total number of points requested; each class releases floor(T/K).
+        sigma_x: standard deviation of the Gaussian noise on each released feature average (0: no noise).
+        sigma_y: standard deviation of the Gaussian noise on each released label average (0: no noise).
+        bounds: the per-record bounds the mechanism enforces on features and labels.
+        protect_labels: True (default) for replace-one adjacency with the label included; False for
+            DP-CDA's same-class swap (features only).
+        not_covered: None, or why no accountant covers the release (e.g. :data:`PRIVATE_NORMALISATION`).
+
+    Returns:
+        The without-replacement, replace-one :class:`MixingRelease` the accountants see: pool n' = N_min - 1 and
+        2 * floor(T/K) points when ``protect_labels``, else pool N_min and floor(T/K) points, with a note saying
+        so.
+
+    Raises:
+        ValueError: empty ``class_sizes``, a size or T that is not a positive int, a non-bool
+            ``protect_labels``, T < K, l < 1 or above :func:`max_class_centric_l`, or a negative or NaN sigma.
     """
     if not class_sizes:
         raise ValueError("class_sizes must list at least one class.")

@@ -189,7 +189,22 @@ def streaming_cost(*, T: int, l: int, d: int, k: int, chunk_values: int) -> Cost
 
 def check_cost(cost: Cost, limits: Limits, *, change: str, job: bool = False) -> Cost:
     """``cost`` if within ``limits``, else :class:`LimitExceeded` naming the limit and ``change``
-    (what the user can lower). ``job``: a background job, held to ``DPMIX_MAX_JOB_SECONDS``."""
+    (what the user can lower). ``job``: a background job, held to ``DPMIX_MAX_JOB_SECONDS``.
+
+    Args:
+        cost: the estimate (bytes held at once, seconds).
+        limits: the limits to hold it to (e.g. :func:`limits_from_env`).
+        change: the words completing "lower ..." in the message (e.g. "T or l").
+        job: True for a background job (``max_job_seconds``), False for an interactive computation
+            (``max_seconds``); the memory limit applies to both.
+
+    Returns:
+        ``cost`` itself, unchanged.
+
+    Raises:
+        LimitExceeded: (a ValueError) the memory or the time estimate is over its limit (memory is checked
+            first); the one-line message names the limit, the estimate and what to lower.
+    """
     if cost.memory > limits.max_memory:
         raise LimitExceeded(
             f"{cost.what} needs about {_size(cost.memory)} of memory, over the limit of "
@@ -207,12 +222,45 @@ def check_cost(cost: Cost, limits: Limits, *, change: str, job: bool = False) ->
 
 
 def check_mixing_cost(*, T: int, l: int, d: int, k: int, n: int = 0, limits: Limits | None = None) -> Cost:
-    """:func:`mixing_cost` checked against ``limits`` (default: from the environment)."""
+    """:func:`mixing_cost` checked against ``limits`` (default: from the environment).
+
+    Args:
+        T: the number of released points.
+        l: the mix degree (the expected batch size m for Poisson mixing).
+        d: the number of features per record.
+        k: the number of label entries per record (K classes).
+        n: the number of records held in memory alongside the output (0: not counted).
+        limits: the limits; None reads them from the environment. Held to the interactive time limit.
+
+    Returns:
+        The :class:`Cost` estimate (bytes, seconds) when it is within the limits.
+
+    Raises:
+        LimitExceeded: (a ValueError) over the memory limit or ``DPMIX_MAX_SECONDS``; the message says to
+            lower T or l.
+        ValueError: a malformed limit in the environment (when ``limits`` is None).
+    """
     return check_cost(mixing_cost(T=T, l=l, d=d, k=k, n=n), limits or limits_from_env(), change="T or l")
 
 
 def check_training_cost(*, runs: int, epochs: int, n: int, d: int = 784, limits: Limits | None = None) -> Cost:
-    """:func:`training_cost` checked against the job limits (training runs in the background)."""
+    """:func:`training_cost` checked against the job limits (training runs in the background).
+
+    Args:
+        runs: the number of trainings (e.g. a sweep's runs or repeats).
+        epochs: passes over the training set per run.
+        n: training samples per epoch (the release's T, or the records).
+        d: features per sample (784 by default; time scales with d / 784 above it).
+        limits: the limits; None reads them from the environment.
+
+    Returns:
+        The :class:`Cost` estimate (bytes, seconds) when it is within the limits.
+
+    Raises:
+        LimitExceeded: (a ValueError) over the memory limit or ``DPMIX_MAX_JOB_SECONDS``; the message says to
+            lower the repeats, epochs or T.
+        ValueError: a malformed limit in the environment (when ``limits`` is None).
+    """
     return check_cost(
         training_cost(runs=runs, epochs=epochs, n=n, d=d),
         limits or limits_from_env(),

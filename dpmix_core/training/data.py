@@ -139,7 +139,21 @@ def one_hot(y: np.ndarray, num_classes: int) -> np.ndarray:
 
 
 def split_validation(x: np.ndarray, y: np.ndarray, fraction: float, rng: np.random.Generator):
-    """A random ``fraction`` of the rows held out: (x_train, y_train, x_val, y_val)."""
+    """A random ``fraction`` of the rows held out: (x_train, y_train, x_val, y_val).
+
+    Args:
+        x: (n, ...) records.
+        y: (n, ...) labels matching ``x`` row for row.
+        fraction: the share of rows held out, a fraction in [0, 1) (not a percentage); round(fraction * n)
+            rows go to validation (0 gives an empty validation split).
+        rng: the numpy Generator choosing the rows.
+
+    Returns:
+        (x_train, y_train, x_val, y_val): copies of the chosen rows, each part in the original row order.
+
+    Raises:
+        ValueError: the fraction would hold out every row.
+    """
     n = x.shape[0]
     n_val = int(round(fraction * n))
     if n_val >= n:

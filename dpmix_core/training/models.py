@@ -171,6 +171,22 @@ def build_model(
 
     ``normalised_features``: the inputs are already group-normalised per sample (a
     feature release, DPFMix App. E.2), so scatter-linear adds no GroupNorm of its own.
+
+    Args:
+        name: one of :data:`MODELS`: "thesis-cnn", "dpcda-cnn" (BatchNorm: not for DP-SGD), "dpcda-cnn-gn",
+            "scatter-linear" or "linear".
+        input_shape: one record's shape: (H, W) or (H, W, C) (channels last) for the image models,
+            (C, h, w) scattering coefficients for scatter-linear (C a multiple of 27), any shape for linear.
+        num_outputs: K for classification, 1 for regression on the label value.
+        normalised_features: see above (scatter-linear only).
+
+    Returns:
+        A freshly initialised ``nn.Module`` that takes flat float32 rows (B, prod(input_shape)) and returns
+        (B, num_outputs) outputs (logits for classification).
+
+    Raises:
+        ValueError: an unknown name, an ``input_shape`` of the wrong rank for an image model or scatter-linear,
+            or scattering channels that are not a multiple of 27.
     """
     input_shape = tuple(int(s) for s in input_shape)
     if name == "thesis-cnn":

@@ -35,7 +35,24 @@ class Projection:
 
 
 def fit_projection(x: np.ndarray, *, num_components: int, epsilon: float, delta: float, seed: int) -> Projection:
-    """Top-k Analyze-Gauss components of float features x (n, d) (pixels in [0,1], or scattering features)."""
+    """Top-k Analyze-Gauss components of float features x (n, d) (pixels in [0,1], or scattering features).
+
+    Args:
+        x: (n, ...) float training features, flattened to (n, d): pixels in [0,1] or scattering features.
+            Rows are clipped to ||x|| <= 1 before the second-moment matrix.
+        num_components: k, the projection's dimension, 1 <= k <= d.
+        epsilon: the projection's epsilon (positive; ``math.inf`` gives exact, non-private PCA).
+        delta: the projection's delta, in (0, 1) (unused when epsilon is inf).
+        seed: seeds the Gaussian noise.
+
+    Returns:
+        A :class:`Projection`: ``components`` (k, d) orthonormal rows, ``epsilon``, ``delta`` (None when
+        epsilon is inf) and notes; ``transform`` maps records to float32 (n, k).
+
+    Raises:
+        ValueError: k above d, or, for finite epsilon, the errors of
+            :func:`~dpmix_core.mechanisms.analyze_gauss_pca` (k < 1, epsilon not positive, delta outside (0, 1)).
+    """
     x = x.reshape(x.shape[0], -1)
     if num_components > x.shape[1]:
         raise ValueError(f"pca_components must not exceed the feature dimension {x.shape[1]}. Found {num_components}.")

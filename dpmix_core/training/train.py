@@ -164,6 +164,27 @@ def fit(
     epoch end. With ``settings.early_stopping`` and a validation split,
     training stops after that many epochs without a better validation
     accuracy and the best epoch's weights are restored (thesis §4.2).
+
+    Args:
+        model: the module to train, in place, on the device of ``x``.
+        loss_fn: loss(outputs, targets) -> mean loss over the batch (see ``training.losses.get_loss``).
+        x: (n, d) float32 training rows, n >= 1 (the models reshape them).
+        y: (n, ...) targets in the form ``loss_fn`` expects (e.g. (n, K) soft or one-hot label rows).
+        settings: optimizer, learning rate, schedule, epochs, batch size and early-stopping patience.
+        generator: CPU ``torch.Generator`` for the shuffling (one permutation per epoch).
+        task: "classification" or "regression", for the validation metrics (see :func:`evaluate`).
+        x_val: validation rows, or None (no validation metrics, no early stopping).
+        y_val: validation targets (class indices or label rows), or None.
+        on_epoch: called with each epoch's history entry (the dict above).
+        stop: a :class:`StopCheck`, or None.
+
+    Returns:
+        The :class:`FitResult`: ``history`` (one dict per epoch run), ``samples`` and ``seconds`` (training
+        steps only), and with early stopping ``best_epoch`` (1-based) and ``stopped_early``.
+
+    Raises:
+        ValueError: ``x`` has no rows.
+        Cancelled: ``stop`` asked the run to stop.
     """
     n = x.shape[0]
     if n == 0:
@@ -230,7 +251,24 @@ def end_epoch(
     y_val: torch.Tensor | None,
     on_epoch: EpochCallback | None,
 ) -> None:
-    """Append the epoch's history entry (validation metrics when a split is given) and report it."""
+    """Append the epoch's history entry (validation metrics when a split is given) and report it.
+
+    Args:
+        result: the run's record; the entry is appended to ``result.history`` (``seconds`` is read from it).
+        model: the model being trained, evaluated on the validation split.
+        epoch: the epoch just finished, 0-based (stored 1-based as "epoch").
+        loss: the mean training loss over the epoch's samples.
+        lr: the learning rate used in the epoch.
+        loss_fn: the training loss, also reported on the validation split as "val_loss".
+        task: "classification" or "regression" (see :func:`evaluate`).
+        x_val: validation rows, or None (or empty) for no validation metrics.
+        y_val: validation targets, or None.
+        on_epoch: called with the entry, or None.
+
+    Returns:
+        None. The entry holds epoch, loss, lr, val_accuracy, val_mse, val_loss (None without validation) and
+        seconds (training time so far).
+    """
     entry = {"epoch": epoch + 1, "loss": loss, "lr": lr, "val_accuracy": None, "val_mse": None, "val_loss": None}
     if x_val is not None and y_val is not None and len(x_val):
         metrics = evaluate(model, x_val, y_val, task=task, loss_fn=loss_fn)
@@ -274,6 +312,20 @@ def evaluate(
     Regression (one output, the label as a number): ``mse`` to y and
     ``accuracy`` of the prediction rounded to the nearest class (clamped to
     0..K-1 when ``num_classes`` is given).
+
+    Args:
+        model: the trained model (put in eval mode).
+        x: (n, d) float32 rows on the model's device.
+        y: (n,) class indices, or (n, K) label rows (argmax taken); for regression the label values.
+        task: "classification" or "regression".
+        num_classes: K, used for regression only, to clamp the rounded predictions; None: no clamp.
+        batch_size: rows per forward pass.
+        loss_fn: loss(outputs, y) over all rows, or None.
+
+    Returns:
+        dict: "accuracy" (a fraction in [0, 1]), "accuracy_halves" ([even rows, odd rows], None for an empty
+        half), "mse" (regression, else None), "loss" (None without ``loss_fn``), "prediction_share"
+        (classification, else None). With no rows in ``x`` every value is None (halves [None, None]).
     """
     if x.shape[0] == 0:
         return {"accuracy": None, "accuracy_halves": [None, None], "mse": None, "loss": None, "prediction_share": None}

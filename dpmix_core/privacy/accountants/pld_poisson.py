@@ -189,6 +189,13 @@ def loss_spans(release: AccountedRelease) -> tuple[float, float]:
     One step: L(x) = log(1 - q + q e^{(2x-1)/(2z^2)}) over x in [-10z, 1 + 10z] (tail mass
     e^-50 dropped). Composed: twice eps_RDP(1e-15) + 40 (its Chernoff truncation is about
     2x wider than the RDP tail bound, measured), plus the one-step span.
+
+    Args:
+        release: a Poisson-sampled release or DP event; its noise multiplier z and rate q set the loss.
+
+    Returns:
+        (single, composed): the width of the one-step privacy-loss range and of the T-fold composed range,
+        in nats (units of the privacy loss L). Used to size the first discretization grid.
     """
     z, q = release.noise_multiplier(), release.sampling_rate
     with np.errstate(divide="ignore", over="ignore"):
@@ -200,7 +207,22 @@ def loss_spans(release: AccountedRelease) -> tuple[float, float]:
 
 
 def pld_epsilon(release: AccountedRelease, delta: float, interval: float, *, pessimistic: bool) -> float:
-    """epsilon of the T-fold Poisson-subsampled Gaussian PLD on grid ``interval`` (dp_accounting)."""
+    """epsilon of the T-fold Poisson-subsampled Gaussian PLD on grid ``interval`` (dp_accounting).
+
+    Args:
+        release: a Poisson-sampled release or DP event: noise multiplier z, rate q and T = ``num_points`` steps.
+        delta: the delta at which epsilon is read off the composed PLD, in (0, 1).
+        interval: the value-discretization interval h of the privacy loss (nats); smaller is tighter and slower.
+        pessimistic: True for dp_accounting's pessimistic connect-the-dots PLD (a rigorous upper bound);
+            False for its optimistic privacy-buckets estimate (a lower value, not a bound).
+
+    Returns:
+        epsilon at ``delta`` as a float (inf when the composed PLD's infinite mass exceeds delta).
+
+    Raises:
+        ValueError, OverflowError or FloatingPointError: from dp_accounting, seen with ``pessimistic=False`` on
+            coarse grids (the optimistic buckets overflow); the accountant catches them.
+    """
     single = pld.from_gaussian_mechanism(
         standard_deviation=release.noise_multiplier(),
         sensitivity=1.0,
