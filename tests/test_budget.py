@@ -89,3 +89,15 @@ def test_a_dpsgd_model_in_the_budget_counts_the_steps_the_baseline_takes():
 
     item = dpsgd_budget_item(n=60000, batch_size=256, epochs=15, noise_multiplier=1.1)
     assert item.event.count == steps_per_epoch(60000, 256) * 15 == 234 * 15
+
+
+def test_dpsgd_item_refuses_impossible_numbers_and_matches_the_dpsgd_event():
+    from dpmix_core.privacy.budget import dpsgd_item
+    from dpmix_core.training.dpsgd import dpsgd_event
+
+    item = dpsgd_item("model", n=1000, batch_size=50, steps=200, noise_multiplier=1.3)
+    assert item.event == dpsgd_event(n=1000, batch_size=50, steps=200, noise_multiplier=1.3).dp_event()
+    for kw in (dict(batch_size=2000), dict(n=0), dict(steps=0), dict(noise_multiplier=-1.0)):
+        args = dict(n=1000, batch_size=50, steps=200, noise_multiplier=1.3) | kw
+        with pytest.raises(ValueError):
+            dpsgd_item("model", **args)

@@ -23,7 +23,7 @@ B ~ Binomial(n, q) and, given B, the batch is a uniform B-subset.
 
 Rows come back sorted ascending (the order inside a mixture never matters to a
 mean, and sorted rows make the gather cache-friendlier). Index arrays are int32
-when n + l < 2**31, else int64.
+when n + l < 2**31 - 1, else int64.
 """
 
 from __future__ import annotations

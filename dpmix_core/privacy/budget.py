@@ -24,7 +24,8 @@ import dp_accounting
 import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 
-from dpmix_core.privacy.checks import check_delta
+from dpmix_core.privacy.checks import check_delta, check_positive_int
+from dpmix_core.privacy.events import SampledGaussianSteps
 from dpmix_core.privacy.profile import python_orders
 from dpmix_core.privacy.release import Adjacency, MixingRelease
 
@@ -118,7 +119,7 @@ def dpsgd_item(name: str, *, n: int, batch_size: int, steps: int, noise_multipli
     Args:
         name: how the model is called in the budget (non-empty).
         n: the number of training records.
-        batch_size: B, the expected batch size (the sampling rate is B/n; B <= n expected, not checked here).
+        batch_size: B, the expected batch size (the sampling rate is B/n; 1 <= B <= n).
         steps: the total number of noisy steps S over all epochs (``epochs * steps_per_epoch(n, B)``).
         noise_multiplier: z, the Gaussian noise standard deviation divided by the clipping norm.
 
@@ -126,12 +127,14 @@ def dpsgd_item(name: str, *, n: int, batch_size: int, steps: int, noise_multipli
         A :class:`BudgetItem` with SelfComposed(PoissonSampled(B/n, Gaussian(z)), steps), add/remove-one.
 
     Raises:
-        ValueError: an empty name (the numbers are not validated here).
+        ValueError: an empty name, B > n, or a non-positive n, B or step count, or a negative z.
     """
-    event = dp_accounting.SelfComposedDpEvent(
-        dp_accounting.PoissonSampledDpEvent(batch_size / n, dp_accounting.GaussianDpEvent(noise_multiplier)), steps
-    )
-    return BudgetItem(name, event, ADD_REMOVE)
+    check_positive_int("n", n)
+    check_positive_int("batch size B", batch_size)
+    if batch_size > n:
+        raise ValueError(f"DP-SGD batch size must not exceed n. Found B={batch_size}, n={n}.")
+    steps_event = SampledGaussianSteps.poisson(q=batch_size / n, z=noise_multiplier, steps=steps, mechanism=name)
+    return BudgetItem(name, steps_event.dp_event(), ADD_REMOVE)
 
 
 def _rdp_curve(event: dp_accounting.DpEvent, relation: str, orders: Sequence[float] | np.ndarray) -> np.ndarray:
