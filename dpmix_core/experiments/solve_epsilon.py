@@ -30,6 +30,7 @@ __all__ = [
     "solvable_series",
     "solve_epsilon",
     "invert_curve",
+    "sweep_epsilon_answers",
 ]
 
 REACHED = "reached"
@@ -264,3 +265,32 @@ def solve_epsilon(
         best_accuracy=max(mean),
         seeds=seeds,
     )
+
+
+def sweep_epsilon_answers(
+    store, sweep: int | str, *, accuracy: float, series: str | None = None, epsilon_name: str | None = None
+) -> list[EpsilonAnswer]:
+    """:func:`solve_epsilon` for one series (or every series with a curve) of a sweep in a results store.
+
+    Args:
+        store: a :class:`~dpmix_core.runtime.store.ResultStore`.
+        sweep: its id or name.
+
+    Returns:
+        One answer per series; ValueError (one line) when the sweep is unknown or has no curve.
+    """
+    from dpmix_core.experiments.trade_offs import sweep_results  # lazy: plotly
+
+    agg, axis, _ = sweep_results(store, sweep)
+    if agg.empty:
+        raise ValueError(f"sweep {sweep!r} has no finished runs yet.")
+    choices = epsilon_choices(agg, axis)
+    name = epsilon_name or (choices[0] if choices else None)
+    if name is None:
+        raise ValueError(f"sweep {sweep!r} recorded no ε to read its curves against.")
+    if name not in choices:
+        raise ValueError(f"sweep {sweep!r} has no ε from {name!r}; choose one of: {', '.join(choices)}.")
+    names = [series] if series is not None else solvable_series(agg, axis, name)
+    if not names:
+        raise ValueError(f"no series of sweep {sweep!r} has two points at different finite ε.")
+    return [solve_epsilon(agg, axis=axis, series=s, accuracy=accuracy, epsilon_name=name) for s in names]
