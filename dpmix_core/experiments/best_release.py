@@ -26,7 +26,7 @@ from typing import Any
 
 from dpmix_core.data import DATASET_NAMES
 from dpmix_core.experiments.config import RunConfig
-from dpmix_core.experiments.presets import estimate_seconds
+from dpmix_core.experiments.presets import SPLIT_SIZES, estimate_seconds
 from dpmix_core.resources.limits import Cost, LimitExceeded, Limits, check_cost, limits_from_env, mixing_cost
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 
@@ -49,7 +49,12 @@ __all__ = [
 
 ACCOUNTANT = "pld-poisson"  # the exact PLD: every candidate is certified by a rigorous bound, not the CLT
 _PAPER_MILESTONES = (0.4, 0.6, 0.8)  # DPFMix App. E.3: lr / 10 at epochs 80, 120, 160 of 200
-SCATTER_DIM = 81 * 7 * 7  # ScatterNet J=2, L=8 features of a 28x28 image (the mixed records' d)
+SCATTER_CHANNELS = 81  # ScatterNet J=2, L=8 channels per colour channel, at 1/4 resolution
+
+
+def _feature_dim(dataset: str) -> int:
+    """d of the mixed records: ScatterNet features of a 28x28 grey (81 x 7 x 7) or 32x32 colour image."""
+    return 3 * SCATTER_CHANNELS * 8 * 8 if dataset == "cifar10" else SCATTER_CHANNELS * 7 * 7
 
 
 def _positive_ints(name: str, values: Iterable[Any]) -> tuple[int, ...]:
@@ -256,7 +261,9 @@ def search_cost(search: BestReleaseSearch) -> Cost:
     )
     seconds = sum(first) + sum(longest[: search.finalist_count])
     biggest = max(candidates, key=lambda c: c.T * c.m)
-    release = mixing_cost(T=biggest.T, l=biggest.m, d=SCATTER_DIM, k=10, n=search.train_limit or 60000)
+    n_train = SPLIT_SIZES[search.dataset][0]
+    n = min(n_train, search.train_limit) if search.train_limit is not None else n_train
+    release = mixing_cost(T=biggest.T, l=biggest.m, d=_feature_dim(search.dataset), k=10, n=n)
     return Cost(what=f"a search of {planned_runs(search)} training runs", memory=release.memory, seconds=seconds)
 
 
