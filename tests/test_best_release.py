@@ -149,6 +149,24 @@ def test_end_to_end_on_the_embedded_sample(tmp_path, capsys):
     assert all(t["certified_epsilon"] <= 4.0 for t in stored["trials"])
     assert 0.0 <= stored["chosen_test_accuracy"] <= 1.0 and stored["chosen"]["epochs"] == 2
     assert stored["chosen_epsilons"]["pld-poisson"] is not None
+    # two releases of the same data, each at eps <= 4: together more than either, at most their sum
+    assert stored["chosen"]["certified_epsilon"] < stored["search_epsilon"] <= 2 * 4.0 + 1e-9
+
+
+def test_composed_epsilon_of_one_release_is_its_rdp_bound_and_grows_with_more():
+    from dpmix_core.data import load_embedded
+    from dpmix_core.experiments.best_release import calibrated_sigmas, composed_epsilon
+    from dpmix_core.privacy.accountants import get_accountant
+
+    search = _search()
+    _, _, certified, one = calibrated_sigmas(search, Candidate(16, 500, 1.0), load_embedded())
+    *_, two = calibrated_sigmas(search, Candidate(32, 500, 1.0), load_embedded())
+    alone = composed_epsilon([one], 1e-5)
+    # an RDP bound of the same release: above the exact PLD certificate, at most rdp-poisson's (coarser orders)
+    assert certified <= alone <= get_accountant("rdp-poisson").epsilon(one, 1e-5).epsilon * 1.001
+    assert composed_epsilon([one, two], 1e-5) > max(alone, composed_epsilon([two], 1e-5))
+    with pytest.raises(ValueError, match="at least one"):
+        composed_epsilon([], 1e-5)
 
 
 @pytest.mark.parametrize(

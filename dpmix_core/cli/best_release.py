@@ -101,5 +101,9 @@ def cli_best_release(args: argparse.Namespace) -> int:
     )
     print(f"  validation accuracy (on the release's own held-out points): {100 * (t.val_accuracy or 0):.2f} %")
     print(f"  test accuracy (measured after the choice, never used for it): {100 * best.test_accuracy:.2f} %")
+    print(
+        f"  the search read {len(search.space.candidates())} candidate releases: all of them together (the search "
+        f"and its choice) are certified at epsilon {best.search_epsilon:.4g} (rdp-poisson composition)"
+    )
     print(f"  {len(best.trials)} trainings in {best.seconds:.0f} s" + (f"; written to {out}" if out else ""))
     return 0
