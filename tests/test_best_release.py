@@ -117,6 +117,8 @@ def test_over_budget_searches_are_refused_before_any_work():
         (dict(short_epochs=3, long_epochs=2), "at least as long"),
         (dict(val_fraction=0.0), "val_fraction"),
         (dict(dataset="nope"), "Unknown dataset"),
+        (dict(device="gpu7"), "device must be"),
+        (dict(seed=-1), "seed must be"),
     ],
 )
 def test_bad_settings_are_one_line_value_errors(kw, message):

@@ -66,8 +66,6 @@ def cli_best_release(args: argparse.Namespace) -> int:
         if out.suffix.lower() != ".json":
             raise ValueError(f"--out must end in .json. Found {out.name!r}.")
         check_new_file(out, what="--out")  # before any work
-    if args.seed < 0:
-        raise ValueError(f"--seed must be >= 0. Found {args.seed}.")
     search = BestReleaseSearch(
         target_epsilon=args.target_epsilon,
         delta=args.delta,

@@ -190,6 +190,7 @@ class BestReleaseSearch:
         object.__setattr__(self, "delta", float(self.delta))
         object.__setattr__(self, "max_seconds", float(self.max_seconds))
         object.__setattr__(self, "val_fraction", float(self.val_fraction))
+        candidate_run(self, self.space.candidates()[0], epochs=self.short_epochs)  # seed, device: RunConfig's checks
 
     @property
     def finalist_count(self) -> int:
