@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dpmix_core.experiments.presets import get_preset, preset_names
+from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_series, solve_epsilon
 from dpmix_core.experiments.trade_offs import (
     REPRODUCED_WITHIN_PTS,
     available_training_datasets,
@@ -169,6 +170,34 @@ def _progress_panel() -> None:
     live()
 
 
+def _solve_epsilon_panel(agg, axis: str | None) -> None:
+    """ "What ε do I need for X % accuracy?", read off the stored curve (issue #13 §5); a self-contained block."""
+    choices = epsilon_choices(agg, axis)
+    if not choices:
+        return
+    st.markdown("**What ε do I need?** Read off this sweep's curve, with the spread over seeds.")
+    c1, c2, c3 = st.columns(3)
+    wanted = c1.number_input(
+        "Test accuracy wanted (%)", min_value=1.0, max_value=100.0, value=90.0, step=0.5, key=K + "solve_acc"
+    )
+    epsilon_name = c3.selectbox("ε from", choices, key=K + "solve_eps")
+    series = solvable_series(agg, axis, epsilon_name)
+    if not series:
+        st.info("No series of this sweep has two points at different ε: there is no curve to read off.")
+        return
+    name = c2.selectbox("Series", series, key=K + "solve_series")
+    try:
+        answer = solve_epsilon(agg, axis=axis, series=name, accuracy=wanted / 100, epsilon_name=epsilon_name)
+    except ValueError as exc:
+        st.error(str(exc))
+        return
+    st.info(answer.sentence())
+    st.caption(
+        "Between the swept points the curve is read along a straight line on a log-ε axis. Beyond the sweep, "
+        "`python -m dpmix_core best-release --target-epsilon E` searches the feature-mixing release for a budget."
+    )
+
+
 def _results_panel(query_sweep: int | None) -> None:
     sweeps = store().list_sweeps()
     if not sweeps:
@@ -239,6 +268,7 @@ def _results_panel(query_sweep: int | None) -> None:
         mime="text/csv",
         key=K + "csv",
     )
+    _solve_epsilon_panel(agg, axis)
 
 
 st.title("Train & trade-offs")

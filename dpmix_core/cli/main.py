@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpmix_core {epsilon,calibrate,synthesize,train,sweep,audit} ...``.
+"""Command line: ``python -m dpmix_core {epsilon,calibrate,synthesize,train,sweep,audit,report,best-release,solve-epsilon} ...``.
 
 Contract (scripts and tests rely on it): ``--json`` prints one JSON object (a
 list for ``--accountant all``); infinite epsilon prints "inf"; invalid input
@@ -587,6 +587,26 @@ def _add_audit(sub) -> None:
     p.set_defaults(func=cli_audit)
 
 
+def _add_best_release(sub) -> None:
+    from dpmix_core.cli.best_release import add_best_release_arguments, cli_best_release
+
+    p = sub.add_parser(
+        "best-release",
+        help="search m, T and lambda of the feature-mixing release for a target (epsilon, delta), scored on the "
+        "release's own validation split",
+    )
+    add_best_release_arguments(p)
+    p.set_defaults(func=cli_best_release)
+
+
+def _add_solve_epsilon(sub) -> None:
+    from dpmix_core.cli.solve_epsilon import add_solve_epsilon_arguments, cli_solve_epsilon
+
+    p = sub.add_parser("solve-epsilon", help="the epsilon a stored sweep's series needs for X %% test accuracy")
+    add_solve_epsilon_arguments(p)
+    p.set_defaults(func=cli_solve_epsilon)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from dpmix_core.resources.files import check_new_file, write_files_atomically
     from dpmix_core.views.html_report import accountant_report
@@ -636,6 +656,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sweep(sub)
     _add_audit(sub)
     _add_report(sub)
+    _add_best_release(sub)
+    _add_solve_epsilon(sub)
     return parser
 
 

@@ -1,0 +1,101 @@
+"""The best-release search on a real dataset, with a diagnostic of the choice (issue #13 §5).
+
+    nice -n 10 .venv/bin/python bench/bench_best_release.py --data-dir ../shared/data --target-epsilon 1 \\
+        --m 64,256 --T 10000,30000 --lambda 1,4 --short-epochs 10 --long-epochs 60 --out best.json
+
+Runs exactly what ``python -m dpmix_core best-release`` runs (``run_search``), with one addition for the
+report: a wrapper around the training runs also records every run's *test* accuracy in a separate
+diagnostic (``--diagnostic FILE``), so that the report can say how well the release's validation accuracy
+ranked the candidates. The search itself never sees those numbers (they are not in its result).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dpmix_core.experiments.best_release import BestReleaseSearch, SearchSpace, run_search  # noqa: E402
+from dpmix_core.experiments.runner import run_config  # noqa: E402
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.split(","))
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    return tuple(float(v) for v in text.split(","))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data-dir")
+    p.add_argument("--dataset", default="mnist")
+    p.add_argument("--target-epsilon", type=float, default=1.0)
+    p.add_argument("--delta", type=float, default=1e-5)
+    p.add_argument("--m", type=_ints, default=(64, 256))
+    p.add_argument("--T", type=_ints, default=(10000, 30000))
+    p.add_argument("--lambda", dest="ratios", type=_floats, default=(1.0, 4.0))
+    p.add_argument("--short-epochs", type=int, default=10)
+    p.add_argument("--long-epochs", type=int, default=60)
+    p.add_argument("--finalists", type=int, default=2)
+    p.add_argument("--budget-runs", type=int, default=12)
+    p.add_argument("--max-minutes", type=float, default=60.0)
+    p.add_argument("--train-limit", type=int)
+    p.add_argument("--out", required=True, help="the search's result (JSON)")
+    p.add_argument("--diagnostic", help="every run's val and test accuracy (JSON), for the report only")
+    args = p.parse_args()
+    search = BestReleaseSearch(
+        target_epsilon=args.target_epsilon,
+        delta=args.delta,
+        dataset=args.dataset,
+        space=SearchSpace(args.m, args.T, args.ratios),
+        short_epochs=args.short_epochs,
+        long_epochs=args.long_epochs,
+        finalists=args.finalists,
+        max_runs=args.budget_runs,
+        max_seconds=60 * args.max_minutes,
+        train_limit=args.train_limit,
+        data_dir=args.data_dir,
+        device="cpu",
+    )
+    logged: list[dict] = []
+
+    def logging_run(config):
+        result = run_config(config)
+        syn = config.synthesis
+        logged.append(
+            {
+                "m": syn.l,
+                "T": syn.T,
+                "lambda": syn.sigma_ratio,
+                "epochs": config.epochs,
+                "val_accuracy": result["val_accuracy"],
+                "test_accuracy": result["test_accuracy"],
+                "seconds": result["seconds"],
+                "timings": result["timings"],
+            }
+        )
+        return result
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    best = run_search(search, run=logging_run, progress=lambda line: print(line, flush=True))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    payload = {**best.to_dict(), "wall_seconds": wall, "cpu_seconds": cpu, "load_average": os.getloadavg()}
+    Path(args.out).write_text(json.dumps(payload, indent=1) + "\n")
+    if args.diagnostic:
+        Path(args.diagnostic).write_text(json.dumps(logged, indent=1) + "\n")
+    c = best.chosen
+    print(
+        f"chosen {c.candidate.describe()} eps={c.certified_epsilon:.4f} val={c.val_accuracy:.4f} "
+        f"test={best.test_accuracy:.4f} wall={wall:.0f}s cpu={cpu:.0f}s"
+    )
+
+
+if __name__ == "__main__":
+    main()

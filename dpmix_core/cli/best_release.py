@@ -1,0 +1,107 @@
+"""``python -m dpmix_core best-release``: the best feature-mixing release for a target (epsilon, delta).
+
+The library does the work (:mod:`dpmix_core.experiments.best_release`, loaded only when the command runs);
+this module parses, checks the output path before any work, prints, and writes the JSON atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from dpmix_core.cli.argtypes import finite_float, positive_float, positive_int
+
+__all__ = ["add_best_release_arguments", "cli_best_release"]
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    return tuple(positive_int(part) for part in text.split(","))
+
+
+def _float_list(text: str) -> tuple[float, ...]:
+    return tuple(positive_float(part) for part in text.split(","))
+
+
+def add_best_release_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``best-release`` (wire with ``set_defaults(func=cli_best_release)``)."""
+    from dpmix_core.data import DATASET_NAMES
+
+    parser.add_argument("--target-epsilon", type=positive_float, required=True, help="the budget's epsilon")
+    parser.add_argument("--delta", type=finite_float, default=1e-5)
+    parser.add_argument("--dataset", choices=DATASET_NAMES, default="mnist")
+    parser.add_argument("--data-dir", help="folder holding the dataset (default: $DPMIX_DATA_DIR, the cache)")
+    parser.add_argument("--m", type=_int_list, default=(64, 256), help="expected batch sizes m, e.g. 64,256")
+    parser.add_argument("--T", type=_int_list, default=(10000, 60000), help="released points T, e.g. 10000,60000")
+    parser.add_argument(
+        "--lambda", dest="sigma_ratio", type=_float_list, default=(0.5, 1.0), help="sigma_y / sigma_x, e.g. 0.5,1"
+    )
+    parser.add_argument("--short-epochs", type=positive_int, default=5, help="first round: every candidate")
+    parser.add_argument("--long-epochs", type=positive_int, default=30, help="second round: the finalists")
+    parser.add_argument("--finalists", type=positive_int, default=2, help="candidates trained again, longer")
+    parser.add_argument(
+        "--budget-runs", type=positive_int, default=12, help="most training runs allowed (candidates + finalists)"
+    )
+    parser.add_argument(
+        "--max-minutes", type=positive_float, default=60.0, help="most estimated minutes allowed (refused above)"
+    )
+    parser.add_argument("--val-fraction", type=finite_float, default=0.1, help="share of the release held out")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--train-limit", type=positive_int, help="a fixed subset of the training records")
+    parser.add_argument("--test-limit", type=positive_int, help="a fixed subset of the test records")
+    parser.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    parser.add_argument("--out", help="FILE.json: every trial, the choice and its test accuracy")
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+
+def cli_best_release(args: argparse.Namespace) -> int:
+    """Run the search from parsed arguments; ValueError (one line) on bad input or a refused budget."""
+    from dpmix_core.experiments.best_release import BestReleaseSearch, SearchSpace, run_search
+    from dpmix_core.resources.files import check_new_file, write_files_atomically
+
+    out = None
+    if args.out is not None:
+        out = Path(args.out)
+        if out.suffix.lower() != ".json":
+            raise ValueError(f"--out must end in .json. Found {out.name!r}.")
+        check_new_file(out, what="--out")  # before any work
+    search = BestReleaseSearch(
+        target_epsilon=args.target_epsilon,
+        delta=args.delta,
+        dataset=args.dataset,
+        space=SearchSpace(args.m, args.T, args.sigma_ratio),
+        short_epochs=args.short_epochs,
+        long_epochs=args.long_epochs,
+        finalists=args.finalists,
+        max_runs=args.budget_runs,
+        max_seconds=60.0 * args.max_minutes,
+        val_fraction=args.val_fraction,
+        seed=args.seed,
+        train_limit=args.train_limit,
+        test_limit=args.test_limit,
+        data_dir=args.data_dir,
+        device=args.device,
+    )
+    say = None if args.json else (lambda line: print(line, file=sys.stderr))
+    best = run_search(search, progress=say)
+    payload = best.to_dict()
+    if out is not None:
+        write_files_atomically({out: (json.dumps(payload, indent=1, allow_nan=False) + "\n").encode()})
+    if args.json:
+        print(json.dumps(payload, allow_nan=False))
+        return 0
+    t = best.chosen
+    print(f"chosen release: {t.candidate.describe()} (sigma_x={t.sigma_x:.4g}, sigma_y={t.sigma_y:.4g})")
+    print(
+        f"  certified epsilon (pld-poisson): {t.certified_epsilon:.4f} <= target {search.target_epsilon:g} "
+        f"at delta {search.delta:g}"
+    )
+    print(f"  validation accuracy (on the release's own held-out points): {100 * (t.val_accuracy or 0):.2f} %")
+    print(f"  test accuracy (measured after the choice, never used for it): {100 * best.test_accuracy:.2f} %")
+    print(
+        f"  the search read {len(search.space.candidates())} candidate releases: all of them together (the search "
+        f"and its choice) are certified at epsilon {best.search_epsilon:.4g} (rdp-poisson composition)"
+    )
+    print(f"  {len(best.trials)} trainings in {best.seconds:.0f} s" + (f"; written to {out}" if out else ""))
+    return 0

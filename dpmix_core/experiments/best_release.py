@@ -1,0 +1,533 @@
+"""Best feature-mixing release for a privacy budget: search m, T and lambda on the release's own validation split.
+
+Issue #13 §5. For a target (epsilon, delta), every candidate (m, T, lambda = sigma_y / sigma_x) of the
+DPFMix feature-mixing release (ScatterNet features, per-sample GroupNorm, Poisson mixing, clip Cx = Cy = 1)
+gets sigma_x calibrated by the exact ``pld-poisson`` accountant, so each one is certified at the target.
+Candidates are scored by accuracy on a held-out part of the *synthetic release* (the run's validation
+split), never on real test records, with successive halving: a short training for all of them, a longer
+one for the best few (the finalists); the winner is the finalist with the best validation accuracy.
+
+The test set: every training run goes through :func:`~dpmix_core.experiments.runner.run_config`, which
+also evaluates on the real test split. Those numbers never reach the choice: a :class:`Trial` holds no
+test accuracy, selection (:func:`rank_trials`) sees only trials, and the winner's test accuracy is read
+after the choice and reported apart from it. Test accuracies of the other candidates are not kept.
+
+Cost: the number of runs (candidates + finalists) and their estimated time are checked before any work
+(:func:`search_refusal`), against the caller's budget and :mod:`dpmix_core.resources.limits`.
+
+Two things a reader of the result must know (docs/REPRODUCTION.md, "§5 best release"):
+
+* **The search's own privacy.** Each candidate is a release of the same data certified at the target; the
+  choice reads all of them. The chosen release alone is certified at the target; the search as a whole (the
+  chosen release *and* the fact that it was chosen) at :func:`composed_epsilon` of every candidate release,
+  reported next to it. Finalists retrain on the same release (same seed): no extra cost.
+* **What validation accuracy ranks.** Held-out points of a release are noisy mixtures with noisy labels: their
+  accuracy falls with the noise of *that* release, so it is comparable between candidates with the same noise
+  and biased towards less noise per point (smaller T, smaller lambda) across them. On MNIST at epsilon = 1 it
+  preferred T = 10000 while T = 30000 scored higher on the test set.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from dpmix_core.data import DATASET_NAMES
+from dpmix_core.experiments.config import RunConfig
+from dpmix_core.experiments.presets import SPLIT_SIZES, estimate_seconds
+from dpmix_core.resources.limits import Cost, LimitExceeded, Limits, check_cost, limits_from_env, mixing_cost
+from dpmix_core.synthesis.pipeline import SynthesisConfig
+
+__all__ = [
+    "ACCOUNTANT",
+    "Candidate",
+    "SearchSpace",
+    "BestReleaseSearch",
+    "Trial",
+    "BestRelease",
+    "scaled_milestones",
+    "candidate_run",
+    "planned_runs",
+    "search_cost",
+    "search_refusal",
+    "rank_trials",
+    "calibrated_sigmas",
+    "composed_epsilon",
+    "run_search",
+]
+
+ACCOUNTANT = "pld-poisson"  # the exact PLD: every candidate is certified by a rigorous bound, not the CLT
+_PAPER_MILESTONES = (0.4, 0.6, 0.8)  # DPFMix App. E.3: lr / 10 at epochs 80, 120, 160 of 200
+SCATTER_CHANNELS = 81  # ScatterNet J=2, L=8 channels per colour channel, at 1/4 resolution
+
+
+def _feature_dim(dataset: str) -> int:
+    """d of the mixed records: ScatterNet features of a 28x28 grey (81 x 7 x 7) or 32x32 colour image."""
+    return 3 * SCATTER_CHANNELS * 8 * 8 if dataset == "cifar10" else SCATTER_CHANNELS * 7 * 7
+
+
+def _positive_ints(name: str, values: Iterable[Any]) -> tuple[int, ...]:
+    out = tuple(values)
+    if not out:
+        raise ValueError(f"{name} needs at least one value.")
+    for v in out:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be positive integers. Found {v!r}.")
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name} lists a value twice: {list(out)}.")
+    return out
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One release setting: expected batch m (the mix degree l), T released points, lambda = sigma_y / sigma_x."""
+
+    m: int
+    T: int
+    sigma_ratio: float
+
+    def __post_init__(self) -> None:
+        _positive_ints("m", (self.m,))
+        _positive_ints("T", (self.T,))
+        if isinstance(self.sigma_ratio, bool) or not (
+            isinstance(self.sigma_ratio, (int, float)) and math.isfinite(self.sigma_ratio) and self.sigma_ratio > 0
+        ):
+            raise ValueError(
+                f"lambda (sigma_y / sigma_x) must be a positive finite number. Found {self.sigma_ratio!r}."
+            )
+        object.__setattr__(self, "sigma_ratio", float(self.sigma_ratio))
+
+    def describe(self) -> str:
+        return f"m={self.m}, T={self.T}, lambda={self.sigma_ratio:g}"
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """The grid searched: every combination of m, T and lambda (DPFMix fixes m=64, T=60000, lambda=1)."""
+
+    mix_degrees: tuple[int, ...] = (64, 256)
+    num_points: tuple[int, ...] = (10000, 60000)
+    sigma_ratios: tuple[float, ...] = (0.5, 1.0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mix_degrees", _positive_ints("m values", self.mix_degrees))
+        object.__setattr__(self, "num_points", _positive_ints("T values", self.num_points))
+        ratios = tuple(self.sigma_ratios)
+        if not ratios:
+            raise ValueError("lambda values need at least one value.")
+        if len(set(ratios)) != len(ratios):
+            raise ValueError(f"lambda values list a value twice: {list(ratios)}.")
+        object.__setattr__(self, "sigma_ratios", tuple(Candidate(1, 1, r).sigma_ratio for r in ratios))
+
+    def candidates(self) -> tuple[Candidate, ...]:
+        """Every (m, T, lambda) of the grid, in a fixed order."""
+        return tuple(Candidate(m, T, r) for m in self.mix_degrees for T in self.num_points for r in self.sigma_ratios)
+
+
+@dataclass(frozen=True)
+class BestReleaseSearch:
+    """What to search and how much it may cost.
+
+    Args:
+        target_epsilon, delta: the budget every candidate is calibrated to (``pld-poisson``).
+        space: the grid of (m, T, lambda).
+        short_epochs: training of every candidate in the first round.
+        long_epochs: training of the finalists (>= short_epochs).
+        finalists: how many of the best first-round candidates train again, longer.
+        max_runs: the budget in training runs (candidates + finalists); a larger search is refused.
+        max_seconds: the budget in estimated seconds (2-core reference machine); a larger search is refused.
+        train_limit, test_limit: fixed subsets of the splits (tests, quick looks); None: all records.
+        val_fraction: share of the *release* held out to score candidates.
+    """
+
+    target_epsilon: float
+    delta: float = 1e-5
+    dataset: str = "mnist"
+    space: SearchSpace = field(default_factory=SearchSpace)
+    short_epochs: int = 5
+    long_epochs: int = 30
+    finalists: int = 2
+    max_runs: int = 12
+    max_seconds: float = 3600.0
+    val_fraction: float = 0.1
+    seed: int = 0
+    train_limit: int | None = None
+    test_limit: int | None = None
+    data_dir: str | None = None  # where, not what: not part of the result's meaning
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.target_epsilon, (int, float)) and 0 < self.target_epsilon < math.inf):
+            raise ValueError(f"target epsilon must be a positive finite number. Found {self.target_epsilon!r}.")
+        if not (isinstance(self.delta, (int, float)) and 0 < self.delta < 1):
+            raise ValueError(f"delta must be in (0, 1). Found {self.delta!r}.")
+        if self.dataset not in DATASET_NAMES:
+            raise ValueError(f"Unknown dataset {self.dataset!r}. Choose one of: {', '.join(DATASET_NAMES)}.")
+        if not isinstance(self.space, SearchSpace):
+            raise ValueError(f"space must be a SearchSpace. Found {type(self.space).__name__}.")
+        for name in ("short_epochs", "long_epochs", "finalists", "max_runs"):
+            _positive_ints(name, (getattr(self, name),))
+        if self.long_epochs < self.short_epochs:
+            raise ValueError(
+                f"the finalists train at least as long as the first round: long epochs {self.long_epochs} < "
+                f"short epochs {self.short_epochs}."
+            )
+        if not (isinstance(self.max_seconds, (int, float)) and 0 < self.max_seconds < math.inf):
+            raise ValueError(f"max_seconds must be a positive number. Found {self.max_seconds!r}.")
+        if not (isinstance(self.val_fraction, (int, float)) and 0 < self.val_fraction <= 0.5):
+            raise ValueError(
+                f"val_fraction must be in (0, 0.5]: candidates are scored on the release's held-out part. "
+                f"Found {self.val_fraction!r}."
+            )
+        for name in ("train_limit", "test_limit"):
+            value = getattr(self, name)
+            if value is not None:
+                _positive_ints(name, (value,))
+        object.__setattr__(self, "target_epsilon", float(self.target_epsilon))
+        object.__setattr__(self, "delta", float(self.delta))
+        object.__setattr__(self, "max_seconds", float(self.max_seconds))
+        object.__setattr__(self, "val_fraction", float(self.val_fraction))
+        candidate_run(self, self.space.candidates()[0], epochs=self.short_epochs)  # seed, device: RunConfig's checks
+
+    @property
+    def finalist_count(self) -> int:
+        """Finalists actually run: at most the number of candidates."""
+        return min(self.finalists, len(self.space.candidates()))
+
+
+def scaled_milestones(epochs: int) -> tuple[int, ...]:
+    """DPFMix App. E.3's lr drops (÷10 at 40/60/80 % of training) for a shorter run; () below 5 epochs."""
+    if epochs < 5:
+        return ()
+    marks = sorted({max(1, round(epochs * f)) for f in _PAPER_MILESTONES})
+    return tuple(m for m in marks if m < epochs)
+
+
+def candidate_run(
+    search: BestReleaseSearch,
+    candidate: Candidate,
+    *,
+    epochs: int,
+    sigma_x: float | None = None,
+    sigma_y: float | None = None,
+) -> RunConfig:
+    """The training run of one candidate: the DPFMix Table 3 protocol (scatter-linear, generalised KL, Adam 1e-3,
+    batch 256, lr / 10 at 40/60/80 % of ``epochs``) on the candidate's feature-mixing release.
+
+    With ``sigma_x``/``sigma_y`` (already calibrated) the release uses them; without, it calibrates to the target.
+    """
+    calibrated = sigma_x is not None and sigma_y is not None
+    synthesis = SynthesisConfig(
+        "poisson",
+        l=candidate.m,
+        T=candidate.T,
+        sigma_x=sigma_x if calibrated else None,
+        sigma_y=sigma_y if calibrated else None,
+        sigma_ratio=candidate.sigma_ratio,
+        target_epsilon=None if calibrated else search.target_epsilon,
+        accountant=None if calibrated else ACCOUNTANT,
+        delta=search.delta,
+        clip_x=1.0,
+        clip_y=1.0,
+        features="scattering",
+    )
+    milestones = scaled_milestones(epochs)
+    return RunConfig(
+        "mixing",
+        dataset=search.dataset,
+        features="scattering",
+        synthesis=synthesis,
+        model="scatter-linear",
+        loss="gkl",
+        optimizer="adam",
+        lr=1e-3,
+        schedule="multistep" if milestones else "constant",
+        lr_milestones=milestones,
+        lr_gamma=0.1,
+        epochs=epochs,
+        batch_size=256,
+        val_fraction=search.val_fraction,
+        train_limit=search.train_limit,
+        test_limit=search.test_limit,
+        seed=search.seed,
+        label=f"best-release {candidate.describe()}",
+        device=search.device,
+        data_dir=search.data_dir,
+    )
+
+
+def planned_runs(search: BestReleaseSearch) -> int:
+    """Training runs the search makes: one per candidate, then one per finalist."""
+    return len(search.space.candidates()) + search.finalist_count
+
+
+def search_cost(search: BestReleaseSearch) -> Cost:
+    """Estimated time (the runs' :func:`~dpmix_core.experiments.presets.estimate_seconds`, finalists at their
+    longest candidate) and memory (the largest release held at once) of the whole search."""
+    candidates = search.space.candidates()
+    first = [estimate_seconds(candidate_run(search, c, epochs=search.short_epochs)) for c in candidates]
+    longest = sorted(
+        (estimate_seconds(candidate_run(search, c, epochs=search.long_epochs)) for c in candidates), reverse=True
+    )
+    seconds = sum(first) + sum(longest[: search.finalist_count])
+    biggest = max(candidates, key=lambda c: c.T * c.m)
+    n_train = SPLIT_SIZES[search.dataset][0]
+    n = min(n_train, search.train_limit) if search.train_limit is not None else n_train
+    release = mixing_cost(T=biggest.T, l=biggest.m, d=_feature_dim(search.dataset), k=10, n=n)
+    return Cost(what=f"a search of {planned_runs(search)} training runs", memory=release.memory, seconds=seconds)
+
+
+def search_refusal(search: BestReleaseSearch, limits: Limits | None = None) -> str | None:
+    """Why the search would be refused before any work (one line), or None.
+
+    Refused when it needs more runs than ``search.max_runs``, more estimated seconds than
+    ``search.max_seconds``, or more memory / job time than ``limits`` (default: the environment's).
+    """
+    runs = planned_runs(search)
+    if runs > search.max_runs:
+        return (
+            f"the search needs {runs} training runs ({len(search.space.candidates())} candidates + "
+            f"{search.finalist_count} finalists), over the budget of {search.max_runs}: fewer m, T or lambda values, "
+            "fewer finalists, or a larger run budget."
+        )
+    cost = search_cost(search)
+    if cost.seconds > search.max_seconds:
+        return (
+            f"{cost.what} takes about {cost.seconds / 60:.1f} min (estimate), over the budget of "
+            f"{search.max_seconds / 60:.1f} min: fewer candidates or epochs, or a larger time budget."
+        )
+    try:
+        check_cost(cost, limits or limits_from_env(), change="the grid, the epochs or T", job=True)
+    except LimitExceeded as exc:
+        return str(exc)
+    return None
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One training of one candidate, as selection sees it: no test accuracy here, by design.
+
+    ``certified_epsilon``: the ``pld-poisson`` epsilon of the calibrated sigma (a rigorous bound, <= target).
+    ``val_accuracy``: accuracy on the release's own held-out points (None when the run failed).
+    ``error``: why the candidate has no score (calibration impossible, a limit), or None.
+    """
+
+    candidate: Candidate
+    epochs: int
+    sigma_x: float | None
+    sigma_y: float | None
+    certified_epsilon: float | None
+    val_accuracy: float | None
+    seconds: float
+    collapsed: bool = False
+    error: str | None = None
+
+    @property
+    def eligible(self) -> bool:
+        """Scored, learned, and certified (the certificate is checked against the target by :func:`rank_trials`)."""
+        return self.error is None and self.val_accuracy is not None and not self.collapsed
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def rank_trials(trials: Iterable[Trial], *, target_epsilon: float) -> list[Trial]:
+    """The eligible trials certified within ``target_epsilon``, best validation accuracy first.
+
+    Ties keep the cheaper release (smaller T, then smaller m), then the grid order. Trials only: the
+    choice cannot see any test accuracy.
+    """
+    ok = [
+        t
+        for t in trials
+        if t.eligible and t.certified_epsilon is not None and t.certified_epsilon <= target_epsilon * (1 + 1e-9)
+    ]
+    return sorted(ok, key=lambda t: (-(t.val_accuracy or 0.0), t.candidate.T, t.candidate.m))
+
+
+@dataclass(frozen=True)
+class BestRelease:
+    """The search's outcome: every trial, the chosen one, and (measured after choosing) its test accuracy."""
+
+    search: BestReleaseSearch
+    trials: tuple[Trial, ...]
+    chosen: Trial
+    test_accuracy: float
+    epsilons: dict  # the chosen release's privacy card: every applicable accountant's epsilon
+    seconds: float
+    search_epsilon: float  # every candidate release composed (rdp-poisson): covers the search and its choice
+
+    def to_dict(self) -> dict:
+        """JSON-ready (the search settings, every trial, the choice and its test accuracy)."""
+        search = asdict(self.search)
+        search.pop("data_dir")
+        search.pop("device")
+        return {
+            "search": search,
+            "accountant": ACCOUNTANT,
+            "chosen": self.chosen.to_dict(),
+            "chosen_test_accuracy": self.test_accuracy,
+            "chosen_epsilons": self.epsilons,
+            "search_epsilon": self.search_epsilon,
+            "search_epsilon_note": (
+                f"the chosen release alone is certified at {self.chosen.certified_epsilon:.4g} ({ACCOUNTANT}); the "
+                f"search read {len({t.candidate for t in self.trials if t.sigma_x is not None})} candidate releases "
+                "of the same data, and the choice depends on all of them: together they are certified at "
+                f"{self.search_epsilon:.4g} (rdp-poisson composition). Publish only the chosen release, and count "
+                "the search's epsilon when the choice itself must be private"
+            ),
+            "selection": "highest validation accuracy on the release's own held-out points among the finalists; "
+            "the test accuracy was computed for the chosen release only after the choice",
+            "trials": [t.to_dict() for t in self.trials],
+            "seconds": self.seconds,
+        }
+
+
+def calibrated_sigmas(search: BestReleaseSearch, candidate: Candidate, dataset) -> tuple[float, float, float, Any]:
+    """(sigma_x, sigma_y, certified epsilon, the calibrated MixingRelease): ``pld-poisson`` calibration of the
+    candidate's release on ``dataset``."""
+    from dpmix_core.privacy.accountants import get_accountant  # lazy: dp_accounting and scipy
+    from dpmix_core.privacy.calibration import calibrate_sigma
+    from dpmix_core.synthesis.pipeline import planned_release
+
+    syn = candidate_run(search, candidate, epochs=search.short_epochs).synthesis
+    if syn is None:  # pragma: no cover - a mixing run always has one
+        raise ValueError("a feature-mixing candidate needs a synthesis config.")
+    release = planned_release(syn, dataset)
+    cal = calibrate_sigma(
+        get_accountant(ACCOUNTANT),
+        release,
+        target_epsilon=search.target_epsilon,
+        delta=search.delta,
+        sigma_ratio=candidate.sigma_ratio,
+    )
+    return cal.sigma_x, cal.sigma_y, float(cal.result.epsilon), release.with_sigma(cal.sigma_x, cal.sigma_y)
+
+
+def composed_epsilon(releases: Iterable[Any], delta: float) -> float:
+    """A rigorous epsilon of several releases of the same data together: RDP composition of their Poisson-subsampled
+    Gaussian events (Mironov, Talwar, Zhang 2019; dp_accounting's RdpAccountant, add/remove adjacency).
+
+    The search reads every candidate's release; the choice, and so the chosen release *with* the fact that it was
+    chosen, is a function of all of them: this is the epsilon that covers the search as a whole.
+    """
+    import dp_accounting  # lazy: the accountants' library
+    from dp_accounting import rdp
+
+    events = [r.dp_event() for r in releases]
+    if not events:
+        raise ValueError("composition needs at least one release.")
+    accountant = rdp.RdpAccountant(neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
+    accountant.compose(dp_accounting.ComposedDpEvent(events))
+    return float(accountant.get_epsilon(delta))
+
+
+def _train_trial(
+    search: BestReleaseSearch,
+    candidate: Candidate,
+    sigmas: tuple[float, float, float, Any],
+    epochs: int,
+    run: Callable[[RunConfig], dict],
+) -> tuple[Trial, dict]:
+    """(the trial, the run's test accuracy and card epsilons): the second is held apart, read only for the chosen."""
+    sx, sy, eps, _ = sigmas
+    t0 = time.perf_counter()
+    try:
+        result = run(candidate_run(search, candidate, epochs=epochs, sigma_x=sx, sigma_y=sy))
+    except LimitExceeded as exc:
+        return Trial(candidate, epochs, sx, sy, eps, None, time.perf_counter() - t0, error=str(exc)), {}
+    trial = Trial(
+        candidate,
+        epochs,
+        sx,
+        sy,
+        eps,
+        result.get("val_accuracy"),
+        float(result.get("seconds") or time.perf_counter() - t0),
+        collapsed=bool(result.get("collapsed")),
+    )
+    return trial, {"test_accuracy": result.get("test_accuracy"), "epsilon": dict(result.get("epsilon") or {})}
+
+
+def run_search(
+    search: BestReleaseSearch,
+    *,
+    run: Callable[[RunConfig], dict] | None = None,
+    progress: Callable[[str], None] | None = None,
+    limits: Limits | None = None,
+) -> BestRelease:
+    """Calibrate every candidate, train all briefly, the finalists longer; choose on validation accuracy.
+
+    Args:
+        run: trains one RunConfig and returns its result (default: ``runner.run_config``); injectable for tests.
+        progress: called with one line per step.
+        limits: resource limits (default: the environment's).
+
+    Returns:
+        The :class:`BestRelease`. Raises ValueError (one line) when the search is refused up front or
+        no candidate could be certified and trained.
+    """
+    from dpmix_core.data import load_dataset
+    from dpmix_core.training.data import subsample
+
+    if refusal := search_refusal(search, limits):
+        raise LimitExceeded(refusal)
+    if run is None:
+        from dpmix_core.experiments.runner import run_config
+
+        run = run_config
+    train: Callable[[RunConfig], dict] = run
+    say = progress or (lambda line: None)
+    t_start = time.perf_counter()
+    ds = load_dataset(search.dataset, data_dir=search.data_dir)
+    train_only = replace(subsample(ds, train_limit=search.train_limit, test_limit=None), x_test=None, y_test=None)
+    trials: list[Trial] = []
+    sigmas: dict[Candidate, tuple[float, float, float, Any]] = {}
+    for candidate in search.space.candidates():
+        try:
+            sigmas[candidate] = calibrated_sigmas(search, candidate, train_only)
+        except ValueError as exc:  # e.g. a target no sigma reaches for this setting
+            trials.append(Trial(candidate, 0, None, None, None, None, 0.0, error=str(exc)))
+            say(f"{candidate.describe()}: not calibrated ({exc})")
+    held_out: dict[tuple[Candidate, int], dict] = {}  # test accuracies: never read before the choice
+
+    def train_round(candidates: list[Candidate], epochs: int, name: str) -> list[Trial]:
+        done = []
+        for i, candidate in enumerate(candidates, 1):
+            trial, after_choice = _train_trial(search, candidate, sigmas[candidate], epochs, train)
+            held_out[(candidate, epochs)] = after_choice
+            done.append(trial)
+            score = "no score" if trial.val_accuracy is None else f"validation accuracy {trial.val_accuracy:.4f}"
+            say(
+                f"{name} {i}/{len(candidates)}: {candidate.describe()}, sigma_x={trial.sigma_x:.4g}, "
+                f"{epochs} epochs: {score}{' (collapsed)' if trial.collapsed else ''} ({trial.seconds:.0f} s)"
+            )
+        return done
+
+    first = train_round(list(sigmas), search.short_epochs, "round 1")
+    trials.extend(first)
+    ranked = rank_trials(first, target_epsilon=search.target_epsilon)
+    if not ranked:
+        raise ValueError("no candidate was certified at the target and learned; see the trials' errors.")
+    finalists = [t.candidate for t in ranked[: search.finalist_count]]
+    if search.long_epochs > search.short_epochs:
+        final = train_round(finalists, search.long_epochs, "finalists")
+        trials.extend(final)
+        ranked = rank_trials(final, target_epsilon=search.target_epsilon) or ranked
+    chosen = ranked[0]
+    after_choice = held_out[(chosen.candidate, chosen.epochs)]  # read only now, for the chosen trial
+    say(f"chosen: {chosen.candidate.describe()} ({chosen.epochs} epochs)")
+    if after_choice.get("test_accuracy") is None:
+        raise ValueError("the chosen run reported no test accuracy.")
+    return BestRelease(
+        search,
+        tuple(trials),
+        chosen,
+        float(after_choice["test_accuracy"]),
+        after_choice["epsilon"],
+        time.perf_counter() - t_start,
+        composed_epsilon([cal[3] for cal in sigmas.values()], search.delta),
+    )

@@ -1,0 +1,190 @@
+"""Best release for a budget (issue #13 §5): every candidate certified at the target, the choice made on the
+release's own validation accuracy, the test accuracy read only for the chosen run."""
+
+import dataclasses
+import json
+
+import pytest
+
+from dpmix_core.cli.main import main
+from dpmix_core.experiments.best_release import (
+    BestReleaseSearch,
+    Candidate,
+    SearchSpace,
+    Trial,
+    candidate_run,
+    planned_runs,
+    rank_trials,
+    run_search,
+    scaled_milestones,
+    search_refusal,
+)
+from dpmix_core.resources.limits import LimitExceeded, Limits
+
+TINY = SearchSpace(mix_degrees=(8, 32), num_points=(300, 600), sigma_ratios=(1.0,))
+
+
+def _search(**kw) -> BestReleaseSearch:
+    base = dict(
+        target_epsilon=4.0, dataset="embedded", space=TINY, short_epochs=1, long_epochs=2, finalists=2, device="cpu"
+    )
+    return BestReleaseSearch(**{**base, **kw})
+
+
+def _fake_run(val_of, test_of, calls):
+    """A stand-in for run_config: validation accuracy from ``val_of(m, T, epochs)``, test from ``test_of``."""
+
+    def run(config):
+        syn = config.synthesis
+        calls.append(config)
+        return {
+            "val_accuracy": val_of(syn.l, syn.T, config.epochs),
+            "test_accuracy": test_of(syn.l, syn.T, config.epochs),
+            "seconds": 0.01,
+            "collapsed": False,
+            "epsilon": {"pld-poisson": 3.9},
+        }
+
+    return run
+
+
+def test_the_choice_is_the_best_validation_accuracy_and_ignores_the_test_set():
+    calls = []
+    val = {(8, 300): 0.50, (8, 600): 0.70, (32, 300): 0.60, (32, 600): 0.40}
+    # test accuracies rank the candidates the other way round: a choice that looked at them would differ
+    run = _fake_run(lambda m, T, e: val[(m, T)] + 0.01 * e, lambda m, T, e: 1.0 - val[(m, T)], calls)
+    best = run_search(_search(), run=run)
+    first = [t for t in best.trials if t.epochs == 1]
+    final = [t for t in best.trials if t.epochs == 2]
+    assert len(first) == 4 and len(calls) == planned_runs(_search()) == 6
+    assert {t.candidate for t in final} == {Candidate(8, 600, 1.0), Candidate(32, 300, 1.0)}  # top 2 of round 1
+    assert best.chosen.candidate == Candidate(8, 600, 1.0) and best.chosen.epochs == 2
+    assert best.chosen.val_accuracy == max(t.val_accuracy for t in final)
+    assert best.test_accuracy == pytest.approx(0.30)  # the chosen run's own test accuracy, not the best one
+    assert all(t.certified_epsilon <= 4.0 for t in best.trials)  # real pld-poisson calibrations
+    assert all(c.synthesis.target_epsilon is None and c.synthesis.sigma_x > 0 for c in calls)  # calibrated once
+    payload = json.loads(json.dumps(best.to_dict(), allow_nan=False))
+    assert payload["chosen"]["candidate"] == {"m": 8, "T": 600, "sigma_ratio": 1.0}
+    assert all("test_accuracy" not in t for t in payload["trials"])  # only the chosen run's, after the choice
+
+
+def test_selection_cannot_see_a_test_accuracy():
+    assert not any("test" in f.name for f in dataclasses.fields(Trial))
+
+
+def _trial(m, val, eps=0.9, collapsed=False, error=None, T=100):
+    return Trial(Candidate(m, T, 1.0), 5, 0.1, 0.1, eps, val, 1.0, collapsed=collapsed, error=error)
+
+
+def test_rank_trials_keeps_only_certified_learned_scored_trials():
+    trials = [
+        _trial(1, 0.9, eps=1.01),  # over the target: never chosen, however good
+        _trial(2, 0.8, collapsed=True),
+        _trial(3, None, error="limit"),
+        _trial(4, 0.5),
+        _trial(5, 0.7),
+        _trial(6, 0.7, T=50),  # a tie goes to the cheaper release
+    ]
+    ranked = rank_trials(trials, target_epsilon=1.0)
+    assert [t.candidate.m for t in ranked] == [6, 5, 4]
+
+
+def test_schedule_follows_the_paper_scaled():
+    assert scaled_milestones(200) == (80, 120, 160)
+    assert scaled_milestones(10) == (4, 6, 8)
+    assert scaled_milestones(3) == ()
+    run = candidate_run(_search(), Candidate(64, 1000, 2.0), epochs=3)
+    assert run.schedule == "constant" and run.model == "scatter-linear" and run.loss == "gkl"
+    assert run.synthesis.accountant == "pld-poisson" and run.synthesis.sigma_ratio == 2.0
+    assert run.synthesis.features == "scattering" and run.synthesis.l == 64
+
+
+def test_over_budget_searches_are_refused_before_any_work():
+    assert search_refusal(_search()) is None
+    assert "over the budget of 5" in search_refusal(_search(max_runs=5))
+    assert "min (estimate)" in search_refusal(_search(max_seconds=1.0))
+    assert "DPMIX_MAX_MEMORY" in search_refusal(_search(), Limits(max_memory=1000))
+    with pytest.raises(LimitExceeded, match="over the budget"):
+        run_search(_search(max_runs=5), run=lambda c: pytest.fail("a refused search must not train"))
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(target_epsilon=0.0), "target epsilon"),
+        (dict(delta=1.0), "delta"),
+        (dict(long_epochs=0), "long_epochs"),
+        (dict(short_epochs=3, long_epochs=2), "at least as long"),
+        (dict(val_fraction=0.0), "val_fraction"),
+        (dict(dataset="nope"), "Unknown dataset"),
+        (dict(device="gpu7"), "device must be"),
+        (dict(seed=-1), "seed must be"),
+    ],
+)
+def test_bad_settings_are_one_line_value_errors(kw, message):
+    with pytest.raises(ValueError, match=message):
+        _search(**kw)
+
+
+@pytest.mark.parametrize(
+    "space, message",
+    [
+        (dict(mix_degrees=()), "at least one"),
+        (dict(mix_degrees=(0,)), "positive integers"),
+        (dict(num_points=(10, 10)), "twice"),
+        (dict(sigma_ratios=(-1.0,)), "lambda"),
+    ],
+)
+def test_bad_grids_are_refused(space, message):
+    with pytest.raises(ValueError, match=message):
+        SearchSpace(**space)
+
+
+def test_end_to_end_on_the_embedded_sample(tmp_path, capsys):
+    out = tmp_path / "best.json"
+    argv = ["best-release", "--dataset", "embedded", "--target-epsilon", "4", "--m", "16", "--T", "500"]
+    argv += ["--lambda", "1,2", "--short-epochs", "1", "--long-epochs", "2", "--finalists", "1"]
+    assert main([*argv, "--device", "cpu", "--out", str(out), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    stored = json.loads(out.read_text())
+    assert printed["chosen"] == stored["chosen"] and len(stored["trials"]) == 3
+    assert all(t["certified_epsilon"] <= 4.0 for t in stored["trials"])
+    assert 0.0 <= stored["chosen_test_accuracy"] <= 1.0 and stored["chosen"]["epochs"] == 2
+    assert stored["chosen_epsilons"]["pld-poisson"] is not None
+    # two releases of the same data, each at eps <= 4: together more than either, at most their sum
+    assert stored["chosen"]["certified_epsilon"] < stored["search_epsilon"] <= 2 * 4.0 + 1e-9
+
+
+def test_composed_epsilon_of_one_release_is_its_rdp_bound_and_grows_with_more():
+    from dpmix_core.data import load_embedded
+    from dpmix_core.experiments.best_release import calibrated_sigmas, composed_epsilon
+    from dpmix_core.privacy.accountants import get_accountant
+
+    search = _search()
+    _, _, certified, one = calibrated_sigmas(search, Candidate(16, 500, 1.0), load_embedded())
+    *_, two = calibrated_sigmas(search, Candidate(32, 500, 1.0), load_embedded())
+    alone = composed_epsilon([one], 1e-5)
+    # an RDP bound of the same release: above the exact PLD certificate, at most rdp-poisson's (coarser orders)
+    assert certified <= alone <= get_accountant("rdp-poisson").epsilon(one, 1e-5).epsilon * 1.001
+    assert composed_epsilon([one, two], 1e-5) > max(alone, composed_epsilon([two], 1e-5))
+    with pytest.raises(ValueError, match="at least one"):
+        composed_epsilon([], 1e-5)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--target-epsilon", "-1"], "not positive"),
+        (["--target-epsilon", "1", "--m", "16,x"], "not a number"),
+        (["--target-epsilon", "1", "--lambda", "0"], "not positive"),
+        (["--target-epsilon", "1", "--budget-runs", "3"], "over the budget of 3"),
+        (["--target-epsilon", "1", "--out", "x.txt"], "must end in .json"),
+        (["--target-epsilon", "1", "--long-epochs", "1"], "at least as long"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(capsys, tmp_path, monkeypatch, extra, message):
+    monkeypatch.chdir(tmp_path)
+    assert main(["best-release", "--dataset", "embedded", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and message in err and err.count("\n") == 1
+    assert not list(tmp_path.iterdir())
