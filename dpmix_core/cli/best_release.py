@@ -94,14 +94,15 @@ def cli_best_release(args: argparse.Namespace) -> int:
     t = best.chosen
     print(f"chosen release: {t.candidate.describe()} (sigma_x={t.sigma_x:.4g}, sigma_y={t.sigma_y:.4g})")
     print(
-        f"  certified epsilon (pld-poisson): {t.certified_epsilon:.4f} <= target {search.target_epsilon:g} "
-        f"at delta {search.delta:g}"
+        f"  what you publish (this release, and the choice, which read all {len(search.space.candidates())} candidate "
+        f"releases of the same data): epsilon {best.search_epsilon:.4g} at delta {search.delta:g} "
+        "(rigorous upper bound, rdp-poisson composition of the candidates)"
+    )
+    print(
+        f"  this release alone: epsilon {t.certified_epsilon:.4f} <= target {search.target_epsilon:g} (pld-poisson); "
+        "a bound for what you publish only if the choice is made without the private data"
     )
     print(f"  validation accuracy (on the release's own held-out points): {100 * (t.val_accuracy or 0):.2f} %")
     print(f"  test accuracy (measured after the choice, never used for it): {100 * best.test_accuracy:.2f} %")
-    print(
-        f"  the search read {len(search.space.candidates())} candidate releases: all of them together (the search "
-        f"and its choice) are certified at epsilon {best.search_epsilon:.4g} (rdp-poisson composition)"
-    )
     print(f"  {len(best.trials)} trainings in {best.seconds:.0f} s" + (f"; written to {out}" if out else ""))
     return 0

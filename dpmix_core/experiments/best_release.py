@@ -373,11 +373,11 @@ class BestRelease:
             "chosen_epsilons": self.epsilons,
             "search_epsilon": self.search_epsilon,
             "search_epsilon_note": (
-                f"the chosen release alone is certified at {self.chosen.certified_epsilon:.4g} ({ACCOUNTANT}); the "
-                f"search read {len({t.candidate for t in self.trials if t.sigma_x is not None})} candidate releases "
-                "of the same data, and the choice depends on all of them: together they are certified at "
-                f"{self.search_epsilon:.4g} (rdp-poisson composition). Publish only the chosen release, and count "
-                "the search's epsilon when the choice itself must be private"
+                f"what is published (the chosen release, and the choice) depends on all "
+                f"{len({t.candidate for t in self.trials if t.sigma_x is not None})} candidate releases of the same "
+                f"data: it is certified at epsilon {self.search_epsilon:.4g} (rigorous, rdp-poisson composition). "
+                f"The chosen release alone is certified at {self.chosen.certified_epsilon:.4g} ({ACCOUNTANT}), a bound "
+                "for what is published only if the choice is made without the private data (e.g. on public data)"
             ),
             "selection": "highest validation accuracy on the release's own held-out points among the finalists; "
             "the test accuracy was computed for the chosen release only after the choice",
