@@ -44,6 +44,7 @@ def main() -> None:
     p.add_argument("--short-epochs", type=int, default=10)
     p.add_argument("--long-epochs", type=int, default=60)
     p.add_argument("--finalists", type=int, default=2)
+    p.add_argument("--budget-covers", choices=("search", "release"), default="search")
     p.add_argument("--budget-runs", type=int, default=12)
     p.add_argument("--max-minutes", type=float, default=60.0)
     p.add_argument("--train-limit", type=int)
@@ -63,6 +64,7 @@ def main() -> None:
         train_limit=args.train_limit,
         data_dir=args.data_dir,
         device="cpu",
+        budget_covers=args.budget_covers,
     )
     logged: list[dict] = []
 

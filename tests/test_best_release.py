@@ -151,8 +151,41 @@ def test_end_to_end_on_the_embedded_sample(tmp_path, capsys):
     assert all(t["certified_epsilon"] <= 4.0 for t in stored["trials"])
     assert 0.0 <= stored["chosen_test_accuracy"] <= 1.0 and stored["chosen"]["epochs"] == 2
     assert stored["chosen_epsilons"]["pld-poisson"] is not None
+    # the default budget covers the search: the two candidates together stay within the target of 4
+    assert stored["search"]["budget_covers"] == "search"
+    assert stored["chosen"]["certified_epsilon"] < stored["search_epsilon"] <= 4.0 + 1e-9
+    assert "within the target 4" in stored["search_epsilon_note"]
+
+
+def test_budget_for_each_release_reports_the_larger_search_epsilon(tmp_path, capsys):
+    argv = ["best-release", "--dataset", "embedded", "--target-epsilon", "4", "--m", "16", "--T", "500"]
+    argv += ["--lambda", "1,2", "--short-epochs", "1", "--long-epochs", "1", "--budget-covers", "release"]
+    assert main([*argv, "--device", "cpu", "--json"]) == 0
+    stored = json.loads(capsys.readouterr().out)
     # two releases of the same data, each at eps <= 4: together more than either, at most their sum
+    assert all(3.9 < t["certified_epsilon"] <= 4.0 for t in stored["trials"])
     assert stored["chosen"]["certified_epsilon"] < stored["search_epsilon"] <= 2 * 4.0 + 1e-9
+    assert "only if the choice is made without the private data" in stored["search_epsilon_note"]
+
+
+def test_split_budget_is_the_largest_share_whose_composition_fits():
+    from dpmix_core.data import load_embedded
+    from dpmix_core.experiments.best_release import calibrated_sigmas, composed_epsilon, split_budget
+
+    search = _search(target_epsilon=2.0)
+    ds = load_embedded()
+    candidates = search.space.candidates()
+    t = split_budget(search, candidates, ds)
+    assert 2.0 / len(candidates) <= t < 2.0
+
+    def composed(share: float) -> float:
+        cal = [calibrated_sigmas(search, c, ds, target_epsilon=share, accountant="rdp-poisson") for c in candidates]
+        return composed_epsilon([x[3] for x in cal], search.delta)
+
+    assert composed(t) <= 2.0 < composed(1.02 * t)  # feasible, and within 2 % of the largest feasible share
+    assert split_budget(search, candidates[:1], ds) == 2.0
+    with pytest.raises(ValueError, match="budget_covers"):
+        _search(budget_covers="everything")
 
 
 def test_composed_epsilon_of_one_release_is_its_rdp_bound_and_grows_with_more():

@@ -46,6 +46,13 @@ def add_best_release_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-minutes", type=positive_float, default=60.0, help="most estimated minutes allowed (refused above)"
     )
+    parser.add_argument(
+        "--budget-covers",
+        choices=("search", "release"),
+        default="search",
+        help="search (default): the target epsilon bounds what you publish, the chosen release and the choice, "
+        "so the candidates share it; release: each candidate at the target (the search's larger epsilon is shown)",
+    )
     parser.add_argument("--val-fraction", type=finite_float, default=0.1, help="share of the release held out")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--train-limit", type=positive_int, help="a fixed subset of the training records")
@@ -82,6 +89,7 @@ def cli_best_release(args: argparse.Namespace) -> int:
         test_limit=args.test_limit,
         data_dir=args.data_dir,
         device=args.device,
+        budget_covers=args.budget_covers,
     )
     say = None if args.json else (lambda line: print(line, file=sys.stderr))
     best = run_search(search, progress=say)
@@ -93,15 +101,7 @@ def cli_best_release(args: argparse.Namespace) -> int:
         return 0
     t = best.chosen
     print(f"chosen release: {t.candidate.describe()} (sigma_x={t.sigma_x:.4g}, sigma_y={t.sigma_y:.4g})")
-    print(
-        f"  what you publish (this release, and the choice, which read all {len(search.space.candidates())} candidate "
-        f"releases of the same data): epsilon {best.search_epsilon:.4g} at delta {search.delta:g} "
-        "(rigorous upper bound, rdp-poisson composition of the candidates)"
-    )
-    print(
-        f"  this release alone: epsilon {t.certified_epsilon:.4f} <= target {search.target_epsilon:g} (pld-poisson); "
-        "a bound for what you publish only if the choice is made without the private data"
-    )
+    print(f"  privacy: {best.privacy_note()}")
     print(f"  validation accuracy (on the release's own held-out points): {100 * (t.val_accuracy or 0):.2f} %")
     print(f"  test accuracy (measured after the choice, never used for it): {100 * best.test_accuracy:.2f} %")
     print(f"  {len(best.trials)} trainings in {best.seconds:.0f} s" + (f"; written to {out}" if out else ""))

@@ -2,7 +2,7 @@
 
 Issue #13 §5. For a target (epsilon, delta), every candidate (m, T, lambda = sigma_y / sigma_x) of the
 DPFMix feature-mixing release (ScatterNet features, per-sample GroupNorm, Poisson mixing, clip Cx = Cy = 1)
-gets sigma_x calibrated by the exact ``pld-poisson`` accountant, so each one is certified at the target.
+gets sigma_x calibrated to its share of the budget (see "The search's own privacy" below).
 Candidates are scored by accuracy on a held-out part of the *synthetic release* (the run's validation
 split), never on real test records, with successive halving: a short training for all of them, a longer
 one for the best few (the finalists); the winner is the finalist with the best validation accuracy.
@@ -17,10 +17,12 @@ Cost: the number of runs (candidates + finalists) and their estimated time are c
 
 Two things a reader of the result must know (docs/REPRODUCTION.md, "§5 best release"):
 
-* **The search's own privacy.** Each candidate is a release of the same data certified at the target; the
-  choice reads all of them. The chosen release alone is certified at the target; the search as a whole (the
-  chosen release *and* the fact that it was chosen) at :func:`composed_epsilon` of every candidate release,
-  reported next to it. Finalists retrain on the same release (same seed): no extra cost.
+* **The search's own privacy.** Every candidate is a release of the same data and the choice reads all of
+  them, so what is published (the chosen release *and* the fact that it was chosen) is bounded by
+  :func:`composed_epsilon` of every candidate release. By default (``budget_covers="search"``) the target
+  bounds that: the candidates share it (:func:`split_budget`). With ``budget_covers="release"`` each
+  candidate is certified at the target alone and the larger composed epsilon is reported beside it.
+  Finalists retrain on the same release (same seed): no extra cost.
 * **What validation accuracy ranks.** Held-out points of a release are noisy mixtures with noisy labels: their
   accuracy falls with the noise of *that* release, so it is comparable between candidates with the same noise
   and biased towards less noise per point (smaller T, smaller lambda) across them. On MNIST at epsilon = 1 it
@@ -56,9 +58,11 @@ __all__ = [
     "rank_trials",
     "calibrated_sigmas",
     "composed_epsilon",
+    "split_budget",
     "run_search",
 ]
 
+BUDGET_COVERS = ("search", "release")
 ACCOUNTANT = "pld-poisson"  # the exact PLD: every candidate is certified by a rigorous bound, not the CLT
 _PAPER_MILESTONES = (0.4, 0.6, 0.8)  # DPFMix App. E.3: lr / 10 at epochs 80, 120, 160 of 200
 SCATTER_CHANNELS = 81  # ScatterNet J=2, L=8 channels per colour channel, at 1/4 resolution
@@ -141,6 +145,9 @@ class BestReleaseSearch:
         max_seconds: the budget in estimated seconds (2-core reference machine); a larger search is refused.
         train_limit, test_limit: fixed subsets of the splits (tests, quick looks); None: all records.
         val_fraction: share of the *release* held out to score candidates.
+        budget_covers: "search" (default): the target bounds what is published, the chosen release *and* the
+            choice, so the candidates share it (:func:`split_budget`); "release": every candidate is calibrated
+            to the target by itself, and the search's composed epsilon (larger) is reported beside it.
     """
 
     target_epsilon: float
@@ -158,6 +165,7 @@ class BestReleaseSearch:
     test_limit: int | None = None
     data_dir: str | None = None  # where, not what: not part of the result's meaning
     device: str = "auto"
+    budget_covers: str = "search"  # "search": the target bounds everything published; "release": each candidate
 
     def __post_init__(self) -> None:
         if not (isinstance(self.target_epsilon, (int, float)) and 0 < self.target_epsilon < math.inf):
@@ -182,6 +190,8 @@ class BestReleaseSearch:
                 f"val_fraction must be in (0, 0.5]: candidates are scored on the release's held-out part. "
                 f"Found {self.val_fraction!r}."
             )
+        if self.budget_covers not in BUDGET_COVERS:
+            raise ValueError(f"budget_covers must be one of {', '.join(BUDGET_COVERS)}. Found {self.budget_covers!r}.")
         for name in ("train_limit", "test_limit"):
             value = getattr(self, name)
             if value is not None:
@@ -360,6 +370,24 @@ class BestRelease:
     seconds: float
     search_epsilon: float  # every candidate release composed (rdp-poisson): covers the search and its choice
 
+    def privacy_note(self) -> str:
+        """What the published result's epsilon is, in one sentence for the card, the CLI and the JSON."""
+        count = len({t.candidate for t in self.trials if t.sigma_x is not None})
+        whole = (
+            f"what is published (the chosen release and the choice) depends on all {count} candidate releases of "
+            f"the same data: it is certified at epsilon {self.search_epsilon:.4g} (rigorous, rdp-poisson "
+            f"composition, delta {self.search.delta:g})"
+        )
+        if self.search.budget_covers == "search":
+            return (
+                f"{whole}, within the target {self.search.target_epsilon:g}: each candidate was calibrated to its "
+                f"share; the chosen release alone is certified at {self.chosen.certified_epsilon:.4g} ({ACCOUNTANT})"
+            )
+        return (
+            f"{whole}. The chosen release alone is certified at {self.chosen.certified_epsilon:.4g} ({ACCOUNTANT}), "
+            "a bound for what is published only if the choice is made without the private data (e.g. on public data)"
+        )
+
     def to_dict(self) -> dict:
         """JSON-ready (the search settings, every trial, the choice and its test accuracy)."""
         search = asdict(self.search)
@@ -372,13 +400,7 @@ class BestRelease:
             "chosen_test_accuracy": self.test_accuracy,
             "chosen_epsilons": self.epsilons,
             "search_epsilon": self.search_epsilon,
-            "search_epsilon_note": (
-                f"what is published (the chosen release, and the choice) depends on all "
-                f"{len({t.candidate for t in self.trials if t.sigma_x is not None})} candidate releases of the same "
-                f"data: it is certified at epsilon {self.search_epsilon:.4g} (rigorous, rdp-poisson composition). "
-                f"The chosen release alone is certified at {self.chosen.certified_epsilon:.4g} ({ACCOUNTANT}), a bound "
-                "for what is published only if the choice is made without the private data (e.g. on public data)"
-            ),
+            "search_epsilon_note": self.privacy_note(),
             "selection": "highest validation accuracy on the release's own held-out points among the finalists; "
             "the test accuracy was computed for the chosen release only after the choice",
             "trials": [t.to_dict() for t in self.trials],
@@ -386,25 +408,101 @@ class BestRelease:
         }
 
 
-def calibrated_sigmas(search: BestReleaseSearch, candidate: Candidate, dataset) -> tuple[float, float, float, Any]:
-    """(sigma_x, sigma_y, certified epsilon, the calibrated MixingRelease): ``pld-poisson`` calibration of the
-    candidate's release on ``dataset``."""
+def calibrated_sigmas(
+    search: BestReleaseSearch,
+    candidate: Candidate,
+    dataset,
+    *,
+    target_epsilon: float | None = None,
+    accountant: str = ACCOUNTANT,
+) -> tuple[float, float, float, Any]:
+    """The candidate's release calibrated to a per-candidate target.
+
+    Args:
+        search: the search (delta, and the target when ``target_epsilon`` is None).
+        candidate: the (m, T, lambda) to calibrate.
+        dataset: the training records (their count sets the Poisson rate m/n).
+        target_epsilon: the candidate's own target (default: the search's).
+        accountant: the calibrating accountant (``pld-poisson``; ``rdp-poisson`` when the candidates share a
+            budget composed in RDP, see :func:`split_budget`).
+
+    Returns:
+        (sigma_x, sigma_y, the ``pld-poisson`` epsilon at those sigmas (a rigorous bound <= the target), the
+        calibrated MixingRelease).
+    """
     from dpmix_core.privacy.accountants import get_accountant  # lazy: dp_accounting and scipy
     from dpmix_core.privacy.calibration import calibrate_sigma
+
+    release = _planned(search, candidate, dataset)
+    cal = calibrate_sigma(
+        get_accountant(accountant),
+        release,
+        target_epsilon=search.target_epsilon if target_epsilon is None else target_epsilon,
+        delta=search.delta,
+        sigma_ratio=candidate.sigma_ratio,
+    )
+    calibrated = release.with_sigma(cal.sigma_x, cal.sigma_y)
+    certified = float(cal.result.epsilon)
+    if accountant != ACCOUNTANT:
+        certified = float(get_accountant(ACCOUNTANT).epsilon(calibrated, search.delta).epsilon)
+    return cal.sigma_x, cal.sigma_y, certified, calibrated
+
+
+def _planned(search: BestReleaseSearch, candidate: Candidate, dataset):
     from dpmix_core.synthesis.pipeline import planned_release
 
     syn = candidate_run(search, candidate, epochs=search.short_epochs).synthesis
     if syn is None:  # pragma: no cover - a mixing run always has one
         raise ValueError("a feature-mixing candidate needs a synthesis config.")
-    release = planned_release(syn, dataset)
-    cal = calibrate_sigma(
-        get_accountant(ACCOUNTANT),
-        release,
-        target_epsilon=search.target_epsilon,
-        delta=search.delta,
-        sigma_ratio=candidate.sigma_ratio,
-    )
-    return cal.sigma_x, cal.sigma_y, float(cal.result.epsilon), release.with_sigma(cal.sigma_x, cal.sigma_y)
+    return planned_release(syn, dataset)
+
+
+def split_budget(search: BestReleaseSearch, candidates: Iterable[Candidate], dataset) -> float:
+    """The largest per-candidate epsilon t whose candidates, each calibrated to t, compose within the target.
+
+    Everything published (the chosen release and the choice) is a function of every candidate release, so
+    the search's target must bound their composition (:func:`composed_epsilon`, RDP). Each candidate is
+    calibrated with ``rdp-poisson`` at t (composition is additive in RDP, so the same analysis certifies the
+    whole); t is found by bisection on log t to 1 %, keeping the feasible end.
+
+    Returns:
+        t (<= the target; the target itself for one candidate). ValueError when no t > 1e-6 fits.
+    """
+    chosen = list(candidates)
+    target = search.target_epsilon
+    if len(chosen) <= 1:
+        return target
+    releases = {c: _planned(search, c, dataset) for c in chosen}
+
+    def composed_at(t: float) -> float:
+        from dpmix_core.privacy.accountants import get_accountant
+        from dpmix_core.privacy.calibration import calibrate_sigma
+
+        calibrated = []
+        for c, release in releases.items():
+            cal = calibrate_sigma(
+                get_accountant("rdp-poisson"),
+                release,
+                target_epsilon=t,
+                delta=search.delta,
+                sigma_ratio=c.sigma_ratio,
+            )
+            calibrated.append(release.with_sigma(cal.sigma_x, cal.sigma_y))
+        return composed_epsilon(calibrated, search.delta)
+
+    lo = target / len(chosen)
+    while composed_at(lo) > target:
+        lo /= 2
+        if lo < 1e-6:
+            raise ValueError(f"no per-candidate epsilon lets {len(chosen)} candidates compose within {target:g}.")
+    hi = target
+    while hi / lo > 1.01:
+        mid = math.sqrt(lo * hi)
+        if composed_at(mid) <= target:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def composed_epsilon(releases: Iterable[Any], delta: float) -> float:
@@ -486,9 +584,15 @@ def run_search(
     train_only = replace(subsample(ds, train_limit=search.train_limit, test_limit=None), x_test=None, y_test=None)
     trials: list[Trial] = []
     sigmas: dict[Candidate, tuple[float, float, float, Any]] = {}
+    per_candidate, accountant = search.target_epsilon, ACCOUNTANT
+    if search.budget_covers == "search":
+        per_candidate, accountant = split_budget(search, search.space.candidates(), train_only), "rdp-poisson"
+        say(f"budget split: each of {len(search.space.candidates())} candidates at epsilon {per_candidate:.4g}")
     for candidate in search.space.candidates():
         try:
-            sigmas[candidate] = calibrated_sigmas(search, candidate, train_only)
+            sigmas[candidate] = calibrated_sigmas(
+                search, candidate, train_only, target_epsilon=per_candidate, accountant=accountant
+            )
         except ValueError as exc:  # e.g. a target no sigma reaches for this setting
             trials.append(Trial(candidate, 0, None, None, None, None, 0.0, error=str(exc)))
             say(f"{candidate.describe()}: not calibrated ({exc})")
@@ -509,14 +613,14 @@ def run_search(
 
     first = train_round(list(sigmas), search.short_epochs, "round 1")
     trials.extend(first)
-    ranked = rank_trials(first, target_epsilon=search.target_epsilon)
+    ranked = rank_trials(first, target_epsilon=per_candidate)
     if not ranked:
         raise ValueError("no candidate was certified at the target and learned; see the trials' errors.")
     finalists = [t.candidate for t in ranked[: search.finalist_count]]
     if search.long_epochs > search.short_epochs:
         final = train_round(finalists, search.long_epochs, "finalists")
         trials.extend(final)
-        ranked = rank_trials(final, target_epsilon=search.target_epsilon) or ranked
+        ranked = rank_trials(final, target_epsilon=per_candidate) or ranked
     chosen = ranked[0]
     after_choice = held_out[(chosen.candidate, chosen.epochs)]  # read only now, for the chosen trial
     say(f"chosen: {chosen.candidate.describe()} ({chosen.epochs} epochs)")
