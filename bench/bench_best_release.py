@@ -20,52 +20,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dpmix_core.experiments.best_release import BestReleaseSearch, SearchSpace, run_search  # noqa: E402
+from dpmix_core.cli.best_release import add_best_release_arguments, search_from_args  # noqa: E402
+from dpmix_core.experiments.best_release import run_search  # noqa: E402
 from dpmix_core.experiments.runner import run_config  # noqa: E402
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(v) for v in text.split(","))
-
-
-def _floats(text: str) -> tuple[float, ...]:
-    return tuple(float(v) for v in text.split(","))
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir")
-    p.add_argument("--dataset", default="mnist")
-    p.add_argument("--target-epsilon", type=float, default=1.0)
-    p.add_argument("--delta", type=float, default=1e-5)
-    p.add_argument("--m", type=_ints, default=(64, 256))
-    p.add_argument("--T", type=_ints, default=(10000, 30000))
-    p.add_argument("--lambda", dest="ratios", type=_floats, default=(1.0, 4.0))
-    p.add_argument("--short-epochs", type=int, default=10)
-    p.add_argument("--long-epochs", type=int, default=60)
-    p.add_argument("--finalists", type=int, default=2)
-    p.add_argument("--budget-covers", choices=("search", "release"), default="search")
-    p.add_argument("--budget-runs", type=int, default=12)
-    p.add_argument("--max-minutes", type=float, default=60.0)
-    p.add_argument("--train-limit", type=int)
-    p.add_argument("--out", required=True, help="the search's result (JSON)")
+    add_best_release_arguments(p)  # the CLI's own options and defaults: the bench runs the same search
     p.add_argument("--diagnostic", help="every run's val and test accuracy (JSON), for the report only")
     args = p.parse_args()
-    search = BestReleaseSearch(
-        target_epsilon=args.target_epsilon,
-        delta=args.delta,
-        dataset=args.dataset,
-        space=SearchSpace(args.m, args.T, args.ratios),
-        short_epochs=args.short_epochs,
-        long_epochs=args.long_epochs,
-        finalists=args.finalists,
-        max_runs=args.budget_runs,
-        max_seconds=60 * args.max_minutes,
-        train_limit=args.train_limit,
-        data_dir=args.data_dir,
-        device="cpu",
-        budget_covers=args.budget_covers,
-    )
+    if args.out is None:
+        p.error("--out is required (the search's result, JSON)")
+    search = search_from_args(args)
     logged: list[dict] = []
 
     def logging_run(config):

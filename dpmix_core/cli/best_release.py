@@ -13,7 +13,7 @@ from pathlib import Path
 
 from dpmix_core.cli.argtypes import finite_float, positive_float, positive_int
 
-__all__ = ["add_best_release_arguments", "cli_best_release"]
+__all__ = ["add_best_release_arguments", "cli_best_release", "search_from_args"]
 
 
 def _int_list(text: str) -> tuple[int, ...]:
@@ -64,7 +64,7 @@ def add_best_release_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cli_best_release(args: argparse.Namespace) -> int:
     """Run the search from parsed arguments; ValueError (one line) on bad input or a refused budget."""
-    from dpmix_core.experiments.best_release import BestReleaseSearch, SearchSpace, run_search
+    from dpmix_core.experiments.best_release import run_search
     from dpmix_core.resources.files import check_new_file, write_files_atomically
 
     out = None
@@ -73,7 +73,29 @@ def cli_best_release(args: argparse.Namespace) -> int:
         if out.suffix.lower() != ".json":
             raise ValueError(f"--out must end in .json. Found {out.name!r}.")
         check_new_file(out, what="--out")  # before any work
-    search = BestReleaseSearch(
+    search = search_from_args(args)
+    say = None if args.json else (lambda line: print(line, file=sys.stderr))
+    best = run_search(search, progress=say)
+    payload = best.to_dict()
+    if out is not None:
+        write_files_atomically({out: (json.dumps(payload, indent=1, allow_nan=False) + "\n").encode()})
+    if args.json:
+        print(json.dumps(payload, allow_nan=False))
+        return 0
+    t = best.chosen
+    print(f"chosen release: {t.candidate.describe()} (sigma_x={t.sigma_x:.4g}, sigma_y={t.sigma_y:.4g})")
+    print(f"  privacy: {best.privacy_note()}")
+    print(f"  validation accuracy (on the release's own held-out points): {100 * (t.val_accuracy or 0):.2f} %")
+    print(f"  test accuracy (measured after the choice, never used for it): {100 * best.test_accuracy:.2f} %")
+    print(f"  {len(best.trials)} trainings in {best.seconds:.0f} s" + (f"; written to {out}" if out else ""))
+    return 0
+
+
+def search_from_args(args: argparse.Namespace):
+    """The :class:`~dpmix_core.experiments.best_release.BestReleaseSearch` the parsed arguments describe."""
+    from dpmix_core.experiments.best_release import BestReleaseSearch, SearchSpace
+
+    return BestReleaseSearch(
         target_epsilon=args.target_epsilon,
         delta=args.delta,
         dataset=args.dataset,
@@ -91,18 +113,3 @@ def cli_best_release(args: argparse.Namespace) -> int:
         device=args.device,
         budget_covers=args.budget_covers,
     )
-    say = None if args.json else (lambda line: print(line, file=sys.stderr))
-    best = run_search(search, progress=say)
-    payload = best.to_dict()
-    if out is not None:
-        write_files_atomically({out: (json.dumps(payload, indent=1, allow_nan=False) + "\n").encode()})
-    if args.json:
-        print(json.dumps(payload, allow_nan=False))
-        return 0
-    t = best.chosen
-    print(f"chosen release: {t.candidate.describe()} (sigma_x={t.sigma_x:.4g}, sigma_y={t.sigma_y:.4g})")
-    print(f"  privacy: {best.privacy_note()}")
-    print(f"  validation accuracy (on the release's own held-out points): {100 * (t.val_accuracy or 0):.2f} %")
-    print(f"  test accuracy (measured after the choice, never used for it): {100 * best.test_accuracy:.2f} %")
-    print(f"  {len(best.trials)} trainings in {best.seconds:.0f} s" + (f"; written to {out}" if out else ""))
-    return 0

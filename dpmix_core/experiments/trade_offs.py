@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pandas as pd
 import plotly.colors
@@ -404,6 +405,20 @@ def all_collapsed(agg: pd.DataFrame) -> pd.Series:
     return (agg["collapsed"].fillna(0) > 0) & (agg["collapsed"].fillna(0) >= runs.fillna(0))
 
 
+def _published_by_series(published: tuple[Published, ...], *, reference: bool) -> dict[str, list[Published]]:
+    """The drawable (finite axis value) published points of one kind, grouped by series in order."""
+    out: dict[str, list[Published]] = {}
+    for p in published:
+        if math.isfinite(p.value) and p.reference is reference:
+            out.setdefault(p.series, []).append(p)
+    return out
+
+
+def _published_trace(points: list[Published], **style: Any) -> go.Scatter:
+    """Published points as a plotly trace: axis value vs accuracy in %, styled by the caller."""
+    return go.Scatter(x=[p.value for p in points], y=[100 * p.accuracy for p in points], **style)
+
+
 REFERENCE_PREFIX = "published, not ours — "  # legend of other methods' published points (the frontier)
 REFERENCE_SYMBOLS = ("diamond", "square", "triangle-up", "pentagon")
 
@@ -477,19 +492,14 @@ def trade_off_figure(
             annotation_position="top left",
         )
     if percent:
-        by_series: dict[str, list[Published]] = {}
-        for p in published:
-            if math.isfinite(p.value) and not p.reference:
-                by_series.setdefault(p.series, []).append(p)
-        references: dict[str, list[Published]] = {}
-        for p in published:
-            if math.isfinite(p.value) and p.reference:
-                references.setdefault(p.series, []).append(p)
+        by_series, references = (
+            _published_by_series(published, reference=False),
+            _published_by_series(published, reference=True),
+        )
         for k, (series, points) in enumerate(references.items()):
             fig.add_trace(
-                go.Scatter(
-                    x=[p.value for p in points],
-                    y=[100 * p.accuracy for p in points],
+                _published_trace(
+                    points,
                     mode="markers+text",
                     name=f"{REFERENCE_PREFIX}{series}",
                     text=[f"{series} ({p.source})" for p in points],
@@ -500,18 +510,13 @@ def trade_off_figure(
                 )
             )
         for series, points in by_series.items():
+            style = {"symbol": "star-open", "size": 15, "line": {"width": 2}, "color": colors.get(series, "#444")}
             fig.add_trace(
-                go.Scatter(
-                    x=[p.value for p in points],
-                    y=[100 * p.accuracy for p in points],
+                _published_trace(
+                    points,
                     mode="markers",
                     name=f"published — {series}",
-                    marker={
-                        "symbol": "star-open",
-                        "size": 15,
-                        "line": {"width": 2},
-                        "color": colors.get(series, "#444"),
-                    },
+                    marker=style,
                     hovertext=[p.source for p in points],
                 )
             )
