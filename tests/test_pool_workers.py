@@ -212,3 +212,39 @@ def test_scattering_features_are_memoised_by_the_worker(monkeypatch):
         other = scattering.scattering_features(images + 1)
     assert again is first and first.shape == (4, 81 * 49) and len(computed) == 4  # + one miss, + other input
     assert other.shape == (4, 81, 7, 7)
+
+
+def test_a_real_run_gives_the_same_result_in_a_pool_as_in_its_own_process(tmp_path):
+    """The runner's results do not depend on what the worker ran before (seeds come from the config)."""
+    from dpmix_core.experiments.config import RunConfig
+    from dpmix_core.experiments.trade_offs import JOB_KIND
+    from dpmix_core.runtime.jobs import LocalProcessBackend
+    from dpmix_core.synthesis.pipeline import SynthesisConfig
+
+    def config(seed):
+        return RunConfig(
+            method="mixing",
+            dataset="embedded",
+            synthesis=SynthesisConfig(mechanism="dpmix", l=4, T=200, sigma_x=0.5, sigma_y=0.5),
+            model="linear",
+            epochs=1,
+            train_limit=300,
+            test_limit=100,
+            seed=seed,
+            device="cpu",
+        ).to_dict()
+
+    results = {}
+    for pool, seeds in ((True, (1, 2)), (False, (2,))):
+        store = ResultStore(tmp_path / f"{pool}.sqlite")
+        mgr = JobManager(store, backend=LocalProcessBackend(store, max_parallel=1, pool=pool))
+        ids = [mgr.submit(JOB_KIND, config(seed), start=False).id for seed in seeds]
+        runs = drain(mgr, ids, timeout=240)
+        assert all(r.status == "done" for r in runs), [r.error_summary for r in runs]
+        results[pool] = runs[-1].result
+    def trace(result):
+        return [(h["epoch"], h["loss"], h["val_accuracy"]) for h in result["history"]]
+
+    assert trace(results[True]) == trace(results[False]) and len(trace(results[True])) == 1
+    assert results[True]["test_accuracy"] == results[False]["test_accuracy"]
+    assert results[True]["epsilon"] == results[False]["epsilon"]

@@ -553,6 +553,9 @@ class LocalProcessBackend:
                     sig = signal.SIGTERM
                 else:
                     continue
+                current = self.store.get(run.id)  # a pool worker may have ended this run and taken another
+                if current is None or current.status != "running" or current.pid != run.pid:
+                    continue
                 if _signal_worker(run, sig):
                     report.signalled.append(run.id)
         # 3. Start queued runs while fewer than max_parallel run here.

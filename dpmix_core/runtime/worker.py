@@ -421,7 +421,8 @@ def serve(store: ResultStore, settings: PoolSettings | None = None, *, heartbeat
     leaves only the run in hand ``running``, which the launcher marks failed/interrupted (dead pid)
     or :meth:`ResultStore.mark_stale` marks interrupted; the queued runs stay queued for the next worker.
     A run ended by a signal (SIGTERM after a cancel's grace period, or the worker's own stop when its
-    row was taken away) ends the worker too, with that run's exit code; otherwise it exits 0.
+    row was taken away) or whose row was taken away ends the worker too, with that run's exit code (a
+    launcher may be about to signal the process that held a stale row); otherwise it exits 0.
     """
     settings = settings or PoolSettings()
     pid = os.getpid()
@@ -453,8 +454,8 @@ def serve(store: ResultStore, settings: PoolSettings | None = None, *, heartbeat
                 )
             done += 1
             idle_since = time.monotonic()
-            if outcome == "signal":
-                log(f"stopping after run {run.id} (ended by a signal)")
+            if outcome == "signal" or code == EXIT_LOST:  # stopped, or its row was taken away: stop here
+                log(f"stopping after run {run.id} ({'ended by a signal' if outcome == 'signal' else 'lost'})")
                 return code
     finally:
         signals.restore()
