@@ -242,6 +242,7 @@ def test_a_real_run_gives_the_same_result_in_a_pool_as_in_its_own_process(tmp_pa
         runs = drain(mgr, ids, timeout=240)
         assert all(r.status == "done" for r in runs), [r.error_summary for r in runs]
         results[pool] = runs[-1].result
+
     def trace(result):
         return [(h["epoch"], h["loss"], h["val_accuracy"]) for h in result["history"]]
 
