@@ -17,7 +17,9 @@ measured ``--repeats`` times on a new store (so no result is reused); medians ar
 average, because the reference machine is shared.
 
 Command: ``.venv/bin/python bench/bench_sweep_overhead.py --runs 8 --repeats 3``. Target: ≤ 2 s per run
-on CPU with pool workers.
+on CPU with pool workers. ``--features scattering``: DPFMix-style runs (Poisson mixing of ScatterNet
+features of the whole embedded sample, scatter-linear), where the pool's memo keeps the features (the
+"features phase" column: the median run's ``timings["features"]``).
 """
 
 from __future__ import annotations
@@ -41,19 +43,24 @@ from dpmix_core.runtime.store import ResultStore  # noqa: E402
 from dpmix_core.synthesis.pipeline import SynthesisConfig  # noqa: E402
 
 
-def tiny_runs(n: int, tag: str) -> list[tuple[str, dict, None]]:
-    """N distinct tiny mixing runs (seeds differ; ``label`` keeps the modes' stores apart)."""
+def tiny_runs(n: int, tag: str, features: str = "pixels") -> list[tuple[str, dict, None]]:
+    """N distinct tiny mixing runs (seeds differ; ``label`` keeps the modes' stores apart). ``features=
+    "scattering"``: DPFMix-style runs on ScatterNet features of the whole embedded sample (5,000 images)."""
     runs = []
+    scattering = features == "scattering"
     for seed in range(n):
         config = RunConfig(
             method="mixing",
             dataset="embedded",
-            synthesis=SynthesisConfig(mechanism="dpmix", l=8, T=500, sigma_x=0.5, sigma_y=0.5),
-            model="linear",
+            synthesis=SynthesisConfig(
+                mechanism="poisson" if scattering else "dpmix", l=8, T=500, sigma_x=0.5, sigma_y=0.5, features=features
+            ),
+            features=features,
+            model="scatter-linear" if scattering else "linear",
             epochs=1,
             batch_size=128,
-            train_limit=500,
-            test_limit=200,
+            train_limit=None if scattering else 500,
+            test_limit=None if scattering else 200,
             seed=seed,
             label=tag,
             device="cpu",
@@ -62,11 +69,12 @@ def tiny_runs(n: int, tag: str) -> list[tuple[str, dict, None]]:
     return runs
 
 
-def measure(pool: bool, n: int, folder: Path) -> dict[str, float]:
+def measure(pool: bool, n: int, folder: Path, features: str = "pixels") -> dict[str, float]:
     store = ResultStore(folder / f"{'pool' if pool else 'per-run'}-{time.time_ns()}.sqlite")
     backend = LocalProcessBackend(store, max_parallel=1, pool=pool)
+    runs = tiny_runs(n, "pool" if pool else "per-run", features)
     t0 = time.perf_counter()
-    summary = run_sweep(store, "bench", tiny_runs(n, "pool" if pool else "per-run"), backend=backend, poll_s=0.05)
+    summary = run_sweep(store, "bench", runs, backend=backend, poll_s=0.05)
     wall = time.perf_counter() - t0
     if not summary.ok:
         failed = [r.error_summary for r in store.list_runs() if r.status != "done"]
@@ -83,6 +91,7 @@ def measure(pool: bool, n: int, folder: Path) -> dict[str, float]:
         "overhead": (wall - in_run) / n,
         "beyond_train": (wall - train) / n,
         "processes": len({r.pid for r in done}),
+        "features": statistics.median(r.result["timings"].get("features", 0.0) for r in done),
     }
 
 
@@ -90,27 +99,28 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--features", choices=("pixels", "scattering"), default="pixels")
     args = parser.parse_args(argv)
     print(f"load average before: {os.getloadavg()}")
     rows: dict[str, list[dict[str, float]]] = {"per-run processes (before)": [], "pool workers (after)": []}
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         for _ in range(args.repeats):  # interleaved, so both modes see the same load
             for name, pool in (("per-run processes (before)", False), ("pool workers (after)", True)):
-                rows[name].append(measure(pool, args.runs, Path(tmp)))
+                rows[name].append(measure(pool, args.runs, Path(tmp), args.features))
                 print(name, {k: round(v, 2) for k, v in rows[name][-1].items()}, os.getloadavg(), flush=True)
     print(f"load average after: {os.getloadavg()}")
     print(f"\n{args.runs} tiny runs per sweep, 1 slot, median of {args.repeats} sweeps (seconds per run)\n")
     print(
         "| mode | wall per run | in run_config | overhead outside the run | wall minus train+evaluate |"
-        " overheads of each sweep | processes |"
+        " overheads of each sweep | processes | features phase (median run) |"
     )
-    print("|---|---:|---:|---:|---:|---|---:|")
+    print("|---|---:|---:|---:|---:|---|---:|---:|")
     for name, samples in rows.items():
         med = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
         every = ", ".join(f"{s['overhead']:.2f}" for s in samples)
         print(
             f"| {name} | {med['per_run']:.2f} | {med['in_run']:.2f} | **{med['overhead']:.2f}** |"
-            f" **{med['beyond_train']:.2f}** | {every} | {med['processes']:.0f} |"
+            f" **{med['beyond_train']:.2f}** | {every} | {med['processes']:.0f} | {med['features']:.2f} |"
         )
 
 
