@@ -156,3 +156,14 @@ def claim_and_write(store_path: str, writes: int) -> list[int]:
 
 def race_claim(store_path: str, run_id: int) -> bool:
     return ResultStore(store_path).claim(run_id, pid=os.getpid()) is not None
+
+
+def memo_probe(config, reporter):
+    """Computes a small array through the worker's memo: says whether this run computed it (a miss)."""
+    import numpy as np
+
+    from dpmix_core.resources.memo import memoized
+
+    computed = []
+    value = memoized(("probe", config.get("key", "k")), lambda: computed.append(1) or np.arange(1000))
+    return {"pid": os.getpid(), "computed": bool(computed), "read_only": not value.flags.writeable}

@@ -1,6 +1,7 @@
 """The CLI contract that scripts rely on."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -147,3 +148,45 @@ def test_module_entry_point_subprocess():
         timeout=120,
     )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
+def test_module_entry_point_skips_teardown_but_keeps_output_files_and_code(tmp_path):
+    """``python -m dpmix_core`` leaves with os._exit (issue #16): the release, its card, the JSON on
+    stdout and the exit code must all survive it."""
+    import numpy as np
+
+    out = tmp_path / "r.npz"
+    argv = ["synthesize", "--mechanism", "dpmix", "--l", "4", "--T", "3000", "--sigma-x", "0.5", "--out", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "dpmix_core", *argv, "--json"], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)
+    card = json.loads(out.with_suffix(".card.json").read_text())
+    with np.load(out, allow_pickle=False) as release:
+        assert release["x"].shape == (3000, 784) and release["y"].shape == (3000, 10)
+        assert json.loads(str(release["privacy_card"])) == card
+    assert printed["epsilons"] == card["epsilons"]
+
+
+def test_exit_without_teardown_flushes_runs_atexit_and_joins_threads(tmp_path):
+    marker, joined = tmp_path / "atexit", tmp_path / "thread"
+    script = f"""
+import atexit, sys, threading, time
+from dpmix_core.cli.main import exit_without_teardown
+atexit.register(lambda: open({str(marker)!r}, "w").write("ran"))
+if sys.argv[1] == "thread":
+    threading.Thread(target=lambda: (time.sleep(0.3), open({str(joined)!r}, "w").write("done"))).start()
+for _ in range(1000):
+    sys.stdout.write("x" * 200)
+exit_without_teardown(3)
+"""
+    for mode in ("plain", "thread"):
+        buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # so a missing flush shows
+        proc = subprocess.run(
+            [sys.executable, "-c", script, mode], capture_output=True, text=True, timeout=120, env=buffered
+        )
+        assert proc.returncode == 3 and proc.stdout == "x" * 200000, proc.stderr
+        assert marker.read_text() == "ran"
+        marker.unlink()
+    assert joined.read_text() == "done"  # a live non-daemon thread: the normal exit joined it

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dpmix_core.resources.memo import memoized
+
 __all__ = [
     "scattering_features",
     "scattering_shape",
@@ -111,8 +113,28 @@ def scattering_features(
     images = np.asarray(images)
     if images.ndim not in (3, 4):
         raise ValueError(f"images must have shape (n, H, W) or (n, H, W, C). Found {images.shape}.")
+    if not cache:
+        return _compute_scattering(images, J=J, L=L, device=device, batch_size=batch_size, check=check, path=None)
+    path = feature_cache_path(images, J=J, L=L)
+    # a long-lived sweep worker keeps the features in memory for its next run (resources.memo)
+    return memoized(
+        ("scattering", path.name),
+        lambda: _compute_scattering(images, J=J, L=L, device=device, batch_size=batch_size, check=check, path=path),
+    )
+
+
+def _compute_scattering(
+    images: np.ndarray,
+    *,
+    J: int,
+    L: int,
+    device: str,
+    batch_size: int,
+    check: Callable[[], None] | None,
+    path: Path | None,
+) -> np.ndarray:
+    """The features from the disk cache at ``path`` if it holds them, else computed (and saved there)."""
     out_shape = (images.shape[0], *scattering_shape(images.shape[1:], J=J, L=L))
-    path = feature_cache_path(images, J=J, L=L) if cache else None
     if path is not None and path.exists():
         try:
             feats = np.load(path)
@@ -158,7 +180,7 @@ def group_normalise(feats: np.ndarray, *, groups: int = GN_GROUPS, batch_size: i
     out = np.empty_like(feats)
     with torch.no_grad():
         for start in range(0, feats.shape[0], batch_size):
-            chunk = torch.from_numpy(feats[start : start + batch_size])
+            chunk = torch.from_numpy(np.array(feats[start : start + batch_size]))  # a copy: feats may be read-only
             out[start : start + len(chunk)] = F.group_norm(chunk, groups, eps=1e-5).numpy()
     return out
 
@@ -177,8 +199,13 @@ def feature_transform(
     if name == "pixels":
         flat = images.reshape(images.shape[0], -1)
         return flat.astype(np.float32) / np.float32(255) if images.dtype == np.uint8 else flat.astype(np.float32)
-    feats = group_normalise(scattering_features(images, device=device, check=check))
-    return feats.reshape(feats.shape[0], -1)
+    key = ("feature_transform", name, feature_cache_path(images).name)
+
+    def compute() -> np.ndarray:
+        feats = group_normalise(scattering_features(images, device=device, check=check))
+        return feats.reshape(feats.shape[0], -1)
+
+    return memoized(key, compute)  # kept across the runs of a long-lived sweep worker (resources.memo)
 
 
 def feature_dataset(dataset, name: str, *, device: str = "cpu", check: Callable[[], None] | None = None):

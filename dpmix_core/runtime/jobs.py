@@ -1,13 +1,17 @@
-"""Background jobs: launch each run in its own OS process and supervise them through the store.
+"""Background jobs: run them in worker OS processes and supervise them through the store.
 
 A job is ``(kind, config, key)``: ``kind`` is a callable path ``"package.module:function"`` called as
-``fn(config, reporter) -> dict`` in a worker process (``python -m dpmix_core.cli.worker RUN_ID --store PATH``,
-started in a new session so it outlives the app's reruns, closed tabs and even a server restart).
+``fn(config, reporter) -> dict`` in a worker process started in a new session, so it outlives the
+app's reruns, closed tabs and even a server restart: by default a long-lived pool worker
+(``python -m dpmix_core.cli.worker --pool --store PATH``) that takes queued runs one after another and
+pays process start, imports and data loading once, not per run (issue #16); or one process per run
+(``python -m dpmix_core.cli.worker RUN_ID --store PATH``: :func:`launch`, ``pool=False``).
 The SQLite store is the only channel between the launcher and its workers:
 
-* the launcher (``LocalProcessBackend.pump``) claims queued runs, starts workers up to
-  ``max_parallel``, marks runs with a stale heartbeat ``interrupted``, notices dead worker processes
-  and stops cancelled workers that ignore their cancel flag after a grace period;
+* the launcher (``LocalProcessBackend.pump``) starts workers up to ``max_parallel`` (pool workers
+  claim their runs themselves; per-run workers get the run the launcher claimed), marks runs with a
+  stale heartbeat ``interrupted``, notices dead worker processes (only the run a dead worker held is
+  affected) and stops cancelled workers that ignore their cancel flag after a grace period;
 * a worker writes only its own row (progress, heartbeat, result or error).
 
 ``pump()`` is idempotent and needs no threads: call it from every Streamlit rerun (or a fragment
@@ -49,6 +53,8 @@ __all__ = [
     "is_alive",
     "is_cancellation",
     "launch",
+    "pool_command",
+    "pool_log_path",
     "worker_command",
 ]
 
@@ -172,7 +178,7 @@ def _is_worker_of(pid: int, run_id: int) -> bool | None:
     if not args:
         return None
     is_worker = any("dpmix_core" in a and ("cli.worker" in a or a.endswith("worker.py")) for a in args)
-    return is_worker and str(run_id) in args
+    return is_worker and ("--pool" in args or str(run_id) in args)  # a pool worker runs whichever run it claimed
 
 
 def _run_process_alive(run: Run) -> bool:
@@ -230,6 +236,47 @@ def worker_command(run_id: int, store_path: str | os.PathLike, *, python: str | 
     ]
 
 
+def pool_command(
+    store_path: str | os.PathLike,
+    *,
+    max_running: int,
+    idle_exit_s: float,
+    cache_mb: float,
+    backend: str = "local",
+    first_run: int | None = None,
+    python: str | None = None,
+) -> list[str]:
+    """The command line of a long-lived pool worker (``runtime.worker.serve``); ``first_run``: a run
+    the launcher claimed for it (it runs that one first)."""
+    first = [] if first_run is None else ["--first-run", str(int(first_run))]
+    return [
+        python or sys.executable,
+        "-m",
+        "dpmix_core.cli.worker",
+        "--pool",
+        "--store",
+        os.path.abspath(os.fspath(store_path)),
+        "--backend",
+        backend,
+        "--max-running",
+        str(int(max_running)),
+        "--idle-exit",
+        repr(float(idle_exit_s)),
+        "--cache-mb",
+        repr(float(cache_mb)),
+        *first,
+    ]
+
+
+def _is_pool_of(args: list[str], store_arg: str, backend: str) -> bool:
+    """Whether a command line (as :func:`pool_command` builds it) is a pool worker of this store and backend."""
+
+    def value(flag: str) -> str | None:
+        return args[args.index(flag) + 1] if flag in args[:-1] else None
+
+    return "--pool" in args and value("--store") == store_arg and value("--backend") == backend
+
+
 def worker_env(
     threads: int, *, extra_pythonpath: Iterable[str | os.PathLike] = (), env: Mapping[str, str] | None = None
 ) -> dict[str, str]:
@@ -249,6 +296,25 @@ def worker_env(
     return out
 
 
+def _popen(command: list[str], log_path: Path, header: str, env: dict[str, str]) -> subprocess.Popen:
+    """Start a worker in its own session (it outlives this process), output appended to ``log_path``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {header} on {HOST} ===\n".encode())
+        log.flush()
+        kwargs: dict[str, Any] = {}
+        if os.name == "nt":  # pragma: no cover
+            kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP | 0x00000008  # type: ignore[attr-defined]
+        else:
+            kwargs["start_new_session"] = True
+        proc = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, close_fds=True, **kwargs
+        )
+    with _CHILDREN_LOCK:
+        _CHILDREN[proc.pid] = proc
+    return proc
+
+
 def _spawn(
     store: ResultStore,
     run_id: int,
@@ -261,32 +327,22 @@ def _spawn(
     """Start the worker of a run already claimed (running, no pid yet). Returns its pid."""
     log_path = store.log_path(run_id)
     try:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "ab") as log:
-            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-            log.write(f"\n=== {stamp} run {run_id}: starting worker on {HOST} ===\n".encode())
-            log.flush()
-            kwargs: dict[str, Any] = {}
-            if os.name == "nt":  # pragma: no cover
-                kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP | 0x00000008  # type: ignore[attr-defined]
-            else:
-                kwargs["start_new_session"] = True
-            proc = subprocess.Popen(
-                worker_command(run_id, store.path, python=python),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=worker_env(threads, extra_pythonpath=extra_pythonpath, env=env),
-                close_fds=True,
-                **kwargs,
-            )
+        proc = _popen(
+            worker_command(run_id, store.path, python=python),
+            log_path,
+            f"run {run_id}: starting worker",
+            worker_env(threads, extra_pythonpath=extra_pythonpath, env=env),
+        )
     except OSError as exc:
         store.fail(run_id, f"could not start the worker: {exc}")
         raise JobError(f"could not start the worker of run {run_id}: {exc}") from exc
-    with _CHILDREN_LOCK:
-        _CHILDREN[proc.pid] = proc
     store.set_worker(run_id, proc.pid, log_path=log_path)
     return proc.pid
+
+
+def pool_log_path(store: ResultStore) -> Path:
+    """Where pool workers write what happens between runs (each run's output goes to its own log)."""
+    return store.log_dir / "pool-workers.log"
 
 
 def launch(
@@ -393,11 +449,16 @@ class Backend(Protocol):
 
 
 class LocalProcessBackend:
-    """Runs on this machine, one ``python -m dpmix_core.cli.worker`` process per run.
+    """Runs on this machine in worker processes: long-lived pool workers (default) or one per run.
+
+    ``pool=True`` (issue #16): ``pump`` starts up to ``max_parallel`` ``python -m dpmix_core.cli.worker
+    --pool`` processes, each of which claims queued runs one after another and exits after
+    ``idle_exit_s`` without work, keeping imports and a memo of up to ``cache_mb`` MiB across runs.
+    ``pool=False``: one ``python -m dpmix_core.cli.worker RUN_ID`` process per run, claimed by ``pump``.
 
     ``max_parallel`` (default: cores) bounds running runs of this backend on this host across every
-    launcher sharing the store (the count and the claim are one transaction). Each worker gets
-    ``threads_per_worker`` torch/BLAS threads (default: cores // max_parallel, at least 1).
+    launcher sharing the store (the count and the claim are one transaction, whoever claims). Each
+    worker gets ``threads_per_worker`` torch/BLAS threads (default: cores // max_parallel, at least 1).
     """
 
     name = "local"
@@ -413,7 +474,15 @@ class LocalProcessBackend:
         env: Mapping[str, str] | None = None,
         extra_pythonpath: Sequence[str | os.PathLike] = (),
         python: str | None = None,
+        pool: bool = True,
+        idle_exit_s: float = 2.0,
+        cache_mb: float = 2048.0,
     ):
+        if idle_exit_s < 0 or cache_mb < 0:
+            raise ValueError(f"idle_exit_s and cache_mb must be >= 0. Found {idle_exit_s}, {cache_mb}.")
+        self.pool = bool(pool)
+        self.idle_exit_s = float(idle_exit_s)
+        self.cache_mb = float(cache_mb)
         self.store = store
         self.max_parallel = max(1, int(max_parallel or default_max_parallel()))
         self.stale_after_s = float(stale_after_s)
@@ -429,9 +498,10 @@ class LocalProcessBackend:
         return self.host
 
     def describe(self) -> str:
+        kind = "pool workers (long-lived, one per slot)" if self.pool else "one process per run"
         return (
             f"local processes on {self.host}: up to {self.max_parallel} at once, "
-            f"{self.threads_per_worker} thread(s) each; store {self.store.path}"
+            f"{self.threads_per_worker} thread(s) each, {kind}; store {self.store.path}"
         )
 
     def submit(
@@ -483,9 +553,17 @@ class LocalProcessBackend:
                     sig = signal.SIGTERM
                 else:
                     continue
+                current = self.store.get(run.id)  # a pool worker may have ended this run and taken another
+                if current is None or current.status != "running" or current.pid != run.pid:
+                    continue
                 if _signal_worker(run, sig):
                     report.signalled.append(run.id)
         # 3. Start queued runs while fewer than max_parallel run here.
+        if self.pool:
+            report.started = self._start_pool_workers()
+            self._forget_exited_children()
+            report.counts = self.store.counts()
+            return report
         while True:
             claimed = self.store.claim(backend=self.name, host=self.host, max_running=self.max_parallel)
             if claimed is None:
@@ -506,6 +584,54 @@ class LocalProcessBackend:
         self._forget_exited_children()
         report.counts = self.store.counts()
         return report
+
+    def _start_pool_workers(self) -> list[int]:
+        """Start pool workers for queued runs that no idle worker of ours will take; returns the runs
+        claimed for them (each new worker's first run).
+
+        Free slots are ``max_parallel`` minus the runs running here (whoever started them, so a
+        second launcher never doubles the work); workers of ours that hold no run are about to claim
+        one, so they are subtracted too. A worker that finds no free slot exits after its idle time.
+        """
+        queued = self.store.counts(backend=self.name)["queued"]
+        if queued == 0:
+            return []
+        running = [r for r in self.store.list_runs(status="running", backend=self.name) if r.host == self.host]
+        busy = {r.pid for r in running}
+        store_arg = os.path.abspath(os.fspath(self.store.path))
+        with _CHILDREN_LOCK:  # our live pool workers of this store and backend
+            ours = [
+                pid
+                for pid, proc in _CHILDREN.items()
+                if proc.poll() is None and _is_pool_of(list(proc.args), store_arg, self.name)  # type: ignore[arg-type]
+            ]
+        idle = sum(pid not in busy for pid in ours)
+        wanted = min(queued, self.max_parallel - len(running)) - idle
+        started = []
+        for _ in range(max(0, wanted)):
+            # the launcher claims the new worker's first run, so a submitted run is running at once (as
+            # with per-run workers) and a worker that dies before it starts is noticed like any other
+            run = self.store.claim(backend=self.name, host=self.host, max_running=self.max_parallel)
+            if run is None:
+                break
+            command = pool_command(
+                self.store.path,
+                max_running=self.max_parallel,
+                idle_exit_s=self.idle_exit_s,
+                cache_mb=self.cache_mb,
+                backend=self.name,
+                first_run=run.id,
+                python=self.python,
+            )
+            env = worker_env(self.threads_per_worker, extra_pythonpath=self.extra_pythonpath, env=self.env)
+            try:
+                proc = _popen(command, pool_log_path(self.store), f"run {run.id}: starting a pool worker", env)
+            except OSError as exc:
+                self.store.fail(run.id, f"could not start the worker: {exc}")
+                continue
+            self.store.set_worker(run.id, proc.pid, log_path=self.store.log_path(run.id))
+            started.append(run.id)
+        return started
 
     def _record_dead(self, run: Run) -> None:
         """The worker process is gone and its row still says running: say why, never overwrite."""

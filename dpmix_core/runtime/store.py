@@ -5,7 +5,9 @@ fresh connection per call, so any number of processes and threads can read and w
 Streamlit server, the sweep CLI and every worker process. Nothing keeps a connection open, and a
 ``ResultStore`` is only a path, so it pickles and crosses process boundaries.
 
-Statuses::
+Statuses (who moves a row along each arrow: ``claim`` by a launcher for the worker it starts, or by a
+long-lived pool worker for itself, under its own pid; ``finish``/``fail``/``cancel`` by the worker
+holding the row, or by the launcher when that worker's process is gone; ``mark_stale`` by anyone)::
 
     queued --claim--> running --finish--> done
        |                 |------fail----> failed        (the job raised, or its worker died)
@@ -19,6 +21,9 @@ Rules that keep stored results safe:
 * a worker's writes (progress, heartbeat, result, error) are conditional on the row still being
   ``running`` under that worker's pid, so a worker that was declared interrupted, or whose row was
   deleted, can never overwrite anything;
+* a pool worker holds at most one running row at a time (it claims the next one only after writing
+  the outcome of the last), so a worker that dies leaves exactly one row ``running``: only that run
+  becomes failed/interrupted, and every other row is untouched;
 * a ``done`` row is never modified by ``submit`` (results are reused, never recomputed); failed,
   cancelled and interrupted rows are re-queued only when asked;
 * ids are ``AUTOINCREMENT``: a deleted run's id is never reused by another run.

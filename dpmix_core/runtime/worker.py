@@ -1,6 +1,8 @@
-"""Worker process: ``python -m dpmix_core.cli.worker RUN_ID [--store PATH]`` runs one run of the store.
+"""Worker processes: ``python -m dpmix_core.cli.worker RUN_ID [--store PATH]`` runs one run of the store;
+``python -m dpmix_core.cli.worker --pool [--store PATH]`` (:func:`serve`) is a long-lived worker that takes
+queued runs one after another until the queue stays empty (what sweeps use: issue #16).
 
-It takes the run (claims it if queued, or attaches to the claim its launcher made), imports the
+A per-run worker takes the run (claims it if queued, or attaches to the claim its launcher made), imports the
 job's callable (``kind = "package.module:function"``), calls ``fn(config, reporter)`` and stores the
 returned dict as the result, or the error (one-line message, then the traceback), or the
 cancellation. It writes only its own row, and only while that row is running under its pid.
@@ -18,7 +20,13 @@ Signals: SIGTERM/SIGINT stop the job (an exception raised inside it). The run be
 Threads: ``DPMIX_WORKER_THREADS`` (set by the launcher, default 1) becomes OMP/MKL/OpenBLAS threads
 before the job is imported, and ``torch.set_num_threads`` once torch is loaded by the job module.
 
-Exit codes:
+A pool worker claims the oldest queued run of its backend itself (under its own pid, bounded by
+``max_running``), writes that run's output to the run's own log file, runs it exactly as above, and
+keeps its imports, the embedded dataset and a bounded memo of derived arrays (ScatterNet features;
+:mod:`dpmix_core.resources.memo`) for the next run. It exits 0 when idle for ``idle_exit_s``, or
+with the run's exit code after a run ended by a signal.
+
+Exit codes (of a per-run worker; a pool worker uses them for the run that stopped it):
     0  done: result stored
     1  failed: the job raised (or could not be imported, or returned non-JSON); error stored
     2  usage error (bad arguments)
@@ -39,11 +47,15 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from dpmix_core.resources.memo import ArrayMemo, MemoLimits, active_memo
 from dpmix_core.runtime.jobs import Cancelled, is_cancellation
-from dpmix_core.runtime.store import HOST, ResultStore, dumps_json
+from dpmix_core.runtime.store import HOST, ResultStore, Run, dumps_json
 
 __all__ = [
     "EXIT_CANCELLED",
@@ -57,9 +69,11 @@ __all__ = [
     "WorkerTerminated",
     "format_error",
     "MOVED_KINDS",
+    "PoolSettings",
     "log",
     "resolve_callable",
     "run_worker",
+    "serve",
 ]
 
 EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_NOT_RUNNABLE, EXIT_CANCELLED, EXIT_LOST = range(7)
@@ -177,7 +191,7 @@ class _Heartbeat(threading.Thread):
     def run(self) -> None:
         while not self.stopped.wait(self.interval_s):
             self.reporter.heartbeat()
-            if self.reporter.stop_reason == "lost":
+            if self.reporter.stop_reason == "lost" and not self.stopped.is_set():
                 self.on_lost()
 
 
@@ -225,6 +239,39 @@ def _set_torch_threads() -> None:
             log(f"could not set torch threads: {exc}")
 
 
+class _Signals:
+    """SIGTERM/SIGINT while a job runs raise :class:`WorkerTerminated` inside it (once); between jobs
+    they are only recorded (a pool worker then stops taking runs). Installed only in the main thread."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self.in_job = threading.Event()
+        self.reporter: Reporter | None = None
+        self.installed = threading.current_thread() is threading.main_thread()
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.received.append(signum)
+        if self.reporter is not None:
+            self.reporter._note("signal")
+        if self.in_job.is_set():
+            self.in_job.clear()  # raise once
+            raise WorkerTerminated(signum)
+
+    def install(self) -> None:
+        """(Re)install the handlers: a job may have replaced them (e.g. ignored SIGTERM) in a pool worker."""
+        if not self.installed:
+            return
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous = signal.signal(sig, self._handle)
+            self._previous.setdefault(sig, previous)
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+
 def run_worker(store: ResultStore, run_id: int, *, heartbeat_s: float | None = None, standalone: bool = False) -> int:
     """Run one run to its end; returns the exit code (see the module docstring).
 
@@ -241,53 +288,179 @@ def run_worker(store: ResultStore, run_id: int, *, heartbeat_s: float | None = N
             return EXIT_NOT_FOUND
         log(f"run {run_id} is not runnable by this worker (status {current.status}, pid {current.pid})")
         return EXIT_NOT_RUNNABLE
+    signals = _Signals()
+    signals.install()
+    try:
+        code, _ = _execute(store, run, pid, signals, threads=threads, heartbeat_s=heartbeat_s, standalone=standalone)
+    finally:
+        signals.restore()
+    return code
+
+
+def _execute(
+    store: ResultStore,
+    run: Run,
+    pid: int,
+    signals: _Signals,
+    *,
+    threads: int,
+    heartbeat_s: float | None,
+    standalone: bool,
+    memo: ArrayMemo | None = None,
+) -> tuple[int, str]:
+    """Run a run this process holds (running under ``pid``): call its job, record how it ended.
+    Returns (exit code, outcome: done / failed / cancelled / signal)."""
+    run_id = run.id
     log(f"run {run_id} ({run.kind}) started, key {run.key[:12]}, {threads} thread(s)")
     started = time.monotonic()
     reporter = Reporter(store, run_id, pid=pid)
-    in_job = threading.Event()
-    received: list[int] = []
-
-    def on_signal(signum: int, frame: Any) -> None:
-        received.append(signum)
-        reporter._note("signal")
-        if in_job.is_set():
-            in_job.clear()  # raise once
-            raise WorkerTerminated(signum)
-
-    handlers_installed = threading.current_thread() is threading.main_thread()
+    signals.reporter = reporter
     lost_since: list[float] = []
 
     def on_lost() -> None:
         if not lost_since:
             lost_since.append(time.monotonic())
             log(f"run {run_id} is no longer ours (marked interrupted or deleted): stopping")
-            if handlers_installed:
+            if signals.installed:
                 os.kill(pid, signal.SIGTERM)
         elif standalone and time.monotonic() - lost_since[0] > LOST_EXIT_AFTER_S:
             log("the job does not stop; exiting")
             os._exit(EXIT_LOST)
 
-    previous = {}
-    if handlers_installed:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            previous[sig] = signal.signal(sig, on_signal)
     beat = None
     if os.environ.get("DPMIX_WORKER_NO_HEARTBEAT", "") in ("", "0"):
         interval = heartbeat_s if heartbeat_s is not None else float(os.environ.get("DPMIX_HEARTBEAT_S") or 2.0)
         beat = _Heartbeat(reporter, interval, on_lost)
         beat.start()
     try:
-        outcome, payload = _call(run.kind, run.config, reporter, in_job, received)
-        if beat is not None:
+        with active_memo(memo):
+            outcome, payload = _call(run.kind, run.config, reporter, signals.in_job, signals.received)
+        if beat is not None:  # stopped before the outcome is written: no beat can race with it
             beat.stopped.set()
+            beat.join(timeout=LOST_EXIT_AFTER_S)
         code = _record(store, run_id, pid, reporter, outcome, payload)
     finally:
         if beat is not None:
             beat.stopped.set()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        signals.reporter = None
     log(f"run {run_id} ended: exit code {code} ({outcome}) after {time.monotonic() - started:.1f} s")
-    return code
+    return code, outcome
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    """How a long-lived worker takes runs from the store (issue #16: a process per worker, not per run).
+
+    ``backend``: the runs it takes (oldest queued first). ``first_run``: a run the launcher claimed
+    for this worker (taken with :meth:`ResultStore.adopt`, like a per-run worker). ``max_running``: it claims only while fewer
+    runs of that backend run on this host (the count and the claim are one transaction, so any number
+    of workers and launchers never exceed it). ``idle_exit_s``: it exits after this long with nothing
+    to claim (``poll_s`` between looks). ``max_runs``: it exits after this many runs (None: no
+    limit). ``cache_bytes``: the bound of the memo it keeps across runs (0: keep nothing).
+    """
+
+    backend: str = "local"
+    first_run: int | None = None
+    max_running: int | None = None
+    idle_exit_s: float = 2.0
+    poll_s: float = 0.2
+    max_runs: int | None = None
+    cache_bytes: int = 2 << 30
+
+    def __post_init__(self) -> None:
+        if not self.backend:
+            raise ValueError("a pool worker needs the backend whose runs it takes (e.g. 'local')")
+        if self.max_running is not None and self.max_running < 1:
+            raise ValueError(f"max_running must be >= 1 (or None). Found {self.max_running}.")
+        if not (self.idle_exit_s >= 0 and self.poll_s > 0):
+            raise ValueError(f"idle_exit_s must be >= 0 and poll_s > 0. Found {self.idle_exit_s}, {self.poll_s}.")
+        if self.max_runs is not None and self.max_runs < 1:
+            raise ValueError(f"max_runs must be >= 1 (or None). Found {self.max_runs}.")
+        if self.cache_bytes < 0:
+            raise ValueError(f"cache_bytes must be >= 0. Found {self.cache_bytes}.")
+
+
+def _run_log(store: ResultStore, run_id: int, pid: int) -> Path:
+    """The run's own log file (what pages and the launcher's dead-worker message show)."""
+    path = store.log_path(run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "ab") as fh:
+        fh.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} run {run_id}: pool worker {pid} on {HOST} ===\n".encode())
+    store.set_worker(run_id, pid, log_path=path)
+    return path
+
+
+@contextmanager
+def _output_to(path: Path) -> Iterator[None]:
+    """Point this process's stdout and stderr (file descriptors 1 and 2, so C libraries too) at
+    ``path`` for the block, then back to where they were (the pool worker's own log)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for f in (fd, *saved):
+            os.close(f)
+
+
+def serve(store: ResultStore, settings: PoolSettings | None = None, *, heartbeat_s: float | None = None) -> int:
+    """A long-lived worker: claim the next queued run, run it, repeat; exit when idle (issue #16).
+
+    The process pays interpreter start, imports and its data once; the memo (``settings.cache_bytes``,
+    :mod:`dpmix_core.resources.memo`) keeps derived arrays (ScatterNet features) across runs. Each run
+    is claimed under this process's pid with the same rules as a per-run worker (heartbeat thread,
+    reporter, conditional writes), so the store's state diagram is unchanged: a crash or a kill -9
+    leaves only the run in hand ``running``, which the launcher marks failed/interrupted (dead pid)
+    or :meth:`ResultStore.mark_stale` marks interrupted; the queued runs stay queued for the next worker.
+    A run ended by a signal (SIGTERM after a cancel's grace period, or the worker's own stop when its
+    row was taken away) or whose row was taken away ends the worker too, with that run's exit code (a
+    launcher may be about to signal the process that held a stale row); otherwise it exits 0.
+    """
+    settings = settings or PoolSettings()
+    pid = os.getpid()
+    threads = _apply_thread_env()
+    memo = ArrayMemo(MemoLimits(max_bytes=settings.cache_bytes))
+    signals = _Signals()
+    done = 0
+    first = settings.first_run
+    idle_since = time.monotonic()
+    log(f"pool worker for {settings.backend!r} runs of {store.path}: up to {settings.max_running} at once on {HOST}")
+    try:
+        while not signals.received and (settings.max_runs is None or done < settings.max_runs):
+            signals.install()
+            if first is not None:
+                run, first = store.adopt(first, pid=pid, host=HOST), None
+                if run is None:
+                    log(f"run {settings.first_run} is not runnable by this worker; taking queued runs")
+                    continue
+            else:
+                run = store.claim(backend=settings.backend, host=HOST, pid=pid, max_running=settings.max_running)
+            if run is None:
+                if time.monotonic() - idle_since >= settings.idle_exit_s:
+                    break
+                time.sleep(settings.poll_s)
+                continue
+            with _output_to(_run_log(store, run.id, pid)):
+                code, outcome = _execute(
+                    store, run, pid, signals, threads=threads, heartbeat_s=heartbeat_s, standalone=True, memo=memo
+                )
+            done += 1
+            idle_since = time.monotonic()
+            if outcome == "signal" or code == EXIT_LOST:  # stopped, or its row was taken away: stop here
+                log(f"stopping after run {run.id} ({'ended by a signal' if outcome == 'signal' else 'lost'})")
+                return code
+    finally:
+        signals.restore()
+    log(f"pool worker exits after {done} run(s); memo {memo.hits} hit(s), {memo.misses} miss(es)")
+    return EXIT_DONE
 
 
 def _call(kind: str, config: dict, reporter: Reporter, in_job: threading.Event, received: list[int]) -> tuple[str, Any]:
