@@ -10,9 +10,11 @@ from dpmix_core.privacy.budget import compose_budget, mixing_item
 from dpmix_core.privacy.calibration import calibrate_sigma
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
 from dpmix_core.views.accounting_presets import ACCOUNTING_PRESETS
+from dpmix_core.views.background import shared_background
 from dpmix_core.views.budget import budget_table, dp_pca_budget_item, dpsgd_budget_item, label_budget_item
 from dpmix_core.views.figures import epsilon_curve_figure, profile_figure, tradeoff_figure
 from dpmix_core.views.html_report import accountant_report
+from dpmix_core.views.inputs import format_count, format_real, parse_count, parse_real
 from dpmix_core.views.privacy_scale import DEPLOYMENTS, headline
 from dpmix_core.views.reports import (
     RELEASE_MODELS,
@@ -28,12 +30,12 @@ from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "acc_"  # session-state prefix of this page's widgets
 DEFAULTS = {
-    "n": 60000,
-    "l": 256,
-    "T": 10000,
+    "n": "60000",  # counts and delta are typed as text: 1e9 and 1.5e-5 parse exactly, nothing is clamped
+    "l": "256",
+    "T": "10000",
     "sigma_x": 0.0711,
     "ratio": 1.0,
-    "delta": 1e-5,
+    "delta": "1e-05",
     "dx": 784,
     "dy": 10,
     "clip": 1.0,
@@ -52,11 +54,6 @@ def cached_table(setting: MixingSetting, delta: float, pld_accuracy: float) -> p
     return epsilon_table(setting, delta, pld_accuracy=pld_accuracy)
 
 
-@st.cache_data(show_spinner="Computing curves…", max_entries=64)
-def cached_curves(setting: MixingSetting, delta: float, axis: str, ratio: float, pld_accuracy: float) -> pd.DataFrame:
-    return epsilon_curves(setting, delta, axis=axis, sigma_ratio=ratio, pld_accuracy=pld_accuracy)
-
-
 @st.cache_data(show_spinner="Calibrating…", max_entries=128)
 def cached_calibration(name: str, setting: MixingSetting, target: float, delta: float, ratio: float):
     return calibrate_sigma(get_accountant(name), setting, target_epsilon=target, delta=delta, sigma_ratio=ratio)
@@ -73,12 +70,12 @@ def _apply_preset() -> None:
         return
     s = preset.setting
     values = {
-        "n": s.n,
-        "l": s.l,
-        "T": s.T,
+        "n": format_count(s.n),
+        "l": format_count(s.l),
+        "T": format_count(s.T),
         "sigma_x": s.sigma_x,
         "ratio": preset.sigma_ratio,
-        "delta": preset.delta,
+        "delta": format_real(preset.delta),
         "dx": s.dx,
         "dy": s.dy,
         "clip": s.clip or 1.0,
@@ -112,14 +109,21 @@ def _controls() -> tuple[MixingSetting | None, float]:
     if (preset := ACCOUNTING_PRESETS.get(st.session_state[K + "preset"])) is not None:
         st.caption(f"{preset.source}. {preset.note}")
     c1, c2, c3 = st.columns(3)
-    c1.number_input("n — records in the private dataset", min_value=1, max_value=10**10, step=1000, key=K + "n")
-    c1.number_input(
-        "ℓ — records mixed per point (Poisson: expected m)", min_value=1, max_value=10**7, step=1, key=K + "l"
-    )
-    c2.number_input("T — synthetic points released", min_value=1, max_value=10**9, step=1000, key=K + "T")
-    c2.number_input("σx — feature noise std", min_value=0.0, step=0.01, format="%.4f", key=K + "sigma_x")
-    c3.number_input("λ = σy / σx", min_value=0.0, step=0.1, format="%.3f", key=K + "ratio")
-    c3.number_input("δ", min_value=1e-15, max_value=0.5, step=1e-6, format="%.2e", key=K + "delta")
+    n = _count_box(c1, "n — records in the private dataset", "n", maximum=10**12)
+    l = _count_box(c1, "ℓ — records mixed per point (Poisson: expected m)", "l", maximum=10**9)
+    T = _count_box(c2, "T — synthetic points released", "T", maximum=10**12)
+    c2.number_input("σx — feature noise std", step=0.01, format="%.4f", key=K + "sigma_x")
+    sigma_x = _real_check(c2, st.session_state[K + "sigma_x"], "σx", minimum=0.0)
+    c3.number_input("λ = σy / σx", step=0.1, format="%.3f", key=K + "ratio")
+    ratio = _real_check(c3, st.session_state[K + "ratio"], "λ", minimum=0.0)
+    c3.text_input("δ", key=K + "delta", help="e.g. 1e-5; at most 0.5, and well below 1/n.")
+    try:
+        delta: float | None = parse_real(
+            st.session_state[K + "delta"], name="δ", minimum=0.0, maximum=0.5, strict_minimum=True
+        )
+    except ValueError as exc:
+        c3.error(str(exc))
+        delta = None
     with st.expander("Data bounds, class-centric mixing and PLD precision"):
         b1, b2, b3 = st.columns(3)
         b1.number_input("dx — feature dimension ([0,1]^dx, DPMix)", min_value=1, max_value=10**7, step=1, key=K + "dx")
@@ -143,16 +147,17 @@ def _controls() -> tuple[MixingSetting | None, float]:
         )
         b3.slider("PLD relative accuracy (smaller = finer grid, slower)", 0.02, 1.0, step=0.02, key=K + "pld_accuracy")
     ss = st.session_state
-    ratio = ss[K + "ratio"]
-    st.caption(f"σy = λ·σx = {ratio * ss[K + 'sigma_x']:.4g}")
+    if n is None or l is None or T is None or sigma_x is None or ratio is None or delta is None:
+        return None, 0.0  # the "invalid: …" message sits under its control; nothing computed from other inputs
+    st.caption(f"σy = λ·σx = {ratio * sigma_x:.4g}")
     try:
-        class_sizes = equal_class_sizes(ss[K + "n"], ss[K + "classes"]) if ss[K + "class_centric"] else None
+        class_sizes = equal_class_sizes(n, ss[K + "classes"]) if ss[K + "class_centric"] else None
         setting = MixingSetting(
-            n=ss[K + "n"],
-            l=ss[K + "l"],
-            T=ss[K + "T"],
-            sigma_x=ss[K + "sigma_x"],
-            sigma_y=ratio * ss[K + "sigma_x"],
+            n=n,
+            l=l,
+            T=T,
+            sigma_x=sigma_x,
+            sigma_y=ratio * sigma_x,
             dx=ss[K + "dx"],
             dy=ss[K + "dy"],
             clip=ss[K + "clip"],
@@ -165,9 +170,28 @@ def _controls() -> tuple[MixingSetting | None, float]:
         if class_sizes is not None:
             get_accountant("lee2019").release_for(setting)  # validates l against the class size
     except ValueError as exc:
-        st.error(str(exc))
-        return None, ss[K + "delta"]
-    return setting, ss[K + "delta"]
+        st.error(f"invalid: {exc}")
+        return None, 0.0
+    return setting, delta
+
+
+def _count_box(col, label: str, key: str, *, maximum: int) -> int | None:
+    """A count typed as text (60000, 6e4, 1e9); under it, "invalid: …" instead of a clamped value."""
+    col.text_input(label, key=K + key, help="A whole number; scientific notation (1e6) and 60,000 are accepted.")
+    try:
+        return parse_count(st.session_state[K + key], name=label.split(" —")[0], maximum=maximum)
+    except ValueError as exc:
+        col.error(str(exc))
+        return None
+
+
+def _real_check(col, value: float, name: str, *, minimum: float) -> float | None:
+    """A number input's value, or "invalid: …" under it (no min_value: a browser would keep the old value)."""
+    try:
+        return parse_real(repr(float(value)), name=name, minimum=minimum)
+    except ValueError as exc:
+        col.error(str(exc))
+        return None
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -265,15 +289,36 @@ def _attacker(setting: MixingSetting, reading: ReleaseReading | None, delta: flo
     )
 
 
+@st.fragment(run_every=0.4)
+def _wait_for_curve(key: tuple) -> None:
+    """Polls while the curve is computed in the background; a full (cached, fast) rerun draws it."""
+    if shared_background().ready(key):
+        st.rerun()
+
+
 def _curves(setting: MixingSetting, delta: float) -> None:
     ratio = st.session_state[K + "ratio"]
+    pld_accuracy = st.session_state[K + "pld_accuracy"]
     labels = {"σx": "sigma", "T": "T", "ℓ": "l"}
     choice = st.radio("ε as a function of", list(labels), horizontal=True, key=K + "axis")
     axis = labels[choice]
-    # keyed by what the curve depends on: moving the knob within a decade only moves the marker
-    curves = cached_curves(curve_anchor(setting, axis), delta, axis, ratio, st.session_state[K + "pld_accuracy"])
+    # keyed by what the curve depends on: moving the knob within a decade only moves the marker; a new curve
+    # is computed on a worker thread, so the table and headline above never wait for it
+    anchor = curve_anchor(setting, axis)
+    key = ("epsilon_curves", anchor, delta, axis, ratio, pld_accuracy)
+    future = shared_background().request(
+        key, epsilon_curves, anchor, delta, axis=axis, sigma_ratio=ratio, pld_accuracy=pld_accuracy
+    )
+    if not future.done():
+        with st.container(height=450, border=True):
+            st.info(f"Computing ε along {choice} for this release (a second or two); the table above is current.")
+        _wait_for_curve(key)
+        return
+    if (error := future.exception()) is not None:
+        st.error(f"The curve could not be computed: {error}")
+        return
     current = {"sigma": setting.sigma_x, "T": setting.T, "l": setting.l}[axis]
-    st.plotly_chart(epsilon_curve_figure(curves, axis, delta=delta, current=current), width="stretch")
+    st.plotly_chart(epsilon_curve_figure(future.result(), axis, delta=delta, current=current), width="stretch")
     st.caption(
         "Solid: rigorous upper bounds. Dashed: the CLT approximation, or every ε of a release no accountant "
         "covers. Missing points: ε infinite or above 10⁶ (no noise, or too little for the bound to hold)."

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dpmix_core.experiments.presets import get_preset, preset_names
+from dpmix_core.experiments.runtime_estimate import estimate_sweep_runtime
 from dpmix_core.experiments.trade_offs import (
     REPRODUCED_WITHIN_PTS,
     available_training_datasets,
@@ -12,7 +13,6 @@ from dpmix_core.experiments.trade_offs import (
     custom_spec,
     default_sweep,
     epsilon_columns,
-    estimate_minutes,
     launch_sweep,
     published_comparison,
     pump_local,
@@ -125,10 +125,9 @@ def _launch_panel(spec) -> None:
     runs = spec.runs()
     c1, c2 = st.columns([2, 1])
     c2.number_input("Parallel workers", min_value=1, max_value=64, value=default_max_parallel(), key=K + "parallel")
-    minutes = estimate_minutes(spec, st.session_state[K + "parallel"])
+    estimate = estimate_sweep_runtime(spec, store(), slots=st.session_state[K + "parallel"])
     c1.markdown(
-        f"**{len(runs)} runs**, estimated **{minutes:.1f} min** on this machine "
-        "(runs already in the store are reused, not recomputed)."
+        f"**{len(runs)} runs** ({estimate.runs_reused} already in the store, reused), estimated **{estimate.text}**."
     )
     st.button("Launch in the background", type="primary", on_click=_launch, args=(spec,), key=K + "launch")
     if err := st.session_state.get(K + "launch_error"):
