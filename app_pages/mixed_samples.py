@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from dpmix_core.data import public_zscore_constants
@@ -10,10 +11,20 @@ from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.synthesis.export import npz_bytes, privacy_card
 from dpmix_core.synthesis.pipeline import SynthesisConfig, release_refusal, synthesize
 from dpmix_core.synthesis.previews import PREVIEW_MECHANISMS, mixing_preview
+from dpmix_core.views.exports import table_csv
 from dpmix_core.views.reports import format_epsilon
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "mix_"
+
+
+def _table_download(table, key: str, name: str) -> None:
+    """Every table on the page can be taken away as CSV."""
+    st.download_button(
+        "Table (CSV)", table_csv(pd.DataFrame(table)), f"{name}.csv", "text/csv", key=key + "_csv", on_click="ignore"
+    )
+
+
 # defaults that demo well: a release with moderate protection (rdp-wor eps ~ 4.4 on the embedded sample)
 DEFAULTS = {
     "mechanism": "class-centric",
@@ -185,20 +196,18 @@ st.session_state[SHARED_RELEASE_KEY] = SharedRelease(
 )
 st.subheader("Privacy of the full release")
 st.write(f"σx = {used.sigma_x:.4g}, σy = {used.sigma_y:.4g}, T = {used.T:,} points, δ = {used.delta:.2g}.")
-st.dataframe(
-    [
-        {
-            "accountant": e.accountant,
-            "ε": format_epsilon(e.epsilon),
-            "guarantee": e.guarantee,
-            "assumptions": e.assumptions,
-            "note": e.reason or "",
-        }
-        for e in preview.epsilons
-    ],
-    hide_index=True,
-    width="stretch",
-)
+epsilon_rows = [
+    {
+        "accountant": e.accountant,
+        "ε": format_epsilon(e.epsilon),
+        "guarantee": e.guarantee,
+        "assumptions": e.assumptions,
+        "note": e.reason or "",
+    }
+    for e in preview.epsilons
+]
+st.dataframe(epsilon_rows, hide_index=True, width="stretch")
+_table_download(epsilon_rows, K + "eps_table", f"dpmix_{used.mechanism}_epsilons")
 
 for caveat in preview.caveats:
     st.warning(f"Caveat: {caveat}.")
@@ -208,6 +217,7 @@ st.caption(preview.display_note + " Uniform mixing groups points by the class wi
 for cls in preview.classes if not preview.images else ():
     st.markdown(f"**class {cls.label}**")
     st.dataframe(cls.rows(), hide_index=True, width="stretch")
+    _table_download(cls.rows(), K + f"class_{cls.label}", f"dpmix_preview_class_{cls.label}")
 for cls in preview.classes if preview.images else ():
     cols = st.columns([4, 2, 2])
     cols[0].image(

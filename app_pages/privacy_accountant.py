@@ -12,6 +12,7 @@ from dpmix_core.privacy.release import PRIVATE_NORMALISATION
 from dpmix_core.views.accounting_presets import ACCOUNTING_PRESETS
 from dpmix_core.views.background import shared_background
 from dpmix_core.views.budget import budget_table, dp_pca_budget_item, dpsgd_budget_item, label_budget_item
+from dpmix_core.views.exports import chart_export, kaleido_available, settings_caption, table_csv
 from dpmix_core.views.figures import epsilon_curve_figure, profile_figure, tradeoff_figure
 from dpmix_core.views.html_report import accountant_report
 from dpmix_core.views.inputs import format_count, format_real, parse_count, parse_real
@@ -47,6 +48,40 @@ DEFAULTS = {
     "private_norm": False,
     "pld_accuracy": 0.2,
 }
+PRESENT_CHART_HEIGHT = 720  # presentation mode: one chart per screen
+
+
+def _chart(fig, key: str, settings: dict | None = None) -> None:
+    """A chart, its downloads (data CSV, interactive HTML, SVG with kaleido) and, when presenting, its settings."""
+    if st.session_state.get("present"):
+        fig.update_layout(height=PRESENT_CHART_HEIGHT)
+    export = chart_export(fig)
+    st.plotly_chart(fig, width="stretch", key=key)
+    with st.container(horizontal=True):
+        st.download_button(
+            "Data (CSV)", export.csv, f"{export.file_stem}.csv", "text/csv", key=key + "_csv", on_click="ignore"
+        )
+        st.download_button(
+            "Chart (HTML)", export.html, f"{export.file_stem}.html", "text/html", key=key + "_html", on_click="ignore"
+        )
+        if kaleido_available():
+            st.download_button(
+                "Chart (SVG)",
+                export.svg,
+                f"{export.file_stem}.svg",
+                "image/svg+xml",
+                key=key + "_svg",
+                on_click="ignore",
+            )
+    if st.session_state.get("present") and settings:
+        st.caption(settings_caption(settings))
+
+
+def _table_download(table, key: str, name: str) -> None:
+    """Every table on the page can be taken away as CSV."""
+    st.download_button(
+        "Table (CSV)", table_csv(pd.DataFrame(table)), f"{name}.csv", "text/csv", key=key + "_csv", on_click="ignore"
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
@@ -231,8 +266,9 @@ def _headline(setting: MixingSetting, delta: float) -> ReleaseReading | None:
 
 def _table(setting: MixingSetting, delta: float) -> None:
     table = cached_table(setting, delta, st.session_state[K + "pld_accuracy"])
+    shown = table.drop(columns=["epsilon", "reference", "upper_bound"])
     st.dataframe(
-        table.drop(columns=["epsilon", "reference", "upper_bound"]),
+        shown,
         hide_index=True,
         width="stretch",
         column_config={
@@ -244,6 +280,7 @@ def _table(setting: MixingSetting, delta: float) -> None:
         "Every accountant, each on the release its paper analyses: rows with different assumptions "
         "describe different releases and are not interchangeable."
     )
+    _table_download(table.drop(columns=["ε"]), K + "table", "dpmix_epsilon_table")
 
 
 def _attacker(setting: MixingSetting, reading: ReleaseReading | None, delta: float) -> None:
@@ -263,26 +300,31 @@ def _attacker(setting: MixingSetting, reading: ReleaseReading | None, delta: flo
         "The closer to the dotted diagonal, the closer to a coin flip."
     )
     c1, c2 = st.columns(2)
-    c1.plotly_chart(
-        tradeoff_figure(
-            reading.alphas,
-            reading.beta_bound,
-            reading.gdp_beta,
-            mu=reading.gdp_mu,
-            title="Trade-off curve of the best membership test",
-        ),
-        width="stretch",
-    )
-    c2.plotly_chart(
-        profile_figure(
-            reading.profile.epsilons,
-            reading.profile.deltas,
-            delta=delta,
-            epsilon=reading.epsilon,
-            title="Privacy profile δ(ε)",
-        ),
-        width="stretch",
-    )
+    settings = _settings(setting, delta)
+    with c1:
+        _chart(
+            tradeoff_figure(
+                reading.alphas,
+                reading.beta_bound,
+                reading.gdp_beta,
+                mu=reading.gdp_mu,
+                title="Trade-off curve of the best membership test",
+            ),
+            K + "chart_tradeoff",
+            settings,
+        )
+    with c2:
+        _chart(
+            profile_figure(
+                reading.profile.epsilons,
+                reading.profile.deltas,
+                delta=delta,
+                epsilon=reading.epsilon,
+                title="Privacy profile δ(ε)",
+            ),
+            K + "chart_profile",
+            settings,
+        )
     st.caption(
         f"Curves from the release's {reading.profile.method}; the headline ε comes from "
         f"{reading.accountant}. Gaussian DP with the same δ at that ε is shown for reference."
@@ -318,11 +360,28 @@ def _curves(setting: MixingSetting, delta: float) -> None:
         st.error(f"The curve could not be computed: {error}")
         return
     current = {"sigma": setting.sigma_x, "T": setting.T, "l": setting.l}[axis]
-    st.plotly_chart(epsilon_curve_figure(future.result(), axis, delta=delta, current=current), width="stretch")
+    _chart(
+        epsilon_curve_figure(future.result(), axis, delta=delta, current=current),
+        K + "chart_curve",
+        _settings(setting, delta),
+    )
     st.caption(
         "Solid: rigorous upper bounds. Dashed: the CLT approximation, or every ε of a release no accountant "
         "covers. Missing points: ε infinite or above 10⁶ (no noise, or too little for the bound to hold)."
     )
+
+
+def _settings(setting: MixingSetting, delta: float) -> dict:
+    """What a chart of this release shows, printed under it when presenting."""
+    return {
+        "n": setting.n,
+        "ℓ": setting.l,
+        "T": setting.T,
+        "σx": setting.sigma_x,
+        "σy": setting.sigma_y,
+        "δ": delta,
+        "class-centric": setting.class_sizes is not None,
+    }
 
 
 def _add_to_budget(item) -> None:
@@ -377,6 +436,7 @@ def _budget(reading: ReleaseReading | None, delta: float) -> None:
         return
     st.metric(f"Total ε at δ = {delta:.2g} for {budget.relation} adjacency", format_epsilon(budget.epsilon))
     st.dataframe(budget_table(budget), hide_index=True, width="stretch")
+    _table_download(budget_table(budget), K + "budget_table", "dpmix_privacy_budget")
     for note in budget.notes:
         st.warning(note)
     st.button("Clear the budget", key=K + "budget_clear", on_click=lambda: st.session_state.pop(K + "budget", None))
@@ -443,11 +503,9 @@ def _context() -> None:
         "≤ 10 weak, above ~20 little formal protection. δ is the small probability that the guarantee fails; "
         "keep it well below 1/n."
     )
-    st.dataframe(
-        pd.DataFrame([{"who": d.who, "ε": d.epsilon, "what": d.what} for d in DEPLOYMENTS]),
-        hide_index=True,
-        width="stretch",
-    )
+    deployments = pd.DataFrame([{"who": d.who, "ε": d.epsilon, "what": d.what} for d in DEPLOYMENTS])
+    st.dataframe(deployments, hide_index=True, width="stretch")
+    _table_download(deployments, K + "deployments", "published_epsilons")
     st.caption("Published values for context only: local vs central DP and per-day vs total budgets differ in meaning.")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from dpmix_core.experiments.presets import get_preset, preset_names
@@ -29,6 +30,7 @@ from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.runtime.jobs import default_max_parallel
 from dpmix_core.runtime.store import ResultStore, StoreError
 from dpmix_core.training.names import LOSSES, MODELS
+from dpmix_core.views.exports import chart_export, kaleido_available, settings_caption, table_csv
 
 K = "tr_"
 ACTIVE = ("queued", "running")
@@ -127,7 +129,8 @@ def _launch_panel(spec) -> None:
     c2.number_input("Parallel workers", min_value=1, max_value=64, value=default_max_parallel(), key=K + "parallel")
     estimate = estimate_sweep_runtime(spec, store(), slots=st.session_state[K + "parallel"])
     c1.markdown(
-        f"**{len(runs)} runs** ({estimate.runs_reused} already in the store, reused), estimated **{estimate.text}**."
+        f"**{len(runs)} runs**, estimated **{estimate.text}** "
+        f"({estimate.runs_reused} already in the store: reused, not recomputed)."
     )
     st.button("Launch in the background", type="primary", on_click=_launch, args=(spec,), key=K + "launch")
     if err := st.session_state.get(K + "launch_error"):
@@ -159,6 +162,7 @@ def _progress_panel() -> None:
                 "eta (s)": st.column_config.NumberColumn(format="%.0f"),
             },
         )
+        _table_download(current, K + "progress", "sweep_progress")
         still = current["status"].isin(ACTIVE).any()
         if still:
             st.button("Cancel the remaining runs", on_click=_cancel_all, key=K + "cancel")
@@ -166,6 +170,42 @@ def _progress_panel() -> None:
             st.rerun()  # everything finished: refresh the plots once and stop polling
 
     live()
+
+
+PRESENT_CHART_HEIGHT = 720  # presentation mode: one chart per screen
+
+
+def _chart(fig, key: str, settings: dict | None = None) -> None:
+    """A chart, its downloads (data CSV, interactive HTML, SVG with kaleido) and, when presenting, its settings."""
+    if st.session_state.get("present"):
+        fig.update_layout(height=PRESENT_CHART_HEIGHT)
+    export = chart_export(fig)
+    st.plotly_chart(fig, width="stretch", key=key)
+    with st.container(horizontal=True):
+        st.download_button(
+            "Data (CSV)", export.csv, f"{export.file_stem}.csv", "text/csv", key=key + "_csv", on_click="ignore"
+        )
+        st.download_button(
+            "Chart (HTML)", export.html, f"{export.file_stem}.html", "text/html", key=key + "_html", on_click="ignore"
+        )
+        if kaleido_available():
+            st.download_button(
+                "Chart (SVG)",
+                export.svg,
+                f"{export.file_stem}.svg",
+                "image/svg+xml",
+                key=key + "_svg",
+                on_click="ignore",
+            )
+    if st.session_state.get("present") and settings:
+        st.caption(settings_caption(settings))
+
+
+def _table_download(table, key: str, name: str) -> None:
+    """Every table on the page can be taken away as CSV."""
+    st.download_button(
+        "Table (CSV)", table_csv(pd.DataFrame(table)), f"{name}.csv", "text/csv", key=key + "_csv", on_click="ignore"
+    )
 
 
 def _results_panel(query_sweep: int | None) -> None:
@@ -193,7 +233,7 @@ def _results_panel(query_sweep: int | None) -> None:
         st.info("No finished runs in this sweep yet.")
         return
     eps_cols = epsilon_columns(agg)
-    c1, c2, c3 = st.columns(3)
+    c1, c2 = st.columns(2)
     metric = c1.radio(
         "Metric",
         ["test_accuracy", "test_mse"],
@@ -204,7 +244,6 @@ def _results_panel(query_sweep: int | None) -> None:
     second = c2.selectbox(
         "ε on a second axis", ["(none)", *eps_cols], key=K + "eps2", format_func=lambda c: c.removeprefix("epsilon_")
     )
-    fmt = c3.radio("Download format", ["png", "svg"], horizontal=True, key=K + "fmt")
     published = sweep_published(store(), chosen)
     fig = trade_off_figure(
         agg,
@@ -214,15 +253,11 @@ def _results_panel(query_sweep: int | None) -> None:
         epsilon_column=None if second == "(none)" else second,
         published=published,
     )
-    st.plotly_chart(
-        fig,
-        width="stretch",
-        config={"toImageButtonOptions": {"format": fmt, "scale": 2, "filename": f"dpmix_sweep_{chosen}"}},
-    )
+    _chart(fig, K + "chart", {"sweep": names[chosen], "axis": axis, "metric": metric, "second axis": second})
     st.caption(
         "Error bars: ±1 standard deviation over repeats (seeds). Dotted lines: runs the axis does not move "
         "(e.g. non-private). ε columns: mean per point, from each accountant that applies "
-        "(gdp-clt is an approximation; the others are upper bounds). Use the camera icon to download."
+        "(gdp-clt is an approximation; the others are upper bounds)."
     )
     if published:
         st.markdown(
@@ -230,6 +265,7 @@ def _results_panel(query_sweep: int | None) -> None:
             f"{REPRODUCED_WITHIN_PTS:g} points counts as not reproduced; docs/REPRODUCTION.md says why."
         )
         st.dataframe(published_comparison(agg, published), hide_index=True, width="stretch")
+        _table_download(published_comparison(agg, published), K + "published", f"sweep_{chosen}_published_vs_ours")
     st.dataframe(agg, hide_index=True, width="stretch")
     st.download_button(
         "Download results (CSV)",

@@ -19,7 +19,7 @@ def at(tmp_path, monkeypatch):
 
 def test_preset_mode_shows_estimate(at):
     assert not at.exception and not at.error
-    assert any("runs**, estimated" in m.value for m in at.markdown)
+    assert any("runs**, estimated" in m.value and "rough: no past runs" in m.value for m in at.markdown)
     assert at.selectbox(key="tr_dataset").value == "embedded"
 
 
@@ -58,6 +58,10 @@ def test_launch_tiny_job_see_it_complete_and_plot(at):
     assert len(at.get("plotly_chart")) == 1
     results = at.dataframe[-1].value
     assert 0.0 <= results["test_accuracy_mean"].iloc[0] <= 1.0 and results["test_accuracy_count"].iloc[0] == 1
+    at.number_input(key="tr_epochs").set_value(2).run()  # a new run of the same model: estimated from the past one
+    assert any("from 1 past run of this model on this machine" in m.value for m in at.markdown), [
+        m.value for m in at.markdown
+    ]
 
 
 def test_stored_preset_sweep_shows_published_vs_ours(tmp_path, monkeypatch):
