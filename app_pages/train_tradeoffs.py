@@ -31,6 +31,7 @@ from dpmix_core.runtime.jobs import default_max_parallel
 from dpmix_core.runtime.store import ResultStore, StoreError
 from dpmix_core.training.names import LOSSES, MODELS
 from dpmix_core.views.exports import chart_export, kaleido_available, settings_caption, table_csv
+from dpmix_core.views.inputs import parse_count, parse_real
 
 K = "tr_"
 ACTIVE = ("queued", "running")
@@ -64,6 +65,16 @@ def _cancel_all() -> None:
     cancel_runs(store(), st.session_state.get(K + "run_ids", []))
 
 
+def _typed(col, label: str, key: str, default: str, parse):
+    """A number typed as text and parsed by the library; None (with "invalid: …" under the box) when it is bad."""
+    text = col.text_input(label, default, key=K + key)
+    try:
+        return parse(text)
+    except ValueError as exc:
+        col.error(str(exc))
+        return None
+
+
 def _sweep_builder(datasets: dict[str, str]):
     mode = st.radio("Sweep", ["Published preset", "Build your own"], horizontal=True, key=K + "mode")
     dataset = st.selectbox("Training data", list(datasets), format_func=datasets.get, key=K + "dataset")
@@ -86,17 +97,22 @@ def _sweep_builder(datasets: dict[str, str]):
     baselines = c1.multiselect(
         "Baselines on the same model", ["non-private", "dp-sgd"], default=["non-private"], key=K + "baselines"
     )
-    l = c2.number_input("ℓ (Poisson: m)", min_value=1, max_value=60_000, value=16, key=K + "l")
-    T = c2.number_input("T", min_value=1, max_value=1_000_000, value=4000, step=1000, key=K + "T")
-    sigma = c2.number_input("σx (when not on the axis)", min_value=0.0, value=0.7, format="%.4f", key=K + "sigma")
+    # counts and delta typed as text: 1e4 parses exactly; a bad entry says "invalid: …" under its box
+    l = _typed(c2, "ℓ (Poisson: m)", "l", "16", lambda t: parse_count(t, name="ℓ", maximum=60_000))
+    T = _typed(c2, "T", "T", "4000", lambda t: parse_count(t, name="T", maximum=1_000_000))
+    sigma = _typed(c2, "σx (when not on the axis)", "sigma", "0.7", lambda t: parse_real(t, name="σx", minimum=0.0))
     accountant = c2.selectbox(
         "Accountant for target ε", list(ACCOUNTANTS), index=list(ACCOUNTANTS).index("rdp-wor"), key=K + "accountant"
     )
-    delta = c2.number_input("δ", min_value=1e-15, max_value=0.5, value=1e-5, format="%.1e", key=K + "delta")
+    delta = _typed(
+        c2, "δ", "delta", "1e-05", lambda t: parse_real(t, name="δ", minimum=0.0, maximum=0.5, strict_minimum=True)
+    )
     model = c3.selectbox("Model", MODELS, key=K + "model")
     loss = c3.selectbox("Loss", LOSSES, index=LOSSES.index("ce"), key=K + "loss")
     epochs = c3.number_input("Epochs", min_value=1, max_value=1000, value=3, key=K + "epochs")
     repeats = c3.number_input("Repeats (seeds)", min_value=1, max_value=100, value=2, key=K + "repeats")
+    if None in (l, T, sigma, delta):
+        return None
     try:
         values = tuple(float(v) for v in values_text.replace(";", ",").split(",") if v.strip())
         return custom_spec(
