@@ -144,10 +144,8 @@ def _launch_panel(spec) -> None:
     c1, c2 = st.columns([2, 1])
     c2.number_input("Parallel workers", min_value=1, max_value=64, value=default_max_parallel(), key=K + "parallel")
     estimate = estimate_sweep_runtime(spec, store(), slots=st.session_state[K + "parallel"])
-    c1.markdown(
-        f"**{len(runs)} runs**, estimated **{estimate.text}** "
-        f"({estimate.runs_reused} already in the store: reused, not recomputed)."
-    )
+    reused = f"{estimate.runs_reused} of them already in the store" if estimate.runs_reused else "Runs in the store"
+    c1.markdown(f"**{len(runs)} runs**, estimated **{estimate.text}**. {reused} are reused, not recomputed.")
     st.button("Launch in the background", type="primary", on_click=_launch, args=(spec,), key=K + "launch")
     if err := st.session_state.get(K + "launch_error"):
         st.error(err)
