@@ -83,3 +83,13 @@ def test_invalid_estimates_are_refused():
         PastRun("linear", "mixing", 0.0, 1.0)
     with pytest.raises(ValueError, match="slots"):
         estimate_runtime([], [], slots=0)
+
+
+def test_a_sweep_with_history_for_only_some_models_says_so():
+    runs = get_preset("thesis-4.1-quick").runs()
+    models = sorted({r.model for r in runs})
+    assert len(models) > 1
+    history = [PastRun(models[0], "mixing", 30.0, 10.0)]
+    est = estimate_runtime(runs, history, slots=2)
+    assert 0 < est.runs_from_history < est.runs_to_compute
+    assert f"{est.runs_from_history} of {est.runs_to_compute} runs from 1 past run" in est.text and "rough" in est.text

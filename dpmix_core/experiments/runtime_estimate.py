@@ -51,12 +51,15 @@ class RuntimeEstimate:
     runs_to_compute: int  # runs not already finished in the store
     runs_reused: int
     past_runs: int  # finished runs of the same model(s) that calibrated the range; 0: cost model only
+    runs_from_history: int = 0  # runs to compute whose model has past runs here (the others: cost model only)
 
     def __post_init__(self) -> None:
         if not (0 <= self.low_minutes <= self.high_minutes) or not math.isfinite(self.high_minutes):
             raise ValueError(f"need 0 <= low <= high (finite). Found {self.low_minutes}, {self.high_minutes}.")
-        if min(self.runs_to_compute, self.runs_reused, self.past_runs) < 0:
+        if min(self.runs_to_compute, self.runs_reused, self.past_runs, self.runs_from_history) < 0:
             raise ValueError("run counts must be >= 0.")
+        if self.runs_from_history > self.runs_to_compute:
+            raise ValueError("runs_from_history cannot exceed runs_to_compute.")
 
     @property
     def text(self) -> str:
@@ -64,9 +67,15 @@ class RuntimeEstimate:
         if self.runs_to_compute == 0:
             return "no time: every run is already in the store"
         span = f"{_minutes(self.low_minutes)}–{_minutes(self.high_minutes)} min"
-        if self.past_runs:
-            return f"{span}, from {self.past_runs} past run{'s' * (self.past_runs != 1)} of this model on this machine"
-        return f"{span} (rough: no past runs of this model on this machine yet)"
+        past = f"{self.past_runs} past run{'s' * (self.past_runs != 1)}"
+        if self.runs_from_history == self.runs_to_compute:
+            return f"{span}, from {past} of this model on this machine"
+        if self.runs_from_history == 0:
+            return f"{span} (rough: no past runs of this model on this machine yet)"
+        return (
+            f"{span} (rough: {self.runs_from_history} of {self.runs_to_compute} runs from {past} of their model "
+            "on this machine, the others from the cost model alone)"
+        )
 
 
 def _minutes(value: float) -> str:
@@ -117,7 +126,7 @@ def estimate_runtime(
     if slots < 1:
         raise ValueError(f"slots must be >= 1. Found {slots}.")
     low = high = 0.0
-    todo = reused = 0
+    todo = reused = known = 0
     used: set[int] = set()
     for cfg in runs:
         if run_key(cfg) in done_keys:
@@ -133,6 +142,7 @@ def estimate_runtime(
             low += modelled * _quantile(ratios, q[0])
             high += modelled * _quantile(ratios, q[1])
             used.update(matches)
+            known += 1
         else:
             low += modelled * NO_HISTORY_RANGE[0]
             high += modelled * NO_HISTORY_RANGE[1]
@@ -142,6 +152,7 @@ def estimate_runtime(
         runs_to_compute=todo,
         runs_reused=reused,
         past_runs=len(used),
+        runs_from_history=known,
     )
 
 
