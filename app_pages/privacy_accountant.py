@@ -37,13 +37,13 @@ DEFAULTS = {
     "sigma_x": 0.0711,
     "ratio": 1.0,
     "delta": "1e-05",
-    "dx": 784,
-    "dy": 10,
+    "dx": "784",
+    "dy": "10",
     "clip": 1.0,
     "clip_x": 1.0,
     "clip_y": 1.0,
     "class_centric": False,
-    "classes": 10,
+    "classes": "10",
     "protect_labels": True,
     "private_norm": False,
     "pld_accuracy": 0.2,
@@ -111,13 +111,13 @@ def _apply_preset() -> None:
         "sigma_x": s.sigma_x,
         "ratio": preset.sigma_ratio,
         "delta": format_real(preset.delta),
-        "dx": s.dx,
-        "dy": s.dy,
+        "dx": format_count(s.dx),
+        "dy": format_count(s.dy),
         "clip": s.clip or 1.0,
         "clip_x": s.clip_x,
         "clip_y": s.clip_y,
         "class_centric": s.class_sizes is not None,
-        "classes": len(s.class_sizes or ()) or 10,
+        "classes": format_count(len(s.class_sizes or ()) or 10),
         "protect_labels": s.protect_labels,
         "private_norm": s.not_covered is not None,
         "model": preset.release_model,
@@ -161,13 +161,14 @@ def _controls() -> tuple[MixingSetting | None, float]:
         delta = None
     with st.expander("Data bounds, class-centric mixing and PLD precision"):
         b1, b2, b3 = st.columns(3)
-        b1.number_input("dx — feature dimension ([0,1]^dx, DPMix)", min_value=1, max_value=10**7, step=1, key=K + "dx")
-        b1.number_input("dy — label dimension ([0,1]^dy, DPMix)", min_value=1, max_value=10**6, step=1, key=K + "dy")
-        b2.number_input("c — L2 clip (DP-CDA, z-scored)", min_value=1e-6, step=0.1, key=K + "clip")
-        b2.number_input("Cx — feature clip (DPFMix)", min_value=1e-6, step=0.1, key=K + "clip_x")
-        b2.number_input("Cy — label clip (DPFMix)", min_value=1e-6, step=0.1, key=K + "clip_y")
+        dx = _count_box(b1, "dx — feature dimension ([0,1]^dx, DPMix)", "dx", maximum=10**9)
+        dy = _count_box(b1, "dy — label dimension ([0,1]^dy, DPMix)", "dy", maximum=10**7)
+        # no min_value: a browser keeps the old value of an out-of-range entry; the release refuses it visibly
+        b2.number_input("c — L2 clip (DP-CDA, z-scored)", step=0.1, key=K + "clip")
+        b2.number_input("Cx — feature clip (DPFMix)", step=0.1, key=K + "clip_x")
+        b2.number_input("Cy — label clip (DPFMix)", step=0.1, key=K + "clip_y")
         b3.checkbox("Class-centric mixing (ℓ records of one class)", key=K + "class_centric")
-        b3.number_input("K equal classes", min_value=1, max_value=10**5, step=1, key=K + "classes")
+        classes = _count_box(b3, "K — equal classes", "classes", maximum=10**6)
         b3.checkbox(
             "Protect labels (replace-one; off: DP-CDA's same-class swap, features only)",
             key=K + "protect_labels",
@@ -182,19 +183,19 @@ def _controls() -> tuple[MixingSetting | None, float]:
         )
         b3.slider("PLD relative accuracy (smaller = finer grid, slower)", 0.02, 1.0, step=0.02, key=K + "pld_accuracy")
     ss = st.session_state
-    if n is None or l is None or T is None or sigma_x is None or ratio is None or delta is None:
+    if None in (n, l, T, sigma_x, ratio, delta, dx, dy, classes):
         return None, 0.0  # the "invalid: …" message sits under its control; nothing computed from other inputs
     st.caption(f"σy = λ·σx = {ratio * sigma_x:.4g}")
     try:
-        class_sizes = equal_class_sizes(n, ss[K + "classes"]) if ss[K + "class_centric"] else None
+        class_sizes = equal_class_sizes(n, classes) if ss[K + "class_centric"] else None
         setting = MixingSetting(
             n=n,
             l=l,
             T=T,
             sigma_x=sigma_x,
             sigma_y=ratio * sigma_x,
-            dx=ss[K + "dx"],
-            dy=ss[K + "dy"],
+            dx=dx,
+            dy=dy,
             clip=ss[K + "clip"],
             clip_x=ss[K + "clip_x"],
             clip_y=ss[K + "clip_y"],

@@ -73,7 +73,7 @@ def test_bad_input_shows_error_not_crash(at):
 
 def test_class_centric_split_error(at):
     at.checkbox(key="acc_class_centric").check().run()
-    at.number_input(key="acc_classes").set_value(7).run()
+    at.text_input(key="acc_classes").input("7").run()
     assert any("equal classes" in e.value for e in at.error)
 
 
@@ -182,6 +182,7 @@ def test_scientific_notation_is_read_exactly_not_clamped(at):
         ("acc_delta", "-0.1", "invalid: δ = -0.1 must be greater than 0"),
         ("acc_T", "1e9x", "is not a number"),
         ("acc_T", "2.5", "must be a whole number"),
+        ("acc_dx", "0", "invalid: dx = 0 must be at least 1"),
     ],
 )
 def test_out_of_range_entries_show_invalid_and_no_stale_epsilon(at, key, text, message):
@@ -213,3 +214,11 @@ def test_curve_is_computed_in_the_background_then_drawn():
     charts = [c.proto.spec for c in at.get("plotly_chart")]
     assert any('"x0":23456' in c for c in charts), "the marker sits at the T on screen"
     assert not any("Computing ε along" in i.value for i in at.info)
+
+
+def test_a_non_positive_clip_is_refused_visibly(at):
+    at.number_input(key="acc_clip_x").set_value(0.0).run()
+    assert not at.exception and any(e.value.startswith("invalid: clip_x") for e in at.error), [
+        e.value for e in at.error
+    ]
+    assert _shows_no_epsilon(at)
