@@ -17,12 +17,16 @@ PAGES = [
     st.Page("app_pages/dp_foundations.py", title="DP foundations", icon=":material/school:"),
 ]
 
-# Presentation mode (a toggle, or ?present=1 in the URL): larger type, no sidebar chrome, for a projector
+# Presentation mode (a toggle, or ?present=1 in the URL): larger type, no toolbar, one chart or number per screen
+# and the settings printed under each chart (the pages read st.session_state["present"]), for a projector
 PRESENT_CSS = """<style>
 html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
 [data-testid="stMetricValue"] { font-size: 3.2rem; }
 h1 { font-size: 3rem !important; }
 [data-testid="stHeader"], [data-testid="stToolbar"] { display: none; }
+/* one chart or number per screen: each figure and each headline number gets a screen of its own */
+[data-testid="stPlotlyChart"], [data-testid="stMetric"] { min-height: 85vh; }
+[data-testid="stMetric"] { display: flex; flex-direction: column; justify-content: center; }
 </style>"""
 
 st.session_state.setdefault("present", st.query_params.get("present") in ("1", "true", "yes"))
@@ -32,7 +36,11 @@ with st.sidebar:
         "DPMix Studio — differentially private data release by random mixing. "
         "Every ε names its accountant and whether it is a rigorous upper bound."
     )
-    st.toggle("Presentation mode", key="present", help="Larger type and no toolbar, for a projector (or ?present=1).")
+    st.toggle(
+        "Presentation mode",
+        key="present",
+        help="Larger type, no toolbar, one chart or number per screen with its settings under it (or ?present=1).",
+    )
 if st.session_state["present"]:
     st.markdown(PRESENT_CSS, unsafe_allow_html=True)
 page.run()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from dpmix_core.data import public_zscore_constants
@@ -10,20 +11,50 @@ from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.synthesis.export import npz_bytes, privacy_card
 from dpmix_core.synthesis.pipeline import SynthesisConfig, release_refusal, synthesize
 from dpmix_core.synthesis.previews import PREVIEW_MECHANISMS, mixing_preview
+from dpmix_core.views.exports import table_csv
+from dpmix_core.views.inputs import parse_count, parse_real
 from dpmix_core.views.reports import format_epsilon
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "mix_"
+
+
+def _table_download(table, key: str, name: str) -> None:
+    """Every table on the page can be taken away as CSV."""
+    st.download_button(
+        "Table (CSV)", table_csv(pd.DataFrame(table)), f"{name}.csv", "text/csv", key=key + "_csv", on_click="ignore"
+    )
+
+
+def _count_box(col, label: str, key: str, *, maximum: int, disabled: bool = False) -> int | None:
+    """A count typed as text (1000, 1e4); under it, "invalid: …" instead of a clamped value."""
+    col.text_input(label, key=K + key, disabled=disabled, help="A whole number; 1e4 and 10,000 are accepted.")
+    try:
+        return parse_count(st.session_state[K + key], name=label.split(" —")[0], maximum=maximum)
+    except ValueError as exc:
+        col.error(str(exc))
+        return None
+
+
+def _real_check(col, value: float, name: str, *, minimum: float) -> float | None:
+    """A number input's value, or "invalid: …" under it (no min_value: a browser would keep the old value)."""
+    try:
+        return parse_real(repr(float(value)), name=name, minimum=minimum)
+    except ValueError as exc:
+        col.error(str(exc))
+        return None
+
+
 # defaults that demo well: a release with moderate protection (rdp-wor eps ~ 4.4 on the embedded sample)
 DEFAULTS = {
     "mechanism": "class-centric",
-    "l": 32,
+    "l": "32",  # counts and delta are typed as text: 1e6 parses exactly, a bad entry is refused, never clamped
     "prep": "zscore",
     "protect_labels": True,
-    "T": 1000,
+    "T": "1000",
     "sigma_x": 0.2,
     "ratio": 1.0,
-    "delta": 1e-5,
+    "delta": "1e-05",
     "use_target": False,
     "target": 8.0,
     "accountant": "rdp-wor",
@@ -91,26 +122,30 @@ if needs_feature_range(dataset):
 c1, c2, c3 = st.columns(3)
 mechanism = c1.selectbox("Mechanism", PREVIEW_MECHANISMS, key=K + "mechanism")
 c1.caption(MECHANISM_HELP[mechanism])
-c1.number_input(
-    "ℓ — records per point (Poisson: expected m)",
-    min_value=1,
-    max_value=1_000_000,
-    step=1,
-    key=K + "l",
-    disabled=mechanism == "local",
+l_value = _count_box(
+    c1, "ℓ — records per point (Poisson: expected m)", "l", maximum=10**6, disabled=mechanism == "local"
 )
-c2.number_input(
-    "T — points in the full release (ε is for all T)", min_value=1, max_value=100_000_000, step=1000, key=K + "T"
-)
+T_value = _count_box(c2, "T — points in the full release (ε is for all T)", "T", maximum=10**8)
 c2.checkbox("Calibrate σ to a target ε", key=K + "use_target")
 use_target = st.session_state[K + "use_target"]
+target_value = sigma_value = None
 if use_target:
-    c2.number_input("Target ε", min_value=1e-3, step=0.5, key=K + "target")
+    c2.number_input("Target ε", step=0.5, key=K + "target")
+    target_value = _real_check(c2, st.session_state[K + "target"], "target ε", minimum=1e-3)
     c2.selectbox("Accountant", list(ACCOUNTANTS), key=K + "accountant")
 else:
-    c2.number_input("σx — feature noise std", min_value=0.0, step=0.01, format="%.4f", key=K + "sigma_x")
-c3.number_input("λ = σy / σx", min_value=1e-6, step=0.1, key=K + "ratio")
-c3.number_input("δ", min_value=1e-15, max_value=0.5, format="%.2e", key=K + "delta")
+    c2.number_input("σx — feature noise std", step=0.01, format="%.4f", key=K + "sigma_x")
+    sigma_value = _real_check(c2, st.session_state[K + "sigma_x"], "σx", minimum=0.0)
+c3.number_input("λ = σy / σx", step=0.1, key=K + "ratio")
+ratio_value = _real_check(c3, st.session_state[K + "ratio"], "λ", minimum=1e-6)
+c3.text_input("δ", key=K + "delta", help="e.g. 1e-5; at most 0.5, and well below 1/n.")
+try:
+    delta_value: float | None = parse_real(
+        st.session_state[K + "delta"], name="δ", minimum=0, maximum=0.5, strict_minimum=True
+    )
+except ValueError as exc:
+    c3.error(str(exc))
+    delta_value = None
 PREP_LABELS = {
     "unit": "[0,1] pixels (thesis §4.2)",
     "zscore": "z-score with public constants + L2 clip c (DP-CDA)",
@@ -147,16 +182,18 @@ c3.number_input("Seed", min_value=0, max_value=2**32 - 1, step=1, key=K + "seed"
 c3.button("New draw (next seed)", on_click=_new_draw, key=K + "redraw")
 
 ss = st.session_state
+if None in (l_value, T_value, ratio_value, delta_value, target_value if use_target else sigma_value):
+    st.stop()  # the "invalid: …" message is under its control; nothing computed from other inputs is shown
 try:
     config = SynthesisConfig(
         mechanism=mechanism,
-        l=ss[K + "l"],
-        T=ss[K + "T"],
-        sigma_x=None if use_target else ss[K + "sigma_x"],
-        sigma_ratio=ss[K + "ratio"],
-        target_epsilon=ss[K + "target"] if use_target else None,
+        l=l_value,
+        T=T_value,
+        sigma_x=None if use_target else sigma_value,
+        sigma_ratio=ratio_value,
+        target_epsilon=target_value if use_target else None,
         accountant=ss[K + "accountant"] if use_target else None,
-        delta=ss[K + "delta"],
+        delta=delta_value,
         clip=ss[K + "clip"],
         preprocessing=prep,
         protect_labels=mechanism != "class-centric" or ss[K + "protect_labels"],
@@ -185,20 +222,18 @@ st.session_state[SHARED_RELEASE_KEY] = SharedRelease(
 )
 st.subheader("Privacy of the full release")
 st.write(f"σx = {used.sigma_x:.4g}, σy = {used.sigma_y:.4g}, T = {used.T:,} points, δ = {used.delta:.2g}.")
-st.dataframe(
-    [
-        {
-            "accountant": e.accountant,
-            "ε": format_epsilon(e.epsilon),
-            "guarantee": e.guarantee,
-            "assumptions": e.assumptions,
-            "note": e.reason or "",
-        }
-        for e in preview.epsilons
-    ],
-    hide_index=True,
-    width="stretch",
-)
+epsilon_rows = [
+    {
+        "accountant": e.accountant,
+        "ε": format_epsilon(e.epsilon),
+        "guarantee": e.guarantee,
+        "assumptions": e.assumptions,
+        "note": e.reason or "",
+    }
+    for e in preview.epsilons
+]
+st.dataframe(epsilon_rows, hide_index=True, width="stretch")
+_table_download(epsilon_rows, K + "eps_table", f"dpmix_{used.mechanism}_epsilons")
 
 for caveat in preview.caveats:
     st.warning(f"Caveat: {caveat}.")
@@ -208,6 +243,7 @@ st.caption(preview.display_note + " Uniform mixing groups points by the class wi
 for cls in preview.classes if not preview.images else ():
     st.markdown(f"**class {cls.label}**")
     st.dataframe(cls.rows(), hide_index=True, width="stretch")
+    _table_download(cls.rows(), K + f"class_{cls.label}", f"dpmix_preview_class_{cls.label}")
 for cls in preview.classes if preview.images else ():
     cols = st.columns([4, 2, 2])
     cols[0].image(

@@ -10,9 +10,12 @@ from dpmix_core.privacy.budget import compose_budget, mixing_item
 from dpmix_core.privacy.calibration import calibrate_sigma
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
 from dpmix_core.views.accounting_presets import ACCOUNTING_PRESETS
+from dpmix_core.views.background import shared_background
 from dpmix_core.views.budget import budget_table, dp_pca_budget_item, dpsgd_budget_item, label_budget_item
+from dpmix_core.views.exports import chart_export, kaleido_available, settings_caption, table_csv
 from dpmix_core.views.figures import epsilon_curve_figure, profile_figure, tradeoff_figure
 from dpmix_core.views.html_report import accountant_report
+from dpmix_core.views.inputs import format_count, format_real, parse_count, parse_real
 from dpmix_core.views.privacy_scale import DEPLOYMENTS, headline
 from dpmix_core.views.reports import (
     RELEASE_MODELS,
@@ -28,33 +31,62 @@ from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "acc_"  # session-state prefix of this page's widgets
 DEFAULTS = {
-    "n": 60000,
-    "l": 256,
-    "T": 10000,
+    "n": "60000",  # counts and delta are typed as text: 1e9 and 1.5e-5 parse exactly, nothing is clamped
+    "l": "256",
+    "T": "10000",
     "sigma_x": 0.0711,
     "ratio": 1.0,
-    "delta": 1e-5,
-    "dx": 784,
-    "dy": 10,
+    "delta": "1e-05",
+    "dx": "784",
+    "dy": "10",
     "clip": 1.0,
     "clip_x": 1.0,
     "clip_y": 1.0,
     "class_centric": False,
-    "classes": 10,
+    "classes": "10",
     "protect_labels": True,
     "private_norm": False,
     "pld_accuracy": 0.2,
 }
+PRESENT_CHART_HEIGHT = 720  # presentation mode: one chart per screen
+
+
+def _chart(fig, key: str, settings: dict | None = None) -> None:
+    """A chart, its downloads (data CSV, interactive HTML, SVG with kaleido) and, when presenting, its settings."""
+    if st.session_state.get("present"):
+        fig.update_layout(height=PRESENT_CHART_HEIGHT)
+    export = chart_export(fig)
+    st.plotly_chart(fig, width="stretch", key=key)
+    with st.container(horizontal=True):
+        st.download_button(
+            "Data (CSV)", export.csv, f"{export.file_stem}.csv", "text/csv", key=key + "_csv", on_click="ignore"
+        )
+        st.download_button(
+            "Chart (HTML)", export.html, f"{export.file_stem}.html", "text/html", key=key + "_html", on_click="ignore"
+        )
+        if kaleido_available():
+            st.download_button(
+                "Chart (SVG)",
+                export.svg,
+                f"{export.file_stem}.svg",
+                "image/svg+xml",
+                key=key + "_svg",
+                on_click="ignore",
+            )
+    if st.session_state.get("present") and settings:
+        st.caption(settings_caption(settings))
+
+
+def _table_download(table, key: str, name: str) -> None:
+    """Every table on the page can be taken away as CSV."""
+    st.download_button(
+        "Table (CSV)", table_csv(pd.DataFrame(table)), f"{name}.csv", "text/csv", key=key + "_csv", on_click="ignore"
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def cached_table(setting: MixingSetting, delta: float, pld_accuracy: float) -> pd.DataFrame:
     return epsilon_table(setting, delta, pld_accuracy=pld_accuracy)
-
-
-@st.cache_data(show_spinner="Computing curves…", max_entries=64)
-def cached_curves(setting: MixingSetting, delta: float, axis: str, ratio: float, pld_accuracy: float) -> pd.DataFrame:
-    return epsilon_curves(setting, delta, axis=axis, sigma_ratio=ratio, pld_accuracy=pld_accuracy)
 
 
 @st.cache_data(show_spinner="Calibrating…", max_entries=128)
@@ -73,19 +105,19 @@ def _apply_preset() -> None:
         return
     s = preset.setting
     values = {
-        "n": s.n,
-        "l": s.l,
-        "T": s.T,
+        "n": format_count(s.n),
+        "l": format_count(s.l),
+        "T": format_count(s.T),
         "sigma_x": s.sigma_x,
         "ratio": preset.sigma_ratio,
-        "delta": preset.delta,
-        "dx": s.dx,
-        "dy": s.dy,
+        "delta": format_real(preset.delta),
+        "dx": format_count(s.dx),
+        "dy": format_count(s.dy),
         "clip": s.clip or 1.0,
         "clip_x": s.clip_x,
         "clip_y": s.clip_y,
         "class_centric": s.class_sizes is not None,
-        "classes": len(s.class_sizes or ()) or 10,
+        "classes": format_count(len(s.class_sizes or ()) or 10),
         "protect_labels": s.protect_labels,
         "private_norm": s.not_covered is not None,
         "model": preset.release_model,
@@ -112,23 +144,31 @@ def _controls() -> tuple[MixingSetting | None, float]:
     if (preset := ACCOUNTING_PRESETS.get(st.session_state[K + "preset"])) is not None:
         st.caption(f"{preset.source}. {preset.note}")
     c1, c2, c3 = st.columns(3)
-    c1.number_input("n — records in the private dataset", min_value=1, max_value=10**10, step=1000, key=K + "n")
-    c1.number_input(
-        "ℓ — records mixed per point (Poisson: expected m)", min_value=1, max_value=10**7, step=1, key=K + "l"
-    )
-    c2.number_input("T — synthetic points released", min_value=1, max_value=10**9, step=1000, key=K + "T")
-    c2.number_input("σx — feature noise std", min_value=0.0, step=0.01, format="%.4f", key=K + "sigma_x")
-    c3.number_input("λ = σy / σx", min_value=0.0, step=0.1, format="%.3f", key=K + "ratio")
-    c3.number_input("δ", min_value=1e-15, max_value=0.5, step=1e-6, format="%.2e", key=K + "delta")
+    n = _count_box(c1, "n — records in the private dataset", "n", maximum=10**12)
+    l = _count_box(c1, "ℓ — records mixed per point (Poisson: expected m)", "l", maximum=10**9)
+    T = _count_box(c2, "T — synthetic points released", "T", maximum=10**12)
+    c2.number_input("σx — feature noise std", step=0.01, format="%.4f", key=K + "sigma_x")
+    sigma_x = _real_check(c2, st.session_state[K + "sigma_x"], "σx", minimum=0.0)
+    c3.number_input("λ = σy / σx", step=0.1, format="%.3f", key=K + "ratio")
+    ratio = _real_check(c3, st.session_state[K + "ratio"], "λ", minimum=0.0)
+    c3.text_input("δ", key=K + "delta", help="e.g. 1e-5; at most 0.5, and well below 1/n.")
+    try:
+        delta: float | None = parse_real(
+            st.session_state[K + "delta"], name="δ", minimum=0.0, maximum=0.5, strict_minimum=True
+        )
+    except ValueError as exc:
+        c3.error(str(exc))
+        delta = None
     with st.expander("Data bounds, class-centric mixing and PLD precision"):
         b1, b2, b3 = st.columns(3)
-        b1.number_input("dx — feature dimension ([0,1]^dx, DPMix)", min_value=1, max_value=10**7, step=1, key=K + "dx")
-        b1.number_input("dy — label dimension ([0,1]^dy, DPMix)", min_value=1, max_value=10**6, step=1, key=K + "dy")
-        b2.number_input("c — L2 clip (DP-CDA, z-scored)", min_value=1e-6, step=0.1, key=K + "clip")
-        b2.number_input("Cx — feature clip (DPFMix)", min_value=1e-6, step=0.1, key=K + "clip_x")
-        b2.number_input("Cy — label clip (DPFMix)", min_value=1e-6, step=0.1, key=K + "clip_y")
+        dx = _count_box(b1, "dx — feature dimension ([0,1]^dx, DPMix)", "dx", maximum=10**9)
+        dy = _count_box(b1, "dy — label dimension ([0,1]^dy, DPMix)", "dy", maximum=10**7)
+        # no min_value: a browser keeps the old value of an out-of-range entry; the release refuses it visibly
+        b2.number_input("c — L2 clip (DP-CDA, z-scored)", step=0.1, key=K + "clip")
+        b2.number_input("Cx — feature clip (DPFMix)", step=0.1, key=K + "clip_x")
+        b2.number_input("Cy — label clip (DPFMix)", step=0.1, key=K + "clip_y")
         b3.checkbox("Class-centric mixing (ℓ records of one class)", key=K + "class_centric")
-        b3.number_input("K equal classes", min_value=1, max_value=10**5, step=1, key=K + "classes")
+        classes = _count_box(b3, "K — equal classes", "classes", maximum=10**6)
         b3.checkbox(
             "Protect labels (replace-one; off: DP-CDA's same-class swap, features only)",
             key=K + "protect_labels",
@@ -143,18 +183,19 @@ def _controls() -> tuple[MixingSetting | None, float]:
         )
         b3.slider("PLD relative accuracy (smaller = finer grid, slower)", 0.02, 1.0, step=0.02, key=K + "pld_accuracy")
     ss = st.session_state
-    ratio = ss[K + "ratio"]
-    st.caption(f"σy = λ·σx = {ratio * ss[K + 'sigma_x']:.4g}")
+    if None in (n, l, T, sigma_x, ratio, delta, dx, dy, classes):
+        return None, 0.0  # the "invalid: …" message sits under its control; nothing computed from other inputs
+    st.caption(f"σy = λ·σx = {ratio * sigma_x:.4g}")
     try:
-        class_sizes = equal_class_sizes(ss[K + "n"], ss[K + "classes"]) if ss[K + "class_centric"] else None
+        class_sizes = equal_class_sizes(n, classes) if ss[K + "class_centric"] else None
         setting = MixingSetting(
-            n=ss[K + "n"],
-            l=ss[K + "l"],
-            T=ss[K + "T"],
-            sigma_x=ss[K + "sigma_x"],
-            sigma_y=ratio * ss[K + "sigma_x"],
-            dx=ss[K + "dx"],
-            dy=ss[K + "dy"],
+            n=n,
+            l=l,
+            T=T,
+            sigma_x=sigma_x,
+            sigma_y=ratio * sigma_x,
+            dx=dx,
+            dy=dy,
             clip=ss[K + "clip"],
             clip_x=ss[K + "clip_x"],
             clip_y=ss[K + "clip_y"],
@@ -165,9 +206,28 @@ def _controls() -> tuple[MixingSetting | None, float]:
         if class_sizes is not None:
             get_accountant("lee2019").release_for(setting)  # validates l against the class size
     except ValueError as exc:
-        st.error(str(exc))
-        return None, ss[K + "delta"]
-    return setting, ss[K + "delta"]
+        st.error(f"invalid: {exc}")
+        return None, 0.0
+    return setting, delta
+
+
+def _count_box(col, label: str, key: str, *, maximum: int) -> int | None:
+    """A count typed as text (60000, 6e4, 1e9); under it, "invalid: …" instead of a clamped value."""
+    col.text_input(label, key=K + key, help="A whole number; scientific notation (1e6) and 60,000 are accepted.")
+    try:
+        return parse_count(st.session_state[K + key], name=label.split(" —")[0], maximum=maximum)
+    except ValueError as exc:
+        col.error(str(exc))
+        return None
+
+
+def _real_check(col, value: float, name: str, *, minimum: float) -> float | None:
+    """A number input's value, or "invalid: …" under it (no min_value: a browser would keep the old value)."""
+    try:
+        return parse_real(repr(float(value)), name=name, minimum=minimum)
+    except ValueError as exc:
+        col.error(str(exc))
+        return None
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -207,8 +267,9 @@ def _headline(setting: MixingSetting, delta: float) -> ReleaseReading | None:
 
 def _table(setting: MixingSetting, delta: float) -> None:
     table = cached_table(setting, delta, st.session_state[K + "pld_accuracy"])
+    shown = table.drop(columns=["epsilon", "reference", "upper_bound"])
     st.dataframe(
-        table.drop(columns=["epsilon", "reference", "upper_bound"]),
+        shown,
         hide_index=True,
         width="stretch",
         column_config={
@@ -220,6 +281,7 @@ def _table(setting: MixingSetting, delta: float) -> None:
         "Every accountant, each on the release its paper analyses: rows with different assumptions "
         "describe different releases and are not interchangeable."
     )
+    _table_download(table.drop(columns=["ε"]), K + "table", "dpmix_epsilon_table")
 
 
 def _attacker(setting: MixingSetting, reading: ReleaseReading | None, delta: float) -> None:
@@ -239,45 +301,88 @@ def _attacker(setting: MixingSetting, reading: ReleaseReading | None, delta: flo
         "The closer to the dotted diagonal, the closer to a coin flip."
     )
     c1, c2 = st.columns(2)
-    c1.plotly_chart(
-        tradeoff_figure(
-            reading.alphas,
-            reading.beta_bound,
-            reading.gdp_beta,
-            mu=reading.gdp_mu,
-            title="Trade-off curve of the best membership test",
-        ),
-        width="stretch",
-    )
-    c2.plotly_chart(
-        profile_figure(
-            reading.profile.epsilons,
-            reading.profile.deltas,
-            delta=delta,
-            epsilon=reading.epsilon,
-            title="Privacy profile δ(ε)",
-        ),
-        width="stretch",
-    )
+    settings = _settings(setting, delta)
+    with c1:
+        _chart(
+            tradeoff_figure(
+                reading.alphas,
+                reading.beta_bound,
+                reading.gdp_beta,
+                mu=reading.gdp_mu,
+                title="Trade-off curve of the best membership test",
+            ),
+            K + "chart_tradeoff",
+            settings,
+        )
+    with c2:
+        _chart(
+            profile_figure(
+                reading.profile.epsilons,
+                reading.profile.deltas,
+                delta=delta,
+                epsilon=reading.epsilon,
+                title="Privacy profile δ(ε)",
+            ),
+            K + "chart_profile",
+            settings,
+        )
     st.caption(
         f"Curves from the release's {reading.profile.method}; the headline ε comes from "
         f"{reading.accountant}. Gaussian DP with the same δ at that ε is shown for reference."
     )
 
 
+@st.fragment(run_every=0.4)
+def _wait_for_curve(key: tuple) -> None:
+    """Polls while the curve is computed in the background; a full (cached, fast) rerun draws it."""
+    if shared_background().ready(key):
+        st.rerun()
+
+
 def _curves(setting: MixingSetting, delta: float) -> None:
     ratio = st.session_state[K + "ratio"]
+    pld_accuracy = st.session_state[K + "pld_accuracy"]
     labels = {"σx": "sigma", "T": "T", "ℓ": "l"}
     choice = st.radio("ε as a function of", list(labels), horizontal=True, key=K + "axis")
     axis = labels[choice]
-    # keyed by what the curve depends on: moving the knob within a decade only moves the marker
-    curves = cached_curves(curve_anchor(setting, axis), delta, axis, ratio, st.session_state[K + "pld_accuracy"])
+    # keyed by what the curve depends on: moving the knob within a decade only moves the marker; a new curve
+    # is computed on a worker thread, so the table and headline above never wait for it
+    anchor = curve_anchor(setting, axis)
+    key = ("epsilon_curves", anchor, delta, axis, ratio, pld_accuracy)
+    future = shared_background().request(
+        key, epsilon_curves, anchor, delta, axis=axis, sigma_ratio=ratio, pld_accuracy=pld_accuracy
+    )
+    if not future.done():
+        with st.container(height=450, border=True):
+            st.info(f"Computing ε along {choice} for this release (a second or two); the table above is current.")
+        _wait_for_curve(key)
+        return
+    if (error := future.exception()) is not None:
+        st.error(f"The curve could not be computed: {error}")
+        return
     current = {"sigma": setting.sigma_x, "T": setting.T, "l": setting.l}[axis]
-    st.plotly_chart(epsilon_curve_figure(curves, axis, delta=delta, current=current), width="stretch")
+    _chart(
+        epsilon_curve_figure(future.result(), axis, delta=delta, current=current),
+        K + "chart_curve",
+        _settings(setting, delta),
+    )
     st.caption(
         "Solid: rigorous upper bounds. Dashed: the CLT approximation, or every ε of a release no accountant "
         "covers. Missing points: ε infinite or above 10⁶ (no noise, or too little for the bound to hold)."
     )
+
+
+def _settings(setting: MixingSetting, delta: float) -> dict:
+    """What a chart of this release shows, printed under it when presenting."""
+    return {
+        "n": setting.n,
+        "ℓ": setting.l,
+        "T": setting.T,
+        "σx": setting.sigma_x,
+        "σy": setting.sigma_y,
+        "δ": delta,
+        "class-centric": setting.class_sizes is not None,
+    }
 
 
 def _add_to_budget(item) -> None:
@@ -332,6 +437,7 @@ def _budget(reading: ReleaseReading | None, delta: float) -> None:
         return
     st.metric(f"Total ε at δ = {delta:.2g} for {budget.relation} adjacency", format_epsilon(budget.epsilon))
     st.dataframe(budget_table(budget), hide_index=True, width="stretch")
+    _table_download(budget_table(budget), K + "budget_table", "dpmix_privacy_budget")
     for note in budget.notes:
         st.warning(note)
     st.button("Clear the budget", key=K + "budget_clear", on_click=lambda: st.session_state.pop(K + "budget", None))
@@ -398,11 +504,9 @@ def _context() -> None:
         "≤ 10 weak, above ~20 little formal protection. δ is the small probability that the guarantee fails; "
         "keep it well below 1/n."
     )
-    st.dataframe(
-        pd.DataFrame([{"who": d.who, "ε": d.epsilon, "what": d.what} for d in DEPLOYMENTS]),
-        hide_index=True,
-        width="stretch",
-    )
+    deployments = pd.DataFrame([{"who": d.who, "ε": d.epsilon, "what": d.what} for d in DEPLOYMENTS])
+    st.dataframe(deployments, hide_index=True, width="stretch")
+    _table_download(deployments, K + "deployments", "published_epsilons")
     st.caption("Published values for context only: local vs central DP and per-day vs total budgets differ in meaning.")
 
 

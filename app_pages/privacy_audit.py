@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from dpmix_core.audit import AuditConfig, run_audit
@@ -11,10 +12,19 @@ from dpmix_core.data import default_dataset
 from dpmix_core.data.choice import describe_dataset
 from dpmix_core.experiments.audits import membership_attack, submit_membership_attack
 from dpmix_core.synthesis.pipeline import SynthesisConfig
+from dpmix_core.views.exports import table_csv
+from dpmix_core.views.inputs import format_count, parse_count
 from dpmix_core.views.reports import format_epsilon
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "aud_"
+
+
+def _table_download(table, key: str, name: str) -> None:
+    """Every table on the page can be taken away as CSV."""
+    st.download_button(
+        "Table (CSV)", table_csv(pd.DataFrame(table)), f"{name}.csv", "text/csv", key=key + "_csv", on_click="ignore"
+    )
 
 
 @st.cache_resource(show_spinner="Loading data…", max_entries=1)
@@ -32,14 +42,26 @@ def cached_reid(_dataset, dataset_key: str, config: SynthesisConfig, points: int
     return nearest_records(_dataset, config, points=points, k=3, seed=config.seed)
 
 
+def _count_box(col, label: str, key: str, *, minimum: int, maximum: int) -> int | None:
+    """A count typed as text (20, 1e4); under it, "invalid: …" instead of a clamped value."""
+    col.text_input(label, key=K + key, help="A whole number; scientific notation (1e4) is accepted.")
+    try:
+        return parse_count(st.session_state[K + key], name=label.split(" (")[0], minimum=minimum, maximum=maximum)
+    except ValueError as exc:
+        col.error(str(exc))
+        return None
+
+
 def _use_shared() -> None:
     """Copy the release last set on the Privacy accountant or Mixed samples page into these controls."""
     shared: SharedRelease = st.session_state[SHARED_RELEASE_KEY]
-    st.session_state[K + "l"], st.session_state[K + "T"], st.session_state[K + "n"] = shared.l, shared.T, shared.n
+    for key, value in {"l": shared.l, "T": shared.T, "n": shared.n}.items():
+        st.session_state[K + key] = format_count(value)  # typed as text: checked on the page, never clamped
     st.session_state[K + "sx"] = max(shared.sigma_x, 1e-4)
     st.session_state[K + "sy"] = max(shared.sigma_y, 1e-4)
-    st.session_state[K + "mia_l"] = shared.l
-    st.session_state[K + "re_l"] = shared.l
+    if shared.l <= 10**5:  # the attack and re-identification boxes stop at 10^5
+        st.session_state[K + "mia_l"] = shared.l
+        st.session_state[K + "re_l"] = shared.l
     st.session_state[K + "re_sigma"] = shared.sigma_x
     if shared.mechanism == "poisson":
         st.session_state[K + "mech"] = "poisson"
@@ -55,7 +77,7 @@ def _empirical() -> None:
     )
     c1, c2, c3 = st.columns(3)
     # defaults that demo well: the correct mechanism is consistent, the 'buggy' switch (0.1 x noise) is caught
-    for key, value in {"n": 20, "l": 1, "T": 1, "sx": 4.0, "sy": 4.0}.items():
+    for key, value in {"n": "20", "l": "1", "T": "1", "sx": 4.0, "sy": 4.0}.items():
         st.session_state.setdefault(K + key, value)
     mechanism = c1.selectbox(
         "Mechanism",
@@ -63,9 +85,9 @@ def _empirical() -> None:
         key=K + "mech",
         help="dpmix: sampling without replacement, replace-one; poisson: add/remove-one",
     )
-    n = c1.number_input("n (records)", min_value=2, max_value=10**7, key=K + "n")
-    l = c1.number_input("ℓ (Poisson: m)", min_value=1, max_value=10**6, key=K + "l")
-    T = c2.number_input("T (points released)", min_value=1, max_value=10**7, key=K + "T")
+    n = _count_box(c1, "n (records)", "n", minimum=2, maximum=10**7)
+    l = _count_box(c1, "ℓ (Poisson: m)", "l", minimum=1, maximum=10**6)
+    T = _count_box(c2, "T (points released)", "T", minimum=1, maximum=10**7)
     sx = c2.number_input("σx", min_value=1e-4, format="%.4f", key=K + "sx")
     sy = c2.number_input("σy", min_value=1e-4, format="%.4f", key=K + "sy")
     trials = c3.select_slider("Trials per dataset", [1000, 3000, 10000, 30000, 100000], value=10000, key=K + "trials")
@@ -73,6 +95,8 @@ def _empirical() -> None:
         "Noise actually added (× σ) — simulate a buggy implementation", [0.1, 0.3, 1.0], value=1.0, key=K + "scale"
     )
     seed = c3.number_input("Seed", min_value=0, max_value=2**32 - 1, value=0, key=K + "seed")
+    if n is None or l is None or T is None:
+        return  # "invalid: …" is under the control; no audit of other numbers than those on screen
     try:
         result = cached_audit(
             AuditConfig(
@@ -96,19 +120,17 @@ def _empirical() -> None:
             "Consistent: the attack never beats the guarantee. The gap shows how loose the accountants are "
             "for this worst-case canary (or that more trials are needed)."
         )
-    st.dataframe(
-        [
-            {
-                "accountant": r.accountant,
-                "ε": format_epsilon(r.epsilon),
-                "guarantee": r.guarantee,
-                "assumptions": r.assumptions,
-            }
-            for r in result.accountant_results
-        ],
-        hide_index=True,
-        width="stretch",
-    )
+    bounds = [
+        {
+            "accountant": r.accountant,
+            "ε": format_epsilon(r.epsilon),
+            "guarantee": r.guarantee,
+            "assumptions": r.assumptions,
+        }
+        for r in result.accountant_results
+    ]
+    st.dataframe(bounds, hide_index=True, width="stretch")
+    _table_download(bounds, K + "bounds", "audit_accountant_bounds")
     st.caption(
         f"Test: {result.test}. False-positive rate {result.fpr:.4f} (≤ {result.fpr_upper:.4f}), "
         f"false-negative rate {result.fnr:.4f} (≤ {result.fnr_upper:.4f}), threshold chosen on "
@@ -168,6 +190,7 @@ def _membership(dataset, key: str) -> None:
             width="stretch",
             column_order=["label", "epsilon", "AUC", "advantage", "train acc", "test acc", "gap"],
         )
+        _table_download(run.result["rows"], K + "mia", "membership_inference")
         st.caption(
             "ε per row from the release's applicable accountants (upper bounds), for a release made from "
             "the member records only. Non-members are other records of the same training split."

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from dpmix_core.experiments.presets import get_preset, preset_names
+from dpmix_core.experiments.runtime_estimate import estimate_sweep_runtime
 from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_series, solve_epsilon
 from dpmix_core.experiments.trade_offs import (
     REPRODUCED_WITHIN_PTS,
@@ -13,7 +15,6 @@ from dpmix_core.experiments.trade_offs import (
     custom_spec,
     default_sweep,
     epsilon_columns,
-    estimate_minutes,
     launch_sweep,
     published_comparison,
     pump_local,
@@ -30,6 +31,8 @@ from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.runtime.jobs import default_max_parallel
 from dpmix_core.runtime.store import ResultStore, StoreError
 from dpmix_core.training.names import LOSSES, MODELS
+from dpmix_core.views.exports import chart_export, kaleido_available, settings_caption, table_csv
+from dpmix_core.views.inputs import parse_count, parse_real
 
 K = "tr_"
 ACTIVE = ("queued", "running")
@@ -63,6 +66,16 @@ def _cancel_all() -> None:
     cancel_runs(store(), st.session_state.get(K + "run_ids", []))
 
 
+def _typed(col, label: str, key: str, default: str, parse):
+    """A number typed as text and parsed by the library; None (with "invalid: …" under the box) when it is bad."""
+    text = col.text_input(label, default, key=K + key)
+    try:
+        return parse(text)
+    except ValueError as exc:
+        col.error(str(exc))
+        return None
+
+
 def _sweep_builder(datasets: dict[str, str]):
     mode = st.radio("Sweep", ["Published preset", "Build your own"], horizontal=True, key=K + "mode")
     dataset = st.selectbox("Training data", list(datasets), format_func=datasets.get, key=K + "dataset")
@@ -85,17 +98,22 @@ def _sweep_builder(datasets: dict[str, str]):
     baselines = c1.multiselect(
         "Baselines on the same model", ["non-private", "dp-sgd"], default=["non-private"], key=K + "baselines"
     )
-    l = c2.number_input("ℓ (Poisson: m)", min_value=1, max_value=60_000, value=16, key=K + "l")
-    T = c2.number_input("T", min_value=1, max_value=1_000_000, value=4000, step=1000, key=K + "T")
-    sigma = c2.number_input("σx (when not on the axis)", min_value=0.0, value=0.7, format="%.4f", key=K + "sigma")
+    # counts and delta typed as text: 1e4 parses exactly; a bad entry says "invalid: …" under its box
+    l = _typed(c2, "ℓ (Poisson: m)", "l", "16", lambda t: parse_count(t, name="ℓ", maximum=60_000))
+    T = _typed(c2, "T", "T", "4000", lambda t: parse_count(t, name="T", maximum=1_000_000))
+    sigma = _typed(c2, "σx (when not on the axis)", "sigma", "0.7", lambda t: parse_real(t, name="σx", minimum=0.0))
     accountant = c2.selectbox(
         "Accountant for target ε", list(ACCOUNTANTS), index=list(ACCOUNTANTS).index("rdp-wor"), key=K + "accountant"
     )
-    delta = c2.number_input("δ", min_value=1e-15, max_value=0.5, value=1e-5, format="%.1e", key=K + "delta")
+    delta = _typed(
+        c2, "δ", "delta", "1e-05", lambda t: parse_real(t, name="δ", minimum=0.0, maximum=0.5, strict_minimum=True)
+    )
     model = c3.selectbox("Model", MODELS, key=K + "model")
     loss = c3.selectbox("Loss", LOSSES, index=LOSSES.index("ce"), key=K + "loss")
     epochs = c3.number_input("Epochs", min_value=1, max_value=1000, value=3, key=K + "epochs")
     repeats = c3.number_input("Repeats (seeds)", min_value=1, max_value=100, value=2, key=K + "repeats")
+    if None in (l, T, sigma, delta):
+        return None
     try:
         values = tuple(float(v) for v in values_text.replace(";", ",").split(",") if v.strip())
         return custom_spec(
@@ -126,11 +144,9 @@ def _launch_panel(spec) -> None:
     runs = spec.runs()
     c1, c2 = st.columns([2, 1])
     c2.number_input("Parallel workers", min_value=1, max_value=64, value=default_max_parallel(), key=K + "parallel")
-    minutes = estimate_minutes(spec, st.session_state[K + "parallel"])
-    c1.markdown(
-        f"**{len(runs)} runs**, estimated **{minutes:.1f} min** on this machine "
-        "(runs already in the store are reused, not recomputed)."
-    )
+    estimate = estimate_sweep_runtime(spec, store(), slots=st.session_state[K + "parallel"])
+    reused = f"{estimate.runs_reused} of them already in the store" if estimate.runs_reused else "Runs in the store"
+    c1.markdown(f"**{len(runs)} runs**, estimated **{estimate.text}**. {reused} are reused, not recomputed.")
     st.button("Launch in the background", type="primary", on_click=_launch, args=(spec,), key=K + "launch")
     if err := st.session_state.get(K + "launch_error"):
         st.error(err)
@@ -161,6 +177,7 @@ def _progress_panel() -> None:
                 "eta (s)": st.column_config.NumberColumn(format="%.0f"),
             },
         )
+        _table_download(current, K + "progress", "sweep_progress")
         still = current["status"].isin(ACTIVE).any()
         if still:
             st.button("Cancel the remaining runs", on_click=_cancel_all, key=K + "cancel")
@@ -198,6 +215,42 @@ def _solve_epsilon_panel(agg, axis: str | None) -> None:
     )
 
 
+PRESENT_CHART_HEIGHT = 720  # presentation mode: one chart per screen
+
+
+def _chart(fig, key: str, settings: dict | None = None) -> None:
+    """A chart, its downloads (data CSV, interactive HTML, SVG with kaleido) and, when presenting, its settings."""
+    if st.session_state.get("present"):
+        fig.update_layout(height=PRESENT_CHART_HEIGHT)
+    export = chart_export(fig)
+    st.plotly_chart(fig, width="stretch", key=key)
+    with st.container(horizontal=True):
+        st.download_button(
+            "Data (CSV)", export.csv, f"{export.file_stem}.csv", "text/csv", key=key + "_csv", on_click="ignore"
+        )
+        st.download_button(
+            "Chart (HTML)", export.html, f"{export.file_stem}.html", "text/html", key=key + "_html", on_click="ignore"
+        )
+        if kaleido_available():
+            st.download_button(
+                "Chart (SVG)",
+                export.svg,
+                f"{export.file_stem}.svg",
+                "image/svg+xml",
+                key=key + "_svg",
+                on_click="ignore",
+            )
+    if st.session_state.get("present") and settings:
+        st.caption(settings_caption(settings))
+
+
+def _table_download(table, key: str, name: str) -> None:
+    """Every table on the page can be taken away as CSV."""
+    st.download_button(
+        "Table (CSV)", table_csv(pd.DataFrame(table)), f"{name}.csv", "text/csv", key=key + "_csv", on_click="ignore"
+    )
+
+
 def _results_panel(query_sweep: int | None) -> None:
     sweeps = store().list_sweeps()
     if not sweeps:
@@ -223,7 +276,7 @@ def _results_panel(query_sweep: int | None) -> None:
         st.info("No finished runs in this sweep yet.")
         return
     eps_cols = epsilon_columns(agg)
-    c1, c2, c3 = st.columns(3)
+    c1, c2 = st.columns(2)
     metric = c1.radio(
         "Metric",
         ["test_accuracy", "test_mse"],
@@ -234,7 +287,6 @@ def _results_panel(query_sweep: int | None) -> None:
     second = c2.selectbox(
         "ε on a second axis", ["(none)", *eps_cols], key=K + "eps2", format_func=lambda c: c.removeprefix("epsilon_")
     )
-    fmt = c3.radio("Download format", ["png", "svg"], horizontal=True, key=K + "fmt")
     published = sweep_published(store(), chosen)
     fig = trade_off_figure(
         agg,
@@ -244,15 +296,11 @@ def _results_panel(query_sweep: int | None) -> None:
         epsilon_column=None if second == "(none)" else second,
         published=published,
     )
-    st.plotly_chart(
-        fig,
-        width="stretch",
-        config={"toImageButtonOptions": {"format": fmt, "scale": 2, "filename": f"dpmix_sweep_{chosen}"}},
-    )
+    _chart(fig, K + "chart", {"sweep": names[chosen], "axis": axis, "metric": metric, "second axis": second})
     st.caption(
         "Error bars: ±1 standard deviation over repeats (seeds). Dotted lines: runs the axis does not move "
         "(e.g. non-private). ε columns: mean per point, from each accountant that applies "
-        "(gdp-clt is an approximation; the others are upper bounds). Use the camera icon to download."
+        "(gdp-clt is an approximation; the others are upper bounds)."
     )
     if published:
         st.markdown(
@@ -260,6 +308,7 @@ def _results_panel(query_sweep: int | None) -> None:
             f"{REPRODUCED_WITHIN_PTS:g} points counts as not reproduced; docs/REPRODUCTION.md says why."
         )
         st.dataframe(published_comparison(agg, published), hide_index=True, width="stretch")
+        _table_download(published_comparison(agg, published), K + "published", f"sweep_{chosen}_published_vs_ours")
     st.dataframe(agg, hide_index=True, width="stretch")
     st.download_button(
         "Download results (CSV)",

@@ -39,7 +39,7 @@ def test_changing_sigma_changes_the_table(at):
 
 def test_more_releases_cost_more(at):
     before = float(table(at).loc["lee2019", "ε"])
-    at.number_input(key="acc_T").set_value(40000).run()
+    at.text_input(key="acc_T").input("40000").run()
     assert float(table(at).loc["lee2019", "ε"]) > before
 
 
@@ -65,7 +65,7 @@ def test_calibrated_presets_load(at):
 
 
 def test_bad_input_shows_error_not_crash(at):
-    at.number_input(key="acc_l").set_value(70000).run()
+    at.text_input(key="acc_l").input("70000").run()
     assert not at.exception
     assert any("l must not exceed n" in e.value for e in at.error)
     assert len(at.dataframe) == 0
@@ -73,7 +73,7 @@ def test_bad_input_shows_error_not_crash(at):
 
 def test_class_centric_split_error(at):
     at.checkbox(key="acc_class_centric").check().run()
-    at.number_input(key="acc_classes").set_value(7).run()
+    at.text_input(key="acc_classes").input("7").run()
     assert any("equal classes" in e.value for e in at.error)
 
 
@@ -153,3 +153,72 @@ def test_attacker_curves_on_demand(at):
     assert not at.exception
     titles = [c.proto.spec for c in at.get("plotly_chart")]
     assert any("Trade-off curve" in t for t in titles) and any("Privacy profile" in t for t in titles)
+
+
+def _shows_no_epsilon(at) -> bool:
+    return len(at.dataframe) == 0 and not at.metric and not at.get("plotly_chart")
+
+
+def test_scientific_notation_is_read_exactly_not_clamped(at):
+    """Issue 15: typing 1e9 into T showed the epsilon of T = 1. Now 1e9 means 10^9, or a visible refusal."""
+    at.text_input(key="acc_T").input("1e4").run()
+    assert not at.exception and not at.error
+    at_1e4 = table(at)["ε"].copy()
+    at.text_input(key="acc_T").input("10000").run()
+    assert (table(at)["ε"] == at_1e4).all()
+    at.text_input(key="acc_T").input("1e9").run()
+    assert not at.exception and not at.error
+    lee = table(at).loc["lee2019", "ε"]
+    assert lee != at_1e4["lee2019"] and lee != "∞"
+    at.text_input(key="acc_n").input("6e4").run()
+    assert not at.error
+
+
+@pytest.mark.parametrize(
+    "key, text, message",
+    [
+        ("acc_T", "0", "invalid: T = 0 must be at least 1"),
+        ("acc_n", "0", "invalid: n = 0 must be at least 1"),
+        ("acc_delta", "-0.1", "invalid: δ = -0.1 must be greater than 0"),
+        ("acc_T", "1e9x", "is not a number"),
+        ("acc_T", "2.5", "must be a whole number"),
+        ("acc_dx", "0", "invalid: dx = 0 must be at least 1"),
+    ],
+)
+def test_out_of_range_entries_show_invalid_and_no_stale_epsilon(at, key, text, message):
+    assert len(at.dataframe) > 0  # an epsilon on screen before the bad entry
+    at.text_input(key=key).input(text).run()
+    assert not at.exception
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    assert _shows_no_epsilon(at)
+
+
+def test_negative_sigma_is_refused_visibly(at):
+    at.number_input(key="acc_sigma_x").set_value(-0.1).run()
+    assert any(e.value.startswith("invalid: σx") for e in at.error)
+    assert _shows_no_epsilon(at)
+
+
+def test_curve_is_computed_in_the_background_then_drawn():
+    """A T change reruns without waiting for the curves; the poll's rerun draws the curve for this T."""
+    from dpmix_core.views.background import shared_background
+
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at.radio(key="acc_axis").set_value("T").run()
+    at.text_input(key="acc_T").input("23456").run()
+    assert not at.exception and len(at.dataframe) > 0  # the table is already current
+    waiting = any("Computing ε along" in i.value for i in at.info)
+    assert waiting or shared_background().wait_all(0)  # either a placeholder, or the curve was already there
+    assert shared_background().wait_all(120)
+    at.run()
+    charts = [c.proto.spec for c in at.get("plotly_chart")]
+    assert any('"x0":23456' in c for c in charts), "the marker sits at the T on screen"
+    assert not any("Computing ε along" in i.value for i in at.info)
+
+
+def test_a_non_positive_clip_is_refused_visibly(at):
+    at.number_input(key="acc_clip_x").set_value(0.0).run()
+    assert not at.exception and any(e.value.startswith("invalid: clip_x") for e in at.error), [
+        e.value for e in at.error
+    ]
+    assert _shows_no_epsilon(at)

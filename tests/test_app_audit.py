@@ -33,7 +33,7 @@ def test_buggy_noise_is_caught_at_the_default_settings(at):
 
 
 def test_bad_audit_input_is_an_error(at):
-    at.number_input(key="aud_l").set_value(50).run()
+    at.text_input(key="aud_l").input("50").run()
     assert not at.exception and any("must not exceed" in e.value for e in at.error)
 
 
@@ -62,14 +62,23 @@ def test_reidentification_leaks_without_mixing(at):
 
 def test_controls_shared_with_the_accountant_page():
     at = AppTest.from_file(str(Path(PAGE).parent.parent / "app.py"), default_timeout=120).run()
-    at.number_input(key="acc_n").set_value(200)
-    at.number_input(key="acc_l").set_value(2)
-    at.number_input(key="acc_T").set_value(3).run()
+    at.text_input(key="acc_n").input("200")
+    at.text_input(key="acc_l").input("2")
+    at.text_input(key="acc_T").input("3").run()
     at.switch_page("app_pages/privacy_audit.py").run()
     at.button(key="aud_use_shared").click().run()
     assert not at.exception
     assert (
-        at.number_input(key="aud_n").value,
-        at.number_input(key="aud_l").value,
-        at.number_input(key="aud_T").value,
-    ) == (200, 2, 3)
+        at.text_input(key="aud_n").value,
+        at.text_input(key="aud_l").value,
+        at.text_input(key="aud_T").value,
+    ) == ("200", "2", "3")
+
+
+def test_audit_counts_accept_scientific_notation_and_refuse_bad_entries_visibly(at):
+    at.text_input(key="aud_n").input("1e2").run()
+    assert not at.exception and not at.error and at.metric
+    at.text_input(key="aud_n").input("0").run()
+    assert any(e.value.startswith("invalid: n = 0 must be at least 2") for e in at.error)
+    labels = [m.label for m in at.metric]  # no verdict computed from other numbers than those on screen
+    assert not any("lower bound" in label or label == "Verdict" for label in labels), labels

@@ -66,7 +66,7 @@ def test_calibrate_to_target(at):
 
 
 def test_bad_input_is_an_error_next_to_controls(at):
-    at.number_input(key="mix_l").set_value(1000).run()  # classes have 400 records
+    at.text_input(key="mix_l").input("1000").run()  # classes have 400 records
     assert not at.exception and any("fewer than l=1000" in e.value for e in at.error)
 
 
@@ -77,7 +77,7 @@ def test_new_draw_changes_seed(at):
 
 
 def test_export_prepares_without_error(at):
-    at.number_input(key="mix_T").set_value(200).run()
+    at.text_input(key="mix_T").input("200").run()
     at.button(key="mix_prepare").click().run()
     assert not at.exception and not at.error
 
@@ -117,3 +117,22 @@ def test_tabular_upload_on_the_page(tmp_path):
     ds = load(csv.encode(), "mine.csv")
     p = mixing_preview(ds, SynthesisConfig(mechanism="dpmix", l=4, T=100, sigma_x=0.2, feature_range=(0, 1)))
     assert not p.images and len(p.classes) == 2 and p.classes[1].rows().shape[1] == 4
+
+
+@pytest.mark.parametrize(
+    "key, text, message",
+    [("mix_T", "0", "invalid: T = 0 must be at least 1"), ("mix_delta", "-0.1", "invalid: δ = -0.1 must be greater")],
+)
+def test_bad_entries_are_refused_next_to_the_control_and_no_epsilon_stays(key, text, message):
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert at.dataframe  # epsilons on screen
+    at.text_input(key=key).input(text).run()
+    assert not at.exception and any(message in e.value for e in at.error), [e.value for e in at.error]
+    assert not at.dataframe and not any("ε" in str(s.value) for s in at.subheader)
+
+
+def test_large_T_in_scientific_notation():
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at.text_input(key="mix_T").input("1e5").run()
+    assert not at.exception and not at.error
+    assert any("T = 100,000 points" in m.value for m in at.markdown)

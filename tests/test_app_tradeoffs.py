@@ -19,7 +19,7 @@ def at(tmp_path, monkeypatch):
 
 def test_preset_mode_shows_estimate(at):
     assert not at.exception and not at.error
-    assert any("runs**, estimated" in m.value for m in at.markdown)
+    assert any("runs**, estimated" in m.value and "rough: no past runs" in m.value for m in at.markdown)
     assert at.selectbox(key="tr_dataset").value == "embedded"
 
 
@@ -32,13 +32,24 @@ def test_bad_values_show_an_error(at):
     assert any("target ε axis" in e.value for e in at.error)
 
 
+def test_typed_numbers_are_checked_next_to_their_box(at):
+    at.radio(key="tr_mode").set_value("Build your own").run()
+    at.text_input(key="tr_T").input("0").run()
+    assert any(e.value.startswith("invalid: T = 0") for e in at.error)
+    assert not any("runs**, estimated" in m.value for m in at.markdown)  # nothing to launch from a bad entry
+    at.text_input(key="tr_T").input("1e9").run()
+    assert any("at most 1,000,000" in e.value for e in at.error)
+    at.text_input(key="tr_T").input("2e3").run()
+    assert not at.error and any("runs**, estimated" in m.value for m in at.markdown)
+
+
 def test_launch_tiny_job_see_it_complete_and_plot(at):
     at.radio(key="tr_mode").set_value("Build your own").run()
     at.multiselect(key="tr_mechs").set_value(["dpmix"])
     at.text_input(key="tr_values").input("0.3")
     at.multiselect(key="tr_baselines").set_value([])
-    at.number_input(key="tr_l").set_value(4)
-    at.number_input(key="tr_T").set_value(300)
+    at.text_input(key="tr_l").input("4")
+    at.text_input(key="tr_T").input("3e2")
     at.selectbox(key="tr_model").set_value("linear")
     at.number_input(key="tr_epochs").set_value(1)
     at.number_input(key="tr_repeats").set_value(1).run()
@@ -58,6 +69,10 @@ def test_launch_tiny_job_see_it_complete_and_plot(at):
     assert len(at.get("plotly_chart")) == 1
     results = at.dataframe[-1].value
     assert 0.0 <= results["test_accuracy_mean"].iloc[0] <= 1.0 and results["test_accuracy_count"].iloc[0] == 1
+    at.number_input(key="tr_epochs").set_value(2).run()  # a new run of the same model: estimated from the past one
+    assert any("from 1 past run of this model on this machine" in m.value for m in at.markdown), [
+        m.value for m in at.markdown
+    ]
 
 
 def test_stored_preset_sweep_shows_published_vs_ours(tmp_path, monkeypatch):

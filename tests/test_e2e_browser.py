@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -136,7 +137,12 @@ def _wait_for(driver, predicate, timeout: float = 90.0, what: str = "the page"):
         except Exception as exc:  # noqa: BLE001 - elements come and go while Streamlit reruns
             last = exc
         time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what} ({last})")
+    shot = Path(tempfile.gettempdir()) / f"dpmix_e2e_timeout_{int(time.time())}.png"
+    try:  # what the browser showed, for whoever reads the failure
+        driver.save_screenshot(str(shot))
+    except Exception:  # noqa: BLE001
+        shot = None
+    raise AssertionError(f"timed out waiting for {what} ({last}); screenshot: {shot}")
 
 
 def _metric_value(driver) -> str:
@@ -179,3 +185,77 @@ def test_upload_a_csv_on_mixed_samples(server, browser, tmp_path):
     # tabular data: the epsilons of the full release and a table preview (records -> mixture -> released)
     _wait_for(browser, lambda: "noise-free mixture" in browser.page_source, what="the tabular preview")
     assert "rigorous upper bound" in browser.page_source
+
+
+def _choose(driver, label: str, option: str) -> None:
+    """Pick an option of a Streamlit selectbox by typing it into its combobox."""
+    box = _wait_for(
+        driver,
+        lambda: driver.find_element(By.XPATH, f"//input[@aria-label='{label}' or @aria-label='{label} combobox']"),
+    )
+    box.click()
+    box.send_keys(option)
+    box.send_keys(Keys.ENTER)
+
+
+def test_launch_the_smallest_quick_preset_and_see_its_own_results(server, browser):
+    """Train & trade-offs on the embedded data: launch dp-pca-quick (8 small runs) and its results appear."""
+    browser.get(server + "/train_tradeoffs")
+    _wait_for(
+        browser, lambda: "runs**" in browser.page_source or "runs</strong>" in browser.page_source, what="estimate"
+    )
+    _choose(browser, "Training data", "embedded MNIST sample")  # not full MNIST where it happens to be on disk
+    _wait_for(browser, lambda: "embedded MNIST sample" in browser.page_source, what="the embedded data")
+    _choose(browser, "Preset", "dp-pca-quick")
+    _wait_for(browser, lambda: "QUICK" in browser.page_source and "DP-PCA" in browser.page_source, what="the preset")
+    _wait_for(
+        browser, lambda: browser.find_element(By.XPATH, "//button[normalize-space()='Launch in the background']")
+    ).click()
+    # the Results panel follows the launched sweep, and its first finished runs are plotted (bounded: a loaded
+    # 2-core CI machine trains each DP-PCA run in a few seconds to a minute)
+    _wait_for(
+        browser,
+        lambda: (
+            browser.find_elements(By.CSS_SELECTOR, "[data-testid=stPlotlyChart]")
+            and any(  # the Results panel shows this sweep
+                "dp-pca-quick@embedded (#" in (e.get_attribute("value") or "")
+                for e in browser.find_elements(
+                    By.XPATH, "//input[@aria-label='Show results of' or @aria-label='Show results of combobox']"
+                )
+            )
+        ),
+        timeout=240,
+        what="the launched sweep's chart",
+    )
+    assert "No finished runs in this sweep yet" not in browser.page_source
+    for button in browser.find_elements(By.XPATH, "//button[normalize-space()='Cancel the remaining runs']"):
+        button.click()  # leave no training worker behind the test
+
+
+def test_typed_counts_in_the_browser_scientific_and_invalid(server, browser):
+    """1e9 in T is 10^9 (not 1); T = 0 says 'invalid' and takes the epsilon off the screen."""
+    browser.get(server)
+    before = _wait_for(browser, lambda: _metric_value(browser), what="the ε headline")
+    box = _wait_for(
+        browser, lambda: browser.find_element(By.XPATH, "//input[@aria-label='T — synthetic points released']")
+    )
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys("1e9", Keys.ENTER)
+    bigger = _wait_for(browser, lambda: (v := _metric_value(browser)) != before and v, what="the ε of T = 1e9")
+    assert float(bigger) > float(before)
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys("0", Keys.ENTER)
+    _wait_for(browser, lambda: "invalid: T = 0 must be at least 1" in browser.page_source, what="the refusal")
+    assert not browser.find_elements(By.CSS_SELECTOR, "[data-testid=stMetricValue]")
+    # the curves computed in the background arrive without another user action
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys("20000", Keys.ENTER)
+    _wait_for(
+        browser,
+        lambda: (
+            browser.find_elements(By.CSS_SELECTOR, "[data-testid=stPlotlyChart]")
+            and "Computing ε along" not in browser.page_source
+        ),
+        timeout=120,
+        what="the ε curve for T = 20000",
+    )

@@ -12,10 +12,11 @@ from dpmix_core.privacy.accountants import ENORMOUS_EPSILON
 __all__ = ["epsilon_curve_figure", "profile_figure", "tradeoff_figure", "AXIS_TITLES"]
 
 AXIS_TITLES = {
-    "sigma": "noise σx (std of feature noise)",
-    "T": "T (number of synthetic points released)",
-    "l": "ℓ (records mixed per point; Poisson: expected m)",
+    "sigma": "noise σx (std of feature noise, in feature units)",
+    "T": "T (synthetic points released, count)",
+    "l": "ℓ (records mixed per point, count; Poisson: expected m)",
 }
+CURVE_TITLES = {"sigma": "ε as the noise σx changes", "T": "ε as the number of points T grows", "l": "ε as ℓ grows"}
 _COLORS = {
     "lee2019": "#1f77b4",
     "dpcda": "#2ca02c",
@@ -68,11 +69,12 @@ def epsilon_curve_figure(curves: pd.DataFrame, axis: str, *, delta: float, curre
             font={"color": "grey"},
         )
     fig.update_layout(
+        title=f"{CURVE_TITLES.get(axis, f'ε vs {axis}')} (δ = {delta:.2g})",
         xaxis={"title": AXIS_TITLES.get(axis, axis), "type": "log"},
-        yaxis={"title": f"ε at δ = {delta:.2g}", "type": "log", "exponentformat": "power"},
+        yaxis={"title": f"ε at δ = {delta:.2g} (privacy loss, nats)", "type": "log", "exponentformat": "power"},
         font={"size": 15},
         legend={"title": "accountant"},
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
         height=430,
     )
     return fig

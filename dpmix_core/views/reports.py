@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -9,7 +10,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, get_accountant, signed_gap
+from dpmix_core.privacy.accountants import ACCOUNTANTS, EpsilonResult, MixingSetting, get_accountant, signed_gap
 from dpmix_core.privacy.curves import Axis, default_axis_values, epsilon_curve
 from dpmix_core.privacy.profile import (
     PrivacyProfile,
@@ -74,12 +75,18 @@ def _variants(setting: MixingSetting) -> list[tuple[str, str, MixingSetting]]:
     return rows
 
 
+@functools.lru_cache(maxsize=256)
+def _epsilon(name: str, pld_accuracy: float, variant: MixingSetting, delta: float) -> EpsilonResult:
+    """One accountant's epsilon for one setting, remembered: the table and the headline ask for the same ones."""
+    acc = get_accountant(name, **_options(name, pld_accuracy))
+    return acc.epsilon(acc.release_for(variant), delta)
+
+
 def epsilon_table(setting: MixingSetting, delta: float, *, pld_accuracy: float = 0.1) -> pd.DataFrame:
     """One row per accountant: epsilon, what it assumes and whether it is a guarantee."""
     rows = []
     for label, name, variant in _variants(setting):
-        acc = get_accountant(name, **_options(name, pld_accuracy))
-        r = acc.epsilon(acc.release_for(variant), delta)
+        r = _epsilon(name, pld_accuracy, variant, delta)
         notes = [r.reason] if r.reason else []
         details = dict(r.details)
         if "discretization" in details:
@@ -256,7 +263,7 @@ def release_reading(
         release = acc.release_for(variant)
         if not _in_model(release, model):
             continue
-        r = acc.epsilon(release, delta)
+        r = _epsilon(name, pld_accuracy, variant, delta)
         if r.upper_bound and (best is None or r.epsilon < best[0].epsilon):
             best = (r, release)
     alphas = tuple(float(a) for a in np.linspace(0.0, 1.0, points + 1))

@@ -1,0 +1,134 @@
+"""What a page offers next to each chart and table: downloads that work without plotly's toolbar (hidden in
+presentation mode), and the settings printed under a chart so a slide says what it shows."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+import plotly.graph_objects as go
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9]+")
+
+
+def kaleido_available() -> bool:
+    """Whether plotly can write static images here (the optional ``kaleido`` package, with its browser)."""
+    return importlib.util.find_spec("kaleido") is not None
+
+
+def figure_title(fig: go.Figure) -> str:
+    """The figure's title text ('' when it has none)."""
+    title = fig.layout.title.text
+    return str(title) if title else ""
+
+
+def axis_titles(fig: go.Figure) -> dict[str, str]:
+    """Title of every x/y axis the figure's traces use (or declares), by axis name ('' where untitled)."""
+    layout = fig.to_dict().get("layout", {})
+    names = {k for k in layout if re.fullmatch(r"[xy]axis\d*", k)}
+    for trace in fig.data:
+        for letter in ("x", "y"):
+            ref = getattr(trace, f"{letter}axis", None)
+            if ref is not None:
+                names.add(f"{letter}axis{ref[1:]}")
+    return {name: str(((layout.get(name) or {}).get("title") or {}).get("text") or "") for name in sorted(names)}
+
+
+@dataclass(frozen=True)
+class ChartExport:
+    """A chart's downloads: its data as CSV (always), a self-contained interactive HTML (on demand, offline),
+    and an SVG when kaleido is installed."""
+
+    title: str
+    file_stem: str
+    csv: bytes
+    figure: go.Figure
+
+    def __post_init__(self) -> None:
+        if not self.title.strip():
+            raise ValueError("a chart needs a title before it is offered for download.")
+        if not self.file_stem or _UNSAFE.search(self.file_stem.replace("_", "a")):
+            raise ValueError(f"file_stem must be letters, digits and '_'. Found {self.file_stem!r}.")
+
+    def html(self) -> bytes:
+        """The interactive figure in one HTML file, plotly.js inlined (works offline; ~4 MB)."""
+        return self.figure.to_html(include_plotlyjs=True, full_html=True).encode()
+
+    def svg(self) -> bytes:
+        """The figure as SVG (needs kaleido: :func:`kaleido_available`)."""
+        return self.figure.to_image(format="svg")
+
+
+def file_stem(title: str) -> str:
+    """A safe file name from a title: 'ε vs σ (δ = 1e-5)' -> 'vs_1e_5'-like, never empty."""
+    stem = _UNSAFE.sub("_", title.encode("ascii", "ignore").decode()).strip("_").lower()[:60]
+    return stem or "chart"
+
+
+def figure_data_csv(fig: go.Figure) -> bytes:
+    """Every trace's points as rows (trace, x, y[, error]) — the numbers behind the chart."""
+    rows = []
+    for i, trace in enumerate(fig.data):
+        name = getattr(trace, "name", None) or f"trace {i}"
+        x = getattr(trace, "x", None)
+        y = getattr(trace, "y", None)
+        z = getattr(trace, "z", None)
+        if z is not None and x is None and y is None:  # a heatmap / image grid: one row per cell
+            for r, row in enumerate(z):
+                for c, value in enumerate(row):
+                    rows.append({"trace": name, "x": c, "y": r, "value": _plain(value)})
+            continue
+        if x is None and y is None:
+            continue
+        ys = list(y) if y is not None else []
+        xs = list(x) if x is not None else list(range(len(ys)))
+        ys = ys or [math.nan] * len(xs)
+        err = getattr(getattr(trace, "error_y", None), "array", None)
+        for j, (xv, yv) in enumerate(zip(xs, ys)):
+            row = {"trace": name, "x": _plain(xv), "y": _plain(yv)}
+            if err is not None and j < len(err):
+                row["error_y"] = _plain(err[j])
+            rows.append(row)
+    return table_csv(pd.DataFrame(rows, columns=None if rows else ["trace", "x", "y"]))
+
+
+def _plain(value: object) -> object:
+    return value.item() if hasattr(value, "item") else value
+
+
+def chart_export(fig: go.Figure) -> ChartExport:
+    """The downloads of one figure; ValueError when the figure has no title (every chart must say what it is)."""
+    title = figure_title(fig)
+    return ChartExport(title=title, file_stem=file_stem(title), csv=figure_data_csv(fig), figure=fig)
+
+
+def table_csv(table: pd.DataFrame) -> bytes:
+    """A table as UTF-8 CSV (with BOM, so spreadsheet programs read ε and σ correctly)."""
+    buffer = io.StringIO()
+    table.to_csv(buffer, index=False)
+    return buffer.getvalue().encode("utf-8-sig")
+
+
+def settings_caption(settings: Mapping[str, object]) -> str:
+    """The settings behind a chart in one line, e.g. 'n = 60,000 · ℓ = 256 · σx = 0.0711 · δ = 1e-05'."""
+    parts = []
+    for name, value in settings.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            text = "yes" if value else "no"
+        elif isinstance(value, int):
+            text = f"{value:,}"
+        elif isinstance(value, float):
+            text = f"{value:.3g}" if value == 0 or 1e-3 <= abs(value) < 1e5 else f"{value:.2e}"
+        else:
+            text = str(value)
+        parts.append(f"{name} = {text}")
+    if not parts:
+        raise ValueError("settings_caption needs at least one setting.")
+    return "Settings: " + " · ".join(parts)

@@ -1,0 +1,98 @@
+"""Every chart on every page has a title, titled axes and downloads next to it; every table a CSV download;
+presentation mode prints the settings under each chart (issue 15 §4)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = re.findall(r'st\.Page\("([^"]+)"', (ROOT / "app.py").read_text())
+
+
+def _seed_store(tmp_path, monkeypatch) -> None:
+    """One finished run of a quick preset, so Train & trade-offs draws its chart and tables."""
+    from dpmix_core.experiments.presets import get_preset
+    from dpmix_core.experiments.trade_offs import sweep_jobs
+    from dpmix_core.runtime.store import ResultStore
+
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
+    monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path / "no-data"))
+    (tmp_path / "no-data").mkdir()
+    spec = get_preset("thesis-4.2-l-quick")
+    store = ResultStore()
+    sweep = store.create_sweep(spec.name, spec.to_dict())
+    kind, config, key = sweep_jobs(spec)[0]
+    run = store.submit(kind, config, key, sweep=sweep.id)
+    store.claim(run.id)
+    store.finish(run.id, {"test_accuracy": 0.70, "epsilon": {"lee2019": 2.7}, "delta": 1e-5})
+
+
+def _open(page: str, *, present: bool) -> AppTest:
+    from dpmix_core.views.background import shared_background
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    if present:
+        at.query_params["present"] = "1"
+    at.run()
+    at.switch_page(page).run()
+    if page.endswith("privacy_accountant.py"):
+        at.toggle(key="acc_attacker").set_value(True).run()  # the attacker's two charts
+        assert shared_background().wait_all(120)
+        at.run()  # the poll's rerun: the epsilon curve
+    assert not at.exception, at.exception
+    return at
+
+
+def _key(element) -> str:
+    return element.proto.id.rsplit("-", 1)[-1]
+
+
+def _axis_titles(layout: dict) -> dict[str, str]:
+    """Titles of the numeric axes shown (an image grid's axes carry category labels instead: PC 1, ε = 2)."""
+    return {
+        name: ((axis.get("title") or {}).get("text") or "")
+        for name, axis in layout.items()
+        if re.fullmatch(r"[xy]axis\d*", name)
+        and axis.get("visible", True)
+        and axis.get("showticklabels", True)
+        and "ticktext" not in axis
+    }
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_chart_has_a_title_axis_titles_and_downloads_and_every_table_a_csv(page, tmp_path, monkeypatch):
+    _seed_store(tmp_path, monkeypatch)
+    at = _open(page, present=False)
+    charts = at.get("plotly_chart")
+    downloads = {_key(d): d for d in at.get("download_button")}
+    for chart in charts:
+        spec = json.loads(chart.proto.spec)
+        layout = spec.get("layout", {})
+        title = (layout.get("title") or {}).get("text")
+        assert title, f"a chart on {page} has no title"
+        untitled = [name for name, text in _axis_titles(layout).items() if not text]
+        assert not untitled, f"{title!r} on {page}: axes without a title (units): {untitled}"
+        key = _key(chart)
+        assert key + "_csv" in downloads and key + "_html" in downloads, f"{title!r} on {page} has no download"
+    csv_buttons = [d for d in at.get("download_button") if "CSV" in d.proto.label]
+    assert len(csv_buttons) >= len(at.dataframe), f"{page}: a table without a CSV download"
+    if page.endswith(("privacy_accountant.py", "dp_foundations.py", "train_tradeoffs.py")):
+        assert charts, f"{page} should draw charts here"
+
+
+@pytest.mark.parametrize("page", ["app_pages/privacy_accountant.py", "app_pages/dp_foundations.py"])
+def test_presentation_mode_prints_the_settings_under_each_chart(page):
+    at = _open(page, present=True)
+    charts = at.get("plotly_chart")
+    captions = [c.value for c in at.caption if c.value.startswith("Settings: ")]
+    assert charts and len(captions) >= len(charts)
+    if page.endswith("privacy_accountant.py"):
+        assert any("n = 60,000" in c and "T = 10,000" in c and "δ = 1.00e-05" in c for c in captions), captions
+    for chart in charts:  # one chart per screen: tall figures, and the CSS gives each a screen
+        assert json.loads(chart.proto.spec)["layout"]["height"] >= 700
+    assert any("min-height: 85vh" in m.value for m in at.markdown)
+    plain = _open(page, present=False)
+    assert not [c for c in plain.caption if c.value.startswith("Settings: ")]

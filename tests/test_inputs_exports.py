@@ -1,0 +1,101 @@
+"""Typed numbers are parsed exactly or refused by name; chart and table downloads; the background store."""
+
+import threading
+import time
+
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from dpmix_core.views.background import BackgroundResults
+from dpmix_core.views.exports import chart_export, figure_data_csv, settings_caption, table_csv
+from dpmix_core.views.inputs import format_count, format_real, parse_count, parse_real
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [("1e9", 10**9), ("60000", 60000), ("60,000", 60000), (" 6e4 ", 60000), ("1.5e3", 1500), ("10**0", None)],
+)
+def test_parse_count_reads_scientific_notation_exactly(text, value):
+    if value is None:
+        with pytest.raises(ValueError, match="invalid: T = '10\\*\\*0' is not a number"):
+            parse_count(text, name="T")
+    else:
+        assert parse_count(text, name="T") == value
+
+
+def test_parse_count_never_clamps():
+    with pytest.raises(ValueError, match="invalid: T = 0 must be at least 1"):
+        parse_count("0", name="T")
+    with pytest.raises(ValueError, match="at most 1,000"):
+        parse_count("1e9", name="T", maximum=1000)
+    with pytest.raises(ValueError, match="whole number"):
+        parse_count("2.5", name="T")
+    with pytest.raises(ValueError, match="empty"):
+        parse_count("  ", name="T")
+    with pytest.raises(ValueError, match="finite"):
+        parse_count("inf", name="T")
+    assert parse_count("12345678901234567890", name="T") == 12345678901234567890  # no float rounding
+
+
+def test_parse_real_bounds_and_round_trips():
+    assert parse_real("1e-5", name="δ", minimum=0, strict_minimum=True) == 1e-5
+    with pytest.raises(ValueError, match="invalid: δ = -0.1 must be greater than 0"):
+        parse_real("-0.1", name="δ", minimum=0, strict_minimum=True)
+    with pytest.raises(ValueError, match="invalid: δ = 0 must be greater than 0"):
+        parse_real("0", name="δ", minimum=0, strict_minimum=True)
+    with pytest.raises(ValueError, match="at most 0.5"):
+        parse_real("0.7", name="δ", maximum=0.5)
+    for value in (1e-5, 0.0711, 1.6667e-5):
+        assert parse_real(format_real(value), name="x") == pytest.approx(value, rel=1e-5)
+    assert parse_count(format_count(60000), name="n") == 60000
+
+
+def test_chart_export_needs_a_title_and_carries_the_data():
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[3.0, 4.0], name="lee2019"))
+    with pytest.raises(ValueError, match="title"):
+        chart_export(fig)
+    fig.update_layout(title="ε as T grows (δ = 1e-05)")
+    export = chart_export(fig)
+    assert export.file_stem == "as_t_grows_1e_05"
+    csv = export.csv.decode("utf-8-sig").splitlines()
+    assert csv == ["trace,x,y", "lee2019,1,3.0", "lee2019,2,4.0"]
+    assert b"<html>" in export.html()[:200].lower() or b"<html" in export.html()[:500].lower()
+
+
+def test_image_and_error_bar_data():
+    heat = go.Figure(go.Heatmap(z=[[1, 2], [3, 4]]))
+    assert figure_data_csv(heat).decode("utf-8-sig").splitlines()[1:] == ["trace 0,0,0,1", "trace 0,1,0,2"] + [
+        "trace 0,0,1,3",
+        "trace 0,1,1,4",
+    ]
+    bars = go.Figure(go.Scatter(x=[1], y=[0.5], error_y={"array": [0.1]}, name="s"))
+    assert figure_data_csv(bars).decode("utf-8-sig").splitlines() == ["trace,x,y,error_y", "s,1,0.5,0.1"]
+    assert table_csv(pd.DataFrame({"ε": [1.5]})).decode("utf-8-sig") == "ε\n1.5\n"
+
+
+def test_settings_caption():
+    text = settings_caption({"n": 60000, "σx": 0.0711, "δ": 1e-5, "class-centric": False, "skip": None})
+    assert text == "Settings: n = 60,000 · σx = 0.0711 · δ = 1.00e-05 · class-centric = no"
+    with pytest.raises(ValueError):
+        settings_caption({})
+
+
+def test_background_results_are_keyed_and_newer_requests_drop_queued_ones():
+    store = BackgroundResults()
+    gate = threading.Event()
+    first = store.request("a", gate.wait, 10)  # occupies the worker
+    queued = store.request("b", lambda: "b")
+    latest = store.request("c", lambda: "c")  # "b" has not started: dropped
+    assert queued.cancelled() and not store.ready("b")
+    assert store.request("c", lambda: "other") is latest  # same key, same future
+    gate.set()
+    assert store.wait_all(10) and latest.result() == "c" and first.result() is True
+    assert store.ready("a") and store.ready("c")
+    failing = store.request("boom", lambda: 1 / 0)
+    assert store.wait("boom", 10) and isinstance(failing.exception(), ZeroDivisionError)
+    assert not store.wait("never asked", 0)
+    t0 = time.perf_counter()
+    store.request("slow", time.sleep, 0.3)
+    assert time.perf_counter() - t0 < 0.1  # asking never waits
+    assert store.wait_all(5)
