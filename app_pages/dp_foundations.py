@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from app_pages.shared.widgets import chart, table_download
 from dpmix_core.data import Dataset, default_dataset
 from dpmix_core.teaching import (
     LABEL_ADJACENCY,
@@ -29,7 +30,6 @@ from dpmix_core.teaching import (
     pca_grid_figure,
     release_table,
 )
-from dpmix_core.views.exports import chart_export, kaleido_available, settings_caption, table_csv
 
 K = "fnd_"  # session-state prefix of this page's widgets
 DEFAULTS = {
@@ -42,40 +42,6 @@ DEFAULTS = {
     "calibration": "auto",
     "digit": 3,
 }
-PRESENT_CHART_HEIGHT = 720  # presentation mode: one chart per screen
-
-
-def _chart(fig, key: str, settings: dict | None = None) -> None:
-    """A chart, its downloads (data CSV, interactive HTML, SVG with kaleido) and, when presenting, its settings."""
-    if st.session_state.get("present"):
-        fig.update_layout(height=PRESENT_CHART_HEIGHT)
-    export = chart_export(fig)
-    st.plotly_chart(fig, width="stretch", key=key)
-    with st.container(horizontal=True):
-        st.download_button(
-            "Data (CSV)", export.csv, f"{export.file_stem}.csv", "text/csv", key=key + "_csv", on_click="ignore"
-        )
-        st.download_button(
-            "Chart (HTML)", export.html, f"{export.file_stem}.html", "text/html", key=key + "_html", on_click="ignore"
-        )
-        if kaleido_available():
-            st.download_button(
-                "Chart (SVG)",
-                export.svg,
-                f"{export.file_stem}.svg",
-                "image/svg+xml",
-                key=key + "_svg",
-                on_click="ignore",
-            )
-    if st.session_state.get("present") and settings:
-        st.caption(settings_caption(settings))
-
-
-def _table_download(table, key: str, name: str) -> None:
-    """Every table on the page can be taken away as CSV."""
-    st.download_button(
-        "Table (CSV)", table_csv(pd.DataFrame(table)), f"{name}.csv", "text/csv", key=key + "_csv", on_click="ignore"
-    )
 
 
 LABEL_EPS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
@@ -198,7 +164,7 @@ def _labels_section(ds: Dataset, seed: int) -> None:
             st.error(str(exc))
         else:
             st.dataframe(ex.table(), hide_index=True, width="stretch")
-            _table_download(ex.table(), K + "label_example", "label_change_example")
+            table_download(ex.table(), K + "label_example", "label_change_example")
             st.markdown(
                 f"- **One-hot:** a 1 becomes 0 and a 0 becomes 1, so the L1 distance is **2 for every pair of "
                 f"classes** → Δf = {ex.one_hot_sensitivity:g}.\n"
@@ -228,9 +194,9 @@ def _labels_section(ds: Dataset, seed: int) -> None:
     c1, c2 = st.columns(2)
     settings = {"ε": eps, "classes": k, "training labels": ds.n_train, "seed": seed}
     with c1:
-        _chart(label_scale_figure(cached_scales(k), current=eps), K + "chart_label_scale", settings)
+        chart(label_scale_figure(cached_scales(k), current=eps), K + "chart_label_scale", settings)
     with c2:
-        _chart(label_accuracy_figure(cached_accuracy(seed), current=eps, n=ds.n_train), K + "chart_label_acc", settings)
+        chart(label_accuracy_figure(cached_accuracy(seed), current=eps, n=ds.n_train), K + "chart_label_acc", settings)
     st.caption(
         f"Right: `laplace_label_release` on all {ds.n_train:,} training labels at each ε (one draw, seed {seed}). "
         "One-hot labels are read back by argmax; number labels are clamped to the range and rounded. Both are "
@@ -277,7 +243,7 @@ def _stats_section(ds: Dataset, seed: int) -> None:
     name = ds.label_names[digit]
     st.subheader(f"(a) DP mean image of digit {name} — {means.dim:,} numbers")
     settings = {"ε": eps, "δ": delta, "Gaussian calibration": method, "digit": name, "seed": seed}
-    _chart(mean_images_figure(means, label_name=name), K + "chart_means", settings)
+    chart(mean_images_figure(means, label_name=name), K + "chart_means", settings)
     lap_sd, gau_sd = noise_std(means.laplace.release), noise_std(means.gaussian.release)
     st.markdown(
         f"Noise std per pixel: Laplace **{lap_sd:.3g}** vs Gaussian **{gau_sd:.3g}**. For an average of n images "
@@ -285,7 +251,7 @@ def _stats_section(ds: Dataset, seed: int) -> None:
         f"**{'Gaussian' if gau_sd < lap_sd else 'Laplace'} adds less noise here**."
     )
     st.subheader(f"(b) DP class histogram — {ds.num_classes} numbers")
-    _chart(histogram_figure(hist, label_names=ds.label_names), K + "chart_hist", settings)
+    chart(histogram_figure(hist, label_names=ds.label_names), K + "chart_hist", settings)
     lap_sd, gau_sd = noise_std(hist.laplace.release), noise_std(hist.gaussian.release)
     st.markdown(
         f"Noise std per count: Laplace **{lap_sd:.3g}** vs Gaussian **{gau_sd:.3g}**. Changing one label moves "
@@ -305,7 +271,7 @@ def _stats_section(ds: Dataset, seed: int) -> None:
             "adjacency": st.column_config.TextColumn(width="large"),
         },
     )
-    _table_download(table, K + "release_table", "dp_releases")
+    table_download(table, K + "release_table", "dp_releases")
     st.caption(
         f"Adjacency: {REPLACE_ONE_LONG}. Each guarantee holds by construction: the noise is calibrated to the "
         "sensitivity under that adjacency. Under add/remove-one adjacency the sensitivities would differ."
@@ -335,9 +301,9 @@ def _pca_section(ds: Dataset, seed: int) -> None:
         f"Using {sub} training images (n = {pca.n_used:,}), δ = {PCA_DELTA:.0e}, noise seed {seed}. "
         "Calibration per row: classic for ε < 1, analytic (Balle & Wang 2018) for ε ≥ 1."
     )
-    _chart(pca_grid_figure(pca), K + "chart_pca", {"n": pca.n_used, "δ": PCA_DELTA, "seed": seed})
+    chart(pca_grid_figure(pca), K + "chart_pca", {"n": pca.n_used, "δ": PCA_DELTA, "seed": seed})
     st.dataframe(pca.table(), hide_index=True, width="stretch")
-    _table_download(pca.table(), K + "pca_table", "dp_pca_components")
+    table_download(pca.table(), K + "pca_table", "dp_pca_components")
     lam = pca.exact_eigenvalues
     levels = ", ".join(
         f"{pca.noise_spectral_norm(i):.2g} at ε = {rel.epsilon:g}" for i, rel in enumerate(pca.releases) if rel

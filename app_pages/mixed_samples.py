@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
+from app_pages.shared.widgets import table_download
 from dpmix_core.data import public_zscore_constants
 from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
 from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.synthesis.export import npz_bytes, privacy_card
 from dpmix_core.synthesis.pipeline import SynthesisConfig, release_refusal, synthesize
 from dpmix_core.synthesis.previews import PREVIEW_MECHANISMS, mixing_preview
-from dpmix_core.views.exports import table_csv
 from dpmix_core.views.inputs import parse_count, parse_real
 from dpmix_core.views.reports import format_epsilon
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "mix_"
-
-
-def _table_download(table, key: str, name: str) -> None:
-    """Every table on the page can be taken away as CSV."""
-    st.download_button(
-        "Table (CSV)", table_csv(pd.DataFrame(table)), f"{name}.csv", "text/csv", key=key + "_csv", on_click="ignore"
-    )
 
 
 def _count_box(col, label: str, key: str, *, maximum: int, disabled: bool = False) -> int | None:
@@ -233,7 +225,7 @@ epsilon_rows = [
     for e in preview.epsilons
 ]
 st.dataframe(epsilon_rows, hide_index=True, width="stretch")
-_table_download(epsilon_rows, K + "eps_table", f"dpmix_{used.mechanism}_epsilons")
+table_download(epsilon_rows, K + "eps_table", f"dpmix_{used.mechanism}_epsilons")
 
 for caveat in preview.caveats:
     st.warning(f"Caveat: {caveat}.")
@@ -243,7 +235,7 @@ st.caption(preview.display_note + " Uniform mixing groups points by the class wi
 for cls in preview.classes if not preview.images else ():
     st.markdown(f"**class {cls.label}**")
     st.dataframe(cls.rows(), hide_index=True, width="stretch")
-    _table_download(cls.rows(), K + f"class_{cls.label}", f"dpmix_preview_class_{cls.label}")
+    table_download(cls.rows(), K + f"class_{cls.label}", f"dpmix_preview_class_{cls.label}")
 for cls in preview.classes if preview.images else ():
     cols = st.columns([4, 2, 2])
     cols[0].image(

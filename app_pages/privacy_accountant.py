@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from app_pages.shared.widgets import chart, table_download
 from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, equal_class_sizes, get_accountant
 from dpmix_core.privacy.budget import compose_budget, mixing_item
 from dpmix_core.privacy.calibration import calibrate_sigma
@@ -12,7 +13,6 @@ from dpmix_core.privacy.release import PRIVATE_NORMALISATION
 from dpmix_core.views.accounting_presets import ACCOUNTING_PRESETS
 from dpmix_core.views.background import shared_background
 from dpmix_core.views.budget import budget_table, dp_pca_budget_item, dpsgd_budget_item, label_budget_item
-from dpmix_core.views.exports import chart_export, kaleido_available, settings_caption, table_csv
 from dpmix_core.views.figures import epsilon_curve_figure, profile_figure, tradeoff_figure
 from dpmix_core.views.html_report import accountant_report
 from dpmix_core.views.inputs import format_count, format_real, parse_count, parse_real
@@ -48,40 +48,6 @@ DEFAULTS = {
     "private_norm": False,
     "pld_accuracy": 0.2,
 }
-PRESENT_CHART_HEIGHT = 720  # presentation mode: one chart per screen
-
-
-def _chart(fig, key: str, settings: dict | None = None) -> None:
-    """A chart, its downloads (data CSV, interactive HTML, SVG with kaleido) and, when presenting, its settings."""
-    if st.session_state.get("present"):
-        fig.update_layout(height=PRESENT_CHART_HEIGHT)
-    export = chart_export(fig)
-    st.plotly_chart(fig, width="stretch", key=key)
-    with st.container(horizontal=True):
-        st.download_button(
-            "Data (CSV)", export.csv, f"{export.file_stem}.csv", "text/csv", key=key + "_csv", on_click="ignore"
-        )
-        st.download_button(
-            "Chart (HTML)", export.html, f"{export.file_stem}.html", "text/html", key=key + "_html", on_click="ignore"
-        )
-        if kaleido_available():
-            st.download_button(
-                "Chart (SVG)",
-                export.svg,
-                f"{export.file_stem}.svg",
-                "image/svg+xml",
-                key=key + "_svg",
-                on_click="ignore",
-            )
-    if st.session_state.get("present") and settings:
-        st.caption(settings_caption(settings))
-
-
-def _table_download(table, key: str, name: str) -> None:
-    """Every table on the page can be taken away as CSV."""
-    st.download_button(
-        "Table (CSV)", table_csv(pd.DataFrame(table)), f"{name}.csv", "text/csv", key=key + "_csv", on_click="ignore"
-    )
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
@@ -281,7 +247,7 @@ def _table(setting: MixingSetting, delta: float) -> None:
         "Every accountant, each on the release its paper analyses: rows with different assumptions "
         "describe different releases and are not interchangeable."
     )
-    _table_download(table.drop(columns=["ε"]), K + "table", "dpmix_epsilon_table")
+    table_download(table.drop(columns=["ε"]), K + "table", "dpmix_epsilon_table")
 
 
 def _attacker(setting: MixingSetting, reading: ReleaseReading | None, delta: float) -> None:
@@ -303,7 +269,7 @@ def _attacker(setting: MixingSetting, reading: ReleaseReading | None, delta: flo
     c1, c2 = st.columns(2)
     settings = _settings(setting, delta)
     with c1:
-        _chart(
+        chart(
             tradeoff_figure(
                 reading.alphas,
                 reading.beta_bound,
@@ -315,7 +281,7 @@ def _attacker(setting: MixingSetting, reading: ReleaseReading | None, delta: flo
             settings,
         )
     with c2:
-        _chart(
+        chart(
             profile_figure(
                 reading.profile.epsilons,
                 reading.profile.deltas,
@@ -361,7 +327,7 @@ def _curves(setting: MixingSetting, delta: float) -> None:
         st.error(f"The curve could not be computed: {error}")
         return
     current = {"sigma": setting.sigma_x, "T": setting.T, "l": setting.l}[axis]
-    _chart(
+    chart(
         epsilon_curve_figure(future.result(), axis, delta=delta, current=current),
         K + "chart_curve",
         _settings(setting, delta),
@@ -437,7 +403,7 @@ def _budget(reading: ReleaseReading | None, delta: float) -> None:
         return
     st.metric(f"Total ε at δ = {delta:.2g} for {budget.relation} adjacency", format_epsilon(budget.epsilon))
     st.dataframe(budget_table(budget), hide_index=True, width="stretch")
-    _table_download(budget_table(budget), K + "budget_table", "dpmix_privacy_budget")
+    table_download(budget_table(budget), K + "budget_table", "dpmix_privacy_budget")
     for note in budget.notes:
         st.warning(note)
     st.button("Clear the budget", key=K + "budget_clear", on_click=lambda: st.session_state.pop(K + "budget", None))
@@ -506,7 +472,7 @@ def _context() -> None:
     )
     deployments = pd.DataFrame([{"who": d.who, "ε": d.epsilon, "what": d.what} for d in DEPLOYMENTS])
     st.dataframe(deployments, hide_index=True, width="stretch")
-    _table_download(deployments, K + "deployments", "published_epsilons")
+    table_download(deployments, K + "deployments", "published_epsilons")
     st.caption("Published values for context only: local vs central DP and per-day vs total budgets differ in meaning.")
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
+from app_pages.shared.widgets import table_download
 from dpmix_core.audit import AuditConfig, run_audit
 from dpmix_core.audit.membership import job_config
 from dpmix_core.audit.reidentification import nearest_records
@@ -12,19 +12,11 @@ from dpmix_core.data import default_dataset
 from dpmix_core.data.choice import describe_dataset
 from dpmix_core.experiments.audits import membership_attack, submit_membership_attack
 from dpmix_core.synthesis.pipeline import SynthesisConfig
-from dpmix_core.views.exports import table_csv
 from dpmix_core.views.inputs import format_count, parse_count
 from dpmix_core.views.reports import format_epsilon
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "aud_"
-
-
-def _table_download(table, key: str, name: str) -> None:
-    """Every table on the page can be taken away as CSV."""
-    st.download_button(
-        "Table (CSV)", table_csv(pd.DataFrame(table)), f"{name}.csv", "text/csv", key=key + "_csv", on_click="ignore"
-    )
 
 
 @st.cache_resource(show_spinner="Loading data…", max_entries=1)
@@ -130,7 +122,7 @@ def _empirical() -> None:
         for r in result.accountant_results
     ]
     st.dataframe(bounds, hide_index=True, width="stretch")
-    _table_download(bounds, K + "bounds", "audit_accountant_bounds")
+    table_download(bounds, K + "bounds", "audit_accountant_bounds")
     st.caption(
         f"Test: {result.test}. False-positive rate {result.fpr:.4f} (≤ {result.fpr_upper:.4f}), "
         f"false-negative rate {result.fnr:.4f} (≤ {result.fnr_upper:.4f}), threshold chosen on "
@@ -190,7 +182,7 @@ def _membership(dataset, key: str) -> None:
             width="stretch",
             column_order=["label", "epsilon", "AUC", "advantage", "train acc", "test acc", "gap"],
         )
-        _table_download(run.result["rows"], K + "mia", "membership_inference")
+        table_download(run.result["rows"], K + "mia", "membership_inference")
         st.caption(
             "ε per row from the release's applicable accountants (upper bounds), for a release made from "
             "the member records only. Non-members are other records of the same training split."

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
+from app_pages.shared.widgets import chart, table_download
 from dpmix_core.experiments.presets import get_preset, preset_names
 from dpmix_core.experiments.runtime_estimate import estimate_sweep_runtime
 from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_series, solve_epsilon
@@ -31,7 +31,6 @@ from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.runtime.jobs import default_max_parallel
 from dpmix_core.runtime.store import ResultStore, StoreError
 from dpmix_core.training.names import LOSSES, MODELS
-from dpmix_core.views.exports import chart_export, kaleido_available, settings_caption, table_csv
 from dpmix_core.views.inputs import parse_count, parse_real
 
 K = "tr_"
@@ -177,7 +176,7 @@ def _progress_panel() -> None:
                 "eta (s)": st.column_config.NumberColumn(format="%.0f"),
             },
         )
-        _table_download(current, K + "progress", "sweep_progress")
+        table_download(current, K + "progress", "sweep_progress")
         still = current["status"].isin(ACTIVE).any()
         if still:
             st.button("Cancel the remaining runs", on_click=_cancel_all, key=K + "cancel")
@@ -212,42 +211,6 @@ def _solve_epsilon_panel(agg, axis: str | None) -> None:
     st.caption(
         "Between the swept points the curve is read along a straight line on a log-ε axis. Beyond the sweep, "
         "`python -m dpmix_core best-release --target-epsilon E` searches the feature-mixing release for a budget."
-    )
-
-
-PRESENT_CHART_HEIGHT = 720  # presentation mode: one chart per screen
-
-
-def _chart(fig, key: str, settings: dict | None = None) -> None:
-    """A chart, its downloads (data CSV, interactive HTML, SVG with kaleido) and, when presenting, its settings."""
-    if st.session_state.get("present"):
-        fig.update_layout(height=PRESENT_CHART_HEIGHT)
-    export = chart_export(fig)
-    st.plotly_chart(fig, width="stretch", key=key)
-    with st.container(horizontal=True):
-        st.download_button(
-            "Data (CSV)", export.csv, f"{export.file_stem}.csv", "text/csv", key=key + "_csv", on_click="ignore"
-        )
-        st.download_button(
-            "Chart (HTML)", export.html, f"{export.file_stem}.html", "text/html", key=key + "_html", on_click="ignore"
-        )
-        if kaleido_available():
-            st.download_button(
-                "Chart (SVG)",
-                export.svg,
-                f"{export.file_stem}.svg",
-                "image/svg+xml",
-                key=key + "_svg",
-                on_click="ignore",
-            )
-    if st.session_state.get("present") and settings:
-        st.caption(settings_caption(settings))
-
-
-def _table_download(table, key: str, name: str) -> None:
-    """Every table on the page can be taken away as CSV."""
-    st.download_button(
-        "Table (CSV)", table_csv(pd.DataFrame(table)), f"{name}.csv", "text/csv", key=key + "_csv", on_click="ignore"
     )
 
 
@@ -296,7 +259,7 @@ def _results_panel(query_sweep: int | None) -> None:
         epsilon_column=None if second == "(none)" else second,
         published=published,
     )
-    _chart(fig, K + "chart", {"sweep": names[chosen], "axis": axis, "metric": metric, "second axis": second})
+    chart(fig, K + "chart", {"sweep": names[chosen], "axis": axis, "metric": metric, "second axis": second})
     st.caption(
         "Error bars: ±1 standard deviation over repeats (seeds). Dotted lines: runs the axis does not move "
         "(e.g. non-private). ε columns: mean per point, from each accountant that applies "
@@ -308,7 +271,7 @@ def _results_panel(query_sweep: int | None) -> None:
             f"{REPRODUCED_WITHIN_PTS:g} points counts as not reproduced; docs/REPRODUCTION.md says why."
         )
         st.dataframe(published_comparison(agg, published), hide_index=True, width="stretch")
-        _table_download(published_comparison(agg, published), K + "published", f"sweep_{chosen}_published_vs_ours")
+        table_download(published_comparison(agg, published), K + "published", f"sweep_{chosen}_published_vs_ours")
     st.dataframe(agg, hide_index=True, width="stretch")
     st.download_button(
         "Download results (CSV)",

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dpmix_core.views.exports import kaleido_available
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = re.findall(r'st\.Page\("([^"]+)"', (ROOT / "app.py").read_text())
 
@@ -68,6 +70,7 @@ def test_every_chart_has_a_title_axis_titles_and_downloads_and_every_table_a_csv
     at = _open(page, present=False)
     charts = at.get("plotly_chart")
     downloads = {_key(d): d for d in at.get("download_button")}
+    images = kaleido_available()
     for chart in charts:
         spec = json.loads(chart.proto.spec)
         layout = spec.get("layout", {})
@@ -77,6 +80,8 @@ def test_every_chart_has_a_title_axis_titles_and_downloads_and_every_table_a_csv
         assert not untitled, f"{title!r} on {page}: axes without a title (units): {untitled}"
         key = _key(chart)
         assert key + "_csv" in downloads and key + "_html" in downloads, f"{title!r} on {page} has no download"
+        if images:  # PNG for slides and SVG for print wherever plotly can render static images
+            assert key + "_png" in downloads and key + "_svg" in downloads, f"{title!r} on {page}: no PNG/SVG"
     csv_buttons = [d for d in at.get("download_button") if "CSV" in d.proto.label]
     assert len(csv_buttons) >= len(at.dataframe), f"{page}: a table without a CSV download"
     if page.endswith(("privacy_accountant.py", "dp_foundations.py", "train_tradeoffs.py")):
@@ -96,3 +101,15 @@ def test_presentation_mode_prints_the_settings_under_each_chart(page):
     assert any("min-height: 85vh" in m.value for m in at.markdown)
     plain = _open(page, present=False)
     assert not [c for c in plain.caption if c.value.startswith("Settings: ")]
+
+
+@pytest.mark.skipif(not kaleido_available(), reason="kaleido or a Chromium browser is missing: no static images")
+def test_png_and_svg_downloads_render_the_chart():
+    import plotly.graph_objects as go
+
+    from dpmix_core.views.exports import chart_export
+
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]), layout={"title": {"text": "eps vs sigma"}})
+    export = chart_export(fig)
+    png, svg = export.png(), export.svg()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and b"<svg" in svg[:200] and b"eps vs sigma" in svg

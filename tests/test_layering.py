@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "dpmix_core"
 PAGES = (
-    sorted((ROOT / "app_pages").glob("*.py"))
+    sorted((ROOT / "app_pages").rglob("*.py"))  # the page scripts and their shared widgets
     if (ROOT / "app_pages").is_dir()
     else sorted((ROOT / "pages").glob("*.py"))
 )

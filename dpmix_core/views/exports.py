@@ -17,8 +17,18 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9]+")
 
 
 def kaleido_available() -> bool:
-    """Whether plotly can write static images here (the optional ``kaleido`` package, with its browser)."""
-    return importlib.util.find_spec("kaleido") is not None
+    """Whether plotly can write static images here: ``kaleido`` installed *and* a Chromium-based browser it can
+    drive (kaleido 1.x renders in Chrome/Chromium; ``.ci/run`` installs Debian's ``chromium``)."""
+    if importlib.util.find_spec("kaleido") is None:
+        return False
+    try:
+        from choreographer.browsers.chromium import Chromium  # kaleido's browser driver
+    except ImportError:  # pragma: no cover - kaleido without its driver
+        return False
+    try:
+        return Chromium.find_browser(skip_local=False) is not None
+    except Exception:  # noqa: BLE001 - a best-effort probe: no browser means no static images
+        return False
 
 
 def figure_title(fig: go.Figure) -> str:
@@ -60,8 +70,13 @@ class ChartExport:
         return self.figure.to_html(include_plotlyjs=True, full_html=True).encode()
 
     def svg(self) -> bytes:
-        """The figure as SVG (needs kaleido: :func:`kaleido_available`)."""
+        """The figure as SVG (needs kaleido: :func:`kaleido_available`; ~1-4 s: pass the method, not its value,
+        to a download button, so it runs only when clicked)."""
         return self.figure.to_image(format="svg")
+
+    def png(self) -> bytes:
+        """The figure as a PNG at twice the screen resolution, for slides (needs kaleido; run on click)."""
+        return self.figure.to_image(format="png", scale=2)
 
 
 def file_stem(title: str) -> str:

@@ -1,0 +1,44 @@
+"""Widgets every page shares: a chart with its downloads, a table's CSV download.
+
+Streamlit code only (the exports themselves are built by :mod:`dpmix_core.views.exports`); pages import
+these instead of each keeping a copy.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dpmix_core.views.exports import chart_export, kaleido_available, settings_caption, table_csv
+
+PRESENT_CHART_HEIGHT = 720  # presentation mode: one chart per screen
+
+
+def chart(fig, key: str, settings: dict | None = None) -> None:
+    """A chart, its downloads and, when presenting, the release's settings under it.
+
+    Downloads: the chart's data as CSV and the chart as one offline HTML file, always; PNG (2x, for slides)
+    and SVG when kaleido and a Chromium browser are present. Images and HTML are made only when clicked.
+    """
+    if st.session_state.get("present"):
+        fig.update_layout(height=PRESENT_CHART_HEIGHT)
+    export = chart_export(fig)
+    st.plotly_chart(fig, width="stretch", key=key)
+    stem = export.file_stem
+    with st.container(horizontal=True):
+        st.download_button("Data (CSV)", export.csv, f"{stem}.csv", "text/csv", key=key + "_csv", on_click="ignore")
+        st.download_button(
+            "Chart (HTML)", export.html, f"{stem}.html", "text/html", key=key + "_html", on_click="ignore"
+        )
+        if kaleido_available():
+            st.download_button("PNG", export.png, f"{stem}.png", "image/png", key=key + "_png", on_click="ignore")
+            st.download_button("SVG", export.svg, f"{stem}.svg", "image/svg+xml", key=key + "_svg", on_click="ignore")
+    if st.session_state.get("present") and settings:
+        st.caption(settings_caption(settings))
+
+
+def table_download(table, key: str, name: str) -> None:
+    """Every table on a page can be taken away as CSV."""
+    st.download_button(
+        "Table (CSV)", table_csv(pd.DataFrame(table)), f"{name}.csv", "text/csv", key=key + "_csv", on_click="ignore"
+    )
