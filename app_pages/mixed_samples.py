@@ -4,37 +4,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.shared.widgets import table_download
+from app_pages.shared.widgets import count_box, real_check, table_download
 from dpmix_core.data import public_zscore_constants
 from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
 from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.synthesis.export import npz_bytes, privacy_card
 from dpmix_core.synthesis.pipeline import SynthesisConfig, release_refusal, synthesize
 from dpmix_core.synthesis.previews import PREVIEW_MECHANISMS, mixing_preview
-from dpmix_core.views.inputs import parse_count, parse_real
+from dpmix_core.views.inputs import parse_real
 from dpmix_core.views.reports import format_epsilon
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "mix_"
-
-
-def _count_box(col, label: str, key: str, *, maximum: int, disabled: bool = False) -> int | None:
-    """A count typed as text (1000, 1e4); under it, "invalid: …" instead of a clamped value."""
-    col.text_input(label, key=K + key, disabled=disabled, help="A whole number; 1e4 and 10,000 are accepted.")
-    try:
-        return parse_count(st.session_state[K + key], name=label.split(" —")[0], maximum=maximum)
-    except ValueError as exc:
-        col.error(str(exc))
-        return None
-
-
-def _real_check(col, value: float, name: str, *, minimum: float) -> float | None:
-    """A number input's value, or "invalid: …" under it (no min_value: a browser would keep the old value)."""
-    try:
-        return parse_real(repr(float(value)), name=name, minimum=minimum)
-    except ValueError as exc:
-        col.error(str(exc))
-        return None
 
 
 # defaults that demo well: a release with moderate protection (rdp-wor eps ~ 4.4 on the embedded sample)
@@ -114,22 +95,22 @@ if needs_feature_range(dataset):
 c1, c2, c3 = st.columns(3)
 mechanism = c1.selectbox("Mechanism", PREVIEW_MECHANISMS, key=K + "mechanism")
 c1.caption(MECHANISM_HELP[mechanism])
-l_value = _count_box(
-    c1, "ℓ — records per point (Poisson: expected m)", "l", maximum=10**6, disabled=mechanism == "local"
+l_value = count_box(
+    c1, "ℓ — records per point (Poisson: expected m)", K + "l", maximum=10**6, disabled=mechanism == "local"
 )
-T_value = _count_box(c2, "T — points in the full release (ε is for all T)", "T", maximum=10**8)
+T_value = count_box(c2, "T — points in the full release (ε is for all T)", K + "T", maximum=10**8)
 c2.checkbox("Calibrate σ to a target ε", key=K + "use_target")
 use_target = st.session_state[K + "use_target"]
 target_value = sigma_value = None
 if use_target:
     c2.number_input("Target ε", step=0.5, key=K + "target")
-    target_value = _real_check(c2, st.session_state[K + "target"], "target ε", minimum=1e-3)
+    target_value = real_check(c2, st.session_state[K + "target"], "target ε", minimum=1e-3)
     c2.selectbox("Accountant", list(ACCOUNTANTS), key=K + "accountant")
 else:
     c2.number_input("σx — feature noise std", step=0.01, format="%.4f", key=K + "sigma_x")
-    sigma_value = _real_check(c2, st.session_state[K + "sigma_x"], "σx", minimum=0.0)
+    sigma_value = real_check(c2, st.session_state[K + "sigma_x"], "σx", minimum=0.0)
 c3.number_input("λ = σy / σx", step=0.1, key=K + "ratio")
-ratio_value = _real_check(c3, st.session_state[K + "ratio"], "λ", minimum=1e-6)
+ratio_value = real_check(c3, st.session_state[K + "ratio"], "λ", minimum=1e-6)
 c3.text_input("δ", key=K + "delta", help="e.g. 1e-5; at most 0.5, and well below 1/n.")
 try:
     delta_value: float | None = parse_real(

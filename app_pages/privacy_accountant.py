@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages.shared.widgets import chart, table_download
+from app_pages.shared.widgets import chart, count_box, real_check, table_download
 from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, equal_class_sizes, get_accountant
 from dpmix_core.privacy.budget import compose_budget, mixing_item
 from dpmix_core.privacy.calibration import calibrate_sigma
@@ -15,7 +15,7 @@ from dpmix_core.views.background import shared_background
 from dpmix_core.views.budget import budget_table, dp_pca_budget_item, dpsgd_budget_item, label_budget_item
 from dpmix_core.views.figures import epsilon_curve_figure, profile_figure, tradeoff_figure
 from dpmix_core.views.html_report import accountant_report
-from dpmix_core.views.inputs import format_count, format_real, parse_count, parse_real
+from dpmix_core.views.inputs import format_count, format_real, parse_real
 from dpmix_core.views.privacy_scale import DEPLOYMENTS, headline
 from dpmix_core.views.reports import (
     RELEASE_MODELS,
@@ -110,13 +110,13 @@ def _controls() -> tuple[MixingSetting | None, float]:
     if (preset := ACCOUNTING_PRESETS.get(st.session_state[K + "preset"])) is not None:
         st.caption(f"{preset.source}. {preset.note}")
     c1, c2, c3 = st.columns(3)
-    n = _count_box(c1, "n — records in the private dataset", "n", maximum=10**12)
-    l = _count_box(c1, "ℓ — records mixed per point (Poisson: expected m)", "l", maximum=10**9)
-    T = _count_box(c2, "T — synthetic points released", "T", maximum=10**12)
+    n = count_box(c1, "n — records in the private dataset", K + "n", maximum=10**12)
+    l = count_box(c1, "ℓ — records mixed per point (Poisson: expected m)", K + "l", maximum=10**9)
+    T = count_box(c2, "T — synthetic points released", K + "T", maximum=10**12)
     c2.number_input("σx — feature noise std", step=0.01, format="%.4f", key=K + "sigma_x")
-    sigma_x = _real_check(c2, st.session_state[K + "sigma_x"], "σx", minimum=0.0)
+    sigma_x = real_check(c2, st.session_state[K + "sigma_x"], "σx", minimum=0.0)
     c3.number_input("λ = σy / σx", step=0.1, format="%.3f", key=K + "ratio")
-    ratio = _real_check(c3, st.session_state[K + "ratio"], "λ", minimum=0.0)
+    ratio = real_check(c3, st.session_state[K + "ratio"], "λ", minimum=0.0)
     c3.text_input("δ", key=K + "delta", help="e.g. 1e-5; at most 0.5, and well below 1/n.")
     try:
         delta: float | None = parse_real(
@@ -127,14 +127,14 @@ def _controls() -> tuple[MixingSetting | None, float]:
         delta = None
     with st.expander("Data bounds, class-centric mixing and PLD precision"):
         b1, b2, b3 = st.columns(3)
-        dx = _count_box(b1, "dx — feature dimension ([0,1]^dx, DPMix)", "dx", maximum=10**9)
-        dy = _count_box(b1, "dy — label dimension ([0,1]^dy, DPMix)", "dy", maximum=10**7)
+        dx = count_box(b1, "dx — feature dimension ([0,1]^dx, DPMix)", K + "dx", maximum=10**9)
+        dy = count_box(b1, "dy — label dimension ([0,1]^dy, DPMix)", K + "dy", maximum=10**7)
         # no min_value: a browser keeps the old value of an out-of-range entry; the release refuses it visibly
         b2.number_input("c — L2 clip (DP-CDA, z-scored)", step=0.1, key=K + "clip")
         b2.number_input("Cx — feature clip (DPFMix)", step=0.1, key=K + "clip_x")
         b2.number_input("Cy — label clip (DPFMix)", step=0.1, key=K + "clip_y")
         b3.checkbox("Class-centric mixing (ℓ records of one class)", key=K + "class_centric")
-        classes = _count_box(b3, "K — equal classes", "classes", maximum=10**6)
+        classes = count_box(b3, "K — equal classes", K + "classes", maximum=10**6)
         b3.checkbox(
             "Protect labels (replace-one; off: DP-CDA's same-class swap, features only)",
             key=K + "protect_labels",
@@ -175,25 +175,6 @@ def _controls() -> tuple[MixingSetting | None, float]:
         st.error(f"invalid: {exc}")
         return None, 0.0
     return setting, delta
-
-
-def _count_box(col, label: str, key: str, *, maximum: int) -> int | None:
-    """A count typed as text (60000, 6e4, 1e9); under it, "invalid: …" instead of a clamped value."""
-    col.text_input(label, key=K + key, help="A whole number; scientific notation (1e6) and 60,000 are accepted.")
-    try:
-        return parse_count(st.session_state[K + key], name=label.split(" —")[0], maximum=maximum)
-    except ValueError as exc:
-        col.error(str(exc))
-        return None
-
-
-def _real_check(col, value: float, name: str, *, minimum: float) -> float | None:
-    """A number input's value, or "invalid: …" under it (no min_value: a browser would keep the old value)."""
-    try:
-        return parse_real(repr(float(value)), name=name, minimum=minimum)
-    except ValueError as exc:
-        col.error(str(exc))
-        return None
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.shared.widgets import table_download
+from app_pages.shared.widgets import count_box, table_download
 from dpmix_core.audit import AuditConfig, run_audit
 from dpmix_core.audit.membership import job_config
 from dpmix_core.audit.reidentification import nearest_records
@@ -12,7 +12,7 @@ from dpmix_core.data import default_dataset
 from dpmix_core.data.choice import describe_dataset
 from dpmix_core.experiments.audits import membership_attack, submit_membership_attack
 from dpmix_core.synthesis.pipeline import SynthesisConfig
-from dpmix_core.views.inputs import format_count, parse_count
+from dpmix_core.views.inputs import format_count
 from dpmix_core.views.reports import format_epsilon
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
@@ -32,16 +32,6 @@ def cached_audit(config: AuditConfig):
 @st.cache_data(show_spinner="Searching nearest records…", max_entries=32)
 def cached_reid(_dataset, dataset_key: str, config: SynthesisConfig, points: int):
     return nearest_records(_dataset, config, points=points, k=3, seed=config.seed)
-
-
-def _count_box(col, label: str, key: str, *, minimum: int, maximum: int) -> int | None:
-    """A count typed as text (20, 1e4); under it, "invalid: …" instead of a clamped value."""
-    col.text_input(label, key=K + key, help="A whole number; scientific notation (1e4) is accepted.")
-    try:
-        return parse_count(st.session_state[K + key], name=label.split(" (")[0], minimum=minimum, maximum=maximum)
-    except ValueError as exc:
-        col.error(str(exc))
-        return None
 
 
 def _use_shared() -> None:
@@ -77,9 +67,9 @@ def _empirical() -> None:
         key=K + "mech",
         help="dpmix: sampling without replacement, replace-one; poisson: add/remove-one",
     )
-    n = _count_box(c1, "n (records)", "n", minimum=2, maximum=10**7)
-    l = _count_box(c1, "ℓ (Poisson: m)", "l", minimum=1, maximum=10**6)
-    T = _count_box(c2, "T (points released)", "T", minimum=1, maximum=10**7)
+    n = count_box(c1, "n (records)", K + "n", minimum=2, maximum=10**7)
+    l = count_box(c1, "ℓ (Poisson: m)", K + "l", minimum=1, maximum=10**6)
+    T = count_box(c2, "T (points released)", K + "T", minimum=1, maximum=10**7)
     sx = c2.number_input("σx", min_value=1e-4, format="%.4f", key=K + "sx")
     sy = c2.number_input("σy", min_value=1e-4, format="%.4f", key=K + "sy")
     trials = c3.select_slider("Trials per dataset", [1000, 3000, 10000, 30000, 100000], value=10000, key=K + "trials")

@@ -1,4 +1,4 @@
-"""Widgets every page shares: a chart with its downloads, a table's CSV download.
+"""Widgets every page shares: a chart with its downloads, a table's CSV download, typed numbers.
 
 Streamlit code only (the exports themselves are built by :mod:`dpmix_core.views.exports`); pages import
 these instead of each keeping a copy.
@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dpmix_core.views.exports import chart_export, kaleido_available, settings_caption, table_csv
+from dpmix_core.views.inputs import parse_count, parse_real
 
 PRESENT_CHART_HEIGHT = 720  # presentation mode: one chart per screen
 
@@ -42,3 +43,32 @@ def table_download(table, key: str, name: str) -> None:
     st.download_button(
         "Table (CSV)", table_csv(pd.DataFrame(table)), f"{name}.csv", "text/csv", key=key + "_csv", on_click="ignore"
     )
+
+
+def count_box(
+    col, label: str, key: str, *, maximum: int, minimum: int = 1, disabled: bool = False, name: str | None = None
+) -> int | None:
+    """A count typed as text (60000, 6e4, 60,000); under it, "invalid: …" instead of a clamped value.
+
+    ``key`` is the full session-state key; ``name`` (default: the label up to " —" or " (") names the value in
+    the message. Returns the count, or None when the entry is refused (nothing may then be computed from it).
+    """
+    col.text_input(
+        label, key=key, disabled=disabled, help="A whole number; scientific notation (1e6) and 60,000 are accepted."
+    )
+    what = name or label.split(" —")[0].split(" (")[0]
+    try:
+        return parse_count(st.session_state[key], name=what, minimum=minimum, maximum=maximum)
+    except ValueError as exc:
+        col.error(str(exc))
+        return None
+
+
+def real_check(col, value: float, name: str, *, minimum: float) -> float | None:
+    """A number input's value, or "invalid: …" under it (no min_value on the input: a browser would silently keep
+    the old value). Returns None when refused."""
+    try:
+        return parse_real(repr(float(value)), name=name, minimum=minimum)
+    except ValueError as exc:
+        col.error(str(exc))
+        return None
