@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.shared.widgets import count_box, real_check, table_download
+from app_pages.shared.widgets import count_box, delta_box, real_check, table_download
 from dpmix_core.data import public_zscore_constants
 from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
 from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.synthesis.export import npz_bytes, privacy_card
 from dpmix_core.synthesis.pipeline import SynthesisConfig, release_refusal, synthesize
 from dpmix_core.synthesis.previews import PREVIEW_MECHANISMS, mixing_preview
-from dpmix_core.views.inputs import parse_real
 from dpmix_core.views.reports import format_epsilon
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
@@ -111,14 +110,7 @@ else:
     sigma_value = real_check(c2, st.session_state[K + "sigma_x"], "σx", minimum=0.0)
 c3.number_input("λ = σy / σx", step=0.1, key=K + "ratio")
 ratio_value = real_check(c3, st.session_state[K + "ratio"], "λ", minimum=1e-6)
-c3.text_input("δ", key=K + "delta", help="e.g. 1e-5; at most 0.5, and well below 1/n.")
-try:
-    delta_value: float | None = parse_real(
-        st.session_state[K + "delta"], name="δ", minimum=0, maximum=0.5, strict_minimum=True
-    )
-except ValueError as exc:
-    c3.error(str(exc))
-    delta_value = None
+delta_value = delta_box(c3, K + "delta")
 PREP_LABELS = {
     "unit": "[0,1] pixels (thesis §4.2)",
     "zscore": "z-score with public constants + L2 clip c (DP-CDA)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages.shared.widgets import chart, count_box, real_check, table_download
+from app_pages.shared.widgets import chart, count_box, delta_box, real_check, table_download
 from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, equal_class_sizes, get_accountant
 from dpmix_core.privacy.budget import compose_budget, mixing_item
 from dpmix_core.privacy.calibration import calibrate_sigma
@@ -15,7 +15,7 @@ from dpmix_core.views.background import shared_background
 from dpmix_core.views.budget import budget_table, dp_pca_budget_item, dpsgd_budget_item, label_budget_item
 from dpmix_core.views.figures import epsilon_curve_figure, profile_figure, tradeoff_figure
 from dpmix_core.views.html_report import accountant_report
-from dpmix_core.views.inputs import format_count, format_real, parse_real
+from dpmix_core.views.inputs import format_count, format_real
 from dpmix_core.views.privacy_scale import DEPLOYMENTS, headline
 from dpmix_core.views.reports import (
     RELEASE_MODELS,
@@ -117,14 +117,7 @@ def _controls() -> tuple[MixingSetting | None, float]:
     sigma_x = real_check(c2, st.session_state[K + "sigma_x"], "σx", minimum=0.0)
     c3.number_input("λ = σy / σx", step=0.1, format="%.3f", key=K + "ratio")
     ratio = real_check(c3, st.session_state[K + "ratio"], "λ", minimum=0.0)
-    c3.text_input("δ", key=K + "delta", help="e.g. 1e-5; at most 0.5, and well below 1/n.")
-    try:
-        delta: float | None = parse_real(
-            st.session_state[K + "delta"], name="δ", minimum=0.0, maximum=0.5, strict_minimum=True
-        )
-    except ValueError as exc:
-        c3.error(str(exc))
-        delta = None
+    delta = delta_box(c3, K + "delta")
     with st.expander("Data bounds, class-centric mixing and PLD precision"):
         b1, b2, b3 = st.columns(3)
         dx = count_box(b1, "dx — feature dimension ([0,1]^dx, DPMix)", K + "dx", maximum=10**9)

@@ -72,3 +72,13 @@ def real_check(col, value: float, name: str, *, minimum: float) -> float | None:
     except ValueError as exc:
         col.error(str(exc))
         return None
+
+
+def delta_box(col, key: str) -> float | None:
+    """delta typed as text (1e-5): 0 < delta <= 0.5, or "invalid: …" under it and None."""
+    col.text_input("δ", key=key, help="e.g. 1e-5; at most 0.5, and well below 1/n.")
+    try:
+        return parse_real(st.session_state[key], name="δ", minimum=0.0, maximum=0.5, strict_minimum=True)
+    except ValueError as exc:
+        col.error(str(exc))
+        return None
