@@ -358,15 +358,23 @@ def _budget(reading: ReleaseReading | None, delta: float) -> None:
                 e = b1.number_input("ε", min_value=1e-3, max_value=1e3, value=1.0, key=K + "b_lab_eps")
                 item = label_budget_item(epsilon=e)
             else:
-                n = b1.number_input("n", min_value=1, max_value=10**9, value=60000, key=K + "b_sgd_n")
-                b = b2.number_input("batch size", min_value=1, max_value=10**7, value=256, key=K + "b_sgd_b")
+                st.session_state.setdefault(K + "b_sgd_n", "60000")
+                st.session_state.setdefault(K + "b_sgd_b", "256")
+                n = count_box(b1, "n — training records", K + "b_sgd_n", maximum=10**9)
+                b = count_box(b2, "batch size", K + "b_sgd_b", maximum=10**7)
                 ep = b3.number_input("epochs", min_value=1, max_value=1000, value=10, key=K + "b_sgd_e")
                 z = b4.number_input("noise multiplier z", min_value=0.1, max_value=100.0, value=1.0, key=K + "b_sgd_z")
-                item = dpsgd_budget_item(n=n, batch_size=b, epochs=ep, noise_multiplier=z)
+                # a refused count ("invalid: ..." under its box) offers nothing to add
+                item = (
+                    None
+                    if n is None or b is None
+                    else dpsgd_budget_item(n=n, batch_size=b, epochs=ep, noise_multiplier=z)
+                )
         except ValueError as exc:
             st.error(str(exc))
         else:
-            st.button(f"Add: {item.name}", key=K + "budget_add_other", on_click=lambda: _add_to_budget(item))
+            if item is not None:
+                st.button(f"Add: {item.name}", key=K + "budget_add_other", on_click=lambda: _add_to_budget(item))
     if not items:
         st.caption("The budget is empty.")
         return

@@ -128,9 +128,10 @@ def _membership(dataset, key: str) -> None:
         "AUC 0.5 means no better than a coin flip; a large train–test accuracy gap is a warning sign."
     )
     c1, c2, c3 = st.columns(3)
-    st.session_state.setdefault(K + "mia_l", 16)
-    l = c1.number_input("ℓ", min_value=1, max_value=10**5, key=K + "mia_l")
-    T = c1.number_input("T", min_value=1, max_value=10**6, value=2000, step=500, key=K + "mia_T")
+    st.session_state.setdefault(K + "mia_l", "16")
+    st.session_state.setdefault(K + "mia_T", "2000")
+    l = count_box(c1, "ℓ (records per point)", K + "mia_l", maximum=10**5)
+    T = count_box(c1, "T (points released)", K + "mia_T", maximum=10**6)
     eps_text = c2.text_input("ε values (comma-separated)", "8, 1", key=K + "mia_eps")
     members = c2.number_input(
         "Member records", min_value=50, max_value=100_000, value=300, step=50, key=K + "mia_members"
@@ -139,6 +140,8 @@ def _membership(dataset, key: str) -> None:
         "Training epochs (more = more overfitting)", min_value=1, max_value=2000, value=100, key=K + "mia_epochs"
     )
     seed = c3.number_input("Seed", min_value=0, max_value=2**32 - 1, value=0, key=K + "mia_seed")
+    if l is None or T is None:
+        return  # "invalid: ..." is under the box
     try:
         config = job_config(
             l=l,

@@ -222,3 +222,13 @@ def test_a_non_positive_clip_is_refused_visibly(at):
         e.value for e in at.error
     ]
     assert _shows_no_epsilon(at)
+
+
+def test_budget_dpsgd_counts_are_typed_and_a_bad_one_offers_nothing(at):
+    at.radio(key="acc_b_kind").set_value("DP-SGD model").run()
+    assert not at.exception and at.button(key="acc_budget_add_other")
+    at.text_input(key="acc_b_sgd_n").input("6e4").run()
+    assert not at.error and at.button(key="acc_budget_add_other")  # 6e4 parses (exactly: tests of views.inputs)
+    at.text_input(key="acc_b_sgd_n").input("0").run()
+    assert any(e.value.startswith("invalid: n") for e in at.error)
+    assert not [b for b in at.button if b.key == "acc_budget_add_other"]  # nothing to add for numbers off screen

@@ -82,3 +82,11 @@ def test_audit_counts_accept_scientific_notation_and_refuse_bad_entries_visibly(
     assert any(e.value.startswith("invalid: n = 0 must be at least 2") for e in at.error)
     labels = [m.label for m in at.metric]  # no verdict computed from other numbers than those on screen
     assert not any("lower bound" in label or label == "Verdict" for label in labels), labels
+
+
+def test_membership_counts_are_typed_and_a_bad_one_launches_nothing(at):
+    at.text_input(key="aud_mia_T").input("1e3").run()
+    assert not at.exception and at.button(key="aud_mia_run")
+    at.text_input(key="aud_mia_T").input("0").run()
+    assert any(e.value.startswith("invalid: T") for e in at.error)
+    assert not [b for b in at.button if b.key == "aud_mia_run"]
