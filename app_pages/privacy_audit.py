@@ -42,7 +42,7 @@ def _use_shared() -> None:
     st.session_state[K + "sx"] = max(shared.sigma_x, 1e-4)
     st.session_state[K + "sy"] = max(shared.sigma_y, 1e-4)
     if shared.l <= 10**5:  # the attack and re-identification boxes stop at 10^5
-        st.session_state[K + "mia_l"] = shared.l
+        st.session_state[K + "mia_l"] = format_count(shared.l)  # a typed count (text)
         st.session_state[K + "re_l"] = shared.l
     st.session_state[K + "re_sigma"] = shared.sigma_x
     if shared.mechanism == "poisson":
