@@ -246,7 +246,13 @@ def test_typed_counts_in_the_browser_scientific_and_invalid(server, browser):
     box.send_keys(Keys.CONTROL, "a")
     box.send_keys("0", Keys.ENTER)
     _wait_for(browser, lambda: "invalid: T = 0 must be at least 1" in browser.page_source, what="the refusal")
-    assert not browser.find_elements(By.CSS_SELECTOR, "[data-testid=stMetricValue]")
+    # the rerun removes the old headline once it finishes (stale elements stay until then): wait, then check
+    _wait_for(
+        browser,
+        lambda: not browser.find_elements(By.CSS_SELECTOR, "[data-testid=stMetricValue]"),
+        timeout=30,
+        what="no epsilon on screen for T = 0",
+    )
     # the curves computed in the background arrive without another user action
     box.send_keys(Keys.CONTROL, "a")
     box.send_keys("20000", Keys.ENTER)
