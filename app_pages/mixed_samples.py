@@ -11,6 +11,7 @@ from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.synthesis.export import npz_bytes, privacy_card
 from dpmix_core.synthesis.pipeline import SynthesisConfig, release_refusal, synthesize
 from dpmix_core.synthesis.previews import PREVIEW_MECHANISMS, mixing_preview
+from dpmix_core.views.exports import preview_png
 from dpmix_core.views.reports import format_epsilon
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
@@ -219,6 +220,15 @@ for cls in preview.classes if preview.images else ():
         cols[2].image(list(cls.noisy), width=64, caption=["released"] + [""] * (len(cls.noisy) - 1))
     else:
         cols[1].caption("no point led by this class in this draw")
+if preview.images:
+    st.download_button(
+        "Images (PNG): per class, records → noise-free mixtures → released points",
+        lambda: preview_png(preview),  # drawn when clicked
+        f"dpmix_{used.mechanism}_preview_seed{used.seed}.png",
+        "image/png",
+        key=K + "preview_png",
+        on_click="ignore",
+    )
 
 with st.expander("What was done to the data (from the mechanism)"):
     for note in preview.notes:

@@ -53,6 +53,7 @@ def test_membership_attack_runs_in_a_background_worker(at):
 
 def test_reidentification_leaks_without_mixing(at):
     assert metrics(at)["Released points that match one training record (nearest ≪ typical distance)"] == "100%"
+    assert [b for b in at.get("download_button") if "Images (PNG)" in b.proto.label]
     at.selectbox(key="aud_re_mech").set_value("dpmix").run()
     at.number_input(key="aud_re_l").set_value(64)
     at.number_input(key="aud_re_sigma").set_value(0.1).run()

@@ -29,6 +29,7 @@ def test_renders_with_embedded_data(at):
     assert list(eps_table(at)["accountant"]) == ["lee2019", "dpcda", "rdp-wor"]
     assert "class-centric" in eps_table(at)["assumptions"].iloc[0]
     assert any(c.value == "noise-free" for c in at.caption) or any("noise-free" in m.value for m in at.markdown)
+    assert [b for b in at.get("download_button") if "Images (PNG)" in b.proto.label]  # the preview as one image
 
 
 def test_poisson_uses_poisson_accountants(at):

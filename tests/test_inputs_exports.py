@@ -99,3 +99,25 @@ def test_background_results_are_keyed_and_newer_requests_drop_queued_ones():
     store.request("slow", time.sleep, 0.3)
     assert time.perf_counter() - t0 < 0.1  # asking never waits
     assert store.wait_all(5)
+
+
+def test_image_grid_png_lays_out_rows_and_refuses_mixed_shapes():
+    import io
+
+    import numpy as np
+    import pytest
+    from PIL import Image
+
+    from dpmix_core.views.exports import image_grid_png
+
+    a, b = np.zeros((4, 5)), np.ones((4, 5))
+    png = image_grid_png([[a, b, a], [b]], scale=2, gap=1)
+    img = np.asarray(Image.open(io.BytesIO(png)))
+    assert img.shape == (2 * (2 * (4 + 1) + 1), 2 * (3 * (5 + 1) + 1))  # 2 rows x 3 columns, gaps, x2
+    assert img[2, 2] == 0 and img[2, 2 + 2 * 6] == 255  # first image black, second white
+    rgb = image_grid_png([[np.zeros((3, 3, 3))]], scale=1)
+    assert np.asarray(Image.open(io.BytesIO(rgb))).shape == (3 + 2 * 2, 3 + 2 * 2, 3)
+    with pytest.raises(ValueError, match="same"):
+        image_grid_png([[a, np.zeros((3, 3))]])
+    with pytest.raises(ValueError, match="at least one"):
+        image_grid_png([[]])

@@ -7,9 +7,10 @@ import importlib.util
 import io
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -147,3 +148,44 @@ def settings_caption(settings: Mapping[str, object]) -> str:
     if not parts:
         raise ValueError("settings_caption needs at least one setting.")
     return "Settings: " + " · ".join(parts)
+
+
+def image_grid_png(rows: Sequence[Sequence[np.ndarray]], *, scale: int = 3, gap: int = 2) -> bytes:
+    """Images laid out in rows (e.g. per class: records, noise-free mixtures, released points) as one PNG.
+
+    Args:
+        rows: each row a sequence of images in [0, 1], all (H, W) or all (H, W, 3); rows may differ in length.
+        scale: nearest-neighbour upscaling, so 28 x 28 digits stay legible on a slide.
+        gap: white pixels between images and rows (before scaling).
+
+    Returns:
+        The PNG bytes. ValueError for no images or images of different shapes.
+    """
+    from PIL import Image  # Streamlit's own dependency; loaded only when a grid is drawn
+
+    images = [np.asarray(im, dtype=np.float32) for row in rows for im in row]
+    if not images:
+        raise ValueError("an image grid needs at least one image.")
+    shape = images[0].shape
+    if any(im.shape != shape for im in images) or len(shape) not in (2, 3):
+        raise ValueError(
+            f"every image must have the same (H, W) or (H, W, 3) shape. Found {sorted({im.shape for im in images})}."
+        )
+    h, w = shape[:2]
+    cols = max(len(row) for row in rows)
+    canvas = np.ones((len(rows) * (h + gap) + gap, cols * (w + gap) + gap, *shape[2:]), dtype=np.float32)
+    for r, row in enumerate(rows):
+        for c, im in enumerate(row):
+            y, x = gap + r * (h + gap), gap + c * (w + gap)
+            canvas[y : y + h, x : x + w] = np.clip(np.asarray(im, dtype=np.float32), 0.0, 1.0)
+    pixels = np.repeat(np.repeat((canvas * 255 + 0.5).astype(np.uint8), scale, axis=0), scale, axis=1)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def preview_png(preview) -> bytes:
+    """A :class:`~dpmix_core.synthesis.previews.MixingPreview` of images as one PNG: a row per class with its
+    records, then the noise-free mixtures, then the released points (what the Mixed samples page shows)."""
+    rows = [[*cls.originals, *cls.clean, *cls.noisy] for cls in preview.classes]
+    return image_grid_png([row for row in rows if row])
