@@ -7,7 +7,13 @@ from dpmix_core.runtime.jobs import cap_torch_threads
 
 cap_torch_threads()  # leave the cores to the training workers
 
-st.set_page_config(page_title="DPMix Studio", page_icon=":material/shuffle:", layout="wide")
+_PRESENT_URL = st.query_params.get("present") in ("1", "true", "yes")
+st.set_page_config(
+    page_title="DPMix Studio",
+    page_icon=":material/shuffle:",
+    layout="wide",
+    initial_sidebar_state="collapsed" if _PRESENT_URL else "auto",  # ?present=1 opens with the sidebar closed
+)
 
 PAGES = [
     st.Page("app_pages/privacy_accountant.py", title="Privacy accountant", icon=":material/calculate:", default=True),
@@ -17,8 +23,9 @@ PAGES = [
     st.Page("app_pages/dp_foundations.py", title="DP foundations", icon=":material/school:"),
 ]
 
-# Presentation mode (a toggle, or ?present=1 in the URL): larger type, no toolbar, one chart or number per screen
-# and the settings printed under each chart (the pages read st.session_state["present"]), for a projector
+# Presentation mode (a toggle, or ?present=1 in the URL): controls collapsed (the sidebar closed on ?present=1, the
+# pages' controls in a closed expander), larger type, no toolbars, one chart or number per screen and the settings
+# printed under each chart (the pages read st.session_state["present"]), for a projector
 PRESENT_CSS = """<style>
 html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
 [data-testid="stMetricValue"] { font-size: 3.2rem; }
@@ -29,7 +36,7 @@ h1 { font-size: 3rem !important; }
 [data-testid="stMetric"] { display: flex; flex-direction: column; justify-content: center; }
 </style>"""
 
-st.session_state.setdefault("present", st.query_params.get("present") in ("1", "true", "yes"))
+st.session_state.setdefault("present", _PRESENT_URL)
 page = st.navigation(PAGES)
 with st.sidebar:
     st.caption(

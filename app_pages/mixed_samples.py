@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.shared.widgets import count_box, delta_box, real_check, table_download
+from app_pages.shared.widgets import controls_area, count_box, delta_box, real_check, table_download
 from dpmix_core.data import public_zscore_constants
 from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
 from dpmix_core.privacy.accountants import ACCOUNTANTS
@@ -92,7 +92,7 @@ if needs_feature_range(dataset):
     st.caption("Bounds must be known without looking at the private data; values outside are clipped.")
     feature_range = (lo, hi)
 
-c1, c2, c3 = st.columns(3)
+c1, c2, c3 = controls_area().columns(3)  # collapsed when presenting
 mechanism = c1.selectbox("Mechanism", PREVIEW_MECHANISMS, key=K + "mechanism")
 c1.caption(MECHANISM_HELP[mechanism])
 l_value = count_box(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages.shared.widgets import chart, count_box, delta_box, real_check, table_download
+from app_pages.shared.widgets import chart, controls_area, count_box, delta_box, real_check, table_download
 from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, equal_class_sizes, get_accountant
 from dpmix_core.privacy.budget import compose_budget, mixing_item
 from dpmix_core.privacy.calibration import calibrate_sigma
@@ -464,7 +464,8 @@ st.write(
     "How much privacy does a mixed synthetic dataset give? Set the release below; every accountant "
     "answers with ε, the assumptions it makes, and whether its number is a guarantee."
 )
-setting, delta = _controls()
+with controls_area():
+    setting, delta = _controls()
 if setting is not None:
     st.session_state[SHARED_RELEASE_KEY] = SharedRelease(
         page="Privacy accountant",

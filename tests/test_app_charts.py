@@ -99,8 +99,13 @@ def test_presentation_mode_prints_the_settings_under_each_chart(page):
     for chart in charts:  # one chart per screen: tall figures, and the CSS gives each a screen
         assert json.loads(chart.proto.spec)["layout"]["height"] >= 700
     assert any("min-height: 85vh" in m.value for m in at.markdown)
+    if page.endswith("privacy_accountant.py"):  # controls collapsed into a closed expander, no plotly toolbar
+        settings = [e for e in at.expander if e.label.startswith("Settings (presentation mode")]
+        assert settings and not settings[0].proto.expanded
+        assert all('"displayModeBar": false' in c.proto.config for c in charts)
     plain = _open(page, present=False)
     assert not [c for c in plain.caption if c.value.startswith("Settings: ")]
+    assert not [e for e in plain.expander if e.label.startswith("Settings (presentation mode")]
 
 
 @pytest.mark.skipif(not kaleido_available(), reason="kaleido or a Chromium browser is missing: no static images")

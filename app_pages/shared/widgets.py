@@ -24,7 +24,8 @@ def chart(fig, key: str, settings: dict | None = None) -> None:
     if st.session_state.get("present"):
         fig.update_layout(height=PRESENT_CHART_HEIGHT)
     export = chart_export(fig)
-    st.plotly_chart(fig, width="stretch", key=key)
+    present = bool(st.session_state.get("present"))
+    st.plotly_chart(fig, width="stretch", key=key, config={"displayModeBar": not present})
     stem = export.file_stem
     with st.container(horizontal=True):
         st.download_button("Data (CSV)", export.csv, f"{stem}.csv", "text/csv", key=key + "_csv", on_click="ignore")
@@ -82,3 +83,11 @@ def delta_box(col, key: str) -> float | None:
     except ValueError as exc:
         col.error(str(exc))
         return None
+
+
+def controls_area(label: str = "Settings"):
+    """Where a page puts its controls: the page itself, or, when presenting, a closed expander (controls
+    collapsed, so each screen shows a chart or a number; the settings are printed under every chart)."""
+    if st.session_state.get("present"):
+        return st.expander(f"{label} (presentation mode: open to change)", expanded=False)
+    return st.container()
