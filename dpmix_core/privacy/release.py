@@ -360,36 +360,28 @@ def class_centric_release(
         raise ValueError(
             f"l={mix_degree} is too large for the smallest class ({pool} records); class-centric mixing needs {need}."
         )
-    if protect_labels:
-        return MixingRelease(
-            n=pool - 1,
-            mix_degree=mix_degree,
-            num_points=2 * per_class,
-            sigma_x=sigma_x,
-            sigma_y=sigma_y,
-            sampling=Sampling.WITHOUT_REPLACEMENT,
-            adjacency=Adjacency.REPLACE_ONE,
-            bounds=bounds,
-            notes=(
-                f"class-centric, K={k}: replacing a record (label included) touches the 2*T_k={2 * per_class} "
-                f"points of its old and new class; pool N_min-1={pool - 1} (class sizes stated as public)",
-            ),
-            protects=Protects.FEATURES_AND_LABELS,
-            not_covered=not_covered,
+    if protect_labels:  # the record's old and new class both move: 2*T_k steps at the shrunk pool
+        n, steps, protects = pool - 1, 2 * per_class, Protects.FEATURES_AND_LABELS
+        note = (
+            f"class-centric, K={k}: replacing a record (label included) touches the 2*T_k={2 * per_class} "
+            f"points of its old and new class; pool N_min-1={pool - 1} (class sizes stated as public)"
+        )
+    else:  # DP-CDA's same-class swap: only the class's T_k points move
+        n, steps, protects = pool, per_class, Protects.FEATURES_ONLY
+        note = (
+            f"class-centric, K={k}: a same-class swap touches T_k={per_class} points; pool N_min={pool} "
+            "(DP-CDA's reading: the record's label is not protected)"
         )
     return MixingRelease(
-        n=pool,
+        n=n,
         mix_degree=mix_degree,
-        num_points=per_class,
+        num_points=steps,
         sigma_x=sigma_x,
         sigma_y=sigma_y,
         sampling=Sampling.WITHOUT_REPLACEMENT,
         adjacency=Adjacency.REPLACE_ONE,
         bounds=bounds,
-        notes=(
-            f"class-centric, K={k}: a same-class swap touches T_k={per_class} points; pool N_min={pool} "
-            "(DP-CDA's reading: the record's label is not protected)",
-        ),
-        protects=Protects.FEATURES_ONLY,
+        notes=(note,),
+        protects=protects,
         not_covered=not_covered,
     )
