@@ -24,7 +24,7 @@ import dp_accounting
 import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 
-from dpmix_core.privacy.checks import check_delta, check_positive_int
+from dpmix_core.privacy.checks import check_delta
 from dpmix_core.privacy.events import SampledGaussianSteps
 from dpmix_core.privacy.profile import python_orders
 from dpmix_core.privacy.release import Adjacency, MixingRelease
@@ -129,11 +129,9 @@ def dpsgd_item(name: str, *, n: int, batch_size: int, steps: int, noise_multipli
     Raises:
         ValueError: an empty name, B > n, or a non-positive n, B or step count, or a negative z.
     """
-    check_positive_int("n", n)
-    check_positive_int("batch size B", batch_size)
-    if batch_size > n:
-        raise ValueError(f"DP-SGD batch size must not exceed n. Found B={batch_size}, n={n}.")
-    steps_event = SampledGaussianSteps.poisson(q=batch_size / n, z=noise_multiplier, steps=steps, mechanism=name)
+    steps_event = SampledGaussianSteps.dpsgd(
+        n=n, batch_size=batch_size, steps=steps, noise_multiplier=noise_multiplier, mechanism=name or None
+    )
     return BudgetItem(name, steps_event.dp_event(), ADD_REMOVE)
 
 

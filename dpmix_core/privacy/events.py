@@ -106,6 +106,22 @@ class SampledGaussianSteps:
         return cls(Sampling.POISSON, steps, z, q=q, mechanism=mechanism)
 
     @classmethod
+    def dpsgd(
+        cls, *, n: int, batch_size: int, steps: int, noise_multiplier: float, mechanism: str | None = None
+    ) -> SampledGaussianSteps:
+        """DP-SGD's event (Abadi et al. 2016): ``steps`` Poisson-sampled Gaussian steps at q = B/n.
+
+        The clipping norm does not enter (z is noise std over clipping norm). ValueError for B > n or a
+        non-positive n, B or step count.
+        """
+        check_positive_int("n", n)
+        check_positive_int("batch size B", batch_size)
+        if batch_size > n:
+            raise ValueError(f"DP-SGD batch size must not exceed n. Found B={batch_size}, n={n}.")
+        name = mechanism or f"DP-SGD (batch {batch_size} of n = {n}, per-sample clipping)"
+        return cls.poisson(q=batch_size / n, z=noise_multiplier, steps=steps, mechanism=name)
+
+    @classmethod
     def from_dp_event(cls, event: dp_accounting.DpEvent, mechanism: str | None = None) -> SampledGaussianSteps:
         """Parse SelfComposed(PoissonSampled(q, Gaussian(z)), T) or its without-replacement twin.
 

@@ -51,17 +51,10 @@ __all__ = [
 def dpsgd_event(*, n: int, batch_size: int, steps: int, noise_multiplier: float) -> SampledGaussianSteps:
     """DP-SGD's privacy event (Abadi et al. 2016): S steps of the Poisson-subsampled Gaussian, q = B/n.
 
-    ``dpsgd_event(...).dp_event()`` is SelfComposed(PoissonSampled(B/n, Gaussian(z)), steps). The clipping
-    norm does not enter: z is noise standard deviation over clipping norm, so the event is scale-free.
+    ``dpsgd_event(...).dp_event()`` is SelfComposed(PoissonSampled(B/n, Gaussian(z)), steps)
+    (:meth:`SampledGaussianSteps.dpsgd`, which the privacy budget uses too).
     """
-    if batch_size > n:
-        raise ValueError(f"DP-SGD batch size must not exceed n. Found B={batch_size}, n={n}.")
-    return SampledGaussianSteps.poisson(
-        q=batch_size / n,
-        z=noise_multiplier,
-        steps=steps,
-        mechanism=f"DP-SGD (batch {batch_size} of n = {n}, per-sample clipping)",
-    )
+    return SampledGaussianSteps.dpsgd(n=n, batch_size=batch_size, steps=steps, noise_multiplier=noise_multiplier)
 
 
 @functools.lru_cache(maxsize=256)
