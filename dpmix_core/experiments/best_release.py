@@ -431,21 +431,24 @@ def calibrated_sigmas(
         calibrated MixingRelease).
     """
     from dpmix_core.privacy.accountants import get_accountant  # lazy: dp_accounting and scipy
-    from dpmix_core.privacy.calibration import calibrate_sigma
 
-    release = _planned(search, candidate, dataset)
-    cal = calibrate_sigma(
-        get_accountant(accountant),
-        release,
-        target_epsilon=search.target_epsilon if target_epsilon is None else target_epsilon,
-        delta=search.delta,
-        sigma_ratio=candidate.sigma_ratio,
-    )
-    calibrated = release.with_sigma(cal.sigma_x, cal.sigma_y)
-    certified = float(cal.result.epsilon)
+    target = search.target_epsilon if target_epsilon is None else target_epsilon
+    calibrated, epsilon = _calibrate(_planned(search, candidate, dataset), candidate, search.delta, target, accountant)
+    certified = epsilon
     if accountant != ACCOUNTANT:
         certified = float(get_accountant(ACCOUNTANT).epsilon(calibrated, search.delta).epsilon)
-    return cal.sigma_x, cal.sigma_y, certified, calibrated
+    return calibrated.sigma_x, calibrated.sigma_y, certified, calibrated
+
+
+def _calibrate(release, candidate: Candidate, delta: float, target: float, accountant: str) -> tuple[Any, float]:
+    """(the release with sigma calibrated to ``target`` by ``accountant``, that accountant's epsilon there)."""
+    from dpmix_core.privacy.accountants import get_accountant
+    from dpmix_core.privacy.calibration import calibrate_sigma
+
+    cal = calibrate_sigma(
+        get_accountant(accountant), release, target_epsilon=target, delta=delta, sigma_ratio=candidate.sigma_ratio
+    )
+    return release.with_sigma(cal.sigma_x, cal.sigma_y), float(cal.result.epsilon)
 
 
 def _planned(search: BestReleaseSearch, candidate: Candidate, dataset):
@@ -475,19 +478,7 @@ def split_budget(search: BestReleaseSearch, candidates: Iterable[Candidate], dat
     releases = {c: _planned(search, c, dataset) for c in chosen}
 
     def composed_at(t: float) -> float:
-        from dpmix_core.privacy.accountants import get_accountant
-        from dpmix_core.privacy.calibration import calibrate_sigma
-
-        calibrated = []
-        for c, release in releases.items():
-            cal = calibrate_sigma(
-                get_accountant("rdp-poisson"),
-                release,
-                target_epsilon=t,
-                delta=search.delta,
-                sigma_ratio=c.sigma_ratio,
-            )
-            calibrated.append(release.with_sigma(cal.sigma_x, cal.sigma_y))
+        calibrated = [_calibrate(r, c, search.delta, t, "rdp-poisson")[0] for c, r in releases.items()]
         return composed_epsilon(calibrated, search.delta)
 
     lo = target / len(chosen)
