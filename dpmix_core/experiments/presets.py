@@ -287,6 +287,11 @@ def _class_centric_thesis(mix_degree: int = 128, T: int = 12000, sigma: float = 
     return SynthesisConfig("class-centric", l=mix_degree, T=T, sigma_x=sigma, preprocessing="unit", delta=1e-5)
 
 
+# The quick variants keep the short protocol they were measured with (their stored runs and figures stay valid):
+# 8 epochs at lr 1e-3 on a 10000-point release stay at chance, the full protocol's schedule needs its 30 epochs.
+_DPCDA_QUICK_PROTOCOL: dict[str, Any] = {"lr": 1e-4, "schedule": "constant", "early_stopping": None}
+
+
 def _dpcda_table2() -> tuple[SweepSpec, SweepSpec]:
     base = RunConfig(
         "mixing",
@@ -305,8 +310,12 @@ def _dpcda_table2() -> tuple[SweepSpec, SweepSpec]:
         model="dpcda-cnn",
         loss="ce",
         optimizer="adam",
-        lr=1e-4,
-        epochs=10,
+        lr=1e-3,
+        schedule="step",
+        lr_step_epochs=10,
+        lr_gamma=0.5,
+        epochs=30,
+        early_stopping=5,
         batch_size=128,
         val_fraction=0.1,
     )
@@ -339,18 +348,28 @@ def _dpcda_table2() -> tuple[SweepSpec, SweepSpec]:
         description=(
             "DP-CDA Table 2 on MNIST: class-centric mixing of z-scored pixels clipped to ||x|| <= 1, T=60000 "
             "(6000 per class), sigma calibrated with the dpcda accountant at delta=1e-5, hard (argmax) labels "
-            "(DP-CDA Eq. 1); DP-CDA CNN (batch-norm, dropout) with cross-entropy. Our choices where the paper is "
-            "silent: Adam lr 1e-4 (chosen on the release's own validation split at l=4, eps=20: at lr 1e-3 the "
-            "CNN never leaves chance on noisy releases, validation accuracy 0.09 vs 0.37), batch 128, 10 epochs. "
-            "z-score statistics come from the private data (as in the paper; flagged in every privacy card)."
+            "(DP-CDA Eq. 1); the DP-CDA CNN of its Table 1 (conv 32@5x5 + BN, conv 64@3x3 + BN, fc 100, fc 100, "
+            "dropout 0.5) with cross-entropy and the paper's Adam lr 1e-3 with a learning-rate scheduler. Our "
+            "choices where the paper is silent: the scheduler halves the rate every 10 epochs, batch 128, at most "
+            "30 epochs with early stopping (patience 5 on the release's own 10 % validation split, best weights "
+            "restored). z-score constants are MNIST's documented public ones (covered)."
         ),
     )
     quick = _quick(
         full,
-        base={"synthesis": replace(_syn(base), T=10000), "epochs": 8},
-        note="T=10000 points (1000 per class), 8 epochs, one seed.",
+        base={
+            "synthesis": replace(_syn(base), T=10000),
+            "epochs": 8,
+            **_DPCDA_QUICK_PROTOCOL,
+        },
+        note="T=10000 points (1000 per class), 8 epochs at a constant Adam lr 1e-4 without early stopping, one "
+        "seed.",
     )
     return full, quick
+
+
+# The quick variants keep the short protocol they were measured with (their stored runs and figures stay valid).
+_TABLE1_QUICK_PROTOCOL: dict[str, Any] = {"schedule": "constant", "batch_size": 128}
 
 
 def _dpfmix_table1() -> tuple[SweepSpec, SweepSpec]:
@@ -365,12 +384,15 @@ def _dpfmix_table1() -> tuple[SweepSpec, SweepSpec]:
         input_norm="rms",
         optimizer="adam",
         lr=1e-3,
-        epochs=10,
-        batch_size=128,
+        schedule="multistep",
+        lr_milestones=(80, 120, 160),
+        lr_gamma=0.1,
+        epochs=200,
+        batch_size=256,
         val_fraction=0.1,
     )
     series = (
-        Series("uniform / rdp-wor", {"synthesis.mechanism": "dpmix", "synthesis.accountant": "rdp-wor", "lr": 1e-4}),
+        Series("uniform / rdp-wor", {"synthesis.mechanism": "dpmix", "synthesis.accountant": "rdp-wor"}),
         Series("Poisson / gdp-clt", {}),
     )
     full = SweepSpec(
@@ -392,14 +414,20 @@ def _dpfmix_table1() -> tuple[SweepSpec, SweepSpec]:
             "for uniform (without-replacement) mixing with the tight RDP accountant (rdp-wor; [0,1] pixels) or "
             "for Poisson mixing (||x||, ||y|| <= 1) with the paper's CLT accountant (gdp-clt: an approximation; "
             "pld-poisson is recorded next to it). Thesis CNN, generalized-KL loss (DPFMix App. D), inputs "
-            "rescaled by their RMS (post-processing). Our choices: Adam lr 1e-3 (uniform series: 1e-4, chosen on "
-            "the "
-            "release's own validation split at eps=2: at 1e-3 the CNN stays at the constant predictor), batch 128, "
-            "10 epochs."
+            "rescaled by their RMS (post-processing). App. E.3's schedule: Adam, 200 epochs, batch 256, lr 1e-3 "
+            "divided by 10 at epochs 80, 120 and 160. The paper reports the best m per cell; this sweep fixes "
+            "m = 64 (dpfmix-table1-m sweeps m)."
         ),
     )
     quick = _quick(
-        full, base={"synthesis": replace(_syn(base), T=10000), "epochs": 4}, note="T=10000 points, 4 epochs, one seed."
+        full,
+        base={"synthesis": replace(_syn(base), T=10000), "epochs": 4, **_TABLE1_QUICK_PROTOCOL},
+        series=(
+            Series("uniform / rdp-wor", {**series[0].overrides, "lr": 1e-4}),
+            series[1],
+        ),
+        note="T=10000 points, 4 epochs at a constant Adam lr 1e-3 (uniform series: 1e-4, chosen on the release's "
+        "own validation split at eps=2: at 1e-3 the CNN stays at the constant predictor), batch 128, one seed.",
     )
     return full, quick
 
@@ -428,8 +456,12 @@ def _dpfmix_table1_m() -> tuple[SweepSpec, SweepSpec]:
     )
     quick = _quick(
         full,
-        base={"synthesis": replace(_syn(full.base), T=10000), "epochs": 4},
-        note="T=10000 points, 4 epochs, one seed.",
+        base={"synthesis": replace(_syn(full.base), T=10000), "epochs": 4, **_TABLE1_QUICK_PROTOCOL},
+        series=tuple(
+            Series(s.name, {**s.overrides, "lr": 1e-4}) if s.overrides.get("synthesis.mechanism") == "dpmix" else s
+            for s in series
+        ),
+        note="T=10000 points, 4 epochs at a constant lr (as dpfmix-table1-quick), one seed.",
     )
     return full, quick
 
