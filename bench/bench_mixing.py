@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -51,35 +52,39 @@ def load_mnist(data_dir: str | None) -> tuple[np.ndarray, np.ndarray, str]:
 def run_one(name: str, args: argparse.Namespace) -> dict:
     """Time one mechanism in this process; returns times, peak RSS and the setting."""
     from dpmix_core import mechanisms as M
+    from dpmix_core.privacy.release import MixingRelease
 
     x, y, source = load_mnist(args.data_dir)
     T, l = args.num_points, args.mix_degree
     if name == "naive":
         return _naive(x, y, l, args.naive_points) | {"source": source}
     if name == "dpmix":
-        params = M.DPMixParams(mix_degree=l, num_points=T, sigma_x=SIGMA, sigma_y=SIGMA)
+        params = MixingRelease.dpmix(n=len(x), l=l, T=T, sigma_x=SIGMA, sigma_y=SIGMA, dx=x.shape[1], dy=10)
         fn = lambda: M.dpmix(
-            x, y, num_classes=10, params=params, seed=1, device=args.device, index_sampling=args.index_sampling
+            x, y, num_classes=10, release=params, seed=1, device=args.device, index_sampling=args.index_sampling
         )  # noqa: E731
         setting = f"l={l}, T={T}, without replacement"
     elif name == "class-centric":
-        params = M.ClassCentricParams(mix_degree=l, num_points=T, sigma_x=SIGMA, sigma_y=SIGMA)
+        sizes = tuple(int(c) for c in np.bincount(y, minlength=10))
+        params = MixingRelease.class_centric(
+            class_sizes=sizes, l=l, T=T, sigma_x=SIGMA, sigma_y=SIGMA, dx=x.shape[1], dy=10
+        )
         fn = lambda: M.class_centric_mix(
-            x, y, num_classes=10, params=params, seed=1, device=args.device, index_sampling=args.index_sampling
+            x, y, num_classes=10, release=params, seed=1, device=args.device, index_sampling=args.index_sampling
         )  # noqa: E731
-        setting = f"l={l}, T_k=floor(T/10), z-score + clip c=1"
+        setting = f"l={l}, T_k=floor(T/10), [0,1] features"
     elif name == "poisson":
-        params = M.PoissonMixParams(mix_degree=l, num_points=T, sigma_x=SIGMA, sigma_y=SIGMA)
+        params = MixingRelease.poisson(n=len(x), m=l, T=T, sigma_x=SIGMA, sigma_y=SIGMA)
         fn = lambda: M.poisson_mix(
-            x, y, num_classes=10, params=params, seed=1, device=args.device, index_sampling=args.index_sampling
+            x, y, num_classes=10, release=params, seed=1, device=args.device, index_sampling=args.index_sampling
         )  # noqa: E731
         setting = f"m={l} (E|batch|), T={T}, Poisson"
     else:
         raise ValueError(name)
     # warm-up on a few points: imports torch, starts its thread pool
-    small = type(params)(**{**params.__dict__, "num_points": 512})
+    small = replace(params, num_points=512)
     {"dpmix": M.dpmix, "class-centric": M.class_centric_mix, "poisson": M.poisson_mix}[name](
-        x, y, num_classes=10, params=small, seed=0, device=args.device, index_sampling=args.index_sampling
+        x, y, num_classes=10, release=small, seed=0, device=args.device, index_sampling=args.index_sampling
     )
     rss_before = _peak_rss_mb()
     times, points = [], 0

@@ -138,8 +138,10 @@ def test_class_centric_accounting():
     s = replace(THESIS, T=12000, l=128, sigma_x=0.7, sigma_y=0.7, class_sizes=(6000,) * 10)
     same_class = replace(s, protect_labels=False)
     release = get_accountant("lee2019").release_for(same_class)
-    assert (release.n, release.num_points) == (6000, 1200)
-    changed = get_accountant("lee2019").release_for(s)  # the default: labels protected
+    assert (release.n, release.num_points, release.class_sizes) == (60000, 12000, (6000,) * 10)  # what was released
+    view = release.accounting_view()  # what the theorems are applied to
+    assert (view.n, view.num_points) == (6000, 1200)
+    changed = get_accountant("lee2019").release_for(s).accounting_view()  # the default: labels protected
     assert (changed.n, changed.num_points) == (5999, 2400)
     assert eps("lee2019", s) > eps("lee2019", same_class)
     with pytest.raises(ValueError, match="smallest class"):

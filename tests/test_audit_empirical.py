@@ -19,7 +19,8 @@ from dpmix_core.audit import (
     run_audit,
 )
 from dpmix_core.cli.audit import add_audit_arguments, cli_audit
-from dpmix_core.mechanisms.mixing import DPMixParams, PoissonMixParams, dpmix, poisson_mix
+from dpmix_core.mechanisms.mixing import dpmix, poisson_mix
+from dpmix_core.privacy.release import MixingRelease
 
 # --------------------------------------------------------------------------- statistics
 
@@ -78,11 +79,12 @@ def test_simulated_statistic_matches_real_mechanism(mechanism):
         cases.append(((Xp, yp), 0.0, 1.0))
     for data, mean, var in cases:
         if mechanism == "dpmix":
-            params = DPMixParams(mix_degree=2, num_points=config.T, sigma_x=1.0, sigma_y=0.8)
-            out = dpmix(*data, num_classes=2, params=params, seed=1)
+            rows, dim = data[0].shape
+            release = MixingRelease.dpmix(n=rows, l=2, T=config.T, sigma_x=1.0, sigma_y=0.8, dx=dim, dy=2)
+            out = dpmix(*data, num_classes=2, release=release, seed=1)
         else:
-            params = PoissonMixParams(mix_degree=2, num_points=config.T, sigma_x=1.0, sigma_y=0.8)
-            out = poisson_mix(*data, num_classes=2, params=params, seed=1)
+            release = MixingRelease.poisson(n=len(data[0]), m=2, T=config.T, sigma_x=1.0, sigma_y=0.8)
+            out = poisson_mix(*data, num_classes=2, release=release, seed=1)
         proj = _projection(config, out.x, out.y)
         se = math.sqrt(var / config.T)
         assert abs(proj.mean() - mean) < 5 * se

@@ -14,15 +14,13 @@ import pytest
 import torch
 
 from dpmix_core.mechanisms import (
-    ClassCentricParams,
-    DPMixParams,
-    PoissonMixParams,
     class_centric_mix,
     dpmix,
     poisson_mix,
 )
 from dpmix_core.mechanisms.device_sampling import sample_mixture_indices_torch, sample_poisson_batches_torch
 from dpmix_core.mechanisms.engine import NOISE_TILE, Segment, mix_and_perturb, seed_sequence
+from dpmix_core.privacy.release import MixingRelease
 
 
 def _gen(seed: int) -> torch.Generator:
@@ -151,24 +149,24 @@ def _eye(n: int, k: int):
 
 def test_dpmix_device_sampling_law_and_reproducibility():
     X, y = _eye(40, 4)
-    p = DPMixParams(mix_degree=6, num_points=3000, sigma_x=0.0, sigma_y=0.0)
-    out = dpmix(X, y, num_classes=4, params=p, seed=5, index_sampling="device")
+    p = MixingRelease.dpmix(n=40, l=6, T=3000, sigma_x=0.0, sigma_y=0.0, dx=40, dy=4)
+    out = dpmix(X, y, num_classes=4, release=p, seed=5, index_sampling="device")
     hits = np.round(out.x * 6)
     assert set(np.unique(hits)) <= {0.0, 1.0} and (hits.sum(1) == 6).all()
     assert np.abs(hits.sum(0) - 3000 * 6 / 40).max() < 5 * np.sqrt(3000 * 6 / 40)
-    again = dpmix(X, y, num_classes=4, params=p, seed=5, index_sampling="device")
+    again = dpmix(X, y, num_classes=4, release=p, seed=5, index_sampling="device")
     np.testing.assert_array_equal(out.x, again.x)
-    noisy = DPMixParams(mix_degree=6, num_points=500, sigma_x=0.1, sigma_y=0.1)
-    a = dpmix(X, y, num_classes=4, params=noisy, seed=1, index_sampling="device")
-    b = dpmix(X, y, num_classes=4, params=noisy, seed=2, index_sampling="device")
+    noisy = MixingRelease.dpmix(n=40, l=6, T=500, sigma_x=0.1, sigma_y=0.1, dx=40, dy=4)
+    a = dpmix(X, y, num_classes=4, release=noisy, seed=1, index_sampling="device")
+    b = dpmix(X, y, num_classes=4, release=noisy, seed=2, index_sampling="device")
     assert not np.array_equal(a.x, b.x)
 
 
 def test_poisson_mix_device_sampling_law():
     n, m, T = 50, 5, 4000
     X, y = _eye(n, 2)
-    p = PoissonMixParams(mix_degree=m, num_points=T, sigma_x=0.0, sigma_y=0.0)
-    out = poisson_mix(X, y, num_classes=2, params=p, seed=3, index_sampling="device")
+    p = MixingRelease.poisson(n=n, m=m, T=T, sigma_x=0.0, sigma_y=0.0)
+    out = poisson_mix(X, y, num_classes=2, release=p, seed=3, index_sampling="device")
     hits = np.round(out.x * m)
     assert set(np.unique(hits)) <= {0.0, 1.0}
     sizes = hits.sum(1)
@@ -178,8 +176,10 @@ def test_poisson_mix_device_sampling_law():
 
 def test_class_centric_device_sampling_stays_in_class():
     X, y = _eye(60, 3)
-    p = ClassCentricParams(mix_degree=5, num_points=900, sigma_x=0.0, sigma_y=0.0, preprocessing="unit")
-    out = class_centric_mix(X, y, num_classes=3, params=p, seed=4, index_sampling="device")
+    p = MixingRelease.class_centric(
+        class_sizes=(20, 20, 20), l=5, T=900, sigma_x=0.0, sigma_y=0.0, dx=60, dy=3, preprocessing="unit"
+    )
+    out = class_centric_mix(X, y, num_classes=3, release=p, seed=4, index_sampling="device")
     hits = np.round(out.x * 5)
     assert set(np.unique(hits)) <= {0.0, 1.0} and (hits.sum(1) == 5).all()
     cls = np.repeat(np.arange(3), 300)
@@ -189,9 +189,9 @@ def test_class_centric_device_sampling_stays_in_class():
 
 def test_index_sampling_is_checked():
     X, y = _eye(10, 2)
-    p = DPMixParams(mix_degree=2, num_points=10, sigma_x=0.0, sigma_y=0.0)
+    p = MixingRelease.dpmix(n=10, l=2, T=10, sigma_x=0.0, sigma_y=0.0, dx=10, dy=2)
     with pytest.raises(ValueError, match="index_sampling"):
-        dpmix(X, y, num_classes=2, params=p, index_sampling="gpu")
+        dpmix(X, y, num_classes=2, release=p, index_sampling="gpu")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

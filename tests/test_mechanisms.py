@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,12 +12,9 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from dpmix_core.mechanisms import (
-    ClassCentricParams,
-    DPMixParams,
     GaussianRelease,
     LaplaceLabelRelease,
     LaplaceRelease,
-    PoissonMixParams,
     SyntheticData,
     analyze_gauss_pca,
     class_centric_mix,
@@ -38,7 +34,7 @@ from dpmix_core.mechanisms import (
     variance_sensitivity,
 )
 from dpmix_core.privacy.accountants import MixingSetting, applicable_accountants, get_accountant
-from dpmix_core.privacy.release import Adjacency, DataBounds, Sampling, class_centric_release
+from dpmix_core.privacy.release import Adjacency, DataBounds, Mechanism, MixingRelease, Sampling, class_centric_release
 
 WOR_ACCOUNTANTS = {"lee2019", "dpcda", "rdp-wor"}
 POISSON_ACCOUNTANTS = {"gdp-clt", "rdp-poisson", "pld-poisson"}
@@ -49,6 +45,26 @@ def _data(n=60, d=6, k=3, seed=0):
     X = rng.integers(0, 256, size=(n, d), dtype=np.uint8)
     y = np.arange(n) % k  # every class present, sizes n/k
     return X, y
+
+
+def _dpmix_release(X, k, *, l, T, sigma_x, sigma_y, clamp_negative=False) -> MixingRelease:
+    """The DPMix release for data X with K classes."""
+    return MixingRelease.dpmix(
+        n=len(X), l=l, T=T, sigma_x=sigma_x, sigma_y=sigma_y, dx=X.shape[1], dy=k, clamp_negative=clamp_negative
+    )
+
+
+def _cc_release(X, y, k, *, l, T, sigma_x, sigma_y, **kw) -> MixingRelease:
+    """The class-centric release for data (X, y) with K classes (class sizes from y)."""
+    sizes = tuple(int(c) for c in np.bincount(y, minlength=k))
+    return MixingRelease.class_centric(
+        class_sizes=sizes, l=l, T=T, sigma_x=sigma_x, sigma_y=sigma_y, dx=X.shape[1], dy=k, **kw
+    )
+
+
+def _poisson_release(X, *, m, T, sigma_x, sigma_y, **kw) -> MixingRelease:
+    """The Poisson release for data X (its row count stated as the public n)."""
+    return MixingRelease.poisson(n=len(X), m=m, T=T, sigma_x=sigma_x, sigma_y=sigma_y, **kw)
 
 
 def _names(release) -> set[str]:
@@ -134,7 +150,7 @@ def test_sampler_validation():
 
 def test_dpmix_noise_free_mixtures_are_unbiased():
     X, y = _data(n=40, d=5, k=4)
-    out = dpmix(X, y, num_classes=4, params=DPMixParams(mix_degree=8, num_points=20000, sigma_x=0, sigma_y=0), seed=0)
+    out = dpmix(X, y, num_classes=4, release=_dpmix_release(X, 4, l=8, T=20000, sigma_x=0, sigma_y=0), seed=0)
     assert out.x.dtype == np.float32 and out.x.shape == (20000, 5) and out.y.shape == (20000, 4)
     assert np.allclose(out.x.mean(axis=0), X.mean(axis=0) / 255, atol=0.01)
     assert np.allclose(out.y.mean(axis=0), np.bincount(y, minlength=4) / 40, atol=0.01)
@@ -144,7 +160,7 @@ def test_dpmix_noise_free_mixtures_are_unbiased():
 
 def test_dpmix_with_l_equal_n_is_the_exact_mean():
     X, y = _data(n=30, d=4, k=3)
-    out = dpmix(X, y, num_classes=3, params=DPMixParams(mix_degree=30, num_points=5, sigma_x=0, sigma_y=0), seed=0)
+    out = dpmix(X, y, num_classes=3, release=_dpmix_release(X, 3, l=30, T=5, sigma_x=0, sigma_y=0), seed=0)
     exact = (X.astype(np.float64).sum(axis=0) / (255 * 30)).astype(np.float32)
     assert (out.x == exact).all()  # integer sums, one correctly rounded division
 
@@ -153,7 +169,7 @@ def test_dpmix_points_average_l_distinct_records():
     n, l = 24, 7
     X = (255 * np.eye(n)).astype(np.uint8)  # record i is the i-th unit vector: x_t * l shows who was mixed
     y = np.arange(n) % 2
-    out = dpmix(X, y, num_classes=2, params=DPMixParams(mix_degree=l, num_points=3000, sigma_x=0, sigma_y=0), seed=0)
+    out = dpmix(X, y, num_classes=2, release=_dpmix_release(X, 2, l=l, T=3000, sigma_x=0, sigma_y=0), seed=0)
     counts = out.x * l
     assert np.allclose(counts, np.round(counts), atol=1e-5)
     assert set(np.unique(np.round(counts))) == {0.0, 1.0}  # a record is used at most once per point
@@ -165,8 +181,8 @@ def test_poisson_points_include_records_independently():
     n, m = 30, 6
     X = np.eye(n)
     y = np.zeros(n, dtype=np.int64)
-    params = PoissonMixParams(mix_degree=m, num_points=4000, sigma_x=0, sigma_y=0)
-    out = poisson_mix(X, y, num_classes=1, params=params, seed=0)
+    release = _poisson_release(X, m=m, T=4000, sigma_x=0, sigma_y=0)
+    out = poisson_mix(X, y, num_classes=1, release=release, seed=0)
     member = np.round(out.x * m)
     assert np.allclose(out.x * m, member, atol=1e-5) and set(np.unique(member)) <= {0.0, 1.0}
     assert np.allclose(member.mean(axis=0), m / n, atol=0.03)  # inclusion rate m/n
@@ -180,17 +196,17 @@ def test_many_chunks_and_threads_give_the_same_semantics(monkeypatch):
     monkeypatch.setattr(_engine, "INDICES_PER_CHUNK", 1)  # one noise tile (256 points) per chunk
     y = np.repeat(np.arange(3), [12, 15, 20])
     X = (10 * y)[:, None].repeat(3, axis=1).astype(np.float64)
-    params = ClassCentricParams(mix_degree=5, num_points=3 * 600, sigma_x=0, sigma_y=0, preprocessing="unit")
-    out = class_centric_mix(X, y, num_classes=3, params=params, feature_range=(0, 100), seed=0)
+    release = _cc_release(X, y, 3, l=5, T=3 * 600, sigma_x=0, sigma_y=0, preprocessing="unit")
+    out = class_centric_mix(X, y, num_classes=3, release=release, feature_range=(0, 100), seed=0)
     cls = np.repeat(np.arange(3), 600)
     assert np.array_equal(out.y, np.eye(3, dtype=np.float32)[cls]) and np.allclose(out.x, (10 * cls / 100)[:, None])
-    noisy = DPMixParams(mix_degree=5, num_points=1000, sigma_x=1.0, sigma_y=1.0)
     Xd, yd = _data()
-    a = dpmix(Xd, yd, num_classes=3, params=noisy, seed=3)
+    noisy = _dpmix_release(Xd, 3, l=5, T=1000, sigma_x=1.0, sigma_y=1.0)
+    a = dpmix(Xd, yd, num_classes=3, release=noisy, seed=3)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        b = dpmix(Xd, yd, num_classes=3, params=noisy, seed=3)
+        b = dpmix(Xd, yd, num_classes=3, release=noisy, seed=3)
     finally:
         torch.set_num_threads(threads)
     assert np.array_equal(a.x, b.x) and np.array_equal(a.y, b.y)  # thread count does not change the stream
@@ -200,8 +216,8 @@ def test_many_chunks_and_threads_give_the_same_semantics(monkeypatch):
 def test_dpmix_noise_std_matches_sigma():
     X = np.zeros((50, 40), dtype=np.uint8)
     y = np.zeros(50, dtype=np.int64)
-    params = DPMixParams(mix_degree=4, num_points=3000, sigma_x=0.3, sigma_y=0.1)
-    out = dpmix(X, y, num_classes=10, params=params, seed=5)
+    release = _dpmix_release(X, 10, l=4, T=3000, sigma_x=0.3, sigma_y=0.1)
+    out = dpmix(X, y, num_classes=10, release=release, seed=5)
     assert np.isclose(out.x.std(), 0.3, rtol=0.02) and abs(out.x.mean()) < 0.01
     noise_y = out.y - np.eye(10, dtype=np.float32)[0]
     assert np.isclose(noise_y.std(), 0.1, rtol=0.03) and abs(noise_y.mean()) < 0.005
@@ -209,31 +225,31 @@ def test_dpmix_noise_std_matches_sigma():
 
 def test_dpmix_is_deterministic_under_a_seed():
     X, y = _data(n=300, d=7, k=3)
-    params = DPMixParams(mix_degree=20, num_points=700, sigma_x=0.5, sigma_y=0.5)  # several noise tiles
-    a = dpmix(X, y, num_classes=3, params=params, seed=123)
-    b = dpmix(X, y, num_classes=3, params=params, seed=123)
-    c = dpmix(X, y, num_classes=3, params=params, seed=124)
+    params = _dpmix_release(X, 3, l=20, T=700, sigma_x=0.5, sigma_y=0.5)  # several noise tiles
+    a = dpmix(X, y, num_classes=3, release=params, seed=123)
+    b = dpmix(X, y, num_classes=3, release=params, seed=123)
+    c = dpmix(X, y, num_classes=3, release=params, seed=124)
     assert np.array_equal(a.x, b.x) and np.array_equal(a.y, b.y)
     assert not np.array_equal(a.x, c.x)
     ss = np.random.SeedSequence(9)
     assert np.array_equal(
-        dpmix(X, y, num_classes=3, params=params, seed=ss).x, dpmix(X, y, num_classes=3, params=params, seed=ss).x
+        dpmix(X, y, num_classes=3, release=params, seed=ss).x, dpmix(X, y, num_classes=3, release=params, seed=ss).x
     )
     g1, g2 = np.random.default_rng(4), np.random.default_rng(4)
     assert np.array_equal(
-        dpmix(X, y, num_classes=3, params=params, seed=g1).x, dpmix(X, y, num_classes=3, params=params, seed=g2).x
+        dpmix(X, y, num_classes=3, release=params, seed=g1).x, dpmix(X, y, num_classes=3, release=params, seed=g2).x
     )
 
 
 def test_dpmix_release_is_what_the_accountants_assume():
     X, y = _data(n=60, d=6, k=3)
-    params = DPMixParams(mix_degree=10, num_points=50, sigma_x=0.2, sigma_y=0.3)
-    out = dpmix(X, y, num_classes=3, params=params, seed=0)
+    release = _dpmix_release(X, 3, l=10, T=50, sigma_x=0.2, sigma_y=0.3)
+    out = dpmix(X, y, num_classes=3, release=release, seed=0)
     r = out.release
     assert (r.n, r.mix_degree, r.num_points, r.sigma_x, r.sigma_y) == (60, 10, 50, 0.2, 0.3)
     assert r.sampling is Sampling.WITHOUT_REPLACEMENT and r.adjacency is Adjacency.REPLACE_ONE
     assert r.bounds == DataBounds.unit_box(6, 3)
-    assert r == params.release(n=60, dx=6, dy=3)
+    assert r is release and r.mechanism is Mechanism.DPMIX
     assert _names(r) == WOR_ACCOUNTANTS
     setting = MixingSetting(n=60, l=10, T=50, sigma_x=0.2, sigma_y=0.3, dx=6, dy=3)
     lee = get_accountant("lee2019")
@@ -245,12 +261,12 @@ def test_dpmix_clamp_negative_and_float_features():
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 3, size=(40, 5))
     y = np.arange(40) % 2
-    params = DPMixParams(mix_degree=5, num_points=200, sigma_x=0.5, sigma_y=0.5, clamp_negative=True)
-    out = dpmix(X, y, num_classes=2, params=params, feature_range=(0.0, 2.0), seed=1)
+    release = _dpmix_release(X, 2, l=5, T=200, sigma_x=0.5, sigma_y=0.5, clamp_negative=True)
+    out = dpmix(X, y, num_classes=2, release=release, feature_range=(0.0, 2.0), seed=1)
     assert (out.x >= 0).all() and (out.y >= 0).all()
     assert any("post-processing" in note for note in out.notes)
     exact = dpmix(
-        X, y, num_classes=2, params=DPMixParams(mix_degree=40, num_points=1, sigma_x=0, sigma_y=0),
+        X, y, num_classes=2, release=_dpmix_release(X, 2, l=40, T=1, sigma_x=0, sigma_y=0),
         feature_range=(0.0, 2.0),
     )  # fmt: skip
     assert np.allclose(exact.x[0], (np.clip(X, 0, 2) / 2).mean(axis=0), atol=1e-6)
@@ -271,8 +287,8 @@ def test_local_perturbation_releases_single_records():
 def test_class_centric_points_are_pure():
     y = np.repeat(np.arange(3), [12, 15, 20])
     X = (10 * y)[:, None].repeat(3, axis=1).astype(np.float64)  # feature value identifies the class
-    params = ClassCentricParams(mix_degree=5, num_points=31, sigma_x=0, sigma_y=0, preprocessing="unit")
-    out = class_centric_mix(X, y, num_classes=3, params=params, feature_range=(0, 100), seed=0)
+    release = _cc_release(X, y, 3, l=5, T=31, sigma_x=0, sigma_y=0, preprocessing="unit")
+    out = class_centric_mix(X, y, num_classes=3, release=release, feature_range=(0, 100), seed=0)
     assert out.num_points == 30  # K * floor(T/K)
     cls = np.repeat(np.arange(3), 10)
     assert np.array_equal(out.y, np.eye(3, dtype=np.float32)[cls])  # exactly one-hot of one class
@@ -282,29 +298,27 @@ def test_class_centric_points_are_pure():
 
 def test_class_centric_zscore_clip_and_caveat():
     X, y = _data(n=90, d=8, k=3)
-    params = ClassCentricParams(
-        mix_degree=6, num_points=30, sigma_x=0, sigma_y=0, clip=0.5, preprocessing="zscore-private"
-    )
-    out = class_centric_mix(X, y, num_classes=3, params=params, seed=0)
+    release = _cc_release(X, y, 3, l=6, T=30, sigma_x=0, sigma_y=0, clip=0.5, preprocessing="zscore-private")
+    out = class_centric_mix(X, y, num_classes=3, release=release, seed=0)
     assert (np.linalg.norm(out.x, axis=1) <= 0.5 + 1e-5).all()  # mean of vectors clipped to ||x|| <= c
     assert any("of X itself" in s for s in out.notes) and not out.release.covered
     assert out.release.caveats()[0].startswith("not covered: normalisation constants")
     result = get_accountant("dpcda").epsilon(out.release, 1e-5)
     assert not result.upper_bound and result.guarantee.startswith("not covered: normalisation constants")
-    public_params = replace(params, preprocessing="zscore")
+    public_release = _cc_release(X, y, 3, l=6, T=30, sigma_x=0, sigma_y=0, clip=0.5, preprocessing="zscore")
     public = class_centric_mix(
-        X, y, num_classes=3, params=public_params, mean=np.full(8, 127.5), std=np.full(8, 74.0), seed=0
+        X, y, num_classes=3, release=public_release, mean=np.full(8, 127.5), std=np.full(8, 74.0), seed=0
     )
     assert not any("not covered" in s for s in public.notes + public.release.notes) and public.release.covered
     with pytest.raises(ValueError, match="needs public mean and std"):
-        class_centric_mix(X, y, num_classes=3, params=public_params, seed=0)
+        class_centric_mix(X, y, num_classes=3, release=public_release, seed=0)
 
 
 def test_class_centric_hard_labels_and_determinism():
     X, y = _data(n=90, d=8, k=3)
-    params = ClassCentricParams(mix_degree=6, num_points=300, sigma_x=1.0, sigma_y=1.0, hard_labels=True)
-    a = class_centric_mix(X, y, num_classes=3, params=params, seed=7)
-    b = class_centric_mix(X, y, num_classes=3, params=params, seed=7)
+    release = _cc_release(X, y, 3, l=6, T=300, sigma_x=1.0, sigma_y=1.0, hard_labels=True)
+    a = class_centric_mix(X, y, num_classes=3, release=release, seed=7)
+    b = class_centric_mix(X, y, num_classes=3, release=release, seed=7)
     assert np.array_equal(a.x, b.x) and np.array_equal(a.y, b.y)
     assert set(np.unique(a.y)) == {0.0, 1.0} and (a.y.sum(axis=1) == 1).all()
     assert any("argmax" in s for s in a.notes)
@@ -313,17 +327,18 @@ def test_class_centric_hard_labels_and_determinism():
 @pytest.mark.parametrize("preprocessing", ["zscore", "unit"])
 def test_class_centric_release(preprocessing):
     X, y = _data(n=90, d=8, k=3)
-    params = ClassCentricParams(
-        mix_degree=6, num_points=30, sigma_x=0.4, sigma_y=0.5, preprocessing=preprocessing, clip=2.0
-    )
+    release = _cc_release(X, y, 3, l=6, T=30, sigma_x=0.4, sigma_y=0.5, preprocessing=preprocessing, clip=2.0)
     public = {"mean": np.full(8, 127.5), "std": np.full(8, 74.0)} if preprocessing == "zscore" else {}
-    r = class_centric_mix(X, y, num_classes=3, params=params, seed=0, **public).release
+    r = class_centric_mix(X, y, num_classes=3, release=release, seed=0, **public).release
     bounds = DataBounds.clipped_one_hot(2.0) if preprocessing == "zscore" else DataBounds.unit_box(8, 3)
-    assert r == class_centric_release(
+    assert r is release and (r.n, r.num_points, r.class_sizes, r.bounds) == (90, 30, (30, 30, 30), bounds)
+    view = r.accounting_view()
+    assert view == class_centric_release(
         class_sizes=(30, 30, 30), mix_degree=6, num_points=30, sigma_x=0.4, sigma_y=0.5, bounds=bounds
     )
     # labels protected by default: 2*T_k points of a pool of N_min - 1 (see class_centric_release)
-    assert (r.n, r.num_points, r.sampling, r.adjacency) == (29, 20, Sampling.WITHOUT_REPLACEMENT, Adjacency.REPLACE_ONE)
+    assert (view.n, view.num_points) == (29, 20)
+    assert (view.sampling, view.adjacency) == (Sampling.WITHOUT_REPLACEMENT, Adjacency.REPLACE_ONE)
     assert _names(r) == WOR_ACCOUNTANTS
     if preprocessing == "zscore":
         setting = MixingSetting(
@@ -339,8 +354,8 @@ def test_poisson_mix_divides_the_sum_by_m():
     n, m = 400, 20
     X = np.full((n, 4), 0.1)  # ||x|| = 0.2 <= Cx: unclipped
     y = np.zeros(n, dtype=np.int64)
-    params = PoissonMixParams(mix_degree=m, num_points=3000, sigma_x=0, sigma_y=0, clip_x=1.0, clip_y=0.5)
-    out = poisson_mix(X, y, num_classes=2, params=params, seed=0)
+    release = _poisson_release(X, m=m, T=3000, sigma_x=0, sigma_y=0, clip_x=1.0, clip_y=0.5)
+    out = poisson_mix(X, y, num_classes=2, release=release, seed=0)
     sizes = out.x[:, 0] * m / 0.1  # x_t = B_t * 0.1 / m
     assert np.allclose(sizes, np.round(sizes), atol=1e-4)
     assert np.isclose(sizes.mean(), m, rtol=0.03) and np.isclose(sizes.var(), m * (1 - m / n), rtol=0.1)
@@ -351,16 +366,16 @@ def test_poisson_mix_clips_rows():
     rng = np.random.default_rng(0)
     X = rng.uniform(1, 50, size=(100, 1)) * np.ones(6)  # one direction, norms sqrt(6)..50*sqrt(6) > Cx
     y = np.arange(100) % 2
-    params = PoissonMixParams(mix_degree=10, num_points=500, sigma_x=0, sigma_y=0, clip_x=2.0)
-    out = poisson_mix(X, y, num_classes=2, params=params, seed=1)
+    release = _poisson_release(X, m=10, T=500, sigma_x=0, sigma_y=0, clip_x=2.0)
+    out = poisson_mix(X, y, num_classes=2, release=release, seed=1)
     sizes = np.round(out.y.sum(axis=1) * 10)  # one-hot labels of norm 1: the label sum counts the batch
     assert np.allclose(np.linalg.norm(out.x, axis=1), 2.0 * sizes / 10, rtol=1e-5)  # every row clipped to 2
 
 
 def test_poisson_release_and_accountants():
     X, y = _data(n=60)
-    params = PoissonMixParams(mix_degree=8, num_points=40, sigma_x=0.7, sigma_y=0.9, clip_x=3.0, clip_y=0.5)
-    out = poisson_mix(X, y, num_classes=3, params=params, seed=0)
+    release = _poisson_release(X, m=8, T=40, sigma_x=0.7, sigma_y=0.9, clip_x=3.0, clip_y=0.5)
+    out = poisson_mix(X, y, num_classes=3, release=release, seed=0)
     r = out.release
     assert (r.n, r.mix_degree, r.num_points, r.sigma_x, r.sigma_y) == (60, 8, 40, 0.7, 0.9)
     assert r.sampling is Sampling.POISSON and r.adjacency is Adjacency.ADD_REMOVE_ONE
@@ -375,18 +390,20 @@ def test_poisson_release_and_accountants():
 
 def _mix(X=None, y=None, k=3, **kw):
     X0, y0 = _data()
-    params = kw.pop("params", DPMixParams(mix_degree=4, num_points=10, sigma_x=0.1, sigma_y=0.1))
-    return dpmix(X0 if X is None else X, y0 if y is None else y, num_classes=k, params=params, **kw)
+    release = kw.pop("release", _dpmix_release(X0, 3, l=4, T=10, sigma_x=0.1, sigma_y=0.1))
+    return dpmix(X0 if X is None else X, y0 if y is None else y, num_classes=k, release=release, **kw)
 
 
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: _mix(params=DPMixParams(mix_degree=61, num_points=5, sigma_x=0.1, sigma_y=0.1)), "l=61, n=60"),
-        (lambda: DPMixParams(mix_degree=4, num_points=5, sigma_x=-0.1, sigma_y=0.1), "sigma_x.*-0.1"),
-        (lambda: DPMixParams(mix_degree=4, num_points=5, sigma_x=0.1, sigma_y=float("nan")), "sigma_y.*nan"),
-        (lambda: DPMixParams(mix_degree=0, num_points=5, sigma_x=0.1, sigma_y=0.1), "mix_degree.*0"),
-        (lambda: DPMixParams(mix_degree=4, num_points=True, sigma_x=0.1, sigma_y=0.1), "num_points.*True"),
+        (lambda: _dpmix_release(_data()[0], 3, l=61, T=5, sigma_x=0.1, sigma_y=0.1), "l=61, n=60"),
+        (lambda: _mix(release=_dpmix_release(_data(n=61)[0], 3, l=4, T=5, sigma_x=0.1, sigma_y=0.1)), "n=61.*60"),
+        (lambda: _mix(release=_dpmix_release(_data(d=5)[0], 3, l=4, T=5, sigma_x=0.1, sigma_y=0.1)), "\\[0,1\\]\\^5"),
+        (lambda: _dpmix_release(_data()[0], 3, l=4, T=5, sigma_x=-0.1, sigma_y=0.1), "sigma_x.*-0.1"),
+        (lambda: _dpmix_release(_data()[0], 3, l=4, T=5, sigma_x=0.1, sigma_y=float("nan")), "sigma_y.*nan"),
+        (lambda: _dpmix_release(_data()[0], 3, l=0, T=5, sigma_x=0.1, sigma_y=0.1), "l \\(mix degree\\).*0"),
+        (lambda: _dpmix_release(_data()[0], 3, l=4, T=True, sigma_x=0.1, sigma_y=0.1), "T .*True"),
         (lambda: _mix(X=np.where(np.eye(60, 6) > 0, np.nan, 1.0), feature_range=(0, 1)), "NaN.*index \\(0, 0\\)"),
         (lambda: _mix(X=np.zeros(60, dtype=np.uint8)), "shape \\(60,\\)"),
         (lambda: _mix(X=np.zeros((60, 2, 2), dtype=np.uint8)), "flatten"),
@@ -396,18 +413,16 @@ def _mix(X=None, y=None, k=3, **kw):
         (lambda: _mix(y=np.full(60, 0.5)), "integer class labels. Found 0.5"),
         (lambda: _mix(X=np.zeros((60, 6))), "feature_range"),
         (lambda: _mix(feature_range=(1.0, 1.0)), "low < high"),
-        (lambda: _mix(params=ClassCentricParams(mix_degree=4, num_points=5, sigma_x=0.1, sigma_y=0.1)), "DPMixParams"),
+        (lambda: _mix(release=_poisson_release(_data()[0], m=4, T=5, sigma_x=0.1, sigma_y=0.1)), "dpmix MixingRelease"),
         (lambda: _mix(device="tpu"), "tpu"),
         (lambda: _mix(seed=-1), "seed.*-1"),
-        (lambda: ClassCentricParams(mix_degree=4, num_points=5, sigma_x=0.1, sigma_y=0.1, preprocessing="l2"), "'l2'"),
-        (lambda: ClassCentricParams(mix_degree=4, num_points=5, sigma_x=0.1, sigma_y=0.1, clip=0), "clip.*0"),
-        (lambda: PoissonMixParams(mix_degree=4, num_points=5, sigma_x=0.1, sigma_y=0.1, clip_y=-1), "clip_y.*-1"),
+        (lambda: _cc_release(*_data(), 3, l=4, T=5, sigma_x=0.1, sigma_y=0.1, preprocessing="l2"), "'l2'"),
         (
-            lambda: poisson_mix(
-                *_data(), num_classes=3, params=PoissonMixParams(mix_degree=70, num_points=5, sigma_x=1, sigma_y=1)
-            ),
-            "m=70, n=60",
+            lambda: _cc_release(*_data(), 3, l=4, T=5, sigma_x=0.1, sigma_y=0.1, preprocessing="zscore", clip=0),
+            "norm.*0",
         ),
+        (lambda: _poisson_release(_data()[0], m=4, T=5, sigma_x=0.1, sigma_y=0.1, clip_y=-1), "norm.*-1"),
+        (lambda: _poisson_release(_data()[0], m=70, T=5, sigma_x=1, sigma_y=1), "l=70, n=60"),
     ],
 )
 def test_validation_errors_name_the_bad_value(call, match):
@@ -418,17 +433,18 @@ def test_validation_errors_name_the_bad_value(call, match):
 def test_class_smaller_than_l_is_named():
     y = np.repeat(np.arange(3), [10, 10, 3])
     X = np.zeros((23, 4), dtype=np.uint8)
-    params = ClassCentricParams(mix_degree=5, num_points=30, sigma_x=0.1, sigma_y=0.1)
     with pytest.raises(ValueError, match="class 2 has 3 records, fewer than l=5"):
-        class_centric_mix(X, y, num_classes=3, params=params)
-    small = ClassCentricParams(mix_degree=3, num_points=30, sigma_x=0.1, sigma_y=0.1)
-    with pytest.raises(ValueError, match="class 3 has 0 records"):
-        class_centric_mix(X, y, num_classes=4, params=small)
+        _cc_release(X, y, 3, l=5, T=30, sigma_x=0.1, sigma_y=0.1)
+    with pytest.raises(ValueError, match="class size must be a positive integer. Found 0"):
+        _cc_release(X, y, 4, l=3, T=30, sigma_x=0.1, sigma_y=0.1)  # class 3 has no record
     with pytest.raises(ValueError, match="needs l <= N_min - 1 when labels are protected"):
-        class_centric_mix(X, y, num_classes=3, params=small)  # the neighbour's class 2 has only 2 records
-    zscore = ClassCentricParams(mix_degree=2, num_points=30, sigma_x=0.1, sigma_y=0.1, preprocessing="zscore")
+        _cc_release(X, y, 3, l=3, T=30, sigma_x=0.1, sigma_y=0.1)  # the neighbour's class 2 has only 2 records
+    other = _cc_release(X, np.repeat(np.arange(3), [9, 10, 4]), 3, l=2, T=30, sigma_x=0.1, sigma_y=0.1)
+    with pytest.raises(ValueError, match="class sizes \\(9, 10, 4\\); the data's are \\(10, 10, 3\\)"):
+        class_centric_mix(X, y, num_classes=3, release=other)
+    zscore = _cc_release(X, y, 3, l=2, T=30, sigma_x=0.1, sigma_y=0.1, preprocessing="zscore")
     with pytest.raises(ValueError, match="mean must have shape \\(4,\\)"):
-        class_centric_mix(X, y, num_classes=3, params=zscore, mean=np.zeros(3), std=np.ones(4))
+        class_centric_mix(X, y, num_classes=3, release=zscore, mean=np.zeros(3), std=np.ones(4))
 
 
 def test_device_auto_and_unavailable_cuda():
@@ -443,7 +459,7 @@ def test_device_auto_and_unavailable_cuda():
 
 def test_synthetic_data_checks_its_arrays():
     X, y = _data()
-    r = DPMixParams(mix_degree=2, num_points=3, sigma_x=1, sigma_y=1).release(n=60, dx=6, dy=3)
+    r = _dpmix_release(X, 3, l=2, T=3, sigma_x=1, sigma_y=1)
     with pytest.raises(ValueError, match="float32"):
         SyntheticData(np.zeros((3, 6)), np.zeros((3, 3), np.float32), r)
     with pytest.raises(ValueError, match="same number of rows"):

@@ -23,9 +23,9 @@ from scipy.special import logsumexp
 
 from dpmix_core.data import load_dataset
 from dpmix_core.experiments.config import RunConfig, run_key
-from dpmix_core.mechanisms import ClassCentricParams, PoissonMixParams, class_centric_mix, poisson_mix
+from dpmix_core.mechanisms import class_centric_mix, poisson_mix
 from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, applicable_accountants, get_accountant
-from dpmix_core.privacy.release import PRIVATE_NORMALISATION, Protects
+from dpmix_core.privacy.release import PRIVATE_NORMALISATION, MixingRelease, Protects
 from dpmix_core.synthesis.export import privacy_card
 from dpmix_core.synthesis.pipeline import MECHANISMS, PREPROCESSING, SynthesisConfig, planned_release, synthesize
 
@@ -103,20 +103,20 @@ def test_private_zscore_leaks_through_other_classes():
     y = np.repeat([0, 1], 1000)
     X2, y2 = X.copy(), y  # the neighbour: record 0 (class 0) replaced by an outlier; sampling is then identical
     X2[0] = 255
-    base = dict(mix_degree=512, num_points=200, sigma_x=0.0, sigma_y=0.0, clip=1.0)
+    base = dict(class_sizes=(1000, 1000), l=512, T=200, sigma_x=0.0, sigma_y=0.0, dx=16, dy=2, clip=1.0)
 
     def other_class_shift(preprocessing: str, **public) -> float:
-        params = ClassCentricParams(preprocessing=preprocessing, **base)
-        a = class_centric_mix(X, y, num_classes=2, params=params, seed=3, **public)
-        b = class_centric_mix(X2, y2, num_classes=2, params=params, seed=3, **public)
+        release = MixingRelease.class_centric(preprocessing=preprocessing, **base)
+        a = class_centric_mix(X, y, num_classes=2, release=release, seed=3, **public)
+        b = class_centric_mix(X2, y2, num_classes=2, release=release, seed=3, **public)
         ones = a.y[:, 1] == 1  # class-1 points: the replaced record is in none of them
         return float(np.linalg.norm(a.x[ones] - b.x[ones], axis=1).min())
 
     leak = other_class_shift("zscore-private")
     assert leak > 0, "private z-scoring should move every other-class point"
     assert other_class_shift("zscore", mean=np.full(16, 127.5), std=np.full(16, 74.0)) == 0.0
-    params = ClassCentricParams(preprocessing="zscore-private", **base)
-    release = class_centric_mix(X, y, num_classes=2, params=params, seed=3).release
+    private = MixingRelease.class_centric(preprocessing="zscore-private", **base)
+    release = class_centric_mix(X, y, num_classes=2, release=private, seed=3).release
     assert not release.covered
     for acc in applicable_accountants(release):
         assert acc.epsilon(release, 1e-5).guarantee == NOT_COVERED
@@ -160,7 +160,7 @@ def test_label_changing_accounting_bounds_the_exact_loss(sigma):
     joint_dp = la_dp[:, None] + la_d[None, :]
     setting = MixingSetting(n=7, l=l, T=2, sigma_x=sigma, sigma_y=sigma, dx=1, dy=1, class_sizes=(4, 3))
     acc = get_accountant("rdp-wor")
-    release = acc.release_for(setting)
+    release = acc.release_for(setting).accounting_view()
     assert (release.n, release.num_points) == (2, 2)  # N_min - 1 = 2, 2 * T_k = 2
     # the label part is identical in law (one-hot of the class + noise): only features move
     release = replace(release, sigma_y=1e12)
@@ -182,7 +182,7 @@ def test_label_protected_epsilon_on_the_dpcda_setting():
     assert full.epsilon > swap.epsilon
     assert (full.guarantee, swap.guarantee) == ("rigorous upper bound", FEATURES_ONLY)
     # the composition count, checked independently: 2 T_k releases on a pool of N_min - 1, through dp_accounting
-    release = acc.release_for(s)
+    release = acc.release_for(s).accounting_view()
     assert (release.n, release.num_points) == (min(sizes) - 1, 2 * (60000 // 10))
     z = release.noise_multiplier()
     ref = rdp.RdpAccountant(orders=list(range(2, 65)), neighboring_relation=rdp.NeighborRel.REPLACE_ONE)
@@ -199,8 +199,8 @@ def test_poisson_rate_uses_the_public_n():
     rng = np.random.default_rng(1)
     X = rng.random((1000, 4)).astype(np.float32) * 0.1
     y = rng.integers(0, 2, size=1000)
-    params = PoissonMixParams(mix_degree=50, num_points=4000, sigma_x=0.0, sigma_y=0.0, public_n=2000)
-    out = poisson_mix(X, y, num_classes=2, params=params, seed=0)
+    release = MixingRelease.poisson(n=2000, m=50, T=4000, sigma_x=0.0, sigma_y=0.0)  # the stated public n
+    out = poisson_mix(X, y, num_classes=2, release=release, seed=0)
     assert out.release.n == 2000 and out.release.sampling_rate == pytest.approx(50 / 2000)
     # realised batch size is Binomial(1000, 50/2000): mean 25; the label sum of a point is its batch size / m
     batch = out.y.sum(axis=1) * 50

@@ -13,8 +13,12 @@ def test_readme_python_example_runs(capsys):
     for block in blocks:
         exec(compile(block, str(README), "exec"), {})
         outputs.append(capsys.readouterr().out.split())
-    first, dpsgd = outputs[0], outputs[1]
+    first, mixing, dpsgd = outputs
     assert abs(float(first[0]) - 15.0) < 0.01 and abs(float(first[-1]) - 0.0711) < 2e-4
+    # the release a mechanism ran, read by every accountant that covers it: name, then a finite epsilon
+    names, values = mixing[0::2], [float(v) for v in mixing[1::2]]
+    assert names == ["lee2019", "dpcda", "rdp-wor"] and all(0 < v < 100 for v in values)
+    assert values[2] <= values[0]  # the tight RDP bound is never above lee2019's
     # DP-SGD (q = 256/60000, z = 1.1, 60 epochs): an upper bound within 1 % of a fine dp_accounting PLD (2.3796)
     assert 2.3796 <= float(dpsgd[0]) <= 2.3796 * 1.01
 

@@ -13,7 +13,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from dpmix_core.mechanisms import DPMixParams, dpmix
+from dpmix_core.mechanisms import dpmix
+from dpmix_core.privacy.release import MixingRelease
 from dpmix_core.synthesis.streaming import default_chunk_points, load_release, synthesize_streaming
 
 
@@ -93,7 +94,8 @@ def test_unbiased_and_same_law_as_in_memory(tmp_path):
         X, y, num_classes=3, l=l, T=T, sigma_x=sx, sigma_y=sy, seed=5, out_path=tmp_path / "s", chunk_points=1500
     )
     xs, ys, _ = load_release(out.out_dir)
-    mem = dpmix(X, y, num_classes=3, params=DPMixParams(mix_degree=l, num_points=T, sigma_x=sx, sigma_y=sy), seed=6)
+    release = MixingRelease.dpmix(n=len(X), l=l, T=T, sigma_x=sx, sigma_y=sy, dx=X.shape[1], dy=3)
+    mem = dpmix(X, y, num_classes=3, release=release, seed=6)
     mu_x = X.mean(0) / 255
     mu_y = np.bincount(y, minlength=3) / len(y)
     for ox, oy in ((np.asarray(xs), np.asarray(ys)), (mem.x, mem.y)):

@@ -34,6 +34,36 @@ def test_calibrated_release_meets_target(ds):
     assert planned_release(s.config, ds).sigma_x == pytest.approx(s.config.sigma_x)
 
 
+@pytest.mark.parametrize(
+    "config",
+    [
+        SynthesisConfig(mechanism="dpmix", l=8, T=100, sigma_x=0.5, clamp_negative=True),
+        SynthesisConfig(mechanism="poisson", l=8, T=100, sigma_x=0.5, clip_x=2.0, clip_y=0.5, public_n=5000),
+        SynthesisConfig(
+            mechanism="class-centric", l=8, T=100, sigma_x=0.5, preprocessing="zscore", clip=2.0, protect_labels=False
+        ),
+    ],
+    ids=["dpmix", "poisson", "class-centric"],
+)
+def test_one_description_from_recipe_to_mechanism_to_card(ds, config):
+    """The release planned from a recipe is the object the mechanism ran, the card prints and the accountants read:
+    a choice made on a page (what is protected, the public n, the clipping) cannot get lost on the way."""
+    s = synthesize(config, ds)
+    planned = planned_release(s.config, ds)
+    assert s.data.release == planned and s.data.release.mechanism.value == config.mechanism
+    card = privacy_card(s)
+    assert card["release"] == planned.to_json()
+    if config.mechanism == "class-centric":
+        assert card["release"]["protects"] == "features only; labels not protected"
+        assert all(e["protects"] == card["release"]["protects"] for e in card["epsilons"])
+        assert card["release"]["class_sizes"] == [int(c) for c in ds.class_counts()]
+        assert card["release"]["bounds"] == "x: ||.||_2 <= 2, y: one-hot"
+    if config.mechanism == "poisson":
+        assert card["release"]["n"] == 5000 and card["release"]["bounds"] == "x: ||.||_2 <= 2, y: ||.||_2 <= 0.5"
+    if config.mechanism == "dpmix":
+        assert card["release"]["clamp_negative"] and (s.data.x >= 0).all()
+
+
 def test_card_caveats(ds):
     private = SynthesisConfig(mechanism="class-centric", l=8, T=100, sigma_x=1.0, preprocessing="zscore-private")
     cc = privacy_card(synthesize(private, ds))

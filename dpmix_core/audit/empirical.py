@@ -138,16 +138,12 @@ class AuditConfig:
         return self.l / self.n
 
     def release(self) -> MixingRelease:
-        """The release the accountants see (nominal sigmas), built by the mechanism's own parameter object."""
-        from dpmix_core.mechanisms.mixing import DPMixParams, PoissonMixParams
-
+        """The release the simulated mechanism makes and the accountants see (nominal sigmas)."""
         if self.mechanism == "dpmix":
-            dpmix = DPMixParams(mix_degree=self.l, num_points=self.T, sigma_x=self.sigma_x, sigma_y=self.sigma_y)
-            return dpmix.release(n=self.n, dx=self.d, dy=self.num_classes)
-        poisson = PoissonMixParams(
-            mix_degree=self.l, num_points=self.T, sigma_x=self.sigma_x, sigma_y=self.sigma_y, clip_x=1.0, clip_y=1.0
-        )
-        return poisson.release(n=self.n)
+            return MixingRelease.dpmix(
+                n=self.n, l=self.l, T=self.T, sigma_x=self.sigma_x, sigma_y=self.sigma_y, dx=self.d, dy=self.num_classes
+            )
+        return MixingRelease.poisson(n=self.n, m=self.l, T=self.T, sigma_x=self.sigma_x, sigma_y=self.sigma_y)
 
 
 @dataclass(frozen=True)

@@ -362,8 +362,7 @@ def _dpcda_table2() -> tuple[SweepSpec, SweepSpec]:
             "epochs": 8,
             **_DPCDA_QUICK_PROTOCOL,
         },
-        note="T=10000 points (1000 per class), 8 epochs at a constant Adam lr 1e-4 without early stopping, one "
-        "seed.",
+        note="T=10000 points (1000 per class), 8 epochs at a constant Adam lr 1e-4 without early stopping, one seed.",
     )
     return full, quick
 

@@ -26,9 +26,6 @@ from dpmix_core.mechanisms.descriptions import (
 from dpmix_core.mechanisms.engine import resolve_device
 from dpmix_core.mechanisms.label_dp import laplace_label_release
 from dpmix_core.mechanisms.mixing import (
-    ClassCentricParams,
-    DPMixParams,
-    PoissonMixParams,
     class_centric_mix,
     dpmix,
     local_perturbation,
@@ -41,14 +38,11 @@ from dpmix_core.mechanisms.stats import dp_histogram, dp_mean, dp_variance, mean
 
 __all__ = [
     "resolve_device",
-    "ClassCentricParams",
-    "DPMixParams",
     "DPPCAResult",
     "DPStatistic",
     "GaussianRelease",
     "LaplaceLabelRelease",
     "LaplaceRelease",
-    "PoissonMixParams",
     "SyntheticData",
     "analyze_gauss_pca",
     "class_centric_mix",

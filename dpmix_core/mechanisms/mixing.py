@@ -1,10 +1,10 @@
 """Random-mixing mechanisms: DPMix, local perturbation, class-centric mixing (DP-CDA), Poisson mixing (DPFMix).
 
-Each mechanism returns :class:`SyntheticData` whose ``release`` (a
-:class:`~dpmix_core.privacy.release.MixingRelease`) is built by the same parameter
-object the mechanism ran with, so the accountants see exactly what was done:
-``params.release(...)`` gives the description *before* running (to calibrate
-sigma), and the mechanism attaches the same object to its output.
+Each mechanism runs one :class:`~dpmix_core.privacy.release.MixingRelease`, the
+single description of what is released (built before any data is touched, e.g.
+``MixingRelease.dpmix(...)``, so sigma can be calibrated on it), checks that it
+fits the data (n, dimensions, class sizes), and returns :class:`SyntheticData`
+carrying that same object: the accountants see exactly what was done.
 
 Inputs: X (n, d) flattened features, uint8 pixels 0..255 or numbers; y (n,)
 integer labels in 0..K-1. Outputs are float32. The heavy lifting (exact index
@@ -15,17 +15,13 @@ sampling, gather-and-sum, noise) is in :mod:`.engine` / :mod:`.sampling`;
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from dpmix_core.mechanisms._checks import (
     check_features,
     check_labels,
-    check_positive,
     check_positive_int,
     check_range,
-    check_sigma,
 )
 from dpmix_core.mechanisms.device_sampling import sample_mixture_indices_torch, sample_poisson_batches_torch
 from dpmix_core.mechanisms.engine import (
@@ -37,21 +33,10 @@ from dpmix_core.mechanisms.engine import (
 )
 from dpmix_core.mechanisms.outputs import SyntheticData
 from dpmix_core.mechanisms.sampling import index_dtype, sample_mixture_indices, sample_poisson_batches
-from dpmix_core.privacy.release import (
-    PRIVATE_NORMALISATION,
-    Adjacency,
-    DataBounds,
-    MixingRelease,
-    Protects,
-    Sampling,
-    class_centric_release,
-)
+from dpmix_core.privacy.release import DataBounds, Mechanism, MixingRelease
 
 __all__ = [
     "PREPROCESSING",
-    "DPMixParams",
-    "ClassCentricParams",
-    "PoissonMixParams",
     "dpmix",
     "local_perturbation",
     "class_centric_mix",
@@ -68,139 +53,6 @@ PREPROCESSING = ("unit", "zscore", "zscore-private")
 _EXACT_UINT8_SUM = 2**24 // 255  # l uint8 values sum exactly in float32 while 255*l <= 2^24
 
 
-# --------------------------------------------------------------------------- parameter sets
-
-
-@dataclass(frozen=True, kw_only=True)
-class DPMixParams:
-    """DPMix (Lee et al. 2019, Alg. 1; thesis App. A.1): T means of l distinct records, Gaussian noise."""
-
-    mix_degree: int  # l
-    num_points: int  # T
-    sigma_x: float
-    sigma_y: float
-    clamp_negative: bool = False  # post-processing: negative outputs set to 0
-
-    def __post_init__(self) -> None:
-        check_positive_int("mix_degree (l)", self.mix_degree)
-        check_positive_int("num_points (T)", self.num_points)
-        check_sigma("sigma_x", self.sigma_x)
-        check_sigma("sigma_y", self.sigma_y)
-        if not isinstance(self.clamp_negative, bool):
-            raise ValueError(f"clamp_negative must be True or False. Found {self.clamp_negative!r}.")
-
-    def release(self, *, n: int, dx: int, dy: int) -> MixingRelease:
-        """The release this run makes: without replacement, replace-one, [0,1]^dx x [0,1]^dy."""
-        _check_l_le_n(self.mix_degree, n)
-        return MixingRelease(
-            n=n,
-            mix_degree=self.mix_degree,
-            num_points=self.num_points,
-            sigma_x=self.sigma_x,
-            sigma_y=self.sigma_y,
-            sampling=Sampling.WITHOUT_REPLACEMENT,
-            adjacency=Adjacency.REPLACE_ONE,
-            bounds=DataBounds.unit_box(dx, dy),
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
-class ClassCentricParams:
-    """Class-centric mixing (thesis §4.2; DP-CDA Alg. 1): l distinct records of one class, floor(T/K) points per class."""
-
-    mix_degree: int  # l
-    num_points: int  # T (floor(T/K) per class)
-    sigma_x: float
-    sigma_y: float
-    preprocessing: str = "unit"  # see PREPROCESSING; "zscore" needs public mean/std passed to class_centric_mix
-    clip: float = 1.0  # DP-CDA c (zscore only)
-    hard_labels: bool = False  # DP-CDA Eq. 1: one-hot of argmax of the noisy label
-    protect_labels: bool = True  # replace-one incl. labels; False: DP-CDA's same-class swap (class_centric_release)
-
-    def __post_init__(self) -> None:
-        check_positive_int("mix_degree (l)", self.mix_degree)
-        check_positive_int("num_points (T)", self.num_points)
-        check_sigma("sigma_x", self.sigma_x)
-        check_sigma("sigma_y", self.sigma_y)
-        if self.preprocessing not in PREPROCESSING:
-            raise ValueError(f"preprocessing must be one of {PREPROCESSING}. Found {self.preprocessing!r}.")
-        check_positive("clip (c)", self.clip)
-        for name in ("hard_labels", "protect_labels"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False. Found {getattr(self, name)!r}.")
-
-    def guarantee_scope(self) -> tuple[Protects, str | None]:
-        """(what the accounting protects, why no accountant covers the release or None): known before any data."""
-        protects = Protects.FEATURES_AND_LABELS if self.protect_labels else Protects.FEATURES_ONLY
-        return protects, PRIVATE_NORMALISATION if self.preprocessing == "zscore-private" else None
-
-    def bounds(self, *, dx: int, dy: int) -> DataBounds:
-        if self.preprocessing == "unit":
-            return DataBounds.unit_box(dx, dy)
-        return DataBounds.clipped_one_hot(self.clip)
-
-    def release(self, *, class_sizes: tuple[int, ...], dx: int, dy: int) -> MixingRelease:
-        """Conservative class-centric accounting view (``class_centric_release``)."""
-        for k, size in enumerate(class_sizes):
-            if size < self.mix_degree:
-                raise ValueError(
-                    f"class {k} has {size} records, fewer than l={self.mix_degree}; "
-                    "class-centric mixing needs l <= N_k for every class."
-                )
-        return class_centric_release(
-            class_sizes=tuple(int(s) for s in class_sizes),
-            mix_degree=self.mix_degree,
-            num_points=self.num_points,
-            sigma_x=self.sigma_x,
-            sigma_y=self.sigma_y,
-            bounds=self.bounds(dx=dx, dy=dy),
-            protect_labels=self.protect_labels,
-            not_covered=self.guarantee_scope()[1],
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
-class PoissonMixParams:
-    """Poisson mixing (DPFMix Alg. 1): each record joins each point w.p. m/n; sum / m + Gaussian noise."""
-
-    mix_degree: int  # m, the expected batch size
-    num_points: int  # T
-    sigma_x: float
-    sigma_y: float
-    clip_x: float = 1.0  # Cx
-    clip_y: float = 1.0  # Cy
-    public_n: int | None = None  # the stated n that sets the rate m/n; None: len(X) (then n is treated as public)
-
-    def __post_init__(self) -> None:
-        check_positive_int("mix_degree (m)", self.mix_degree)
-        if self.public_n is not None:
-            check_positive_int("public_n", self.public_n)
-        check_positive_int("num_points (T)", self.num_points)
-        check_sigma("sigma_x", self.sigma_x)
-        check_sigma("sigma_y", self.sigma_y)
-        check_positive("clip_x (Cx)", self.clip_x)
-        check_positive("clip_y (Cy)", self.clip_y)
-
-    def release(self, *, n: int) -> MixingRelease:
-        """The release this run makes: Poisson rate m/n, add/remove-one, ||x|| <= Cx, ||y|| <= Cy.
-
-        Under add/remove adjacency the record count is private, so the rate uses
-        ``public_n`` when stated (``n``, the count of the data, otherwise).
-        """
-        n = self.public_n if self.public_n is not None else n
-        _check_l_le_n(self.mix_degree, n, name="mix_degree (m)")
-        return MixingRelease(
-            n=n,
-            mix_degree=self.mix_degree,
-            num_points=self.num_points,
-            sigma_x=self.sigma_x,
-            sigma_y=self.sigma_y,
-            sampling=Sampling.POISSON,
-            adjacency=Adjacency.ADD_REMOVE_ONE,
-            bounds=DataBounds.clipped(self.clip_x, self.clip_y),
-        )
-
-
 # --------------------------------------------------------------------------- mechanisms
 
 
@@ -209,7 +61,7 @@ def dpmix(
     y: np.ndarray,
     *,
     num_classes: int,
-    params: DPMixParams,
+    release: MixingRelease,
     feature_range: tuple[float, float] | None = None,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     device: str = "cpu",
@@ -222,8 +74,9 @@ def dpmix(
             ``feature_range``.
         y: (n,) integer class labels in 0..K-1 (whole-number floats accepted).
         num_classes: K, the length of the one-hot label vectors.
-        params: l, T, sigma_x and sigma_y (noise standard deviations on each released *average*, in [0,1]
-            feature units and one-hot label units) and ``clamp_negative``.
+        release: the DPMix release to make (``MixingRelease.dpmix``): n = len(X), l, T, sigma_x and sigma_y
+            (noise standard deviations on each released *average*, in [0,1] feature units and one-hot label
+            units), [0,1]^d x [0,1]^K bounds and ``clamp_negative``.
         feature_range: public (low, high) bounds of X, min-max scaled to [0,1] (values outside are clipped);
             None for uint8 X. It must not be computed from the private data.
         seed: int >= 0, numpy Generator, SeedSequence, or None (fresh entropy).
@@ -236,17 +89,15 @@ def dpmix(
 
     Raises:
         ValueError: X not a finite (n, d) integer or float array; y not (n,) integer labels in 0..K-1;
-            ``params`` not a :class:`DPMixParams`; l > n; non-uint8 X without ``feature_range``; a bad
+            ``release`` not a DPMix :class:`MixingRelease` or not fitting X (n, d, K); non-uint8 X without ``feature_range``; a bad
             ``feature_range``, seed, device or ``index_sampling``.
     """
-    _check_params(params, DPMixParams)
     X, y, n, d, k = _check_data(X, y, num_classes)
-    _check_l_le_n(params.mix_degree, n)
-    release = params.release(n=n, dx=d, dy=k)
+    _check_release(release, Mechanism.DPMIX, n=n, bounds=DataBounds.unit_box(d, k))
     dev = resolve_device(device)
     seed_seq = seed_sequence(seed)
     feats, scale, feat_note = unit_features(X, feature_range)
-    l = params.mix_degree
+    l = release.mix_degree
 
     def draw(rng: np.random.Generator, rows: int) -> tuple[np.ndarray, None]:
         return sample_mixture_indices(n=n, mix_degree=l, num_points=rows, rng=rng), None
@@ -254,7 +105,7 @@ def dpmix(
     def draw_device(gen, rows: int):
         return sample_mixture_indices_torch(n=n, mix_degree=l, num_points=rows, generator=gen), None
 
-    seg = Segment(0, params.num_points, 0, draw, draw_device=draw_device)
+    seg = Segment(0, release.num_points, 0, draw, draw_device=draw_device)
     x_out, y_out = mix_and_perturb(
         features=feats,
         labels=y,
@@ -263,24 +114,24 @@ def dpmix(
         dx=d,
         dy=k,
         segments=[seg],
-        num_points=params.num_points,
+        num_points=release.num_points,
         denom_x=scale * l,
         denom_y=float(l),
-        sigma_x=params.sigma_x,
-        sigma_y=params.sigma_y,
+        sigma_x=release.sigma_x,
+        sigma_y=release.sigma_y,
         seed_seq=seed_seq,
         chunk_rows=chunk_rows_for(l),
         device=dev,
         index_sampling=index_sampling,
     )
     notes = [
-        f"DPMix (Lee et al. 2019): each of T={params.num_points} points averages l={l} distinct records drawn "
-        f"uniformly without replacement from n={n}, plus N(0, {params.sigma_x:g}^2 I) on features and "
-        f"N(0, {params.sigma_y:g}^2 I) on labels",
+        f"DPMix (Lee et al. 2019): each of T={release.num_points} points averages l={l} distinct records drawn "
+        f"uniformly without replacement from n={n}, plus N(0, {release.sigma_x:g}^2 I) on features and "
+        f"N(0, {release.sigma_y:g}^2 I) on labels",
         feat_note,
         f"labels: one-hot over K={k} classes, released as soft labels",
     ]
-    if params.clamp_negative:
+    if release.clamp_negative:
         np.maximum(x_out, 0, out=x_out)
         np.maximum(y_out, 0, out=y_out)
         notes.append("negative feature and label values set to 0 (post-processing; privacy unchanged)")
@@ -302,7 +153,7 @@ def local_perturbation(
 ) -> SyntheticData:
     """No-mixing baseline (Lee et al. 2019 with l = 1): x_t = one uniformly drawn record + N(0, sigma_x^2 I).
 
-    :func:`dpmix` with ``DPMixParams(mix_degree=1, ...)`` and ``index_sampling="auto"``; each of the T points
+    :func:`dpmix` with ``MixingRelease.dpmix(l=1, ...)`` and ``index_sampling="auto"``; each of the T points
     draws its record independently (records may repeat across points).
 
     Args:
@@ -324,10 +175,11 @@ def local_perturbation(
     Raises:
         ValueError: as :func:`dpmix`, and for T < 1 or a negative or non-finite sigma.
     """
-    params = DPMixParams(
-        mix_degree=1, num_points=num_points, sigma_x=sigma_x, sigma_y=sigma_y, clamp_negative=clamp_negative
+    X, y, n, d, k = _check_data(X, y, num_classes)
+    release = MixingRelease.dpmix(
+        n=n, l=1, T=num_points, sigma_x=sigma_x, sigma_y=sigma_y, dx=d, dy=k, clamp_negative=clamp_negative
     )
-    out = dpmix(X, y, num_classes=num_classes, params=params, feature_range=feature_range, seed=seed, device=device)
+    out = dpmix(X, y, num_classes=k, release=release, feature_range=feature_range, seed=seed, device=device)
     note = "local perturbation baseline: l=1 (no mixing), each point is one uniformly drawn record plus noise"
     return SyntheticData(out.x, out.y, out.release, (note,) + out.notes)
 
@@ -337,7 +189,7 @@ def class_centric_mix(
     y: np.ndarray,
     *,
     num_classes: int,
-    params: ClassCentricParams,
+    release: MixingRelease,
     mean: np.ndarray | None = None,
     std: np.ndarray | None = None,
     feature_range: tuple[float, float] | None = None,
@@ -359,9 +211,10 @@ def class_centric_mix(
         X: (n, d) features: uint8 pixels or numbers (see ``preprocessing`` above).
         y: (n,) integer class labels in 0..K-1; every class needs at least l records.
         num_classes: K; each class releases floor(T/K) points.
-        params: l, T, sigma_x and sigma_y (noise standard deviations on each released *average*, in the
-            units of the preprocessed features and of the one-hot labels), preprocessing, clip c,
-            ``hard_labels`` and ``protect_labels``.
+        release: the class-centric release to make (``MixingRelease.class_centric``): class sizes equal to
+            the counts of y, l, T, sigma_x and sigma_y (noise standard deviations on each released *average*,
+            in the units of the preprocessed features and of the one-hot labels), preprocessing, clip c (the
+            bound on ||x||), ``hard_labels`` and what is protected.
         mean: (d,) public feature means, in the units of X; only with ``preprocessing="zscore"``.
         std: (d,) public feature standard deviations (>= 0; 0 only centres), in the units of X; only with
             ``preprocessing="zscore"``.
@@ -376,24 +229,24 @@ def class_centric_mix(
         ``not_covered`` set for "zscore-private"), and notes.
 
     Raises:
-        ValueError: bad X or y (as :func:`dpmix`); ``params`` not a :class:`ClassCentricParams`; a class with
-            fewer than l records (or l > N_min - 1 with ``protect_labels``); T < K; ``mean``/``std`` missing
+        ValueError: bad X or y (as :func:`dpmix`); ``release`` not a class-centric :class:`MixingRelease` or
+            its class sizes or dimensions not those of the data; ``mean``/``std`` missing
             for "zscore", given for "unit" or "zscore-private", of the wrong shape, not finite, or std < 0;
             ``feature_range`` with z-scoring; non-uint8 X without ``feature_range`` for "unit"; a bad seed,
             device or ``index_sampling``.
     """
-    _check_params(params, ClassCentricParams)
     X, y, n, d, k = _check_data(X, y, num_classes)
     counts = np.bincount(y, minlength=k)
-    release = params.release(class_sizes=tuple(int(c) for c in counts), dx=d, dy=k)
+    bounds = DataBounds.unit_box(d, k) if release.preprocessing == "unit" else None
+    _check_release(release, Mechanism.CLASS_CENTRIC, n=n, bounds=bounds, class_sizes=tuple(int(c) for c in counts))
     dev = resolve_device(device)
     seed_seq = seed_sequence(seed)
-    l = params.mix_degree
+    l = release.mix_degree
     notes = []
-    if params.preprocessing != "unit":
+    if release.preprocessing != "unit":
         if feature_range is not None:
             raise ValueError("feature_range applies to preprocessing='unit'; z-scoring uses mean and std.")
-        private = params.preprocessing == "zscore-private"
+        private = release.preprocessing == "zscore-private"
         if private and (mean is not None or std is not None):
             raise ValueError("preprocessing='zscore-private' computes mean and std from X; pass none, or use 'zscore'.")
         if not private and (mean is None or std is None):
@@ -401,7 +254,7 @@ def class_centric_mix(
                 "preprocessing='zscore' needs public mean and std (constants that do not depend on the private "
                 "data); use preprocessing='zscore-private' to compute them from X (then no epsilon is covered)."
             )
-        feats, z_notes = _zscore_clip(X, mean, std, params.clip)
+        feats, z_notes = _zscore_clip(X, mean, std, release.bounds.x.radius)
         notes += z_notes
         scale = 1.0
     else:
@@ -409,7 +262,7 @@ def class_centric_mix(
             raise ValueError("mean and std apply to preprocessing='zscore'; 'unit' scaling uses feature_range.")
         feats, scale, feat_note = unit_features(X, feature_range)
         notes.append(feat_note)
-    per_class = params.num_points // k
+    per_class = release.num_points // k
     idx_type = index_dtype(n)
     order = np.argsort(y, kind="stable").astype(idx_type)
     starts = np.concatenate(([0], np.cumsum(counts)))
@@ -440,8 +293,8 @@ def class_centric_mix(
         num_points=per_class * k,
         denom_x=scale * l,
         denom_y=1.0,
-        sigma_x=params.sigma_x,
-        sigma_y=params.sigma_y,
+        sigma_x=release.sigma_x,
+        sigma_y=release.sigma_y,
         seed_seq=seed_seq,
         chunk_rows=chunk_rows_for(l),
         device=dev,
@@ -450,13 +303,15 @@ def class_centric_mix(
     notes.insert(
         0,
         f"class-centric mixing (DP-CDA Alg. 1): per class, floor(T/K)={per_class} points, each the mean of l={l} "
-        f"distinct records of that class, plus N(0, {params.sigma_x:g}^2 I) on features and "
-        f"N(0, {params.sigma_y:g}^2 I) on the one-hot label; rows grouped by class",
+        f"distinct records of that class, plus N(0, {release.sigma_x:g}^2 I) on features and "
+        f"N(0, {release.sigma_y:g}^2 I) on the one-hot label; rows grouped by class",
     )
     notes.append(f"class sizes {tuple(int(c) for c in counts)} are treated as public")
-    if per_class * k != params.num_points:
-        notes.append(f"released K*floor(T/K)={per_class * k} points (T={params.num_points} is not a multiple of K={k})")
-    if params.hard_labels:
+    if per_class * k != release.num_points:
+        notes.append(
+            f"released K*floor(T/K)={per_class * k} points (T={release.num_points} is not a multiple of K={k})"
+        )
+    if release.hard_labels:
         y_out = np.eye(k, dtype=np.float32)[np.argmax(y_out, axis=1)]
         notes.append("hard labels: one-hot of the argmax of the noisy label (DP-CDA Eq. 1; post-processing)")
     else:
@@ -469,7 +324,7 @@ def poisson_mix(
     y: np.ndarray,
     *,
     num_classes: int,
-    params: PoissonMixParams,
+    release: MixingRelease,
     feature_range: tuple[float, float] | None = None,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     device: str = "cpu",
@@ -486,9 +341,10 @@ def poisson_mix(
             ``feature_range``).
         y: (n,) integer class labels in 0..K-1.
         num_classes: K, the length of the label vectors.
-        params: m (expected batch size), T, sigma_x and sigma_y (noise standard deviations on each released
-            sum / m, in the units of the clipped features and labels), Cx, Cy and ``public_n`` (the stated n
-            that sets the rate m/n; None: len(X)).
+        release: the Poisson release to make (``MixingRelease.poisson``): the stated public n that sets the
+            rate m/n (under add/remove adjacency the count of X is private), m (expected batch size), T,
+            sigma_x and sigma_y (noise standard deviations on each released sum / m, in the units of the
+            clipped features and labels) and the clipping bounds Cx, Cy.
         feature_range: public (low, high) bounds of X for min-max scaling to [0,1] before clipping.
         seed: int >= 0, numpy Generator, SeedSequence, or None (fresh entropy).
         device: "cpu", "cuda", "cuda:N", "mps" or "auto".
@@ -499,12 +355,11 @@ def poisson_mix(
         :class:`MixingRelease` (rate m / public n), and notes.
 
     Raises:
-        ValueError: bad X or y (as :func:`dpmix`); ``params`` not a :class:`PoissonMixParams`; m greater than
-            the public n (or n); a bad ``feature_range``, seed, device or ``index_sampling``.
+        ValueError: bad X or y (as :func:`dpmix`); ``release`` not a Poisson :class:`MixingRelease`; a bad ``feature_range``, seed, device or ``index_sampling``.
     """
-    _check_params(params, PoissonMixParams)
     X, y, n, d, k = _check_data(X, y, num_classes)
-    release = params.release(n=n)
+    _check_release(release, Mechanism.POISSON)
+    clip_x, clip_y = release.bounds.x.radius, release.bounds.y.radius
     dev = resolve_device(device)
     seed_seq = seed_sequence(seed)
     if X.dtype == np.uint8 and feature_range is None:
@@ -516,9 +371,9 @@ def poisson_mix(
     else:
         feats = X.astype(np.float32)
         feat_note = "features: used as given (the clipping bounds their norm)"
-    feats = clip_rows(feats, params.clip_x)
-    m = params.mix_degree
-    rate = m / release.n  # the stated public n, never the private count (see PoissonMixParams.release)
+    feats = clip_rows(feats, clip_x)
+    m = release.mix_degree
+    rate = m / release.n  # the stated public n, never the private count (MixingRelease.poisson)
 
     def draw(rng: np.random.Generator, rows: int) -> tuple[np.ndarray, np.ndarray]:
         return sample_poisson_batches(n=n, rate=rate, num_points=rows, rng=rng)
@@ -526,31 +381,31 @@ def poisson_mix(
     def draw_device(gen, rows: int):
         return sample_poisson_batches_torch(n=n, rate=rate, num_points=rows, generator=gen)
 
-    seg = Segment(0, params.num_points, 0, draw, draw_device=draw_device)
+    seg = Segment(0, release.num_points, 0, draw, draw_device=draw_device)
     x_out, y_out = mix_and_perturb(
         features=feats,
         labels=y,
-        label_value=min(1.0, params.clip_y),
+        label_value=min(1.0, clip_y),
         dtype=np.float32,
         dx=d,
         dy=k,
         segments=[seg],
-        num_points=params.num_points,
+        num_points=release.num_points,
         denom_x=float(m),
         denom_y=float(m),
-        sigma_x=params.sigma_x,
-        sigma_y=params.sigma_y,
+        sigma_x=release.sigma_x,
+        sigma_y=release.sigma_y,
         seed_seq=seed_seq,
         chunk_rows=chunk_rows_for(m),
         device=dev,
         index_sampling=index_sampling,
     )
     notes = (
-        f"Poisson mixing (DPFMix Alg. 1): each record joins each of T={params.num_points} points independently "
+        f"Poisson mixing (DPFMix Alg. 1): each record joins each of T={release.num_points} points independently "
         f"with probability m/n={m}/{release.n} (n stated as public); the batch sum is divided by m={m} (not by the realised batch size), "
-        f"plus N(0, {params.sigma_x:g}^2 I) on features and N(0, {params.sigma_y:g}^2 I) on labels",
-        feat_note + f"; each row clipped to ||x|| <= Cx={params.clip_x:g}",
-        f"labels: one-hot scaled to ||y|| <= Cy={params.clip_y:g}, released as soft labels",
+        f"plus N(0, {release.sigma_x:g}^2 I) on features and N(0, {release.sigma_y:g}^2 I) on labels",
+        feat_note + f"; each row clipped to ||x|| <= Cx={clip_x:g}",
+        f"labels: one-hot scaled to ||y|| <= Cy={clip_y:g}, released as soft labels",
     )
     return SyntheticData(x_out, y_out, release, notes)
 
@@ -563,9 +418,30 @@ def _table_dtype(feats: np.ndarray, l: int) -> type:
     return np.float64 if feats.dtype == np.uint8 and l > _EXACT_UINT8_SUM else np.float32
 
 
-def _check_params(params: object, cls: type) -> None:
-    if not isinstance(params, cls):
-        raise ValueError(f"params must be a {cls.__name__}. Found {type(params).__name__}.")
+def _check_release(
+    release: object,
+    mechanism: Mechanism,
+    *,
+    n: int | None = None,
+    bounds: DataBounds | None = None,
+    class_sizes: tuple[int, ...] | None = None,
+) -> None:
+    """The release describes this mechanism on this data: n, the [0,1] dimensions, the class sizes."""
+    if not isinstance(release, MixingRelease) or release.mechanism is not mechanism:
+        found = type(release).__name__
+        if isinstance(release, MixingRelease) and release.mechanism is not None:
+            found = f"a {release.mechanism.value} release"
+        raise ValueError(
+            f"release must be a {mechanism.value} MixingRelease (MixingRelease.{mechanism.name.lower()}). Found {found}."
+        )
+    if n is not None and release.n != n:
+        raise ValueError(f"the release describes n={release.n} records; the data has {n}.")
+    if bounds is not None and release.bounds != bounds:
+        raise ValueError(
+            f"the release's bounds ({release.bounds.describe()}) are not those of the data ({bounds.describe()})."
+        )
+    if class_sizes is not None and release.class_sizes != class_sizes:
+        raise ValueError(f"the release states class sizes {release.class_sizes}; the data's are {class_sizes}.")
 
 
 def _check_data(X: np.ndarray, y: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray, int, int, int]:
@@ -573,12 +449,6 @@ def _check_data(X: np.ndarray, y: np.ndarray, num_classes: int) -> tuple[np.ndar
     k = check_positive_int("num_classes (K)", num_classes)
     y = check_labels(y, n=X.shape[0], num_classes=k)
     return X, y, X.shape[0], X.shape[1], k
-
-
-def _check_l_le_n(l: int, n: int, name: str = "mix_degree (l)") -> None:
-    if l > n:
-        symbol = name.split()[-1].strip("()")
-        raise ValueError(f"{name} must not exceed the number of records n. Found {symbol}={l}, n={n}.")
 
 
 def unit_features(X: np.ndarray, feature_range: tuple[float, float] | None) -> tuple[np.ndarray, float, str]:

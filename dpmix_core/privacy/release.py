@@ -1,9 +1,26 @@
-"""What was released: a random-mixing release described as data.
+"""What was released: a random-mixing release described as data -- the one description.
 
 Keeps "what was released" apart from "how we account for it" (the
-``dp_accounting`` DpEvent idea): mechanisms build a :class:`MixingRelease`,
-accountants consume it. Sensitivities follow from the release's data bounds
+``dp_accounting`` DpEvent idea). :class:`MixingRelease` is the single
+description of a mixing release: the mechanism (which records are mixed),
+sampling and neighbouring relation, what the epsilon protects, the data bounds
+and the preprocessing that enforces them, the feature transform (what was
+mixed), n, l, T, sigma_x, sigma_y, the class sizes of class-centric mixing and
+the post-processing of the output. It is built once (``MixingRelease.dpmix``,
+``.class_centric``, ``.poisson``), from a page, the CLI or a recipe
+(``synthesis.SynthesisConfig``); the mechanisms run exactly it, the
+accountants, privacy cards and presets read it.
+
+How it is accounted for is a view, not another description:
+:meth:`MixingRelease.accounting_view` is the release the accountants' theorems
+are applied to (for class-centric mixing the smallest class pool and 2*T_k
+steps, :func:`class_centric_release`), and :meth:`MixingRelease.dp_event` the
+``dp_accounting`` event of that view. Sensitivities follow from the data bounds
 and the neighbouring relation; nothing here knows about any accountant.
+
+    user input ──> MixingRelease (what was released) ──> mechanism (runs it)
+                        │
+                        └─ accounting_view() / dp_event() ──> accountants ──> EpsilonResult ──> card
 """
 
 from __future__ import annotations
@@ -21,6 +38,8 @@ from dpmix_core.privacy.checks import check_positive_int
 
 __all__ = [
     "Adjacency",
+    "Mechanism",
+    "RELEASE_PREPROCESSING",
     "Protects",
     "PRIVATE_NORMALISATION",
     "Sampling",
@@ -37,6 +56,28 @@ class Sampling(str, enum.Enum):
 
     WITHOUT_REPLACEMENT = "without-replacement"  # exactly l distinct records (DPMix, DP-CDA)
     POISSON = "poisson"  # each record independently with prob. m/n (DPFMix)
+
+
+class Mechanism(str, enum.Enum):
+    """Which records one synthetic point mixes (the sampling and neighbouring relation follow from it)."""
+
+    DPMIX = "dpmix"  # l distinct records of all n, replace-one (Lee et al. 2019; l = 1: local perturbation)
+    CLASS_CENTRIC = "class-centric"  # l distinct records of one class, floor(T/K) points per class (DP-CDA Alg. 1)
+    POISSON = "poisson"  # each record with probability m/n, the sum divided by m, add/remove-one (DPFMix Alg. 1)
+
+    @property
+    def sampling(self) -> Sampling:
+        return Sampling.POISSON if self is Mechanism.POISSON else Sampling.WITHOUT_REPLACEMENT
+
+    @property
+    def adjacency(self) -> Adjacency:
+        return Adjacency.ADD_REMOVE_ONE if self is Mechanism.POISSON else Adjacency.REPLACE_ONE
+
+
+# How a record is brought within the bounds: "unit" scales features to [0,1] with public bounds (Lee et al.);
+# "zscore" z-scores with public constants and clips ||x|| <= c (DP-CDA); "zscore-private" does so with the private
+# data's own statistics (never covered); "clip" clips ||x|| <= Cx and scales the one-hot label to Cy (DPFMix).
+RELEASE_PREPROCESSING = ("unit", "zscore", "zscore-private", "clip")
 
 
 class Adjacency(str, enum.Enum):
@@ -142,6 +183,16 @@ class MixingRelease:
     (e.g. ScatterNet + per-sample GroupNorm, DPFMix App. E.2). It does not
     change the accounting (the bounds hold for the transformed records) but
     every description of the release names it.
+
+    ``mechanism`` says which records are mixed (None: read from ``sampling``);
+    its sampling and adjacency must agree with the fields. Class-centric
+    mixing states its public ``class_sizes`` (n is their sum, ``num_points``
+    the T asked for) and is accounted through :meth:`accounting_view`.
+    ``preprocessing`` is how the records were brought within ``bounds``
+    (:data:`RELEASE_PREPROCESSING`; None: "clip" for Poisson, else "unit");
+    "zscore-private" always sets ``not_covered``. ``hard_labels`` and
+    ``clamp_negative`` are post-processing of the output (privacy unchanged).
+    Build one with :meth:`dpmix`, :meth:`class_centric` or :meth:`poisson`.
     """
 
     n: int
@@ -156,8 +207,23 @@ class MixingRelease:
     protects: Protects = Protects.FEATURES_AND_LABELS
     not_covered: str | None = None
     feature_transform: str = "pixels"
+    mechanism: Mechanism | None = None
+    class_sizes: tuple[int, ...] | None = None
+    preprocessing: str | None = None
+    hard_labels: bool = False
+    clamp_negative: bool = False
 
     def __post_init__(self) -> None:
+        if self.mechanism is None:
+            derived = Mechanism.POISSON if self.sampling is Sampling.POISSON else Mechanism.DPMIX
+            object.__setattr__(self, "mechanism", derived)
+        if self.preprocessing is None:
+            object.__setattr__(self, "preprocessing", "clip" if self.mechanism is Mechanism.POISSON else "unit")
+        if self.preprocessing == "zscore-private" and self.not_covered is None:
+            object.__setattr__(self, "not_covered", PRIVATE_NORMALISATION)
+        self._check()
+
+    def _check(self) -> None:
         check_positive_int("n", self.n)
         if not (isinstance(self.feature_transform, str) and self.feature_transform.strip()):
             raise ValueError(f"feature_transform must describe what was mixed. Found {self.feature_transform!r}.")
@@ -177,6 +243,167 @@ class MixingRelease:
             raise ValueError(f"Unknown protection {self.protects!r}.")
         if self.not_covered is not None and not (isinstance(self.not_covered, str) and self.not_covered.strip()):
             raise ValueError(f"not_covered must be None or a reason. Found {self.not_covered!r}.")
+        self._check_mechanism()
+
+    def _check_mechanism(self) -> None:
+        mechanism = self.mechanism
+        if not isinstance(mechanism, Mechanism):
+            raise ValueError(
+                f"Unknown mechanism {mechanism!r}. Choose one of: {', '.join(m.value for m in Mechanism)}."
+            )
+        if (self.sampling, self.adjacency) != (mechanism.sampling, mechanism.adjacency):
+            raise ValueError(
+                f"{mechanism.value} mixing uses {mechanism.sampling.value} sampling with {mechanism.adjacency.value} "
+                f"adjacency. Found {self.sampling.value} with {self.adjacency.value}."
+            )
+        if self.preprocessing not in RELEASE_PREPROCESSING:
+            raise ValueError(
+                f"preprocessing must be one of {', '.join(RELEASE_PREPROCESSING)}. Found {self.preprocessing!r}."
+            )
+        for name in ("hard_labels", "clamp_negative"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False. Found {getattr(self, name)!r}.")
+        if mechanism is Mechanism.CLASS_CENTRIC:
+            if self.class_sizes is None:
+                raise ValueError("class-centric mixing states its public class sizes.")
+            if sum(self.class_sizes) != self.n:
+                raise ValueError(f"class sizes sum to {sum(self.class_sizes)}, not n={self.n}.")
+            self.accounting_view()  # validates l against the smallest class and T against K
+            return
+        if self.class_sizes is not None:
+            raise ValueError(f"class sizes describe class-centric mixing, not {mechanism.value}.")
+        if self.protects is not Protects.FEATURES_AND_LABELS:
+            raise ValueError(
+                f"{mechanism.value}'s neighbouring relation may change the whole record: labels are protected "
+                "(a features-only reading, a same-class swap, exists for class-centric mixing only)."
+            )
+
+    # ------------------------------------------------------------------ the one way to build each release
+
+    @classmethod
+    def dpmix(
+        cls, *, n: int, l: int, T: int, sigma_x: float, sigma_y: float, dx: int, dy: int, clamp_negative: bool = False
+    ) -> MixingRelease:
+        """DPMix (Lee et al. 2019, Alg. 1): T means of l distinct records of n, features in [0,1]^dx, labels in [0,1]^dy.
+
+        l = 1 is the local-perturbation baseline. ``clamp_negative`` sets negative outputs to 0 (post-processing).
+        """
+        return cls(
+            n=n,
+            mix_degree=l,
+            num_points=T,
+            sigma_x=sigma_x,
+            sigma_y=sigma_y,
+            sampling=Sampling.WITHOUT_REPLACEMENT,
+            adjacency=Adjacency.REPLACE_ONE,
+            bounds=DataBounds.unit_box(dx, dy),
+            mechanism=Mechanism.DPMIX,
+            preprocessing="unit",
+            clamp_negative=clamp_negative,
+        )
+
+    @classmethod
+    def class_centric(
+        cls,
+        *,
+        class_sizes: tuple[int, ...],
+        l: int,
+        T: int,
+        sigma_x: float,
+        sigma_y: float,
+        dx: int,
+        dy: int,
+        preprocessing: str = "unit",
+        clip: float = 1.0,
+        hard_labels: bool = False,
+        protect_labels: bool = True,
+    ) -> MixingRelease:
+        """Class-centric mixing (thesis §4.2; DP-CDA Alg. 1): per class floor(T/K) means of l distinct class records.
+
+        ``preprocessing`` "unit": [0,1]^dx features (thesis); "zscore": public z-score constants, then
+        ||x|| <= ``clip`` with one-hot labels (DP-CDA); "zscore-private": the same with the private data's
+        statistics (not covered). ``protect_labels`` False is DP-CDA's same-class swap (features only).
+        ``hard_labels``: one-hot of the argmax of the noisy label (DP-CDA Eq. 1; post-processing).
+        """
+        if preprocessing not in ("unit", "zscore", "zscore-private"):
+            raise ValueError(
+                f"class-centric preprocessing must be 'unit', 'zscore' or 'zscore-private'. Found {preprocessing!r}."
+            )
+        if not isinstance(protect_labels, bool):
+            raise ValueError(f"protect_labels must be True or False. Found {protect_labels!r}.")
+        if not class_sizes:
+            raise ValueError("class_sizes must list at least one class.")
+        for k, size in enumerate(class_sizes):
+            check_positive_int("class size", size)
+            if isinstance(l, int) and size < l:
+                raise ValueError(
+                    f"class {k} has {size} records, fewer than l={l}; class-centric mixing needs l <= N_k for every "
+                    "class."
+                )
+        bounds = DataBounds.unit_box(dx, dy) if preprocessing == "unit" else DataBounds.clipped_one_hot(clip)
+        return cls(
+            n=sum(int(c) for c in class_sizes),
+            mix_degree=l,
+            num_points=T,
+            sigma_x=sigma_x,
+            sigma_y=sigma_y,
+            sampling=Sampling.WITHOUT_REPLACEMENT,
+            adjacency=Adjacency.REPLACE_ONE,
+            bounds=bounds,
+            protects=Protects.FEATURES_AND_LABELS if protect_labels else Protects.FEATURES_ONLY,
+            mechanism=Mechanism.CLASS_CENTRIC,
+            class_sizes=tuple(int(c) for c in class_sizes),
+            preprocessing=preprocessing,
+            hard_labels=hard_labels,
+        )
+
+    @classmethod
+    def poisson(
+        cls, *, n: int, m: int, T: int, sigma_x: float, sigma_y: float, clip_x: float = 1.0, clip_y: float = 1.0
+    ) -> MixingRelease:
+        """Poisson mixing (DPFMix Alg. 1): rate m/n with n the *stated, public* n, sum / m, ||x|| <= Cx, ||y|| <= Cy."""
+        return cls(
+            n=n,
+            mix_degree=m,
+            num_points=T,
+            sigma_x=sigma_x,
+            sigma_y=sigma_y,
+            sampling=Sampling.POISSON,
+            adjacency=Adjacency.ADD_REMOVE_ONE,
+            bounds=DataBounds.clipped(clip_x, clip_y),
+            mechanism=Mechanism.POISSON,
+            preprocessing="clip",
+        )
+
+    @property
+    def protect_labels(self) -> bool:
+        """True when the neighbouring relation may change the label too (every mechanism's default)."""
+        return self.protects is Protects.FEATURES_AND_LABELS
+
+    @property
+    def num_released(self) -> int:
+        """Rows of the released table: T, or K*floor(T/K) for class-centric mixing."""
+        if self.class_sizes is None:
+            return self.num_points
+        k = len(self.class_sizes)
+        return (self.num_points // k) * k
+
+    def accounting_view(self) -> MixingRelease:
+        """The release the accountants' theorems are applied to: this one, or for class-centric mixing the
+        without-replacement release over the smallest class pool of :func:`class_centric_release`."""
+        if self.class_sizes is None:
+            return self
+        return class_centric_release(
+            class_sizes=self.class_sizes,
+            mix_degree=self.mix_degree,
+            num_points=self.num_points,
+            sigma_x=self.sigma_x,
+            sigma_y=self.sigma_y,
+            bounds=self.bounds,
+            protect_labels=self.protect_labels,
+            not_covered=self.not_covered,
+            feature_transform=self.feature_transform,
+        )
 
     @property
     def covered(self) -> bool:
@@ -194,7 +421,9 @@ class MixingRelease:
 
     @property
     def sampling_rate(self) -> float:
-        """gamma = l/n (without replacement) or q = m/n (Poisson)."""
+        """gamma = l/n (without replacement) or q = m/n (Poisson); class-centric: that of the accounting view."""
+        if self.class_sizes is not None:
+            return self.accounting_view().sampling_rate
         return self.mix_degree / self.n
 
     def sensitivities(self) -> tuple[float, float]:
@@ -240,6 +469,8 @@ class MixingRelease:
         """The release as a ``dp_accounting`` event (sampled Gaussian, self-composed T times)."""
         import dp_accounting
 
+        if self.class_sizes is not None:
+            return self.accounting_view().dp_event()
         z = self.noise_multiplier()
         base: dp_accounting.DpEvent = dp_accounting.GaussianDpEvent(z) if z > 0 else dp_accounting.NonPrivateDpEvent()
         if self.sampling is Sampling.POISSON:
@@ -248,18 +479,52 @@ class MixingRelease:
             sampled = dp_accounting.SampledWithoutReplacementDpEvent(self.n, self.mix_degree, base)
         return dp_accounting.SelfComposedDpEvent(sampled, self.num_points)
 
+    def to_json(self) -> dict:
+        """The description as JSON-ready data (the privacy card's "release" entry)."""
+        return {
+            "mechanism": self.mechanism.value if self.mechanism is not None else None,
+            "sampling": self.sampling.value,
+            "adjacency": self.adjacency.value,
+            "protects": self.protects.value,
+            "bounds": self.bounds.describe(),
+            "preprocessing": self.preprocessing,
+            "feature_transform": self.feature_transform,
+            "n": self.n,
+            "l": self.mix_degree,
+            "T": self.num_points,
+            "sigma_x": self.sigma_x,
+            "sigma_y": self.sigma_y,
+            "class_sizes": list(self.class_sizes) if self.class_sizes is not None else None,
+            "hard_labels": self.hard_labels,
+            "clamp_negative": self.clamp_negative,
+            "covered": self.covered,
+            "not_covered": self.not_covered,
+        }
+
     def with_sigma(self, sigma_x: float, sigma_y: float) -> MixingRelease:
         return replace(self, sigma_x=sigma_x, sigma_y=sigma_y)
+
+    def _with_protects(self, protects: Protects) -> MixingRelease:
+        """The accounting view of a same-class swap protects the features only (no mechanism check: a view)."""
+        out = replace(self)
+        object.__setattr__(out, "protects", protects)
+        return out
 
     def describe(self) -> str:
         """One line a person can read: sampling, adjacency, bounds, sizes, what was mixed."""
         l_name = "m" if self.sampling is Sampling.POISSON else "l"
         n_name = "public n" if self.sampling is Sampling.POISSON else "n"
+        of = f"{n_name}={self.n}"
+        if self.class_sizes is not None:
+            of = f"one class of K={len(self.class_sizes)}, class sizes {_sizes_text(self.class_sizes)} stated as public"
         text = (
-            f"{self.sampling.value} sampling ({l_name}={self.mix_degree} of {n_name}={self.n}), "
+            f"{self.sampling.value} sampling ({l_name}={self.mix_degree} of {of}), "
             f"{self.adjacency.value} adjacency protecting {self.protects.value}, {self.bounds.describe()}, "
             f"T={self.num_points}, features mixed: {self.feature_transform}"
         )
+        if self.preprocessing in ("zscore", "zscore-private"):
+            source = "the private data's statistics" if self.preprocessing == "zscore-private" else "public constants"
+            text += f", z-scored with {source}"
         if self.not_covered is not None:
             text += f"; NOT COVERED by any accountant: {self.not_covered}"
         return text
@@ -291,6 +556,7 @@ def class_centric_release(
     bounds: DataBounds,
     protect_labels: bool = True,
     not_covered: str | None = None,
+    feature_transform: str = "pixels",
 ) -> MixingRelease:
     """Accounting view of class-centric mixing (thesis §4.2, DP-CDA Alg. 1).
 
@@ -382,6 +648,11 @@ def class_centric_release(
         adjacency=Adjacency.REPLACE_ONE,
         bounds=bounds,
         notes=(note,),
-        protects=protects,
+        protects=Protects.FEATURES_AND_LABELS,
         not_covered=not_covered,
-    )
+        feature_transform=feature_transform,
+    )._with_protects(protects)
+
+
+def _sizes_text(sizes: tuple[int, ...]) -> str:
+    return str(sizes) if len(sizes) <= 12 else f"{min(sizes)}..{max(sizes)}"

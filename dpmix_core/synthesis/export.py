@@ -95,6 +95,7 @@ def privacy_card(synthesis: Synthesis, *, epsilons: list[dict] | None = None) ->
         "caveats": list(data.notes) + list(GENERAL_CAVEATS),
     }
     if isinstance(release, MixingRelease):
+        card["release"] = release.to_json()  # the one description the mechanism ran
         card["protects"] = release.protects.value
         card["covered"] = release.covered
         card["caveats"] = list(release.caveats()) + card["caveats"]

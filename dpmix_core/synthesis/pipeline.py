@@ -10,9 +10,6 @@ import numpy as np
 from dpmix_core.data import Dataset, public_zscore_constants
 from dpmix_core.data.scattering import FEATURE_TRANSFORMS, FEATURES, feature_dataset, scattering_shape
 from dpmix_core.mechanisms import (
-    ClassCentricParams,
-    DPMixParams,
-    PoissonMixParams,
     SyntheticData,
     class_centric_mix,
     dpmix,
@@ -21,7 +18,7 @@ from dpmix_core.mechanisms import (
     poisson_mix,
 )
 from dpmix_core.mechanisms.mixing import PREPROCESSING
-from dpmix_core.privacy.release import MixingRelease, Protects
+from dpmix_core.privacy.release import PRIVATE_NORMALISATION, MixingRelease, Protects
 from dpmix_core.resources.limits import Cost, LimitExceeded, Limits, check_cost, limits_from_env, mixing_cost
 
 __all__ = [
@@ -133,31 +130,37 @@ def _sigmas(config: SynthesisConfig) -> tuple[float, float]:
     return sx, sy
 
 
-def _params(config: SynthesisConfig, sigma_x: float, sigma_y: float):
+def _release(
+    config: SynthesisConfig, sigma_x: float, sigma_y: float, *, n: int, dx: int, dy: int, class_sizes: tuple[int, ...]
+) -> MixingRelease:
+    """The one release description this recipe makes on data with these sizes (known before any data is touched)."""
     if config.mechanism in ("dpmix", "local"):
         l = 1 if config.mechanism == "local" else config.l
-        return DPMixParams(
-            mix_degree=l, num_points=config.T, sigma_x=sigma_x, sigma_y=sigma_y, clamp_negative=config.clamp_negative
+        return MixingRelease.dpmix(
+            n=n, l=l, T=config.T, sigma_x=sigma_x, sigma_y=sigma_y, dx=dx, dy=dy, clamp_negative=config.clamp_negative
         )
     if config.mechanism == "class-centric":
-        return ClassCentricParams(
-            mix_degree=config.l,
-            num_points=config.T,
+        return MixingRelease.class_centric(
+            class_sizes=class_sizes,
+            l=config.l,
+            T=config.T,
             sigma_x=sigma_x,
             sigma_y=sigma_y,
+            dx=dx,
+            dy=dy,
             preprocessing=config.preprocessing,
             clip=config.clip,
             hard_labels=config.hard_labels,
             protect_labels=config.protect_labels,
         )
-    return PoissonMixParams(
-        mix_degree=config.l,
-        num_points=config.T,
+    return MixingRelease.poisson(
+        n=config.public_n if config.public_n is not None else n,
+        m=config.l,
+        T=config.T,
         sigma_x=sigma_x,
         sigma_y=sigma_y,
         clip_x=config.clip_x,
         clip_y=config.clip_y,
-        public_n=config.public_n,
     )
 
 
@@ -165,13 +168,11 @@ def guarantee_label(config: SynthesisConfig) -> str:
     """How to read this config's epsilons, known without data: "covered", "features only; ...", "not covered: ..."."""
     if config.mechanism == "label-laplace":
         return "labels only; features not private"
-    params = _params(config, *_sigmas(config))
-    if isinstance(params, ClassCentricParams):
-        protects, not_covered = params.guarantee_scope()
-        if not_covered is not None:
-            return f"not covered: {not_covered}"
-        if protects is not Protects.FEATURES_AND_LABELS:
-            return protects.value
+    if config.mechanism == "class-centric":
+        if config.preprocessing == "zscore-private":
+            return f"not covered: {PRIVATE_NORMALISATION}"
+        if not config.protect_labels:
+            return Protects.FEATURES_ONLY.value
     return "covered"
 
 
@@ -197,15 +198,9 @@ def planned_release(config: SynthesisConfig, dataset: Dataset) -> MixingRelease:
     """The release the mechanism will make on this dataset (before any data is touched)."""
     config = resolve_preprocessing(config, dataset.name)
     sx, sy = _sigmas(config)
-    params = _params(config, sx, sy)
     d, k = _feature_dim(config, dataset), dataset.num_classes
-    if isinstance(params, ClassCentricParams):
-        counts = tuple(int(c) for c in dataset.class_counts())
-        release = params.release(class_sizes=counts, dx=d, dy=k)
-    elif isinstance(params, PoissonMixParams):
-        release = params.release(n=dataset.n_train)
-    else:
-        release = params.release(n=dataset.n_train, dx=d, dy=k)
+    counts = tuple(int(c) for c in dataset.class_counts()) if config.mechanism == "class-centric" else ()
+    release = _release(config, sx, sy, n=dataset.n_train, dx=d, dy=k, class_sizes=counts)
     return replace(release, feature_transform=FEATURE_TRANSFORMS[config.features])
 
 
@@ -311,10 +306,6 @@ def synthesize(
         return Synthesis(data, config, dataset.name, dataset.source, dataset.n_train)
     config = resolve_sigma(config, dataset)
     sx, sy = _sigmas(config)  # both set by resolve_sigma
-    params = _params(config, sx, sy)
-    common = dict(
-        num_classes=k, params=params, seed=config.seed, device=config.device, feature_range=config.feature_range
-    )
     if config.mechanism == "local":
         data = local_perturbation(
             X,
@@ -328,12 +319,17 @@ def synthesize(
             device=config.device,
             feature_range=config.feature_range,
         )
-    elif isinstance(params, ClassCentricParams):
+        return Synthesis(data, config, dataset.name, dataset.source, dataset.n_train)
+    release = planned_release(config, dataset)  # the one description: the mechanism runs exactly it
+    common: dict = dict(
+        num_classes=k, release=release, seed=config.seed, device=config.device, feature_range=config.feature_range
+    )
+    if config.mechanism == "class-centric":
         if config.zscore_constants is not None:
             mean, std = config.zscore_constants
             common.update(mean=np.full(X.shape[1], mean), std=np.full(X.shape[1], std))
         data = class_centric_mix(X, y, **common)
-    elif isinstance(params, PoissonMixParams):
+    elif config.mechanism == "poisson":
         data = poisson_mix(X, y, **common)
     else:
         data = dpmix(X, y, **common)

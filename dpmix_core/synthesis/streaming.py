@@ -56,7 +56,6 @@ from dpmix_core.mechanisms.engine import (
     resolve_device,
     seed_sequence,
 )
-from dpmix_core.mechanisms.mixing import DPMixParams, PoissonMixParams
 from dpmix_core.mechanisms.sampling import sample_mixture_indices, sample_poisson_batches
 from dpmix_core.privacy.release import MixingRelease
 from dpmix_core.resources.files import check_new_file, file_mode, make_temp_dir, remove_own_temp
@@ -127,11 +126,9 @@ def stream_release(
         raise ValueError(f"streaming supports mechanism in {STREAM_MECHANISMS}. Found {mechanism!r}.")
     sigma_y = sigma_x if sigma_y is None else sigma_y
     if mechanism == "dpmix":
-        return DPMixParams(mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y).release(n=n, dx=d, dy=k)
-    params = PoissonMixParams(
-        mix_degree=l, num_points=T, sigma_x=sigma_x, sigma_y=sigma_y, clip_x=clip_x, clip_y=clip_y, public_n=public_n
-    )
-    return params.release(n=n)
+        return MixingRelease.dpmix(n=n, l=l, T=T, sigma_x=sigma_x, sigma_y=sigma_y, dx=d, dy=k)
+    n = public_n if public_n is not None else n
+    return MixingRelease.poisson(n=n, m=l, T=T, sigma_x=sigma_x, sigma_y=sigma_y, clip_x=clip_x, clip_y=clip_y)
 
 
 def check_stream_output(out_dir: Path, *, T: int, d: int, k: int, overwrite: bool = False) -> Path:

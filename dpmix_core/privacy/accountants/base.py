@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from dpmix_core.privacy.checks import check_delta
 from dpmix_core.privacy.events import AccountedRelease, SampledGaussianSteps, UnsupportedEventError
-from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Protects, Sampling
+from dpmix_core.privacy.release import (
+    PRIVATE_NORMALISATION,
+    Adjacency,
+    DataBounds,
+    Mechanism,
+    MixingRelease,
+    Protects,
+    Sampling,
+)
 
 if TYPE_CHECKING:
     import dp_accounting
@@ -160,21 +168,17 @@ class Accountant(ABC):
         """The data bounds this method's paper assumes."""
 
     def release_for(self, setting: MixingSetting) -> MixingRelease:
-        """The release this method's paper analyses, built from user input."""
-        from dpmix_core.privacy.release import class_centric_release
-
+        """The release this method's paper analyses, built from a what-if: the setting's sizes and noise under the
+        paper's sampling, neighbouring relation and data bounds (class-centric where class sizes are given)."""
         bounds = self.bounds_for(setting)
-        if self.sampling is Sampling.WITHOUT_REPLACEMENT and setting.class_sizes is not None:
-            return class_centric_release(
-                class_sizes=setting.class_sizes,
-                mix_degree=setting.l,
-                num_points=setting.T,
-                sigma_x=setting.sigma_x,
-                sigma_y=setting.sigma_y,
-                bounds=bounds,
-                protect_labels=setting.protect_labels,
-                not_covered=setting.not_covered,
-            )
+        if self.sampling is Sampling.POISSON:
+            mechanism, preprocessing = Mechanism.POISSON, "clip"
+        else:
+            unit = bounds == DataBounds.unit_box(setting.dx, setting.dy)
+            private = setting.not_covered == PRIVATE_NORMALISATION
+            preprocessing = "unit" if unit else ("zscore-private" if private else "zscore")
+            mechanism = Mechanism.DPMIX if setting.class_sizes is None else Mechanism.CLASS_CENTRIC
+        class_centric = mechanism is Mechanism.CLASS_CENTRIC
         return MixingRelease(
             n=setting.n,
             mix_degree=setting.l,
@@ -185,9 +189,16 @@ class Accountant(ABC):
             adjacency=self.adjacency,
             bounds=bounds,
             not_covered=setting.not_covered,
+            protects=Protects.FEATURES_ONLY
+            if class_centric and not setting.protect_labels
+            else Protects.FEATURES_AND_LABELS,
+            mechanism=mechanism,
+            class_sizes=setting.class_sizes if class_centric else None,
+            preprocessing=preprocessing,
         )
 
     def supports(self, release: AccountedRelease) -> bool:
+        """True when this method's sampling and adjacency are the release's (papers' closed forms: mixing only)."""
         if not (self.accepts_events or isinstance(release, MixingRelease)):
             return False
         return release.sampling is self.sampling and release.adjacency is self.adjacency
@@ -213,7 +224,13 @@ class Accountant(ABC):
         return self.epsilon(steps, delta)
 
     def epsilon(self, release: AccountedRelease, delta: float) -> EpsilonResult:
-        """epsilon at the given delta for this release (or DP event view); inf (with a reason) when unbounded."""
+        """epsilon at the given delta for this release (or DP event view); inf (with a reason) when unbounded.
+
+        A :class:`MixingRelease` is accounted through its :meth:`~MixingRelease.accounting_view` (class-centric
+        mixing: the smallest class pool and its step count).
+        """
+        if isinstance(release, MixingRelease):
+            release = release.accounting_view()
         if not (self.accepts_events or isinstance(release, MixingRelease)):
             raise UnsupportedReleaseError(
                 f"{self.name} is a closed form stated for mixing releases; {release.describe()} "
