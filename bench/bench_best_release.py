@@ -21,8 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dpmix_core.cli.best_release import add_best_release_arguments, search_from_args  # noqa: E402
-from dpmix_core.experiments.best_release import run_search  # noqa: E402
-from dpmix_core.experiments.runner import run_config  # noqa: E402
+from dpmix_core.experiments.best_release import run_search, run_with_held_out  # noqa: E402
 
 
 def main() -> None:
@@ -36,7 +35,7 @@ def main() -> None:
     logged: list[dict] = []
 
     def logging_run(config):
-        result = run_config(config)
+        result = run_with_held_out(config)  # what the search runs by default: held-out points and model too
         syn = config.synthesis
         logged.append(
             {
@@ -61,7 +60,8 @@ def main() -> None:
         Path(args.diagnostic).write_text(json.dumps(logged, indent=1) + "\n")
     c = best.chosen
     print(
-        f"chosen {c.candidate.describe()} eps={c.certified_epsilon:.4f} val={c.val_accuracy:.4f} "
+        f"chosen {c.candidate.describe()} eps={c.certified_epsilon:.4f} pooled={c.pooled_accuracy} "
+        f"val={c.val_accuracy:.4f} "
         f"test={best.test_accuracy:.4f} wall={wall:.0f}s cpu={cpu:.0f}s"
     )
 

@@ -1,9 +1,11 @@
-"""Best release for a budget (issue #13 §5): every candidate certified at the target, the choice made on the
-release's own validation accuracy, the test accuracy read only for the chosen run."""
+"""Best release for a budget (issue #13 §5): every candidate certified at the target, the choice made on a
+validation score of released points (pooled over every release by default, or each release's own), the test
+accuracy read only for the chosen run."""
 
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 
 from dpmix_core.cli.main import main
@@ -14,9 +16,12 @@ from dpmix_core.experiments.best_release import (
     Trial,
     candidate_run,
     planned_runs,
+    pool_held_out,
+    pooled_accuracy,
     rank_trials,
     run_search,
     scaled_milestones,
+    search_cost,
     search_refusal,
 )
 from dpmix_core.resources.limits import LimitExceeded, Limits
@@ -53,7 +58,7 @@ def test_the_choice_is_the_best_validation_accuracy_and_ignores_the_test_set():
     val = {(8, 300): 0.50, (8, 600): 0.70, (32, 300): 0.60, (32, 600): 0.40}
     # test accuracies rank the candidates the other way round: a choice that looked at them would differ
     run = _fake_run(lambda m, T, e: val[(m, T)] + 0.01 * e, lambda m, T, e: 1.0 - val[(m, T)], calls)
-    best = run_search(_search(), run=run)
+    best = run_search(_search(selection="own"), run=run)
     first = [t for t in best.trials if t.epochs == 1]
     final = [t for t in best.trials if t.epochs == 2]
     assert len(first) == 4 and len(calls) == planned_runs(_search()) == 6
@@ -85,8 +90,11 @@ def test_rank_trials_keeps_only_certified_learned_scored_trials():
         _trial(5, 0.7),
         _trial(6, 0.7, T=50),  # a tie goes to the cheaper release
     ]
-    ranked = rank_trials(trials, target_epsilon=1.0)
+    ranked = rank_trials(trials, target_epsilon=1.0, selection="own")
     assert [t.candidate.m for t in ranked] == [6, 5, 4]
+    assert rank_trials(trials, target_epsilon=1.0) == []  # no pooled score: nothing to rank by default
+    pooled = [dataclasses.replace(t, pooled_accuracy=1.0 - (t.val_accuracy or 0.0)) for t in trials]
+    assert [t.candidate.m for t in rank_trials(pooled, target_epsilon=1.0)] == [4, 6, 5]
 
 
 def test_schedule_follows_the_paper_scaled():
@@ -221,3 +229,121 @@ def test_cli_bad_input_is_one_line_and_exit_2(capsys, tmp_path, monkeypatch, ext
     err = capsys.readouterr().err
     assert err.startswith("error:") and message in err and err.count("\n") == 1
     assert not list(tmp_path.iterdir())
+
+
+# ---------------------------------------------------------------- pooled validation (issue #13 leftovers)
+
+K = 3  # classes of the fake held-out points
+# the fake-run searches certify each candidate alone (budget_covers="release"): the pooled score does not
+# depend on the budget mode, and the budget split's calibrations would triple these tests' time
+
+
+def _held_out(m: int, T: int) -> tuple[np.ndarray, np.ndarray]:
+    """Fake held-out points of a release: 10 % of T rows; column 0 is the noisy label's argmax, column 1 the source."""
+    rng = np.random.default_rng(m * 100_003 + T)
+    labels = rng.integers(0, K, size=round(0.1 * T))
+    y = rng.dirichlet(np.ones(K), size=len(labels)) * 0.5
+    y[np.arange(len(labels)), labels] += 1.0  # noisy, but its argmax is ``labels``
+    x = np.stack([labels, np.full(len(labels), m * 10**6 + T), rng.normal(size=len(labels))], axis=1)
+    return x.astype(np.float32), y.astype(np.float32)
+
+
+def _probe_run(own_of, skill_of, seen):
+    """A stand-in for run_with_held_out: own validation ``own_of((m, T))``, a model right on a ``skill_of((m, T))``
+    share of any points (by row position), and every array it was asked to predict on recorded in ``seen``."""
+
+    def run(config):
+        syn = config.synthesis
+        key = (syn.l, syn.T)
+
+        def predict(x):
+            seen.append((key, config.epochs, x))
+            right = (np.arange(len(x)) % 100) < round(100 * skill_of(key))
+            return np.where(right, x[:, 0], (x[:, 0] + 1) % K).astype(np.int64)
+
+        return {
+            "val_accuracy": own_of(key),
+            "test_accuracy": 0.5,
+            "seconds": 0.01,
+            "collapsed": False,
+            "epsilon": {"pld-poisson": 3.9},
+            "held_out": _held_out(*key),
+            "predict": predict,
+        }
+
+    return run
+
+
+OWN = {(8, 300): 0.70, (8, 600): 0.50, (32, 300): 0.60, (32, 600): 0.40}  # own splits favour (8, 300)
+SKILL = {(8, 300): 0.55, (8, 600): 0.80, (32, 300): 0.60, (32, 600): 0.65}  # the pooled set favours (8, 600)
+
+
+def test_every_candidate_is_scored_on_the_same_pooled_set_of_all_held_out_points():
+    seen = []
+    best = run_search(_search(budget_covers="release"), run=_probe_run(OWN.get, SKILL.get, seen))
+    assert len(seen) == planned_runs(_search())  # every trained model scored once, finalists included
+    pooled = seen[0][2]
+    assert all(x is pooled or np.array_equal(x, pooled) for _, _, x in seen)
+    expected = np.concatenate([_held_out(c.m, c.T)[0] for c in TINY.candidates()])  # union, grid order
+    assert np.array_equal(pooled, expected)
+    assert [(c, n) for c, n in best.pooled_sources] == [(c, round(0.1 * c.T)) for c in TINY.candidates()]
+    for t in best.trials:  # the pooled score is the model's accuracy on those points, labels = noisy argmax
+        right = (np.arange(len(pooled)) % 100) < round(100 * SKILL[(t.candidate.m, t.candidate.T)])
+        assert t.pooled_accuracy == pytest.approx(right.mean())
+        assert t.val_accuracy == OWN[(t.candidate.m, t.candidate.T)]  # the own score is kept beside it
+
+
+def test_the_choice_follows_the_pooled_score_by_default_and_the_own_score_on_request():
+    pooled = run_search(_search(budget_covers="release"), run=_probe_run(OWN.get, SKILL.get, []))
+    assert pooled.chosen.candidate == Candidate(8, 600, 1.0)  # best pooled; worst but one on its own split
+    assert {t.candidate for t in pooled.trials if t.epochs == 2} == {Candidate(8, 600, 1.0), Candidate(32, 600, 1.0)}
+    own = run_search(_search(budget_covers="release", selection="own"), run=_probe_run(OWN.get, SKILL.get, []))
+    assert own.chosen.candidate == Candidate(8, 300, 1.0)
+    assert own.chosen.pooled_accuracy is not None  # both columns in either mode
+    assert "pooled held-out points of all 4" in pooled.selection_note()
+    assert "own held-out points" in own.selection_note()
+
+
+def test_pooled_selection_without_held_out_points_is_a_clear_error():
+    run = _fake_run(lambda m, T, e: 0.5, lambda m, T, e: 0.5, [])
+    with pytest.raises(ValueError, match="selection 'own'"):
+        run_search(_search(budget_covers="release"), run=run)
+
+
+def test_pool_held_out_labels_are_the_noisy_argmax_and_empty_is_an_error():
+    a, b = Candidate(8, 300, 1.0), Candidate(8, 600, 1.0)
+    y_a = np.array([[0.2, 0.9, -0.1], [1.3, 0.1, 0.0]])
+    pool = pool_held_out([(a, (np.zeros((2, 2, 2)), y_a)), (b, (np.ones((1, 4)), np.array([[0.0, 0.1, 0.2]])))])
+    assert pool.x.shape == (3, 4) and list(pool.labels) == [1, 0, 2] and pool.sources == ((a, 2), (b, 1))
+    assert pooled_accuracy(lambda x: np.array([1, 0, 0]), pool) == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="classes for"):
+        pooled_accuracy(lambda x: np.array([1]), pool)
+    with pytest.raises(ValueError, match="empty"):
+        pool_held_out([(a, (np.zeros((0, 4)), np.zeros((0, 3))))])
+    with pytest.raises(ValueError, match="selection"):
+        _search(selection="test")
+
+
+def test_the_pooled_points_are_part_of_the_memory_estimate():
+    small, large = _search(val_fraction=0.1), _search(val_fraction=0.5)
+    grown = search_cost(large).memory - search_cost(small).memory
+    assert grown == pytest.approx(0.4 * sum(c.T for c in TINY.candidates()) * (81 * 7 * 7 + 10) * 4, rel=0.01)
+
+
+def test_cli_prints_both_scores_and_the_json_holds_both(tmp_path, capsys):
+    out = tmp_path / "best.json"
+    argv = ["best-release", "--dataset", "embedded", "--target-epsilon", "4", "--m", "16", "--T", "300,600"]
+    argv += ["--lambda", "1", "--short-epochs", "1", "--long-epochs", "1", "--budget-covers", "release"]
+    argv += ["--device", "cpu", "--out", str(out)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "pooled held-out points of every release" in printed and "own held-out points" in printed
+    assert "pooled val.*" in printed and "own val." in printed  # the trial table, the ranking column starred
+    stored = json.loads(out.read_text())
+    assert stored["search"]["selection"] == "pooled" and "pooled held-out points of all 2" in stored["selection"]
+    assert [p["points"] for p in stored["pooled_validation"]] == [30, 60]
+    for t in stored["trials"]:
+        assert 0.0 <= t["pooled_accuracy"] <= 1.0 and 0.0 <= t["val_accuracy"] <= 1.0
+    learned = [t for t in stored["trials"] if not t["collapsed"]]  # a collapsed model is never chosen
+    best = max(learned, key=lambda t: (t["pooled_accuracy"], -t["candidate"]["T"]))
+    assert stored["chosen"] == best

@@ -131,3 +131,64 @@ def test_pld_calibration_when_any_noise_is_enough_returns_at_once():
     t0 = time.perf_counter()
     cal = calibrate_sigma(get_accountant("pld-poisson"), s, target_epsilon=0.49, delta=0.028)
     assert time.perf_counter() - t0 < 2.0 and cal.note is None and cal.result.epsilon == 0.0
+
+
+# ---------------------------------------------------------------- pld-poisson is deterministic (issue 13)
+
+DPFMIX_TABLE3 = MixingSetting(n=60000, l=64, T=60000, sigma_x=1, sigma_y=1)  # m = 64 Poisson mixing, T = 60000
+
+
+def _jumping_clock(monkeypatch, step_s: float = 10.0) -> None:
+    """Every read of the clocks jumps step_s ahead: a process as slow as a badly overloaded machine."""
+    import time
+
+    for name in ("perf_counter", "monotonic", "time"):
+        clock = iter(range(10**9))
+        monkeypatch.setattr(time, name, lambda clock=clock: 1e6 + step_s * next(clock))
+
+
+def test_pld_epsilon_is_the_same_on_a_slowed_process(monkeypatch):
+    """The refinement used to stop on a wall-clock budget: a busy machine printed a looser epsilon."""
+    s = replace(DPFMIX_TABLE3, sigma_x=0.0181, sigma_y=0.0181)
+    acc = get_accountant("pld-poisson")
+    calm = acc.epsilon(acc.release_for(s), 1e-5)
+    assert dict(calm.details)["discretization"] < acc.discretization(acc.release_for(s), 1e-5)  # it did refine
+    _jumping_clock(monkeypatch)
+    slow = get_accountant("pld-poisson").epsilon(acc.release_for(s), 1e-5)
+    assert slow.epsilon == calm.epsilon and slow.details == calm.details
+
+
+@pytest.mark.parametrize("slowed", [False, True])
+@pytest.mark.parametrize("target", [1.0, 2.0, 8.0])
+def test_pld_calibrated_release_is_never_reported_above_its_target(target, slowed, monkeypatch):
+    """The privacy card re-evaluates the calibrated sigma with a fresh accountant: it must print <= target.
+
+    Slowed, the calibration's own time budget may stop its search early: the sigma is then larger
+    than needed, and the card's epsilon still never above the target.
+    """
+    if slowed:
+        _jumping_clock(monkeypatch, step_s=0.5)
+    cal = calibrate_sigma(get_accountant("pld-poisson"), DPFMIX_TABLE3, target_epsilon=target, delta=1e-5)
+    assert cal.result.epsilon <= target
+    card = get_accountant("pld-poisson")
+    release = card.release_for(replace(DPFMIX_TABLE3, sigma_x=cal.sigma_x, sigma_y=cal.sigma_y))
+    reported = card.epsilon(release, 1e-5)
+    assert reported.epsilon == cal.result.epsilon and reported.epsilon <= target
+    if not slowed:  # tight: 1 % less noise is over the target
+        less = card.release_for(replace(DPFMIX_TABLE3, sigma_x=cal.sigma_x * 0.99, sigma_y=cal.sigma_y * 0.99))
+        assert card.epsilon(less, 1e-5).epsilon > target
+
+
+def test_pld_time_budget_is_deprecated_and_maps_to_a_work_cap():
+    from dpmix_core.privacy.accountants.pld_poisson import WORK_CAP
+
+    with pytest.warns(DeprecationWarning, match="work_cap"):
+        first_grid = get_accountant("pld-poisson", time_budget=0.0)
+    assert first_grid.work_cap == 0.0
+    with pytest.warns(DeprecationWarning):
+        assert get_accountant("pld-poisson", time_budget=0.6).work_cap == pytest.approx(2 * WORK_CAP)
+    with pytest.raises(ValueError, match="work_cap"):
+        get_accountant("pld-poisson", work_cap=-1.0)
+    s = replace(DPFMIX_TABLE3, sigma_x=0.0181, sigma_y=0.0181)
+    refined = get_accountant("pld-poisson").epsilon(first_grid.release_for(s), 1e-5).epsilon
+    assert refined < first_grid.epsilon(first_grid.release_for(s), 1e-5).epsilon  # both rigorous; refined tighter

@@ -53,7 +53,14 @@ def add_best_release_arguments(parser: argparse.ArgumentParser) -> None:
         help="search (default): the target epsilon bounds what you publish, the chosen release and the choice, "
         "so the candidates share it; release: each candidate at the target (the search's larger epsilon is shown)",
     )
-    parser.add_argument("--val-fraction", type=finite_float, default=0.1, help="share of the release held out")
+    parser.add_argument(
+        "--selection",
+        choices=("pooled", "own"),
+        default="pooled",
+        help="pooled (default): rank every candidate's model on the union of all releases' held-out points "
+        "(one set for all); own: on each release's own held-out points (splits differ between candidates)",
+    )
+    parser.add_argument("--val-fraction", type=finite_float, default=0.1, help="share of each release held out")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--train-limit", type=positive_int, help="a fixed subset of the training records")
     parser.add_argument("--test-limit", type=positive_int, help="a fixed subset of the test records")
@@ -85,10 +92,34 @@ def cli_best_release(args: argparse.Namespace) -> int:
     t = best.chosen
     print(f"chosen release: {t.candidate.describe()} (sigma_x={t.sigma_x:.4g}, sigma_y={t.sigma_y:.4g})")
     print(f"  privacy: {best.privacy_note()}")
-    print(f"  validation accuracy (on the release's own held-out points): {100 * (t.val_accuracy or 0):.2f} %")
+    print(f"  selection: {best.selection_note()}")
+    print(f"  validation accuracy, pooled held-out points of every release: {_percent(t.pooled_accuracy)}")
+    print(f"  validation accuracy, the release's own held-out points: {_percent(t.val_accuracy)}")
     print(f"  test accuracy (measured after the choice, never used for it): {100 * best.test_accuracy:.2f} %")
+    for line in trial_table(best.trials, best.search.selection):
+        print(f"  {line}")
     print(f"  {len(best.trials)} trainings in {best.seconds:.0f} s" + (f"; written to {out}" if out else ""))
     return 0
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.2f} %"
+
+
+def trial_table(trials, selection: str) -> list[str]:
+    """Every trial as a text row: candidate, epochs, certified epsilon, pooled and own validation accuracy.
+
+    The column that ranks the choice (``selection``: "pooled" or "own") is marked with a star.
+    """
+    pooled, own = ("pooled val.*", "own val.") if selection == "pooled" else ("pooled val.", "own val.*")
+    rows = [f"{'candidate':<28} {'epochs':>6} {'eps':>7} {pooled:>13} {own:>13}"]
+    for t in trials:
+        eps = "-" if t.certified_epsilon is None else f"{t.certified_epsilon:.4g}"
+        rows.append(
+            f"{t.candidate.describe():<28} {t.epochs:>6} {eps:>7} {_percent(t.pooled_accuracy):>13} "
+            f"{_percent(t.val_accuracy):>13}" + (f"  ({t.error})" if t.error else "")
+        )
+    return rows
 
 
 def search_from_args(args: argparse.Namespace):
@@ -112,4 +143,5 @@ def search_from_args(args: argparse.Namespace):
         data_dir=args.data_dir,
         device=args.device,
         budget_covers=args.budget_covers,
+        selection=args.selection,
     )

@@ -1,11 +1,22 @@
-"""Best feature-mixing release for a privacy budget: search m, T and lambda on the release's own validation split.
+"""Best feature-mixing release for a privacy budget: search m, T and lambda on a pooled validation set of the releases.
 
 Issue #13 §5. For a target (epsilon, delta), every candidate (m, T, lambda = sigma_y / sigma_x) of the
 DPFMix feature-mixing release (ScatterNet features, per-sample GroupNorm, Poisson mixing, clip Cx = Cy = 1)
 gets sigma_x calibrated to its share of the budget (see "The search's own privacy" below).
-Candidates are scored by accuracy on a held-out part of the *synthetic release* (the run's validation
-split), never on real test records, with successive halving: a short training for all of them, a longer
-one for the best few (the finalists); the winner is the finalist with the best validation accuracy.
+Candidates are scored on held-out parts of the *synthetic releases*, never on real test records, with
+successive halving: a short training for all of them, a longer one for the best few (the finalists); the
+winner is the finalist with the best score.
+
+Two scores per trial (both on released points only):
+
+* ``pooled_accuracy`` (the criterion by default, ``selection="pooled"``): every candidate's release holds out
+  ``val_fraction`` of its points (its run's validation split, never trained on); their union is *one* pooled
+  set (:func:`pool_held_out`, labels = argmax of the noisy labels) on which every candidate's model is scored.
+  Same points, same labels for every candidate, so the scores compare models, not splits.
+* ``val_accuracy`` (``selection="own"``, the earlier criterion, still reported): accuracy on the candidate's own
+  held-out points. Those splits differ between candidates (other T, other noise per point), so it is
+  biased towards less noise per point (smaller T, smaller lambda): on MNIST at epsilon = 1 it preferred
+  T = 10000 while T = 30000 scored higher on the test set.
 
 The test set: every training run goes through :func:`~dpmix_core.experiments.runner.run_config`, which
 also evaluates on the real test split. Those numbers never reach the choice: a :class:`Trial` holds no
@@ -23,10 +34,16 @@ Two things a reader of the result must know (docs/REPRODUCTION.md, "§5 best rel
   bounds that: the candidates share it (:func:`split_budget`). With ``budget_covers="release"`` each
   candidate is certified at the target alone and the larger composed epsilon is reported beside it.
   Finalists retrain on the same release (same seed): no extra cost.
-* **What validation accuracy ranks.** Held-out points of a release are noisy mixtures with noisy labels: their
-  accuracy falls with the noise of *that* release, so it is comparable between candidates with the same noise
-  and biased towards less noise per point (smaller T, smaller lambda) across them. On MNIST at epsilon = 1 it
-  preferred T = 10000 while T = 30000 scored higher on the test set.
+* **What the pooled score reads, and what covers it.** The pooled set is released data only (no test record,
+  no private record): scoring on it is post-processing of the candidate releases. With
+  ``budget_covers="search"`` every candidate release is composed within the target, so the pooled score, the
+  choice and the chosen release together are covered by the target. With ``budget_covers="release"`` only the
+  chosen release is certified at the target; the pooled score of *any* candidate reads every release (the own
+  score reads one, but the choice reads them all either way), so what is published is covered by the reported
+  ``search_epsilon`` (all releases composed), or by the target only if the choice is made on public data.
+* **What validation accuracy ranks.** Held-out points of a release are noisy mixtures with noisy labels, so
+  neither score is an accuracy on clean data; the pooled one is a common yardstick, weighted towards the
+  candidates with more points (larger T, the union is not re-weighted).
 """
 
 from __future__ import annotations
@@ -37,10 +54,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from dpmix_core.data import DATASET_NAMES
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.presets import SPLIT_SIZES, estimate_seconds
-from dpmix_core.resources.limits import Cost, LimitExceeded, Limits, check_cost, limits_from_env, mixing_cost
+from dpmix_core.resources.limits import (
+    BYTES_PER_VALUE,
+    Cost,
+    LimitExceeded,
+    Limits,
+    check_cost,
+    limits_from_env,
+    mixing_cost,
+)
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 
 __all__ = [
@@ -60,9 +87,15 @@ __all__ = [
     "composed_epsilon",
     "split_budget",
     "run_search",
+    "run_with_held_out",
+    "pool_held_out",
+    "pooled_accuracy",
+    "PooledValidation",
+    "SELECTIONS",
 ]
 
 BUDGET_COVERS = ("search", "release")
+SELECTIONS = ("pooled", "own")  # the pooled held-out points of every release (default), or each release's own
 ACCOUNTANT = "pld-poisson"  # the exact PLD: every candidate is certified by a rigorous bound, not the CLT
 _PAPER_MILESTONES = (0.4, 0.6, 0.8)  # DPFMix App. E.3: lr / 10 at epochs 80, 120, 160 of 200
 SCATTER_CHANNELS = 81  # ScatterNet J=2, L=8 channels per colour channel, at 1/4 resolution
@@ -144,7 +177,9 @@ class BestReleaseSearch:
         max_runs: the budget in training runs (candidates + finalists); a larger search is refused.
         max_seconds: the budget in estimated seconds (2-core reference machine); a larger search is refused.
         train_limit, test_limit: fixed subsets of the splits (tests, quick looks); None: all records.
-        val_fraction: share of the *release* held out to score candidates.
+        val_fraction: share of each *release* held out to score candidates (their union is the pooled set).
+        selection: "pooled" (default): finalists ranked by accuracy on the pooled held-out points of every
+            candidate release; "own": by accuracy on each release's own held-out points (the earlier criterion).
         budget_covers: "search" (default): the target bounds what is published, the chosen release *and* the
             choice, so the candidates share it (:func:`split_budget`); "release": every candidate is calibrated
             to the target by itself, and the search's composed epsilon (larger) is reported beside it.
@@ -166,6 +201,7 @@ class BestReleaseSearch:
     data_dir: str | None = None  # where, not what: not part of the result's meaning
     device: str = "auto"
     budget_covers: str = "search"  # "search": the target bounds everything published; "release": each candidate
+    selection: str = "pooled"  # "pooled": one held-out set for every candidate; "own": each release's own split
 
     def __post_init__(self) -> None:
         if not (isinstance(self.target_epsilon, (int, float)) and 0 < self.target_epsilon < math.inf):
@@ -192,6 +228,8 @@ class BestReleaseSearch:
             )
         if self.budget_covers not in BUDGET_COVERS:
             raise ValueError(f"budget_covers must be one of {', '.join(BUDGET_COVERS)}. Found {self.budget_covers!r}.")
+        if self.selection not in SELECTIONS:
+            raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}. Found {self.selection!r}.")
         for name in ("train_limit", "test_limit"):
             value = getattr(self, name)
             if value is not None:
@@ -287,7 +325,15 @@ def search_cost(search: BestReleaseSearch) -> Cost:
     n_train = SPLIT_SIZES[search.dataset][0]
     n = min(n_train, search.train_limit) if search.train_limit is not None else n_train
     release = mixing_cost(T=biggest.T, l=biggest.m, d=_feature_dim(search.dataset), k=10, n=n)
-    return Cost(what=f"a search of {planned_runs(search)} training runs", memory=release.memory, seconds=seconds)
+    pooled = float(pooled_size(search)) * (_feature_dim(search.dataset) + 10) * BYTES_PER_VALUE
+    return Cost(
+        what=f"a search of {planned_runs(search)} training runs", memory=release.memory + pooled, seconds=seconds
+    )
+
+
+def pooled_size(search: BestReleaseSearch) -> int:
+    """Points in the pooled validation set: round(val_fraction * T) of every candidate (held until the end)."""
+    return sum(round(search.val_fraction * c.T) for c in search.space.candidates())
 
 
 def search_refusal(search: BestReleaseSearch, limits: Limits | None = None) -> str | None:
@@ -323,6 +369,8 @@ class Trial:
     ``certified_epsilon``: the ``pld-poisson`` epsilon of the calibrated sigma (a rigorous bound, <= target).
     ``val_accuracy``: accuracy on the release's own held-out points (None when the run failed).
     ``error``: why the candidate has no score (calibration impossible, a limit), or None.
+    ``pooled_accuracy``: accuracy on the pooled held-out points of every candidate release (one set for all
+    trials, :func:`pool_held_out`); None when the run gave no model to score.
     """
 
     candidate: Candidate
@@ -334,6 +382,13 @@ class Trial:
     seconds: float
     collapsed: bool = False
     error: str | None = None
+    pooled_accuracy: float | None = None
+
+    def score(self, selection: str) -> float | None:
+        """The trial's score under ``selection``: pooled_accuracy ("pooled") or val_accuracy ("own")."""
+        if selection not in SELECTIONS:
+            raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}. Found {selection!r}.")
+        return self.pooled_accuracy if selection == "pooled" else self.val_accuracy
 
     @property
     def eligible(self) -> bool:
@@ -344,18 +399,70 @@ class Trial:
         return asdict(self)
 
 
-def rank_trials(trials: Iterable[Trial], *, target_epsilon: float) -> list[Trial]:
-    """The eligible trials certified within ``target_epsilon``, best validation accuracy first.
+def rank_trials(trials: Iterable[Trial], *, target_epsilon: float, selection: str = "pooled") -> list[Trial]:
+    """The eligible trials certified within ``target_epsilon`` and scored, best score first.
 
+    ``selection``: "pooled" ranks by :attr:`Trial.pooled_accuracy`, "own" by :attr:`Trial.val_accuracy`.
     Ties keep the cheaper release (smaller T, then smaller m), then the grid order. Trials only: the
     choice cannot see any test accuracy.
     """
     ok = [
         t
         for t in trials
-        if t.eligible and t.certified_epsilon is not None and t.certified_epsilon <= target_epsilon * (1 + 1e-9)
+        if t.eligible
+        and t.score(selection) is not None
+        and t.certified_epsilon is not None
+        and t.certified_epsilon <= target_epsilon * (1 + 1e-9)
     ]
-    return sorted(ok, key=lambda t: (-(t.val_accuracy or 0.0), t.candidate.T, t.candidate.m))
+    return sorted(ok, key=lambda t: (-(t.score(selection) or 0.0), t.candidate.T, t.candidate.m))
+
+
+@dataclass(frozen=True)
+class PooledValidation:
+    """One validation set for every candidate: the union of their held-out released points.
+
+    ``x``: the points (rows, in the models' common input space); ``labels``: argmax of each point's noisy
+    label; ``sources``: (candidate, number of its points) in the order they were pooled.
+    """
+
+    x: np.ndarray
+    labels: np.ndarray
+    sources: tuple[tuple[Candidate, int], ...]
+
+    def __post_init__(self) -> None:
+        if len(self.x) != len(self.labels) or len(self.x) != sum(count for _, count in self.sources):
+            raise ValueError(
+                f"pooled points, labels and sources disagree: {len(self.x)} points, {len(self.labels)} labels, "
+                f"{sum(count for _, count in self.sources)} from the sources."
+            )
+        if not len(self.x):
+            raise ValueError("the pooled validation set is empty: no candidate held out any released point.")
+
+
+def pool_held_out(held_out: Iterable[tuple[Candidate, tuple[np.ndarray, np.ndarray]]]) -> PooledValidation:
+    """The pooled validation set: every candidate's held-out (points, noisy labels), concatenated in the given order.
+
+    Labels are the argmax of the noisy (soft) labels, the class the release says the point is. Released data
+    only: scoring on it is post-processing of the releases (see the module docstring for what covers it).
+    """
+    parts = [(c, np.asarray(x), np.asarray(y)) for c, (x, y) in held_out]
+    parts = [(c, x, y) for c, x, y in parts if len(x)]
+    if not parts:
+        raise ValueError("the pooled validation set is empty: no candidate held out any released point.")
+    for c, x, y in parts:
+        if y.ndim != 2 or len(y) != len(x):
+            raise ValueError(f"{c.describe()}: held-out labels must be one row of class scores per point.")
+    x = np.concatenate([x.reshape(len(x), -1) for _, x, _ in parts]).astype(np.float32, copy=False)
+    labels = np.concatenate([y.argmax(axis=1) for _, _, y in parts])
+    return PooledValidation(x, labels, tuple((c, len(x)) for c, x, _ in parts))
+
+
+def pooled_accuracy(predict: Callable[[np.ndarray], np.ndarray], pool: PooledValidation) -> float:
+    """Share of the pooled points whose predicted class (``predict``: points -> classes) is their label."""
+    predicted = np.asarray(predict(pool.x))
+    if predicted.shape != pool.labels.shape:
+        raise ValueError(f"predict gave {predicted.shape} classes for {pool.labels.shape} pooled points.")
+    return float(np.mean(predicted == pool.labels))
 
 
 @dataclass(frozen=True)
@@ -369,6 +476,7 @@ class BestRelease:
     epsilons: dict  # the chosen release's privacy card: every applicable accountant's epsilon
     seconds: float
     search_epsilon: float  # every candidate release composed (rdp-poisson): covers the search and its choice
+    pooled_sources: tuple[tuple[Candidate, int], ...] = ()  # the pooled validation set: (candidate, points)
 
     def privacy_note(self) -> str:
         """What the published result's epsilon is, in one sentence for the card, the CLI and the JSON."""
@@ -388,6 +496,22 @@ class BestRelease:
             "a bound for what is published only if the choice is made without the private data (e.g. on public data)"
         )
 
+    def selection_note(self) -> str:
+        """How the chosen trial was chosen, in one sentence (the CLI and the JSON)."""
+        pooled = (
+            f"the pooled held-out points of all {len(self.pooled_sources)} candidate releases "
+            f"({sum(n for _, n in self.pooled_sources)} points, labels = argmax of the noisy labels)"
+        )
+        criterion = (
+            f"highest accuracy on {pooled}"
+            if self.search.selection == "pooled"
+            else "highest validation accuracy on each release's own held-out points"
+        )
+        return (
+            f"{criterion} among the finalists; the test accuracy was computed for the chosen release only after "
+            "the choice"
+        )
+
     def to_dict(self) -> dict:
         """JSON-ready (the search settings, every trial, the choice and its test accuracy)."""
         search = asdict(self.search)
@@ -401,8 +525,8 @@ class BestRelease:
             "chosen_epsilons": self.epsilons,
             "search_epsilon": self.search_epsilon,
             "search_epsilon_note": self.privacy_note(),
-            "selection": "highest validation accuracy on the release's own held-out points among the finalists; "
-            "the test accuracy was computed for the chosen release only after the choice",
+            "pooled_validation": [{**asdict(c), "points": n} for c, n in self.pooled_sources],
+            "selection": self.selection_note(),
             "trials": [t.to_dict() for t in self.trials],
             "seconds": self.seconds,
         }
@@ -514,20 +638,63 @@ def composed_epsilon(releases: Iterable[Any], delta: float) -> float:
     return float(accountant.get_epsilon(delta))
 
 
+def run_with_held_out(config: RunConfig) -> dict:
+    """``runner.run_config`` in this process, plus what the pooled validation needs (the search's default run).
+
+    Adds "held_out": (points, noisy labels) the run held out of its release, and "predict": its model as a
+    function points -> classes. Candidate runs share one input space (the release's features, no projection,
+    no input scaling: :func:`candidate_run`), so any model can score any release's points.
+    """
+    from dpmix_core.experiments.runner import run_config
+
+    keep: dict = {}
+    result = run_config(config, keep=keep)
+    if keep.get("model") is None:  # pragma: no cover - run_config always keeps its model
+        return result
+    return {
+        **result,
+        "held_out": (keep["x_val"], keep["y_val"]),
+        "predict": class_predictor(keep["model"], keep["device"]),
+    }
+
+
+def class_predictor(model, device) -> Callable[[np.ndarray], np.ndarray]:
+    """points (numpy rows) -> predicted classes (argmax of the model's outputs), a batch at a time, no gradients."""
+    import torch
+
+    def predict(x: np.ndarray, batch_size: int = 4096) -> np.ndarray:
+        model.eval()
+        out = []
+        with torch.no_grad():
+            for i in range(0, len(x), batch_size):
+                rows = torch.as_tensor(np.ascontiguousarray(x[i : i + batch_size]), dtype=torch.float32).to(device)
+                out.append(model(rows).argmax(dim=1).cpu().numpy())
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+    return predict
+
+
+_Probe = tuple[tuple[np.ndarray, np.ndarray], Callable[[np.ndarray], np.ndarray]]
+
+
 def _train_trial(
     search: BestReleaseSearch,
     candidate: Candidate,
     sigmas: tuple[float, float, float, Any],
     epochs: int,
     run: Callable[[RunConfig], dict],
-) -> tuple[Trial, dict]:
-    """(the trial, the run's test accuracy and card epsilons): the second is held apart, read only for the chosen."""
+) -> tuple[Trial, dict, _Probe | None]:
+    """(the trial, the run's test accuracy and card epsilons, its held-out points and model or None).
+
+    The second is held apart, read only for the chosen trial; the third feeds the pooled validation.
+    """
     sx, sy, eps, _ = sigmas
     t0 = time.perf_counter()
     try:
         result = run(candidate_run(search, candidate, epochs=epochs, sigma_x=sx, sigma_y=sy))
     except LimitExceeded as exc:
-        return Trial(candidate, epochs, sx, sy, eps, None, time.perf_counter() - t0, error=str(exc)), {}
+        return Trial(candidate, epochs, sx, sy, eps, None, time.perf_counter() - t0, error=str(exc)), {}, None
+    probe = (result["held_out"], result["predict"]) if "held_out" in result and "predict" in result else None
     trial = Trial(
         candidate,
         epochs,
@@ -538,7 +705,7 @@ def _train_trial(
         float(result.get("seconds") or time.perf_counter() - t0),
         collapsed=bool(result.get("collapsed")),
     )
-    return trial, {"test_accuracy": result.get("test_accuracy"), "epsilon": dict(result.get("epsilon") or {})}
+    return trial, {"test_accuracy": result.get("test_accuracy"), "epsilon": dict(result.get("epsilon") or {})}, probe
 
 
 def run_search(
@@ -548,27 +715,29 @@ def run_search(
     progress: Callable[[str], None] | None = None,
     limits: Limits | None = None,
 ) -> BestRelease:
-    """Calibrate every candidate, train all briefly, the finalists longer; choose on validation accuracy.
+    """Calibrate every candidate, train all briefly, the finalists longer; choose on the selection's score.
+
+    Every trained model is scored on the pooled held-out points of all first-round releases (one set for
+    all, built once the first round is done; finalists retrain on the same releases and splits) and on its
+    own release's held-out points; ``search.selection`` says which ranks.
 
     Args:
-        run: trains one RunConfig and returns its result (default: ``runner.run_config``); injectable for tests.
+        run: trains one RunConfig and returns its result (default: :func:`run_with_held_out`); injectable for
+            tests. For the pooled score its result carries "held_out" (points, noisy labels) and "predict"
+            (points -> classes); without them a trial has no pooled score.
         progress: called with one line per step.
         limits: resource limits (default: the environment's).
 
     Returns:
         The :class:`BestRelease`. Raises ValueError (one line) when the search is refused up front or
-        no candidate could be certified and trained.
+        no candidate could be certified, trained and scored.
     """
     from dpmix_core.data import load_dataset
     from dpmix_core.training.data import subsample
 
     if refusal := search_refusal(search, limits):
         raise LimitExceeded(refusal)
-    if run is None:
-        from dpmix_core.experiments.runner import run_config
-
-        run = run_config
-    train: Callable[[RunConfig], dict] = run
+    train: Callable[[RunConfig], dict] = run or run_with_held_out
     say = progress or (lambda line: None)
     t_start = time.perf_counter()
     ds = load_dataset(search.dataset, data_dir=search.data_dir)
@@ -588,33 +757,62 @@ def run_search(
             trials.append(Trial(candidate, 0, None, None, None, None, 0.0, error=str(exc)))
             say(f"{candidate.describe()}: not calibrated ({exc})")
     held_out: dict[tuple[Candidate, int], dict] = {}  # test accuracies: never read before the choice
+    points: dict[Candidate, tuple[np.ndarray, np.ndarray]] = {}  # each release's held-out points, for the pool
+    pool: PooledValidation | None = None  # built once from the first round (finalists reuse their releases)
 
-    def train_round(candidates: list[Candidate], epochs: int, name: str) -> list[Trial]:
-        done = []
+    def train_round(candidates: list[Candidate], epochs: int, name: str) -> tuple[list[Trial], dict]:
+        done, predictors = [], {}
         for i, candidate in enumerate(candidates, 1):
-            trial, after_choice = _train_trial(search, candidate, sigmas[candidate], epochs, train)
+            trial, after_choice, probe = _train_trial(search, candidate, sigmas[candidate], epochs, train)
             held_out[(candidate, epochs)] = after_choice
+            if probe is not None:
+                if pool is None:  # later rounds retrain on the same releases and splits: already pooled
+                    points[candidate] = probe[0]
+                predictors[candidate] = probe[1]
             done.append(trial)
-            score = "no score" if trial.val_accuracy is None else f"validation accuracy {trial.val_accuracy:.4f}"
+            score = "no score" if trial.val_accuracy is None else f"own validation accuracy {trial.val_accuracy:.4f}"
             say(
                 f"{name} {i}/{len(candidates)}: {candidate.describe()}, sigma_x={trial.sigma_x:.4g}, "
                 f"{epochs} epochs: {score}{' (collapsed)' if trial.collapsed else ''} ({trial.seconds:.0f} s)"
             )
-        return done
+        return done, predictors
 
-    first = train_round(list(sigmas), search.short_epochs, "round 1")
+    def scored(done: list[Trial], predictors: dict, name: str) -> list[Trial]:
+        """The round's trials with their pooled accuracy (the models are dropped after scoring)."""
+        if pool is None:
+            return done
+        out = []
+        for t in done:
+            if t.candidate in predictors and t.error is None:
+                t = replace(t, pooled_accuracy=pooled_accuracy(predictors.pop(t.candidate), pool))
+                say(f"{name}: {t.candidate.describe()}: pooled validation accuracy {t.pooled_accuracy:.4f}")
+            out.append(t)
+        return out
+
+    first, predictors = train_round(list(sigmas), search.short_epochs, "round 1")
+    pool = pool_held_out(points.items()) if points else None
+    points.clear()  # the pool holds a copy
+    if pool is not None:
+        say(f"pooled validation set: {len(pool.x)} held-out points of {len(pool.sources)} releases")
+    elif search.selection == "pooled":
+        raise ValueError(
+            "selection 'pooled' needs the runs' held-out points and models (run results with 'held_out' and "
+            "'predict'); none came back: use selection 'own'."
+        )
+    first = scored(first, predictors, "round 1")
     trials.extend(first)
-    ranked = rank_trials(first, target_epsilon=per_candidate)
+    ranked = rank_trials(first, target_epsilon=per_candidate, selection=search.selection)
     if not ranked:
-        raise ValueError("no candidate was certified at the target and learned; see the trials' errors.")
+        raise ValueError("no candidate was certified at the target, learned and was scored; see the trials' errors.")
     finalists = [t.candidate for t in ranked[: search.finalist_count]]
     if search.long_epochs > search.short_epochs:
-        final = train_round(finalists, search.long_epochs, "finalists")
+        final, predictors = train_round(finalists, search.long_epochs, "finalists")
+        final = scored(final, predictors, "finalists")
         trials.extend(final)
-        ranked = rank_trials(final, target_epsilon=per_candidate) or ranked
+        ranked = rank_trials(final, target_epsilon=per_candidate, selection=search.selection) or ranked
     chosen = ranked[0]
     after_choice = held_out[(chosen.candidate, chosen.epochs)]  # read only now, for the chosen trial
-    say(f"chosen: {chosen.candidate.describe()} ({chosen.epochs} epochs)")
+    say(f"chosen: {chosen.candidate.describe()} ({chosen.epochs} epochs, by {search.selection} validation accuracy)")
     if after_choice.get("test_accuracy") is None:
         raise ValueError("the chosen run reported no test accuracy.")
     return BestRelease(
@@ -625,4 +823,5 @@ def run_search(
         after_choice["epsilon"],
         time.perf_counter() - t_start,
         composed_epsilon([cal[3] for cal in sigmas.values()], search.delta),
+        pool.sources if pool is not None else (),
     )

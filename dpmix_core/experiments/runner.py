@@ -127,8 +127,13 @@ def _majority_rate(y: np.ndarray) -> float | None:
     return float(counts.max()) / len(y)
 
 
-def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
-    """Run one job in this process (see the module docstring for the result)."""
+def run_config(config: RunConfig, reporter: Reporter | None = None, *, keep: dict | None = None) -> dict:
+    """Run one job in this process (see the module docstring for the result).
+
+    ``keep`` (in-process callers only; the result stays JSON-ready): a dict that receives the trained
+    ``model``, its ``device`` and the validation split it never trained on, ``x_val`` / ``y_val`` (numpy, in
+    the model's input space; for a release, its held-out released points with their noisy labels).
+    """
     import torch
 
     from dpmix_core.mechanisms import resolve_device
@@ -216,6 +221,9 @@ def run_config(config: RunConfig, reporter: Reporter | None = None) -> dict:
 
     model, fit_res, trained = method.train(ctx, model, loss_fn, (xt, yt, xv, yv), settings, batch_gen, on_epoch)
     privacy = trained or privacy
+
+    if keep is not None:  # e.g. best-release's pooled validation: every candidate's model on every held-out split
+        keep.update(model=model, device=device, x_val=x_va, y_val=y_va)
 
     # ---------------------------------------------------------------- evaluation on the real test split
     stop(force=True)

@@ -130,7 +130,7 @@ def _calibrate_pld(
     """rdp-poisson bracket, gdp-clt first guess, then Illinois regula falsi on log eps vs log sigma with the PLD.
 
     Above T = 1e5 one PLD evaluation costs 0.3-1 s: the search runs on the first grid only
-    (``time_budget=0``, a rigorous bound too), then continues with the full grid from that
+    (``work_cap=0``, a rigorous bound too), then continues with the full grid from that
     feasible sigma, guessing sigma * eps_full / target, while the budget lasts.
     """
     hi, _, _ = _search(evaluator(RdpPoissonAccountant()), target, sigma_max, deadline, "pld-poisson")
@@ -141,7 +141,7 @@ def _calibrate_pld(
     stages = [accountant]
     if steps > _FIRST_GRID_SEARCH_T:
         first_grid = PldPoissonAccountant(
-            relative_accuracy=accountant.relative_accuracy, time_budget=0.0, optimistic=False
+            relative_accuracy=accountant.relative_accuracy, work_cap=0.0, optimistic=False
         )
         stages = [first_grid, accountant]
     hi_res, note = None, None

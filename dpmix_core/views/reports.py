@@ -183,7 +183,7 @@ def epsilon_curves(
             axis=axis,
             values=values,
             sigma_ratio=sigma_ratio,
-            **_options(name, pld_accuracy, time_budget=0.0),
+            **_options(name, pld_accuracy, work_cap=0.0),
         )
         for value, r in zip(values, results):
             rows.append(

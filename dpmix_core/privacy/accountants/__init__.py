@@ -82,7 +82,7 @@ def clt_gap(setting: MixingSetting | MixingRelease, delta: float, **pld_options)
 
     gdp-clt is an approximation (DPFMix Thm. 2.1 is asymptotic); pld-poisson is a rigorous
     upper bound, so a negative gap is at least how much the CLT number is too optimistic.
-    Both infinite: 0. ``pld_options`` go to the pld-poisson accountant (e.g. time_budget).
+    Both infinite: 0. ``pld_options`` go to the pld-poisson accountant (e.g. work_cap).
     """
     clt, exact = get_accountant("gdp-clt"), get_accountant("pld-poisson", **pld_options)
     release = clt.release_for(setting) if isinstance(setting, MixingSetting) else setting

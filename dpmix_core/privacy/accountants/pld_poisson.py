@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-import time
+import warnings
 
 import numpy as np
 from dp_accounting.pld import privacy_loss_distribution as pld
@@ -15,16 +15,17 @@ from dpmix_core.privacy.analysis.gdp import gdp_epsilon, poisson_clt_mu
 from dpmix_core.privacy.events import AccountedRelease
 from dpmix_core.privacy.release import Adjacency, DataBounds, Sampling
 
-MIN_INTERVAL = 1e-6  # refinement floor; the time budget usually stops earlier
+MIN_INTERVAL = 1e-6  # refinement floor; the work cap usually stops earlier
 MAX_INTERVAL = 1e-2  # coarsest first grid, unless the loss spans need a coarser one
 FIRST_SINGLE_BINS = 8_000  # first grid: one-step PMF built at ~8-17 us per bin (connect-the-dots), <= 0.15 s
 FIRST_COMPOSED_BINS = 80_000  # first grid: composed PMF by FFT and truncation, <= 0.2 s at T = 1e7
 MAX_BINS = 2**22  # composed-PMF length cap: ~64 MB per complex FFT array, ~0.3 GB peak
-TIME_BUDGET = 0.3  # seconds of grid refinement per evaluation (the optimistic estimate adds at most as much)
+WORK_CAP = 40_000.0  # grid work per evaluation, in one-step PMF bins (~7.5 us each: ~0.3 s on the 2-core VM)
+FFT_BIN_WORK = 1 / 40  # work of one composed-PMF bin in one FFT composition, in one-step PMF bins (measured)
+_LEGACY_SECONDS = 0.3  # the wall-clock budget WORK_CAP replaces: time_budget=t maps to WORK_CAP * t / 0.3
 REFINE_RTOL = 1e-3  # stop refining once halving h moves epsilon by less than this fraction
 MAX_STEPS = 10**9  # above, no affordable grid beats RDP (at T = 1e12, h = 0.066: 1.5 s for eps = 1.8e6 vs RDP 6497)
 _TAIL_DELTA = 1e-15  # dp_accounting truncates composed tails at about this mass
-_GROWTH = 2.5  # measured cost ratio of one grid halving (both PMFs double, plus the FFT's log factor)
 
 
 class PldPoissonAccountant(Accountant):
@@ -34,13 +35,17 @@ class PldPoissonAccountant(Accountant):
     (connect-the-dots, Doroshenko et al. 2022) with pessimistic rounding, so every
     grid gives a rigorous upper bound; a coarser grid only makes it looser.
 
-    Grid from a time budget: the first interval is h = relative_accuracy * eps_CLT / sqrt(T),
-    clamped to [1e-6, 1e-2] and coarsened until both PMFs are small enough to build in
-    ~0.1-0.3 s (:func:`loss_spans`: the one-step loss over the +-10 z Gaussian range that
-    dp_accounting keeps, and the composed loss up to eps_RDP(1e-15) above and -40 below,
-    since E_Q[e^L] <= 1). h is then halved while the time predicted from the last step
-    stays within ``time_budget``, the composed PMF stays under ``MAX_BINS`` (memory) and
-    epsilon still moves by more than 0.1 %; the smallest pessimistic value is reported.
+    Grid from a work cap, never a clock, so a release gets the same epsilon on any machine at
+    any load (a calibrated sigma is re-evaluated to the very number the calibration saw):
+    the first interval is h = relative_accuracy * eps_CLT / sqrt(T), clamped to [1e-6, 1e-2]
+    and coarsened until both PMFs are small enough to build in ~0.1-0.3 s
+    (:func:`loss_spans`: the one-step loss over the +-10 z Gaussian range that dp_accounting
+    keeps, and the composed loss up to eps_RDP(1e-15) above and -40 below, since
+    E_Q[e^L] <= 1). h is then halved while the work of all grids so far plus the next one
+    (:func:`grid_work`, from the release's parameters only) stays within ``work_cap``, the
+    composed PMF stays under ``MAX_BINS`` (memory) and epsilon still moves by more than
+    0.1 %; the smallest pessimistic value is reported. Every grid is rounded pessimistically,
+    so where the cap stops is a matter of tightness, never of validity.
 
     ``details``: "epsilon_pessimistic" (the reported bound), "epsilon_optimistic"
     (dp_accounting's optimistic privacy-buckets estimate at the final h, a lower value, so
@@ -70,14 +75,35 @@ class PldPoissonAccountant(Accountant):
     )
 
     def __init__(
-        self, *, relative_accuracy: float = 0.1, time_budget: float = TIME_BUDGET, optimistic: bool = True
+        self,
+        *,
+        relative_accuracy: float = 0.1,
+        work_cap: float = WORK_CAP,
+        optimistic: bool = True,
+        time_budget: float | None = None,
     ) -> None:
+        """Args: relative_accuracy sets the first grid; work_cap bounds its refinement (0: first grid only).
+
+        ``time_budget`` (seconds) is deprecated: it made epsilon depend on machine load. It
+        maps to ``work_cap = WORK_CAP * time_budget / 0.3`` (0 stays "first grid only").
+        """
         if not 0 < relative_accuracy <= 10:
             raise ValueError(f"relative_accuracy must be in (0, 10]. Found {relative_accuracy}.")
-        if not (math.isfinite(time_budget) and time_budget >= 0):
-            raise ValueError(f"time_budget must be a finite number >= 0. Found {time_budget}.")
+        if time_budget is not None:
+            if not (math.isfinite(time_budget) and time_budget >= 0):
+                raise ValueError(f"time_budget must be a finite number >= 0. Found {time_budget}.")
+            warnings.warn(
+                "pld-poisson's time_budget is deprecated (epsilon depended on machine load); "
+                f"use work_cap= instead (time_budget={time_budget:g} is read as "
+                f"work_cap={WORK_CAP * time_budget / _LEGACY_SECONDS:g}).",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            work_cap = WORK_CAP * time_budget / _LEGACY_SECONDS
+        if not (isinstance(work_cap, (int, float)) and math.isfinite(work_cap) and work_cap >= 0):
+            raise ValueError(f"work_cap must be a finite number >= 0. Found {work_cap}.")
         self.relative_accuracy = relative_accuracy
-        self.time_budget = time_budget
+        self.work_cap = float(work_cap)
         self.optimistic = optimistic
 
     def bounds_for(self, setting: MixingSetting) -> DataBounds:
@@ -144,7 +170,7 @@ class PldPoissonAccountant(Accountant):
             rdp_order,
             details + (("fallback_rdp", 1.0),),
             (
-                f"the PLD on the finest grid affordable in {self.time_budget:g} s (h = {h:.2g}, T = {release.num_points:g}) "
+                f"the PLD on the finest grid within the work cap {self.work_cap:g} (h = {h:.2g}, T = {release.num_points:g}) "
                 f"gives {pess:.4g}; the rdp-poisson bound of the same release is smaller and is shown"
             ),
         )
@@ -152,14 +178,16 @@ class PldPoissonAccountant(Accountant):
     def _refine(
         self, release: AccountedRelease, delta: float, spans: tuple[float, float]
     ) -> tuple[float, float, float]:
-        """(smallest pessimistic epsilon, its interval, last improvement or inf), halving h within the budget."""
-        start = time.perf_counter()
+        """(smallest pessimistic epsilon, its interval, last improvement or inf), halving h within the work cap.
+
+        Deterministic: the grids tried depend on the release, delta and the options only.
+        """
         h = self.discretization(release, delta, spans)
         best, best_h, last = math.inf, h, math.inf
+        spent = 0.0
         while True:
-            t0 = time.perf_counter()
             eps = pld_epsilon(release, delta, h, pessimistic=True)
-            step = time.perf_counter() - t0
+            spent += grid_work(spans, release.num_points, h)
             if eps < best:
                 best, best_h = eps, h
             improvement = last - eps if math.isfinite(last) and math.isfinite(eps) else math.inf
@@ -170,7 +198,7 @@ class PldPoissonAccountant(Accountant):
                 converged
                 or finer < MIN_INTERVAL
                 or spans[1] / finer > MAX_BINS
-                or time.perf_counter() - start + _GROWTH * step > self.time_budget
+                or spent + grid_work(spans, release.num_points, finer) > self.work_cap
             ):
                 return best, best_h, max(improvement, 0.0)
             h = finer
@@ -181,6 +209,36 @@ class PldPoissonAccountant(Accountant):
             return pld_epsilon(release, delta, h, pessimistic=False)
         except (ValueError, OverflowError, FloatingPointError):
             return math.nan  # dp_accounting's optimistic buckets overflow on coarse grids: lower value 0
+
+
+def grid_work(spans: tuple[float, float], num_points: int, interval: float) -> float:
+    """Work of one pessimistic PLD evaluation on grid ``interval``, in one-step PMF bins (a cost model, no clock).
+
+    Building the one-step connect-the-dots PMF costs ~7.5 us per bin (dp_accounting, 2-core
+    VM); each FFT composition costs about FFT_BIN_WORK of that per bin of the composed span:
+    one for T <= 1e5 (one FFT power), and for larger T the compositions that
+    :func:`_self_compose` makes (the 4096-fold block, the squarings and products of the binary
+    power, and the remainder). Measured against wall time within a factor ~2 (T = 1e2-1e7).
+
+    Args:
+        spans: (one-step, composed) loss spans from :func:`loss_spans`, in nats.
+        num_points: the number T of composed steps.
+        interval: the discretization interval h, in nats.
+
+    Returns:
+        The modelled work, a positive float; compared with ``work_cap`` to decide whether to refine.
+    """
+    single, composed = spans
+    return single / interval + composed / interval * FFT_BIN_WORK * _compositions(num_points)
+
+
+def _compositions(count: int) -> int:
+    """How many FFT compositions :func:`_self_compose` makes for ``count`` steps (1 up to _DIRECT_LIMIT)."""
+    if count <= _DIRECT_LIMIT:
+        return 1
+    blocks, rest = divmod(count, _CHUNK)
+    power = blocks.bit_length() - 1 + bin(blocks).count("1") - 1  # squarings, then products
+    return 1 + power + (2 if rest else 0)
 
 
 def loss_spans(release: AccountedRelease) -> tuple[float, float]:
