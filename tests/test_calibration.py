@@ -192,3 +192,21 @@ def test_pld_time_budget_is_deprecated_and_maps_to_a_work_cap():
     s = replace(DPFMIX_TABLE3, sigma_x=0.0181, sigma_y=0.0181)
     refined = get_accountant("pld-poisson").epsilon(first_grid.release_for(s), 1e-5).epsilon
     assert refined < first_grid.epsilon(first_grid.release_for(s), 1e-5).epsilon  # both rigorous; refined tighter
+
+
+@pytest.mark.parametrize("accountant", ["pld-poisson", "rdp-wor"])
+def test_a_recipe_calibrates_to_the_same_sigma_on_a_slowed_process(accountant, monkeypatch):
+    """A stored run's sigma comes from its config alone (calibration without a deadline): a busy machine
+    used to return a larger, feasible sigma, so the same config gave a different release."""
+    from dpmix_core.data import load_embedded
+    from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release, resolve_sigma
+
+    ds = load_embedded()
+    mechanism = "poisson" if accountant == "pld-poisson" else "dpmix"
+    config = SynthesisConfig(mechanism, l=32, T=2000, target_epsilon=2.0, accountant=accountant)
+    calm = resolve_sigma(config, ds)
+    _jumping_clock(monkeypatch, step_s=5.0)  # every clock read 5 s later: the 4 s budget is gone at once
+    slow = resolve_sigma(config, ds)
+    assert (slow.sigma_x, slow.sigma_y) == (calm.sigma_x, calm.sigma_y)
+    early = calibrate_sigma(get_accountant(accountant), planned_release(config, ds), target_epsilon=2.0, delta=1e-5)
+    assert early.note is not None and early.sigma_x > calm.sigma_x  # with the deadline: feasible but looser

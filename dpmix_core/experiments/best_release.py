@@ -567,10 +567,15 @@ def calibrated_sigmas(
 def _calibrate(release, candidate: Candidate, delta: float, target: float, accountant: str) -> tuple[Any, float]:
     """(the release with sigma calibrated to ``target`` by ``accountant``, that accountant's epsilon there)."""
     from dpmix_core.privacy.accountants import get_accountant
-    from dpmix_core.privacy.calibration import calibrate_sigma
+    from dpmix_core.privacy.calibration import REPRODUCIBLE, calibrate_sigma
 
     cal = calibrate_sigma(
-        get_accountant(accountant), release, target_epsilon=target, delta=delta, sigma_ratio=candidate.sigma_ratio
+        get_accountant(accountant),
+        release,
+        target_epsilon=target,
+        delta=delta,
+        sigma_ratio=candidate.sigma_ratio,
+        time_budget=REPRODUCIBLE,
     )
     return release.with_sigma(cal.sigma_x, cal.sigma_y), float(cal.result.epsilon)
 

@@ -21,6 +21,9 @@ __all__ = ["Calibration", "calibrate_sigma", "SIGMA_MAX", "TIME_BUDGET"]
 
 SIGMA_MAX = 1e4
 TIME_BUDGET = 4.0  # seconds per calibration; at the deadline the best feasible sigma so far is returned
+# No deadline: the search runs to its tolerance, so the sigma depends on the inputs only, never on machine load.
+# Used wherever a sigma becomes part of a stored or released result (synthesis, training, best-release).
+REPRODUCIBLE = math.inf
 _SIGMA_MIN = 1e-12  # below this the search stops: the target holds at (practically) no noise
 _RTOL = 1e-5  # relative width of the final bracket on sigma
 _FIRST_GRID_SEARCH_T = 100_000  # above, one PLD evaluation costs 0.3-1 s (block squaring): search on the first grid

@@ -219,7 +219,7 @@ def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
     config = resolve_preprocessing(config, dataset.name)
     if config.target_epsilon is not None:
         from dpmix_core.privacy.accountants import get_accountant  # lazy: dp_accounting and scipy cost ~1 s to import
-        from dpmix_core.privacy.calibration import calibrate_sigma
+        from dpmix_core.privacy.calibration import REPRODUCIBLE, calibrate_sigma
 
         if config.accountant is None:
             raise ValueError("A target epsilon needs an accountant to calibrate with (e.g. rdp-wor, pld-poisson).")
@@ -229,6 +229,7 @@ def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
             target_epsilon=config.target_epsilon,
             delta=config.delta,
             sigma_ratio=config.sigma_ratio,
+            time_budget=REPRODUCIBLE,  # the same config gives the same sigma on any machine, at any load
         )
         return replace(config, sigma_x=cal.sigma_x, sigma_y=cal.sigma_y, target_epsilon=None)
     sx, sy = _sigmas(config)

@@ -83,10 +83,11 @@ def calibrate_noise_multiplier(
         ValueError: B > n, a bad target or delta, an unknown accountant, or a target that z <= 1e4 cannot reach.
     """
     from dpmix_core.privacy.accountants import get_accountant
-    from dpmix_core.privacy.calibration import calibrate_sigma
+    from dpmix_core.privacy.calibration import REPRODUCIBLE, calibrate_sigma
 
     event = dpsgd_event(n=n, batch_size=batch_size, steps=steps, noise_multiplier=1.0)
-    return calibrate_sigma(get_accountant(accountant), event, target_epsilon=target_epsilon, delta=delta).sigma_x
+    acc = get_accountant(accountant)
+    return calibrate_sigma(acc, event, target_epsilon=target_epsilon, delta=delta, time_budget=REPRODUCIBLE).sigma_x
 
 
 def dpsgd_epsilons(*, n: int, batch_size: int, steps: int, noise_multiplier: float, delta: float) -> dict:
