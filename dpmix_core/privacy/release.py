@@ -29,7 +29,7 @@ import enum
 import math
 import numbers
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported in dp_event(): loading dp_accounting (and scipy) costs ~1 s
     import dp_accounting
@@ -288,19 +288,8 @@ class MixingRelease:
 
         l = 1 is the local-perturbation baseline. ``clamp_negative`` sets negative outputs to 0 (post-processing).
         """
-        return cls(
-            n=n,
-            mix_degree=l,
-            num_points=T,
-            sigma_x=sigma_x,
-            sigma_y=sigma_y,
-            sampling=Sampling.WITHOUT_REPLACEMENT,
-            adjacency=Adjacency.REPLACE_ONE,
-            bounds=DataBounds.unit_box(dx, dy),
-            mechanism=Mechanism.DPMIX,
-            preprocessing="unit",
-            clamp_negative=clamp_negative,
-        )
+        bounds = DataBounds.unit_box(dx, dy)
+        return cls.made_by(Mechanism.DPMIX, n, l, T, sigma_x, sigma_y, bounds, clamp_negative=clamp_negative)
 
     @classmethod
     def class_centric(
@@ -341,17 +330,15 @@ class MixingRelease:
                     "class."
                 )
         bounds = DataBounds.unit_box(dx, dy) if preprocessing == "unit" else DataBounds.clipped_one_hot(clip)
-        return cls(
-            n=sum(int(c) for c in class_sizes),
-            mix_degree=l,
-            num_points=T,
-            sigma_x=sigma_x,
-            sigma_y=sigma_y,
-            sampling=Sampling.WITHOUT_REPLACEMENT,
-            adjacency=Adjacency.REPLACE_ONE,
-            bounds=bounds,
+        return cls.made_by(
+            Mechanism.CLASS_CENTRIC,
+            sum(int(c) for c in class_sizes),
+            l,
+            T,
+            sigma_x,
+            sigma_y,
+            bounds,
             protects=Protects.FEATURES_AND_LABELS if protect_labels else Protects.FEATURES_ONLY,
-            mechanism=Mechanism.CLASS_CENTRIC,
             class_sizes=tuple(int(c) for c in class_sizes),
             preprocessing=preprocessing,
             hard_labels=hard_labels,
@@ -362,31 +349,39 @@ class MixingRelease:
         cls, *, n: int, m: int, T: int, sigma_x: float, sigma_y: float, clip_x: float = 1.0, clip_y: float = 1.0
     ) -> MixingRelease:
         """Poisson mixing (DPFMix Alg. 1): rate m/n with n the *stated, public* n, sum / m, ||x|| <= Cx, ||y|| <= Cy."""
+        return cls.made_by(Mechanism.POISSON, n, m, T, sigma_x, sigma_y, DataBounds.clipped(clip_x, clip_y))
+
+    @classmethod
+    def made_by(
+        cls,
+        mechanism: Mechanism,
+        n: int,
+        l: int,
+        T: int,
+        sigma_x: float,
+        sigma_y: float,
+        bounds: DataBounds,
+        **details: Any,
+    ) -> MixingRelease:
+        """The release of ``mechanism`` (its sampling and adjacency) with these sizes, noise and bounds; ``details``
+        are the remaining fields (protects, class_sizes, preprocessing, not_covered, post-processing)."""
         return cls(
             n=n,
-            mix_degree=m,
+            mix_degree=l,
             num_points=T,
             sigma_x=sigma_x,
             sigma_y=sigma_y,
-            sampling=Sampling.POISSON,
-            adjacency=Adjacency.ADD_REMOVE_ONE,
-            bounds=DataBounds.clipped(clip_x, clip_y),
-            mechanism=Mechanism.POISSON,
-            preprocessing="clip",
+            sampling=mechanism.sampling,
+            adjacency=mechanism.adjacency,
+            bounds=bounds,
+            mechanism=mechanism,
+            **details,
         )
 
     @property
     def protect_labels(self) -> bool:
         """True when the neighbouring relation may change the label too (every mechanism's default)."""
         return self.protects is Protects.FEATURES_AND_LABELS
-
-    @property
-    def num_released(self) -> int:
-        """Rows of the released table: T, or K*floor(T/K) for class-centric mixing."""
-        if self.class_sizes is None:
-            return self.num_points
-        k = len(self.class_sizes)
-        return (self.num_points // k) * k
 
     def accounting_view(self) -> MixingRelease:
         """The release the accountants' theorems are applied to: this one, or for class-centric mixing the
@@ -638,20 +633,19 @@ def class_centric_release(
             f"class-centric, K={k}: a same-class swap touches T_k={per_class} points; pool N_min={pool} "
             "(DP-CDA's reading: the record's label is not protected)"
         )
-    return MixingRelease(
-        n=n,
-        mix_degree=mix_degree,
-        num_points=steps,
-        sigma_x=sigma_x,
-        sigma_y=sigma_y,
-        sampling=Sampling.WITHOUT_REPLACEMENT,
-        adjacency=Adjacency.REPLACE_ONE,
-        bounds=bounds,
+    view = MixingRelease.made_by(
+        Mechanism.DPMIX,  # l distinct records of one pool: the structure WBK 2019 analyses
+        n,
+        mix_degree,
+        steps,
+        sigma_x,
+        sigma_y,
+        bounds,
         notes=(note,),
-        protects=Protects.FEATURES_AND_LABELS,
         not_covered=not_covered,
         feature_transform=feature_transform,
-    )._with_protects(protects)
+    )
+    return view._with_protects(protects)
 
 
 def _sizes_text(sizes: tuple[int, ...]) -> str:

@@ -179,20 +179,18 @@ class Accountant(ABC):
             preprocessing = "unit" if unit else ("zscore-private" if private else "zscore")
             mechanism = Mechanism.DPMIX if setting.class_sizes is None else Mechanism.CLASS_CENTRIC
         class_centric = mechanism is Mechanism.CLASS_CENTRIC
-        return MixingRelease(
-            n=setting.n,
-            mix_degree=setting.l,
-            num_points=setting.T,
-            sigma_x=setting.sigma_x,
-            sigma_y=setting.sigma_y,
-            sampling=self.sampling,
-            adjacency=self.adjacency,
-            bounds=bounds,
+        return MixingRelease.made_by(
+            mechanism,
+            setting.n,
+            setting.l,
+            setting.T,
+            setting.sigma_x,
+            setting.sigma_y,
+            bounds,
             not_covered=setting.not_covered,
             protects=Protects.FEATURES_ONLY
             if class_centric and not setting.protect_labels
             else Protects.FEATURES_AND_LABELS,
-            mechanism=mechanism,
             class_sizes=setting.class_sizes if class_centric else None,
             preprocessing=preprocessing,
         )
