@@ -307,3 +307,49 @@ def test_streaming_poisson_rate_uses_the_public_n(tmp_path):
     assert out.release.n == 2000
     batch = np.load(tmp_path / "rel" / "y.npy").sum(axis=1) * 50  # realised batch sizes: Binomial(1000, 1/40)
     assert batch.mean() == pytest.approx(25, rel=0.05)
+
+
+# --------------------------------------------------------------------------- the one release description
+
+
+def test_a_release_description_cannot_contradict_itself():
+    """The mechanism fixes sampling and adjacency; features-only protection is class-centric's alone; private
+    z-scoring is never covered: a choice made on a page cannot be lost or contradicted on its way."""
+    from dataclasses import replace as dc_replace
+
+    from dpmix_core.privacy.release import Adjacency, Mechanism, Sampling
+
+    dp = MixingRelease.dpmix(n=100, l=4, T=10, sigma_x=1.0, sigma_y=1.0, dx=4, dy=2)
+    assert (dp.mechanism, dp.sampling, dp.adjacency) == (
+        Mechanism.DPMIX,
+        Sampling.WITHOUT_REPLACEMENT,
+        Adjacency.REPLACE_ONE,
+    )
+    with pytest.raises(ValueError, match="dpmix mixing uses without-replacement sampling"):
+        dc_replace(dp, sampling=Sampling.POISSON)
+    with pytest.raises(ValueError, match="class-centric mixing only"):
+        dc_replace(dp, protects=Protects.FEATURES_ONLY)
+    with pytest.raises(ValueError, match="class sizes describe class-centric mixing"):
+        dc_replace(dp, class_sizes=(50, 50))
+    with pytest.raises(ValueError, match="preprocessing must be one of"):
+        dc_replace(dp, preprocessing="minmax-private")
+    cc = MixingRelease.class_centric(
+        class_sizes=(50, 50), l=4, T=10, sigma_x=1.0, sigma_y=1.0, dx=4, dy=2, preprocessing="zscore-private"
+    )
+    assert not cc.covered and cc.not_covered == PRIVATE_NORMALISATION
+    with pytest.raises(ValueError, match="class sizes sum to 90, not n=100"):
+        dc_replace(cc, class_sizes=(50, 40))
+    with pytest.raises(ValueError, match="states its public class sizes"):
+        dc_replace(cc, class_sizes=None)
+
+
+def test_class_centric_is_accounted_through_its_view():
+    """What was released (n = sum of the class sizes, the T asked for) is not what the theorem is applied to (the
+    smallest pool, 2*T_k steps); every accountant and the dp_event use the view, so both give one epsilon."""
+    release = MixingRelease.class_centric(class_sizes=(400, 300, 500), l=8, T=300, sigma_x=0.5, sigma_y=0.5, dx=6, dy=3)
+    view = release.accounting_view()
+    assert (release.n, release.num_points) == (1200, 300) and (view.n, view.num_points) == (299, 200)
+    assert release.dp_event() == view.dp_event() and release.sampling_rate == view.sampling_rate
+    for acc in applicable_accountants(release):
+        assert acc.epsilon(release, 1e-5).epsilon == acc.epsilon(view, 1e-5).epsilon
+    assert MixingRelease.dpmix(n=10, l=2, T=3, sigma_x=1, sigma_y=1, dx=1, dy=1).accounting_view().n == 10
