@@ -300,9 +300,12 @@ def figure(agg: pd.DataFrame, axis: str | None, title: str, sweep: str, path: Pa
         ax.set_ylabel("test accuracy (%)")
         ax.set_xlabel(xlabel)
         finite_x = sorted({float(v) for v in agg["axis_value"] if _finite(v)})
+        if len(finite_x) == 1:  # one axis value of ours: widen to the published points so they are seen
+            finite_x = sorted(set(finite_x) | {float(p.value) for p in published if _finite(p.value)})
         if axis in LOG_AXES and len(finite_x) > 1:
             ax.set_xscale("log", base=2 if axis == "l" else 10)
             _plain_ticks(ax, finite_x)
+            ax.set_xlim(finite_x[0] / 1.3, finite_x[-1] * 1.3)
         elif len(finite_x) == 1:
             ax.set_xlim(finite_x[0] * 0.8, finite_x[0] * 1.2)
         ax.grid(True, which="both", alpha=0.3)
