@@ -313,8 +313,8 @@ def test_streaming_poisson_rate_uses_the_public_n(tmp_path):
 
 
 def test_a_release_description_cannot_contradict_itself():
-    """The mechanism fixes sampling and adjacency; features-only protection is class-centric's alone; private
-    z-scoring is never covered: a choice made on a page cannot be lost or contradicted on its way."""
+    """The mechanism fixes sampling and adjacency; add/remove adjacency always protects labels; private z-scoring is
+    never covered: a choice made on a page cannot be lost or contradicted on its way."""
     from dataclasses import replace as dc_replace
 
     from dpmix_core.privacy.release import Adjacency, Mechanism, Sampling
@@ -327,8 +327,9 @@ def test_a_release_description_cannot_contradict_itself():
     )
     with pytest.raises(ValueError, match="dpmix mixing uses without-replacement sampling"):
         dc_replace(dp, sampling=Sampling.POISSON)
-    with pytest.raises(ValueError, match="class-centric mixing only"):
-        dc_replace(dp, protects=Protects.FEATURES_ONLY)
+    poisson = MixingRelease.poisson(n=100, m=4, T=10, sigma_x=1.0, sigma_y=1.0)
+    with pytest.raises(ValueError, match="add/remove-one adjacency adds or removes a whole record"):
+        dc_replace(poisson, protects=Protects.FEATURES_ONLY)
     with pytest.raises(ValueError, match="class sizes describe class-centric mixing"):
         dc_replace(dp, class_sizes=(50, 50))
     with pytest.raises(ValueError, match="preprocessing must be one of"):

@@ -664,19 +664,16 @@ def run_with_held_out(config: RunConfig) -> dict:
 
 
 def class_predictor(model, device) -> Callable[[np.ndarray], np.ndarray]:
-    """points (numpy rows) -> predicted classes (argmax of the model's outputs), a batch at a time, no gradients."""
+    """points (numpy rows) -> predicted classes: argmax of :func:`~dpmix_core.training.train.predict`'s outputs."""
     import torch
 
-    def predict(x: np.ndarray, batch_size: int = 4096) -> np.ndarray:
-        model.eval()
-        out = []
-        with torch.no_grad():
-            for i in range(0, len(x), batch_size):
-                rows = torch.as_tensor(np.ascontiguousarray(x[i : i + batch_size]), dtype=torch.float32).to(device)
-                out.append(model(rows).argmax(dim=1).cpu().numpy())
-        return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+    from dpmix_core.training.train import predict
 
-    return predict
+    def classes(x: np.ndarray) -> np.ndarray:
+        rows = torch.as_tensor(np.ascontiguousarray(x), dtype=torch.float32).to(device)
+        return predict(model, rows, batch_size=4096).argmax(dim=1).cpu().numpy() if len(x) else np.zeros(0, np.int64)
+
+    return classes
 
 
 _Probe = tuple[tuple[np.ndarray, np.ndarray], Callable[[np.ndarray], np.ndarray]]

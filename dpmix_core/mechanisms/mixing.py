@@ -33,7 +33,7 @@ from dpmix_core.mechanisms.engine import (
 )
 from dpmix_core.mechanisms.outputs import SyntheticData
 from dpmix_core.mechanisms.sampling import index_dtype, sample_mixture_indices, sample_poisson_batches
-from dpmix_core.privacy.release import DataBounds, Mechanism, MixingRelease
+from dpmix_core.privacy.release import CLASS_CENTRIC_PREPROCESSING, DataBounds, Mechanism, MixingRelease
 
 __all__ = [
     "PREPROCESSING",
@@ -49,7 +49,7 @@ __all__ = [
 
 # "unit": [0,1] features (thesis §4.2); "zscore": z-score with *public* mean/std, then clip (DP-CDA);
 # "zscore-private": z-score with the private data's own statistics -- an explicit opt-in no accountant covers.
-PREPROCESSING = ("unit", "zscore", "zscore-private")
+PREPROCESSING = CLASS_CENTRIC_PREPROCESSING
 _EXACT_UINT8_SUM = 2**24 // 255  # l uint8 values sum exactly in float32 while 255*l <= 2^24
 
 

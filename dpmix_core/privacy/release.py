@@ -38,6 +38,7 @@ from dpmix_core.privacy.checks import check_positive_int
 
 __all__ = [
     "Adjacency",
+    "CLASS_CENTRIC_PREPROCESSING",
     "Mechanism",
     "RELEASE_PREPROCESSING",
     "Protects",
@@ -77,7 +78,8 @@ class Mechanism(str, enum.Enum):
 # How a record is brought within the bounds: "unit" scales features to [0,1] with public bounds (Lee et al.);
 # "zscore" z-scores with public constants and clips ||x|| <= c (DP-CDA); "zscore-private" does so with the private
 # data's own statistics (never covered); "clip" clips ||x|| <= Cx and scales the one-hot label to Cy (DPFMix).
-RELEASE_PREPROCESSING = ("unit", "zscore", "zscore-private", "clip")
+CLASS_CENTRIC_PREPROCESSING = ("unit", "zscore", "zscore-private")  # the choices of class-centric mixing
+RELEASE_PREPROCESSING = (*CLASS_CENTRIC_PREPROCESSING, "clip")
 
 
 class Adjacency(str, enum.Enum):
@@ -272,10 +274,10 @@ class MixingRelease:
             return
         if self.class_sizes is not None:
             raise ValueError(f"class sizes describe class-centric mixing, not {mechanism.value}.")
-        if self.protects is not Protects.FEATURES_AND_LABELS:
+        if self.protects is not Protects.FEATURES_AND_LABELS and self.adjacency is Adjacency.ADD_REMOVE_ONE:
             raise ValueError(
-                f"{mechanism.value}'s neighbouring relation may change the whole record: labels are protected "
-                "(a features-only reading, a same-class swap, exists for class-centric mixing only)."
+                "add/remove-one adjacency adds or removes a whole record: labels are protected (a features-only "
+                "reading, a same-class swap, exists for replace-one mixing such as class-centric only)."
             )
 
     # ------------------------------------------------------------------ the one way to build each release
@@ -314,32 +316,25 @@ class MixingRelease:
         statistics (not covered). ``protect_labels`` False is DP-CDA's same-class swap (features only).
         ``hard_labels``: one-hot of the argmax of the noisy label (DP-CDA Eq. 1; post-processing).
         """
-        if preprocessing not in ("unit", "zscore", "zscore-private"):
+        if preprocessing not in CLASS_CENTRIC_PREPROCESSING:
             raise ValueError(
-                f"class-centric preprocessing must be 'unit', 'zscore' or 'zscore-private'. Found {preprocessing!r}."
+                f"class-centric preprocessing must be one of {', '.join(CLASS_CENTRIC_PREPROCESSING)}. "
+                f"Found {preprocessing!r}."
             )
         if not isinstance(protect_labels, bool):
             raise ValueError(f"protect_labels must be True or False. Found {protect_labels!r}.")
-        if not class_sizes:
-            raise ValueError("class_sizes must list at least one class.")
-        for k, size in enumerate(class_sizes):
-            check_positive_int("class size", size)
-            if isinstance(l, int) and size < l:
-                raise ValueError(
-                    f"class {k} has {size} records, fewer than l={l}; class-centric mixing needs l <= N_k for every "
-                    "class."
-                )
+        sizes = _checked_class_sizes(class_sizes, l)
         bounds = DataBounds.unit_box(dx, dy) if preprocessing == "unit" else DataBounds.clipped_one_hot(clip)
         return cls.made_by(
             Mechanism.CLASS_CENTRIC,
-            sum(int(c) for c in class_sizes),
+            sum(sizes),
             l,
             T,
             sigma_x,
             sigma_y,
             bounds,
             protects=Protects.FEATURES_AND_LABELS if protect_labels else Protects.FEATURES_ONLY,
-            class_sizes=tuple(int(c) for c in class_sizes),
+            class_sizes=sizes,
             preprocessing=preprocessing,
             hard_labels=hard_labels,
         )
@@ -499,12 +494,6 @@ class MixingRelease:
     def with_sigma(self, sigma_x: float, sigma_y: float) -> MixingRelease:
         return replace(self, sigma_x=sigma_x, sigma_y=sigma_y)
 
-    def _with_protects(self, protects: Protects) -> MixingRelease:
-        """The accounting view of a same-class swap protects the features only (no mechanism check: a view)."""
-        out = replace(self)
-        object.__setattr__(out, "protects", protects)
-        return out
-
     def describe(self) -> str:
         """One line a person can read: sampling, adjacency, bounds, sizes, what was mixed."""
         l_name = "m" if self.sampling is Sampling.POISSON else "l"
@@ -604,10 +593,7 @@ def class_centric_release(
         ValueError: empty ``class_sizes``, a size or T that is not a positive int, a non-bool
             ``protect_labels``, T < K, l < 1 or above :func:`max_class_centric_l`, or a negative or NaN sigma.
     """
-    if not class_sizes:
-        raise ValueError("class_sizes must list at least one class.")
-    for size in class_sizes:
-        check_positive_int("class size", size)
+    class_sizes = _checked_class_sizes(class_sizes, mix_degree)
     if not isinstance(protect_labels, bool):
         raise ValueError(f"protect_labels must be True or False. Found {protect_labels!r}.")
     k = len(class_sizes)
@@ -633,7 +619,7 @@ def class_centric_release(
             f"class-centric, K={k}: a same-class swap touches T_k={per_class} points; pool N_min={pool} "
             "(DP-CDA's reading: the record's label is not protected)"
         )
-    view = MixingRelease.made_by(
+    return MixingRelease.made_by(
         Mechanism.DPMIX,  # l distinct records of one pool: the structure WBK 2019 analyses
         n,
         mix_degree,
@@ -642,10 +628,24 @@ def class_centric_release(
         sigma_y,
         bounds,
         notes=(note,),
+        protects=protects,
         not_covered=not_covered,
         feature_transform=feature_transform,
     )
-    return view._with_protects(protects)
+
+
+def _checked_class_sizes(class_sizes: tuple[int, ...], mix_degree: int) -> tuple[int, ...]:
+    """The stated class sizes as ints; ValueError naming an empty list, a bad size, or a class smaller than l."""
+    if not class_sizes:
+        raise ValueError("class_sizes must list at least one class.")
+    for k, size in enumerate(class_sizes):
+        check_positive_int("class size", size)
+        if isinstance(mix_degree, int) and size < mix_degree:
+            raise ValueError(
+                f"class {k} has {size} records, fewer than l={mix_degree}; class-centric mixing needs l <= N_k for "
+                "every class."
+            )
+    return tuple(int(c) for c in class_sizes)
 
 
 def _sizes_text(sizes: tuple[int, ...]) -> str:
