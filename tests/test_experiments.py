@@ -404,6 +404,18 @@ def test_dpcda_table2_grid():
     assert all(r.synthesis.hard_labels and r.synthesis.preprocessing == "zscore" for r in runs)
 
 
+def test_dpcda_table2_quick_uses_the_papers_lr_only_without_noise():
+    """Without noise Adam 1e-3 learns in 8 epochs; with noise it stays at the constant predictor (REPRODUCTION §3)."""
+    full_lrs = {r.lr for r in get_preset("dpcda-table2").runs()}
+    quick = get_preset("dpcda-table2-quick").runs()
+    by_eps: dict[float, set[float]] = {}
+    for r in quick:
+        by_eps.setdefault(axis_value(r, "target_epsilon"), set()).add(r.lr)
+    assert by_eps == {math.inf: {1e-3}, 20.0: {1e-4}, 10.0: {1e-4}}
+    assert full_lrs == {1e-3}
+    assert all(r.epochs == 8 and r.synthesis.T == 10000 and r.schedule == "constant" for r in quick)
+
+
 def test_all_methods_calibrates_every_method_to_the_same_delta_with_a_rigorous_accountant():
     from dpmix_core.privacy.accountants import get_accountant
 

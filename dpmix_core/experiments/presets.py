@@ -288,7 +288,8 @@ def _class_centric_thesis(mix_degree: int = 128, T: int = 12000, sigma: float = 
 
 
 # The quick variants keep the short protocol they were measured with (their stored runs and figures stay valid):
-# 8 epochs at lr 1e-3 on a 10000-point release stay at chance, the full protocol's schedule needs its 30 epochs.
+# 8 epochs at lr 1e-3 on a noisy 10000-point release stay at chance, the full protocol's schedule needs its 30 epochs.
+# Without noise the paper's lr 1e-3 learns in 8 epochs (l = 4: 93.4 %, full protocol 95.5 %; at 1e-4: 88.0 %).
 _DPCDA_QUICK_PROTOCOL: dict[str, Any] = {"lr": 1e-4, "schedule": "constant", "early_stopping": None}
 
 
@@ -362,7 +363,9 @@ def _dpcda_table2() -> tuple[SweepSpec, SweepSpec]:
             "epochs": 8,
             **_DPCDA_QUICK_PROTOCOL,
         },
-        note="T=10000 points (1000 per class), 8 epochs at a constant Adam lr 1e-4 without early stopping, one seed.",
+        series=(Series(series[0].name, {**series[0].overrides, "lr": 1e-3}), *series[1:]),
+        note="T=10000 points (1000 per class), 8 epochs at a constant Adam lr (the paper's 1e-3 without noise; 1e-4 "
+        "with noise, where 1e-3 stays at the constant predictor), no early stopping, one seed.",
     )
     return full, quick
 
