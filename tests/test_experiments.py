@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -630,3 +631,20 @@ def test_dpfmix_table3_has_a_pld_certified_series_in_full_and_quick():
         assert pld and len(pld) == len(clt), name
         assert {r.synthesis.target_epsilon for r in pld} == {r.synthesis.target_epsilon for r in clt}
         assert all(r.synthesis.features == "scattering" and r.synthesis.l == 64 for r in pld)
+
+
+SPEC_FILES = sorted((Path(__file__).resolve().parents[1] / "docs" / "specs").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", SPEC_FILES, ids=lambda p: p.stem)
+def test_documented_spec_variants_load_and_differ_from_their_preset_only_in_the_learning_rate(path):
+    """docs/specs/*-lr1e-4.json are the re-runs REPRODUCTION cites: the preset's own runs except for Adam's lr."""
+    spec = load_spec(json.loads(path.read_text()))
+    preset = get_preset(path.stem.removesuffix("-lr1e-4").removesuffix("-uniform"))
+    assert spec.name == path.stem and not spec.quick
+    preset_keys = {run_key(r) for r in preset.runs()}
+    for run in spec.runs():
+        assert run.lr == 1e-4
+        assert run_key(run) not in preset_keys
+        twin = run.replace(lr=preset.base.lr)
+        assert run_key(twin) in preset_keys, run.label
