@@ -638,3 +638,12 @@ def test_method_registry_has_one_small_class_per_method_name():
     assert {n for n in NAMES if get_method(n).private_validation} == {"dp-sgd", "dp-pca"}
     with pytest.raises(ValueError, match="Unknown method 'bogus'"):
         get_method("bogus")
+
+
+def test_dpfmix_cnn_is_the_table_5_layer_list():
+    """DPFMix Table 5 (padding 2): 285,690 parameters on 28x28 MNIST; its printed 357,690 is a 32x32 input."""
+    from dpmix_core.training.models import build_model, count_parameters
+
+    assert count_parameters(build_model("dpfmix-cnn", input_shape=(28, 28), num_outputs=10)) == 285_690
+    assert count_parameters(build_model("dpfmix-cnn", input_shape=(32, 32), num_outputs=10)) == 357_690
+    assert count_parameters(build_model("thesis-cnn", input_shape=(28, 28), num_outputs=10)) == 127_290

@@ -3,8 +3,8 @@
 from dpmix_core.data.scattering import FEATURES  # noqa: F401 -- re-exported: the feature transforms live with the data
 
 METHODS = ("mixing", "non-private", "dp-sgd", "label-laplace", "dp-pca")
-MODELS = ("thesis-cnn", "dpcda-cnn", "dpcda-cnn-gn", "scatter-linear", "linear")
-IMAGE_MODELS = ("thesis-cnn", "dpcda-cnn", "dpcda-cnn-gn")
+MODELS = ("thesis-cnn", "dpfmix-cnn", "dpcda-cnn", "dpcda-cnn-gn", "scatter-linear", "linear")
+IMAGE_MODELS = ("thesis-cnn", "dpfmix-cnn", "dpcda-cnn", "dpcda-cnn-gn")
 BATCHNORM_MODELS = ("dpcda-cnn",)  # batch statistics mix samples: not DP-SGD compatible (Opacus refuses them)
 LOSSES = ("kl", "ce", "gkl", "mse")
 OPTIMIZERS = ("adam", "sgd")

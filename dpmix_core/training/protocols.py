@@ -70,6 +70,19 @@ _DPCDA = ModelProtocol(
     lr_gamma=0.5,
 )
 
+_DPFMIX_APP_E = ModelProtocol(
+    "DPFMix App. E.3: Adam, 200 epochs, batch 256, lr 1e-3 divided by 10 at epochs 80, 120, 160; "
+    "generalised KL (App. D)",
+    optimizer="adam",
+    lr=1e-3,
+    schedule="multistep",
+    batch_size=256,
+    loss="gkl",
+    lr_gamma=0.1,
+    lr_milestones=(80, 120, 160),
+    paper_epochs=200,
+)
+
 PROTOCOLS: dict[str, ModelProtocol] = {
     "thesis-cnn": ModelProtocol(
         "thesis §4.1 (Adam lr 1e-4 halved every 10 epochs, 50 epochs, 10 % validation; DPMix trained with KL "
@@ -94,18 +107,8 @@ PROTOCOLS: dict[str, ModelProtocol] = {
     ),
     "dpcda-cnn": _DPCDA,
     "dpcda-cnn-gn": _DPCDA,
-    "scatter-linear": ModelProtocol(
-        "DPFMix App. E.3: Adam, 200 epochs, batch 256, lr 1e-3 divided by 10 at epochs 80, 120, 160; "
-        "generalised KL (App. D)",
-        optimizer="adam",
-        lr=1e-3,
-        schedule="multistep",
-        batch_size=256,
-        loss="gkl",
-        lr_gamma=0.1,
-        lr_milestones=(80, 120, 160),
-        paper_epochs=200,
-    ),
+    "dpfmix-cnn": _DPFMIX_APP_E,
+    "scatter-linear": _DPFMIX_APP_E,
     "linear": ModelProtocol(
         "no paper: Adam lr 1e-3, constant, batch 128, cross-entropy (the RunConfig defaults)",
         optimizer="adam",
