@@ -36,6 +36,7 @@ from dpmix_core.experiments.runner import run_config  # noqa: E402
 
 MODELS = [
     ("thesis-cnn", (28, 28)),
+    ("dpfmix-cnn", (28, 28)),
     ("dpcda-cnn", (28, 28)),
     ("dpcda-cnn-gn", (28, 28)),
     ("scatter-linear", (81, 7, 7)),
