@@ -30,6 +30,7 @@ import pandas as pd  # noqa: E402
 
 from dpmix_core.experiments.trade_offs import (  # noqa: E402
     AXIS_TITLES,
+    all_collapsed,
     published_comparison,
     sweep_published,
     sweep_results,
@@ -118,6 +119,8 @@ def markdown_table(agg: pd.DataFrame, axis: str | None, sigmas: dict) -> str:
         acc = f"{100 * r['test_accuracy_mean']:.2f}"
         if _finite(r["test_accuracy_std"]):
             acc += f" ± {100 * r['test_accuracy_std']:.2f}"
+        if bool(all_collapsed(pd.DataFrame([r])).iloc[0]):
+            acc = f"collapsed ({acc}: constant predictor, no result)"
         cells = [
             str(r["label"]),
             _fmt(r["axis_value"], 4).rstrip("0").rstrip(".") if _finite(r["axis_value"]) else _fmt(r["axis_value"]),
@@ -170,16 +173,28 @@ def _plot_series(ax, agg: pd.DataFrame, metric: str, scale: float, transform=Non
     finite = agg[agg["axis_value"].map(_finite) & agg[mean].notna()]
     flat = agg[~agg.index.isin(finite.index) & agg[mean].notna()]
     handles = []
+    dead_x: list = []
+    dead_y: list = []
     for label, part in finite.groupby("label", sort=False):
         part = part.sort_values("axis_value")
+        dead = all_collapsed(part)  # a run at the constant predictor is no result: a grey cross, not a point
         y = part[mean] * scale
-        err = part[std].fillna(0.0) * scale
         if transform is not None:
             y = transform(y)
+        dead_x += list(part["axis_value"][dead])
+        dead_y += list(y[dead])
+        part, y = part[~dead], y[~dead]
+        if part.empty:
+            continue
+        err = part[std].fillna(0.0) * scale
         h = ax.errorbar(
             part["axis_value"], y, yerr=err, marker="o", linewidth=2, markersize=6, capsize=4, label=str(label)
         )
         handles.append(h)
+    if dead_x:
+        handles.append(
+            ax.scatter(dead_x, dead_y, marker="x", s=70, color="0.45", zorder=5, label="collapsed (constant predictor)")
+        )
     for i, (_, row) in enumerate(flat.iterrows()):
         y = row[mean] * scale
         if transform is not None:

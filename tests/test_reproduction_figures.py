@@ -1,0 +1,59 @@
+"""The report's figures (bench/make_reproduction_figures.py) never draw a collapsed run as a result (issue #13 §3)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "make_reproduction_figures.py"
+
+
+@pytest.fixture(scope="module")
+def figures():
+    spec = importlib.util.spec_from_file_location("make_reproduction_figures", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _agg() -> pd.DataFrame:
+    # eps = 20 at l = 1 collapsed in its only run; l = 4 learned; l = 2 has one collapsed run of two (a result)
+    return pd.DataFrame(
+        {
+            "label": ["eps = 20"] * 3,
+            "axis_value": [1.0, 2.0, 4.0],
+            "test_accuracy_mean": [0.1135, 0.70, 0.78],
+            "test_accuracy_std": [float("nan"), float("nan"), 0.01],
+            "test_accuracy_count": [1, 2, 3],
+            "runs": [1, 2, 3],
+            "collapsed": [1, 1, 0],
+        }
+    )
+
+
+def test_collapsed_points_are_grey_crosses_not_points_of_the_line(figures):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    try:
+        handles = figures._plot_series(ax, _agg(), "test_accuracy", 100)
+        labels = [h.get_label() for h in handles]
+        assert labels == ["eps = 20", "collapsed (constant predictor)"]
+        line_x = list(handles[0].lines[0].get_xdata())
+        assert line_x == [2.0, 4.0]  # the collapsed l = 1 is not on the line
+        crosses = handles[1].get_offsets()
+        assert [tuple(p) for p in crosses] == [(1.0, pytest.approx(11.35))]
+    finally:
+        plt.close(fig)
+
+
+def test_the_markdown_table_says_collapsed(figures):
+    agg = _agg().assign(
+        test_mse_count=0, test_mse_mean=float("nan"), test_mse_std=float("nan"), delta=1e-5, seconds_mean=10.0
+    )
+    rows = figures.markdown_table(agg, "l", {}).splitlines()[2:]
+    assert "collapsed" in rows[0] and "no result" in rows[0]
+    assert not any("collapsed" in r for r in rows[1:])
