@@ -302,8 +302,8 @@ def _class_centric_thesis(mix_degree: int = 128, T: int = 12000, sigma: float = 
     return SynthesisConfig("class-centric", l=mix_degree, T=T, sigma_x=sigma, preprocessing="unit", delta=1e-5)
 
 
-# The quick variants keep the short protocol they were measured with (their stored runs and figures stay valid):
-# 8 epochs at lr 1e-3 on a noisy 10000-point release stay at chance, the full protocol's schedule needs its 30 epochs.
+# The quick variant's short protocol (measured, REPRODUCTION §3): 8 epochs at lr 1e-3 on a noisy 10000-point release
+# stay at chance, the full protocol's schedule needs its 30 epochs.
 # Without noise the paper's lr 1e-3 learns in 8 epochs (l = 4: 93.4 %, full protocol 95.5 %; at 1e-4: 88.0 %).
 _DPCDA_QUICK_PROTOCOL: dict[str, Any] = {"lr": 1e-4, "schedule": "constant", "early_stopping": None}
 
@@ -431,7 +431,8 @@ def _dpfmix_table1() -> tuple[SweepSpec, SweepSpec]:
             "for uniform (without-replacement) mixing with the tight RDP accountant (rdp-wor; [0,1] pixels) or "
             "for Poisson mixing (||x||, ||y|| <= 1) with the paper's CLT accountant (gdp-clt: an approximation; "
             "pld-poisson is recorded next to it). Lee et al. (2019)'s CNN as DPFMix Table 5 prints it (the thesis "
-            "CNN with padding 2), generalized-KL loss (DPFMix App. D), inputs rescaled by their RMS (post-processing). App. E.3's schedule: Adam, 200 epochs, batch 256, lr 1e-3 "
+            "CNN with padding 2), generalized-KL loss (DPFMix App. D), inputs rescaled by their RMS "
+            "(post-processing). App. E.3's schedule: Adam, 200 epochs, batch 256, lr 1e-3 "
             "divided by 10 at epochs 80, 120 and 160. The paper reports the best m per cell; this sweep fixes "
             "m = 64 (dpfmix-table1-m sweeps m)."
         ),

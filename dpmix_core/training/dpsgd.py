@@ -142,7 +142,7 @@ def check_dpsgd_model(model: nn.Module) -> None:
     if errors:
         first = str(errors[0]).split(". ")[0]
         raise ValueError(
-            f"model is not DP-SGD compatible ({first}); use thesis-cnn, dpcda-cnn-gn, scatter-linear or linear."
+            f"model is not DP-SGD compatible ({first}); use thesis-cnn, dpfmix-cnn, dpcda-cnn-gn, scatter-linear or linear."
         )
 
 
