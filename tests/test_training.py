@@ -647,3 +647,19 @@ def test_dpfmix_cnn_is_the_table_5_layer_list():
     assert count_parameters(build_model("dpfmix-cnn", input_shape=(28, 28), num_outputs=10)) == 285_690
     assert count_parameters(build_model("dpfmix-cnn", input_shape=(32, 32), num_outputs=10)) == 357_690
     assert count_parameters(build_model("thesis-cnn", input_shape=(28, 28), num_outputs=10)) == 127_290
+
+
+def test_dpfmix_cnn_trains_by_app_e_unless_told_otherwise():
+    from dpmix_core.training.protocols import PROTOCOLS
+
+    p = PROTOCOLS["dpfmix-cnn"].options("poisson")
+    assert (p["optimizer"], p["lr"], p["schedule"], p["lr_milestones"], p["lr_gamma"], p["batch_size"], p["loss"]) == (
+        "adam",
+        1e-3,
+        "multistep",
+        (80, 120, 160),
+        0.1,
+        256,
+        "gkl",
+    )
+    assert PROTOCOLS["dpfmix-cnn"].paper_epochs == 200
