@@ -198,6 +198,11 @@ def test_published_comparison_verdicts():
     fig = trade_off_figure(agg, "target_epsilon", published=published)
     stars = [t for t in fig.data if t.name == "published — a"]
     assert len(stars) == 1 and list(stars[0].y) == pytest.approx([82.0, 60.0, 70.0])
+    # a point whose every run collapsed is no result: not compared with the paper (issue #13 §3)
+    dead = agg.assign(collapsed=[0, 1, 0], runs=[3, 1, 1])
+    table = published_comparison(dead, published)
+    assert table["verdict"].tolist() == ["reproduced", "collapsed (no result)", "pending"]
+    assert pd.isna(table["ours (%)"].tolist()[1]) and pd.isna(table["gap (pts)"].tolist()[1])
 
 
 def test_one_rerun_completes_a_sweep_whose_driver_and_worker_were_killed(store, tmp_path):

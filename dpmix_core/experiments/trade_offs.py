@@ -327,8 +327,10 @@ def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) ->
     """One row per published point: the paper's accuracy, ours (mean ± std over n seeds), the gap and a verdict.
 
     Verdict: "reproduced" within REPRODUCED_WITHIN_PTS points, "not reproduced" beyond, "pending" while no
-    run of that point has finished.
+    run of that point has finished, "collapsed (no result)" when every run of it stayed at the constant
+    predictor: its accuracy is then no result and is not compared (issue #13 §3).
     """
+    dead = all_collapsed(agg)
     rows = []
     for p in published:
         if p.reference:  # another method's published number: shown on the chart, no verdict
@@ -336,10 +338,19 @@ def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) ->
         match = agg[(agg["label"] == p.series) & agg["axis_value"].map(lambda v, p=p: _same(v, p.value))]
         ours = match.iloc[0] if len(match) else None
         n = int(ours["test_accuracy_count"]) if ours is not None else 0
-        mean = 100 * float(ours["test_accuracy_mean"]) if ours is not None and n else None
-        std = 100 * float(ours["test_accuracy_std"]) if ours is not None and n > 1 else None
+        collapsed = bool(dead[match.index[0]]) if len(match) else False
+        mean = 100 * float(ours["test_accuracy_mean"]) if ours is not None and n and not collapsed else None
+        std = 100 * float(ours["test_accuracy_std"]) if mean is not None and n > 1 else None
         gap = None if mean is None else mean - 100 * p.accuracy
-        verdict = "pending" if gap is None else "reproduced" if abs(gap) <= REPRODUCED_WITHIN_PTS else "not reproduced"
+        verdict = (
+            "collapsed (no result)"
+            if collapsed
+            else "pending"
+            if gap is None
+            else "reproduced"
+            if abs(gap) <= REPRODUCED_WITHIN_PTS
+            else "not reproduced"
+        )
         rows.append(
             {
                 "series": p.series,
