@@ -340,7 +340,7 @@ def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) ->
         n = int(ours["test_accuracy_count"]) if ours is not None else 0
         collapsed = bool(dead[match.index[0]]) if len(match) else False
         mean = 100 * float(ours["test_accuracy_mean"]) if ours is not None and n and not collapsed else None
-        std = 100 * float(ours["test_accuracy_std"]) if mean is not None and n > 1 else None
+        std = 100 * float(ours["test_accuracy_std"]) if ours is not None and mean is not None and n > 1 else None
         gap = None if mean is None else mean - 100 * p.accuracy
         verdict = (
             "collapsed (no result)"
