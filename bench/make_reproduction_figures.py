@@ -115,11 +115,12 @@ def markdown_table(agg: pd.DataFrame, axis: str | None, sigmas: dict) -> str:
         head.append("σx (calibrated)")
     head += [f"ε {c.removeprefix('epsilon_')}" for c in eps_cols] + ["δ", "s/run"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for _, r in agg.sort_values(["label", "axis_value"], na_position="first").iterrows():
+    dead = all_collapsed(agg)
+    for i, r in agg.sort_values(["label", "axis_value"], na_position="first").iterrows():
         acc = f"{100 * r['test_accuracy_mean']:.2f}"
         if _finite(r["test_accuracy_std"]):
             acc += f" ± {100 * r['test_accuracy_std']:.2f}"
-        if bool(all_collapsed(pd.DataFrame([r])).iloc[0]):
+        if dead[i]:
             acc = f"collapsed ({acc}: constant predictor, no result)"
         cells = [
             str(r["label"]),

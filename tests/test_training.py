@@ -330,9 +330,11 @@ def test_dpsgd_takes_noisy_steps_on_empty_poisson_batches():
 def test_dpsgd_rejects_batchnorm_models():
     from dpmix_core.training.dpsgd import check_dpsgd_model
 
-    with pytest.raises(ValueError, match="not DP-SGD compatible"):
+    with pytest.raises(ValueError, match="not DP-SGD compatible") as err:
         check_dpsgd_model(build_model("dpcda-cnn", input_shape=(28, 28), num_outputs=10))
-    check_dpsgd_model(build_model("dpcda-cnn-gn", input_shape=(28, 28), num_outputs=10))
+    assert "dpfmix-cnn" in str(err.value) and "use dpcda-cnn," not in str(err.value)  # the others, named
+    for name in ("dpcda-cnn-gn", "dpfmix-cnn", "thesis-cnn"):
+        check_dpsgd_model(build_model(name, input_shape=(28, 28), num_outputs=10))
 
 
 # --------------------------------------------------------------------------------------------- end to end

@@ -342,15 +342,12 @@ def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) ->
         mean = 100 * float(ours["test_accuracy_mean"]) if ours is not None and n and not collapsed else None
         std = 100 * float(ours["test_accuracy_std"]) if ours is not None and mean is not None and n > 1 else None
         gap = None if mean is None else mean - 100 * p.accuracy
-        verdict = (
-            "collapsed (no result)"
-            if collapsed
-            else "pending"
-            if gap is None
-            else "reproduced"
-            if abs(gap) <= REPRODUCED_WITHIN_PTS
-            else "not reproduced"
-        )
+        if collapsed:
+            verdict = "collapsed (no result)"
+        elif gap is None:
+            verdict = "pending"
+        else:
+            verdict = "reproduced" if abs(gap) <= REPRODUCED_WITHIN_PTS else "not reproduced"
         rows.append(
             {
                 "series": p.series,

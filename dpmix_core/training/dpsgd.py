@@ -28,6 +28,7 @@ from torch import nn
 
 from dpmix_core.privacy.budget import steps_per_epoch
 from dpmix_core.privacy.events import SampledGaussianSteps
+from dpmix_core.training.names import BATCHNORM_MODELS, MODELS
 from dpmix_core.training.train import (
     FitResult,
     OptimSettings,
@@ -142,7 +143,7 @@ def check_dpsgd_model(model: nn.Module) -> None:
     if errors:
         first = str(errors[0]).split(". ")[0]
         raise ValueError(
-            f"model is not DP-SGD compatible ({first}); use thesis-cnn, dpfmix-cnn, dpcda-cnn-gn, scatter-linear or linear."
+            f"model is not DP-SGD compatible ({first}); use {', '.join(m for m in MODELS if m not in BATCHNORM_MODELS)}."
         )
 
 
