@@ -271,3 +271,22 @@ def test_sweep_on_another_dataset_is_its_own_sweep_without_the_papers_numbers(tm
     err = capsys.readouterr().err
     assert code == 2 and "Fashion-MNIST not found" in err and "--data-dir" in err and err.count("\n") == 1
     assert ResultStore().list_runs() == []
+
+
+def test_train_reports_the_batchnorm_diagnostic_and_says_when_it_is_far_above(capsys, monkeypatch):
+    import dpmix_core.cli.train as cli_train
+
+    args = ["train", "--mechanism", "class-centric", *TINY, "--model", "dpcda-cnn", "--loss", "ce"]
+    code = main([*args, "--json"])
+    runs = json.loads(capsys.readouterr().out)["runs"]
+    assert code == 0 and 0 <= runs[0]["test_accuracy_bn_recalibrated"] <= 1
+    real = cli_train.run_config
+
+    def shifted(cfg, reporter=None):  # the same run, as if its BatchNorm statistics were far off clean inputs
+        result = real(cfg, reporter)
+        return {**result, "test_accuracy": 0.11, "test_accuracy_bn_recalibrated": 0.64, "collapsed": False}
+
+    monkeypatch.setattr(cli_train, "run_config", shifted)
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "test accuracy 11.00 %" in out and "AdaBN" in out and "64.00 %" in out and "not this run's result" in out

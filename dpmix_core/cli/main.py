@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, NoReturn
 from dpmix_core.cli.argtypes import finite_float, positive_int
 from dpmix_core.privacy.accountant_names import ACCOUNTANT_NAMES
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
+from dpmix_core.training.collapse import shift_note
 
 if TYPE_CHECKING:  # the accountants (dp_accounting, scipy) and torch load only in the commands that use them
     from dpmix_core.privacy.accountants import EpsilonResult, MixingSetting
@@ -482,11 +483,24 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
         if summary["collapsed"]:
             print(f"WARNING: {summary['collapsed']} of {summary['repeats']} run(s) {summary['collapse_reason']}")
+        _print_batchnorm_shift(summary)
         guarantees = summary.get("guarantee") or {}
         for name, eps in summary["epsilon"].items():
             label = f"  [{guarantees[name]}]" if name in guarantees else ""
             print(f"  {name:12s} eps={eps if isinstance(eps, str) else _format_eps(eps)}{label}")
     return 0
+
+
+def _print_batchnorm_shift(summary: dict) -> None:
+    """One line when BatchNorm statistics re-estimated on the test inputs score clearly more (a diagnostic;
+    a collapsed run already says it in its collapse reason)."""
+    recal = [
+        r["test_accuracy_bn_recalibrated"] for r in summary["runs"] if r["test_accuracy_bn_recalibrated"] is not None
+    ]
+    if recal and not summary["collapsed"]:
+        note = shift_note(summary["test_accuracy"], sum(recal) / len(recal), collapsed=False)
+        if note is not None:
+            print(f"note: {note}")
 
 
 def _add_train(sub) -> None:

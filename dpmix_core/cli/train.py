@@ -148,6 +148,7 @@ def train_repeats(
                 "run_key": res["run_key"],
                 "test_accuracy": res["test_accuracy"],
                 "test_mse": res["test_mse"],
+                "test_accuracy_bn_recalibrated": res.get("test_accuracy_bn_recalibrated"),  # a diagnostic
                 "seconds": res["seconds"],
                 "collapsed": bool(res.get("collapsed")),
                 "best_epoch": res.get("best_epoch"),

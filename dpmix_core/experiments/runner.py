@@ -18,6 +18,8 @@ and between batches about once a second; True raises :class:`Cancelled`).
 The result always has: test_accuracy, test_mse (None for classification),
 test_accuracy_halves (accuracy on the even and on the odd test rows: select on one, report the other),
 collapsed (True when the model never left the constant predictor; collapse_reason says why, in a sentence),
+test_accuracy_bn_recalibrated (models with BatchNorm: the accuracy with its statistics re-estimated on the
+unlabelled test inputs, a diagnostic of the release/test shift, never the result; else None),
 epsilon ({accountant: value or "inf"}), delta, seconds,
 train_samples_per_second, versions, privacy_card (the release's card for
 mixing and label-laplace runs, else None), plus run_key, config, history,
@@ -37,7 +39,7 @@ import numpy as np
 import dpmix_core
 from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.methods import RunContext, get_method
-from dpmix_core.training.collapse import collapse_reason
+from dpmix_core.training.collapse import COLLAPSE_CAUSE, collapse_reason, shift_note
 from dpmix_core.training.train import Cancelled, OptimSettings, StopCheck
 
 __all__ = ["Cancelled", "NullReporter", "Reporter", "run_job", "run_config", "library_versions", "STOP_POLL_SECONDS"]
@@ -138,6 +140,7 @@ def run_config(config: RunConfig, reporter: Reporter | None = None, *, keep: dic
 
     from dpmix_core.mechanisms import resolve_device
     from dpmix_core.training import data as D
+    from dpmix_core.training.batchnorm import has_batchnorm, recalibrate_batchnorm
     from dpmix_core.training.losses import get_loss
     from dpmix_core.training.models import build_model
     from dpmix_core.training.train import evaluate
@@ -239,15 +242,25 @@ def run_config(config: RunConfig, reporter: Reporter | None = None, *, keep: dic
             f"{'stopped after' if fit_res.stopped_early else 'ran'} {len(fit_res.history)} epochs, "
             f"kept the weights of epoch {fit_res.best_epoch} (best validation accuracy)"
         )
+    recalibrated = None  # BatchNorm statistics re-estimated on the test inputs: a diagnostic, never the result
+    if not regression and has_batchnorm(model) and xtest.shape[0] >= 2:
+        t0 = time.perf_counter()
+        rec = evaluate(recalibrate_batchnorm(model, xtest), xtest, ytest, task=config.task, num_classes=k)
+        recalibrated = rec["accuracy"]
+        ctx.tick("evaluate", t0)
     collapsed = (
         None
         if regression
         else collapse_reason(
-            fit_res.history, val_majority=_majority_rate(y_va), prediction_share=metrics["prediction_share"]
+            fit_res.history,
+            val_majority=_majority_rate(y_va),
+            prediction_share=metrics["prediction_share"],
+            cause=shift_note(metrics["accuracy"], recalibrated, collapsed=True) or COLLAPSE_CAUSE,
         )
     )
-    if collapsed is not None:
-        notes.append(collapsed)
+    note = collapsed or shift_note(metrics["accuracy"], recalibrated, collapsed=False)
+    if note is not None:
+        notes.append(note)
     seconds = time.perf_counter() - t_start
     prog.phase(
         "done",
@@ -268,6 +281,7 @@ def run_config(config: RunConfig, reporter: Reporter | None = None, *, keep: dic
         "val_accuracy": val_final,
         "collapsed": collapsed is not None,
         "collapse_reason": collapsed,
+        "test_accuracy_bn_recalibrated": recalibrated,
         "best_epoch": fit_res.best_epoch,
         "epochs_run": len(fit_res.history),
         "epsilon": privacy.epsilon,

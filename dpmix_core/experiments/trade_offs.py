@@ -33,6 +33,7 @@ from dpmix_core.resources.limits import (
 )
 from dpmix_core.runtime.jobs import LocalProcessBackend, default_max_parallel
 from dpmix_core.runtime.store import ResultStore
+from dpmix_core.training.collapse import shift_note
 
 __all__ = [
     "default_sweep",
@@ -266,10 +267,17 @@ def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> pd.Da
                 "where": ((prog.get("ray") or {}).get("node") and f"ray node {prog['ray']['node']}")
                 or (f"{run.backend} @ {run.host}" if run.host else run.backend),
                 "error": run.error_summary or "",
-                "note": (run.result or {}).get("collapse_reason") or "",  # a collapsed run says so, in a sentence
+                "note": _run_note(run.result or {}),
             }
         )
     return pd.DataFrame(rows)
+
+
+def _run_note(result: dict) -> str:
+    """Why a run collapsed, in a sentence; else the BatchNorm shift note when it applies; else ""."""
+    if result.get("collapse_reason"):
+        return result["collapse_reason"]
+    return shift_note(result.get("test_accuracy"), result.get("test_accuracy_bn_recalibrated"), collapsed=False) or ""
 
 
 def _stored_spec(stored) -> SweepSpec | None:
