@@ -79,7 +79,7 @@ def test_shift_note_only_for_a_real_gap_says_it_is_a_diagnostic_and_becomes_the_
     assert shift_note(0.40, 0.40 + SHIFT_NOTE_GAP - 0.01, collapsed=False) is None
     assert shift_note(None, 0.9, collapsed=True) is None and shift_note(0.1, None, collapsed=True) is None
     cause = shift_note(0.1135, 0.6363, collapsed=True)
-    assert cause.startswith("likely cause:") and "not a failure to learn" in cause
+    assert cause.startswith("likely cause:") and "not a failure to learn" in cause and "dpcda-cnn-gn" in cause
     assert "63.63 %" in cause and "11.35 %" in cause and "diagnostic" in cause and "not this run's result" in cause
     reason = collapse_reason([{"loss": 2.3, "val_accuracy": 0.3}], val_majority=0.11, prediction_share=1.0, cause=cause)
     assert reason.endswith(f"; {cause}.") and "learning rate" not in reason

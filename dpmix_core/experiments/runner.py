@@ -134,7 +134,8 @@ def run_config(config: RunConfig, reporter: Reporter | None = None, *, keep: dic
 
     ``keep`` (in-process callers only; the result stays JSON-ready): a dict that receives the trained
     ``model``, its ``device`` and the validation split it never trained on, ``x_val`` / ``y_val`` (numpy, in
-    the model's input space; for a release, its held-out released points with their noisy labels).
+    the model's input space; for a release, its held-out released points with their noisy labels), and the
+    real test split ``x_test`` / ``y_test`` (numpy, in the same input space).
     """
     import torch
 
@@ -226,7 +227,7 @@ def run_config(config: RunConfig, reporter: Reporter | None = None, *, keep: dic
     privacy = trained or privacy
 
     if keep is not None:  # e.g. best-release's pooled validation: every candidate's model on every held-out split
-        keep.update(model=model, device=device, x_val=x_va, y_val=y_va)
+        keep.update(model=model, device=device, x_val=x_va, y_val=y_va, x_test=x_test, y_test=y_test.numpy())
 
     # ---------------------------------------------------------------- evaluation on the real test split
     stop(force=True)
