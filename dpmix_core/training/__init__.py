@@ -12,6 +12,8 @@ Modules (torch is imported by the ones that need it, not here):
 * :mod:`~dpmix_core.experiments.runner` — ``run_job(config, reporter)`` / ``run_config(config)``;
 * :mod:`~dpmix_core.training.protocols` — each model's paper protocol (optimiser, schedule, early stopping);
 * :mod:`~dpmix_core.training.collapse` — is the trained model the constant predictor?
+* :mod:`~dpmix_core.training.batchnorm` — BatchNorm statistics re-estimated on unlabelled inputs (AdaBN): the
+  diagnostic of a release/test shift.
 """
 
 from dpmix_core.training.names import LOSSES, METHODS, MODELS

@@ -24,9 +24,13 @@ from torch import nn
 __all__ = ["has_batchnorm", "recalibrate_batchnorm"]
 
 
+def _tracked_batchnorms(model: nn.Module) -> list[nn.Module]:
+    return [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats]
+
+
 def has_batchnorm(model: nn.Module) -> bool:
     """True when ``model`` has a BatchNorm layer that tracks running statistics."""
-    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats for m in model.modules())
+    return bool(_tracked_batchnorms(model))
 
 
 @torch.no_grad()
@@ -50,8 +54,7 @@ def recalibrate_batchnorm(model: nn.Module, x: torch.Tensor, *, batch_size: int 
     if x.shape[0] < 2:
         raise ValueError(f"recalibrating BatchNorm needs at least 2 rows. Found {x.shape[0]}.")
     out = copy.deepcopy(model).eval()
-    layers = [m for m in out.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats]
-    for layer in layers:
+    for layer in _tracked_batchnorms(out):
         layer.reset_running_stats()
         layer.momentum = None  # cumulative moving average over the batches below
         layer.train()
