@@ -637,6 +637,7 @@ SPEC_FILES = sorted((Path(__file__).resolve().parents[1] / "docs" / "specs").glo
 # each documented variant: the preset it varies and the only fields it changes
 SPEC_VARIANTS = {
     "dpcda-table2-lr1e-4": ("dpcda-table2", ("lr",)),
+    "dpcda-table2-gn-lr1e-4": ("dpcda-table2", ("model", "lr")),
     "dpfmix-table1-thesis-cnn": ("dpfmix-table1", ("model", "lr")),
 }
 

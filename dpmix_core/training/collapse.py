@@ -76,6 +76,6 @@ def shift_note(accuracy: float | None, recalibrated: float | None, *, collapsed:
         return (
             "likely cause: the BatchNorm statistics learned on the noisy release do not fit clean inputs, not a "
             f"failure to learn ({measured}); a normalisation without running statistics avoids it (GroupNorm: "
-            "dpcda-cnn-gn for the DP-CDA CNN)"
+            "dpcda-cnn-gn for the DP-CDA CNN, e.g. at Adam --lr 1e-4)"
         )
     return f"{measured}: part of the gap to a clean-data model is the release's BatchNorm statistics not fitting clean inputs"
