@@ -24,7 +24,7 @@ from torch import nn
 __all__ = ["has_batchnorm", "recalibrate_batchnorm"]
 
 
-def _tracked_batchnorms(model: nn.Module) -> list[nn.Module]:
+def _tracked_batchnorms(model: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
     return [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats]
 
 
