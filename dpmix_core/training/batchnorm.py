@@ -24,22 +24,20 @@ from torch import nn
 __all__ = ["has_batchnorm", "recalibrate_batchnorm"]
 
 
-def _tracked_batchnorms(model: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
-    return [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats]
-
-
 def has_batchnorm(model: nn.Module) -> bool:
     """True when ``model`` has a BatchNorm layer that tracks running statistics."""
-    return bool(_tracked_batchnorms(model))
+    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats for m in model.modules())
 
 
 @torch.no_grad()
 def recalibrate_batchnorm(model: nn.Module, x: torch.Tensor, *, batch_size: int = 1000) -> nn.Module:
     """A copy of ``model`` in eval mode whose BatchNorm statistics are the averages over ``x`` (AdaBN).
 
-    Each layer's running mean and variance become the cumulative average of its batch statistics over
-    ``x`` in batches of ``batch_size`` (``momentum=None``), with every other layer (dropout) in eval mode.
-    The weights are not changed and ``model`` itself is left as it was.
+    torch's ``update_bn`` (the SWA utility) does the pass: running statistics reset, then the cumulative
+    average of the batch statistics over ``x`` in batches of ``batch_size``, the model in training mode as it
+    was trained (dropout on; the DP-CDA CNN's BatchNorm layers come before its dropout). A last batch of one
+    row, which has no variance, is folded into the one before. The weights are not changed and ``model``
+    itself is left as it was.
 
     Args:
         model: a trained model taking ``(n, d)`` rows.
@@ -53,16 +51,9 @@ def recalibrate_batchnorm(model: nn.Module, x: torch.Tensor, *, batch_size: int 
         raise ValueError(f"batch_size must be at least 2. Found {batch_size}.")
     if x.shape[0] < 2:
         raise ValueError(f"recalibrating BatchNorm needs at least 2 rows. Found {x.shape[0]}.")
-    out = copy.deepcopy(model).eval()
-    for layer in _tracked_batchnorms(out):
-        layer.reset_running_stats()
-        layer.momentum = None  # cumulative moving average over the batches below
-        layer.train()
-    n = x.shape[0]
-    starts = list(range(0, n, batch_size))
-    if len(starts) > 1 and n - starts[-1] < 2:  # a last batch of one row has no variance: fold it in
-        starts.pop()
-    for i, start in enumerate(starts):
-        end = starts[i + 1] if i + 1 < len(starts) else n
-        out(x[start:end])
+    batches = list(x.split(batch_size))
+    if len(batches) > 1 and batches[-1].shape[0] < 2:
+        batches[-2:] = [torch.cat(batches[-2:])]
+    out = copy.deepcopy(model)
+    torch.optim.swa_utils.update_bn(batches, out)
     return out.eval()
