@@ -167,3 +167,22 @@ def memo_probe(config, reporter):
     computed = []
     value = memoized(("probe", config.get("key", "k")), lambda: computed.append(1) or np.arange(1000))
     return {"pid": os.getpid(), "computed": bool(computed), "read_only": not value.flags.writeable}
+
+
+def killed_run(config, reporter):
+    """The real training job; with ``$FAKE_KILL_AT_EPOCH=N`` its process dies (SIGKILL, no clean-up at all)
+    as epoch N reports, as a worker does when its machine goes away."""
+    from dpmix_core.experiments.runner import run_job
+
+    at = int(os.environ.get("FAKE_KILL_AT_EPOCH") or 0)
+
+    class Dies:
+        def __getattr__(self, name):
+            return getattr(reporter, name)
+
+        def progress(self, **fields):
+            if at and fields.get("phase") == "train" and fields.get("epoch") == at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            reporter.progress(**fields)
+
+    return run_job(config, Dies())

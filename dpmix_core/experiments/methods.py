@@ -6,7 +6,8 @@ method; a method decides only its three steps:
 1. :meth:`Method.training_set` — what the model trains on and its privacy accounting:
    a mixing or label-Laplace release (with its card), or the real records;
 2. :meth:`Method.project` — a private map of the splits before training (DP-PCA), else none;
-3. :meth:`Method.train` — the optimiser: ordinary ``fit``, or DP-SGD (which also accounts).
+3. :meth:`Method.train` — the optimiser: ordinary ``fit`` (which saves and resumes its state when the
+   run has a checkpoint), or DP-SGD (which also accounts; it always trains from epoch 0).
 
 ``METHODS`` maps ``RunConfig.method`` to its class; a new method is a new class here and a
 name in ``dpmix_core.training.names.METHODS``.
@@ -25,6 +26,7 @@ import numpy as np
 
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.training import data as D
+from dpmix_core.training.checkpoint import Checkpointer
 from dpmix_core.training.names import METHODS as METHOD_NAMES
 from dpmix_core.training.train import FitResult, OptimSettings, StopCheck
 
@@ -68,6 +70,7 @@ class RunContext:
     notes: list[str] = field(default_factory=list)
     extra_versions: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    checkpoint: Checkpointer | None = None  # where ordinary training saves and resumes its state (a worker's run)
 
     def tick(self, name: str, t0: float) -> None:
         """Add the seconds since ``t0`` to the timing ``name``."""
@@ -145,6 +148,7 @@ class Method(ABC):
             y_val=yv,
             on_epoch=on_epoch,
             stop=ctx.stop,
+            checkpoint=ctx.checkpoint,
         )
         ctx.tick("train", t0)
         return model, fit_res, None

@@ -14,6 +14,13 @@ Entry points:
 least once per epoch with the keys phase, epoch, epochs, loss, val_accuracy,
 test_accuracy, eta_seconds) and ``should_stop() -> bool`` (polled every epoch
 and between batches about once a second; True raises :class:`Cancelled`).
+A reporter may also have ``checkpoint_path() -> Path | None`` and
+``checkpoint_every_s`` (a store's worker has them): training then saves its
+state there and a run started again continues from it
+(:mod:`dpmix_core.training.checkpoint`; DP-SGD runs always start at epoch 0).
+
+A resumed run's result has ``resumed_from_epoch`` (the epochs an earlier worker ran; None when the run
+trained from epoch 0) and a note saying so.
 
 The result always has: test_accuracy, test_mse (None for classification),
 test_accuracy_halves (accuracy on the even and on the odd test rows: select on one, report the other),
@@ -39,12 +46,23 @@ import numpy as np
 import dpmix_core
 from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.methods import RunContext, get_method
+from dpmix_core.training.checkpoint import Checkpointer
 from dpmix_core.training.collapse import COLLAPSE_CAUSE, collapse_reason, shift_note
 from dpmix_core.training.train import Cancelled, OptimSettings, StopCheck
 
-__all__ = ["Cancelled", "NullReporter", "Reporter", "run_job", "run_config", "library_versions", "STOP_POLL_SECONDS"]
+__all__ = [
+    "Cancelled",
+    "NullReporter",
+    "Reporter",
+    "run_job",
+    "run_config",
+    "checkpointer",
+    "library_versions",
+    "STOP_POLL_SECONDS",
+]
 
 STOP_POLL_SECONDS = 1.0  # should_stop() is polled between batches at most this often (and at every epoch)
+DEFAULT_CHECKPOINT_EVERY_S = 60.0  # a reporter with a checkpoint path but no interval: at most once a minute
 
 
 class Reporter(Protocol):
@@ -161,6 +179,7 @@ def run_config(config: RunConfig, reporter: Reporter | None = None, *, keep: dic
 
     method = get_method(config.method)
     ctx = RunContext(config, device, seeds, stop, prog.phase, timings, notes, extra_versions, extra)
+    ctx.checkpoint = checkpointer(reporter, config)
     ds, raw_ds, input_shape, released_features = _load_data(ctx)
     x_test_raw, y_test_raw = raw_ds.x_test, raw_ds.y_test
     k = ds.num_classes
@@ -225,6 +244,12 @@ def run_config(config: RunConfig, reporter: Reporter | None = None, *, keep: dic
 
     model, fit_res, trained = method.train(ctx, model, loss_fn, (xt, yt, xv, yv), settings, batch_gen, on_epoch)
     privacy = trained or privacy
+    notes.extend(fit_res.checkpoint_notes)
+    if fit_res.resumed_from:
+        notes.append(
+            f"resumed from a checkpoint after epoch {fit_res.resumed_from} of {config.epochs}: an earlier worker ran "
+            "those epochs (their training time is in the history; 'seconds' counts this worker only)"
+        )
 
     if keep is not None:  # e.g. best-release's pooled validation: every candidate's model on every held-out split
         keep.update(model=model, device=device, x_val=x_va, y_val=y_va, x_test=x_test, y_test=y_test.numpy())
@@ -285,6 +310,7 @@ def run_config(config: RunConfig, reporter: Reporter | None = None, *, keep: dic
         "test_accuracy_bn_recalibrated": recalibrated,
         "best_epoch": fit_res.best_epoch,
         "epochs_run": len(fit_res.history),
+        "resumed_from_epoch": fit_res.resumed_from,
         "epsilon": privacy.epsilon,
         "delta": privacy.delta,
         "seconds": seconds,
@@ -302,6 +328,16 @@ def run_config(config: RunConfig, reporter: Reporter | None = None, *, keep: dic
         "notes": notes,
         **extra,
     }
+
+
+def checkpointer(reporter: Reporter, config: RunConfig) -> Checkpointer | None:
+    """The run's :class:`Checkpointer` when its reporter names a checkpoint file (a store's worker does), else None."""
+    where = getattr(reporter, "checkpoint_path", None)
+    path = where() if callable(where) else None
+    if path is None:
+        return None
+    every_s = getattr(reporter, "checkpoint_every_s", DEFAULT_CHECKPOINT_EVERY_S)
+    return Checkpointer(path, run_key(config), every_s=float(every_s))
 
 
 def _load_data(ctx: RunContext):

@@ -26,7 +26,10 @@ Rules that keep stored results safe:
   becomes failed/interrupted, and every other row is untouched;
 * a ``done`` row is never modified by ``submit`` (results are reused, never recomputed); failed,
   cancelled and interrupted rows are re-queued only when asked;
-* ids are ``AUTOINCREMENT``: a deleted run's id is never reused by another run.
+* ids are ``AUTOINCREMENT``: a deleted run's id is never reused by another run;
+* files beside the store (``<stem>-logs/``): a run's log, and its training checkpoint while it is not
+  done (:meth:`ResultStore.checkpoint_path`; a re-queued run continues from it). ``finish`` removes the
+  checkpoint, deleting a run removes both.
 
 Sweeps: a ``sweeps`` row names a group of runs. A run belongs to every sweep that submitted it
 (table ``sweep_runs``), so a run done for one sweep is reused by the next; ``runs.sweep_id`` keeps
@@ -499,6 +502,21 @@ class ResultStore:
     def log_path(self, run_id: int) -> Path:
         return self.log_dir / f"run-{int(run_id)}.log"
 
+    def checkpoint_path(self, run_id: int) -> Path:
+        """Where a run's worker keeps its training state (:mod:`dpmix_core.training.checkpoint`), beside its log.
+
+        The file outlives a failed, cancelled or interrupted run, so the run continues from it when it is
+        queued again; :meth:`finish` and the deletions remove it."""
+        return self.log_dir / f"run-{int(run_id)}.ckpt"
+
+    def _remove_run_files(self, run_id: int, *, log: bool) -> None:
+        paths = [self.checkpoint_path(run_id), *([self.log_path(run_id)] if log else [])]
+        for path in paths:
+            try:
+                path.unlink()
+            except OSError:
+                pass
+
     # -- helpers -----------------------------------------------------------------------------------
     @staticmethod
     def _get(conn: sqlite3.Connection, run_id: int) -> Run | None:
@@ -736,7 +754,10 @@ class ResultStore:
                 f" WHERE id = ? AND {clause}",
                 (result_json, now, now, int(run_id), *args),
             )
-            return cur.rowcount == 1
+            done = cur.rowcount == 1
+        if done:  # the result is stored: its training state is no longer needed
+            self._remove_run_files(run_id, log=False)
+        return done
 
     def _end(self, run_id: int, status: str, error: str | None, pid: int | None) -> bool:
         clause, args = self._owner_clause(pid)
@@ -986,10 +1007,7 @@ class ResultStore:
             conn.execute("DELETE FROM sweeps WHERE id = ?", (sweep_id,))  # cascades to sweep_runs
             conn.executemany("DELETE FROM runs WHERE id = ?", [(i,) for i in doomed])
         for run_id in doomed:
-            try:
-                self.log_path(run_id).unlink()
-            except OSError:
-                pass
+            self._remove_run_files(run_id, log=True)
         return len(doomed)
 
     def delete_run(self, run_id: int, *, force: bool = False) -> bool:
@@ -1001,10 +1019,7 @@ class ResultStore:
             if run.status == "running" and not force:
                 raise StoreError(f"run {run_id} is running; cancel it first")
             conn.execute("DELETE FROM runs WHERE id = ?", (int(run_id),))
-        try:
-            self.log_path(run_id).unlink()
-        except OSError:
-            pass
+        self._remove_run_files(run_id, log=True)
         return True
 
 

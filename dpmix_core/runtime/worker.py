@@ -17,6 +17,11 @@ also beats every ``$DPMIX_HEARTBEAT_S`` (2 s) so long epochs never look stale
 Signals: SIGTERM/SIGINT stop the job (an exception raised inside it). The run becomes
 ``cancelled`` if a cancel had been requested, else ``failed`` ("worker terminated by SIGTERM").
 
+Checkpoints: the reporter also says where the run keeps its training state
+(``checkpoint_path()``, beside its log) and how often to save it (``checkpoint_every_s``,
+``$DPMIX_CHECKPOINT_S``, default 60 s). A failed, cancelled or interrupted run that is queued again
+continues from its last saved epoch (:mod:`dpmix_core.training.checkpoint`).
+
 Threads: ``DPMIX_WORKER_THREADS`` (set by the launcher, default 1) becomes OMP/MKL/OpenBLAS threads
 before the job is imported, and ``torch.set_num_threads`` once torch is loaded by the job module.
 
@@ -58,6 +63,8 @@ from dpmix_core.runtime.jobs import Cancelled, is_cancellation
 from dpmix_core.runtime.store import HOST, ResultStore, Run, dumps_json
 
 __all__ = [
+    "DEFAULT_CHECKPOINT_S",
+    "checkpoint_interval",
     "EXIT_CANCELLED",
     "EXIT_DONE",
     "EXIT_FAILED",
@@ -78,6 +85,7 @@ __all__ = [
 
 EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_NOT_RUNNABLE, EXIT_CANCELLED, EXIT_LOST = range(7)
 LOST_EXIT_AFTER_S = 30.0  # a lost worker whose job ignores the stop request exits this long after
+DEFAULT_CHECKPOINT_S = 60.0  # training checkpoints at most once a minute ($DPMIX_CHECKPOINT_S)
 
 
 def log(message: str) -> None:
@@ -94,7 +102,8 @@ class WorkerTerminated(BaseException):
 
 
 class Reporter:
-    """What a job function receives: ``progress(**fields)``, ``should_stop()``, ``check()``."""
+    """What a job function receives: ``progress(**fields)``, ``should_stop()``, ``check()``, and
+    ``checkpoint_path()`` with ``checkpoint_every_s`` (where and how often a long job saves its state)."""
 
     def __init__(
         self,
@@ -104,12 +113,14 @@ class Reporter:
         pid: int | None = None,
         check_interval_s: float = 0.5,
         min_write_interval_s: float = 0.2,
+        checkpoint_every_s: float = DEFAULT_CHECKPOINT_S,
     ):
         self.store = store
         self.run_id = int(run_id)
         self.pid = os.getpid() if pid is None else pid
         self.check_interval_s = check_interval_s
         self.min_write_interval_s = min_write_interval_s
+        self.checkpoint_every_s = checkpoint_every_s
         self.stop_reason: str | None = None  # "cancel", "lost" or "signal"
         self._pending: dict[str, Any] = {}
         self._last_write = float("-inf")
@@ -172,6 +183,10 @@ class Reporter:
             self._note(state)
         return self.stop_reason is not None
 
+    def checkpoint_path(self) -> Path:
+        """The run's checkpoint file (:meth:`ResultStore.checkpoint_path`): a re-queued run resumes from it."""
+        return self.store.checkpoint_path(self.run_id)
+
     def check(self) -> None:
         """Raise :class:`Cancelled` if the job should stop."""
         if self.should_stop():
@@ -219,6 +234,21 @@ def format_error(exc: BaseException, limit: int = 20000) -> str:
     if len(text) > limit:
         text = "...\n" + text[-limit:]
     return f"{head}\n\n{text}"
+
+
+def checkpoint_interval() -> float:
+    """``$DPMIX_CHECKPOINT_S``: the least seconds between two training checkpoints (default 60; 0: every epoch)."""
+    text = os.environ.get("DPMIX_CHECKPOINT_S", "").strip()
+    if not text:
+        return DEFAULT_CHECKPOINT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # also NaN
+        log(f"DPMIX_CHECKPOINT_S={text!r} is not a number of seconds >= 0; using {DEFAULT_CHECKPOINT_S:g}")
+        return DEFAULT_CHECKPOINT_S
+    return value
 
 
 def _apply_thread_env() -> int:
@@ -313,7 +343,7 @@ def _execute(
     run_id = run.id
     log(f"run {run_id} ({run.kind}) started, key {run.key[:12]}, {threads} thread(s)")
     started = time.monotonic()
-    reporter = Reporter(store, run_id, pid=pid)
+    reporter = Reporter(store, run_id, pid=pid, checkpoint_every_s=checkpoint_interval())
     signals.reporter = reporter
     lost_since: list[float] = []
 

@@ -9,15 +9,17 @@ initialisation from torch's global RNG, seeded by the runner.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import torch
 from torch import nn
 
 from dpmix_core.training.cancel import Cancelled, StopCheck
+from dpmix_core.training.checkpoint import Checkpointer, data_fingerprint, model_spec
 from dpmix_core.training.names import OPTIMIZERS, SCHEDULES
 
 __all__ = [
@@ -101,6 +103,8 @@ class FitResult:
     seconds: float = 0.0  # time in training steps only (no evaluation)
     best_epoch: int | None = None  # 1-based epoch whose weights were kept (early stopping), else None
     stopped_early: bool = False
+    resumed_from: int | None = None  # epochs restored from a checkpoint (run by an earlier worker), else None
+    checkpoint_notes: list[str] = field(default_factory=list)  # why a checkpoint was ignored or not saved
 
     @property
     def samples_per_second(self) -> float:
@@ -141,6 +145,14 @@ class EarlyStopper:
         if self.best_state is not None:
             model.load_state_dict(self.best_state)
 
+    def state(self) -> dict:
+        """What a checkpoint needs to continue counting patience (see :mod:`dpmix_core.training.checkpoint`)."""
+        return {"best": self.best, "best_epoch": self.best_epoch, "best_state": self.best_state, "waited": self.waited}
+
+    def load_state(self, state: dict) -> None:
+        self.best, self.best_epoch = state["best"], state["best_epoch"]
+        self.best_state, self.waited = state["best_state"], state["waited"]
+
 
 def fit(
     model: nn.Module,
@@ -155,6 +167,7 @@ def fit(
     y_val: torch.Tensor | None = None,
     on_epoch: EpochCallback | None = None,
     stop: StopCheck | None = None,
+    checkpoint: Checkpointer | None = None,
 ) -> FitResult:
     """Mini-batch training for ``settings.epochs`` epochs on shuffled in-memory tensors.
 
@@ -163,7 +176,10 @@ def fit(
     ``stop`` is polled between batches (it rate-limits itself) and at every
     epoch end. With ``settings.early_stopping`` and a validation split,
     training stops after that many epochs without a better validation
-    accuracy and the best epoch's weights are restored (thesis §4.2).
+    accuracy and the best epoch's weights are restored (thesis §4.2). With ``checkpoint``, training
+    continues from the run's last saved epoch when there is one that matches, and saves its state at
+    epoch ends (:mod:`dpmix_core.training.checkpoint`); ``on_epoch`` is then called once with the last
+    restored entry.
 
     Args:
         model: the module to train, in place, on the device of ``x``.
@@ -177,10 +193,12 @@ def fit(
         y_val: validation targets (class indices or label rows), or None.
         on_epoch: called with each epoch's history entry (the dict above).
         stop: a :class:`StopCheck`, or None.
+        checkpoint: where to save and resume the training state, or None (no checkpoints).
 
     Returns:
         The :class:`FitResult`: ``history`` (one dict per epoch run), ``samples`` and ``seconds`` (training
-        steps only), and with early stopping ``best_epoch`` (1-based) and ``stopped_early``.
+        steps only), with early stopping ``best_epoch`` (1-based) and ``stopped_early``, and with a
+        checkpoint ``resumed_from`` (epochs restored) and ``checkpoint_notes``.
 
     Raises:
         ValueError: ``x`` has no rows.
@@ -195,7 +213,19 @@ def fit(
     stopper = (
         EarlyStopper(settings.early_stopping) if settings.early_stopping and x_val is not None and len(x_val) else None
     )
-    for epoch in range(settings.epochs):
+    identity: dict = {}
+    start = 0
+    if checkpoint is not None:
+        identity = {
+            "settings": json.dumps(asdict(settings), sort_keys=True),
+            "data": data_fingerprint(x, y, *(t for t in (x_val, y_val) if t is not None)),
+            "model_spec": model_spec(model),
+        }
+        start = _resume(checkpoint, identity, model, optimizer, generator, result, stopper, x.device)
+        if start and on_epoch is not None:
+            on_epoch(result.history[-1])
+    last_save = time.monotonic()
+    for epoch in range(start, settings.epochs):
         if stop is not None:
             stop(force=True)
         lr = settings.lr * lr_factor(settings, epoch)
@@ -232,10 +262,86 @@ def fit(
         if stopper is not None and stopper.update(model, result.history[-1]["val_accuracy"], epoch + 1):
             result.stopped_early = True
             break
+        due = checkpoint is not None and time.monotonic() - last_save >= checkpoint.every_s
+        if checkpoint is not None and due and epoch + 1 < settings.epochs:
+            _save(checkpoint, identity, epoch + 1, model, optimizer, generator, result, stopper, x.device)
+            last_save = time.monotonic()
     if stopper is not None:
         stopper.restore(model)
         result.best_epoch = stopper.best_epoch
     return result
+
+
+def _rng_state(device: torch.device) -> dict:
+    out = {"torch_rng": torch.get_rng_state()}
+    if device.type == "cuda":
+        out["cuda_rng"] = torch.cuda.get_rng_state(device)
+    return out
+
+
+def _save(
+    checkpoint: Checkpointer,
+    identity: dict,
+    epochs_done: int,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    generator: torch.Generator,
+    result: FitResult,
+    stopper: EarlyStopper | None,
+    device: torch.device,
+) -> None:
+    """Save the training state after ``epochs_done`` epochs; a failed save is noted once, never fatal."""
+    state = {
+        **identity,
+        "epoch": epochs_done,
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "generator": generator.get_state(),
+        **_rng_state(device),
+        "history": result.history,
+        "samples": result.samples,
+        "seconds": result.seconds,
+        "stopper": stopper.state() if stopper is not None else None,
+    }
+    try:
+        checkpoint.save(state)
+    except (OSError, ValueError, RuntimeError) as exc:
+        note = f"checkpoint not saved ({exc}): this run cannot resume if it is stopped"
+        if note not in result.checkpoint_notes:
+            result.checkpoint_notes.append(note)
+
+
+def _resume(
+    checkpoint: Checkpointer,
+    identity: dict,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    generator: torch.Generator,
+    result: FitResult,
+    stopper: EarlyStopper | None,
+    device: torch.device,
+) -> int:
+    """Restore a matching checkpoint into the training objects; the number of epochs it holds (0: none)."""
+    state, why_not = checkpoint.load(identity, device)
+    if why_not is not None:
+        result.checkpoint_notes.append(why_not)
+    if state is None:
+        return 0
+    if (state["stopper"] is None) != (stopper is None):
+        result.checkpoint_notes.append("checkpoint was made with another early-stopping setting; trained from epoch 0")
+        return 0
+    model.load_state_dict(state["model"])  # identity matched: the same keys and shapes
+    optimizer.load_state_dict(state["optimizer"])
+    generator.set_state(state["generator"])
+    torch.set_rng_state(state["torch_rng"])
+    if device.type == "cuda" and "cuda_rng" in state:
+        torch.cuda.set_rng_state(state["cuda_rng"], device)
+    if stopper is not None:
+        stopper.load_state(state["stopper"])
+    result.history = list(state["history"])
+    result.samples, result.seconds = int(state["samples"]), float(state["seconds"])
+    result.resumed_from = int(state["epoch"])
+    return result.resumed_from
 
 
 def end_epoch(
