@@ -290,3 +290,58 @@ def test_train_reports_the_batchnorm_diagnostic_and_says_when_it_is_far_above(ca
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "test accuracy 11.00 %" in out and "AdaBN" in out and "64.00 %" in out and "not this run's result" in out
+
+
+def test_train_checkpoint_dir_continues_an_interrupted_run(capsys, monkeypatch, tmp_path):
+    """--checkpoint-dir: Ctrl-C during epoch 3, the same command again continues after epoch 2 and ends
+    where an uninterrupted run ends; the folder is empty once the run is finished."""
+    from dpmix_core.cli import train as cli_train
+
+    monkeypatch.setattr(cli_train, "DEFAULT_CHECKPOINT_EVERY_S", 0.0)  # every epoch, so a short test has some
+    args = ["train", "--mechanism", "dpmix", *TINY, "--epochs", "5", "--batch-size", "16"]
+    assert main([*args, "--json"]) == 0
+    reference = json.loads(capsys.readouterr().out)
+    folder = tmp_path / "ckpt"
+
+    def interrupt(line: str) -> None:
+        if "epoch 3/5" in line:
+            raise KeyboardInterrupt
+
+    def interrupted_run() -> None:
+        with pytest.raises(KeyboardInterrupt):
+            cli_train.train_repeats(
+                method="mixing",
+                dataset="embedded",
+                synthesis=_tiny_synthesis(),
+                model="linear",
+                epochs=5,
+                device="cpu",
+                batch_size=16,
+                progress=interrupt,
+                checkpoint_dir=folder,
+            )
+        assert len(list(folder.glob("*.ckpt"))) == 1
+
+    interrupted_run()
+    assert main([*args, "--checkpoint-dir", str(folder)]) == 0
+    assert "continued from its checkpoint after epoch 2" in capsys.readouterr().err
+    interrupted_run()
+    assert main([*args, "--json", "--checkpoint-dir", str(folder)]) == 0
+    resumed = json.loads(capsys.readouterr().out)
+    assert resumed["runs"][0]["resumed_from_epoch"] == 2 and not list(folder.glob("*.ckpt"))
+    assert resumed["test_accuracy"] == reference["test_accuracy"]
+
+
+def _tiny_synthesis():
+    from dpmix_core.synthesis.pipeline import SynthesisConfig
+
+    return SynthesisConfig("dpmix", l=4, T=300, sigma_x=0.2)
+
+
+def test_train_checkpoint_dir_that_cannot_be_used_is_one_line(capsys, tmp_path):
+    file = tmp_path / "a-file"
+    file.write_text("x")
+    for bad, says in ((file, "is a file"), (tmp_path / "no" / "such", "does not exist")):
+        code = main(["train", "--mechanism", "dpmix", *TINY, "--checkpoint-dir", str(bad)])
+        err = capsys.readouterr().err
+        assert code == 2 and says in err and err.count("\n") == 1

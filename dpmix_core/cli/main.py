@@ -471,6 +471,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         dpsgd_epsilon=args.target_epsilon,
         dpsgd_delta=args.delta,
         progress=None if args.json else lambda line: print(line, file=sys.stderr),
+        checkpoint_dir=args.checkpoint_dir,
         **protocol,
     )
     if args.json:
@@ -538,6 +539,12 @@ def _add_train(sub) -> None:
     )
     p.add_argument("--val-fraction", type=finite_float, help="share of the release held out for validation (0.1)")
     p.add_argument("--repeats", type=positive_int, default=1, help="runs with seeds seed, seed+1, ...")
+    p.add_argument(
+        "--checkpoint-dir",
+        metavar="DIR",
+        help="save each run's training state in DIR at most once a minute; the same command run again "
+        "continues an interrupted run from its last saved epoch",
+    )
     p.set_defaults(func=cmd_train)
 
 

@@ -1,17 +1,45 @@
-"""``python -m dpmix_core train``: a few repeats of one run in this process, summarised as mean ± std."""
+"""``python -m dpmix_core train``: a few repeats of one run in this process, summarised as mean ± std.
+
+With ``--checkpoint-dir DIR`` each run saves its training state in ``DIR/<run key>.ckpt`` at most once a
+minute; the same command run again (after Ctrl-C, a closed terminal, a reboot) continues each unfinished
+run from its last saved epoch, and a finished run's file is removed.
+"""
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Callable
+from pathlib import Path
 
-from dpmix_core.experiments.config import RunConfig
-from dpmix_core.experiments.runner import run_config
+from dpmix_core.experiments.config import RunConfig, run_key
+from dpmix_core.experiments.runner import DEFAULT_CHECKPOINT_EVERY_S, run_config
 from dpmix_core.resources.limits import Limits, check_cost, check_training_cost, limits_from_env
 from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release, release_cost
 from dpmix_core.training.protocols import protocol_options
 
-__all__ = ["check_before_training", "train_repeats"]
+__all__ = ["check_before_training", "checkpoint_folder", "train_repeats"]
+
+
+def checkpoint_folder(path: str | os.PathLike) -> Path:
+    """``--checkpoint-dir``: an existing writable folder, or one made in an existing writable folder.
+
+    Raises ValueError with one line naming the path (checked before any work is done)."""
+    folder = Path(path).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"checkpoint folder {str(folder)!r} is a file; give a folder.")
+    if not folder.exists():
+        if not folder.parent.is_dir():
+            raise ValueError(
+                f"checkpoint folder {str(folder)!r} cannot be made: {str(folder.parent)!r} does not exist."
+            )
+        try:
+            folder.mkdir()
+        except OSError as exc:
+            raise ValueError(f"checkpoint folder {str(folder)!r} cannot be made ({exc.strerror or exc}).") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"checkpoint folder {str(folder)!r} is not writable.")
+    return folder
 
 
 def check_before_training(base: RunConfig, repeats: int, limits: Limits | None = None) -> None:
@@ -37,13 +65,21 @@ def check_before_training(base: RunConfig, repeats: int, limits: Limits | None =
 
 
 class _LineReporter:
-    """Turns progress fields into one line per epoch (and per phase) for a terminal."""
+    """Turns progress fields into one line per epoch (and per phase) for a terminal (``emit`` None: silent),
+    and names the run's checkpoint file when there is a checkpoint folder."""
 
-    def __init__(self, emit: Callable[[str], None], prefix: str) -> None:
+    def __init__(self, emit: Callable[[str], None] | None, prefix: str, checkpoint: Path | None = None) -> None:
         self.emit = emit
         self.prefix = prefix
+        self.checkpoint = checkpoint
+        self.checkpoint_every_s = DEFAULT_CHECKPOINT_EVERY_S
+
+    def checkpoint_path(self) -> Path | None:
+        return self.checkpoint
 
     def progress(self, **f) -> None:
+        if self.emit is None:
+            return
         if f.get("phase") == "train":
             val = "" if f.get("val_accuracy") is None else f" val acc {100 * f['val_accuracy']:.1f} %"
             eta = "" if f.get("eta_seconds") is None else f" eta {f['eta_seconds']:.0f} s"
@@ -78,6 +114,7 @@ def train_repeats(
     dpsgd_epsilon: float | None = None,
     dpsgd_delta: float | None = None,
     progress: Callable[[str], None] | None = None,
+    checkpoint_dir: str | os.PathLike | None = None,
     **run_options,
 ) -> dict:
     """Run ``repeats`` seeds (seed, seed+1, ...) of one configuration; JSON-ready summary.
@@ -88,6 +125,7 @@ def train_repeats(
     (None or absent) take the model's paper protocol
     (:data:`~dpmix_core.training.protocols.PROTOCOLS`), ``loss`` included;
     ``early_stopping=0`` turns the protocol's early stopping off.
+    ``checkpoint_dir``: resumable runs (see the module docstring).
     """
     given = {k: v for k, v in dict(run_options, loss=loss).items() if v is not None}
     mechanism = synthesis.mechanism if synthesis is not None and method in ("mixing", "label-laplace") else None
@@ -116,12 +154,19 @@ def train_repeats(
         device=device,
         **kw,
     )
+    folder = checkpoint_folder(checkpoint_dir) if checkpoint_dir is not None else None
     check_before_training(base, repeats)
     results = []
     for r in range(repeats):
         cfg = base.replace(seed=seed + r)
-        reporter = _LineReporter(progress, f"[run {r + 1}/{repeats}, seed {cfg.seed}]") if progress else None
-        results.append(run_config(cfg, reporter))
+        prefix = f"[run {r + 1}/{repeats}, seed {cfg.seed}]"
+        file = folder / f"{run_key(cfg)}.ckpt" if folder is not None else None
+        result = run_config(cfg, _LineReporter(progress, prefix, file))
+        if file is not None:
+            file.unlink(missing_ok=True)  # the run is finished: its state is no longer needed
+        if progress is not None and result.get("resumed_from_epoch"):
+            progress(f"{prefix} continued from its checkpoint after epoch {result['resumed_from_epoch']}")
+        results.append(result)
     acc, acc_std = _mean_std([res["test_accuracy"] for res in results])
     mses = [res["test_mse"] for res in results if res["test_mse"] is not None]
     mse, mse_std = _mean_std(mses)
@@ -153,6 +198,7 @@ def train_repeats(
                 "collapsed": bool(res.get("collapsed")),
                 "best_epoch": res.get("best_epoch"),
                 "epochs_run": res.get("epochs_run"),
+                "resumed_from_epoch": res.get("resumed_from_epoch"),
             }
             for res in results
         ],
