@@ -109,7 +109,7 @@ def test_runner_reports_the_recalibrated_accuracy_for_batchnorm_models_only():
     assert not any("AdaBN" in n for n in plain["notes"])
 
 
-def test_the_run_table_says_why_a_run_collapsed_else_the_shift_else_nothing(tmp_path):
+def test_the_run_table_says_why_a_run_collapsed_else_the_shift_else_a_resume_else_nothing(tmp_path):
     from dpmix_core.experiments.trade_offs import run_table
     from dpmix_core.runtime.store import ResultStore
 
@@ -119,6 +119,7 @@ def test_the_run_table_says_why_a_run_collapsed_else_the_shift_else_nothing(tmp_
         {"test_accuracy": 0.42, "collapse_reason": None, "test_accuracy_bn_recalibrated": 0.67},
         {"test_accuracy": 0.42, "collapse_reason": None, "test_accuracy_bn_recalibrated": 0.43},
         {"test_accuracy": 0.42, "collapse_reason": None},  # no BatchNorm
+        {"test_accuracy": 0.42, "collapse_reason": None, "resumed_from_epoch": 37},
     ]
     ids = []
     for i, result in enumerate(results):
@@ -130,3 +131,4 @@ def test_the_run_table_says_why_a_run_collapsed_else_the_shift_else_nothing(tmp_
     assert notes[0] == "collapsed: one class"
     assert "67.00 %" in notes[1] and "42.00 %" in notes[1] and "AdaBN" in notes[1]
     assert notes[2] == "" and notes[3] == ""
+    assert notes[4] == "continued from a checkpoint after epoch 37 (an earlier worker ran those)"

@@ -274,10 +274,16 @@ def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> pd.Da
 
 
 def _run_note(result: dict) -> str:
-    """Why a run collapsed, in a sentence; else the BatchNorm shift note when it applies; else ""."""
+    """Why a run collapsed, in a sentence; else the BatchNorm shift note when it applies; else that it was
+    continued from a checkpoint (its `seconds` cover the last worker only); else ""."""
     if result.get("collapse_reason"):
         return result["collapse_reason"]
-    return shift_note(result.get("test_accuracy"), result.get("test_accuracy_bn_recalibrated"), collapsed=False) or ""
+    shift = shift_note(result.get("test_accuracy"), result.get("test_accuracy_bn_recalibrated"), collapsed=False)
+    if shift:
+        return shift
+    if result.get("resumed_from_epoch"):
+        return f"continued from a checkpoint after epoch {result['resumed_from_epoch']} (an earlier worker ran those)"
+    return ""
 
 
 def _stored_spec(stored) -> SweepSpec | None:
