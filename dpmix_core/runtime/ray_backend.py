@@ -20,7 +20,9 @@ SQLite file next to the driver:
 
 Live progress: the in-task reporter only records; its last fields are written with the result
 (the driver's heartbeat keeps the row alive meanwhile). ``reporter.should_stop()`` is always False
-in a task: cancellation goes through ``ray.cancel`` (a KeyboardInterrupt inside the task).
+in a task: cancellation goes through ``ray.cancel`` (a KeyboardInterrupt inside the task). The
+in-task reporter names no checkpoint file (a cluster node may not see the driver's disk), so a Ray
+run that is interrupted trains from epoch 0 when it is queued again; the local backend's runs resume.
 
 Ray is optional (``pip install -r requirements-ray.txt``); this module imports it only when a
 backend is built; :func:`dpmix_core.runtime.backends.make_backend` builds it by name.
