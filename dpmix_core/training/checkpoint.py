@@ -93,16 +93,18 @@ class Checkpointer:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_files_atomically({self.path: buffer.getvalue()})
 
-    def load(self, identity: dict[str, Any], device: torch.device | str = "cpu") -> tuple[dict | None, str | None]:
+    def load(self, identity: dict[str, Any]) -> tuple[dict | None, str | None]:
         """(state, None) when the file exists and matches ``identity`` and the run key, else (None, why not).
 
         No file gives (None, None): nothing to resume, nothing to say. ``identity`` holds the entries
-        the file must match exactly (settings, data fingerprint, model spec); tensors are mapped to ``device``.
+        the file must match exactly (settings, data fingerprint, model spec). Tensors load on the CPU:
+        the RNG states must be CPU tensors, and ``load_state_dict`` copies weights and optimiser state
+        to the device of the model they are loaded into.
         """
         if not self.path.is_file():
             return None, None
         try:
-            state = torch.load(self.path, map_location=device, weights_only=True)
+            state = torch.load(self.path, map_location="cpu", weights_only=True)
         except Exception as exc:  # any unreadable file (truncated, not torch, newer pickle) is only ignored
             return (
                 None,

@@ -322,7 +322,7 @@ def _resume(
     device: torch.device,
 ) -> int:
     """Restore a matching checkpoint into the training objects; the number of epochs it holds (0: none)."""
-    state, why_not = checkpoint.load(identity, device)
+    state, why_not = checkpoint.load(identity)
     if why_not is not None:
         result.checkpoint_notes.append(why_not)
     if state is None:
