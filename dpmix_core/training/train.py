@@ -213,6 +213,7 @@ def fit(
     stopper = (
         EarlyStopper(settings.early_stopping) if settings.early_stopping and x_val is not None and len(x_val) else None
     )
+    trainee = _Trainee(model, optimizer, generator, result, stopper, x.device)
     identity: dict = {}
     start = 0
     if checkpoint is not None:
@@ -221,7 +222,7 @@ def fit(
             "data": data_fingerprint(x, y, *(t for t in (x_val, y_val) if t is not None)),
             "model_spec": model_spec(model),
         }
-        start = _resume(checkpoint, identity, model, optimizer, generator, result, stopper, x.device)
+        start = _resume(checkpoint, identity, trainee)
         if start and on_epoch is not None:
             on_epoch(result.history[-1])
     last_save = time.monotonic()
@@ -264,7 +265,7 @@ def fit(
             break
         due = checkpoint is not None and time.monotonic() - last_save >= checkpoint.every_s
         if checkpoint is not None and due and epoch + 1 < settings.epochs:
-            _save(checkpoint, identity, epoch + 1, model, optimizer, generator, result, stopper, x.device)
+            _save(checkpoint, identity, trainee, epoch + 1)
             last_save = time.monotonic()
     if stopper is not None:
         stopper.restore(model)
@@ -272,76 +273,73 @@ def fit(
     return result
 
 
-def _rng_state(device: torch.device) -> dict:
-    out = {"torch_rng": torch.get_rng_state()}
-    if device.type == "cuda":
-        out["cuda_rng"] = torch.cuda.get_rng_state(device)
-    return out
+@dataclass
+class _Trainee:
+    """The training objects a checkpoint saves and restores (:mod:`dpmix_core.training.checkpoint`)."""
+
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    generator: torch.Generator
+    result: FitResult
+    stopper: EarlyStopper | None
+    device: torch.device
+
+    def state(self, epochs_done: int) -> dict:
+        """Everything needed to continue after ``epochs_done`` epochs."""
+        out = {
+            "epoch": epochs_done,
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "generator": self.generator.get_state(),
+            "torch_rng": torch.get_rng_state(),
+            "history": self.result.history,
+            "samples": self.result.samples,
+            "seconds": self.result.seconds,
+            "stopper": self.stopper.state() if self.stopper is not None else None,
+        }
+        if self.device.type == "cuda":
+            out["cuda_rng"] = torch.cuda.get_rng_state(self.device)
+        return out
+
+    def restore(self, state: dict) -> int:
+        """Load ``state`` (its identity already matched) into the objects; the epochs it holds."""
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.generator.set_state(state["generator"])
+        torch.set_rng_state(state["torch_rng"])
+        if self.device.type == "cuda" and "cuda_rng" in state:
+            torch.cuda.set_rng_state(state["cuda_rng"], self.device)
+        if self.stopper is not None:
+            self.stopper.load_state(state["stopper"])
+        self.result.history = list(state["history"])
+        self.result.samples, self.result.seconds = int(state["samples"]), float(state["seconds"])
+        self.result.resumed_from = int(state["epoch"])
+        return self.result.resumed_from
 
 
-def _save(
-    checkpoint: Checkpointer,
-    identity: dict,
-    epochs_done: int,
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    generator: torch.Generator,
-    result: FitResult,
-    stopper: EarlyStopper | None,
-    device: torch.device,
-) -> None:
+def _save(checkpoint: Checkpointer, identity: dict, trainee: _Trainee, epochs_done: int) -> None:
     """Save the training state after ``epochs_done`` epochs; a failed save is noted once, never fatal."""
-    state = {
-        **identity,
-        "epoch": epochs_done,
-        "model": model.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "generator": generator.get_state(),
-        **_rng_state(device),
-        "history": result.history,
-        "samples": result.samples,
-        "seconds": result.seconds,
-        "stopper": stopper.state() if stopper is not None else None,
-    }
     try:
-        checkpoint.save(state)
+        checkpoint.save({**identity, **trainee.state(epochs_done)})
     except (OSError, ValueError, RuntimeError) as exc:
         note = f"checkpoint not saved ({exc}): this run cannot resume if it is stopped"
-        if note not in result.checkpoint_notes:
-            result.checkpoint_notes.append(note)
+        if note not in trainee.result.checkpoint_notes:
+            trainee.result.checkpoint_notes.append(note)
 
 
-def _resume(
-    checkpoint: Checkpointer,
-    identity: dict,
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    generator: torch.Generator,
-    result: FitResult,
-    stopper: EarlyStopper | None,
-    device: torch.device,
-) -> int:
-    """Restore a matching checkpoint into the training objects; the number of epochs it holds (0: none)."""
+def _resume(checkpoint: Checkpointer, identity: dict, trainee: _Trainee) -> int:
+    """Restore a matching checkpoint; the number of epochs it holds (0: none, or one that does not match)."""
     state, why_not = checkpoint.load(identity)
     if why_not is not None:
-        result.checkpoint_notes.append(why_not)
+        trainee.result.checkpoint_notes.append(why_not)
     if state is None:
         return 0
-    if (state["stopper"] is None) != (stopper is None):
-        result.checkpoint_notes.append("checkpoint was made with another early-stopping setting; trained from epoch 0")
+    if (state["stopper"] is None) != (trainee.stopper is None):
+        trainee.result.checkpoint_notes.append(
+            "checkpoint was made with another early-stopping setting; trained from epoch 0"
+        )
         return 0
-    model.load_state_dict(state["model"])  # identity matched: the same keys and shapes
-    optimizer.load_state_dict(state["optimizer"])
-    generator.set_state(state["generator"])
-    torch.set_rng_state(state["torch_rng"])
-    if device.type == "cuda" and "cuda_rng" in state:
-        torch.cuda.set_rng_state(state["cuda_rng"], device)
-    if stopper is not None:
-        stopper.load_state(state["stopper"])
-    result.history = list(state["history"])
-    result.samples, result.seconds = int(state["samples"]), float(state["seconds"])
-    result.resumed_from = int(state["epoch"])
-    return result.resumed_from
+    return trainee.restore(state)
 
 
 def end_epoch(
