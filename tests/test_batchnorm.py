@@ -132,3 +132,13 @@ def test_the_run_table_says_why_a_run_collapsed_else_the_shift_else_a_resume_els
     assert "67.00 %" in notes[1] and "42.00 %" in notes[1] and "AdaBN" in notes[1]
     assert notes[2] == "" and notes[3] == ""
     assert notes[4] == "continued from a checkpoint after epoch 37 (an earlier worker ran those)"
+
+    stopped = store.submit("tests.fake_jobs:noop", {"method": "mixing", "seed": 9})
+    store.claim(stopped.id)
+    store.update_progress(stopped.id, {"epoch": 41, "epochs": 200})
+    store.mark_interrupted(stopped.id, "worker gone")
+    assert run_table(store, [stopped.id])["note"][0] == ""  # no checkpoint kept: nothing to continue from
+    store.log_dir.mkdir(parents=True, exist_ok=True)
+    store.checkpoint_path(stopped.id).write_bytes(b"state")
+    note = run_table(store, [stopped.id])["note"][0]
+    assert note.startswith("training state saved near epoch 41") and "--retry-failed" in note

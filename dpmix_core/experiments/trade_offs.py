@@ -32,7 +32,7 @@ from dpmix_core.resources.limits import (
     mixing_cost,
 )
 from dpmix_core.runtime.jobs import LocalProcessBackend, default_max_parallel
-from dpmix_core.runtime.store import ResultStore
+from dpmix_core.runtime.store import RETRYABLE_STATUSES, ResultStore
 from dpmix_core.training.collapse import shift_note
 
 __all__ = [
@@ -267,15 +267,24 @@ def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> pd.Da
                 "where": ((prog.get("ray") or {}).get("node") and f"ray node {prog['ray']['node']}")
                 or (f"{run.backend} @ {run.host}" if run.host else run.backend),
                 "error": run.error_summary or "",
-                "note": _run_note(run.result or {}),
+                "note": _run_note(run.result or {}, saved_epoch=_saved_epoch(store, run)),
             }
         )
     return pd.DataFrame(rows)
 
 
-def _run_note(result: dict) -> str:
+def _saved_epoch(store: ResultStore, run) -> int | None:
+    """For a run that stopped before its result (failed, cancelled, interrupted) and kept its training
+    checkpoint: the last epoch it reported (the checkpoint is at most one epoch and a minute behind)."""
+    if run.status not in RETRYABLE_STATUSES or not store.checkpoint_path(run.id).is_file():
+        return None
+    return int((run.progress or {}).get("epoch") or 0)
+
+
+def _run_note(result: dict, *, saved_epoch: int | None = None) -> str:
     """Why a run collapsed, in a sentence; else the BatchNorm shift note when it applies; else that it was
-    continued from a checkpoint (its `seconds` cover the last worker only); else ""."""
+    continued from a checkpoint (its `seconds` cover the last worker only); for a run that stopped with a
+    checkpoint kept, how to continue it; else ""."""
     if result.get("collapse_reason"):
         return result["collapse_reason"]
     shift = shift_note(result.get("test_accuracy"), result.get("test_accuracy_bn_recalibrated"), collapsed=False)
@@ -283,6 +292,11 @@ def _run_note(result: dict) -> str:
         return shift
     if result.get("resumed_from_epoch"):
         return f"continued from a checkpoint after epoch {result['resumed_from_epoch']} (an earlier worker ran those)"
+    if saved_epoch is not None:
+        return (
+            f"training state saved near epoch {saved_epoch}: launch the sweep again (an interrupted run) or "
+            "`sweep --retry-failed` (failed, cancelled) to continue from it"
+        )
     return ""
 
 
