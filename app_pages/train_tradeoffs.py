@@ -174,8 +174,12 @@ def _progress_panel() -> None:
                 "accuracy": st.column_config.NumberColumn(format="%.3f"),
                 "loss": st.column_config.NumberColumn(format="%.4f"),
                 "eta (s)": st.column_config.NumberColumn(format="%.0f"),
+                "note": st.column_config.TextColumn("note", width="large"),
             },
         )
+        for run_id, note in zip(current["run"], current["note"], strict=True):
+            if note:
+                st.caption(f"Run {run_id}: {note}")
         table_download(current, K + "progress", "sweep_progress")
         still = current["status"].isin(ACTIVE).any()
         if still:

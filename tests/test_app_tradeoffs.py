@@ -167,3 +167,23 @@ def test_a_fresh_session_opens_the_newest_sweep_with_results(tmp_path):
     other = store.submit("tests.fake_jobs:ok", {"x": 2}, sweep=cancelled.id)
     store.mark_cancelled(other.id)
     assert default_sweep(store) == finished.id
+
+
+def test_a_stopped_run_with_a_checkpoint_says_how_to_continue_it(tmp_path, monkeypatch):
+    """The progress table's note, written out under it: near which epoch the training state was saved."""
+    from dpmix_core.experiments.config import RunConfig
+    from dpmix_core.experiments.trade_offs import JOB_KIND
+    from dpmix_core.runtime.store import ResultStore
+
+    store = ResultStore(tmp_path / "results.sqlite")
+    sweep = store.create_sweep("long")
+    run = store.submit(JOB_KIND, RunConfig("non-private", dataset="embedded", model="linear").to_dict(), sweep=sweep.id)
+    store.claim(run.id)
+    store.update_progress(run.id, {"phase": "train", "epoch": 23, "epochs": 200, "eta_seconds": 6000.0})
+    store.mark_interrupted(run.id, "worker process gone")
+    store.log_dir.mkdir(parents=True, exist_ok=True)
+    store.checkpoint_path(run.id).write_bytes(b"state")
+    at = _page(tmp_path, monkeypatch, sweep=str(sweep.id))
+    assert not at.exception
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith(f"Run {run.id}: training state saved near epoch 23") for c in captions), captions

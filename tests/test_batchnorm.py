@@ -135,10 +135,18 @@ def test_the_run_table_says_why_a_run_collapsed_else_the_shift_else_a_resume_els
 
     stopped = store.submit("tests.fake_jobs:noop", {"method": "mixing", "seed": 9})
     store.claim(stopped.id)
-    store.update_progress(stopped.id, {"epoch": 41, "epochs": 200})
+    store.update_progress(stopped.id, {"epoch": 41, "epochs": 200, "eta_seconds": 5000.0})
+    assert run_table(store, [stopped.id])["eta (s)"][0] == 5000.0
     store.mark_interrupted(stopped.id, "worker gone")
-    assert run_table(store, [stopped.id])["note"][0] == ""  # no checkpoint kept: nothing to continue from
+    table = run_table(store, [stopped.id])
+    assert table["note"][0] == ""  # no checkpoint kept: nothing to continue from
+    assert table["eta (s)"].isna()[0]  # a run that is not running has no time left to show
     store.log_dir.mkdir(parents=True, exist_ok=True)
     store.checkpoint_path(stopped.id).write_bytes(b"state")
     note = run_table(store, [stopped.id])["note"][0]
-    assert note.startswith("training state saved near epoch 41") and "--retry-failed" in note
+    assert note == "training state saved near epoch 41: launch the sweep again to continue from it"
+    store.submit("tests.fake_jobs:noop", {"method": "mixing", "seed": 9}, requeue="interrupted")
+    store.claim(stopped.id)
+    store.fail(stopped.id, "boom")
+    note = run_table(store, [stopped.id])["note"][0]  # failed before reporting an epoch this time
+    assert note == "training state saved: run `sweep … --retry-failed` to continue from it"

@@ -263,11 +263,11 @@ def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> pd.Da
                 "phase": prog.get("phase", ""),
                 "loss": prog.get("loss"),
                 "accuracy": (run.result or {}).get("test_accuracy", prog.get("val_accuracy")),
-                "eta (s)": prog.get("eta_seconds"),
+                "eta (s)": prog.get("eta_seconds") if run.status == "running" else None,
                 "where": ((prog.get("ray") or {}).get("node") and f"ray node {prog['ray']['node']}")
                 or (f"{run.backend} @ {run.host}" if run.host else run.backend),
                 "error": run.error_summary or "",
-                "note": _run_note(run.result or {}, saved_epoch=_saved_epoch(store, run)),
+                "note": _run_note(run.result or {}, saved_epoch=_saved_epoch(store, run), status=run.status),
             }
         )
     return pd.DataFrame(rows)
@@ -281,7 +281,7 @@ def _saved_epoch(store: ResultStore, run) -> int | None:
     return int((run.progress or {}).get("epoch") or 0)
 
 
-def _run_note(result: dict, *, saved_epoch: int | None = None) -> str:
+def _run_note(result: dict, *, saved_epoch: int | None = None, status: str = "done") -> str:
     """Why a run collapsed, in a sentence; else the BatchNorm shift note when it applies; else that it was
     continued from a checkpoint (its `seconds` cover the last worker only); for a run that stopped with a
     checkpoint kept, how to continue it; else ""."""
@@ -293,10 +293,9 @@ def _run_note(result: dict, *, saved_epoch: int | None = None) -> str:
     if result.get("resumed_from_epoch"):
         return f"continued from a checkpoint after epoch {result['resumed_from_epoch']} (an earlier worker ran those)"
     if saved_epoch is not None:
-        return (
-            f"training state saved near epoch {saved_epoch}: launch the sweep again (an interrupted run) or "
-            "`sweep --retry-failed` (failed, cancelled) to continue from it"
-        )
+        how = "launch the sweep again" if status == "interrupted" else "run `sweep … --retry-failed`"
+        near = f" near epoch {saved_epoch}" if saved_epoch else ""
+        return f"training state saved{near}: {how} to continue from it"
     return ""
 
 
