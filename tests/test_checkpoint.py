@@ -4,6 +4,7 @@ unstopped run ends; a checkpoint that does not match the run is ignored with its
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,7 +13,7 @@ from torch import nn
 
 from dpmix_core.training import losses as L
 from dpmix_core.training.cancel import Cancelled
-from dpmix_core.training.checkpoint import Checkpointer, data_fingerprint
+from dpmix_core.training.checkpoint import DEFAULT_EVERY_S, Checkpointer, data_fingerprint
 from dpmix_core.training.train import OptimSettings, fit
 
 SETTINGS = OptimSettings(
@@ -310,3 +311,14 @@ def test_a_killed_worker_leaves_a_checkpoint_and_the_next_worker_resumes(tmp_pat
         torch.set_num_threads(threads)
     assert result["test_accuracy"] == reference["test_accuracy"]
     assert _without_seconds(result["history"]) == _without_seconds(reference["history"])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("", None), ("0", 0.0), ("30", 30.0), ("abc", None), ("-1", None), ("nan", None)]
+)
+def test_the_checkpoint_interval_comes_from_the_environment_or_the_default(monkeypatch, text, expected):
+    from dpmix_core.runtime.worker import checkpoint_interval
+
+    monkeypatch.setenv("DPMIX_CHECKPOINT_S", text)
+    assert checkpoint_interval() == expected
+    assert Checkpointer(Path("c"), "k").every_s == DEFAULT_EVERY_S == 60.0  # None: this one default

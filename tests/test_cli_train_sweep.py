@@ -297,7 +297,7 @@ def test_train_checkpoint_dir_continues_an_interrupted_run(capsys, monkeypatch, 
     where an uninterrupted run ends; the folder is empty once the run is finished."""
     from dpmix_core.cli import train as cli_train
 
-    monkeypatch.setattr(cli_train, "DEFAULT_CHECKPOINT_EVERY_S", 0.0)  # every epoch, so a short test has some
+    monkeypatch.setenv("DPMIX_CHECKPOINT_S", "0")  # every epoch, so a short test has some
     args = ["train", "--mechanism", "dpmix", *TINY, "--epochs", "5", "--batch-size", "16"]
     assert main([*args, "--json"]) == 0
     reference = json.loads(capsys.readouterr().out)

@@ -1,7 +1,7 @@
 """``python -m dpmix_core train``: a few repeats of one run in this process, summarised as mean ± std.
 
 With ``--checkpoint-dir DIR`` each run saves its training state in ``DIR/<run key>.ckpt`` at most once a
-minute; the same command run again (after Ctrl-C, a closed terminal, a reboot) continues each unfinished
+minute (``$DPMIX_CHECKPOINT_S``, as sweep workers); the same command run again (after Ctrl-C, a closed terminal, a reboot) continues each unfinished
 run from its last saved epoch, and a finished run's file is removed.
 """
 
@@ -13,8 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dpmix_core.experiments.config import RunConfig, run_key
-from dpmix_core.experiments.runner import DEFAULT_CHECKPOINT_EVERY_S, run_config
+from dpmix_core.experiments.runner import run_config
+from dpmix_core.resources.files import check_new_file
 from dpmix_core.resources.limits import Limits, check_cost, check_training_cost, limits_from_env
+from dpmix_core.runtime.worker import checkpoint_interval
 from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release, release_cost
 from dpmix_core.training.protocols import protocol_options
 
@@ -29,17 +31,12 @@ def checkpoint_folder(path: str | os.PathLike) -> Path:
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"checkpoint folder {str(folder)!r} is a file; give a folder.")
     if not folder.exists():
-        if not folder.parent.is_dir():
-            raise ValueError(
-                f"checkpoint folder {str(folder)!r} cannot be made: {str(folder.parent)!r} does not exist."
-            )
+        check_new_file(folder, what="checkpoint")  # its parent exists and is writable
         try:
             folder.mkdir()
         except OSError as exc:
             raise ValueError(f"checkpoint folder {str(folder)!r} cannot be made ({exc.strerror or exc}).") from None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"checkpoint folder {str(folder)!r} is not writable.")
-    return folder
+    return check_new_file(folder / "run.ckpt", what="checkpoint").parent
 
 
 def check_before_training(base: RunConfig, repeats: int, limits: Limits | None = None) -> None:
@@ -72,7 +69,7 @@ class _LineReporter:
         self.emit = emit
         self.prefix = prefix
         self.checkpoint = checkpoint
-        self.checkpoint_every_s = DEFAULT_CHECKPOINT_EVERY_S
+        self.checkpoint_every_s = checkpoint_interval()  # $DPMIX_CHECKPOINT_S, as the workers; None: once a minute
 
     def checkpoint_path(self) -> Path | None:
         return self.checkpoint

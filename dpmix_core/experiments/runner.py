@@ -15,7 +15,7 @@ least once per epoch with the keys phase, epoch, epochs, loss, val_accuracy,
 test_accuracy, eta_seconds) and ``should_stop() -> bool`` (polled every epoch
 and between batches about once a second; True raises :class:`Cancelled`).
 A reporter may also have ``checkpoint_path() -> Path | None`` and
-``checkpoint_every_s`` (a store's worker has them): training then saves its
+``checkpoint_every_s`` (seconds, or None for the default; a store's worker has them): training then saves its
 state there and a run started again continues from it
 (:mod:`dpmix_core.training.checkpoint`; DP-SGD runs always start at epoch 0).
 
@@ -62,7 +62,6 @@ __all__ = [
 ]
 
 STOP_POLL_SECONDS = 1.0  # should_stop() is polled between batches at most this often (and at every epoch)
-DEFAULT_CHECKPOINT_EVERY_S = 60.0  # a reporter with a checkpoint path but no interval: at most once a minute
 
 
 class Reporter(Protocol):
@@ -336,7 +335,9 @@ def checkpointer(reporter: Reporter, config: RunConfig) -> Checkpointer | None:
     path = where() if callable(where) else None
     if path is None:
         return None
-    every_s = getattr(reporter, "checkpoint_every_s", DEFAULT_CHECKPOINT_EVERY_S)
+    every_s = getattr(reporter, "checkpoint_every_s", None)  # None: the checkpoint module's default
+    if every_s is None:
+        return Checkpointer(path, run_key(config))
     return Checkpointer(path, run_key(config), every_s=float(every_s))
 
 

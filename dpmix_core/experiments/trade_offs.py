@@ -32,7 +32,7 @@ from dpmix_core.resources.limits import (
     mixing_cost,
 )
 from dpmix_core.runtime.jobs import LocalProcessBackend, default_max_parallel
-from dpmix_core.runtime.store import RETRYABLE_STATUSES, ResultStore
+from dpmix_core.runtime.store import RETRYABLE_STATUSES, ResultStore, Run
 from dpmix_core.training.collapse import shift_note
 
 __all__ = [
@@ -273,7 +273,7 @@ def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def _saved_epoch(store: ResultStore, run) -> int | None:
+def _saved_epoch(store: ResultStore, run: Run) -> int | None:
     """For a run that stopped before its result (failed, cancelled, interrupted) and kept its training
     checkpoint: the last epoch it reported (the checkpoint is at most one epoch and a minute behind)."""
     if run.status not in RETRYABLE_STATUSES or not store.checkpoint_path(run.id).is_file():

@@ -63,7 +63,6 @@ from dpmix_core.runtime.jobs import Cancelled, is_cancellation
 from dpmix_core.runtime.store import HOST, ResultStore, Run, dumps_json
 
 __all__ = [
-    "DEFAULT_CHECKPOINT_S",
     "checkpoint_interval",
     "EXIT_CANCELLED",
     "EXIT_DONE",
@@ -85,7 +84,6 @@ __all__ = [
 
 EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_NOT_RUNNABLE, EXIT_CANCELLED, EXIT_LOST = range(7)
 LOST_EXIT_AFTER_S = 30.0  # a lost worker whose job ignores the stop request exits this long after
-DEFAULT_CHECKPOINT_S = 60.0  # training checkpoints at most once a minute ($DPMIX_CHECKPOINT_S)
 
 
 def log(message: str) -> None:
@@ -113,7 +111,7 @@ class Reporter:
         pid: int | None = None,
         check_interval_s: float = 0.5,
         min_write_interval_s: float = 0.2,
-        checkpoint_every_s: float = DEFAULT_CHECKPOINT_S,
+        checkpoint_every_s: float | None = None,
     ):
         self.store = store
         self.run_id = int(run_id)
@@ -236,18 +234,19 @@ def format_error(exc: BaseException, limit: int = 20000) -> str:
     return f"{head}\n\n{text}"
 
 
-def checkpoint_interval() -> float:
-    """``$DPMIX_CHECKPOINT_S``: the least seconds between two training checkpoints (default 60; 0: every epoch)."""
+def checkpoint_interval() -> float | None:
+    """``$DPMIX_CHECKPOINT_S``: the least seconds between two training checkpoints (0: every epoch); None
+    (unset or not a number >= 0) leaves the training checkpoint's own default, once a minute."""
     text = os.environ.get("DPMIX_CHECKPOINT_S", "").strip()
     if not text:
-        return DEFAULT_CHECKPOINT_S
+        return None
     try:
         value = float(text)
     except ValueError:
         value = -1.0
     if not value >= 0:  # also NaN
-        log(f"DPMIX_CHECKPOINT_S={text!r} is not a number of seconds >= 0; using {DEFAULT_CHECKPOINT_S:g}")
-        return DEFAULT_CHECKPOINT_S
+        log(f"DPMIX_CHECKPOINT_S={text!r} is not a number of seconds >= 0; using the default (60 s)")
+        return None
     return value
 
 

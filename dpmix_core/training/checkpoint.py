@@ -43,9 +43,10 @@ from torch import nn
 
 from dpmix_core.resources.files import write_files_atomically
 
-__all__ = ["CHECKPOINT_FORMAT", "Checkpointer", "data_fingerprint", "model_spec"]
+__all__ = ["CHECKPOINT_FORMAT", "DEFAULT_EVERY_S", "Checkpointer", "data_fingerprint", "model_spec"]
 
 CHECKPOINT_FORMAT = 1
+DEFAULT_EVERY_S = 60.0  # at most one save a minute, unless the run's owner says otherwise ($DPMIX_CHECKPOINT_S)
 
 
 def data_fingerprint(*tensors: torch.Tensor) -> str:
@@ -75,7 +76,7 @@ class Checkpointer:
 
     path: Path
     run_key: str
-    every_s: float = 60.0
+    every_s: float = DEFAULT_EVERY_S
 
     def __post_init__(self) -> None:
         if not isinstance(self.path, Path):
@@ -118,7 +119,3 @@ class Checkpointer:
             if state.get(name) != expected:
                 return None, f"checkpoint {self.path.name} was made with another {name}; trained from epoch 0"
         return state, None
-
-    def discard(self) -> None:
-        """Remove the file if it is there."""
-        self.path.unlink(missing_ok=True)

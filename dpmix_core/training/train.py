@@ -263,8 +263,11 @@ def fit(
         if stopper is not None and stopper.update(model, result.history[-1]["val_accuracy"], epoch + 1):
             result.stopped_early = True
             break
-        due = checkpoint is not None and time.monotonic() - last_save >= checkpoint.every_s
-        if checkpoint is not None and due and epoch + 1 < settings.epochs:
+        if (
+            checkpoint is not None
+            and epoch + 1 < settings.epochs
+            and time.monotonic() - last_save >= checkpoint.every_s
+        ):
             _save(checkpoint, identity, trainee, epoch + 1)
             last_save = time.monotonic()
     if stopper is not None:
