@@ -638,7 +638,7 @@ SPEC_FILES = sorted((Path(__file__).resolve().parents[1] / "docs" / "specs").glo
 SPEC_VARIANTS = {
     "dpcda-table2-lr1e-4": ("dpcda-table2", ("lr",)),
     "dpcda-table2-gn-lr1e-4": ("dpcda-table2", ("model", "lr")),
-    "dpfmix-table1-thesis-cnn": ("dpfmix-table1", ("model", "lr")),
+    "dpfmix-table1-thesis-cnn": ("dpfmix-table1", ("model", "lr", "input_norm")),  # ran before the preset dropped rms
 }
 
 

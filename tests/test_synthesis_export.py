@@ -1,12 +1,14 @@
 """synthesize(): mechanism by name, calibration, privacy card, export, CLI."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from dpmix_core.cli.main import main
 from dpmix_core.data import load_embedded
+from dpmix_core.privacy.release import MixingRelease
 from dpmix_core.synthesis.export import csv_bytes, privacy_card, write_release
 from dpmix_core.synthesis.pipeline import MECHANISMS, SynthesisConfig, planned_release, synthesize
 
@@ -42,8 +44,9 @@ def test_calibrated_release_meets_target(ds):
         SynthesisConfig(
             mechanism="class-centric", l=8, T=100, sigma_x=0.5, preprocessing="zscore", clip=2.0, protect_labels=False
         ),
+        SynthesisConfig(mechanism="class-centric", l=8, T=100, sigma_x=0.5, clamp_negative=True),
     ],
-    ids=["dpmix", "poisson", "class-centric"],
+    ids=["dpmix", "poisson", "class-centric", "class-centric-clamped"],
 )
 def test_one_description_from_recipe_to_mechanism_to_card(ds, config):
     """The release planned from a recipe is the object the mechanism ran, the card prints and the accountants read:
@@ -53,6 +56,11 @@ def test_one_description_from_recipe_to_mechanism_to_card(ds, config):
     assert s.data.release == planned and s.data.release.mechanism.value == config.mechanism
     card = privacy_card(s)
     assert card["release"] == planned.to_json()
+    if config.clamp_negative:  # asked for, done, and said so (it was once dropped on the way for class-centric)
+        assert card["release"]["clamp_negative"] and (s.data.x >= 0).all() and (s.data.y >= 0).all()
+        assert (synthesize(replace(config, clamp_negative=False), ds).data.x < 0).any()
+        assert any("set to 0" in note for note in s.data.notes)
+        return
     if config.mechanism == "class-centric":
         assert card["release"]["protects"] == "features only; labels not protected"
         assert all(e["protects"] == card["release"]["protects"] for e in card["epsilons"])
@@ -60,8 +68,24 @@ def test_one_description_from_recipe_to_mechanism_to_card(ds, config):
         assert card["release"]["bounds"] == "x: ||.||_2 <= 2, y: one-hot"
     if config.mechanism == "poisson":
         assert card["release"]["n"] == 5000 and card["release"]["bounds"] == "x: ||.||_2 <= 2, y: ||.||_2 <= 0.5"
-    if config.mechanism == "dpmix":
-        assert card["release"]["clamp_negative"] and (s.data.x >= 0).all()
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(mechanism="poisson", l=8, T=100, sigma_x=0.5),
+        dict(mechanism="class-centric", l=8, T=100, sigma_x=0.5, preprocessing="zscore"),
+        dict(mechanism="label-laplace"),
+    ],
+    ids=["poisson", "class-centric-zscore", "label-laplace"],
+)
+def test_clamp_negative_is_refused_where_negative_values_are_data(kwargs):
+    with pytest.raises(ValueError, match="clamp_negative sets negative released values to 0"):
+        SynthesisConfig(**kwargs, clamp_negative=True)
+    with pytest.raises(ValueError, match="clamp_negative"):
+        MixingRelease.class_centric(
+            class_sizes=(5, 5), l=2, T=10, sigma_x=1, sigma_y=1, dx=3, dy=2, preprocessing="zscore", clamp_negative=True
+        )
 
 
 def test_card_caveats(ds):
@@ -217,3 +241,13 @@ def test_save_npz_reads_back_like_np_savez(tmp_path):
         for key in ref.files:
             assert ours[key].dtype == ref[key].dtype
             np.testing.assert_array_equal(ours[key], ref[key])
+
+
+def test_cli_clamp_negative_refused_for_poisson(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code = main(
+        ["synthesize", "--mechanism", "poisson", "--T", "10", "--sigma-x", "1", "--clamp-negative", "--out", "x.npz"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "clamp_negative" in err and err.count("\n") == 1
+    assert not list(tmp_path.iterdir())

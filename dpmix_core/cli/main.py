@@ -374,7 +374,11 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
     p.add_argument("--clip-x", type=finite_float, default=1.0)
     p.add_argument("--clip-y", type=finite_float, default=1.0)
     p.add_argument("--hard-labels", action="store_true", help="class-centric: argmax labels (DP-CDA Eq. 1)")
-    p.add_argument("--clamp-negative", action="store_true", help="DPMix: clamp negatives to 0 (post-processing)")
+    p.add_argument(
+        "--clamp-negative",
+        action="store_true",
+        help="set negative released values to 0 (post-processing; [0,1] data: dpmix, local, class-centric unit)",
+    )
     p.add_argument("--label-epsilon", type=finite_float, default=1.0, help="label-laplace epsilon")
     p.add_argument("--label-task", choices=["classification", "regression"], default="classification")
     p.add_argument("--feature-range", type=_range, help="public LO,HI bounds of float features (for [0,1] scaling)")

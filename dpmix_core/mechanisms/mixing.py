@@ -131,10 +131,7 @@ def dpmix(
         feat_note,
         f"labels: one-hot over K={k} classes, released as soft labels",
     ]
-    if release.clamp_negative:
-        np.maximum(x_out, 0, out=x_out)
-        np.maximum(y_out, 0, out=y_out)
-        notes.append("negative feature and label values set to 0 (post-processing; privacy unchanged)")
+    _clamp_negatives(x_out, y_out, release, notes)
     return SyntheticData(x_out, y_out, release, tuple(notes))
 
 
@@ -316,6 +313,7 @@ def class_centric_mix(
         notes.append("hard labels: one-hot of the argmax of the noisy label (DP-CDA Eq. 1; post-processing)")
     else:
         notes.append("soft labels: one-hot class label plus noise")
+    _clamp_negatives(x_out, y_out, release, notes)  # after the argmax: hard labels read the unclamped noisy label
     return SyntheticData(x_out, y_out, release, tuple(notes))
 
 
@@ -411,6 +409,18 @@ def poisson_mix(
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _clamp_negatives(x_out: np.ndarray, y_out: np.ndarray, release: MixingRelease, notes: list[str]) -> None:
+    """Set negative released values to 0, in place, when ``release.clamp_negative`` (post-processing).
+
+    Thesis §4.1 ("I set all the negative values in the synthetic feature and label matrices to 0") and its
+    appendix B code for §4.2 (``X_synthetic[X_synthetic < 0] = 0``).
+    """
+    if release.clamp_negative:
+        np.maximum(x_out, 0, out=x_out)
+        np.maximum(y_out, 0, out=y_out)
+        notes.append("negative feature and label values set to 0 (post-processing; privacy unchanged)")
 
 
 def _table_dtype(feats: np.ndarray, l: int) -> type:

@@ -38,6 +38,7 @@ from dpmix_core.privacy.checks import check_positive_int
 
 __all__ = [
     "Adjacency",
+    "CLAMP_NEEDS_UNIT_BOX",
     "CLASS_CENTRIC_PREPROCESSING",
     "Mechanism",
     "RELEASE_PREPROCESSING",
@@ -80,6 +81,12 @@ class Mechanism(str, enum.Enum):
 # data's own statistics (never covered); "clip" clips ||x|| <= Cx and scales the one-hot label to Cy (DPFMix).
 CLASS_CENTRIC_PREPROCESSING = ("unit", "zscore", "zscore-private")  # the choices of class-centric mixing
 RELEASE_PREPROCESSING = (*CLASS_CENTRIC_PREPROCESSING, "clip")
+
+# Setting negative outputs to 0 (post-processing) undoes noise only where the data's lower bound is 0.
+CLAMP_NEEDS_UNIT_BOX = (
+    "clamp_negative sets negative released values to 0, which suits [0,1]-scaled data only (dpmix, local, or "
+    "class-centric with preprocessing 'unit'); after z-scoring or norm clipping, negative values are data"
+)
 
 
 class Adjacency(str, enum.Enum):
@@ -265,6 +272,8 @@ class MixingRelease:
         for name in ("hard_labels", "clamp_negative"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False. Found {getattr(self, name)!r}.")
+        if self.clamp_negative and self.preprocessing != "unit":
+            raise ValueError(CLAMP_NEEDS_UNIT_BOX)
         if mechanism is Mechanism.CLASS_CENTRIC:
             if self.class_sizes is None:
                 raise ValueError("class-centric mixing states its public class sizes.")
@@ -308,6 +317,7 @@ class MixingRelease:
         clip: float = 1.0,
         hard_labels: bool = False,
         protect_labels: bool = True,
+        clamp_negative: bool = False,
     ) -> MixingRelease:
         """Class-centric mixing (thesis §4.2; DP-CDA Alg. 1): per class floor(T/K) means of l distinct class records.
 
@@ -315,6 +325,8 @@ class MixingRelease:
         ||x|| <= ``clip`` with one-hot labels (DP-CDA); "zscore-private": the same with the private data's
         statistics (not covered). ``protect_labels`` False is DP-CDA's same-class swap (features only).
         ``hard_labels``: one-hot of the argmax of the noisy label (DP-CDA Eq. 1; post-processing).
+        ``clamp_negative`` ("unit" only): negative outputs set to 0, as the thesis's appendix B code does
+        (``X_synthetic[X_synthetic < 0] = 0``; post-processing).
         """
         if preprocessing not in CLASS_CENTRIC_PREPROCESSING:
             raise ValueError(
@@ -337,6 +349,7 @@ class MixingRelease:
             class_sizes=sizes,
             preprocessing=preprocessing,
             hard_labels=hard_labels,
+            clamp_negative=clamp_negative,
         )
 
     @classmethod

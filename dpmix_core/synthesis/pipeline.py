@@ -18,7 +18,7 @@ from dpmix_core.mechanisms import (
     poisson_mix,
 )
 from dpmix_core.mechanisms.mixing import PREPROCESSING
-from dpmix_core.privacy.release import PRIVATE_NORMALISATION, MixingRelease, Protects
+from dpmix_core.privacy.release import CLAMP_NEEDS_UNIT_BOX, PRIVATE_NORMALISATION, MixingRelease, Protects
 from dpmix_core.resources.limits import Cost, LimitExceeded, Limits, check_cost, limits_from_env, mixing_cost
 
 __all__ = [
@@ -75,10 +75,14 @@ class SynthesisConfig:
         if self.mechanism == "label-laplace":
             if self.features != "pixels":
                 raise ValueError("label-laplace releases the real features unchanged; features must be 'pixels'.")
+            if self.clamp_negative:
+                raise ValueError(CLAMP_NEEDS_UNIT_BOX + ".")
             return
         unit_scaled = self.mechanism in ("dpmix", "local") or (
             self.mechanism == "class-centric" and self.preprocessing == "unit"
         )
+        if self.clamp_negative and not unit_scaled:
+            raise ValueError(CLAMP_NEEDS_UNIT_BOX + ".")
         if self.features != "pixels" and unit_scaled and self.feature_range is None:
             raise ValueError(
                 f"{self.mechanism} scales features to [0,1] with public bounds, which {self.features} features lack: "
@@ -152,6 +156,7 @@ def _release(
             clip=config.clip,
             hard_labels=config.hard_labels,
             protect_labels=config.protect_labels,
+            clamp_negative=config.clamp_negative,
         )
     return MixingRelease.poisson(
         n=config.public_n if config.public_n is not None else n,
