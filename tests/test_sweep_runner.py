@@ -93,6 +93,21 @@ def test_failed_runs_are_retried_only_when_asked(store, tmp_path):
     assert executions(marker) == 1
 
 
+def test_a_changed_spec_counts_only_its_own_runs(store, tmp_path):
+    """Re-running a sweep name whose spec changed: the old runs stay linked to the sweep but are not this
+    submission's; progress, summary and exit status count only the new runs (once "15/15 done" before any ran)."""
+    marker = tmp_path / "marker"
+    be = fake_jobs.backend(store)
+    assert run_sweep(store, "s", grid(marker, xs=(1, 2), repeats=1), backend=be, poll_s=0.05).ok
+    calls = []
+    changed = [("fake_jobs:crash", {"msg": "new spec", "x": x}, None) for x in (1, 2)]
+    summary = run_sweep(store, "s", changed, backend=be, poll_s=0.05, progress=lambda *a: calls.append(a))
+    assert summary.total == 2 and summary.done == 0 and summary.failed == 2 and not summary.ok
+    assert all(done == 0 for done, _, _, _ in calls) and calls[-1] == (0, 2, 0, 2)
+    assert store.counts(sweep="s")["done"] == 2  # the earlier spec's runs are kept
+    assert store.counts(run_ids=[]) == dict.fromkeys(store.counts(), 0)
+
+
 def test_interrupted_runs_are_rerun_on_resume(store, tmp_path):
     marker = tmp_path / "marker"
     runs = grid(marker, xs=(1, 2), repeats=1)

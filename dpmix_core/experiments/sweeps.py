@@ -128,13 +128,14 @@ def run_sweep(
     t0 = time.monotonic()
     backend = backend or LocalProcessBackend(store)
     sweep, submitted = submit_sweep(store, sweep_name, runs, backend=backend, spec=spec, retry=retry)
-    total = len({run.id for run, _ in submitted})
+    run_ids = {run.id for run, _ in submitted}  # this submission: the sweep may also hold runs of an older spec
+    total = len(run_ids)
     outcomes = [outcome for _, outcome in submitted]
     interrupted = timed_out = False
     try:
         while True:
             backend.pump()
-            counts = store.counts(sweep=sweep.id)
+            counts = store.counts(run_ids=run_ids)
             failed = counts["failed"] + counts["cancelled"] + counts["interrupted"]
             if progress is not None:
                 progress(counts["done"], total, counts["running"], failed)
@@ -150,7 +151,7 @@ def run_sweep(
         sweep_id=sweep.id,
         name=sweep.name,
         total=total,
-        counts=store.counts(sweep=sweep.id),
+        counts=store.counts(run_ids=run_ids),
         new=outcomes.count("new"),
         reused=outcomes.count("existing"),
         requeued=outcomes.count("requeued"),

@@ -81,6 +81,7 @@ ACTIVE_STATUSES = frozenset({"queued", "running"})
 FINAL_STATUSES = frozenset({"done", "failed", "cancelled", "interrupted"})
 RETRYABLE_STATUSES = frozenset({"failed", "cancelled", "interrupted"})
 DEFAULT_BUSY_TIMEOUT_S = 30.0
+_IDS_PER_QUERY = 500  # bound parameters per "id IN (...)" query (old SQLite builds allow 999)
 HOST = socket.gethostname()
 
 SubmitOutcome = Literal["new", "existing", "requeued"]
@@ -869,8 +870,31 @@ class ResultStore:
                 sql += f" LIMIT {int(limit)}"
             return [Run._from_row(row) for row in conn.execute(sql, args)]
 
-    def counts(self, *, sweep: int | str | Sweep | None = None, backend: str | None = None) -> dict[str, int]:
-        """``{status: n}`` with every status present (zeros included)."""
+    def counts(
+        self,
+        *,
+        sweep: int | str | Sweep | None = None,
+        backend: str | None = None,
+        run_ids: Iterable[int] | None = None,
+    ) -> dict[str, int]:
+        """``{status: n}`` with every status present (zeros included); ``run_ids``: of these runs only.
+
+        A sweep keeps every run ever submitted under its name, so after its spec changed it also holds the
+        superseded runs: a caller that follows one submission counts that submission's ``run_ids``.
+        """
+        if run_ids is not None:
+            ids = sorted({int(i) for i in run_ids})
+            out = dict.fromkeys(STATUSES, 0)
+            with self._read() as conn:
+                for start in range(0, len(ids), _IDS_PER_QUERY):
+                    chunk = ids[start : start + _IDS_PER_QUERY]
+                    rows = conn.execute(
+                        f"SELECT status, COUNT(*) FROM runs WHERE id IN ({','.join('?' * len(chunk))}) GROUP BY status",
+                        chunk,
+                    ).fetchall()
+                    for status, n in rows:
+                        out[status] += n
+            return out
         with self._read() as conn:
             if sweep is None:
                 rows = conn.execute(
