@@ -272,7 +272,8 @@ def _results_panel(query_sweep: int | None) -> None:
     if published:
         st.markdown(
             "**Published vs ours** (open stars in the plot): a gap of more than "
-            f"{REPRODUCED_WITHIN_PTS:g} points counts as not reproduced; docs/REPRODUCTION.md says why."
+            f"{REPRODUCED_WITHIN_PTS:g} points below the paper counts as not reproduced (above it: 'above the "
+            "paper'); docs/REPRODUCTION.md says why."
         )
         st.dataframe(published_comparison(agg, published), hide_index=True, width="stretch")
         table_download(published_comparison(agg, published), K + "published", f"sweep_{chosen}_published_vs_ours")

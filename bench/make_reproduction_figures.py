@@ -349,7 +349,7 @@ def figure(agg: pd.DataFrame, axis: str | None, title: str, sweep: str, path: Pa
                 handles=handles,
                 labels=[h.get_label() for h in handles],
                 loc="center left",
-                bbox_to_anchor=(1.01, 0.5),
+                bbox_to_anchor=(1.12 if axis == "sigma" else 1.01, 0.5),  # clear of the epsilon axis' label
                 fontsize=10,
             )
         else:

@@ -208,6 +208,8 @@ def test_published_comparison_verdicts():
     published = (Published("a", 1.0, 0.82, "paper"), Published("a", 2.0, 0.60), Published("a", 4.0, 0.7))
     table = published_comparison(agg, published)
     assert table["verdict"].tolist() == ["reproduced", "not reproduced", "pending"]
+    above = published_comparison(agg, (Published("a", 1.0, 0.765), Published("a", 1.0, 0.77)))
+    assert above["verdict"].tolist() == ["above the paper", "reproduced"]  # +3.5 is not a miss; +3.0 is within
     assert table["gap (pts)"].tolist()[:2] == [-2.0, -10.0] and table["seeds"].tolist() == [3, 1, 0]
     assert table["± std"].tolist()[0] == 1.0 and pd.isna(table["± std"].tolist()[1])
     fig = trade_off_figure(agg, "target_epsilon", published=published)

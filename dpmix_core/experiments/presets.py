@@ -258,7 +258,9 @@ _THESIS_42_TRAINING: dict[str, Any] = dict(
     val_fraction=0.1,
     early_stopping=3,
 )
-_THESIS_42_QUICK = {"lr_step_epochs": 4, "epochs": 10}
+# The full schedule cut at 10 epochs: the full runs stop after 7-18 epochs, so most quick runs are the full ones.
+# (Halving every 4 epochs instead stopped the noisier cells early: sigma = 1.5 scored 26.35 % against 58.77 %.)
+_THESIS_42_QUICK = {"epochs": 10}
 
 
 _THESIS_42_TABLE = {32: 77.5, 64: 77.6, 128: 79.3, 256: 78.7, 512: 78.6}  # thesis Table 4.2, sigma = 0.7
@@ -296,7 +298,7 @@ def _thesis_42(
         full,
         base={**_THESIS_42_QUICK, **(quick_base or {})},
         values=quick_values,
-        note="Adam lr 1e-4 halved every 4 epochs for 10 epochs; one seed.",
+        note="the full protocol cut at 10 epochs (Adam lr 1e-4 throughout, early stopping 3); one seed.",
     )
     return full, quick
 

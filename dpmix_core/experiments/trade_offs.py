@@ -353,8 +353,9 @@ def sweep_published(store: ResultStore, sweep: int | str) -> tuple[Published, ..
 def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) -> pd.DataFrame:
     """One row per published point: the paper's accuracy, ours (mean ± std over n seeds), the gap and a verdict.
 
-    Verdict: "reproduced" within REPRODUCED_WITHIN_PTS points, "not reproduced" beyond, "pending" while no
-    run of that point has finished, "collapsed (no result)" when every run of it stayed at the constant
+    Verdict: "reproduced" within REPRODUCED_WITHIN_PTS points, "not reproduced" further below, "above the
+    paper" further above (a better number is not a miss, but it is not the paper's either), "pending" while
+    no run of that point has finished, "collapsed (no result)" when every run of it stayed at the constant
     predictor: its accuracy is then no result and is not compared (issue #13 §3).
     """
     dead = all_collapsed(agg)
@@ -374,7 +375,11 @@ def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) ->
         elif gap is None:
             verdict = "pending"
         else:
-            verdict = "reproduced" if abs(gap) <= REPRODUCED_WITHIN_PTS else "not reproduced"
+            verdict = (
+                "reproduced"
+                if abs(gap) <= REPRODUCED_WITHIN_PTS
+                else ("above the paper" if gap > 0 else "not reproduced")
+            )
         rows.append(
             {
                 "series": p.series,
