@@ -23,6 +23,7 @@ from dpmix_core.experiments.trade_offs import (
     sweep_id_from_query,
     sweep_published,
     sweep_results,
+    sweep_run_ids,
     trade_off_figure,
     unreadable_runs,
     with_dataset,
@@ -306,7 +307,7 @@ try:
 except (ValueError, StoreError) as exc:
     st.error(str(exc))
 if not st.session_state[K + "run_ids"] and query_sweep is not None:  # a reload finds its sweep again
-    st.session_state[K + "run_ids"] = [r.id for r in store().list_runs(sweep=query_sweep)]
+    st.session_state[K + "run_ids"] = sweep_run_ids(store(), query_sweep)
 
 spec = _sweep_builder(cached_datasets())
 try:

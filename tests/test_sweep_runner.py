@@ -157,7 +157,7 @@ def test_sweep_results_leave_out_runs_of_an_earlier_spec_version(tmp_path):
     from dataclasses import replace
 
     from dpmix_core.experiments.spec import load_spec
-    from dpmix_core.experiments.trade_offs import JOB_KIND, sweep_jobs, sweep_results
+    from dpmix_core.experiments.trade_offs import JOB_KIND, sweep_jobs, sweep_results, sweep_run_ids
 
     store = ResultStore(tmp_path / "r.sqlite")
     old = load_spec(
@@ -188,6 +188,9 @@ def test_sweep_results_leave_out_runs_of_an_earlier_spec_version(tmp_path):
     agg, axis, _ = sweep_results(store, "p")
     assert axis == "sigma" and len(store.results(store.get_sweep("p").id)) == 2  # both stay stored
     assert agg["test_accuracy_count"].tolist() == [1] and agg["test_accuracy_mean"].tolist() == [0.8]
+    # the progress table after a reload (?sweep=) lists the current spec's run only, not "2 done" for 1 run
+    (current,) = sweep_run_ids(store, "p")
+    assert store.get(current).result["test_accuracy"] == 0.8
 
 
 def test_published_comparison_verdicts():

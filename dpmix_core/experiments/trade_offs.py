@@ -56,6 +56,7 @@ __all__ = [
     "run_table",
     "sweep_results",
     "sweep_rows",
+    "sweep_run_ids",
     "sweep_published",
     "published_comparison",
     "REPRODUCED_WITHIN_PTS",
@@ -309,6 +310,22 @@ def _stored_spec(stored) -> SweepSpec | None:
         return None
 
 
+def _current_labels(stored) -> dict[str, str]:
+    """{run key: series name} of the runs of a stored sweep's current spec ({} when it has no loadable spec)."""
+    spec = _stored_spec(stored)
+    return {run_key(cfg): cfg.label for cfg in spec.runs()} if spec is not None else {}
+
+
+def sweep_run_ids(store: ResultStore, sweep: int | str) -> list[int]:
+    """The ids of a stored sweep's runs under its current spec (every run when it has none): what its progress
+    table shows. Runs linked to the sweep under an earlier version of its spec stay in the store, unlisted."""
+    stored = store.get_sweep(sweep)
+    if stored is None:
+        raise ValueError(f"No sweep {sweep!r} in the results store.")
+    labels = _current_labels(stored)
+    return [run.id for run in store.list_runs(sweep=stored.id) if not labels or run.key in labels]
+
+
 def sweep_rows(store: ResultStore, sweep: int | str) -> list[dict]:
     """The finished runs of a stored sweep, each ``config["label"]`` set to its series name in *this* sweep.
 
@@ -318,8 +335,7 @@ def sweep_rows(store: ResultStore, sweep: int | str) -> list[dict]:
     stored = store.get_sweep(sweep)
     if stored is None:
         raise ValueError(f"No sweep {sweep!r} in the results store.")
-    spec = _stored_spec(stored)
-    labels = {run_key(cfg): cfg.label for cfg in spec.runs()} if spec is not None else {}
+    labels = _current_labels(stored)
     unreadable = {run_id for run_id, _ in unreadable_runs(store, stored.id)}
     rows = [row for row in store.results(stored.id) if row["id"] not in unreadable]
     if labels:
