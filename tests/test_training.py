@@ -260,6 +260,29 @@ def test_run_with_too_large_lr_is_marked_collapsed_and_a_learning_run_is_not():
     assert good["collapsed"] is False and good["collapse_reason"] is None
 
 
+def test_watching_the_test_split_each_epoch_leaves_the_run_unchanged():
+    """run_config(watch=...) (bench/epoch_trajectory.py) sees the run's own model after every epoch, and
+    evaluating the test split there draws nothing and trains nothing: the result is bit for bit the unwatched one."""
+    config = RunConfig(
+        "mixing",
+        synthesis=SynthesisConfig("dpmix", l=4, T=400, sigma_x=0.2),
+        model="thesis-cnn",
+        loss="kl",
+        **{**SMALL, "epochs": 3, "val_fraction": 0.1},
+    )
+    seen = []
+
+    def watch(entry, model, x_test, y_test):
+        seen.append((entry["epoch"], evaluate(model, x_test, y_test)["accuracy"], entry["val_loss"]))
+
+    watched = run_config(config, watch=watch)
+    plain = run_config(config)
+    assert [e for e, _, _ in seen] == [1, 2, 3] and seen[-1][1] == watched["test_accuracy"]
+    assert watched["test_accuracy"] == plain["test_accuracy"] and watched["history"] == [
+        {**h, "seconds": w["seconds"]} for h, w in zip(plain["history"], watched["history"])
+    ]
+
+
 # --------------------------------------------------------------------------------------------- ScatterNet
 
 

@@ -39,6 +39,7 @@ import importlib.metadata
 import math
 import platform
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -146,13 +147,22 @@ def _majority_rate(y: np.ndarray) -> float | None:
     return float(counts.max()) / len(y)
 
 
-def run_config(config: RunConfig, reporter: Reporter | None = None, *, keep: dict | None = None) -> dict:
+def run_config(
+    config: RunConfig,
+    reporter: Reporter | None = None,
+    *,
+    keep: dict | None = None,
+    watch: Callable[[dict, Any, Any, Any], None] | None = None,
+) -> dict:
     """Run one job in this process (see the module docstring for the result).
 
     ``keep`` (in-process callers only; the result stays JSON-ready): a dict that receives the trained
     ``model``, its ``device`` and the validation split it never trained on, ``x_val`` / ``y_val`` (numpy, in
     the model's input space; for a release, its held-out released points with their noisy labels), and the
     real test split ``x_test`` / ``y_test`` (numpy, in the same input space).
+    ``watch(entry, model, x_test, y_test)`` (in-process diagnostics, e.g. ``bench/epoch_trajectory.py``): called
+    after each epoch with the history entry, the model and the test tensors; it must not train the model or
+    draw random numbers, and nothing it computes reaches the result.
     """
     import torch
 
@@ -240,6 +250,8 @@ def run_config(config: RunConfig, reporter: Reporter | None = None, *, keep: dic
 
     def on_epoch(entry: dict) -> None:
         prog.epoch(entry, eval_fraction)
+        if watch is not None:
+            watch(entry, model, xtest, ytest)
 
     model, fit_res, trained = method.train(ctx, model, loss_fn, (xt, yt, xv, yv), settings, batch_gen, on_epoch)
     privacy = trained or privacy

@@ -1,0 +1,97 @@
+"""Test accuracy after every epoch of one preset run, next to the release's own validation loss (a diagnostic).
+
+    .venv/bin/python bench/epoch_trajectory.py --data-dir ../shared/data --preset dpfmix-table1 --epsilon 1 \
+        --series Poisson --epochs 10
+    .venv/bin/python bench/epoch_trajectory.py --data-dir ../shared/data --preset dpfmix-table1 --epsilon 1 \
+        --series Poisson --epochs 4 --set input_norm='"rms"'
+
+The run is the preset's (target epsilon ``--epsilon``, the first series whose name contains ``--series``, seed
+``--seed``) with ``--epochs`` and the fields of ``--set`` changed; the learning-rate schedule is the preset's, so
+a shorter run is the first epochs of the full one. The test split is read after each epoch through
+``run_config(watch=...)``, which neither trains nor draws random numbers: the run is the one the store would
+hold. Nothing may be chosen with these numbers (they are test accuracies); REPRODUCTION.md ("The inputs as
+released") used them to show what the release's validation split cannot see. Prints a markdown table; ``--json
+FILE`` also writes the rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dpmix_core.experiments.presets import get_preset  # noqa: E402
+from dpmix_core.experiments.runner import run_config  # noqa: E402
+from dpmix_core.training.train import evaluate  # noqa: E402
+
+
+def _value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def trajectory(preset: str, epsilon: float, series: str, seed: int, epochs: int, overrides: dict) -> list[dict]:
+    runs = [
+        r
+        for r in get_preset(preset).runs()
+        if r.synthesis is not None and r.synthesis.target_epsilon == epsilon and series in r.label
+    ]
+    if not runs:
+        raise SystemExit(f"{preset} has no run of a series named like {series!r} at target epsilon {epsilon}")
+    config = replace(runs[0], seed=seed, epochs=epochs, **overrides)
+    rows: list[dict] = []
+
+    def watch(entry, model, x_test, y_test) -> None:
+        rows.append(
+            {
+                "epoch": entry["epoch"],
+                "test_accuracy": evaluate(model, x_test, y_test)["accuracy"],
+                "val_loss": entry["val_loss"],
+                "val_accuracy": entry["val_accuracy"],
+                "train_loss": entry["loss"],
+                "seconds": entry["seconds"],
+            }
+        )
+
+    result = run_config(config, watch=watch)
+    assert rows and rows[-1]["test_accuracy"] == result["test_accuracy"], "the watched model is the run's model"
+    return [{"run": config.label, "input_scale": result.get("input_scale"), **row} for row in rows]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", required=True)
+    ap.add_argument("--epsilon", type=float, required=True)
+    ap.add_argument("--series", default="", help="part of the series name (default: the first series)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--epochs", type=int, required=True)
+    ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=JSON", help="RunConfig fields to change")
+    ap.add_argument("--data-dir", help="folder with mnist.npz (sets DPMIX_DATA_DIR)")
+    ap.add_argument("--json", help="also write the rows to this file")
+    args = ap.parse_args()
+    if args.data_dir:
+        os.environ["DPMIX_DATA_DIR"] = args.data_dir
+    overrides = dict(item.split("=", 1) for item in args.set)
+    rows = trajectory(
+        args.preset, args.epsilon, args.series, args.seed, args.epochs, {k: _value(v) for k, v in overrides.items()}
+    )
+    print("| epoch | test acc. (%) | release's val. loss | release's val. acc. (%) | train loss | s |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['epoch']} | {100 * r['test_accuracy']:.2f} | {r['val_loss']:.4f} | "
+            f"{100 * r['val_accuracy']:.2f} | {r['train_loss']:.4f} | {r['seconds']:.0f} |"
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
