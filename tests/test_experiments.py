@@ -466,8 +466,8 @@ def test_thesis_presets_set_negative_released_values_to_0_as_the_thesis_code_doe
 
 
 def test_dpfmix_table1_full_protocol_trains_on_the_released_values():
-    """The paper states no input rescaling; rescaled by their RMS, App. E's 200 epochs fit the noise (51.46 %).
-    The quick variants keep the rescaling they were measured with (4 epochs learn nothing without it)."""
+    """The paper states no input rescaling (rescaled by their RMS, App. E's 200 epochs ended at 51.46 %). The
+    quick variants keep the rescaling they were measured with (4 epochs at T = 10000 learn little without it)."""
     assert {r.input_norm for r in get_preset("dpfmix-table1").runs()} == {"none"}
     assert {r.input_norm for r in get_preset("dpfmix-table1-m").runs()} == {"none"}
     assert {r.input_norm for r in get_preset("dpfmix-table1-quick").runs()} == {"rms"}

@@ -442,9 +442,9 @@ def _dpfmix_table1() -> tuple[SweepSpec, SweepSpec]:
             "for Poisson mixing (||x||, ||y|| <= 1) with the paper's CLT accountant (gdp-clt: an approximation; "
             "pld-poisson is recorded next to it). Lee et al. (2019)'s CNN as DPFMix Table 5 prints it (the thesis "
             "CNN with padding 2), generalized-KL loss (DPFMix App. D), trained on "
-            "the released values as they are (no input rescaling: the paper states none, and rescaling by the "
-            "release's RMS made the CNN fit the noise, not the digits). App. E.3's schedule: Adam, 200 epochs, batch 256, lr 1e-3 "
-            "divided by 10 at epochs 80, 120 and 160. The paper reports the best m per cell; this sweep fixes "
+            "the released values as they are (the paper states no input rescaling; rescaled by their RMS, the "
+            "CNN reached 77.6 % by epoch 8 and ended at 51.46 % after 200 epochs). App. E.3's schedule: Adam, "
+            "200 epochs, batch 256, lr 1e-3 divided by 10 at epochs 80, 120 and 160. The paper reports the best m per cell; this sweep fixes "
             "m = 64 (dpfmix-table1-m sweeps m)."
         ),
     )
