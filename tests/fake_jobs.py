@@ -52,7 +52,7 @@ def kill_leftovers(store: ResultStore) -> None:
 
     for run in store.list_runs(status="running"):
         if run.pid and run.pid != os.getpid():
-            _signal_worker(run, signal.SIGKILL)
+            _signal_worker(run, signal.SIGKILL, store.path)
 
 
 def _mark(config: dict) -> None:

@@ -171,6 +171,31 @@ def test_stale_heartbeat_is_interrupted_and_the_process_stopped(store):
     wait_for(lambda: not is_alive(pid), timeout=5, pump=mgr)
 
 
+def test_a_copy_of_the_store_never_stops_the_original_stores_worker(store, tmp_path):
+    """Run ids are per store. The app opened on a copy of a store (or on a second store with a run of the same
+    id) sees that run's heartbeat go stale in *its* file; it may mark its own row interrupted, but it must not
+    kill the worker, which serves the original. (It once did: a 200-epoch run died this way.)"""
+    import sqlite3
+
+    from dpmix_core.runtime.jobs import _is_worker_of
+
+    run = store.submit("fake_jobs:slow", {"epochs": 400, "step_s": 0.05})
+    pid = _launch_from_a_subprocess(store, run.id)  # not our child: identified through /proc, as in the app
+    wait_for(lambda: store.get(run.id).progress.get("epoch"))
+    copy_path = tmp_path / "copy.sqlite"
+    with sqlite3.connect(store.path) as src, sqlite3.connect(copy_path) as dst:
+        src.backup(dst)
+    copy = ResultStore(copy_path)
+    assert _is_worker_of(pid, run.id, store.path) is True and _is_worker_of(pid, run.id, copy_path) is False
+    backend = fake_jobs.backend(copy, stale_after_s=0.5)
+    time.sleep(1.0)
+    report = backend.pump()
+    assert report.stale == [run.id] and copy.get(run.id).status == "interrupted"  # the copy's own row
+    time.sleep(0.5)
+    assert is_alive(pid) and store.get(run.id).status == "running"  # the original's worker goes on
+    assert store.get(run.id).progress["epoch"] > copy.get(run.id).progress["epoch"]
+
+
 def test_heartbeat_thread_keeps_a_silent_job_alive(store):
     mgr = manager(store, stale_after_s=2.0, env={"DPMIX_HEARTBEAT_S": "0.2"})
     run = mgr.submit("fake_jobs:sleep_forever", {"seconds": 3.0})

@@ -170,31 +170,68 @@ def _cmdline(pid: int) -> list[str] | None:
         return None
 
 
-def _is_worker_of(pid: int, run_id: int) -> bool | None:
-    """True/False when /proc tells whether ``pid`` is the worker of ``run_id``; None when it cannot."""
+def _worker_store(pid: int, args: list[str]) -> Path | None:
+    """The results store a worker process serves: its ``--store`` (relative to its working folder), else its
+    ``$DPMIX_STORE``; None when /proc does not say (another user's process, no /proc)."""
+    value = None
+    for i, arg in enumerate(args):
+        if arg == "--store" and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith("--store="):
+            value = arg.split("=", 1)[1]
+    try:
+        if value is None:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            found = [e.split(b"=", 1)[1] for e in environ if e.startswith(b"DPMIX_STORE=")]
+            value = os.fsdecode(found[0]) if found and found[0] else None
+        if value is None:
+            return None
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else Path(os.readlink(f"/proc/{pid}/cwd")) / path
+    except OSError:
+        return None
+
+
+def _same_store(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _is_worker_of(pid: int, run_id: int, store_path: str | os.PathLike | None = None) -> bool | None:
+    """True/False when /proc tells whether ``pid`` is the worker of ``run_id`` of the store at ``store_path``;
+    None when it cannot. Run ids are per store (every store has a run 1), so a worker of another store --
+    a copy of this one, or a second store on this machine -- is not ours, whatever its run id."""
     if _child(pid) is not None:
         return True
     args = _cmdline(pid)
     if not args:
         return None
     is_worker = any("dpmix_core" in a and ("cli.worker" in a or a.endswith("worker.py")) for a in args)
-    return is_worker and ("--pool" in args or str(run_id) in args)  # a pool worker runs whichever run it claimed
+    if not (is_worker and ("--pool" in args or str(run_id) in args)):  # a pool worker runs whichever run it claimed
+        return False
+    if store_path is None:
+        return True
+    theirs = _worker_store(pid, args)
+    return None if theirs is None else _same_store(theirs, Path(store_path))
 
 
-def _run_process_alive(run: Run) -> bool:
-    """Liveness of a running run's worker on this host (guards against reused pids)."""
+def _run_process_alive(run: Run, store_path: str | os.PathLike) -> bool:
+    """Liveness of a running run's worker on this host (guards against reused pids and other stores' workers)."""
     if not is_alive(run.pid):
         return False
-    mine = _is_worker_of(run.pid, run.id)  # type: ignore[arg-type]
+    mine = _is_worker_of(run.pid, run.id, store_path)  # type: ignore[arg-type]
     if mine is False and (run.started or 0) < time.time() - _NEW_PROCESS_GRACE_S:
-        return False  # the pid now belongs to someone else (reboot, pid reuse)
+        return False  # the pid now belongs to someone else (reboot, pid reuse, another store's worker)
     return True
 
 
-def _signal_worker(run: Run, sig: int) -> bool:
-    """Send ``sig`` to the worker's process group (its own session), never to a stranger."""
+def _signal_worker(run: Run, sig: int, store_path: str | os.PathLike) -> bool:
+    """Send ``sig`` to the worker's process group (its own session), never to a stranger: not to a reused pid,
+    and not to a worker of another store whose run has the same id."""
     pid = run.pid
-    if not pid or not is_alive(pid) or _is_worker_of(pid, run.id) is False:
+    if not pid or not is_alive(pid) or _is_worker_of(pid, run.id, store_path) is False:
         return False
     try:
         if hasattr(os, "killpg") and os.getpgid(pid) == pid:
@@ -536,13 +573,13 @@ class LocalProcessBackend:
         report.stale = self.store.mark_stale(self.stale_after_s)
         for run in self.store.list_runs(ids=report.stale):
             if run.host == self.host and run.backend == self.name:
-                _signal_worker(run, _SIGKILL)
+                _signal_worker(run, _SIGKILL, self.store.path)
         # 2. Our running runs: dead workers, and cancel requests past their grace period.
         running = [r for r in self.store.list_runs(status="running", backend=self.name) if r.host == self.host]
         for run in running:
             if run.pid is None:
                 continue  # being launched right now (the heartbeat covers a launcher that died here)
-            if not _run_process_alive(run):
+            if not _run_process_alive(run, self.store.path):
                 self._record_dead(run)
                 report.dead.append(run.id)
             elif run.cancel_requested is not None:
@@ -556,7 +593,7 @@ class LocalProcessBackend:
                 current = self.store.get(run.id)  # a pool worker may have ended this run and taken another
                 if current is None or current.status != "running" or current.pid != run.pid:
                     continue
-                if _signal_worker(run, sig):
+                if _signal_worker(run, sig, self.store.path):
                     report.signalled.append(run.id)
         # 3. Start queued runs while fewer than max_parallel run here.
         if self.pool:
