@@ -29,17 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from set_fields import parse_set  # noqa: E402  (bench/ is on sys.path when a script runs)
 
 from dpmix_core.experiments.presets import get_preset  # noqa: E402
 from dpmix_core.experiments.runner import run_config  # noqa: E402
 from dpmix_core.training.train import evaluate  # noqa: E402
-
-
-def _value(text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
 
 
 def cell(preset: str, mix_degree: int, epsilon: float, seed: int, overrides: dict) -> dict:
@@ -89,7 +83,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.data_dir:
         os.environ["DPMIX_DATA_DIR"] = args.data_dir
-    overrides = {k: _value(v) for k, v in (item.split("=", 1) for item in args.set)}
+    overrides = parse_set(args.set)
     rows = [cell(args.preset, args.l, e, s, overrides) for e in args.epsilon for s in args.seed]
     print("| cell | sigma_x | test (protocol) | one class | AdaBN | noisy test | release val | s |")
     print("|---|---|---|---|---|---|---|---|")

@@ -25,16 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from set_fields import parse_set  # noqa: E402  (bench/ is on sys.path when a script runs)
+
 from dpmix_core.experiments.presets import get_preset  # noqa: E402
 from dpmix_core.experiments.runner import run_config  # noqa: E402
 from dpmix_core.training.train import evaluate  # noqa: E402
-
-
-def _value(text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
 
 
 def trajectory(preset: str, epsilon: float, series: str, seed: int, epochs: int, overrides: dict) -> list[dict]:
@@ -78,10 +73,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.data_dir:
         os.environ["DPMIX_DATA_DIR"] = args.data_dir
-    overrides = dict(item.split("=", 1) for item in args.set)
-    rows = trajectory(
-        args.preset, args.epsilon, args.series, args.seed, args.epochs, {k: _value(v) for k, v in overrides.items()}
-    )
+    rows = trajectory(args.preset, args.epsilon, args.series, args.seed, args.epochs, parse_set(args.set))
     print("| epoch | test acc. (%) | release's val. loss | release's val. acc. (%) | train loss | s |")
     print("|---|---|---|---|---|---|")
     for r in rows:
