@@ -196,6 +196,34 @@ def test_a_copy_of_the_store_never_stops_the_original_stores_worker(store, tmp_p
     assert store.get(run.id).progress["epoch"] > copy.get(run.id).progress["epoch"]
 
 
+def test_which_store_a_worker_serves_is_read_as_the_worker_itself_would(tmp_path):
+    """--store (relative to the worker's folder), else $DPMIX_STORE (with the worker's ~), else its $HOME's default."""
+    from dpmix_core.runtime.jobs import _worker_store
+    from dpmix_core.runtime.store import DEFAULT_STORE_IN_HOME
+
+    def started(env, cwd, args=()):
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", *args], env=env, cwd=cwd)
+        time.sleep(0.3)
+        return proc
+
+    home = tmp_path / "home"
+    home.mkdir()
+    cases = [
+        ({"HOME": str(home)}, ["--store", "rel.sqlite"], tmp_path / "rel.sqlite"),
+        ({"HOME": str(home)}, ["--store=/abs/s.sqlite"], Path("/abs/s.sqlite")),
+        ({"HOME": str(home), "DPMIX_STORE": "~/env.sqlite"}, [], home / "env.sqlite"),
+        ({"HOME": str(home)}, [], home / DEFAULT_STORE_IN_HOME),
+        ({}, [], None),
+    ]
+    for env, args, expected in cases:
+        proc = started({"PATH": os.environ.get("PATH", ""), **env}, tmp_path, args)
+        try:
+            assert _worker_store(proc.pid, ["python", "-c", "...", *args]) == expected, (env, args)
+        finally:
+            proc.kill()
+            proc.wait()
+
+
 def test_heartbeat_thread_keeps_a_silent_job_alive(store):
     mgr = manager(store, stale_after_s=2.0, env={"DPMIX_HEARTBEAT_S": "0.2"})
     run = mgr.submit("fake_jobs:sleep_forever", {"seconds": 3.0})

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import dpmix_core
-from dpmix_core.runtime.store import HOST, ResultStore, Run, SubmitOutcome
+from dpmix_core.runtime.store import DEFAULT_STORE_IN_HOME, HOST, ResultStore, Run, SubmitOutcome
 from dpmix_core.training.cancel import Cancelled
 
 __all__ = [
@@ -171,8 +171,9 @@ def _cmdline(pid: int) -> list[str] | None:
 
 
 def _worker_store(pid: int, args: list[str]) -> Path | None:
-    """The results store a worker process serves: its ``--store`` (relative to its working folder), else its
-    ``$DPMIX_STORE``; None when /proc does not say (another user's process, no /proc)."""
+    """The results store a worker process serves, as :func:`~dpmix_core.runtime.store.default_store_path` finds it
+    in that process: its ``--store``, else its ``$DPMIX_STORE``, else the default under its ``$HOME`` (``~`` is
+    its home, a relative path is relative to its working folder); None when /proc does not say."""
     value = None
     for i, arg in enumerate(args):
         if arg == "--store" and i + 1 < len(args):
@@ -180,13 +181,17 @@ def _worker_store(pid: int, args: list[str]) -> Path | None:
         elif arg.startswith("--store="):
             value = arg.split("=", 1)[1]
     try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        environ = dict(os.fsdecode(e).split("=", 1) for e in raw if b"=" in e)
+        value = value or environ.get("DPMIX_STORE") or None
+        home = environ.get("HOME")
         if value is None:
-            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-            found = [e.split(b"=", 1)[1] for e in environ if e.startswith(b"DPMIX_STORE=")]
-            value = os.fsdecode(found[0]) if found and found[0] else None
-        if value is None:
-            return None
-        path = Path(value).expanduser()
+            return Path(home) / DEFAULT_STORE_IN_HOME if home else None
+        if value == "~" or value.startswith("~/"):
+            if not home:
+                return None
+            value = home + value[1:]
+        path = Path(value)
         return path if path.is_absolute() else Path(os.readlink(f"/proc/{pid}/cwd")) / path
     except OSError:
         return None

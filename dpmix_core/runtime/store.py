@@ -69,6 +69,7 @@ __all__ = [
     "canonical_json",
     "dumps_json",
     "config_key",
+    "DEFAULT_STORE_IN_HOME",
     "default_store_path",
     "flatten",
     "stale_message",
@@ -132,10 +133,13 @@ def _stays_empty(path: Path, wait_s: float = 1.0) -> bool:
     return False
 
 
+DEFAULT_STORE_IN_HOME = Path(".cache") / "dpmix" / "results.sqlite"  # the store of a process without $DPMIX_STORE
+
+
 def default_store_path() -> Path:
     """``$DPMIX_STORE`` if set, else ``~/.cache/dpmix/results.sqlite``."""
     env = os.environ.get("DPMIX_STORE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "dpmix" / "results.sqlite"
+    return Path(env).expanduser() if env else Path.home() / DEFAULT_STORE_IN_HOME
 
 
 def _json_default(obj: Any) -> Any:
