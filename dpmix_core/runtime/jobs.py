@@ -204,7 +204,7 @@ def _same_store(a: Path, b: Path) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def _is_worker_of(pid: int, run_id: int, store_path: str | os.PathLike | None = None) -> bool | None:
+def _is_worker_of(pid: int, run_id: int, store_path: str | os.PathLike) -> bool | None:
     """True/False when /proc tells whether ``pid`` is the worker of ``run_id`` of the store at ``store_path``;
     None when it cannot. Run ids are per store (every store has a run 1), so a worker of another store --
     a copy of this one, or a second store on this machine -- is not ours, whatever its run id."""
@@ -216,8 +216,6 @@ def _is_worker_of(pid: int, run_id: int, store_path: str | os.PathLike | None = 
     is_worker = any("dpmix_core" in a and ("cli.worker" in a or a.endswith("worker.py")) for a in args)
     if not (is_worker and ("--pool" in args or str(run_id) in args)):  # a pool worker runs whichever run it claimed
         return False
-    if store_path is None:
-        return True
     theirs = _worker_store(pid, args)
     return None if theirs is None else _same_store(theirs, Path(store_path))
 

@@ -82,7 +82,6 @@ ACTIVE_STATUSES = frozenset({"queued", "running"})
 FINAL_STATUSES = frozenset({"done", "failed", "cancelled", "interrupted"})
 RETRYABLE_STATUSES = frozenset({"failed", "cancelled", "interrupted"})
 DEFAULT_BUSY_TIMEOUT_S = 30.0
-_IDS_PER_QUERY = 500  # bound parameters per "id IN (...)" query (old SQLite builds allow 999)
 HOST = socket.gethostname()
 
 SubmitOutcome = Literal["new", "existing", "requeued"]
@@ -886,19 +885,14 @@ class ResultStore:
         A sweep keeps every run ever submitted under its name, so after its spec changed it also holds the
         superseded runs: a caller that follows one submission counts that submission's ``run_ids``.
         """
-        if run_ids is not None:
+        if run_ids is not None:  # one "id IN (...)", as list_runs(ids=...) (a sweep has at most DPMIX_MAX_RUNS)
             ids = sorted({int(i) for i in run_ids})
-            out = dict.fromkeys(STATUSES, 0)
             with self._read() as conn:
-                for start in range(0, len(ids), _IDS_PER_QUERY):
-                    chunk = ids[start : start + _IDS_PER_QUERY]
-                    rows = conn.execute(
-                        f"SELECT status, COUNT(*) FROM runs WHERE id IN ({','.join('?' * len(chunk))}) GROUP BY status",
-                        chunk,
-                    ).fetchall()
-                    for status, n in rows:
-                        out[status] += n
-            return out
+                rows = conn.execute(
+                    f"SELECT status, COUNT(*) FROM runs WHERE id IN ({', '.join('?' * len(ids))}) GROUP BY status",
+                    ids,
+                ).fetchall()
+            return {**dict.fromkeys(STATUSES, 0), **dict(rows)}
         with self._read() as conn:
             if sweep is None:
                 rows = conn.execute(

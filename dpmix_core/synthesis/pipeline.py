@@ -72,17 +72,15 @@ class SynthesisConfig:
             raise ValueError(f"Unknown mechanism {self.mechanism!r}. Choose one of: {', '.join(MECHANISMS)}.")
         if self.features not in FEATURES:
             raise ValueError(f"Unknown features {self.features!r}. Choose one of: {', '.join(FEATURES)}.")
-        if self.mechanism == "label-laplace":
-            if self.features != "pixels":
-                raise ValueError("label-laplace releases the real features unchanged; features must be 'pixels'.")
-            if self.clamp_negative:
-                raise ValueError(CLAMP_NEEDS_UNIT_BOX + ".")
-            return
         unit_scaled = self.mechanism in ("dpmix", "local") or (
             self.mechanism == "class-centric" and self.preprocessing == "unit"
         )
         if self.clamp_negative and not unit_scaled:
             raise ValueError(CLAMP_NEEDS_UNIT_BOX + ".")
+        if self.mechanism == "label-laplace":
+            if self.features != "pixels":
+                raise ValueError("label-laplace releases the real features unchanged; features must be 'pixels'.")
+            return
         if self.features != "pixels" and unit_scaled and self.feature_range is None:
             raise ValueError(
                 f"{self.mechanism} scales features to [0,1] with public bounds, which {self.features} features lack: "
