@@ -20,6 +20,7 @@ from dpmix_core.mechanisms import (
 )
 from dpmix_core.mechanisms.device_sampling import sample_mixture_indices_torch, sample_poisson_batches_torch
 from dpmix_core.mechanisms.engine import NOISE_TILE, Segment, mix_and_perturb, seed_sequence
+from dpmix_core.mechanisms.sampling import sample_mixture_indices
 from dpmix_core.privacy.release import MixingRelease
 
 
@@ -208,3 +209,28 @@ def test_device_table_is_features_then_scaled_one_hot_labels(dtype, with_labels)
         expected = np.concatenate([expected, 0.5 * np.eye(4, dtype=dtype)[y]], axis=1)
     assert table.dtype == torch.from_numpy(expected).dtype
     np.testing.assert_array_equal(table.numpy(), expected)
+
+
+def test_release_into_device_tensors_equals_the_numpy_release():
+    """out= torch tensors on the device (a release kept on the GPU; here CPU tensors): same values, no new arrays."""
+    rng = np.random.default_rng(3)
+    X, y = rng.integers(0, 256, (300, 12), dtype=np.uint8), rng.integers(0, 4, 300)
+    T, l = 3 * NOISE_TILE, 9
+
+    def draw(r, c):
+        return sample_mixture_indices(n=300, mix_degree=l, num_points=c, rng=r), None
+
+    common = {
+        "features": X, "labels": y, "label_value": 1.0, "dtype": np.float32, "dx": 12, "dy": 4,
+        "segments": [Segment(0, T, 0, draw)], "num_points": T, "denom_x": 255.0 * l, "denom_y": float(l),
+        "sigma_x": 0.3, "sigma_y": 0.2, "chunk_rows": NOISE_TILE, "device": torch.device("cpu"),
+    }  # fmt: skip
+    hx, hy = mix_and_perturb(**common, seed_seq=seed_sequence(4))
+    tx, ty = torch.full((T, 12), float("nan")), torch.full((T, 4), float("nan"))
+    rx, ry = mix_and_perturb(**common, seed_seq=seed_sequence(4), out=(tx, ty))
+    assert rx is tx and ry is ty
+    np.testing.assert_array_equal(tx.numpy(), hx)
+    np.testing.assert_array_equal(ty.numpy(), hy)
+    for bad in [(torch.empty((T, 12), dtype=torch.float64), ty), (torch.empty((T, 11)), ty), (tx, hy), (hx, ty)]:
+        with pytest.raises(ValueError, match="out must be"):
+            mix_and_perturb(**common, seed_seq=seed_sequence(4), out=bad)

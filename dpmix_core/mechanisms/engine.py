@@ -28,7 +28,7 @@ import numbers
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -151,16 +151,17 @@ def mix_and_perturb(
     chunk_rows: int,
     device: torch.device,
     index_sampling: str = "auto",
-    out: tuple[np.ndarray, np.ndarray] | None = None,
+    out: tuple[np.ndarray, np.ndarray] | tuple[torch.Tensor, torch.Tensor] | None = None,
     after_chunk: Callable[[int, int], None] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[Any, Any]:  # float32 numpy arrays (new, or the caller's), or the caller's device tensors
     """x_t = sum(features[b_t]) / denom_x + N(0, sigma_x^2 I); y_t = sum(label_value * onehot(labels[b_t])) / denom_y
     + N(0, sigma_y^2 I), or the segment's constant ``label_mean`` + noise when ``labels`` is None.
 
     The table [features | label_value * onehot(labels)] is built in ``dtype``
     column block by column block, never as a whole on the CPU. Returns float32 (T, dx), (T, dy).
     ``index_sampling``: "host", "device" or "auto" (see the module docstring). ``out``: float32
-    arrays of shape (T, dx), (T, dy) to fill (e.g. memory-mapped files) instead of new ones;
+    arrays of shape (T, dx), (T, dy) to fill (e.g. memory-mapped files) instead of new ones, or
+    float32 torch tensors on ``device`` (a release that stays on the GPU: no copy to the host);
     ``after_chunk(row0, rows)`` is called once the rows row0..row0+rows-1 are written.
     """
     import torch
@@ -182,17 +183,7 @@ def mix_and_perturb(
     else:  # one block, built on the device from the raw features (uint8 MNIST: 4x less to upload)
         weights = [device_table(features, labels, label_value, dtype, dy, device)]
 
-    if out is None:
-        out_x = np.empty((num_points, dx), dtype=np.float32)
-        out_y = np.empty((num_points, dy), dtype=np.float32)
-    else:
-        out_x, out_y = out
-        if (
-            out_x.shape != (num_points, dx)
-            or out_y.shape != (num_points, dy)
-            or not (out_x.dtype == out_y.dtype == np.float32)
-        ):
-            raise ValueError(f"out must be float32 arrays of shapes ({num_points}, {dx}) and ({num_points}, {dy}).")
+    out_x, out_y, resident = _outputs(out, num_points, dx, dy, device)
     rng = np.random.Generator(np.random.PCG64(child_sequence(seed_seq, 0)))
     noise_seq = child_sequence(seed_seq, 1)
     workers = max(1, torch.get_num_threads()) if on_cpu else 1
@@ -218,7 +209,9 @@ def mix_and_perturb(
                 sums = torch.empty((c, width), dtype=weights[0].dtype, device=device)
                 for (j0, j1), w in zip(bounds, weights):
                     sums[:, j0:j1] = F.embedding_bag(idx_t, w, off_t, mode="sum")
-                if on_cpu:
+                if resident:  # the output tensors live on the device: write into them
+                    dst_x, dst_y = out_x[r0 : r0 + c], out_y[r0 : r0 + c]
+                elif on_cpu:
                     dst_x = torch.from_numpy(out_x[r0 : r0 + c])
                     dst_y = torch.from_numpy(out_y[r0 : r0 + c])
                 else:
@@ -235,15 +228,54 @@ def mix_and_perturb(
                         dst_y.mul_(sigma_y).add_(label_const)
                     else:
                         dst_y.copy_(label_const.expand(c, dy))
-                if not on_cpu:
-                    out_x[r0 : r0 + c] = dst_x.cpu().numpy()
-                    out_y[r0 : r0 + c] = dst_y.cpu().numpy()
+                if not (on_cpu or resident):  # one device-to-host copy, straight into the output rows
+                    torch.from_numpy(out_x[r0 : r0 + c]).copy_(dst_x)
+                    torch.from_numpy(out_y[r0 : r0 + c]).copy_(dst_y)
                 if after_chunk is not None:
                     after_chunk(r0, c)
     finally:
         if pool is not None:
             pool.shutdown()
     return out_x, out_y
+
+
+def _outputs(out, num_points: int, dx: int, dy: int, device: torch.device):
+    """(out_x, out_y, resident): new float32 arrays, the caller's arrays, or the caller's device tensors."""
+    import torch
+
+    if out is None:
+        return np.empty((num_points, dx), dtype=np.float32), np.empty((num_points, dy), dtype=np.float32), False
+    out_x, out_y = out
+    resident = isinstance(out_x, torch.Tensor)
+    if resident:
+        ok = (
+            isinstance(out_y, torch.Tensor)
+            and out_x.dtype == out_y.dtype == torch.float32
+            and _on(out_x.device, device)
+            and _on(out_y.device, device)
+            and out_x.is_contiguous()
+            and out_y.is_contiguous()
+        )
+        where = f"contiguous float32 tensors on {device}"
+    else:
+        ok = (
+            isinstance(out_x, np.ndarray) and isinstance(out_y, np.ndarray) and out_x.dtype == out_y.dtype == np.float32
+        )
+        where = "float32 arrays"
+    if not ok or tuple(out_x.shape) != (num_points, dx) or tuple(out_y.shape) != (num_points, dy):
+        raise ValueError(f"out must be {where} of shapes ({num_points}, {dx}) and ({num_points}, {dy}).")
+    return out_x, out_y, resident
+
+
+def _on(where: torch.device, device: torch.device) -> bool:
+    """Whether a tensor on ``where`` is on ``device`` ('cuda' means the current GPU, as torch reads it)."""
+    import torch
+
+    if where.type != device.type:
+        return False
+    if device.index is None and device.type == "cuda":
+        return where.index == torch.cuda.current_device()
+    return device.index is None or where.index == device.index
 
 
 def device_table(
