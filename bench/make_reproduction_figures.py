@@ -121,7 +121,7 @@ def markdown_table(agg: pd.DataFrame, axis: str | None, sigmas: dict) -> str:
         if _finite(r["test_accuracy_std"]):
             acc += f" ± {100 * r['test_accuracy_std']:.2f}"
         if dead[i]:
-            acc = f"collapsed ({acc}: constant predictor, no result)"
+            acc = f"collapsed ({acc}: did not learn, no result)"
         cells = [
             str(r["label"]),
             _fmt(r["axis_value"], 4).rstrip("0").rstrip(".") if _finite(r["axis_value"]) else _fmt(r["axis_value"]),
@@ -194,7 +194,7 @@ def _plot_series(ax, agg: pd.DataFrame, metric: str, scale: float, transform=Non
         handles.append(h)
     if dead_x:
         handles.append(
-            ax.scatter(dead_x, dead_y, marker="x", s=70, color="0.45", zorder=5, label="collapsed (constant predictor)")
+            ax.scatter(dead_x, dead_y, marker="x", s=70, color="0.45", zorder=5, label="collapsed (did not learn)")
         )
     for i, (_, row) in enumerate(flat.iterrows()):
         y = row[mean] * scale

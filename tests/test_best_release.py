@@ -332,8 +332,9 @@ def test_the_pooled_points_are_part_of_the_memory_estimate():
 
 def test_cli_prints_both_scores_and_the_json_holds_both(tmp_path, capsys):
     out = tmp_path / "best.json"
-    argv = ["best-release", "--dataset", "embedded", "--target-epsilon", "4", "--m", "16", "--T", "300,600"]
-    argv += ["--lambda", "1", "--short-epochs", "1", "--long-epochs", "1", "--budget-covers", "release"]
+    # big enough that the candidates learn (1 epoch on 300 points stays at chance, and such a run is collapsed)
+    argv = ["best-release", "--dataset", "embedded", "--target-epsilon", "4", "--m", "16", "--T", "1000,2000"]
+    argv += ["--lambda", "1", "--short-epochs", "2", "--long-epochs", "2", "--budget-covers", "release"]
     argv += ["--device", "cpu", "--out", str(out)]
     assert main(argv) == 0
     printed = capsys.readouterr().out
@@ -341,7 +342,7 @@ def test_cli_prints_both_scores_and_the_json_holds_both(tmp_path, capsys):
     assert "pooled val.*" in printed and "own val." in printed  # the trial table, the ranking column starred
     stored = json.loads(out.read_text())
     assert stored["search"]["selection"] == "pooled" and "pooled held-out points of all 2" in stored["selection"]
-    assert [p["points"] for p in stored["pooled_validation"]] == [30, 60]
+    assert [p["points"] for p in stored["pooled_validation"]] == [100, 200]
     for t in stored["trials"]:
         assert 0.0 <= t["pooled_accuracy"] <= 1.0 and 0.0 <= t["val_accuracy"] <= 1.0
     learned = [t for t in stored["trials"] if not t["collapsed"]]  # a collapsed model is never chosen

@@ -41,7 +41,7 @@ def test_collapsed_points_are_grey_crosses_not_points_of_the_line(figures):
     try:
         handles = figures._plot_series(ax, _agg(), "test_accuracy", 100)
         labels = [h.get_label() for h in handles]
-        assert labels == ["eps = 20", "collapsed (constant predictor)"]
+        assert labels == ["eps = 20", "collapsed (did not learn)"]
         line_x = list(handles[0].lines[0].get_xdata())
         assert line_x == [2.0, 4.0]  # the collapsed l = 1 is not on the line
         crosses = handles[1].get_offsets()

@@ -193,6 +193,45 @@ def test_sweep_results_leave_out_runs_of_an_earlier_spec_version(tmp_path):
     assert store.get(current).result["test_accuracy"] == 0.8
 
 
+def test_a_sweep_run_with_more_repeats_than_its_spec_shows_every_seed(tmp_path):
+    """`sweep preset:X --repeats 10` on a 3-seed preset: the stored spec says 10, so the views count all 10 seeds;
+    a later piece with fewer repeats (`--repeats 1`) keeps them; another protocol replaces the spec."""
+    from dpmix_core.experiments.spec import load_spec
+    from dpmix_core.experiments.sweeps import keep_widest_repeats
+    from dpmix_core.experiments.trade_offs import expand_cli_spec, sweep_run_ids
+
+    base = {"method": "mixing", "dataset": "embedded", "model": "linear", "lr": 1e-3,
+            "synthesis": {"mechanism": "dpmix", "l": 4, "T": 100, "sigma_x": 0.5}}  # fmt: skip
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"name": "p", "axis": "sigma", "values": [0.5], "repeats": 3, "base": base}))
+    name, runs, wide = expand_cli_spec(str(path), repeats=5)
+    assert len(runs) == 5 and wide["repeats"] == 5
+    assert expand_cli_spec(str(path), repeats=1)[2]["repeats"] == 3  # a piece: the spec's own count
+    store = ResultStore(tmp_path / "r.sqlite")
+    for kind, config, key in runs:  # what the sweep's workers would have done
+        run = store.submit(kind, config, key, sweep=store.create_sweep(name, wide).id)
+        assert store.claim(run.id) is not None
+        store.finish(run.id, {"test_accuracy": 0.5, "epsilon": {}, "delta": 1e-5})
+    assert len(sweep_run_ids(store, "p")) == 5
+    narrow = expand_cli_spec(str(path), repeats=1)[2]
+    kept = keep_widest_repeats(narrow, store.get_sweep("p").spec)
+    assert kept["repeats"] == 5
+    store.create_sweep("p", kept)
+    assert len(sweep_run_ids(store, "p")) == 5
+    other = load_spec({**json.loads(path.read_text()), "repeats": 1, "values": [0.7]}).to_dict()
+    assert keep_widest_repeats(other, store.get_sweep("p").spec) == other  # another protocol: replaced
+    assert keep_widest_repeats(None, wide) is None and keep_widest_repeats(wide, None) == wide
+
+
+def test_submit_sweep_keeps_the_widest_repeats(store, tmp_path):
+    marker = tmp_path / "marker"
+    submit_sweep(store, "w", grid(marker, repeats=1), backend=fake_jobs.backend(store), spec={"n": 1, "repeats": 4})
+    submit_sweep(store, "w", grid(marker, repeats=1), backend=fake_jobs.backend(store), spec={"n": 1, "repeats": 1})
+    assert store.get_sweep("w").spec == {"n": 1, "repeats": 4}
+    submit_sweep(store, "w", grid(marker, repeats=1), backend=fake_jobs.backend(store), spec={"n": 2, "repeats": 1})
+    assert store.get_sweep("w").spec == {"n": 2, "repeats": 1}
+
+
 def test_published_comparison_verdicts():
     import pandas as pd
 

@@ -251,6 +251,26 @@ def test_collapse_reason_flags_the_constant_predictor_only():
     assert collapse_reason(flat, val_majority=0.11, prediction_share=0.3) is None  # varied predictions: noisy labels
 
 
+def test_collapse_reason_flags_test_accuracy_at_or_below_chance():
+    """Spread-out predictions at chance, or below it (seen: 6.92 % on DPFMix Table 1, uniform eps = 2), are
+    flagged: p + 3 sqrt(p (1 - p) / n) is the line, so with p = 0.1135 and n = 10000 it is 12.30 %."""
+    from dpmix_core.training.collapse import collapse_reason
+
+    learned = [{"loss": 2.30, "val_accuracy": 0.11}, {"loss": 1.20, "val_accuracy": 0.62}]
+    kw = {"val_majority": 0.11, "prediction_share": 0.3, "test_majority": 0.1135, "test_rows": 10000}
+    for acc in (0.0692, 0.1135, 0.1229):
+        reason = collapse_reason(learned, test_accuracy=acc, **kw)
+        assert reason is not None and "no better than always predicting the most frequent class" in reason
+        assert f"{100 * acc:.2f} %" in reason and "11.35 % of the 10000 test rows" in reason
+    assert collapse_reason(learned, test_accuracy=0.1232, **kw) is None
+    assert collapse_reason(learned, test_accuracy=0.7650, **kw) is None
+    # a small test split widens the line: 200 rows at p = 0.5 -> 60.6 %
+    small = {**kw, "test_majority": 0.5, "test_rows": 200}
+    assert collapse_reason(learned, test_accuracy=0.60, **small) is not None
+    assert collapse_reason(learned, test_accuracy=0.62, **small) is None
+    assert collapse_reason(learned, test_accuracy=0.05, **{**kw, "test_rows": 0}) is None  # no split: no reading
+
+
 def test_run_with_too_large_lr_is_marked_collapsed_and_a_learning_run_is_not():
     base = RunConfig("non-private", model="thesis-cnn", loss="ce", **{**SMALL, "epochs": 3})
     bad = run_config(base.replace(optimizer="sgd", lr=50.0, momentum=0.0))

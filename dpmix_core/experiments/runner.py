@@ -24,7 +24,7 @@ trained from epoch 0) and a note saying so.
 
 The result always has: test_accuracy, test_mse (None for classification),
 test_accuracy_halves (accuracy on the even and on the odd test rows: select on one, report the other),
-collapsed (True when the model never left the constant predictor; collapse_reason says why, in a sentence),
+collapsed (True when the model did not learn: the constant predictor or chance accuracy; collapse_reason says why),
 test_accuracy_bn_recalibrated (models with BatchNorm: the accuracy with its statistics re-estimated on the
 unlabelled test inputs, a diagnostic of the release/test shift, never the result; else None),
 epsilon ({accountant: value or "inf"}), delta, seconds,
@@ -145,6 +145,13 @@ def _majority_rate(y: np.ndarray) -> float | None:
         return None
     counts = np.bincount(np.asarray(y).argmax(axis=1))
     return float(counts.max()) / len(y)
+
+
+def _class_share(labels: np.ndarray) -> float | None:
+    """Share of the most frequent class among integer test labels; None if empty."""
+    if labels.size == 0:
+        return None
+    return float(np.bincount(labels.astype(np.int64).reshape(-1)).max()) / labels.size
 
 
 def run_config(
@@ -293,6 +300,9 @@ def run_config(
             val_majority=_majority_rate(y_va),
             prediction_share=metrics["prediction_share"],
             cause=shift_note(metrics["accuracy"], recalibrated, collapsed=True) or COLLAPSE_CAUSE,
+            test_accuracy=metrics["accuracy"],
+            test_majority=_class_share(y_test.numpy()),
+            test_rows=len(y_test),
         )
     )
     note = collapsed or shift_note(metrics["accuracy"], recalibrated, collapsed=False)

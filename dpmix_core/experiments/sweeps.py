@@ -30,6 +30,7 @@ __all__ = [
     "RunSpec",
     "SweepSummary",
     "export_csv",
+    "keep_widest_repeats",
     "run_sweep",
     "submit_sweep",
 ]
@@ -100,9 +101,23 @@ def submit_sweep(
     one re-run completes an interrupted sweep."""
     backend = backend or LocalProcessBackend(store)
     backend.pump()  # first: runs whose worker died (or went stale) become interrupted, so they are re-queued now
+    earlier = store.get_sweep(sweep_name)
+    spec = keep_widest_repeats(spec, None if earlier is None else earlier.spec)
     sweep = store.create_sweep(sweep_name, spec, backend=backend.name, location=backend.location)
     submitted = backend.submit_many(list(runs), sweep=sweep.id, requeue=retry)
     return sweep, submitted
+
+
+def keep_widest_repeats(spec: Mapping[str, Any] | None, stored: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The spec to store for a re-run: the same spec run again with fewer ``repeats`` than the stored one (a piece
+    of it, e.g. ``--repeats 1`` after ``--repeats 10``) keeps the stored count, so the seeds that ran stay in the
+    sweep's views; any other change to the spec replaces it."""
+    if not spec or not stored:
+        return spec
+    same = {k: v for k, v in spec.items() if k != "repeats"} == {k: v for k, v in stored.items() if k != "repeats"}
+    if same and int(stored.get("repeats", 1)) > int(spec.get("repeats", 1)):
+        return {**spec, "repeats": stored["repeats"]}
+    return spec
 
 
 def run_sweep(

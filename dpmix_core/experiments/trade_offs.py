@@ -176,7 +176,9 @@ def expand_cli_spec(
 
     ``repeats`` and ``values`` narrow the spec to a piece of it (fewer seeds,
     some axis values): the runs keep the spec's own keys, so running the whole
-    spec later reuses every run a piece finished. ``dataset`` runs the same
+    spec later reuses every run a piece finished. ``repeats`` above the spec's
+    widens it: the spec returned for the store then has those repeats, so the
+    sweep's views show every seed that ran. ``dataset`` runs the same
     protocol on another dataset (a sweep of its own, ``NAME@dataset``).
     """
     spec = get_preset(text.removeprefix("preset:")) if text.startswith("preset:") else load_spec(text)
@@ -186,7 +188,8 @@ def expand_cli_spec(
             load_dataset(dataset, data_dir=spec.base.data_dir)
         except DatasetError as exc:
             raise ValueError(str(exc)) from None
-    return spec.name, sweep_jobs(narrow_spec(spec, repeats=repeats, values=values)), spec.to_dict()
+    stored = spec if repeats is None or repeats <= spec.repeats else replace(spec, repeats=repeats)
+    return spec.name, sweep_jobs(narrow_spec(spec, repeats=repeats, values=values)), stored.to_dict()
 
 
 def narrow_spec(spec: SweepSpec, *, repeats: int | None = None, values: list | tuple | None = None) -> SweepSpec:
@@ -493,7 +496,7 @@ def trade_off_figure(
     ``published`` points (the papers' numbers) are drawn as open stars, one trace per series; reference
     points (other methods' published results, ``Published.reference``) as grey labelled markers named
     "published, not ours — ...".
-    Points whose runs all collapsed (constant predictor) are grey thin crosses named "(collapsed)".
+    Points whose runs all collapsed (did not learn) are grey thin crosses named "(collapsed)".
 
     Runs the axis does not move (non-private, or a baseline on a sigma axis) are
     drawn as horizontal reference lines. With ``epsilon_column`` the mean epsilon
@@ -533,7 +536,8 @@ def trade_off_figure(
                     name=f"{label} (collapsed)",
                     mode="markers",
                     marker=dict(COLLAPSED_MARKER),
-                    hovertext=["collapsed: the model never left the constant predictor"] * int(dead.sum()),
+                    hovertext=["collapsed: the model did not learn (constant predictor or chance accuracy)"]
+                    * int(dead.sum()),
                 )
             )
     for _, row in flat.iterrows():

@@ -11,7 +11,7 @@ Modules (torch is imported by the ones that need it, not here):
 * :mod:`~dpmix_core.training.pca` — Analyze-Gauss DP-PCA projection;
 * :mod:`~dpmix_core.experiments.runner` — ``run_job(config, reporter)`` / ``run_config(config)``;
 * :mod:`~dpmix_core.training.protocols` — each model's paper protocol (optimiser, schedule, early stopping);
-* :mod:`~dpmix_core.training.collapse` — is the trained model the constant predictor?
+* :mod:`~dpmix_core.training.collapse` — did the trained model learn (not the constant predictor, not chance)?
 * :mod:`~dpmix_core.training.batchnorm` — BatchNorm statistics re-estimated on unlabelled inputs (AdaBN): the
   diagnostic of a release/test shift.
 """

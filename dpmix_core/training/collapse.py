@@ -1,15 +1,18 @@
-"""Is a trained model the constant predictor? A run that never left it is marked ``collapsed``, never a result.
+"""Did a trained model learn? A run at the constant predictor, or no better than it, is marked ``collapsed``, never a result.
 
 No torch import: the runner passes plain numbers (the per-epoch history, the
-majority-class rate of the validation labels and the largest share of one
-predicted class on the test split). :func:`shift_note` says when a BatchNorm model scores clearly more with
+majority-class rate of the validation labels, the largest share of one
+predicted class on the test split, and the test accuracy with the test split's majority-class rate and size). :func:`shift_note` says when a BatchNorm model scores clearly more with
 its statistics re-estimated on the test inputs (:mod:`dpmix_core.training.batchnorm`): the release's
 statistics, not the learning, are then what fails on clean inputs.
 """
 
 from __future__ import annotations
 
+import math
+
 __all__ = [
+    "CHANCE_SDS",
     "ONE_CLASS_SHARE",
     "VAL_MARGIN",
     "LOSS_DROP",
@@ -20,6 +23,7 @@ __all__ = [
     "shift_note",
 ]
 
+CHANCE_SDS = 3.0  # test accuracy within this many binomial standard deviations of the majority-class rate: chance
 ONE_CLASS_SHARE = 0.98  # predicting one class for at least this share of the test rows is the constant predictor
 VAL_MARGIN = 0.01  # best validation accuracy within this of the majority-class rate: nothing learned ...
 LOSS_DROP = 0.02  # ... when the training loss also fell by less than this fraction of its first-epoch value
@@ -32,13 +36,22 @@ COLLAPSE_CAUSE = (
 
 
 def collapse_reason(
-    history: list[dict], *, val_majority: float | None, prediction_share: float | None, cause: str = COLLAPSE_CAUSE
+    history: list[dict],
+    *,
+    val_majority: float | None,
+    prediction_share: float | None,
+    cause: str = COLLAPSE_CAUSE,
+    test_accuracy: float | None = None,
+    test_majority: float | None = None,
+    test_rows: int | None = None,
 ) -> str | None:
     """None when the model learned; else one plain sentence saying why the run counts as collapsed.
 
     Collapsed: the model predicts one class for >= ONE_CLASS_SHARE of the test
-    rows, or its best validation accuracy stays within VAL_MARGIN of the
-    majority-class rate while the training loss stays at its first-epoch value
+    rows; or its test accuracy is at most the test split's majority-class rate p plus CHANCE_SDS binomial
+    standard deviations, sqrt(p (1 - p) / test_rows) (no better than always answering the most frequent
+    class: spread-out predictions at chance, or below it); or its best validation accuracy stays within
+    VAL_MARGIN of the majority-class rate while the training loss stays at its first-epoch value
     and one class takes at least MOSTLY_ONE_CLASS of the predictions. ``cause`` ends the sentence (default
     COLLAPSE_CAUSE; the runner passes :func:`shift_note`'s when the BatchNorm diagnostic explains the collapse).
     """
@@ -47,6 +60,13 @@ def collapse_reason(
             f"collapsed: the model predicts one class for {100 * prediction_share:.0f} % of the test rows "
             f"(the constant predictor); {cause}."
         )
+    if test_accuracy is not None and test_majority is not None and test_rows:
+        chance = test_majority + CHANCE_SDS * math.sqrt(test_majority * (1 - test_majority) / test_rows)
+        if test_accuracy <= chance:
+            return (
+                f"collapsed: test accuracy {100 * test_accuracy:.2f} % is no better than always predicting the most "
+                f"frequent class ({100 * test_majority:.2f} % of the {test_rows} test rows); {cause}."
+            )
     vals = [float(h["val_accuracy"]) for h in history if h.get("val_accuracy") is not None]
     losses = [float(h["loss"]) for h in history if h.get("loss") is not None]
     if val_majority is None or not vals or len(losses) < 2 or (prediction_share or 0.0) < MOSTLY_ONE_CLASS:
