@@ -1,10 +1,12 @@
-"""Did a trained model learn? A run at the constant predictor, or no better than it, is marked ``collapsed``, never a result.
+"""Did a trained model learn? A run at the constant predictor, or no better than it, is ``collapsed``, never a result.
 
 No torch import: the runner passes plain numbers (the per-epoch history, the
 majority-class rate of the validation labels, the largest share of one
-predicted class on the test split, and the test accuracy with the test split's majority-class rate and size). :func:`shift_note` says when a BatchNorm model scores clearly more with
-its statistics re-estimated on the test inputs (:mod:`dpmix_core.training.batchnorm`): the release's
-statistics, not the learning, are then what fails on clean inputs.
+predicted class on the test split, and the test accuracy with the test split's
+majority-class rate and size). :func:`shift_note` says when a BatchNorm model
+scores clearly more with its statistics re-estimated on the test inputs
+(:mod:`dpmix_core.training.batchnorm`): the release's statistics, not the
+learning, are then what fails on clean inputs.
 """
 
 from __future__ import annotations
