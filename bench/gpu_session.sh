@@ -18,7 +18,7 @@ fi
 if [ $# -gt 0 ]; then
   rm -f /tmp/dev.sqlite /tmp/dev.sqlite-*  # this script's scratch store (a warm machine keeps the last one)
   # STORE_IN: a store an earlier call brought back (carried): the sweep resumes it (its dead runs re-queued)
-  if [ -n "${STORE_IN:-}" ]; then cp "$STORE_IN" /tmp/dev.sqlite; fi
+  if [ -n "${STORE_IN:-}" ]; then cp "$STORE_IN" /tmp/dev.sqlite && chmod u+w /tmp/dev.sqlite; fi
   left=$(( ${BUDGET_S:-585} - SECONDS ))
   echo "sweep with ${left} s left: $*"
   DPMIX_WORKER_THREADS=${THREADS:-2} timeout "$left" python3 -m dpmix_core sweep "$@" --store /tmp/dev.sqlite --export "$OUT/sweep.csv" > "$OUT/sweep.log" 2>&1
