@@ -14,7 +14,8 @@ Needs a CUDA device (exits with one line otherwise). On full MNIST (n = 60,000, 
    ``--repeats`` after a warm-up, ``torch.cuda.synchronize`` before each clock read.
 4. **Phases** of the DPMix call, each timed alone with CUDA events: table upload, index sampling,
    gather-sum (``embedding_bag``), noise, device-to-host copy.
-5. **Streaming**: ``synthesize_streaming`` of ``--stream-points`` DPMix points (l = 256) from the
+5. **ScatterNet features** (J = 2, L = 8, kymatio) of all 70,000 MNIST images on the GPU, no cache.
+6. **Streaming**: ``synthesize_streaming`` of ``--stream-points`` DPMix points (l = 256) from the
    MNIST images as a ``.npy`` memmap to a release folder on local disk (skipped, with the reason,
    when the disk lacks room for T*(d+K) float32 values).
 
@@ -222,6 +223,16 @@ def phases(x: np.ndarray, y: np.ndarray, repeats: int, T: int, l: int) -> dict:
     return out
 
 
+def scattering(data_dir: str, repeats: int) -> dict:
+    """ScatterNet (J=2, L=8) features of all 70,000 MNIST images on the GPU, no cache: seconds (median)."""
+    from dpmix_core.data.scattering import scattering_features
+
+    with np.load(Path(data_dir) / "mnist.npz", allow_pickle=False) as data:
+        images = np.concatenate([data["x_train"], data["x_test"]])
+    times = timed(lambda: scattering_features(images, device="cuda", cache=False), max(1, repeats // 3))
+    return {"images": len(images), "times_s": times, "median_s": statistics.median(times)}
+
+
 def streaming(x: np.ndarray, y: np.ndarray, points: int, l: int, tmp: Path) -> dict:
     from dpmix_core.synthesis.streaming import synthesize_streaming
 
@@ -266,6 +277,7 @@ def main() -> None:
     res["calls"] = mechanism_calls(x, y, args.repeats, args.num_points, args.mix_degree)
     res["resident"] = resident(x, y, args.repeats, args.num_points, args.mix_degree)
     res["phases"] = phases(x, y, args.repeats, args.num_points, args.mix_degree)
+    res["scattering"] = scattering(args.data_dir, args.repeats)
     if args.stream_points:
         tmp = Path(tempfile.mkdtemp(prefix="dpmix_gpu_", dir=args.tmp))
         try:
@@ -289,6 +301,8 @@ def main() -> None:
     print("\n| DPMix phase | ms |\n|---|---:|")
     for k, v in res["phases"].items():
         print(f"| {k} | {v:.2f} |")
+    sc = res["scattering"]
+    print(f"\nScatterNet J=2, L=8 of {sc['images']} images on the GPU: {sc['median_s']:.2f} s (median)")
     if "streaming" in res:
         print(f"\nstreaming: {res['streaming']}")
     print("Command: python " + " ".join(sys.argv))
