@@ -140,18 +140,13 @@ def _finite_or_none(value: Any) -> Any:
 
 
 def _majority_rate(y: np.ndarray) -> float | None:
-    """Share of the most frequent class among validation labels (one-hot/soft rows: their argmax); None if empty."""
-    if len(y) == 0 or y.ndim != 2 or y.shape[1] < 2:
+    """Share of the most frequent class: integer labels (n,), or one-hot/soft rows (n, K) by their argmax; None
+    when empty or not class labels (one column)."""
+    y = np.asarray(y)
+    if len(y) == 0 or (y.ndim == 2 and y.shape[1] < 2) or y.ndim > 2:
         return None
-    counts = np.bincount(np.asarray(y).argmax(axis=1))
-    return float(counts.max()) / len(y)
-
-
-def _class_share(labels: np.ndarray) -> float | None:
-    """Share of the most frequent class among integer test labels; None if empty."""
-    if labels.size == 0:
-        return None
-    return float(np.bincount(labels.astype(np.int64).reshape(-1)).max()) / labels.size
+    classes = y.argmax(axis=1) if y.ndim == 2 else y.astype(np.int64)
+    return float(np.bincount(classes).max()) / len(y)
 
 
 def run_config(
@@ -301,7 +296,7 @@ def run_config(
             prediction_share=metrics["prediction_share"],
             cause=shift_note(metrics["accuracy"], recalibrated, collapsed=True) or COLLAPSE_CAUSE,
             test_accuracy=metrics["accuracy"],
-            test_majority=_class_share(y_test.numpy()),
+            test_majority=_majority_rate(y_test.numpy()),
             test_rows=len(y_test),
         )
     )
