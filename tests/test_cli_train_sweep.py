@@ -245,6 +245,33 @@ def test_sweep_in_pieces_reuses_runs(tmp_path, capsys, monkeypatch):
     assert code == 2 and "not on the l axis" in err and err.count("\n") == 1
 
 
+def test_sweep_piece_by_series_and_seeds_runs_the_specs_own_runs(tmp_path, capsys, monkeypatch):
+    """`--series` and `--seeds` pick a piece whose runs the whole sweep later reuses; a bad pick is one line."""
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
+    head = 'name = "picks"\naxis = "l"\nvalues = [2, 4]\nrepeats = 2\nmechanisms = ["dpmix", "poisson"]\n'
+    spec = _tiny_spec(tmp_path, head)
+    args = ["sweep", str(spec), "--series", "mixing: poisson", "--seeds", "1", "--values", "4"]
+    assert main([*args, "--poll", "0.2", "--json"]) == 0
+    piece = json.loads(capsys.readouterr().out)
+    assert piece["done"] == 1 and piece["new"] == 1
+    (run,) = ResultStore().list_runs()
+    assert run.config["label"] == "mixing: poisson" and run.config["seed"] == 1 and run.config["synthesis"]["l"] == 4
+    assert main(["sweep", str(spec), "--poll", "0.2", "--json"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert whole["done"] == 8 and whole["reused"] == 1 and whole["new"] == 7
+    for bad, says in (
+        (["--series", "mixing: nope"], "not in 'picks' (its series: mixing: dpmix; mixing: poisson)"),
+        (["--seeds", "2"], "seeds [2] are not among the seeds of 'picks' (0..1); --repeats 3 widens it"),
+        (["--seeds", "1", "--repeats", "1"], "not among the seeds of --repeats 1 (0..0)"),
+        (["--seeds", "-1"], "a seed is 0 or more"),
+        (["--seeds", "x"], "expected a whole number"),
+    ):
+        code = main(["sweep", str(spec), *bad])
+        err = capsys.readouterr().err
+        assert code == 2 and says in err and err.count("\n") == 1, (bad, err)
+    assert len(ResultStore().list_runs()) == 8  # nothing queued by a refused pick
+
+
 def test_sweep_on_another_dataset_is_its_own_sweep_without_the_papers_numbers(tmp_path, capsys, monkeypatch):
     from dpmix_core.experiments.trade_offs import expand_cli_spec
 

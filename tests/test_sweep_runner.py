@@ -223,6 +223,26 @@ def test_a_sweep_run_with_more_repeats_than_its_spec_shows_every_seed(tmp_path):
     assert keep_widest_repeats(None, wide) is None and keep_widest_repeats(wide, None) == wide
 
 
+def test_a_piece_by_series_and_seed_has_the_whole_specs_keys_and_stores_the_whole_spec():
+    """`--series`/`--seeds` on a preset: the piece's run keys are the preset's own (so the whole sweep reuses
+    them); the stored spec keeps every series and published number; a seed past the spec needs --repeats."""
+    from dpmix_core.experiments.presets import get_preset
+    from dpmix_core.experiments.trade_offs import expand_cli_spec, sweep_jobs
+
+    whole = {key for _, _, key in sweep_jobs(get_preset("dpfmix-table1"))}
+    name, runs, stored = expand_cli_spec("preset:dpfmix-table1", series=["Poisson / gdp-clt"], seeds=[2, 1])
+    assert name == "dpfmix-table1" and len(runs) == 8  # 4 epsilons x 2 seeds, one series
+    assert {(cfg["label"], cfg["seed"]) for _, cfg, _ in runs} == {("Poisson / gdp-clt", 1), ("Poisson / gdp-clt", 2)}
+    assert {key for _, _, key in runs} <= whole
+    assert stored == get_preset("dpfmix-table1").to_dict()  # the views still compare every series with the paper
+    name, runs, stored = expand_cli_spec("preset:dpfmix-table1", seeds=[5], repeats=6, values=[2])
+    assert [cfg["seed"] for _, cfg, _ in runs] == [5, 5] and stored["repeats"] == 6
+    with pytest.raises(ValueError, match=r"seeds \[3\] are not among .*--repeats 4 widens it"):
+        expand_cli_spec("preset:dpfmix-table1", seeds=[3])
+    with pytest.raises(ValueError, match="its series: uniform / rdp-wor; Poisson / gdp-clt"):
+        expand_cli_spec("preset:dpfmix-table1", series=["Poisson"])
+
+
 def test_submit_sweep_keeps_the_widest_repeats(store, tmp_path):
     marker = tmp_path / "marker"
     submit_sweep(store, "w", grid(marker, repeats=1), backend=fake_jobs.backend(store), spec={"n": 1, "repeats": 4})

@@ -571,6 +571,20 @@ def _add_sweep(sub) -> None:
         help="run only these axis values (each must be one of the spec's: the runs are the spec's own)",
     )
     p.add_argument(
+        "--series",
+        nargs="+",
+        metavar="NAME",
+        help="run only these series (names as the spec gives them, e.g. 'Poisson / gdp-clt'; the runs are the "
+        "spec's own)",
+    )
+    p.add_argument(
+        "--seeds",
+        type=_seed,
+        nargs="+",
+        metavar="S",
+        help="run only these of the sweep's seeds (0..repeats-1 for a preset; with --repeats N, 0..N-1)",
+    )
+    p.add_argument(
         "--dataset",
         choices=DATASET_NAMES,
         help="run the protocol on another dataset (its own sweep, NAME@dataset; data from $DPMIX_DATA_DIR, "
@@ -583,7 +597,14 @@ def _expand_sweep(text: str, args: argparse.Namespace):
     """The sweep named on the command line (trade_offs loads pandas and plotly: only when a sweep runs)."""
     from dpmix_core.experiments.trade_offs import expand_cli_spec
 
-    return expand_cli_spec(text, repeats=_checked_repeats(args.repeats), values=args.values, dataset=args.dataset)
+    return expand_cli_spec(
+        text,
+        repeats=_checked_repeats(args.repeats),
+        values=args.values,
+        series=args.series,
+        seeds=args.seeds,
+        dataset=args.dataset,
+    )
 
 
 def _checked_repeats(repeats: int | None) -> int | None:
@@ -593,6 +614,17 @@ def _checked_repeats(repeats: int | None) -> int | None:
     if repeats is not None:
         check_sweep_cost(repeats)
     return repeats
+
+
+def _seed(text: str) -> int:
+    """A seed on the command line: a whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number. Found {text!r}.") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a seed is 0 or more. Found {value}.")
+    return value
 
 
 def _axis_number(text: str) -> float:

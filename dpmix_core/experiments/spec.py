@@ -344,6 +344,11 @@ class SweepSpec:
     def _series(self) -> tuple[Series, ...]:
         return self.series or (Series(self.base.label or self.base.method, {}),)
 
+    @property
+    def series_names(self) -> tuple[str, ...]:
+        """The names of the series it runs (one, the base run's label or method, when it lists none)."""
+        return tuple(s.name for s in self._series())
+
     def runs(self) -> list[RunConfig]:
         """Every distinct run, in order: series, then axis value, then repeat (seed)."""
         return self._expand(self.repeats)

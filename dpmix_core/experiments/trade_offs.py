@@ -48,6 +48,8 @@ __all__ = [
     "custom_spec",
     "estimate_minutes",
     "expand_cli_spec",
+    "narrow_spec",
+    "check_seeds",
     "sweep_jobs",
     "sweep_id_from_query",
     "spec_problem",
@@ -170,16 +172,24 @@ def sweep_jobs(spec: SweepSpec) -> list[RunSpec]:
 
 
 def expand_cli_spec(
-    text: str, *, repeats: int | None = None, values: list | tuple | None = None, dataset: str | None = None
+    text: str,
+    *,
+    repeats: int | None = None,
+    values: list | tuple | None = None,
+    series: list | tuple | None = None,
+    seeds: list | tuple | None = None,
+    dataset: str | None = None,
 ) -> tuple[str, list[RunSpec], dict]:
     """``sweep SPEC`` on the command line: a .toml/.json spec file, or ``preset:NAME``.
 
-    ``repeats`` and ``values`` narrow the spec to a piece of it (fewer seeds,
-    some axis values): the runs keep the spec's own keys, so running the whole
-    spec later reuses every run a piece finished. ``repeats`` above the spec's
-    widens it: the spec returned for the store then has those repeats, so the
-    sweep's views show every seed that ran. ``dataset`` runs the same
-    protocol on another dataset (a sweep of its own, ``NAME@dataset``).
+    ``repeats``, ``values``, ``series`` and ``seeds`` narrow the spec to a
+    piece of it (fewer seeds, some axis values, some series, some of its
+    seeds): the runs keep the spec's own keys, so running the whole spec later
+    reuses every run a piece finished. ``repeats`` above the spec's widens it
+    (``seeds`` then picks among the wider range): the spec returned for the
+    store then has those repeats, so the sweep's views show every seed that ran.
+    ``dataset`` runs the same protocol on another dataset (a sweep of its own,
+    ``NAME@dataset``).
     """
     spec = get_preset(text.removeprefix("preset:")) if text.startswith("preset:") else load_spec(text)
     if dataset is not None:
@@ -188,12 +198,35 @@ def expand_cli_spec(
             load_dataset(dataset, data_dir=spec.base.data_dir)
         except DatasetError as exc:
             raise ValueError(str(exc)) from None
+    if seeds:
+        check_seeds(spec, seeds, repeats)
     stored = spec if repeats is None or repeats <= spec.repeats else replace(spec, repeats=repeats)
-    return spec.name, sweep_jobs(narrow_spec(spec, repeats=repeats, values=values)), stored.to_dict()
+    piece = narrow_spec(spec, repeats=repeats, values=values, series=series)
+    if seeds:  # each chosen seed as a one-repeat spec starting there: the same runs, with the same keys
+        piece_of = [replace(piece, base=replace(piece.base, seed=s), repeats=1) for s in sorted(set(seeds))]
+        return spec.name, [job for one in piece_of for job in sweep_jobs(one)], stored.to_dict()
+    return spec.name, sweep_jobs(piece), stored.to_dict()
 
 
-def narrow_spec(spec: SweepSpec, *, repeats: int | None = None, values: list | tuple | None = None) -> SweepSpec:
-    """The spec with other repeats and/or a subset of its axis values (ValueError for a value not in it)."""
+def check_seeds(spec: SweepSpec, seeds: list | tuple, repeats: int | None = None) -> None:
+    """ValueError unless every one of ``seeds`` is a seed of the spec (of ``repeats`` repeats, when given)."""
+    first = spec.base.seed
+    count = repeats if repeats is not None else spec.repeats
+    outside = sorted({s for s in seeds if not first <= s < first + count})
+    if outside:
+        where = f"--repeats {repeats}" if repeats is not None else f"{spec.name!r}"
+        hint = f"; --repeats {max(outside) - first + 1} widens it" if max(outside) >= first + count else ""
+        raise ValueError(f"seeds {outside} are not among the seeds of {where} ({first}..{first + count - 1}){hint}.")
+
+
+def narrow_spec(
+    spec: SweepSpec,
+    *,
+    repeats: int | None = None,
+    values: list | tuple | None = None,
+    series: list | tuple | None = None,
+) -> SweepSpec:
+    """The spec with other repeats and/or a subset of its axis values and series (ValueError for one not in it)."""
     if values:
         unknown = [v for v in values if not any(_same(v, w) for w in spec.values)]
         if unknown:
@@ -202,6 +235,16 @@ def narrow_spec(spec: SweepSpec, *, repeats: int | None = None, values: list | t
                 f"({', '.join(str(v) for v in spec.values)})."
             )
         spec = replace(spec, values=tuple(w for w in spec.values if any(_same(v, w) for v in values)))
+    if series:
+        unknown = [name for name in series if name not in spec.series_names]
+        if unknown:
+            raise ValueError(f"series {unknown} are not in {spec.name!r} (its series: {'; '.join(spec.series_names)}).")
+        if spec.series:  # a spec without series runs its one implicit series: nothing to narrow
+            spec = replace(
+                spec,
+                series=tuple(s for s in spec.series if s.name in series),
+                published=tuple(p for p in spec.published if p.reference or p.series in series),
+            )
     if repeats is not None:
         spec = replace(spec, repeats=repeats)
     return spec
