@@ -263,8 +263,8 @@ def test_sweep_piece_by_series_and_seeds_runs_the_specs_own_runs(tmp_path, capsy
         (["--series", "mixing: nope"], "not in 'picks' (its series: mixing: dpmix; mixing: poisson)"),
         (["--seeds", "2"], "seeds [2] are not among the seeds of 'picks' (0..1); --repeats 3 widens it"),
         (["--seeds", "1", "--repeats", "1"], "not among the seeds of --repeats 1 (0..0)"),
-        (["--seeds", "-1"], "a seed is 0 or more"),
-        (["--seeds", "x"], "expected a whole number"),
+        (["--seeds", "-1"], "'-1' is not a whole number >= 0"),
+        (["--seeds", "x"], "'x' is not a number"),
     ):
         code = main(["sweep", str(spec), *bad])
         err = capsys.readouterr().err

@@ -6,7 +6,7 @@ import argparse
 import math
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["MAX_INT", "positive_int", "finite_float", "positive_float"]
+__all__ = ["MAX_INT", "positive_int", "nonnegative_int", "finite_float", "positive_float"]
 
 MAX_INT = 10**18  # larger counts are typos (and overflow int64 arrays); refused with one line
 
@@ -14,6 +14,15 @@ MAX_INT = 10**18  # larger counts are typos (and overflow int64 arrays); refused
 def positive_int(text: str) -> int:
     """'256', '1e4' -> int, exactly (parsed as a decimal, never through a float); rejects fractions,
     zero, negatives and values above :data:`MAX_INT`."""
+    return _whole_number(text, minimum=1, what="a positive integer")
+
+
+def nonnegative_int(text: str) -> int:
+    """As :func:`positive_int`, with 0 allowed (a seed)."""
+    return _whole_number(text, minimum=0, what="a whole number >= 0")
+
+
+def _whole_number(text: str, *, minimum: int, what: str) -> int:
     try:
         value = Decimal(text.strip().replace("_", ""))
     except (InvalidOperation, ValueError):
@@ -22,8 +31,8 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
     if value > MAX_INT:
         raise argparse.ArgumentTypeError(f"{text!r} is too large (at most {MAX_INT:.0e})")
-    if value != value.to_integral_value() or value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    if value != value.to_integral_value() or value < minimum:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
     return int(value)
 
 

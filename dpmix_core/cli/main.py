@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from dpmix_core.cli.argtypes import finite_float, positive_int
+from dpmix_core.cli.argtypes import finite_float, nonnegative_int, positive_int
 from dpmix_core.privacy.accountant_names import ACCOUNTANT_NAMES
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
 from dpmix_core.training.collapse import shift_note
@@ -579,7 +579,7 @@ def _add_sweep(sub) -> None:
     )
     p.add_argument(
         "--seeds",
-        type=_seed,
+        type=nonnegative_int,
         nargs="+",
         metavar="S",
         help="run only these of the sweep's seeds (0..repeats-1 for a preset; with --repeats N, 0..N-1)",
@@ -614,17 +614,6 @@ def _checked_repeats(repeats: int | None) -> int | None:
     if repeats is not None:
         check_sweep_cost(repeats)
     return repeats
-
-
-def _seed(text: str) -> int:
-    """A seed on the command line: a whole number, 0 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number. Found {text!r}.") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"a seed is 0 or more. Found {value}.")
-    return value
 
 
 def _axis_number(text: str) -> float:

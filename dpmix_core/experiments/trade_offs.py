@@ -201,11 +201,10 @@ def expand_cli_spec(
     if seeds:
         check_seeds(spec, seeds, repeats)
     stored = spec if repeats is None or repeats <= spec.repeats else replace(spec, repeats=repeats)
-    piece = narrow_spec(spec, repeats=repeats, values=values, series=series)
-    if seeds:  # each chosen seed as a one-repeat spec starting there: the same runs, with the same keys
-        piece_of = [replace(piece, base=replace(piece.base, seed=s), repeats=1) for s in sorted(set(seeds))]
-        return spec.name, [job for one in piece_of for job in sweep_jobs(one)], stored.to_dict()
-    return spec.name, sweep_jobs(piece), stored.to_dict()
+    jobs = sweep_jobs(narrow_spec(spec, repeats=repeats, values=values, series=series))
+    if seeds:
+        jobs = [job for job in jobs if job[1]["seed"] in seeds]
+    return spec.name, jobs, stored.to_dict()
 
 
 def check_seeds(spec: SweepSpec, seeds: list | tuple, repeats: int | None = None) -> None:
