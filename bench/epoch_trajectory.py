@@ -11,7 +11,8 @@ a shorter run is the first epochs of the full one. The test split is read after 
 ``run_config(watch=...)``, which neither trains nor draws random numbers: the run is the one the store would
 hold. Nothing may be chosen with these numbers (they are test accuracies); REPRODUCTION.md ("The inputs as
 released") used them to show what the release's validation split cannot see. Prints a markdown table; ``--json
-FILE`` also writes the rows.
+FILE`` also writes the rows; ``--progress FILE`` appends each epoch's row as it is read (a long run cut off
+still leaves its trajectory).
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from dpmix_core.experiments.runner import run_config  # noqa: E402
 from dpmix_core.training.train import evaluate  # noqa: E402
 
 
-def trajectory(preset: str, epsilon: float, series: str, seed: int, epochs: int, overrides: dict) -> list[dict]:
+def trajectory(
+    preset: str, epsilon: float, series: str, seed: int, epochs: int, overrides: dict, progress: Path | None = None
+) -> list[dict]:
     runs = [
         r
         for r in get_preset(preset).runs()
@@ -54,6 +57,9 @@ def trajectory(preset: str, epsilon: float, series: str, seed: int, epochs: int,
                 "seconds": entry["seconds"],
             }
         )
+        if progress is not None:  # one JSON line per epoch, so a run cut off still leaves its trajectory
+            with progress.open("a") as f:
+                f.write(json.dumps({"run": config.label, **rows[-1]}) + "\n")
 
     result = run_config(config, watch=watch)
     assert rows and rows[-1]["test_accuracy"] == result["test_accuracy"], "the watched model is the run's model"
@@ -70,10 +76,19 @@ def main() -> None:
     ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=JSON", help="RunConfig fields to change")
     ap.add_argument("--data-dir", help="folder with mnist.npz (sets DPMIX_DATA_DIR)")
     ap.add_argument("--json", help="also write the rows to this file")
+    ap.add_argument("--progress", help="append each epoch's row to this file as a JSON line when it is read")
     args = ap.parse_args()
     if args.data_dir:
         os.environ["DPMIX_DATA_DIR"] = args.data_dir
-    rows = trajectory(args.preset, args.epsilon, args.series, args.seed, args.epochs, parse_set(args.set))
+    rows = trajectory(
+        args.preset,
+        args.epsilon,
+        args.series,
+        args.seed,
+        args.epochs,
+        parse_set(args.set),
+        Path(args.progress) if args.progress else None,
+    )
     print("| epoch | test acc. (%) | release's val. loss | release's val. acc. (%) | train loss | s |")
     print("|---|---|---|---|---|---|")
     for r in rows:
