@@ -59,7 +59,7 @@ def trajectory(
         )
         if progress is not None:  # one JSON line per epoch, so a run cut off still leaves its trajectory
             with progress.open("a") as f:
-                f.write(json.dumps({"run": config.label, **rows[-1]}) + "\n")
+                f.write(json.dumps({"run": config.label, "seed": config.seed, **rows[-1]}) + "\n")
 
     result = run_config(config, watch=watch)
     assert rows and rows[-1]["test_accuracy"] == result["test_accuracy"], "the watched model is the run's model"
