@@ -40,6 +40,7 @@ MODELS = [
     ("dpcda-cnn", (28, 28)),
     ("dpcda-cnn-gn", (28, 28)),
     ("scatter-linear", (81, 7, 7)),
+    ("scatter-cnn", (81, 7, 7)),
     ("linear", (784,)),
 ]
 
@@ -95,9 +96,11 @@ def _eval_sps(model_name: str, shape, seconds: float) -> float:
     return done / (time.perf_counter() - t0)
 
 
-def bench_throughput(seconds: float) -> list[dict]:
+def bench_throughput(seconds: float, only: list[str] | None = None) -> list[dict]:
     rows = []
     for name, shape in MODELS:
+        if only and name not in only:
+            continue
         row = {"model": name}
         for bs in (32, 128):
             row[f"train_bs{bs}"] = _fit_sps(name, shape, batch_size=bs, dp=False, seconds=seconds)
@@ -208,6 +211,7 @@ def main(argv=None) -> int:
     p.add_argument("--data-dir", default=os.environ.get("DPMIX_DATA_DIR"), help="folder with mnist.npz")
     p.add_argument("--seconds", type=float, default=3.0, help="timing window per throughput measurement")
     p.add_argument("--skip-throughput", action="store_true")
+    p.add_argument("--models", nargs="+", choices=[m for m, _ in MODELS], help="throughput of these models only")
     p.add_argument("--skip-presets", action="store_true")
     p.add_argument("--skip-gap", action="store_true")
     p.add_argument("--all-runs", action="store_true", help="time every run of every quick preset")
@@ -223,7 +227,7 @@ def main(argv=None) -> int:
     }
     print(f"Command: `{cmd}`  \nMachine: {report['machine']}\n")
     if not args.skip_throughput:
-        rows = bench_throughput(args.seconds)
+        rows = bench_throughput(args.seconds, args.models)
         report["throughput"] = rows
         report["scattering_images_per_second"] = bench_scattering()
         print("### Training throughput on CPU (samples/s, in-memory tensors)\n")

@@ -43,6 +43,14 @@ def test_typed_numbers_are_checked_next_to_their_box(at):
     assert not at.error and any("runs**, estimated" in m.value for m in at.markdown)
 
 
+def test_a_scatternet_model_builds_a_feature_release_or_says_which_mechanism(at):
+    at.radio(key="tr_mode").set_value("Build your own").run()
+    at.selectbox(key="tr_model").set_value("scatter-cnn").run()  # default mechanism: class-centric
+    assert not at.exception and any("only the poisson mechanism" in e.value for e in at.error)
+    at.multiselect(key="tr_mechs").set_value(["poisson"]).run()
+    assert not at.exception and not at.error and any("runs**, estimated" in m.value for m in at.markdown)
+
+
 def test_launch_tiny_job_see_it_complete_and_plot(at):
     at.radio(key="tr_mode").set_value("Build your own").run()
     at.multiselect(key="tr_mechs").set_value(["dpmix"])

@@ -105,6 +105,7 @@ def test_schedule_follows_the_paper_scaled():
     assert run.schedule == "constant" and run.model == "scatter-linear" and run.loss == "gkl"
     assert run.synthesis.accountant == "pld-poisson" and run.synthesis.sigma_ratio == 2.0
     assert run.synthesis.features == "scattering" and run.synthesis.l == 64
+    assert candidate_run(_search(model="scatter-cnn"), Candidate(64, 1000, 2.0), epochs=10).model == "scatter-cnn"
 
 
 def test_over_budget_searches_are_refused_before_any_work():
@@ -127,6 +128,7 @@ def test_over_budget_searches_are_refused_before_any_work():
         (dict(dataset="nope"), "Unknown dataset"),
         (dict(device="gpu7"), "device must be"),
         (dict(seed=-1), "seed must be"),
+        (dict(model="thesis-cnn"), "model must be one of scatter-linear, scatter-cnn, linear"),
     ],
 )
 def test_bad_settings_are_one_line_value_errors(kw, message):
@@ -170,10 +172,24 @@ def test_budget_for_each_release_reports_the_larger_search_epsilon(tmp_path, cap
     argv += ["--lambda", "1,2", "--short-epochs", "1", "--long-epochs", "1", "--budget-covers", "release"]
     assert main([*argv, "--device", "cpu", "--json"]) == 0
     stored = json.loads(capsys.readouterr().out)
+    assert stored["search"]["model"] == "scatter-linear"  # the default: DPFMix's linear layer
     # two releases of the same data, each at eps <= 4: together more than either, at most their sum
     assert all(3.9 < t["certified_epsilon"] <= 4.0 for t in stored["trials"])
     assert stored["chosen"]["certified_epsilon"] < stored["search_epsilon"] <= 2 * 4.0 + 1e-9
     assert "only if the choice is made without the private data" in stored["search_epsilon_note"]
+
+
+def test_cli_model_reaches_every_candidate_run():
+    import argparse
+
+    from dpmix_core.cli.best_release import add_best_release_arguments, search_from_args
+
+    parser = argparse.ArgumentParser()
+    add_best_release_arguments(parser)
+    search = search_from_args(parser.parse_args(["--target-epsilon", "1", "--model", "scatter-cnn"]))
+    assert search.model == "scatter-cnn"
+    assert {candidate_run(search, c, epochs=2).model for c in search.space.candidates()} == {"scatter-cnn"}
+    assert search_from_args(parser.parse_args(["--target-epsilon", "1"])).model == "scatter-linear"
 
 
 def test_split_budget_is_the_largest_share_whose_composition_fits():
@@ -221,6 +237,7 @@ def test_composed_epsilon_of_one_release_is_its_rdp_bound_and_grows_with_more():
         (["--target-epsilon", "1", "--budget-runs", "3"], "over the budget of 3"),
         (["--target-epsilon", "1", "--out", "x.txt"], "must end in .json"),
         (["--target-epsilon", "1", "--long-epochs", "1"], "at least as long"),
+        (["--target-epsilon", "1", "--model", "thesis-cnn"], "invalid choice: 'thesis-cnn'"),
     ],
 )
 def test_cli_bad_input_is_one_line_and_exit_2(capsys, tmp_path, monkeypatch, extra, message):

@@ -136,6 +136,7 @@ def test_run_key_is_canonical():
         (dict(method="dp-pca", model="thesis-cnn"), "model = 'linear'"),
         (dict(method="non-private", model="thesis-cnn", features="scattering"), "scattering features need"),
         (dict(method="non-private", model="scatter-linear"), "needs features"),
+        (dict(method="non-private", model="scatter-cnn"), "'scatter-cnn' needs features"),
         (dict(method="mixing", synthesis=SynthesisConfig("dpmix", sigma_x=1.0), loss="mse"), "regression"),
         (dict(method="mixing", synthesis=SynthesisConfig("label-laplace")), "mixing mechanism"),
         (dict(method="label-laplace", synthesis=SynthesisConfig("dpmix", sigma_x=1.0)), "needs synthesis.mechanism"),

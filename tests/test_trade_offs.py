@@ -28,3 +28,21 @@ def test_published_reference_points_are_drawn_as_not_ours_and_get_no_verdict():
     assert f"{REFERENCE_PREFIX}DP diffusion model" in names and "published — s" in names
     with pytest.raises(ValueError, match="reference"):
         Published("s", 1.0, 0.9, reference="yes")
+
+
+def test_a_custom_sweep_on_a_scatternet_model_releases_features():
+    """scatter-linear / scatter-cnn train on ScatterNet features: the page's sweep releases features, not pixels."""
+    import pytest
+
+    from dpmix_core.experiments.trade_offs import custom_spec
+
+    knobs = dict(axis="sigma", values=(0.5,), repeats=1, loss="gkl", epochs=1, l=16, T=200, sigma=0.5)
+    knobs.update(accountant="pld-poisson", delta=1e-5, dataset="embedded", baselines=("non-private",))
+    spec = custom_spec(mechanisms=("poisson",), model="scatter-cnn", **knobs)
+    runs = spec.runs()
+    assert {r.features for r in runs} == {"scattering"} and {r.model for r in runs} == {"scatter-cnn"}
+    assert [r.synthesis.features for r in runs if r.method == "mixing"] == ["scattering"]
+    pixels = custom_spec(mechanisms=("poisson",), model="linear", **knobs)
+    assert {r.features for r in pixels.runs()} == {"pixels"}
+    with pytest.raises(ValueError, match="only the poisson mechanism"):
+        custom_spec(mechanisms=("poisson", "dpmix"), model="scatter-linear", **knobs)

@@ -116,6 +116,8 @@ def test_cross_entropy_argmax_and_mse():
         ("thesis-cnn", (32, 32, 3)),
         ("dpcda-cnn", (32, 32, 3)),
         ("scatter-linear", (81, 7, 7)),
+        ("scatter-cnn", (81, 7, 7)),
+        ("scatter-cnn", (243, 8, 8)),
         ("linear", (784,)),
         ("linear", (50,)),
     ],
@@ -150,6 +152,34 @@ def test_dpcda_cnn_layout_is_its_table_1(name, norm):
     layers = [type(m).__name__ for m in model.features]
     assert layers[1:5] == ["Conv2d", "ReLU", norm.__name__, "MaxPool2d"]  # ReLU before the norm, as the table
     assert sum(isinstance(m, torch.nn.Dropout) and m.p == 0.5 for m in model.head) == 2
+
+
+def test_scatter_cnn_layout_is_tramer_boneh_mnist_cnn():
+    """Tramer & Boneh 2021 (MNIST ScatterNet + CNN): conv 16@3x3 s2 p1, tanh, conv 32@3x3 s1 p1, tanh, fc 32, fc K."""
+    model = build_model("scatter-cnn", input_shape=(81, 7, 7), num_outputs=10)
+    convs = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert [(c.in_channels, c.out_channels, c.kernel_size, c.stride, c.padding) for c in convs] == [
+        (81, 16, (3, 3), (2, 2), (1, 1)),
+        (16, 32, (3, 3), (1, 1), (1, 1)),
+    ]
+    fcs = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert [(f.in_features, f.out_features) for f in fcs] == [(32 * 4 * 4, 32), (32, 10)]  # 7x7 -> 4x4 at stride 2
+    assert sum(isinstance(m, torch.nn.Tanh) for m in model.modules()) == 3
+    expected = (81 * 9 + 1) * 16 + (16 * 9 + 1) * 32 + (512 + 1) * 32 + (32 + 1) * 10
+    assert count_parameters(model) == expected == 33066
+    # per-sample GroupNorm (27 groups, no learned scale) unless the release already normalised each record
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.GroupNorm)]
+    assert len(norms) == 1 and norms[0].num_groups == 27 and not norms[0].affine
+    bare = build_model("scatter-cnn", input_shape=(81, 7, 7), num_outputs=10, normalised_features=True)
+    assert not any(isinstance(m, torch.nn.GroupNorm) for m in bare.modules())
+    # GroupNorm makes the normalised model blind to a per-sample positive scale (clipping, division by m)
+    x = torch.randn(2, 81 * 49, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(model(x), model(x * torch.tensor([[3.0], [0.5]])), atol=1e-3, rtol=1e-3)
+    assert not torch.allclose(bare(x), bare(x * torch.tensor([[3.0], [0.5]])), atol=1e-2)  # without: it is not
+    with pytest.raises(ValueError, match="shape \\(C, h, w\\)"):
+        build_model("scatter-cnn", input_shape=(28, 28), num_outputs=10)
+    with pytest.raises(ValueError, match="multiple of the 27 groups"):
+        build_model("scatter-cnn", input_shape=(80, 7, 7), num_outputs=10)
 
 
 def test_unknown_model():
@@ -417,6 +447,7 @@ MIXING_CASES = [
         dict(l=4, T=400, sigma_x=0.05, preprocessing="zscore", zscore_constants=(0.0, 1.0), features="scattering"),
     ),
     ("poisson", "scatter-linear", "gkl", "scattering", dict(l=16, T=400, sigma_x=0.01, features="scattering")),
+    ("poisson", "scatter-cnn", "gkl", "scattering", dict(l=16, T=400, sigma_x=0.01, features="scattering")),
 ]
 
 
@@ -489,6 +520,7 @@ BASELINE_CASES = [
     RunConfig("dp-sgd", model="thesis-cnn", loss="ce", dpsgd_epsilon=4.0, **SMALL),
     RunConfig("dp-sgd", model="dpcda-cnn-gn", loss="ce", dpsgd_epsilon=4.0, dpsgd_accountant="rdp-poisson", **SMALL),
     RunConfig("dp-sgd", model="scatter-linear", features="scattering", loss="ce", dpsgd_epsilon=2.0, **SMALL),
+    RunConfig("dp-sgd", model="scatter-cnn", features="scattering", loss="ce", dpsgd_epsilon=2.0, **SMALL),
     RunConfig("dp-sgd", model="linear", loss="mse", dpsgd_epsilon=2.0, **SMALL),
     RunConfig(
         "label-laplace",

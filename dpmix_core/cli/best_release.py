@@ -27,6 +27,7 @@ def _float_list(text: str) -> tuple[float, ...]:
 def add_best_release_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``best-release`` (wire with ``set_defaults(func=cli_best_release)``)."""
     from dpmix_core.data import DATASET_NAMES
+    from dpmix_core.training.names import FEATURE_MODELS
 
     parser.add_argument("--target-epsilon", type=positive_float, required=True, help="the budget's epsilon")
     parser.add_argument("--delta", type=finite_float, default=1e-5)
@@ -52,6 +53,13 @@ def add_best_release_arguments(parser: argparse.ArgumentParser) -> None:
         default="search",
         help="search (default): the target epsilon bounds what you publish, the chosen release and the choice, "
         "so the candidates share it; release: each candidate at the target (the search's larger epsilon is shown)",
+    )
+    parser.add_argument(
+        "--model",
+        choices=FEATURE_MODELS,
+        default="scatter-linear",
+        help="classifier every candidate trains: scatter-linear (DPFMix's, default), scatter-cnn (a small CNN on "
+        "the same features, Tramer & Boneh 2021) or linear",
     )
     parser.add_argument(
         "--selection",
@@ -144,4 +152,5 @@ def search_from_args(args: argparse.Namespace):
         device=args.device,
         budget_covers=args.budget_covers,
         selection=args.selection,
+        model=args.model,
     )

@@ -69,6 +69,7 @@ from dpmix_core.resources.limits import (
     mixing_cost,
 )
 from dpmix_core.synthesis.pipeline import SynthesisConfig
+from dpmix_core.training.names import FEATURE_MODELS
 
 __all__ = [
     "ACCOUNTANT",
@@ -183,6 +184,8 @@ class BestReleaseSearch:
         budget_covers: "search" (default): the target bounds what is published, the chosen release *and* the
             choice, so the candidates share it (:func:`split_budget`); "release": every candidate is calibrated
             to the target by itself, and the search's composed epsilon (larger) is reported beside it.
+        model: the classifier every candidate trains: "scatter-linear" (DPFMix's linear layer, default),
+            "scatter-cnn" (Tramer & Boneh's small CNN on the same features) or "linear". Same protocol for all.
     """
 
     target_epsilon: float
@@ -202,6 +205,7 @@ class BestReleaseSearch:
     device: str = "auto"
     budget_covers: str = "search"  # "search": the target bounds everything published; "release": each candidate
     selection: str = "pooled"  # "pooled": one held-out set for every candidate; "own": each release's own split
+    model: str = "scatter-linear"
 
     def __post_init__(self) -> None:
         if not (isinstance(self.target_epsilon, (int, float)) and 0 < self.target_epsilon < math.inf):
@@ -228,6 +232,8 @@ class BestReleaseSearch:
             )
         if self.budget_covers not in BUDGET_COVERS:
             raise ValueError(f"budget_covers must be one of {', '.join(BUDGET_COVERS)}. Found {self.budget_covers!r}.")
+        if self.model not in FEATURE_MODELS:
+            raise ValueError(f"model must be one of {', '.join(FEATURE_MODELS)}. Found {self.model!r}.")
         if self.selection not in SELECTIONS:
             raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}. Found {self.selection!r}.")
         for name in ("train_limit", "test_limit"):
@@ -262,8 +268,9 @@ def candidate_run(
     sigma_x: float | None = None,
     sigma_y: float | None = None,
 ) -> RunConfig:
-    """The training run of one candidate: the DPFMix Table 3 protocol (scatter-linear, generalised KL, Adam 1e-3,
-    batch 256, lr / 10 at 40/60/80 % of ``epochs``) on the candidate's feature-mixing release.
+    """The training run of one candidate: the DPFMix Table 3 protocol (the search's model, scatter-linear by
+    default; generalised KL, Adam 1e-3, batch 256, lr / 10 at 40/60/80 % of ``epochs``) on the candidate's
+    feature-mixing release.
 
     With ``sigma_x``/``sigma_y`` (already calibrated) the release uses them; without, it calibrates to the target.
     """
@@ -288,7 +295,7 @@ def candidate_run(
         dataset=search.dataset,
         features="scattering",
         synthesis=synthesis,
-        model="scatter-linear",
+        model=search.model,
         loss="gkl",
         optimizer="adam",
         lr=1e-3,

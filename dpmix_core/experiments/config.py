@@ -26,12 +26,14 @@ from dpmix_core.synthesis.pipeline import MECHANISMS, SynthesisConfig, resolve_p
 from dpmix_core.training.names import (
     BATCHNORM_MODELS,
     DPSGD_ACCOUNTANTS,
+    FEATURE_MODELS,
     FEATURES,
     INPUT_NORMS,
     LOSSES,
     METHODS,
     MODELS,
     OPTIMIZERS,
+    SCATTER_MODELS,
     SCHEDULES,
 )
 
@@ -184,8 +186,9 @@ class RunConfig:
     every record, computed *before* any mechanism: DPFMix Table 3). With
     ``synthesis.features = "scattering"`` the release itself group-normalises
     each record's features (27 groups) before clipping and mixing (DPFMix
-    App. E.2) and scatter-linear is a plain linear layer; without it (v0.1's
-    runs) raw coefficients are mixed and scatter-linear normalises the mixed point.
+    App. E.2) and scatter-linear / scatter-cnn add no normalisation of their own;
+    without it (v0.1's runs) raw coefficients are mixed and the model normalises
+    the mixed point.
     ``lr_milestones`` (schedule "multistep") and ``early_stopping`` (patience on
     the release's validation accuracy, best weights restored: thesis §4.2)
     enter the run's identity only when used.
@@ -339,15 +342,17 @@ class RunConfig:
 
     def _check_combination(self) -> None:
         syn = self.synthesis
-        if self.features == "scattering" and self.model not in ("scatter-linear", "linear"):
-            raise ValueError(f"scattering features need model 'scatter-linear' or 'linear'. Found {self.model!r}.")
+        if self.features == "scattering" and self.model not in FEATURE_MODELS:
+            raise ValueError(
+                f"scattering features need model 'scatter-linear', 'scatter-cnn' or 'linear'. Found {self.model!r}."
+            )
         if syn is not None and syn.features != "pixels" and self.features != syn.features:
             raise ValueError(
                 f"a release of {syn.features} features needs the run's features = {syn.features!r} "
                 "(the test split is mapped by the same public transform)."
             )
-        if self.features == "pixels" and self.model == "scatter-linear":
-            raise ValueError("model 'scatter-linear' needs features = 'scattering'.")
+        if self.features == "pixels" and self.model in SCATTER_MODELS:
+            raise ValueError(f"model {self.model!r} needs features = 'scattering'.")
         if self.method == "dp-pca" and self.model != "linear":
             raise ValueError(
                 f"dp-pca trains a linear model on the projection; set model = 'linear'. Found {self.model!r}."

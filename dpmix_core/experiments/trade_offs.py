@@ -678,17 +678,31 @@ def custom_spec(
     baselines: tuple[str, ...] = (),
     train_limit: int | None = None,
 ) -> SweepSpec:
-    """A sweep built from the page's controls: one series per mechanism, plus baselines on the same model."""
+    """A sweep built from the page's controls: one series per mechanism, plus baselines on the same model.
+
+    A ScatterNet model (scatter-linear, scatter-cnn) makes it a feature release: every record's ScatterNet
+    features are normalised, clipped and mixed (DPFMix App. E.2), which the Poisson mechanism supports.
+    """
     if not mechanisms:
         raise ValueError("Pick at least one mechanism.")
     from dpmix_core.experiments.config import RunConfig
     from dpmix_core.experiments.spec import Series
     from dpmix_core.synthesis.pipeline import SynthesisConfig
+    from dpmix_core.training.names import SCATTER_MODELS
 
-    synthesis = SynthesisConfig(mechanisms[0], l=l, T=T, sigma_x=sigma, accountant=accountant, delta=delta)
+    features = "scattering" if model in SCATTER_MODELS else "pixels"
+    if features == "scattering" and set(mechanisms) != {"poisson"}:
+        raise ValueError(
+            f"model {model!r} trains on released ScatterNet features, which only the poisson mechanism releases "
+            "here: pick poisson alone, or a pixel model."
+        )
+    synthesis = SynthesisConfig(
+        mechanisms[0], l=l, T=T, sigma_x=sigma, accountant=accountant, delta=delta, features=features
+    )
     base = RunConfig(
         "mixing",
         dataset=dataset,
+        features=features,
         synthesis=synthesis,
         model=model,
         loss=loss,

@@ -1,4 +1,5 @@
-"""Classifiers used to measure the utility of a release: thesis / DPFMix CNN, DP-CDA CNN, ScatterNet + linear, linear.
+"""Classifiers used to measure the utility of a release: thesis / DPFMix CNN, DP-CDA CNN, ScatterNet + linear or
+small CNN, linear.
 
 Every model takes flat float32 rows (B, d), the layout the mechanisms release,
 and reshapes them itself: ``input_shape`` is the dataset's record shape,
@@ -23,6 +24,7 @@ __all__ = [
     "ThesisCNN",
     "DPCDACNN",
     "ScatterLinear",
+    "ScatterCNN",
     "LinearModel",
     "build_model",
     "count_parameters",
@@ -129,6 +131,16 @@ class DPCDACNN(nn.Module):
         return self.head(self.features(x))
 
 
+def _scattering_shape(model: str, input_shape: tuple[int, ...], groups: int) -> tuple[int, int, int]:
+    """(C, h, w) of scattering coefficients, C a multiple of the GroupNorm ``groups``; else a one-line error."""
+    if len(input_shape) != 3:
+        raise ValueError(f"{model} takes scattering features of shape (C, h, w). Found {input_shape}.")
+    c, h, w = (int(s) for s in input_shape)
+    if c % groups:
+        raise ValueError(f"scattering channels ({c}) must be a multiple of the {groups} groups.")
+    return c, h, w
+
+
 class ScatterLinear(nn.Module):
     """Linear classifier on ScatterNet features (Tramer & Boneh 2021; DPFMix Table 3).
 
@@ -144,18 +156,43 @@ class ScatterLinear(nn.Module):
 
     def __init__(self, input_shape: tuple[int, ...], num_outputs: int, *, groups: int = 27, norm: bool = True) -> None:
         super().__init__()
-        if len(input_shape) != 3:
-            raise ValueError(f"scatter-linear takes scattering features of shape (C, h, w). Found {input_shape}.")
-        c, h, w = (int(s) for s in input_shape)
-        if c % groups:
-            raise ValueError(f"scattering channels ({c}) must be a multiple of the {groups} groups.")
-        self.shape = (c, h, w)
+        self.shape = c, h, w = _scattering_shape("scatter-linear", input_shape, groups)
         self.norm = nn.GroupNorm(groups, c, affine=False) if norm else nn.Identity()
         self.linear = nn.Linear(c * h * w, num_outputs)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         z = self.norm(x.reshape(x.shape[0], *self.shape))
         return self.linear(z.flatten(1))
+
+
+class ScatterCNN(nn.Module):
+    """Small CNN on ScatterNet features (Tramer & Boneh 2021, "ScatterNet + CNN" for MNIST / Fashion-MNIST).
+
+    Input: flat scattering coefficients (B, C*h*w), C a multiple of 27 (81 x 7 x 7 for MNIST). The layer list of
+    Tramer & Boneh's MNIST model: (per-sample GroupNorm, 27 groups, no learned parameters) -> conv 16@3x3 stride
+    2 padding 1 -> tanh -> conv 32@3x3 stride 1 padding 1 -> tanh -> flatten (32x4x4 = 512 for 7x7) -> fc 32 ->
+    tanh -> fc K: 33,066 parameters for MNIST, no batch statistics, so DP-SGD can train it too. ``norm=False``
+    as :class:`ScatterLinear` (features normalised per sample before mixing, DPFMix App. E.2). Not in the
+    mixing papers: DPFMix trains a linear layer; this model is ours to try on the same releases (#13 §5).
+    """
+
+    def __init__(self, input_shape: tuple[int, ...], num_outputs: int, *, groups: int = 27, norm: bool = True) -> None:
+        super().__init__()
+        self.shape = c, h, w = _scattering_shape("scatter-cnn", input_shape, groups)
+        self.features = nn.Sequential(
+            nn.GroupNorm(groups, c, affine=False) if norm else nn.Identity(),
+            nn.Conv2d(c, 16, 3, stride=2, padding=1),
+            nn.Tanh(),
+            nn.Conv2d(16, 32, 3, stride=1, padding=1),
+            nn.Tanh(),
+            nn.Flatten(),
+        )
+        with torch.no_grad():
+            flat = int(self.features(torch.zeros(1, c, h, w)).shape[1])
+        self.head = nn.Sequential(nn.Linear(flat, 32), nn.Tanh(), nn.Linear(32, num_outputs))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x.reshape(x.shape[0], *self.shape)))
 
 
 class LinearModel(nn.Module):
@@ -175,23 +212,24 @@ def build_model(
     """A fresh model by name (initialised from torch's global RNG: seed it first).
 
     ``normalised_features``: the inputs are already group-normalised per sample (a
-    feature release, DPFMix App. E.2), so scatter-linear adds no GroupNorm of its own.
+    feature release, DPFMix App. E.2), so scatter-linear and scatter-cnn add no GroupNorm of their own.
 
     Args:
         name: one of :data:`MODELS`: "thesis-cnn", "dpfmix-cnn" (the same CNN with padding 2, DPFMix Table 5),
             "dpcda-cnn" (BatchNorm: not for DP-SGD), "dpcda-cnn-gn",
-            "scatter-linear" or "linear".
+            "scatter-linear", "scatter-cnn" or "linear".
         input_shape: one record's shape: (H, W) or (H, W, C) (channels last) for the image models,
-            (C, h, w) scattering coefficients for scatter-linear (C a multiple of 27), any shape for linear.
+            (C, h, w) scattering coefficients for scatter-linear and scatter-cnn (C a multiple of 27), any shape
+            for linear.
         num_outputs: K for classification, 1 for regression on the label value.
-        normalised_features: see above (scatter-linear only).
+        normalised_features: see above (scatter-linear and scatter-cnn only).
 
     Returns:
         A freshly initialised ``nn.Module`` that takes flat float32 rows (B, prod(input_shape)) and returns
         (B, num_outputs) outputs (logits for classification).
 
     Raises:
-        ValueError: an unknown name, an ``input_shape`` of the wrong rank for an image model or scatter-linear,
+        ValueError: an unknown name, an ``input_shape`` of the wrong rank for an image or scatter model,
             or scattering channels that are not a multiple of 27.
     """
     input_shape = tuple(int(s) for s in input_shape)
@@ -205,6 +243,8 @@ def build_model(
         return DPCDACNN(input_shape, num_outputs, norm="group")
     if name == "scatter-linear":
         return ScatterLinear(input_shape, num_outputs, norm=not normalised_features)
+    if name == "scatter-cnn":
+        return ScatterCNN(input_shape, num_outputs, norm=not normalised_features)
     if name == "linear":
         return LinearModel(input_shape, num_outputs)
     raise ValueError(f"Unknown model {name!r}. Choose one of: {', '.join(MODELS)}.")

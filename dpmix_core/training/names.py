@@ -3,7 +3,9 @@
 from dpmix_core.data.scattering import FEATURES  # noqa: F401 -- re-exported: the feature transforms live with the data
 
 METHODS = ("mixing", "non-private", "dp-sgd", "label-laplace", "dp-pca")
-MODELS = ("thesis-cnn", "dpfmix-cnn", "dpcda-cnn", "dpcda-cnn-gn", "scatter-linear", "linear")
+MODELS = ("thesis-cnn", "dpfmix-cnn", "dpcda-cnn", "dpcda-cnn-gn", "scatter-linear", "scatter-cnn", "linear")
+SCATTER_MODELS = ("scatter-linear", "scatter-cnn")  # take (C, h, w) scattering coefficients
+FEATURE_MODELS = (*SCATTER_MODELS, "linear")  # the models that train on scattering features
 IMAGE_MODELS = ("thesis-cnn", "dpfmix-cnn", "dpcda-cnn", "dpcda-cnn-gn")
 BATCHNORM_MODELS = ("dpcda-cnn",)  # batch statistics mix samples: not DP-SGD compatible (Opacus refuses them)
 LOSSES = ("kl", "ce", "gkl", "mse")

@@ -109,6 +109,7 @@ PROTOCOLS: dict[str, ModelProtocol] = {
     "dpcda-cnn-gn": _DPCDA,
     "dpfmix-cnn": _DPFMIX_APP_E,
     "scatter-linear": _DPFMIX_APP_E,
+    "scatter-cnn": _DPFMIX_APP_E,  # not in DPFMix: trained on its releases with its protocol
     "linear": ModelProtocol(
         "no paper: Adam lr 1e-3, constant, batch 128, cross-entropy (the RunConfig defaults)",
         optimizer="adam",
