@@ -343,9 +343,8 @@ class RunConfig:
     def _check_combination(self) -> None:
         syn = self.synthesis
         if self.features == "scattering" and self.model not in FEATURE_MODELS:
-            raise ValueError(
-                f"scattering features need model 'scatter-linear', 'scatter-cnn' or 'linear'. Found {self.model!r}."
-            )
+            names = ", ".join(repr(m) for m in FEATURE_MODELS)
+            raise ValueError(f"scattering features need one of the models {names}. Found {self.model!r}.")
         if syn is not None and syn.features != "pixels" and self.features != syn.features:
             raise ValueError(
                 f"a release of {syn.features} features needs the run's features = {syn.features!r} "
