@@ -3,7 +3,7 @@
 Modules (torch is imported by the ones that need it, not here):
 
 * :mod:`~dpmix_core.training.models` — thesis CNN (Table 4.1), DP-CDA CNN (Table 1; batch-norm / GroupNorm),
-  ScatterNet + linear, linear / logistic;
+  ScatterNet + linear (DPFMix) or small CNN (Tramèr & Boneh 2021), linear / logistic;
 * :mod:`~dpmix_core.training.losses` — KL to noisy soft labels, CE on argmax, generalized KL, MSE;
 * :mod:`~dpmix_core.training.train` — the in-memory training loop and evaluation;
 * :mod:`~dpmix_core.data.scattering` — cached ScatterNet features (kymatio), per-sample GroupNorm;
