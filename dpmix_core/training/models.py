@@ -178,8 +178,9 @@ class ScatterCNN(nn.Module):
 
     def __init__(self, input_shape: tuple[int, ...], num_outputs: int, *, groups: int = 27, norm: bool = True) -> None:
         super().__init__()
-        self.shape = c, h, w = _scattering_shape("scatter-cnn", input_shape, groups)
+        c, h, w = _scattering_shape("scatter-cnn", input_shape, groups)
         self.features = nn.Sequential(
+            nn.Unflatten(1, (c, h, w)),
             nn.GroupNorm(groups, c, affine=False) if norm else nn.Identity(),
             nn.Conv2d(c, 16, 3, stride=2, padding=1),
             nn.Tanh(),
@@ -187,12 +188,12 @@ class ScatterCNN(nn.Module):
             nn.Tanh(),
             nn.Flatten(),
         )
-        with torch.no_grad():
-            flat = int(self.features(torch.zeros(1, c, h, w)).shape[1])
-        self.head = nn.Sequential(nn.Linear(flat, 32), nn.Tanh(), nn.Linear(32, num_outputs))
+        self.head = nn.Sequential(
+            nn.Linear(_flat_size(self.features, (c, h, w)), 32), nn.Tanh(), nn.Linear(32, num_outputs)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x.reshape(x.shape[0], *self.shape)))
+        return self.head(self.features(x))
 
 
 class LinearModel(nn.Module):
