@@ -51,6 +51,16 @@ def test_a_scatternet_model_builds_a_feature_release_or_says_which_mechanism(at)
     assert not at.exception and not at.error and any("runs**, estimated" in m.value for m in at.markdown)
 
 
+def test_the_closed_form_model_is_offered_and_refuses_a_dp_sgd_baseline(at):
+    at.radio(key="tr_mode").set_value("Build your own").run()
+    at.selectbox(key="tr_model").set_value("corrected-lsq").run()
+    assert not at.exception and not at.error and any("runs**, estimated" in m.value for m in at.markdown)
+    at.selectbox(key="tr_axis").set_value("target ε")
+    at.text_input(key="tr_values").input("1.0")
+    at.multiselect(key="tr_baselines").set_value(["dp-sgd"]).run()
+    assert not at.exception and any("closed form; DP-SGD" in e.value for e in at.error)
+
+
 def test_launch_tiny_job_see_it_complete_and_plot(at):
     at.radio(key="tr_mode").set_value("Build your own").run()
     at.multiselect(key="tr_mechs").set_value(["dpmix"])

@@ -24,6 +24,7 @@ from dpmix_core.experiments.best_release import (
     search_cost,
     search_refusal,
 )
+from dpmix_core.experiments.presets import estimate_seconds
 from dpmix_core.resources.limits import LimitExceeded, Limits
 
 TINY = SearchSpace(mix_degrees=(8, 32), num_points=(300, 600), sigma_ratios=(1.0,))
@@ -71,6 +72,22 @@ def test_the_choice_is_the_best_validation_accuracy_and_ignores_the_test_set():
     payload = json.loads(json.dumps(best.to_dict(), allow_nan=False))
     assert payload["chosen"]["candidate"] == {"m": 8, "T": 600, "sigma_ratio": 1.0}
     assert all("test_accuracy" not in t for t in payload["trials"])  # only the chosen run's, after the choice
+
+
+def test_a_closed_form_model_has_no_finalist_round():
+    calls = []
+    val = {(8, 300): 0.50, (8, 600): 0.70, (32, 300): 0.60, (32, 600): 0.40}
+    run = _fake_run(lambda m, T, e: val[(m, T)], lambda m, T, e: 0.9, calls)
+    search = _search(selection="own", model="corrected-lsq")
+    assert search.finalist_count == 0 and planned_runs(search) == 4  # a longer "training" is the same fit
+    best = run_search(search, run=run)
+    assert len(calls) == 4 and {c.model for c in calls} == {"corrected-lsq"} and {c.epochs for c in calls} == {1}
+    assert best.chosen.candidate == Candidate(8, 600, 1.0)
+    cost = search_cost(search)
+    assert cost.what == "a search of 4 training runs"
+    assert cost.seconds == pytest.approx(
+        sum(estimate_seconds(candidate_run(search, c, epochs=1)) for c in TINY.candidates())
+    )
 
 
 def test_selection_cannot_see_a_test_accuracy():

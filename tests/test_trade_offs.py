@@ -46,3 +46,16 @@ def test_a_custom_sweep_on_a_scatternet_model_releases_features():
     assert {r.features for r in pixels.runs()} == {"pixels"}
     with pytest.raises(ValueError, match="only the poisson mechanism"):
         custom_spec(mechanisms=("poisson", "dpmix"), model="scatter-linear", **knobs)
+
+
+def test_a_custom_sweep_of_the_closed_form_model_has_one_step_runs_and_no_dp_sgd():
+    import pytest
+
+    from dpmix_core.experiments.trade_offs import custom_spec
+
+    knobs = dict(axis="target_epsilon", values=(1.0,), repeats=1, loss="ce", epochs=30, l=16, T=200, sigma=0.5)
+    knobs.update(accountant="rdp-wor", delta=1e-5, dataset="embedded")
+    spec = custom_spec(mechanisms=("dpmix",), model="corrected-lsq", baselines=("non-private",), **knobs)
+    assert {(r.model, r.epochs, r.features) for r in spec.runs()} == {("corrected-lsq", 1, "pixels")}
+    with pytest.raises(ValueError, match="closed form; DP-SGD"):
+        custom_spec(mechanisms=("dpmix",), model="corrected-lsq", baselines=("dp-sgd",), **knobs)

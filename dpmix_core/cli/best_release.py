@@ -59,7 +59,8 @@ def add_best_release_arguments(parser: argparse.ArgumentParser) -> None:
         choices=FEATURE_MODELS,
         default="scatter-linear",
         help="classifier every candidate trains: scatter-linear (DPFMix's, default), scatter-cnn (a small CNN on "
-        "the same features, Tramer & Boneh 2021) or linear",
+        "the same features, Tramer & Boneh 2021), linear, or corrected-lsq (closed-form least squares corrected "
+        "for each release's noise: seconds a candidate, no finalist round)",
     )
     parser.add_argument(
         "--selection",

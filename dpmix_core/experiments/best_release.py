@@ -69,7 +69,7 @@ from dpmix_core.resources.limits import (
     mixing_cost,
 )
 from dpmix_core.synthesis.pipeline import SynthesisConfig
-from dpmix_core.training.names import FEATURE_MODELS
+from dpmix_core.training.names import CLOSED_FORM_MODELS, FEATURE_MODELS
 
 __all__ = [
     "ACCOUNTANT",
@@ -185,7 +185,9 @@ class BestReleaseSearch:
             choice, so the candidates share it (:func:`split_budget`); "release": every candidate is calibrated
             to the target by itself, and the search's composed epsilon (larger) is reported beside it.
         model: the classifier every candidate trains: "scatter-linear" (DPFMix's linear layer, default),
-            "scatter-cnn" (Tramer & Boneh's small CNN on the same features) or "linear". Same protocol for all.
+            "scatter-cnn" (Tramer & Boneh's small CNN on the same features), "linear", or "corrected-lsq" (least
+            squares in closed form, corrected for each release's noise: no epochs, so no finalist round). Same
+            protocol for all.
     """
 
     target_epsilon: float
@@ -248,7 +250,10 @@ class BestReleaseSearch:
 
     @property
     def finalist_count(self) -> int:
-        """Finalists actually run: at most the number of candidates."""
+        """Finalists actually run: at most the number of candidates; none for a closed-form model (no epochs:
+        a longer training is the same fit)."""
+        if self.model in CLOSED_FORM_MODELS:
+            return 0
         return min(self.finalists, len(self.space.candidates()))
 
 
@@ -780,9 +785,10 @@ def run_search(
                 predictors[candidate] = probe[1]
             done.append(trial)
             score = "no score" if trial.val_accuracy is None else f"own validation accuracy {trial.val_accuracy:.4f}"
+            length = "closed form" if search.model in CLOSED_FORM_MODELS else f"{epochs} epochs"
             say(
                 f"{name} {i}/{len(candidates)}: {candidate.describe()}, sigma_x={trial.sigma_x:.4g}, "
-                f"{epochs} epochs: {score}{' (collapsed)' if trial.collapsed else ''} ({trial.seconds:.0f} s)"
+                f"{length}: {score}{' (collapsed)' if trial.collapsed else ''} ({trial.seconds:.0f} s)"
             )
         return done, predictors
 
@@ -798,7 +804,8 @@ def run_search(
             out.append(t)
         return out
 
-    first, predictors = train_round(list(sigmas), search.short_epochs, "round 1")
+    short = 1 if search.model in CLOSED_FORM_MODELS else search.short_epochs  # a closed-form fit: one step
+    first, predictors = train_round(list(sigmas), short, "round 1")
     pool = pool_held_out(points.items()) if points else None
     points.clear()  # the pool holds a copy
     if pool is not None:
@@ -814,14 +821,15 @@ def run_search(
     if not ranked:
         raise ValueError("no candidate was certified at the target, learned and was scored; see the trials' errors.")
     finalists = [t.candidate for t in ranked[: search.finalist_count]]
-    if search.long_epochs > search.short_epochs:
+    if finalists and search.long_epochs > search.short_epochs:
         final, predictors = train_round(finalists, search.long_epochs, "finalists")
         final = scored(final, predictors, "finalists")
         trials.extend(final)
         ranked = rank_trials(final, target_epsilon=per_candidate, selection=search.selection) or ranked
     chosen = ranked[0]
     after_choice = held_out[(chosen.candidate, chosen.epochs)]  # read only now, for the chosen trial
-    say(f"chosen: {chosen.candidate.describe()} ({chosen.epochs} epochs, by {search.selection} validation accuracy)")
+    length = "closed form" if search.model in CLOSED_FORM_MODELS else f"{chosen.epochs} epochs"
+    say(f"chosen: {chosen.candidate.describe()} ({length}, by {search.selection} validation accuracy)")
     if after_choice.get("test_accuracy") is None:
         raise ValueError("the chosen run reported no test accuracy.")
     return BestRelease(

@@ -25,6 +25,7 @@ from dpmix_core.data import DATASET_NAMES
 from dpmix_core.synthesis.pipeline import MECHANISMS, SynthesisConfig, resolve_preprocessing
 from dpmix_core.training.names import (
     BATCHNORM_MODELS,
+    CLOSED_FORM_MODELS,
     DPSGD_ACCOUNTANTS,
     FEATURE_MODELS,
     FEATURES,
@@ -288,6 +289,9 @@ class RunConfig:
                     f"early_stopping must be a patience >= 1 (epochs) or None. Found {self.early_stopping!r}."
                 )
             set_("early_stopping", int(self.early_stopping))
+        if self.model in CLOSED_FORM_MODELS:  # fitted in one step: one "epoch", nothing to stop early
+            set_("epochs", 1)
+            set_("early_stopping", None)
         if not _is_int(self.seed) or self.seed < 0:
             raise ValueError(f"seed must be an integer >= 0. Found {self.seed!r}.")
         set_("seed", int(self.seed))
@@ -352,10 +356,20 @@ class RunConfig:
             )
         if self.features == "pixels" and self.model in SCATTER_MODELS:
             raise ValueError(f"model {self.model!r} needs features = 'scattering'.")
-        if self.method == "dp-pca" and self.model != "linear":
+        if self.method == "dp-pca" and self.model not in ("linear", *CLOSED_FORM_MODELS):
             raise ValueError(
                 f"dp-pca trains a linear model on the projection; set model = 'linear'. Found {self.model!r}."
             )
+        if self.model in CLOSED_FORM_MODELS:
+            if self.method == "dp-sgd":
+                raise ValueError(
+                    f"model {self.model!r} is fitted in closed form, not by DP-SGD's gradient steps: use 'linear'."
+                )
+            if syn is not None and syn.clamp_negative:
+                raise ValueError(
+                    f"model {self.model!r} corrects for additive Gaussian noise; clamp_negative makes the released "
+                    "noise non-Gaussian: set clamp_negative to false."
+                )
         if self.method == "dp-sgd":
             if self.model in BATCHNORM_MODELS:
                 raise ValueError(

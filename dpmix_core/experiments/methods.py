@@ -27,6 +27,7 @@ import numpy as np
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.training import data as D
 from dpmix_core.training.checkpoint import Checkpointer
+from dpmix_core.training.names import CLOSED_FORM_MODELS
 from dpmix_core.training.names import METHODS as METHOD_NAMES
 from dpmix_core.training.train import FitResult, OptimSettings, StopCheck
 
@@ -41,9 +42,13 @@ __all__ = [
     "Privacy",
     "RunContext",
     "TrainingSet",
+    "closed_form_step",
     "get_method",
     "json_epsilon",
 ]
+
+
+FEW_POINTS_PER_FEATURE = 3  # corrected-lsq with fewer fitted points per feature than this gets a note
 
 
 def json_epsilon(x: float | None) -> float | str | None:
@@ -131,9 +136,15 @@ class Method(ABC):
         batch_gen,
         on_epoch: Callable[[dict], None],
     ) -> tuple[Any, FitResult, Privacy | None]:
-        """Step 3 (default: ordinary training): (model, fit result, privacy or None to keep the earlier one)."""
+        """Step 3 (default: ordinary training): (model, fit result, privacy or None to keep the earlier one).
+
+        A closed-form model (``corrected-lsq``) is fitted in one step instead, correcting for the release's
+        published feature noise (``sigma_x``, scaled with the inputs; 0 for real records).
+        """
         from dpmix_core.training.train import fit
 
+        if ctx.config.model in CLOSED_FORM_MODELS:
+            return model, closed_form_step(ctx, model, tensors, on_epoch), None
         xt, yt, xv, yv = tensors
         t0 = time.perf_counter()
         fit_res = fit(
@@ -152,6 +163,49 @@ class Method(ABC):
         )
         ctx.tick("train", t0)
         return model, fit_res, None
+
+
+def closed_form_step(ctx: RunContext, model, tensors: tuple, on_epoch: Callable[[dict], None]) -> FitResult:
+    """Step 3 for a closed-form model (``corrected-lsq``): fit it with the release's published noise, note how.
+
+    ``sigma_x`` is scaled with the inputs (``input_norm``); labels are not, and hard (argmax) labels carry no
+    Gaussian label noise (``sigma_y`` 0). Real records (no release) have no noise. The run's notes say which
+    floor was chosen and warn when there are few fitted points per feature.
+    """
+    from dpmix_core.training.train import fit_closed_form
+
+    xt, yt, xv, yv = tensors
+    t0 = time.perf_counter()
+    sigma_x = float(ctx.extra.get("sigma_x") or 0.0) * float(ctx.extra.get("input_scale", 1.0))
+    # labels are not rescaled by input_norm; hard (argmax) labels carry no Gaussian label noise
+    syn = ctx.config.synthesis
+    sigma_y = 0.0 if syn is not None and syn.hard_labels else float(ctx.extra.get("sigma_y") or 0.0)
+    fit_res = fit_closed_form(
+        model,
+        xt,
+        yt,
+        sigma_x=sigma_x,
+        sigma_y=sigma_y,
+        task=ctx.config.task,
+        x_val=xv,
+        y_val=yv,
+        on_epoch=on_epoch,
+    )
+    ctx.tick("train", t0)
+    chosen = fit_res.history[-1]["floor"]
+    how = "chosen on the release's held-out points" if len(xv) else "(the default: no held-out points)"
+    ctx.notes.append(
+        f"corrected-lsq: least squares in closed form, Gram corrected for feature noise sigma_x = "
+        f"{sigma_x:.4g}, eigenvalue floor {chosen:g} {how} (no epochs, optimiser or loss)"
+    )
+    n_fit, dim = int(xt.shape[0]), (int(xt[0].numel()) if len(xt) else 0)
+    if n_fit < FEW_POINTS_PER_FEATURE * dim:
+        ctx.notes.append(
+            f"corrected-lsq fitted {dim} coefficients per output from {n_fit} points (fewer than "
+            f"{FEW_POINTS_PER_FEATURE} per feature): the noise correction is poorly determined here; a "
+            "gradient-trained model may do better"
+        )
+    return fit_res
 
 
 class Mixing(Method):

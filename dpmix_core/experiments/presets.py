@@ -19,6 +19,7 @@ from typing import Any
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.spec import Published, Series, SweepSpec
 from dpmix_core.synthesis.pipeline import SynthesisConfig
+from dpmix_core.training.names import CLOSED_FORM_MODELS
 
 __all__ = ["PRESETS", "preset_names", "get_preset", "estimate_seconds", "estimate_sweep_seconds", "QUICK_LIMIT_S"]
 
@@ -65,6 +66,11 @@ BATCH_EXPONENT = {
     "scatter-cnn": 0.35,
     "linear": 0.8,
 }
+# corrected-lsq (closed form): float64 Gram of the fitted rows (n d^2 multiply-adds) and one eigendecomposition
+# (d^3), measured with bench/bench_corrected_lsq.py on the idle 2-core machine (5.4e10 / 5.0e9 at d = 784, 5.5e10 /
+# 7.4e9 at d = 3969; the lower of each)
+GRAM_OPS_PER_S = 5.0e10
+EIGH_OPS_PER_S = 5.0e9
 SCATTER_SPS = 2000.0  # ScatterNet J=2, L=8 images/s (first run only: features are cached)
 MIX_OPS_PER_S = 2.5e9  # gathered feature values per second when mixing (T * l * d)
 OVERHEAD_S = 2.0  # imports, dataset load, calibration, privacy card
@@ -114,6 +120,9 @@ def estimate_seconds(run: RunConfig, *, features_cached: bool = True) -> float:
     n_fit = int(rows * (1 - run.val_fraction))
     n_val = rows - n_fit
     model = run.model
+    if model in CLOSED_FORM_MODELS:  # one Gram and one eigendecomposition, no epochs
+        dim = run.pca_components if run.method == "dp-pca" else d
+        return float(seconds + n_fit * dim**2 / GRAM_OPS_PER_S + dim**3 / EIGH_OPS_PER_S + (n_val + n_test) * dim / 1e8)
     factor = _batch_factor(model, run.batch_size)
     if run.method == "dp-sgd":
         seconds += run.epochs * n_fit / (DPSGD_SPS.get(model, 500.0) * factor)
@@ -736,6 +745,16 @@ def _all_methods() -> tuple[SweepSpec, SweepSpec]:
             },
         ),
         Series(
+            "ScatterNet feature mixing (Poisson, pld-poisson) + corrected least squares (ours)",
+            {
+                **poisson,
+                "synthesis": {**poisson["synthesis"], "features": "scattering"},
+                "features": "scattering",
+                "model": "corrected-lsq",  # the same releases as the series above, fitted in closed form
+                "input_norm": "none",
+            },
+        ),
+        Series(
             "label-only Laplace [labels only]",
             {
                 "method": "label-laplace",
@@ -767,7 +786,9 @@ def _all_methods() -> tuple[SweepSpec, SweepSpec]:
             "Gaussian), T = 60000 mixtures of m = 64 records (DPFMix's m, for every mixing method), the thesis "
             "CNN for every pixel method (10 epochs; each method with the loss and learning rate of its own "
             "preset), ScatterNet + linear for feature mixing with DPFMix App. E.3's schedule (200 epochs, batch 256, "
-            "lr 1e-3 / 10 at 80, 120, 160: the runs of dpfmix-table3's PLD series), logistic regression on the projections for DP-PCA. "
+            "lr 1e-3 / 10 at 80, 120, 160: the runs of dpfmix-table3's PLD series), and the same feature releases "
+            "fitted by noise-corrected least squares (corrected-lsq, ours: no paper), logistic regression on the "
+            "projections for DP-PCA. "
             "label-only Laplace protects the labels only and DP-PCA the projection only: their eps is not "
             "comparable to the others' (flagged in the series names)."
         ),

@@ -682,13 +682,14 @@ def custom_spec(
 
     A ScatterNet model (scatter-linear, scatter-cnn) makes it a feature release: every record's ScatterNet
     features are normalised, clipped and mixed (DPFMix App. E.2), which the Poisson mechanism supports.
+    corrected-lsq is fitted in closed form on pixel releases (its epochs are unused) and has no DP-SGD baseline.
     """
     if not mechanisms:
         raise ValueError("Pick at least one mechanism.")
     from dpmix_core.experiments.config import RunConfig
     from dpmix_core.experiments.spec import Series
     from dpmix_core.synthesis.pipeline import SynthesisConfig
-    from dpmix_core.training.names import SCATTER_MODELS
+    from dpmix_core.training.names import CLOSED_FORM_MODELS, SCATTER_MODELS
 
     features = "scattering" if model in SCATTER_MODELS else "pixels"
     if features == "scattering" and set(mechanisms) != {"poisson"}:
@@ -714,6 +715,10 @@ def custom_spec(
     if "non-private" in baselines:
         series.append(Series("non-private", {"method": "non-private", "synthesis": None}))
     if "dp-sgd" in baselines:
+        if model in CLOSED_FORM_MODELS:
+            raise ValueError(
+                f"model {model!r} is fitted in closed form; DP-SGD trains by gradient steps: compare on 'linear'."
+            )
         if axis != "target_epsilon":
             raise ValueError("DP-SGD is compared at equal epsilon: use the target ε axis.")
         series.append(Series("DP-SGD (Opacus)", {"method": "dp-sgd", "synthesis": None}))

@@ -218,10 +218,11 @@ def build_model(
     Args:
         name: one of :data:`MODELS`: "thesis-cnn", "dpfmix-cnn" (the same CNN with padding 2, DPFMix Table 5),
             "dpcda-cnn" (BatchNorm: not for DP-SGD), "dpcda-cnn-gn",
-            "scatter-linear", "scatter-cnn" or "linear".
+            "scatter-linear", "scatter-cnn", "linear" or "corrected-lsq" (a linear layer whose weights
+            :func:`~dpmix_core.training.train.fit_closed_form` sets).
         input_shape: one record's shape: (H, W) or (H, W, C) (channels last) for the image models,
             (C, h, w) scattering coefficients for scatter-linear and scatter-cnn (C a multiple of 27), any shape
-            for linear.
+            for linear and corrected-lsq.
         num_outputs: K for classification, 1 for regression on the label value.
         normalised_features: see above (scatter-linear and scatter-cnn only).
 
@@ -246,7 +247,7 @@ def build_model(
         return ScatterLinear(input_shape, num_outputs, norm=not normalised_features)
     if name == "scatter-cnn":
         return ScatterCNN(input_shape, num_outputs, norm=not normalised_features)
-    if name == "linear":
+    if name in ("linear", "corrected-lsq"):  # corrected-lsq: the same layer, fitted in closed form
         return LinearModel(input_shape, num_outputs)
     raise ValueError(f"Unknown model {name!r}. Choose one of: {', '.join(MODELS)}.")
 

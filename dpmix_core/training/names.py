@@ -3,9 +3,19 @@
 from dpmix_core.data.scattering import FEATURES  # noqa: F401 -- re-exported: the feature transforms live with the data
 
 METHODS = ("mixing", "non-private", "dp-sgd", "label-laplace", "dp-pca")
-MODELS = ("thesis-cnn", "dpfmix-cnn", "dpcda-cnn", "dpcda-cnn-gn", "scatter-linear", "scatter-cnn", "linear")
+MODELS = (
+    "thesis-cnn",
+    "dpfmix-cnn",
+    "dpcda-cnn",
+    "dpcda-cnn-gn",
+    "scatter-linear",
+    "scatter-cnn",
+    "linear",
+    "corrected-lsq",
+)
 SCATTER_MODELS = ("scatter-linear", "scatter-cnn")  # take (C, h, w) scattering coefficients
-FEATURE_MODELS = (*SCATTER_MODELS, "linear")  # the models that train on scattering features
+CLOSED_FORM_MODELS = ("corrected-lsq",)  # fitted in one step, no optimiser (training.corrected_lsq)
+FEATURE_MODELS = (*SCATTER_MODELS, "linear", *CLOSED_FORM_MODELS)  # the models that train on scattering features
 IMAGE_MODELS = ("thesis-cnn", "dpfmix-cnn", "dpcda-cnn", "dpcda-cnn-gn")
 BATCHNORM_MODELS = ("dpcda-cnn",)  # batch statistics mix samples: not DP-SGD compatible (Opacus refuses them)
 LOSSES = ("kl", "ce", "gkl", "mse")

@@ -118,6 +118,16 @@ PROTOCOLS: dict[str, ModelProtocol] = {
         batch_size=128,
         loss="ce",
     ),
+    "corrected-lsq": ModelProtocol(
+        "no optimiser: least squares in closed form, corrected for the release's feature noise, eigenvalue floor "
+        "chosen on the release's held-out points (training.corrected_lsq); epochs, optimiser and loss are unused",
+        optimizer="adam",
+        lr=1e-3,
+        schedule="constant",
+        batch_size=128,
+        loss="ce",
+        paper_epochs=1,
+    ),
 }
 assert set(PROTOCOLS) == set(MODELS), "every model needs a protocol"
 

@@ -276,6 +276,75 @@ def fit(
     return result
 
 
+def fit_closed_form(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    sigma_x: float,
+    sigma_y: float = 0.0,
+    task: str = "classification",
+    x_val: torch.Tensor | None = None,
+    y_val: torch.Tensor | None = None,
+    on_epoch: EpochCallback | None = None,
+) -> FitResult:
+    """Fit a linear model's weights in closed form: noise-corrected least squares (model ``corrected-lsq``).
+
+    See :mod:`dpmix_core.training.corrected_lsq`: ``sigma_x`` and ``sigma_y`` are the release's published noise
+    on features and labels (0 for real records); the eigenvalue floor is chosen on ``x_val``/``y_val`` (the
+    release's own held-out points).
+    The history has one entry: ``loss`` is the mean squared error on the fitted points, ``val_loss`` the
+    corrected squared error on the held-out points (the choice's score), ``floor`` the chosen floor,
+    ``val_accuracy`` as for trained models; no optimiser runs (``lr`` None). Regression fits the label value
+    (one column).
+
+    Raises:
+        ValueError: a model without a single ``linear`` layer, or what
+            :func:`~dpmix_core.training.corrected_lsq.corrected_least_squares` refuses.
+    """
+    from dpmix_core.training.corrected_lsq import corrected_least_squares
+
+    layer = getattr(model, "linear", None)
+    if not isinstance(layer, nn.Linear):
+        raise ValueError(f"closed-form fitting needs a linear model. Found {type(model).__name__}.")
+    as_rows = lambda t: t.detach().cpu().numpy().reshape(len(t), -1)  # noqa: E731
+    targets = lambda t: as_rows(t if task != "regression" or t.ndim > 1 else t[:, None])  # noqa: E731
+    held_out = x_val is not None and y_val is not None and len(x_val) > 0
+    t0 = time.perf_counter()
+    lin = corrected_least_squares(
+        as_rows(x),
+        targets(y),
+        sigma_x=sigma_x,
+        sigma_y=sigma_y,
+        x_val=as_rows(x_val) if held_out else None,
+        y_val=targets(y_val) if held_out else None,
+    )
+    with torch.no_grad():
+        layer.weight.copy_(torch.as_tensor(lin.weight.T, dtype=layer.weight.dtype))
+        layer.bias.copy_(torch.as_tensor(lin.bias, dtype=layer.bias.dtype))
+    result = FitResult(samples=len(x), seconds=time.perf_counter() - t0)
+    entry = {
+        "epoch": 1,
+        "loss": lin.train_mse,
+        "lr": None,
+        "val_accuracy": None,
+        "val_mse": None,
+        "val_loss": lin.scores.get(lin.floor),
+        "floor": lin.floor,
+        "floor_scores": {f"{tau:g}": risk for tau, risk in lin.scores.items()},  # held-out corrected risk per floor
+        "floor_errors": {f"{tau:g}": se for tau, se in lin.score_errors.items()},  # their standard errors
+        "implausible_floors": list(lin.implausible),  # estimates below the label noise: not chosen
+        "seconds": result.seconds,
+    }
+    if x_val is not None and y_val is not None and len(x_val) > 0:
+        metrics = evaluate(model, x_val, y_val, task=task)
+        entry.update(val_accuracy=metrics["accuracy"], val_mse=metrics["mse"])
+    result.history.append(entry)
+    if on_epoch is not None:
+        on_epoch(entry)
+    return result
+
+
 @dataclass
 class _Trainee:
     """The training objects a checkpoint saves and restores (:mod:`dpmix_core.training.checkpoint`)."""
