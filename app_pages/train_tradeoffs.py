@@ -31,7 +31,8 @@ from dpmix_core.experiments.trade_offs import (
 from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.runtime.jobs import default_max_parallel
 from dpmix_core.runtime.store import ResultStore, StoreError
-from dpmix_core.training.names import LOSSES, MODELS
+from dpmix_core.training.names import CLOSED_FORM_MODELS, LOSSES, MODELS
+from dpmix_core.training.protocols import PROTOCOLS
 from dpmix_core.views.inputs import parse_count, parse_real
 
 K = "tr_"
@@ -109,6 +110,8 @@ def _sweep_builder(datasets: dict[str, str]):
         c2, "δ", "delta", "1e-05", lambda t: parse_real(t, name="δ", minimum=0.0, maximum=0.5, strict_minimum=True)
     )
     model = c3.selectbox("Model", MODELS, key=K + "model")
+    if model in CLOSED_FORM_MODELS:
+        c3.caption(f"{model}: {PROTOCOLS[model].source}.")
     loss = c3.selectbox("Loss", LOSSES, index=LOSSES.index("ce"), key=K + "loss")
     epochs = c3.number_input("Epochs", min_value=1, max_value=1000, value=3, key=K + "epochs")
     repeats = c3.number_input("Repeats (seeds)", min_value=1, max_value=100, value=2, key=K + "repeats")

@@ -55,6 +55,7 @@ def test_the_closed_form_model_is_offered_and_refuses_a_dp_sgd_baseline(at):
     at.radio(key="tr_mode").set_value("Build your own").run()
     at.selectbox(key="tr_model").set_value("corrected-lsq").run()
     assert not at.exception and not at.error and any("runs**, estimated" in m.value for m in at.markdown)
+    assert any("epochs, optimiser and loss unused" in c.value for c in at.caption)  # the unused controls, said
     at.selectbox(key="tr_axis").set_value("target ε")
     at.text_input(key="tr_values").input("1.0")
     at.multiselect(key="tr_baselines").set_value(["dp-sgd"]).run()

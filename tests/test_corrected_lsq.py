@@ -212,3 +212,13 @@ def test_non_private_corrected_lsq_learns_the_embedded_sample():
     result = run_config(RunConfig("non-private", model="corrected-lsq", **SMALL))
     assert not result["collapsed"] and result["test_accuracy"] > 0.75
     assert any("sigma_x = 0" in note for note in result["notes"])
+
+
+def test_rescaled_inputs_give_the_same_fit_when_the_noise_is_rescaled_with_them():
+    """input_norm 'rms' multiplies the release by s: sigma_x must follow (the floors are in units of n sigma_x^2)."""
+    syn = SynthesisConfig("dpmix", l=4, T=2500, sigma_x=0.15, sigma_y=0.15)
+    plain = run_config(RunConfig("mixing", synthesis=syn, model="corrected-lsq", **SMALL))
+    scaled = run_config(RunConfig("mixing", synthesis=syn, model="corrected-lsq", input_norm="rms", **SMALL))
+    assert scaled["input_scale"] != pytest.approx(1.0)
+    assert scaled["history"][0]["floor"] == plain["history"][0]["floor"]
+    assert scaled["test_accuracy"] == pytest.approx(plain["test_accuracy"], abs=0.01)

@@ -10,7 +10,7 @@ import here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dpmix_core.training.names import LOSSES, MODELS, OPTIMIZERS, SCHEDULES
 
@@ -83,6 +83,15 @@ _DPFMIX_APP_E = ModelProtocol(
     paper_epochs=200,
 )
 
+_LINEAR = ModelProtocol(
+    "no paper: Adam lr 1e-3, constant, batch 128, cross-entropy (the RunConfig defaults)",
+    optimizer="adam",
+    lr=1e-3,
+    schedule="constant",
+    batch_size=128,
+    loss="ce",
+)
+
 PROTOCOLS: dict[str, ModelProtocol] = {
     "thesis-cnn": ModelProtocol(
         "thesis §4.1 (Adam lr 1e-4 halved every 10 epochs, 50 epochs, 10 % validation; DPMix trained with KL "
@@ -110,22 +119,11 @@ PROTOCOLS: dict[str, ModelProtocol] = {
     "dpfmix-cnn": _DPFMIX_APP_E,
     "scatter-linear": _DPFMIX_APP_E,
     "scatter-cnn": _DPFMIX_APP_E,  # not in DPFMix: trained on its releases with its protocol
-    "linear": ModelProtocol(
-        "no paper: Adam lr 1e-3, constant, batch 128, cross-entropy (the RunConfig defaults)",
-        optimizer="adam",
-        lr=1e-3,
-        schedule="constant",
-        batch_size=128,
-        loss="ce",
-    ),
-    "corrected-lsq": ModelProtocol(
-        "no optimiser: least squares in closed form, corrected for the release's feature noise, eigenvalue floor "
-        "chosen on the release's held-out points (training.corrected_lsq); epochs, optimiser and loss are unused",
-        optimizer="adam",
-        lr=1e-3,
-        schedule="constant",
-        batch_size=128,
-        loss="ce",
+    "linear": _LINEAR,
+    "corrected-lsq": replace(  # the fields a RunConfig needs; none of them is used
+        _LINEAR,
+        source="no optimiser: least squares in closed form, corrected for the release's feature noise, eigenvalue "
+        "floor chosen on the release's held-out points (training.corrected_lsq); epochs, optimiser and loss unused",
         paper_epochs=1,
     ),
 }
