@@ -84,21 +84,37 @@ def test_floor_is_chosen_on_held_out_points_by_corrected_risk():
     assert fit.scores[5.0] > fit.scores[fit.floor]  # a floor far above the signal shrinks it away
 
 
-def test_floors_whose_risk_estimate_falls_below_the_label_noise_are_not_chosen():
+def test_the_choice_is_the_least_risk_among_plausible_floors_told_from_the_most_regular_fit():
     rng = np.random.default_rng(7)
     x, y, _, _ = _linear_world(rng, n=3000, d=40, k=3)
     xm, ym = _mixtures(rng, x, y, m=16, T=1500, sigma_x=0.5, sigma_y=0.3)  # low signal: small floors are noisy
-    kw = dict(sigma_x=0.5, x_val=xm[1200:], y_val=ym[1200:])
-    fit = C.corrected_least_squares(xm[:1200], ym[:1200], sigma_y=0.3, **kw)
-    least = 3 * 0.3**2
-    for tau in fit.scores:
-        below = fit.scores[tau] - C.PLAUSIBLE_SES * fit.score_errors[tau] < least
-        assert (tau in fit.implausible) == below
-    assert fit.floor not in fit.implausible
-    assert fit.scores[fit.floor] == min(v for t, v in fit.scores.items() if t not in fit.implausible)
-    assert fit.score_errors[min(fit.scores)] > fit.score_errors[max(fit.scores)]  # small floors: noisy estimates
-    hopeless = C.corrected_least_squares(xm[:1200], ym[:1200], sigma_y=100.0, **kw)  # nothing can beat that noise
-    assert set(hopeless.implausible) == set(C.DEFAULT_FLOORS) and hopeless.floor == max(C.DEFAULT_FLOORS)
+    xv, yv = xm[1200:], ym[1200:]
+    fit = C.corrected_least_squares(xm[:1200], ym[:1200], sigma_x=0.5, sigma_y=0.3, x_val=xv, y_val=yv)
+    regular, least = max(C.DEFAULT_FLOORS), 3 * 0.3**2
+
+    def per_row(tau):
+        alone = C.corrected_least_squares(xm[:1200], ym[:1200], sigma_x=0.5, floors=(tau,))
+        return np.sum((alone.predict(xv) - yv) ** 2, axis=1) - 0.25 * np.sum(alone.weight**2)
+
+    for tau in fit.scores:  # the rule of the module docstring, recomputed from each floor's own fit
+        rows, base = per_row(tau), per_row(regular)
+        assert fit.scores[tau] == pytest.approx(rows.mean())
+        assert fit.score_errors[tau] == pytest.approx(rows.std(ddof=1) / np.sqrt(len(rows)))
+        plausible = rows.mean() - C.PLAUSIBLE_SES * fit.score_errors[tau] >= least
+        paired = (rows - base).std(ddof=1) / np.sqrt(len(rows))
+        told = abs(rows.mean() - base.mean()) > C.DETERMINED_SES * paired
+        assert (tau in fit.ineligible) == (tau != regular and not (plausible and told))
+    assert fit.floor not in fit.ineligible
+    assert fit.scores[fit.floor] == min(v for t, v in fit.scores.items() if t not in fit.ineligible)
+    assert fit.score_errors[min(fit.scores)] > fit.score_errors[regular]  # small floors: noisy estimates
+    # nothing beats label noise this large: no other floor is plausible, the most regular fit is kept
+    hopeless = C.corrected_least_squares(xm[:1200], ym[:1200], sigma_x=0.5, sigma_y=100.0, x_val=xv, y_val=yv)
+    assert set(hopeless.ineligible) == set(C.DEFAULT_FLOORS) - {regular} and hopeless.floor == regular
+    # pure-noise labels: no floor is told from the most regular fit by a lucky low estimate
+    noise = C.corrected_least_squares(
+        xm[:1200], rng.normal(size=(1200, 3)), sigma_x=0.5, x_val=xv, y_val=rng.normal(size=(300, 3))
+    )
+    assert noise.floor == regular
 
 
 def test_without_held_out_points_the_default_floor_is_used():
@@ -200,12 +216,23 @@ def test_a_noisy_mixing_release_is_fitted_with_its_published_noise():
     )
     assert corrected["test_accuracy"] > 0.6, corrected["test_accuracy"]
     assert not any("poorly determined" in note for note in corrected["notes"])  # 2700 points for 784 features
+    assert not any("largest floor" in note for note in corrected["notes"])
     few = run_config(
         RunConfig(
             "mixing", synthesis=SynthesisConfig("dpmix", l=4, T=1000, sigma_x=0.15), model="corrected-lsq", **SMALL
         )
     )
     assert any("784 coefficients per output from 900 points" in note for note in few["notes"])
+
+
+def test_a_fit_at_the_largest_floor_says_the_noise_swamps_the_signal():
+    noisy = run_config(
+        RunConfig(
+            "mixing", synthesis=SynthesisConfig("dpmix", l=4, T=3000, sigma_x=3.0), model="corrected-lsq", **SMALL
+        )
+    )
+    assert noisy["history"][0]["floor"] == max(C.DEFAULT_FLOORS)
+    assert any("largest floor of its grid" in note for note in noisy["notes"])
 
 
 def test_non_private_corrected_lsq_learns_the_embedded_sample():

@@ -168,17 +168,17 @@ class Method(ABC):
 def closed_form_step(ctx: RunContext, model, tensors: tuple, on_epoch: Callable[[dict], None]) -> FitResult:
     """Step 3 for a closed-form model (``corrected-lsq``): fit it with the release's published noise, note how.
 
-    ``sigma_x`` is scaled with the inputs (``input_norm``); labels are not, and hard (argmax) labels carry no
-    Gaussian label noise (``sigma_y`` 0). Real records (no release) have no noise. The run's notes say which
-    floor was chosen and warn when there are few fitted points per feature.
+    ``sigma_x`` (the release's feature noise) is scaled with the inputs (``input_norm``), ``sigma_y`` is not, and
+    argmax labels have none; real records (no release) have no noise. The run's notes say which floor was chosen, and warn when it is the grid's largest or
+    when there are few fitted points per feature.
     """
+    from dpmix_core.training.corrected_lsq import DEFAULT_FLOORS
     from dpmix_core.training.train import fit_closed_form
 
     xt, yt, xv, yv = tensors
     t0 = time.perf_counter()
     sigma_x = float(ctx.extra.get("sigma_x") or 0.0) * float(ctx.extra.get("input_scale", 1.0))
-    # labels are not rescaled by input_norm; hard (argmax) labels carry no Gaussian label noise
-    syn = ctx.config.synthesis
+    syn = ctx.config.synthesis  # labels are not rescaled; argmax labels carry no Gaussian noise
     sigma_y = 0.0 if syn is not None and syn.hard_labels else float(ctx.extra.get("sigma_y") or 0.0)
     fit_res = fit_closed_form(
         model,
@@ -198,6 +198,11 @@ def closed_form_step(ctx: RunContext, model, tensors: tuple, on_epoch: Callable[
         f"corrected-lsq: least squares in closed form, Gram corrected for feature noise sigma_x = "
         f"{sigma_x:.4g}, eigenvalue floor {chosen:g} {how} (no epochs, optimiser or loss)"
     )
+    if len(xv) and chosen == max(DEFAULT_FLOORS):
+        ctx.notes.append(
+            f"corrected-lsq chose the largest floor of its grid ({chosen:g}): the held-out points favour the most "
+            "regular fit, so the noise swamps most of the signal at this setting"
+        )
     n_fit, dim = int(xt.shape[0]), (int(xt[0].numel()) if len(xt) else 0)
     if n_fit < FEW_POINTS_PER_FEATURE * dim:
         ctx.notes.append(

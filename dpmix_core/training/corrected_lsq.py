@@ -23,10 +23,16 @@ the plain held-out error (or accuracy on the noisy held-out points) rewards mode
 rather than models that are right on clean records. Labels' noise needs no correction: it enters X^T Y linearly.
 
 Unbiased is not precise: for a small floor ||W|| is large, R is the difference of two large numbers, and its
-estimate can land far below any possible value (seen: -1265 for a fit whose test accuracy was 17 %). No squared
-error on the labels can be below the labels' own noise, k sigma_y^2, so a floor is *eligible* only when its
-estimate minus two standard errors (over the held-out points) is still above k sigma_y^2; the floor chosen is the
-eligible one with the least R (none eligible: the largest floor, the most regular fit).
+estimate can land far below any possible value (seen: -1265 for a fit whose test accuracy was 17 %, while the
+largest floor scored 6.2 and 74 %). The largest floor (the most regular fit) is always a candidate; any other floor is *eligible* only when
+
+* its estimate is plausible: minus ``PLAUSIBLE_SES`` standard errors it is still at least the labels' own noise,
+  k sigma_y^2 (no fit's squared error on the released labels can be below it), and
+* the held-out points tell it from the most regular fit: its per-point corrected errors minus those of the
+  largest floor, on the same points, have a mean more than ``DETERMINED_SES`` standard errors from zero (a
+  paired comparison: the noise the two share cancels).
+
+The floor chosen is the candidate with the least R.
 
 Why a linear map of mixtures serves single records: mixing averages records and their labels with the same
 weights, so if y ~ W^T x + b for records, then y_bar ~ W^T x_bar + b for their mixtures (Poisson mixing divides
@@ -55,13 +61,13 @@ __all__ = [
     "LinearFit",
     "corrected_least_squares",
     "corrected_risk",
-    "corrected_risk_with_error",
     "floor_scale",
     "gram_statistics",
 ]
 
 DEFAULT_FLOORS = (0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)  # tau: eigenvalue floors (floor_scale units)
 PLAUSIBLE_SES = 2.0  # a floor's risk estimate must stay above the label noise k sigma_y^2 by this many standard errors
+DETERMINED_SES = 2.0  # ... and differ from the largest floor's (paired) by more than this many standard errors
 DEFAULT_FLOOR = 0.1  # tau without held-out points to choose on (the middle of the grid; not tuned on test data)
 MAX_FEATURES = 8192  # d above this: the d x d Gram (8 d^2 bytes) and its O(d^3) eigendecomposition are refused
 _BLOCK_ROWS = 4096  # rows converted to float64 at a time while the Gram is summed
@@ -73,8 +79,8 @@ class LinearFit:
 
     ``weight`` (d, k) and ``bias`` (k,) as float64; ``floor`` is the chosen tau; ``scores`` maps every tau
     tried to its held-out corrected risk (empty when no held-out split was given: ``floor`` is then the
-    only floor given, or DEFAULT_FLOOR), ``score_errors`` their standard errors and ``implausible`` the floors
-    whose estimate fell implausibly low (not eligible, module docstring); ``sigma_x`` the noise scale corrected
+    only floor given, or DEFAULT_FLOOR), ``score_errors`` their standard errors and ``ineligible`` the floors not
+    eligible for the choice (implausibly low, or not told from the largest floor: module docstring); ``sigma_x`` the noise scale corrected
     for; ``train_mse`` the plain mean squared error on the (noisy) points fitted, >= 0 (in-sample, the corrected
     risk would be biased low: the fit has seen those points' noise).
     """
@@ -86,7 +92,7 @@ class LinearFit:
     train_mse: float
     scores: dict[float, float] = field(default_factory=dict)
     score_errors: dict[float, float] = field(default_factory=dict)
-    implausible: tuple[float, ...] = ()
+    ineligible: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if self.weight.ndim != 2 or self.bias.shape != (self.weight.shape[1],):
@@ -135,17 +141,18 @@ def floor_scale(n: int, sigma_x: float, gram: np.ndarray) -> float:
 
 def corrected_risk(pred: np.ndarray, y: np.ndarray, weight: np.ndarray, sigma_x: float) -> float:
     """Mean squared error of ``pred`` against ``y`` minus sigma_x^2 ||weight||_F^2: unbiased for noise-free inputs."""
-    return corrected_risk_with_error(pred, y, weight, sigma_x)[0]
+    return float(np.mean(_corrected_errors(pred, y, weight, sigma_x)))
 
 
-def corrected_risk_with_error(
-    pred: np.ndarray, y: np.ndarray, weight: np.ndarray, sigma_x: float
-) -> tuple[float, float]:
-    """(:func:`corrected_risk`, its standard error over the rows: sample sd / sqrt(rows); 0 for one row)."""
+def _corrected_errors(pred: np.ndarray, y: np.ndarray, weight: np.ndarray, sigma_x: float) -> np.ndarray:
+    """Per row: squared error minus sigma_x^2 ||weight||_F^2 (their mean is :func:`corrected_risk`)."""
     err = np.asarray(pred, dtype=np.float64) - np.asarray(y, dtype=np.float64)
-    per_row = np.sum(err**2, axis=1) - float(sigma_x) ** 2 * float(np.sum(weight**2))
-    spread = float(np.std(per_row, ddof=1)) / np.sqrt(len(per_row)) if len(per_row) > 1 else 0.0
-    return float(np.mean(per_row)), spread
+    return np.sum(err**2, axis=1) - float(sigma_x) ** 2 * float(np.sum(weight**2))
+
+
+def _standard_error(values: np.ndarray) -> float:
+    """Sample standard deviation / sqrt(rows); 0 for one row."""
+    return float(np.std(values, ddof=1)) / np.sqrt(len(values)) if len(values) > 1 else 0.0
 
 
 def corrected_least_squares(
@@ -164,7 +171,7 @@ def corrected_least_squares(
         x, y: the fitted points (n, d) and their targets (n, k) (noisy soft labels of a release, one-hot labels
             of real records, or a numeric target as one column).
         sigma_x: the published standard deviation of the Gaussian noise on every coordinate of x (0: none).
-        sigma_y: the same for y (0: none, or not Gaussian): sets the least possible risk, k sigma_y^2.
+        sigma_y: the same for y (0: none, or not Gaussian, e.g. argmax labels): the least possible risk is k sigma_y^2.
         floors: the eigenvalue floors tau to try (units of :func:`floor_scale`), each > 0.
         x_val, y_val: held-out points of the same release; the eligible floor with the least
             :func:`corrected_risk` on them is kept (module docstring). Without them: the floor when ``floors``
@@ -208,16 +215,26 @@ def corrected_least_squares(
 
     scores: dict[float, float] = {}
     errors: dict[float, float] = {}
-    implausible: tuple[float, ...] = ()
+    ineligible: tuple[float, ...] = ()
     if validation is not None:
         xv, yv = np.asarray(validation[0], dtype=np.float64), validation[1]
+        per_row = {}
         for tau in floors:
             weight, bias = solve(tau)
-            scores[tau], errors[tau] = corrected_risk_with_error(xv @ weight + bias, yv, weight, sigma_x)
+            per_row[tau] = _corrected_errors(xv @ weight + bias, yv, weight, sigma_x)
+            scores[tau], errors[tau] = float(np.mean(per_row[tau])), _standard_error(per_row[tau])
+        regular = max(floors)
         least = np.shape(y)[1] * float(sigma_y) ** 2  # the labels' own noise: no fit's risk is below it
-        implausible = tuple(t for t in floors if scores[t] - PLAUSIBLE_SES * errors[t] < least)
-        eligible = [t for t in floors if t not in implausible] or [max(floors)]
-        best = min(eligible, key=lambda t: (scores[t], -t))  # ties: the larger floor (more regular)
+
+        def eligible(t: float) -> bool:
+            if t == regular:  # the most regular fit: the yardstick, always a candidate
+                return True
+            plausible = scores[t] - PLAUSIBLE_SES * errors[t] >= least
+            paired = _standard_error(per_row[t] - per_row[regular])  # same points: their common noise cancels
+            return plausible and abs(scores[t] - scores[regular]) > DETERMINED_SES * paired
+
+        ineligible = tuple(t for t in floors if not eligible(t))
+        best = min((t for t in floors if t not in ineligible), key=lambda t: (scores[t], -t))
     else:
         best = floors[0] if len(floors) == 1 else DEFAULT_FLOOR
     weight, bias = solve(best)
@@ -225,4 +242,4 @@ def corrected_least_squares(
         [x[s : s + _BLOCK_ROWS].astype(np.float64) @ weight + bias for s in range(0, n, _BLOCK_ROWS)]
     )
     train_mse = float(np.mean(np.sum((train_pred - np.asarray(y, dtype=np.float64)) ** 2, axis=1)))
-    return LinearFit(weight, bias, best, float(sigma_x), train_mse, scores, errors, implausible)
+    return LinearFit(weight, bias, best, float(sigma_x), train_mse, scores, errors, ineligible)

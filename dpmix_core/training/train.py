@@ -333,7 +333,7 @@ def fit_closed_form(
         "floor": lin.floor,
         "floor_scores": {f"{tau:g}": risk for tau, risk in lin.scores.items()},  # held-out corrected risk per floor
         "floor_errors": {f"{tau:g}": se for tau, se in lin.score_errors.items()},  # their standard errors
-        "implausible_floors": list(lin.implausible),  # estimates below the label noise: not chosen
+        "ineligible_floors": list(lin.ineligible),  # implausibly low, or not told from the largest: not chosen
         "seconds": result.seconds,
     }
     if x_val is not None and y_val is not None and len(x_val) > 0:
