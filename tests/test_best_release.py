@@ -83,6 +83,13 @@ def test_a_closed_form_model_has_no_finalist_round():
     best = run_search(search, run=run)
     assert len(calls) == 4 and {c.model for c in calls} == {"corrected-lsq"} and {c.epochs for c in calls} == {1}
     assert best.chosen.candidate == Candidate(8, 600, 1.0)
+    assert "among the candidates (closed form" in best.selection_note()
+    assert (
+        "among the finalists"
+        in run_search(
+            _search(selection="own"), run=_fake_run(lambda m, T, e: val[(m, T)], lambda m, T, e: 0.9, [])
+        ).selection_note()
+    )
     cost = search_cost(search)
     assert cost.what == "a search of 4 training runs"
     assert cost.seconds == pytest.approx(

@@ -519,10 +519,8 @@ class BestRelease:
             if self.search.selection == "pooled"
             else "highest validation accuracy on each release's own held-out points"
         )
-        return (
-            f"{criterion} among the finalists; the test accuracy was computed for the chosen release only after "
-            "the choice"
-        )
+        among = "the finalists" if self.search.finalist_count else "the candidates (closed form: no finalist round)"
+        return f"{criterion} among {among}; the test accuracy was computed for the chosen release only after the choice"
 
     def to_dict(self) -> dict:
         """JSON-ready (the search settings, every trial, the choice and its test accuracy)."""
