@@ -256,6 +256,15 @@ class BestReleaseSearch:
             return 0
         return min(self.finalists, len(self.space.candidates()))
 
+    @property
+    def first_round_epochs(self) -> int:
+        """Epochs of the first round: ``short_epochs``, or 1 for a closed-form model (one step)."""
+        return 1 if self.model in CLOSED_FORM_MODELS else self.short_epochs
+
+    def training_length(self, epochs: int) -> str:
+        """How long a trial trained, in words: "12 epochs", or "closed form"."""
+        return "closed form" if self.model in CLOSED_FORM_MODELS else f"{epochs} epochs"
+
 
 def scaled_milestones(epochs: int) -> tuple[int, ...]:
     """DPFMix App. E.3's lr drops (÷10 at 40/60/80 % of training) for a shorter run; () below 5 epochs."""
@@ -783,10 +792,9 @@ def run_search(
                 predictors[candidate] = probe[1]
             done.append(trial)
             score = "no score" if trial.val_accuracy is None else f"own validation accuracy {trial.val_accuracy:.4f}"
-            length = "closed form" if search.model in CLOSED_FORM_MODELS else f"{epochs} epochs"
             say(
                 f"{name} {i}/{len(candidates)}: {candidate.describe()}, sigma_x={trial.sigma_x:.4g}, "
-                f"{length}: {score}{' (collapsed)' if trial.collapsed else ''} ({trial.seconds:.0f} s)"
+                f"{search.training_length(epochs)}: {score}{' (collapsed)' if trial.collapsed else ''} ({trial.seconds:.0f} s)"
             )
         return done, predictors
 
@@ -802,8 +810,7 @@ def run_search(
             out.append(t)
         return out
 
-    short = 1 if search.model in CLOSED_FORM_MODELS else search.short_epochs  # a closed-form fit: one step
-    first, predictors = train_round(list(sigmas), short, "round 1")
+    first, predictors = train_round(list(sigmas), search.first_round_epochs, "round 1")
     pool = pool_held_out(points.items()) if points else None
     points.clear()  # the pool holds a copy
     if pool is not None:
@@ -819,15 +826,17 @@ def run_search(
     if not ranked:
         raise ValueError("no candidate was certified at the target, learned and was scored; see the trials' errors.")
     finalists = [t.candidate for t in ranked[: search.finalist_count]]
-    if finalists and search.long_epochs > search.short_epochs:
+    if search.long_epochs > search.short_epochs:
         final, predictors = train_round(finalists, search.long_epochs, "finalists")
         final = scored(final, predictors, "finalists")
         trials.extend(final)
         ranked = rank_trials(final, target_epsilon=per_candidate, selection=search.selection) or ranked
     chosen = ranked[0]
     after_choice = held_out[(chosen.candidate, chosen.epochs)]  # read only now, for the chosen trial
-    length = "closed form" if search.model in CLOSED_FORM_MODELS else f"{chosen.epochs} epochs"
-    say(f"chosen: {chosen.candidate.describe()} ({length}, by {search.selection} validation accuracy)")
+    say(
+        f"chosen: {chosen.candidate.describe()} ({search.training_length(chosen.epochs)}, "
+        f"by {search.selection} validation accuracy)"
+    )
     if after_choice.get("test_accuracy") is None:
         raise ValueError("the chosen run reported no test accuracy.")
     return BestRelease(

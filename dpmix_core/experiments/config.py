@@ -358,7 +358,8 @@ class RunConfig:
             raise ValueError(f"model {self.model!r} needs features = 'scattering'.")
         if self.method == "dp-pca" and self.model not in ("linear", *CLOSED_FORM_MODELS):
             raise ValueError(
-                f"dp-pca trains a linear model on the projection; set model = 'linear'. Found {self.model!r}."
+                f"dp-pca trains a linear model on the projection; set model = 'linear' or 'corrected-lsq'. "
+                f"Found {self.model!r}."
             )
         if self.model in CLOSED_FORM_MODELS:
             if self.method == "dp-sgd":

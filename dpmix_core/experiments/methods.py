@@ -168,9 +168,9 @@ class Method(ABC):
 def closed_form_step(ctx: RunContext, model, tensors: tuple, on_epoch: Callable[[dict], None]) -> FitResult:
     """Step 3 for a closed-form model (``corrected-lsq``): fit it with the release's published noise, note how.
 
-    ``sigma_x`` (the release's feature noise) is scaled with the inputs (``input_norm``), ``sigma_y`` is not, and
-    argmax labels have none; real records (no release) have no noise. The run's notes say which floor was chosen, and warn when it is the grid's largest or
-    when there are few fitted points per feature.
+    ``sigma_x`` (the release's feature noise) is scaled with the inputs (``input_norm``), ``sigma_y`` is not,
+    and argmax labels have none; real records (no release) have no noise. The run's notes say which floor was
+    chosen, and warn when it is the grid's largest or when there are few fitted points per feature.
     """
     from dpmix_core.training.corrected_lsq import DEFAULT_FLOORS
     from dpmix_core.training.train import fit_closed_form

@@ -16,6 +16,7 @@ and teaching but are not hardened against floating-point side channels
 No Streamlit imports here; torch is imported only when a mixing mechanism runs.
 """
 
+from dpmix_core.mechanisms._checks import check_features
 from dpmix_core.mechanisms.descriptions import (
     GaussianRelease,
     LaplaceLabelRelease,
@@ -37,6 +38,7 @@ from dpmix_core.mechanisms.sampling import sample_mixture_indices, sample_poisso
 from dpmix_core.mechanisms.stats import dp_histogram, dp_mean, dp_variance, mean_sensitivity, variance_sensitivity
 
 __all__ = [
+    "check_features",
     "resolve_device",
     "DPPCAResult",
     "DPStatistic",

@@ -39,9 +39,9 @@ weights, so if y ~ W^T x + b for records, then y_bar ~ W^T x_bar + b for their m
 by the expected m: the intercept then scales with |batch| / m, whose mean is 1, and is fitted on centred data).
 
 Privacy: a function of the release and of its published ``sigma_x`` and ``sigma_y`` only, i.e. post-processing:
-no epsilon is spent, held-out points included. With ``sigma_x = 0`` (real records, a noise-free release) it is least squares
-with the same eigenvalue floor (a ridge-like regulariser, scale ``trace(X^T X) / d``) chosen on the held-out split
-by the plain squared error.
+no epsilon is spent, held-out points included. With ``sigma_x = 0`` (real records, a noise-free release) it is
+least squares with the same eigenvalue floor (a ridge-like regulariser, scale ``trace(X^T X) / d``) chosen on the
+held-out split by the plain squared error.
 
 Cost: O(n d^2) for the Gram (in row blocks, float64) and O(d^3) for one eigendecomposition, shared by every
 floor: ``MAX_FEATURES`` bounds d (the Gram alone is 8 d^2 bytes).
@@ -53,6 +53,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from dpmix_core.mechanisms import check_features
+from dpmix_core.privacy.checks import check_positive, check_sigma
 
 __all__ = [
     "DEFAULT_FLOOR",
@@ -78,11 +81,11 @@ class LinearFit:
     """A fitted linear map ``x -> x @ weight + bias`` and how its floor was chosen.
 
     ``weight`` (d, k) and ``bias`` (k,) as float64; ``floor`` is the chosen tau; ``scores`` maps every tau
-    tried to its held-out corrected risk (empty when no held-out split was given: ``floor`` is then the
-    only floor given, or DEFAULT_FLOOR), ``score_errors`` their standard errors and ``ineligible`` the floors not
-    eligible for the choice (implausibly low, or not told from the largest floor: module docstring); ``sigma_x`` the noise scale corrected
-    for; ``train_mse`` the plain mean squared error on the (noisy) points fitted, >= 0 (in-sample, the corrected
-    risk would be biased low: the fit has seen those points' noise).
+    tried to its held-out corrected risk (empty when no held-out split was given: ``floor`` is then the only
+    floor given, or DEFAULT_FLOOR), ``score_errors`` their standard errors and ``ineligible`` the floors not
+    eligible for the choice (implausibly low, or not told from the largest floor: module docstring);
+    ``sigma_x`` the noise scale corrected for; ``train_mse`` the plain mean squared error on the (noisy) points
+    fitted, >= 0 (in-sample, the corrected risk would be biased low: the fit has seen those points' noise).
     """
 
     weight: np.ndarray
@@ -103,23 +106,14 @@ class LinearFit:
         return np.asarray(x, dtype=np.float64) @ self.weight + self.bias
 
 
-def _rows(x: np.ndarray, name: str) -> np.ndarray:
-    x = np.asarray(x)
-    if x.ndim != 2 or not len(x):
-        raise ValueError(f"{name} must be a non-empty 2-d array (rows, columns). Found shape {x.shape}.")
-    return x
-
-
 def gram_statistics(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Centred moments of the fitted points: (mean x (d,), mean y (k,), X_c^T X_c (d, d), X_c^T Y_c (d, k)), float64.
 
     Summed over row blocks, so a float32 release is never copied whole into float64.
     """
-    x, y = _rows(x, "x"), _rows(y, "y")
+    x, y = check_features(x, name="x"), check_features(y, name="y")
     if len(x) != len(y):
         raise ValueError(f"x and y need the same number of rows. Found {len(x)} and {len(y)}.")
-    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-        raise ValueError("x and y must be finite (a NaN or inf in the release cannot be fitted).")
     n, d = x.shape
     mx = x.mean(axis=0, dtype=np.float64)
     my = y.mean(axis=0, dtype=np.float64)
@@ -171,7 +165,8 @@ def corrected_least_squares(
         x, y: the fitted points (n, d) and their targets (n, k) (noisy soft labels of a release, one-hot labels
             of real records, or a numeric target as one column).
         sigma_x: the published standard deviation of the Gaussian noise on every coordinate of x (0: none).
-        sigma_y: the same for y (0: none, or not Gaussian, e.g. argmax labels): the least possible risk is k sigma_y^2.
+        sigma_y: the same for y (0: none, or not Gaussian, e.g. argmax labels); the least possible risk is
+            k sigma_y^2.
         floors: the eigenvalue floors tau to try (units of :func:`floor_scale`), each > 0.
         x_val, y_val: held-out points of the same release; the eligible floor with the least
             :func:`corrected_risk` on them is kept (module docstring). Without them: the floor when ``floors``
@@ -181,13 +176,11 @@ def corrected_least_squares(
         ValueError: shapes that do not match, non-finite values, a negative or non-finite sigma, a floor <= 0,
             or more than MAX_FEATURES columns.
     """
-    for name, value in (("sigma_x", sigma_x), ("sigma_y", sigma_y)):
-        if not (np.isfinite(value) and value >= 0):
-            raise ValueError(f"{name} must be a finite number >= 0. Found {value!r}.")
-    floors = tuple(float(f) for f in floors)
-    if not floors or not all(np.isfinite(f) and f > 0 for f in floors):
-        raise ValueError(f"floors must be one or more numbers > 0. Found {floors!r}.")
-    x = _rows(x, "x")
+    sigma_x, sigma_y = check_sigma("sigma_x", sigma_x), check_sigma("sigma_y", sigma_y)
+    if not floors:
+        raise ValueError("floors must be one or more positive numbers. Found none.")
+    floors = tuple(check_positive("floor", f) for f in floors)
+    x = check_features(x, name="x")
     if x.shape[1] > MAX_FEATURES:
         raise ValueError(
             f"corrected least squares needs a {x.shape[1]} x {x.shape[1]} Gram matrix and its eigendecomposition; "
@@ -195,7 +188,7 @@ def corrected_least_squares(
         )
     validation: tuple[np.ndarray, np.ndarray] | None = None
     if x_val is not None and y_val is not None and len(x_val) > 0:
-        xv_rows, yv_rows = _rows(x_val, "x_val"), _rows(y_val, "y_val")
+        xv_rows, yv_rows = check_features(x_val, name="x_val"), check_features(y_val, name="y_val")
         if xv_rows.shape[1] != x.shape[1] or yv_rows.shape[1] != np.shape(y)[1] or len(xv_rows) != len(yv_rows):
             raise ValueError(
                 f"held-out points must match the fitted ones: x_val {xv_rows.shape}, y_val {yv_rows.shape} "
@@ -207,7 +200,7 @@ def corrected_least_squares(
     eigenvalues, vectors = np.linalg.eigh(gram)
     projected = vectors.T @ cross
     unit = floor_scale(n, sigma_x, gram)
-    corrected = eigenvalues - n * float(sigma_x) ** 2
+    corrected = eigenvalues - n * sigma_x**2
 
     def solve(tau: float) -> tuple[np.ndarray, np.ndarray]:
         weight = vectors @ (projected / np.maximum(corrected, tau * unit)[:, None])
@@ -224,7 +217,7 @@ def corrected_least_squares(
             per_row[tau] = _corrected_errors(xv @ weight + bias, yv, weight, sigma_x)
             scores[tau], errors[tau] = float(np.mean(per_row[tau])), _standard_error(per_row[tau])
         regular = max(floors)
-        least = np.shape(y)[1] * float(sigma_y) ** 2  # the labels' own noise: no fit's risk is below it
+        least = np.shape(y)[1] * sigma_y**2  # the labels' own noise: no fit's risk is below it
 
         def eligible(t: float) -> bool:
             if t == regular:  # the most regular fit: the yardstick, always a candidate
@@ -242,4 +235,4 @@ def corrected_least_squares(
         [x[s : s + _BLOCK_ROWS].astype(np.float64) @ weight + bias for s in range(0, n, _BLOCK_ROWS)]
     )
     train_mse = float(np.mean(np.sum((train_pred - np.asarray(y, dtype=np.float64)) ** 2, axis=1)))
-    return LinearFit(weight, bias, best, float(sigma_x), train_mse, scores, errors, ineligible)
+    return LinearFit(weight, bias, best, sigma_x, train_mse, scores, errors, ineligible)

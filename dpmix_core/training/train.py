@@ -292,8 +292,7 @@ def fit_closed_form(
 
     See :mod:`dpmix_core.training.corrected_lsq`: ``sigma_x`` and ``sigma_y`` are the release's published noise
     on features and labels (0 for real records); the eigenvalue floor is chosen on ``x_val``/``y_val`` (the
-    release's own held-out points).
-    The history has one entry: ``loss`` is the mean squared error on the fitted points, ``val_loss`` the
+    release's own held-out points). The history has one entry: ``loss`` is the mean squared error on the fitted points, ``val_loss`` the
     corrected squared error on the held-out points (the choice's score), ``floor`` the chosen floor,
     ``val_accuracy`` as for trained models; no optimiser runs (``lr`` None). Regression fits the label value
     (one column).
@@ -309,15 +308,15 @@ def fit_closed_form(
         raise ValueError(f"closed-form fitting needs a linear model. Found {type(model).__name__}.")
     as_rows = lambda t: t.detach().cpu().numpy().reshape(len(t), -1)  # noqa: E731
     targets = lambda t: as_rows(t if task != "regression" or t.ndim > 1 else t[:, None])  # noqa: E731
-    held_out = x_val is not None and y_val is not None and len(x_val) > 0
+    val = (x_val, y_val) if x_val is not None and y_val is not None and len(x_val) > 0 else None
     t0 = time.perf_counter()
     lin = corrected_least_squares(
         as_rows(x),
         targets(y),
         sigma_x=sigma_x,
         sigma_y=sigma_y,
-        x_val=as_rows(x_val) if held_out else None,
-        y_val=targets(y_val) if held_out else None,
+        x_val=None if val is None else as_rows(val[0]),
+        y_val=None if val is None else targets(val[1]),
     )
     with torch.no_grad():
         layer.weight.copy_(torch.as_tensor(lin.weight.T, dtype=layer.weight.dtype))
@@ -336,8 +335,8 @@ def fit_closed_form(
         "ineligible_floors": list(lin.ineligible),  # implausibly low, or not told from the largest: not chosen
         "seconds": result.seconds,
     }
-    if x_val is not None and y_val is not None and len(x_val) > 0:
-        metrics = evaluate(model, x_val, y_val, task=task)
+    if val is not None:
+        metrics = evaluate(model, val[0], val[1], task=task)
         entry.update(val_accuracy=metrics["accuracy"], val_mse=metrics["mse"])
     result.history.append(entry)
     if on_epoch is not None:
