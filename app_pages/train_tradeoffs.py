@@ -6,6 +6,7 @@ import streamlit as st
 
 from app_pages.shared.widgets import chart, table_download
 from dpmix_core.experiments.presets import get_preset, preset_names
+from dpmix_core.experiments.release_files import ReleaseFile, save_release_upload
 from dpmix_core.experiments.runtime_estimate import estimate_sweep_runtime
 from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_series, solve_epsilon
 from dpmix_core.experiments.trade_offs import (
@@ -18,6 +19,9 @@ from dpmix_core.experiments.trade_offs import (
     launch_sweep,
     published_comparison,
     pump_local,
+    release_file_spec,
+    release_model_choices,
+    release_summary,
     run_table,
     spec_problem,
     sweep_id_from_query,
@@ -77,8 +81,51 @@ def _typed(col, label: str, key: str, default: str, parse):
         return None
 
 
+@st.cache_resource(show_spinner="Reading the release…", max_entries=4)
+def saved_release(files: dict[str, bytes], folder: str) -> ReleaseFile:
+    return save_release_upload(files, folder)  # kept beside the store: background runs read it from there
+
+
+def _release_file_builder():
+    """Models on a release someone made (synthesize, or the Mixed samples page's download)."""
+    uploads = st.file_uploader(
+        "Release: FILE.npz, or FILE.csv with its FILE.card.json (as synthesize and the Mixed samples page write them)",
+        type=["npz", "csv", "json"],
+        accept_multiple_files=True,
+        key=K + "release_upload",
+    )
+    st.caption(
+        "Only the release, its card and the dataset's public test split are used: training on a release is "
+        "post-processing, so ε is the card's. Larger files: `python -m dpmix_core train --release FILE`."
+    )
+    if not uploads:
+        return None
+    try:
+        release = saved_release({u.name: u.getvalue() for u in uploads}, str(store().path.parent / "releases"))
+        summary = release_summary(release)
+    except ValueError as exc:
+        st.error(str(exc))
+        return None
+    st.markdown(f"**Release:** {summary}")
+    choices, default = release_model_choices(release)
+    c1, c2, c3 = st.columns(3)
+    models = c1.multiselect("Models", choices, default=list(default), key=K + "release_models")
+    epochs = c2.number_input("Epochs (gradient-trained models)", 1, 1000, 10, key=K + "release_epochs")
+    repeats = c3.number_input("Repeats (seeds)", 1, 100, 2, key=K + "release_repeats")
+    try:
+        name = next(u.name for u in uploads if not u.name.lower().endswith(".json"))
+        return release_file_spec(release, models=tuple(models), epochs=epochs, repeats=repeats, display_name=name)
+    except ValueError as exc:
+        st.error(str(exc))
+        return None
+
+
 def _sweep_builder(datasets: dict[str, str]):
-    mode = st.radio("Sweep", ["Published preset", "Build your own"], horizontal=True, key=K + "mode")
+    mode = st.radio(
+        "Sweep", ["Published preset", "Build your own", "Models on a release file"], horizontal=True, key=K + "mode"
+    )
+    if mode == "Models on a release file":
+        return _release_file_builder()
     dataset = st.selectbox("Training data", list(datasets), format_func=datasets.get, key=K + "dataset")
     if mode == "Published preset":
         name = st.selectbox(

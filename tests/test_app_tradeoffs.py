@@ -206,3 +206,59 @@ def test_a_stopped_run_with_a_checkpoint_says_how_to_continue_it(tmp_path, monke
     assert not at.exception
     captions = [c.value for c in at.caption]
     assert any(c.startswith(f"Run {run.id}: training state saved near epoch 23") for c in captions), captions
+
+
+@pytest.fixture(scope="module")
+def release_npz(tmp_path_factory) -> Path:
+    """A small DPMix release of the embedded sample, as the Mixed samples page's download writes it."""
+    from dpmix_core.cli.main import main
+
+    out = tmp_path_factory.mktemp("release") / "mine.npz"
+    args = ["--dataset", "embedded", "--mechanism", "dpmix", "--l", "4", "--T", "300", "--sigma-x", "0.2"]
+    assert main(["synthesize", *args, "--out", str(out)]) == 0
+    return out
+
+
+def test_a_release_file_is_trained_on_by_the_models_picked(at, release_npz, tmp_path):
+    at.radio(key="tr_mode").set_value("Models on a release file").run()
+    assert not at.exception and not at.error and not [b for b in at.button if b.key == "tr_launch"]
+    at.file_uploader(key="tr_release_upload").set_value([("mine.npz", release_npz.read_bytes(), "application/zip")])
+    at.run()
+    assert not at.exception and not at.error
+    assert any(
+        "**Release:** embedded · dpmix, pixels · T = 300" in m.value and "rdp-wor" in m.value for m in at.markdown
+    )
+    at.multiselect(key="tr_release_models").set_value(["linear", "corrected-lsq"])
+    at.number_input(key="tr_release_epochs").set_value(1)
+    at.number_input(key="tr_release_repeats").set_value(1).run()
+    assert any("**2 runs**" in m.value for m in at.markdown)
+    at.button(key="tr_launch").click().run()
+    deadline = time.time() + 150
+    while time.time() < deadline:
+        at.run()
+        statuses = set(at.dataframe[0].value["status"]) if at.dataframe else set()
+        if statuses and not statuses & {"queued", "running"}:
+            break
+        time.sleep(1.0)
+    assert statuses == {"done"}, at.dataframe[0].value.to_dict("records")
+    at.run()
+    results = at.dataframe[-1].value
+    assert not at.exception and set(results["label"]) == {"linear", "corrected-lsq"}
+    assert results["epsilon_rdp-wor"].nunique() == 1  # one release: the same card for every model
+    saved = list((tmp_path / "releases").glob("*.npz"))  # kept beside the store for the background runs
+    assert len(saved) == 1 and saved[0].read_bytes() == release_npz.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "files, message",
+    [
+        ([("notes.csv", b"a,b\n1,2\n", "text/csv")], "together with its FILE.card.json"),
+        ([("broken.npz", b"not a zip", "application/zip")], "cannot be read as an .npz"),
+    ],
+)
+def test_a_bad_release_upload_is_one_error_next_to_it(at, files, message, tmp_path):
+    at.radio(key="tr_mode").set_value("Models on a release file").run()
+    at.file_uploader(key="tr_release_upload").set_value(files).run()
+    assert not at.exception and any(message in e.value for e in at.error), [e.value for e in at.error]
+    assert not [b for b in at.button if b.key == "tr_launch"]
+    assert not list((tmp_path / "releases").glob("*"))  # nothing of a refused upload is kept

@@ -59,3 +59,28 @@ def test_a_custom_sweep_of_the_closed_form_model_has_one_step_runs_and_no_dp_sgd
     assert {(r.model, r.epochs, r.features) for r in spec.runs()} == {("corrected-lsq", 1, "pixels")}
     with pytest.raises(ValueError, match="closed form; DP-SGD"):
         custom_spec(mechanisms=("dpmix",), model="corrected-lsq", baselines=("dp-sgd",), **knobs)
+
+
+def test_a_sweep_at_one_axis_value_puts_its_series_side_by_side():
+    """Models on one release file: no curve to draw, so the series are the (categorical) x-axis."""
+    import pandas as pd
+
+    from dpmix_core.experiments.spec import Published
+    from dpmix_core.experiments.trade_offs import trade_off_figure
+
+    agg = pd.DataFrame(
+        {
+            "label": ["linear", "corrected-lsq"],
+            "axis_value": [600.0, 600.0],
+            "test_accuracy_mean": [0.75, 0.83],
+            "test_accuracy_std": [0.01, 0.02],
+            "test_accuracy_count": [2, 2],
+        }
+    )
+    fig = trade_off_figure(agg, "T")
+    assert fig.layout.xaxis.type == "category" and "= 600" in fig.layout.xaxis.title.text
+    assert [list(t.x) for t in fig.data] == [["linear"], ["corrected-lsq"]]
+    two = pd.concat([agg, agg.assign(axis_value=1200.0)], ignore_index=True)
+    assert trade_off_figure(two, "T").layout.xaxis.type == "log"  # a curve: the axis stays numeric
+    published = (Published("linear", 600.0, 0.8, "paper"),)
+    assert trade_off_figure(agg, "T", published=published).layout.xaxis.type == "log"  # stars need the axis

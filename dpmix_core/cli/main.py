@@ -442,13 +442,43 @@ def _synthesis_config(args: argparse.Namespace):
     )
 
 
+_RELEASE_FILE_KEEPS = ("data_dir", "seed", "device", "json")  # release options that --release still uses
+
+
+def _release_file_options(args: argparse.Namespace) -> dict:
+    """--release FILE: the run's dataset, release parameters and file identity, all from the file's card.
+
+    Options that describe a release (--mechanism, --l, --dataset, ...) would contradict the card: refused.
+    """
+    from dpmix_core.experiments.release_files import check_release_memory, read_release, release_run_options
+
+    defaults = argparse.ArgumentParser(add_help=False)
+    _add_release_arguments(defaults, mechanism_required=False)
+    given = [
+        "--" + name.replace("_", "-")
+        for name, default in vars(defaults.parse_args([])).items()
+        if name not in _RELEASE_FILE_KEEPS and getattr(args, name) != default
+    ]
+    if given:
+        raise CliError(f"--release takes the release's parameters from its card; drop {', '.join(given)}")
+    if args.method != "mixing":
+        raise CliError(f"--release trains on a mixing release; drop --method {args.method}")
+    check_release_memory(args.release)
+    return release_run_options(read_release(args.release))
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from dpmix_core.cli.train import train_repeats
 
     if args.data_file is not None:
         raise CliError("train needs a dataset with an official test split: use --dataset (and --data-dir)")
-    synthesis = _synthesis_config(args) if args.method in ("mixing", "label-laplace") else None
-    model = args.model or ("scatter-linear" if args.features == "scattering" else "thesis-cnn")
+    release_file: dict = _release_file_options(args) if args.release is not None else {}
+    synthesis = release_file.pop("synthesis", None) or (
+        _synthesis_config(args) if args.method in ("mixing", "label-laplace") else None
+    )
+    features = release_file.pop("features", args.features)
+    dataset = release_file.pop("dataset", args.dataset)
+    model = args.model or ("scatter-linear" if features == "scattering" else "thesis-cnn")
     protocol = dict(
         lr=args.lr,
         batch_size=args.batch_size,
@@ -459,11 +489,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         lr_step_epochs=args.lr_step_epochs,
         early_stopping=args.early_stopping,
         val_fraction=args.val_fraction,
-        features=args.features,
+        features=features,
+        **release_file,
     )
     summary = train_repeats(
         method=args.method,
-        dataset=args.dataset,
+        dataset=dataset,
         data_dir=args.data_dir,
         synthesis=synthesis,
         model=model,
@@ -513,6 +544,12 @@ def _add_train(sub) -> None:
 
     p = sub.add_parser("train", help="train a model on a release (or a baseline) and evaluate on the real test set")
     _add_release_arguments(p, mechanism_required=False)
+    p.add_argument(
+        "--release",
+        metavar="FILE",
+        help="train on a release made earlier by synthesize (FILE.npz, or FILE.csv with FILE.card.json) instead of "
+        "making one: dataset, mechanism and noise come from its card, epsilon is the card's",
+    )
     p.add_argument(
         "--method",
         choices=METHODS,

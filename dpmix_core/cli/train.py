@@ -52,7 +52,9 @@ def check_before_training(base: RunConfig, repeats: int, limits: Limits | None =
         raise ValueError(f"dataset {base.dataset!r} has no test split to evaluate on.")
     ds = subsample(ds, train_limit=base.train_limit, test_limit=base.test_limit)
     samples = ds.n_train
-    if base.synthesis is not None:
+    if base.release_file is not None and base.synthesis is not None:  # made already: only training costs
+        samples = base.synthesis.T
+    elif base.synthesis is not None:
         if base.method == "mixing":
             planned_release(base.synthesis, ds)  # raises on l > n or a class smaller than l
             if base.synthesis.mechanism != "label-laplace":
@@ -199,6 +201,7 @@ def train_repeats(
             }
             for res in results
         ],
+        "release_file": first.get("release_file"),  # train --release: the file, its hash and when it was made
         "notes": first["notes"],
         "versions": first["versions"],
         "config": base.to_dict(),

@@ -5,7 +5,9 @@
 * :mod:`~dpmix_core.experiments.presets` — ``PRESETS``, ``get_preset``, ``estimate_seconds``;
 * :mod:`~dpmix_core.experiments.results` — ``aggregate``;
 * :mod:`~dpmix_core.experiments.best_release` — ``run_search``: the best feature-mixing release for a budget;
-* :mod:`~dpmix_core.experiments.solve_epsilon` — ``solve_epsilon``: the epsilon a stored curve needs for X %.
+* :mod:`~dpmix_core.experiments.solve_epsilon` — ``solve_epsilon``: the epsilon a stored curve needs for X %;
+* :mod:`~dpmix_core.experiments.release_files` — ``read_release``: a release made earlier, read back with its
+  card to train on (``train --release``).
 """
 
 from dpmix_core.experiments.config import RunConfig, run_key

@@ -47,7 +47,7 @@ __all__ = [
     "upgrade_v1_synthesis",
 ]
 
-NON_IDENTITY_FIELDS = ("device", "data_dir", "label")
+NON_IDENTITY_FIELDS = ("device", "data_dir", "label", "release_file")
 _RUN_OWNED_SYNTHESIS_FIELDS = ("seed", "device")  # set by the run, not stored in the nested dict
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 _SYNTHESIS_TUPLES = ("zscore_constants", "feature_range")
@@ -201,6 +201,10 @@ class RunConfig:
     data, not allowed for DP-SGD (it would read the private data).
     ``train_limit``/``test_limit`` take a fixed random subset (the same for
     every seed) of the training/test split: the quick variants.
+    ``release_file`` / ``release_sha256``: train on a release made earlier by
+    ``synthesize`` (:mod:`dpmix_core.experiments.release_files`) instead of
+    making one; ``synthesis`` then holds the card's parameters, the hash is the
+    release's identity and the path is not (the same bytes elsewhere are the same run).
     """
 
     method: str
@@ -235,6 +239,8 @@ class RunConfig:
     label: str = ""  # display name of the series (not identity)
     device: str = "auto"  # not identity
     data_dir: str | None = None  # not identity
+    release_file: str | None = None  # train on this synthesize file instead of making a release (not identity)
+    release_sha256: str | None = None  # its bytes' SHA-256: the release's identity
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -311,10 +317,23 @@ class RunConfig:
             raise ValueError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'. Found {self.device!r}.")
         if self.data_dir is not None and not isinstance(self.data_dir, str):
             set_("data_dir", str(self.data_dir))
+        self._check_release_file(set_)
         self._check_synthesis(set_)
         self._check_combination()
 
     # ------------------------------------------------------------------ validation helpers
+
+    def _check_release_file(self, set_) -> None:
+        if self.release_file is None and self.release_sha256 is None:
+            return
+        if self.release_file is None or self.release_sha256 is None:
+            raise ValueError("a release file needs both release_file (its path) and release_sha256 (its bytes' hash).")
+        if self.method != "mixing":
+            raise ValueError(f"a release file is a mixing release: method must be 'mixing'. Found {self.method!r}.")
+        sha = self.release_sha256
+        if not (isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
+            raise ValueError(f"release_sha256 must be 64 lower-case hex digits. Found {sha!r}.")
+        set_("release_file", str(self.release_file))
 
     def _check_synthesis(self, set_) -> None:
         syn = self.synthesis
@@ -494,6 +513,8 @@ class RunConfig:
             d.pop("lr_milestones")
         if self.early_stopping is None:
             d.pop("early_stopping")
+        if self.release_sha256 is None:
+            d.pop("release_sha256")
         return d
 
     def replace(self, **changes) -> RunConfig:

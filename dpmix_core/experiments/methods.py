@@ -19,7 +19,7 @@ import math
 import time
 from abc import ABC
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -43,6 +43,7 @@ __all__ = [
     "RunContext",
     "TrainingSet",
     "closed_form_step",
+    "release_file_training_set",
     "get_method",
     "json_epsilon",
 ]
@@ -219,11 +220,59 @@ class Mixing(Method):
     name = "mixing"
 
     def training_set(self, ctx: RunContext, ds, raw_ds, released_features: bool) -> TrainingSet:
+        if ctx.config.release_file is not None:
+            return release_file_training_set(ctx, ds)
         synthesis, card = _synthesize(ctx, ds, raw_ds, released_features)
         ctx.extra["sigma_x"], ctx.extra["sigma_y"] = synthesis.config.sigma_x, synthesis.config.sigma_y
         privacy = Privacy({e["accountant"]: e["epsilon"] for e in card["epsilons"]}, synthesis.config.delta, card)
         test_map = D.release_feature_map(synthesis.config, ds.x_train)
         return TrainingSet(synthesis.data.x, synthesis.data.y, test_map, privacy)
+
+
+def release_file_training_set(ctx: RunContext, ds) -> TrainingSet:
+    """Step 1 for a release made earlier (``train --release``): the file's points, its card's epsilons.
+
+    The file must still have the bytes the run was set up with (``release_sha256``) and fit the dataset
+    the card names (feature and label dimensions after the card's public feature transform).
+    """
+    from dpmix_core.experiments.release_files import read_release, release_synthesis
+
+    config = ctx.config
+    assert config.release_file is not None and config.synthesis is not None  # RunConfig checks both
+    ctx.phase("release")
+    t0 = time.perf_counter()
+    release = read_release(config.release_file)
+    where = f"release file {config.release_file!r}"
+    if release.sha256 != config.release_sha256:
+        raise ValueError(f"{where} changed since the run was set up (its SHA-256 differs): set the run up again.")
+    syn = release_synthesis(release.card, where=f"the card of {config.release_file!r}")
+    same = lambda s: replace(s, seed=0, device="cpu")  # noqa: E731 -- the run owns these two
+    if same(syn) != same(config.synthesis):
+        raise ValueError(f"the run's release parameters differ from the card of {where}: set the run up again.")
+    if release.x.shape[1] != ds.feature_dim or release.y.shape[1] != ds.num_classes:
+        raise ValueError(
+            f"{where} holds {release.x.shape[1]} features and {release.y.shape[1]} labels per point, but "
+            f"{config.dataset!r} ({syn.features}) has {ds.feature_dim} and {ds.num_classes}: it is not a release "
+            "of this dataset."
+        )
+    ctx.tick("release", t0)
+    card = release.card
+    ctx.extra["sigma_x"], ctx.extra["sigma_y"] = syn.sigma_x, syn.sigma_y
+    ctx.extra["released_points"] = release.num_points
+    ctx.extra["release_file"] = {
+        "path": config.release_file,
+        "sha256": release.sha256,
+        "created_utc": card.get("created_utc"),
+        "dpmix_studio_version": card.get("dpmix_studio_version"),
+    }
+    made = f"made by DPMix Studio {card.get('dpmix_studio_version', '?')} on {card.get('created_utc', '?')}"
+    ctx.notes.append(
+        f"trained on the release file {config.release_file} (SHA-256 {release.sha256[:12]}…, {made}): training is "
+        "post-processing, so epsilon is the card's, computed when the release was made; seeds change only the "
+        "validation split and the model's initialisation, never the release"
+    )
+    privacy = Privacy({e["accountant"]: e["epsilon"] for e in card["epsilons"]}, card["delta"], card)
+    return TrainingSet(release.x, release.y, D.release_feature_map(syn, ds.x_train), privacy)
 
 
 class LabelLaplace(Method):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -18,6 +19,7 @@ import plotly.graph_objects as go
 from dpmix_core.data import DatasetError, load_dataset
 from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
+from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
 from dpmix_core.experiments.results import aggregate
 from dpmix_core.experiments.spec import Published, SweepSpec, load_spec
 from dpmix_core.experiments.sweeps import RunSpec, submit_sweep
@@ -46,6 +48,9 @@ __all__ = [
     "Launch",
     "available_training_datasets",
     "custom_spec",
+    "release_file_spec",
+    "release_model_choices",
+    "release_summary",
     "estimate_minutes",
     "expand_cli_spec",
     "narrow_spec",
@@ -543,12 +548,18 @@ def trade_off_figure(
     Runs the axis does not move (non-private, or a baseline on a sigma axis) are
     drawn as horizontal reference lines. With ``epsilon_column`` the mean epsilon
     of the mixing series goes on a second y-axis (e.g. accuracy vs sigma, eps on the right).
+    A sweep at a single axis value without published points (e.g. models on one release file) has no curve:
+    its series are drawn side by side on a categorical axis instead.
     """
     fig = go.Figure()
     mean, std = f"{metric}_mean", f"{metric}_std"
     percent = metric == "test_accuracy"
     scale = 100.0 if percent else 1.0
     finite = agg[agg["axis_value"].map(lambda v: v is not None and not pd.isna(v) and math.isfinite(v))]
+    single = finite["axis_value"].nunique() == 1 and not published and len(finite) > 0
+    if single:  # one point per series: the series are the x-axis
+        value = finite["axis_value"].iloc[0]
+        finite = finite.assign(axis_value=finite["label"].astype(str))
     flat = agg[~agg.index.isin(finite.index)]
     palette = plotly.colors.qualitative.Plotly
     colors: dict[str, str] = {}
@@ -648,9 +659,13 @@ def trade_off_figure(
             }
         )
     log_x = axis in ("sigma", "l", "T") or (axis or "").endswith("epsilon")
+    x_title = AXIS_TITLES.get(axis or "", axis or "")
+    xaxis = {"title": x_title, "type": "log" if log_x else "linear"}
+    if single:
+        xaxis = {"title": f"series, all at {x_title} = {value:g}", "type": "category"}
     fig.update_layout(
         title=title,
-        xaxis={"title": AXIS_TITLES.get(axis or "", axis or ""), "type": "log" if log_x else "linear"},
+        xaxis=xaxis,
         yaxis={"title": "test accuracy (%)" if percent else "test MSE", "type": "linear" if percent else "log"},
         font={"size": 15},
         legend={"orientation": "h", "y": -0.25},
@@ -733,4 +748,70 @@ def custom_spec(
         series=tuple(series),
         repeats=repeats,
         title=f"Custom sweep over {AXIS_TITLES.get(axis, axis)} ({', '.join(mechanisms)})",
+    )
+
+
+def release_summary(release: ReleaseFile) -> str:
+    """One line about a release file from its card: dataset, mechanism, size, noise and its rigorous epsilons."""
+    card = release.card
+    syn = release_synthesis(card, where=f"the card of {release.path!r}")
+    bounds = [
+        f"{e['accountant']} {_epsilon_text(e['epsilon'])}"
+        for e in card["epsilons"]
+        if e.get("upper_bound") and e.get("epsilon") is not None
+    ]
+    approx = [f"{e['accountant']} {_epsilon_text(e['epsilon'])}" for e in card["epsilons"] if not e.get("upper_bound")]
+    eps = f"ε upper bounds at δ = {card['delta']:g}: {', '.join(bounds) or 'none'}"
+    if approx:
+        eps += f" (approximations, not bounds: {', '.join(approx)})"
+    return (
+        f"{card['dataset'].get('name')} · {syn.mechanism}, {syn.features} · T = {release.num_points:,} points of "
+        f"{release.x.shape[1]:,} values · σx = {syn.sigma_x:.4g}, σy = {syn.sigma_y:.4g} · {eps}"
+    )
+
+
+def _epsilon_text(value: Any) -> str:
+    return "∞" if value in ("inf", math.inf) else f"{float(value):.4g}"
+
+
+def release_model_choices(release: ReleaseFile) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the models that can train on this release, a sensible default pair): feature models for a feature release."""
+    from dpmix_core.training.names import FEATURE_MODELS, MODELS, SCATTER_MODELS
+
+    if release_synthesis(release.card, where=f"the card of {release.path!r}").features != "pixels":
+        return FEATURE_MODELS, ("scatter-linear", "corrected-lsq")
+    return tuple(m for m in MODELS if m not in SCATTER_MODELS), ("linear", "corrected-lsq")
+
+
+def release_file_spec(
+    release: ReleaseFile, *, models: tuple[str, ...], epochs: int, repeats: int, display_name: str | None = None
+) -> SweepSpec:
+    """Several models trained on one release file: a series per model, each on its paper's protocol.
+
+    The axis is T with the release's own value (a release file has one setting; the series are the
+    comparison). ``epochs`` applies to gradient-trained models; closed-form ones are fitted once.
+    ``display_name``: the file's name for the title (an upload is stored under its hash).
+    """
+    if not models:
+        raise ValueError("Pick at least one model.")
+    from dpmix_core.experiments.spec import Series
+    from dpmix_core.training.protocols import protocol_options
+
+    options = release_run_options(release)
+    syn = options["synthesis"]
+    base = RunConfig("mixing", model=models[0], epochs=epochs, **options)
+    series = tuple(
+        Series(model, {**protocol_options(model, mechanism=syn.mechanism), "model": model}) for model in models
+    )
+    ident = hashlib.sha256(f"{release.sha256}|{models}|{epochs}|{repeats}".encode()).hexdigest()[:10]
+    name = display_name or Path(release.path).name
+    return SweepSpec(
+        name=f"release-{release.sha256[:8]}-{ident}",
+        base=base,
+        axis="T",
+        values=(syn.T,),
+        series=series,
+        repeats=repeats,
+        title=f"Models on the release file {name}",
+        description=release_summary(release),
     )

@@ -11,6 +11,7 @@ the release notes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -64,8 +65,8 @@ def subsample(ds: Dataset, *, train_limit: int | None, test_limit: int | None) -
 
 
 def flat(x: np.ndarray) -> np.ndarray:
-    """(n, ...) -> (n, d) without copying when possible."""
-    return x.reshape(x.shape[0], -1)
+    """(n, ...) -> (n, d) without copying when possible (n may be 0)."""
+    return x.reshape(x.shape[0], math.prod(x.shape[1:]))
 
 
 def pixels01(x: np.ndarray) -> np.ndarray:

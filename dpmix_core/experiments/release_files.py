@@ -1,0 +1,330 @@
+"""A release someone else made: read a ``synthesize`` file and its privacy card, and train on it.
+
+A data holder runs ``synthesize`` and hands out ``FILE.npz`` (x, y and the card inside) or ``FILE.csv``
+plus ``FILE.card.json``. Whoever receives it has the release, its card and the dataset's *public* test
+split — never the private records. ``train --release FILE`` answers their question, "how useful is
+this release?", with any model, on the real test split:
+
+* :func:`read_release` reads and checks the file against its card (shapes, finite values, the card's
+  own fields); a file that does not match gets one line saying what differs;
+* :func:`release_run_options` turns the card into the run's fields: the dataset the card names (for its
+  test split), the release's mechanism parameters with the noise scales it was made with (so
+  ``corrected-lsq`` knows σx, σy), and the file's SHA-256, which is the run's identity (a run on the same
+  bytes is the same run, wherever the file lies).
+
+Privacy: training on a release is post-processing (Dwork & Roth 2014, Prop. 2.1), so the run's ε is the
+card's, computed by the accountants when the release was made; nothing here spends or recomputes it.
+Releases whose test records cannot be mapped without private information are refused: class-centric
+``zscore-private`` (the card does not publish the private statistics).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import os
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpmix_core.data import DATASET_NAMES
+from dpmix_core.experiments.config import synthesis_from_dict
+from dpmix_core.privacy.checks import check_positive_int, check_sigma
+from dpmix_core.resources.files import write_files_atomically
+from dpmix_core.resources.limits import LimitExceeded, Limits, limits_from_env
+from dpmix_core.synthesis.pipeline import SynthesisConfig
+
+__all__ = [
+    "RELEASE_SUFFIXES",
+    "ReleaseFile",
+    "check_release_memory",
+    "file_sha256",
+    "read_release",
+    "release_run_options",
+    "release_synthesis",
+    "save_release_upload",
+]
+
+RELEASE_SUFFIXES = (".npz", ".csv")
+MEMORY_PER_FILE_BYTE = 3  # the arrays as read, their float32 copies for training, the model's tensors
+_CARD_FIELDS = ("dataset", "parameters", "released", "epsilons")
+_HASH_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class ReleaseFile:
+    """A released dataset as its recipient has it: points ``x`` (T, d), soft labels ``y`` (T, K), the card.
+
+    ``sha256`` is the hex digest of the file's bytes (the .npz or .csv; the card beside a .csv is checked
+    against the data, not hashed).
+    """
+
+    path: str
+    x: np.ndarray
+    y: np.ndarray
+    card: dict
+    sha256: str
+
+    def __post_init__(self) -> None:
+        if self.x.ndim != 2 or self.y.ndim != 2 or self.x.shape[0] != self.y.shape[0]:
+            raise ValueError(
+                f"release {self.path!r}: x and y must be (T, d) and (T, K) with the same T. "
+                f"Found {self.x.shape} and {self.y.shape}."
+            )
+        if not (len(self.sha256) == 64 and all(c in "0123456789abcdef" for c in self.sha256)):
+            raise ValueError(f"sha256 must be 64 lower-case hex digits. Found {self.sha256!r}.")
+
+    @property
+    def num_points(self) -> int:
+        return int(self.x.shape[0])
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """SHA-256 (hex) of a file's bytes, read in 1 MiB pieces."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(_HASH_CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_release_memory(path: str | os.PathLike, limits: Limits | None = None) -> None:
+    """Refuse (:class:`LimitExceeded`, one line) a release file too big to train on within ``DPMIX_MAX_MEMORY``.
+
+    Checked from the file's size before it is read; a missing file passes (:func:`read_release` says so).
+    """
+    limits = limits or limits_from_env()
+    try:
+        size = Path(path).expanduser().stat().st_size
+    except OSError:
+        return
+    need = MEMORY_PER_FILE_BYTE * size
+    if need > limits.max_memory:
+        raise LimitExceeded(
+            f"the release file {str(path)!r} ({size / 2**30:.3g} GiB) needs about {need / 2**30:.3g} GiB of memory "
+            f"to train on, over the limit of {limits.max_memory / 2**30:.3g} GiB (DPMIX_MAX_MEMORY): raise the limit "
+            "on a machine that has the memory."
+        )
+
+
+def read_release(path: str | os.PathLike) -> ReleaseFile:
+    """The release at ``path`` (``FILE.npz`` or ``FILE.csv`` with ``FILE.card.json``), checked against its card.
+
+    Raises ValueError with one line: a missing file or card, a file that is not a release, a card that
+    does not describe the data (point count, feature or label dimension), non-finite values.
+    """
+    path = Path(path).expanduser().absolute()  # a run in a worker elsewhere finds it too
+    suffix = path.suffix.lower()
+    if suffix not in RELEASE_SUFFIXES:
+        raise ValueError(f"a release is FILE.npz or FILE.csv (as synthesize writes it). Found {path.name!r}.")
+    if not path.is_file():
+        raise ValueError(f"release file {str(path)!r} does not exist.")
+    sha = file_sha256(path)
+    if suffix == ".npz":
+        x, y, card = _read_npz(path)
+    else:
+        card = _read_card(path.with_suffix(".card.json"), path)
+        x, y = _read_csv(path, label_dim=_released(card, "label_dim", path))
+    _check_against_card(path, x, y, card)
+    return ReleaseFile(str(path), x, y, card, sha)
+
+
+def release_synthesis(card: dict, *, where: str = "the card") -> SynthesisConfig:
+    """The mechanism parameters the release was made with, noise scales as released (no target to calibrate).
+
+    σx and σy come from the card's release description (what the mechanism used) when it has one, so a
+    release calibrated to a target ε reads back with the σ it was made with.
+    """
+    params = dict(card["parameters"])
+    release = card.get("release") or {}
+    for name in ("sigma_x", "sigma_y"):
+        if release.get(name) is not None:
+            params[name] = release[name]
+    params["target_epsilon"] = None
+    try:
+        for name in ("l", "T"):
+            check_positive_int(name, params.get(name))
+        for name in ("sigma_x", "sigma_y"):
+            check_sigma(name, params.get(name))
+        syn = synthesis_from_dict(params)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where} does not describe a release this version can read: {exc}") from None
+    if syn.mechanism == "label-laplace":
+        raise ValueError(
+            f"{where} describes a label-only Laplace release (real features, noisy labels); train --release "
+            "reads mixing releases."
+        )
+    if syn.mechanism == "class-centric" and syn.preprocessing == "zscore-private":
+        raise ValueError(
+            f"{where}: the release was z-scored with the private data's statistics ('zscore-private'), which "
+            "the card does not publish, so test records cannot be mapped into its space."
+        )
+    return syn
+
+
+def release_run_options(release: ReleaseFile) -> dict[str, Any]:
+    """RunConfig fields for training on ``release``: dataset, synthesis (as released), features, file and hash."""
+    card = release.card
+    dataset = card["dataset"].get("name")
+    if dataset not in DATASET_NAMES:
+        raise ValueError(
+            f"the card of {release.path!r} names dataset {dataset!r}, which has no public test split here "
+            f"(one of: {', '.join(DATASET_NAMES)}); evaluate it on your own data instead."
+        )
+    syn = release_synthesis(card, where=f"the card of {release.path!r}")
+    return {
+        "dataset": dataset,
+        "synthesis": syn,
+        "features": syn.features,
+        "release_file": release.path,
+        "release_sha256": release.sha256,
+    }
+
+
+def save_release_upload(files: Mapping[str, bytes], folder: str | os.PathLike) -> ReleaseFile:
+    """Uploaded release files (name -> bytes: one ``.npz``, or a ``.csv`` with its ``.card.json``), kept in ``folder``.
+
+    Saved under their SHA-256 (``<sha>.npz``; ``<sha>.csv`` + ``<sha>.card.json``) so background runs can read
+    them and the same upload is stored once; written all-or-nothing, then read back with :func:`read_release`.
+    A file that is not a valid release is removed again when this call created it, never otherwise.
+    Raises ValueError (one line) for a wrong set of files or an invalid release.
+    """
+    by_kind: dict[str, tuple[str, bytes]] = {}
+    for name, data in files.items():
+        lower = name.lower()
+        kind = ".card.json" if lower.endswith(".card.json") else Path(lower).suffix
+        if kind not in (*RELEASE_SUFFIXES, ".card.json") or kind in by_kind:
+            raise ValueError(
+                "upload one FILE.npz, or one FILE.csv together with its FILE.card.json (as synthesize writes them). "
+                f"Found {', '.join(sorted(files)) or 'nothing'}."
+            )
+        by_kind[kind] = (name, data)
+    data_kind = next((k for k in RELEASE_SUFFIXES if k in by_kind), None)
+    if data_kind is None or (data_kind == ".csv" and ".card.json" not in by_kind) or len(by_kind) > 2:
+        raise ValueError(
+            "upload one FILE.npz, or one FILE.csv together with its FILE.card.json (as synthesize writes them). "
+            f"Found {', '.join(sorted(files)) or 'nothing'}."
+        )
+    payload = by_kind[data_kind][1]
+    sha = hashlib.sha256(payload).hexdigest()
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{sha}{data_kind}"
+    wanted = {target: payload}
+    if ".card.json" in by_kind:  # a .csv's card (an .npz from synthesize carries its own)
+        wanted[target.with_suffix(".card.json")] = by_kind[".card.json"][1]
+    new = {path: data for path, data in wanted.items() if not (path.is_file() and path.read_bytes() == data)}
+    for path in new:
+        if path.exists():  # same name, other bytes: a card replaced by the user; keep theirs, refuse
+            raise ValueError(f"{str(path)!r} exists with other contents; remove it or upload the matching card.")
+    if new:
+        write_files_atomically(new)
+    try:
+        return read_release(target)
+    except ValueError:
+        for path in new:
+            path.unlink(missing_ok=True)  # this call wrote it: not a release, not kept
+        raise
+
+
+# ---------------------------------------------------------------------------------------------------- readers
+
+
+def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray, dict]:
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError):
+        raise ValueError(
+            f"{str(path)!r} cannot be read as an .npz archive (is it a release from synthesize?)."
+        ) from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ValueError(f"{str(path)!r} holds a single array, not a release (x, y and its privacy card).")
+    with archive:
+        names = set(archive.files)
+        if not {"x", "y"} <= names:
+            raise ValueError(
+                f"{str(path)!r} is not a release written by synthesize: it needs arrays x and y "
+                f"(found {', '.join(sorted(names)) or 'none'})."
+            )
+        try:
+            x, y = archive["x"], archive["y"]
+            card_text = str(archive["privacy_card"]) if "privacy_card" in names else None
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+            raise ValueError(f"{str(path)!r}: an array cannot be read ({exc}).") from None
+    if card_text is None:
+        card = _read_card(path.with_suffix(".card.json"), path)
+    else:
+        card = _parse_card(card_text, f"the privacy card inside {str(path)!r}")
+    return _as_float32(x, path, "x"), _as_float32(y, path, "y"), card
+
+
+def _read_csv(path: Path, *, label_dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Columns y0..y{K-1} then x0..x{d-1}, one row per point (synthesize's CSV layout)."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        header = fh.readline().strip().split(",")
+        body = fh.read()
+    expected = [f"y{j}" for j in range(label_dim)]
+    if header[:label_dim] != expected or not header[label_dim:] or header[label_dim] != "x0":
+        raise ValueError(
+            f"{str(path)!r} does not have synthesize's CSV header (y0..y{label_dim - 1}, then x0, x1, ...)."
+        )
+    try:
+        table = np.loadtxt(io.StringIO(body), delimiter=",", dtype=np.float32, ndmin=2)
+    except ValueError as exc:
+        raise ValueError(f"{str(path)!r}: a row is not {len(header)} numbers ({exc}).") from None
+    if table.shape[1] != len(header):
+        raise ValueError(f"{str(path)!r}: rows have {table.shape[1]} values, the header names {len(header)}.")
+    return np.ascontiguousarray(table[:, label_dim:]), np.ascontiguousarray(table[:, :label_dim])
+
+
+def _read_card(card_path: Path, data_path: Path) -> dict:
+    if not card_path.is_file():
+        raise ValueError(
+            f"no privacy card beside {str(data_path)!r} (expected {card_path.name}): without it the release's "
+            "epsilon and noise are unknown."
+        )
+    return _parse_card(card_path.read_text(encoding="utf-8", errors="replace"), f"privacy card {str(card_path)!r}")
+
+
+def _parse_card(text: str, where: str) -> dict:
+    try:
+        card = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{where} is not valid JSON ({exc.msg}, line {exc.lineno}).") from None
+    if not isinstance(card, dict) or any(key not in card for key in _CARD_FIELDS):
+        raise ValueError(f"{where} is not a privacy card written by synthesize (it needs {', '.join(_CARD_FIELDS)}).")
+    return card
+
+
+def _released(card: dict, key: str, path: Path) -> int:
+    value = card["released"].get(key) if isinstance(card["released"], dict) else None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"the card of {str(path)!r} has no valid released.{key}.")
+    return value
+
+
+def _as_float32(a: np.ndarray, path: Path, name: str) -> np.ndarray:
+    if a.dtype.kind not in "fiu":
+        raise ValueError(f"{str(path)!r}: {name} must be numeric. Found dtype {a.dtype}.")
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def _check_against_card(path: Path, x: np.ndarray, y: np.ndarray, card: dict) -> None:
+    shape = (_released(card, "points", path), _released(card, "feature_dim", path), _released(card, "label_dim", path))
+    if x.ndim != 2 or y.ndim != 2 or (x.shape[0], x.shape[1], y.shape[1]) != shape or y.shape[0] != x.shape[0]:
+        raise ValueError(
+            f"{str(path)!r} does not match its card: the card says {shape[0]} points of {shape[1]} features and "
+            f"{shape[2]} labels, the file holds x {tuple(x.shape)} and y {tuple(y.shape)}."
+        )
+    for name, a in (("x", x), ("y", y)):
+        if not np.isfinite(a).all():
+            raise ValueError(f"{str(path)!r}: {name} holds NaN or infinite values; a release never does.")
+    delta = card.get("delta")
+    if not (isinstance(delta, (int, float)) and 0 <= delta < 1 and math.isfinite(delta)):
+        raise ValueError(f"the card of {str(path)!r} has no valid delta.")
