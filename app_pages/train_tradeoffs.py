@@ -6,7 +6,7 @@ import streamlit as st
 
 from app_pages.shared.widgets import chart, table_download
 from dpmix_core.experiments.presets import get_preset, preset_names
-from dpmix_core.experiments.release_files import ReleaseFile, save_release_upload
+from dpmix_core.experiments.release_files import CardCheck, ReleaseFile, save_release_upload, verify_card
 from dpmix_core.experiments.runtime_estimate import estimate_sweep_runtime
 from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_series, solve_epsilon
 from dpmix_core.experiments.trade_offs import (
@@ -86,6 +86,11 @@ def saved_release(files: dict[str, bytes], folder: str) -> ReleaseFile:
     return save_release_upload(files, folder)  # kept beside the store: background runs read it from there
 
 
+@st.cache_data(show_spinner="Recomputing the card's ε…", max_entries=16)
+def card_check(sha256: str, _card: dict) -> CardCheck:
+    return verify_card(_card)  # the file's hash is the key: the same bytes have the same card
+
+
 def _release_file_builder():
     """Models on a release someone made (synthesize, or the Mixed samples page's download)."""
     uploads = st.file_uploader(
@@ -107,6 +112,14 @@ def _release_file_builder():
         st.error(str(exc))
         return None
     st.markdown(f"**Release:** {summary}")
+    if st.button("Recompute the card's ε from its description", key=K + "verify"):
+        st.session_state[K + "verified"] = release.sha256
+    if st.session_state.get(K + "verified") == release.sha256:
+        check = card_check(release.sha256, release.card)
+        (st.success if check.matches else st.error)(
+            ("Verified: " if check.matches else "Not verified: ") + check.reason
+        )
+        st.dataframe(check.rows, hide_index=True)
     choices, default = release_model_choices(release)
     c1, c2, c3 = st.columns(3)
     models = c1.multiselect("Models", choices, default=list(default), key=K + "release_models")

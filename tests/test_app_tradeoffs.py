@@ -262,3 +262,14 @@ def test_a_bad_release_upload_is_one_error_next_to_it(at, files, message, tmp_pa
     assert not at.exception and any(message in e.value for e in at.error), [e.value for e in at.error]
     assert not [b for b in at.button if b.key == "tr_launch"]
     assert not list((tmp_path / "releases").glob("*"))  # nothing of a refused upload is kept
+
+
+def test_the_cards_epsilon_can_be_recomputed_next_to_the_release(at, release_npz):
+    at.radio(key="tr_mode").set_value("Models on a release file").run()
+    at.file_uploader(key="tr_release_upload").set_value([("mine.npz", release_npz.read_bytes(), "application/zip")])
+    at.run()
+    at.button(key="tr_verify").click().run()
+    assert not at.exception and any(s.value.startswith("Verified: all 3 epsilons") for s in at.success)
+    assert set(at.dataframe[0].value["accountant"]) == {"lee2019", "dpcda", "rdp-wor"}
+    at.multiselect(key="tr_release_models").set_value(["linear"]).run()  # the answer stays while exploring
+    assert any(s.value.startswith("Verified:") for s in at.success)

@@ -238,7 +238,7 @@ def test_an_upload_is_kept_once_under_its_hash(released, tmp_path):
     with pytest.raises(ValueError, match="exists with other contents"):
         save_release_upload(other_card, tmp_path / "releases")
     for files in ({"r.csv": csv["r.csv"]}, {"a.npz": b"", "b.npz": b""}, {"r.txt": b"x"}, {}):
-        with pytest.raises(ValueError, match="upload one FILE.npz"):
+        with pytest.raises(ValueError, match="Upload one FILE.npz"):
             save_release_upload(files, tmp_path / "releases")
     with pytest.raises(ValueError, match="cannot be read"):
         save_release_upload({"bad.npz": b"junk"}, tmp_path / "releases")
@@ -261,3 +261,61 @@ def test_one_release_many_models_is_a_sweep_of_series_at_its_own_setting(release
         release_file_spec(release, models=(), epochs=1, repeats=1)
     with pytest.raises(ValueError, match="needs features = 'scattering'"):
         release_file_spec(release, models=("scatter-linear",), epochs=1, repeats=1)
+
+
+def _edited(card: dict, edit) -> dict:
+    copy = json.loads(json.dumps(card))
+    edit(copy)
+    return copy
+
+
+def test_a_cards_epsilons_are_recomputed_from_its_description(released):
+    from dpmix_core.experiments.release_files import verify_card
+
+    card = read_release(released / "r.npz").card
+    check = verify_card(card)
+    assert check.matches and {r["accountant"] for r in check.rows} == {e["accountant"] for e in card["epsilons"]}
+    assert all(r["card"] == pytest.approx(r["recomputed"], rel=1e-9) for r in check.rows)
+
+    def halve(c):
+        c["epsilons"][-1]["epsilon"] /= 2
+
+    lowered = verify_card(_edited(card, halve))
+    assert not lowered.matches and card["epsilons"][-1]["accountant"] in lowered.reason
+    assert [r["matches"] for r in lowered.rows] == [True] * (len(card["epsilons"]) - 1) + [False]
+
+    def more_noise(c):  # noise claimed on the card but not in the description: the description no longer follows
+        c["parameters"]["sigma_x"] = c["release"]["sigma_x"] * 2
+        c["release"]["sigma_x"] = None
+
+    assert "does not follow from its parameters (sigma_x)" in verify_card(_edited(card, more_noise)).reason
+
+    def relabel(c):  # an approximation sold as a bound
+        c["epsilons"][0]["upper_bound"] = not c["epsilons"][0]["upper_bound"]
+
+    assert not verify_card(_edited(card, relabel)).matches
+    no_release = verify_card(_edited(card, lambda c: c.pop("release")))
+    assert not no_release.matches and "no release description" in no_release.reason
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--mechanism", "poisson", "--l", "16", "--T", "300", "--target-epsilon", "2", "--accountant", "pld-poisson"],
+        ["--mechanism", "class-centric", "--preprocessing", "zscore", "--l", "8", "--T", "200", "--sigma-x", "0.5"],
+        ["--mechanism", "label-laplace", "--label-epsilon", "2"],
+    ],
+)
+def test_verify_cli_confirms_each_kind_of_card_and_exits_1_on_an_edit(tmp_path, capsys, args):
+    out = tmp_path / "r.npz"
+    assert main(["synthesize", "--dataset", "embedded", *args, "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(out)]) == 0
+    assert "verified:" in capsys.readouterr().out
+    card = json.loads((tmp_path / "r.card.json").read_text())
+    card["epsilons"][0]["epsilon"] = 0.001
+    (tmp_path / "r.card.json").write_text(json.dumps(card))
+    assert main(["verify", str(tmp_path / "r.card.json"), "--json"]) == 1
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["matches"] is False and answer["rows"][0]["matches"] is False
+    assert main(["verify", str(tmp_path / "missing.card.json")]) == 2

@@ -690,6 +690,16 @@ def _add_solve_epsilon(sub) -> None:
     p.set_defaults(func=cli_solve_epsilon)
 
 
+def _add_verify(sub) -> None:
+    from dpmix_core.cli.verify import add_verify_arguments, cli_verify
+
+    p = sub.add_parser(
+        "verify", help="recompute a release file's epsilons from its privacy card and compare (exit 1 if they differ)"
+    )
+    add_verify_arguments(p)
+    p.set_defaults(func=cli_verify)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from dpmix_core.resources.files import check_new_file, write_files_atomically
     from dpmix_core.views.html_report import accountant_report
@@ -741,6 +751,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report(sub)
     _add_best_release(sub)
     _add_solve_epsilon(sub)
+    _add_verify(sub)
     return parser
 
 

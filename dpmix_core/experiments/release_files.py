@@ -27,7 +27,7 @@ import math
 import os
 import zipfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +42,17 @@ from dpmix_core.synthesis.pipeline import SynthesisConfig
 
 __all__ = [
     "RELEASE_SUFFIXES",
+    "CardCheck",
     "ReleaseFile",
+    "card_synthesis",
     "check_release_memory",
     "file_sha256",
+    "read_card",
     "read_release",
     "release_run_options",
     "release_synthesis",
     "save_release_upload",
+    "verify_card",
 ]
 
 RELEASE_SUFFIXES = (".npz", ".csv")
@@ -135,26 +139,23 @@ def read_release(path: str | os.PathLike) -> ReleaseFile:
     return ReleaseFile(str(path), x, y, card, sha)
 
 
+def read_card(path: str | os.PathLike) -> dict:
+    """The privacy card of a release file (``FILE.npz`` / ``FILE.csv``, checked against its data) or a ``FILE.card.json``."""
+    path = Path(path).expanduser()
+    if path.name.lower().endswith(".card.json"):
+        if not path.is_file():
+            raise ValueError(f"privacy card {str(path)!r} does not exist.")
+        return _parse_card(path.read_text(encoding="utf-8", errors="replace"), f"privacy card {str(path)!r}")
+    return read_release(path).card
+
+
 def release_synthesis(card: dict, *, where: str = "the card") -> SynthesisConfig:
     """The mechanism parameters the release was made with, noise scales as released (no target to calibrate).
 
     σx and σy come from the card's release description (what the mechanism used) when it has one, so a
     release calibrated to a target ε reads back with the σ it was made with.
     """
-    params = dict(card["parameters"])
-    release = card.get("release") or {}
-    for name in ("sigma_x", "sigma_y"):
-        if release.get(name) is not None:
-            params[name] = release[name]
-    params["target_epsilon"] = None
-    try:
-        for name in ("l", "T"):
-            check_positive_int(name, params.get(name))
-        for name in ("sigma_x", "sigma_y"):
-            check_sigma(name, params.get(name))
-        syn = synthesis_from_dict(params)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{where} does not describe a release this version can read: {exc}") from None
+    syn = card_synthesis(card, where=where)
     if syn.mechanism == "label-laplace":
         raise ValueError(
             f"{where} describes a label-only Laplace release (real features, noisy labels); train --release "
@@ -165,6 +166,26 @@ def release_synthesis(card: dict, *, where: str = "the card") -> SynthesisConfig
             f"{where}: the release was z-scored with the private data's statistics ('zscore-private'), which "
             "the card does not publish, so test records cannot be mapped into its space."
         )
+    return syn
+
+
+def card_synthesis(card: dict, *, where: str = "the card") -> SynthesisConfig:
+    """The card's mechanism parameters as a SynthesisConfig, noise scales as released (see :func:`release_synthesis`)."""
+    params = dict(card["parameters"])
+    release = card.get("release") or {}
+    for name in ("sigma_x", "sigma_y"):
+        if release.get(name) is not None:
+            params[name] = release[name]
+    params["target_epsilon"] = None
+    try:
+        if params.get("mechanism") != "label-laplace":  # Laplace on the labels has no l, T or sigma
+            for name in ("l", "T"):
+                check_positive_int(name, params.get(name))
+            for name in ("sigma_x", "sigma_y"):
+                check_sigma(name, params.get(name))
+        syn = synthesis_from_dict(params)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where} does not describe a release this version can read: {exc}") from None
     return syn
 
 
@@ -201,14 +222,14 @@ def save_release_upload(files: Mapping[str, bytes], folder: str | os.PathLike) -
         kind = ".card.json" if lower.endswith(".card.json") else Path(lower).suffix
         if kind not in (*RELEASE_SUFFIXES, ".card.json") or kind in by_kind:
             raise ValueError(
-                "upload one FILE.npz, or one FILE.csv together with its FILE.card.json (as synthesize writes them). "
+                "Upload one FILE.npz, or one FILE.csv together with its FILE.card.json (as synthesize writes them). "
                 f"Found {', '.join(sorted(files)) or 'nothing'}."
             )
         by_kind[kind] = (name, data)
     data_kind = next((k for k in RELEASE_SUFFIXES if k in by_kind), None)
     if data_kind is None or (data_kind == ".csv" and ".card.json" not in by_kind) or len(by_kind) > 2:
         raise ValueError(
-            "upload one FILE.npz, or one FILE.csv together with its FILE.card.json (as synthesize writes them). "
+            "Upload one FILE.npz, or one FILE.csv together with its FILE.card.json (as synthesize writes them). "
             f"Found {', '.join(sorted(files)) or 'nothing'}."
         )
     payload = by_kind[data_kind][1]
@@ -231,6 +252,107 @@ def save_release_upload(files: Mapping[str, bytes], folder: str | os.PathLike) -
         for path in new:
             path.unlink(missing_ok=True)  # this call wrote it: not a release, not kept
         raise
+
+
+@dataclass(frozen=True)
+class CardCheck:
+    """A card's epsilons recomputed from its own release description (:func:`verify_card`).
+
+    ``rows``: one per accountant, ``{"accountant", "card", "recomputed", "upper_bound", "matches"}`` (epsilons
+    as numbers, inf for none); ``matches``: the description and every epsilon agree; ``reason``: one sentence.
+    """
+
+    matches: bool
+    rows: tuple[dict, ...]
+    reason: str
+
+
+def verify_card(card: dict, *, rtol: float = 1e-6) -> CardCheck:
+    """Recompute a privacy card's epsilons from its parameters and sizes, with this version's accountants.
+
+    The card's parameters, its release's n (or class sizes) and the released dimensions give the release
+    description back (:func:`~dpmix_core.synthesis.pipeline.release_description`); it must equal the card's
+    ``release`` entry, and each accountant's epsilon at the card's delta must match within ``rtol``. A mismatch
+    means the card was edited, or was made by a version whose accountants differ from these.
+    """
+    from dpmix_core.data.scattering import FEATURE_TRANSFORMS
+    from dpmix_core.synthesis.export import card_epsilons
+    from dpmix_core.synthesis.pipeline import release_description
+
+    syn = card_synthesis(card)
+    stated = card.get("release")
+    if syn.mechanism == "label-laplace":  # Laplace on the labels: epsilon is the stated parameter, exactly
+        stated_eps = [_as_epsilon(e.get("epsilon")) for e in card["epsilons"]]
+        same = len(stated_eps) == 1 and stated_eps[0] is not None and _close(stated_eps[0], syn.label_epsilon, rtol)
+        row = {"accountant": "laplace", "card": stated_eps[0] if stated_eps else None, "recomputed": syn.label_epsilon}
+        reason = (
+            "label-only Laplace: the card's epsilon is its label epsilon."
+            if same
+            else ("label-only Laplace: the card's epsilon is not its label epsilon.")
+        )
+        return CardCheck(same, ({**row, "upper_bound": True, "matches": same},), reason)
+    if not isinstance(stated, dict):
+        return CardCheck(False, (), "the card has no release description to recompute its epsilons from.")
+    released = card["released"]
+    try:
+        release = release_description(
+            syn,
+            syn.sigma_x or 0.0,
+            syn.sigma_y or 0.0,
+            n=int(stated["n"]),
+            dx=int(released["feature_dim"]),
+            dy=int(released["label_dim"]),
+            class_sizes=tuple(int(c) for c in stated.get("class_sizes") or ()),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        return CardCheck(False, (), f"the card's release description cannot be rebuilt ({exc}).")
+    release = replace(release, feature_transform=FEATURE_TRANSFORMS[syn.features])
+    rebuilt = json.loads(json.dumps(release.to_json()))
+    differ = sorted(k for k in set(rebuilt) | set(stated) if rebuilt.get(k) != stated.get(k))
+    if differ:
+        return CardCheck(
+            False, (), f"the card's release description does not follow from its parameters ({', '.join(differ)})."
+        )
+    recomputed = {e["accountant"]: e for e in card_epsilons(release, float(card["delta"]))}
+    rows = []
+    for entry in card["epsilons"]:
+        name = entry.get("accountant")
+        mine = recomputed.pop(name, None)
+        theirs = _as_epsilon(entry.get("epsilon"))
+        ours = None if mine is None else _as_epsilon(mine["epsilon"])
+        same = ours is not None and theirs is not None and _close(theirs, ours, rtol)
+        rows.append(
+            {
+                "accountant": name,
+                "card": theirs,
+                "recomputed": ours,
+                "upper_bound": bool(entry.get("upper_bound")),
+                "matches": same and mine is not None and bool(mine["upper_bound"]) == bool(entry.get("upper_bound")),
+            }
+        )
+    for name, mine in recomputed.items():  # an accountant that applies but the card does not list
+        eps = _as_epsilon(mine["epsilon"])
+        rows.append(
+            {"accountant": name, "card": None, "recomputed": eps, "upper_bound": mine["upper_bound"], "matches": False}
+        )
+    bad = [r["accountant"] for r in rows if not r["matches"]]
+    if bad:
+        return CardCheck(False, tuple(rows), f"recomputed epsilons differ from the card for {', '.join(bad)}.")
+    return CardCheck(True, tuple(rows), f"all {len(rows)} epsilons on the card recomputed from its description.")
+
+
+def _as_epsilon(value: Any) -> float | None:
+    if value in ("inf", "+inf"):
+        return math.inf
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value):
+        return float(value)
+    return None
+
+
+def _close(a: float, b: float, rtol: float) -> bool:
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= rtol * max(1.0, abs(a), abs(b))
 
 
 # ---------------------------------------------------------------------------------------------------- readers

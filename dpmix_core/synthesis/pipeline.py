@@ -30,6 +30,7 @@ __all__ = [
     "synthesize",
     "planned_release",
     "release_cost",
+    "release_description",
     "release_refusal",
     "resolve_preprocessing",
     "resolve_sigma",
@@ -132,10 +133,14 @@ def _sigmas(config: SynthesisConfig) -> tuple[float, float]:
     return sx, sy
 
 
-def _release(
+def release_description(
     config: SynthesisConfig, sigma_x: float, sigma_y: float, *, n: int, dx: int, dy: int, class_sizes: tuple[int, ...]
 ) -> MixingRelease:
-    """The one release description this recipe makes on data with these sizes (known before any data is touched)."""
+    """The one release description this recipe makes on data with these sizes (known before any data is touched).
+
+    Also how a privacy card is checked (:func:`dpmix_core.experiments.release_files.verify_card`): the card's
+    parameters and sizes give the description back, and its epsilons can be recomputed.
+    """
     if config.mechanism in ("dpmix", "local"):
         l = 1 if config.mechanism == "local" else config.l
         return MixingRelease.dpmix(
@@ -203,7 +208,7 @@ def planned_release(config: SynthesisConfig, dataset: Dataset) -> MixingRelease:
     sx, sy = _sigmas(config)
     d, k = _feature_dim(config, dataset), dataset.num_classes
     counts = tuple(int(c) for c in dataset.class_counts()) if config.mechanism == "class-centric" else ()
-    release = _release(config, sx, sy, n=dataset.n_train, dx=d, dy=k, class_sizes=counts)
+    release = release_description(config, sx, sy, n=dataset.n_train, dx=d, dy=k, class_sizes=counts)
     return replace(release, feature_transform=FEATURE_TRANSFORMS[config.features])
 
 
