@@ -319,3 +319,38 @@ def test_verify_cli_confirms_each_kind_of_card_and_exits_1_on_an_edit(tmp_path, 
     answer = json.loads(capsys.readouterr().out)
     assert answer["matches"] is False and answer["rows"][0]["matches"] is False
     assert main(["verify", str(tmp_path / "missing.card.json")]) == 2
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".csv"])
+def test_any_bytes_are_a_release_or_one_value_error(tmp_path_factory, suffix):
+    """Random files, random zips with x/y members and mangled CSVs: read_release raises ValueError only."""
+    import io
+
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    folder = tmp_path_factory.mktemp("fuzz")
+    card = {"dataset": {"name": "embedded"}, "parameters": {}, "released": {"points": 2, "feature_dim": 2,
+            "label_dim": 1}, "epsilons": [], "delta": 1e-5}  # fmt: skip
+    (folder / f"f{suffix}".replace(suffix, ".card.json")).write_text(json.dumps(card))
+
+    def zipped(members: dict[str, bytes]) -> bytes:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for name, data in members.items():
+                zf.writestr(name, data)
+        return buf.getvalue()
+
+    raw = st.binary(max_size=300)
+    npz = st.one_of(raw, st.dictionaries(st.sampled_from(["x.npy", "y.npy", "privacy_card.npy"]), raw).map(zipped))
+    csv = st.one_of(raw, st.text(max_size=200).map(lambda t: ("y0,x0,x1\n" + t).encode("utf-8", "replace")))
+
+    @given(npz if suffix == ".npz" else csv)
+    def check(data: bytes) -> None:
+        (folder / f"f{suffix}").write_bytes(data)
+        try:
+            read_release(folder / f"f{suffix}")
+        except ValueError:
+            pass
+
+    check()

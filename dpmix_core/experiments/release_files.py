@@ -25,7 +25,9 @@ import io
 import json
 import math
 import os
+import warnings
 import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -377,7 +379,7 @@ def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray, dict]:
         try:
             x, y = archive["x"], archive["y"]
             card_text = str(archive["privacy_card"]) if "privacy_card" in names else None
-        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError, zlib.error) as exc:
             raise ValueError(f"{str(path)!r}: an array cannot be read ({exc}).") from None
     if card_text is None:
         card = _read_card(path.with_suffix(".card.json"), path)
@@ -397,7 +399,9 @@ def _read_csv(path: Path, *, label_dim: int) -> tuple[np.ndarray, np.ndarray]:
             f"{str(path)!r} does not have synthesize's CSV header (y0..y{label_dim - 1}, then x0, x1, ...)."
         )
     try:
-        table = np.loadtxt(io.StringIO(body), delimiter=",", dtype=np.float32, ndmin=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": refused below (no rows)
+            table = np.loadtxt(io.StringIO(body), delimiter=",", dtype=np.float32, ndmin=2)
     except ValueError as exc:
         raise ValueError(f"{str(path)!r}: a row is not {len(header)} numbers ({exc}).") from None
     if table.shape[1] != len(header):
@@ -432,6 +436,8 @@ def _released(card: dict, key: str, path: Path) -> int:
 
 
 def _as_float32(a: np.ndarray, path: Path, name: str) -> np.ndarray:
+    if not isinstance(a, np.ndarray):  # a zip member not written by numpy
+        raise ValueError(f"{str(path)!r}: {name} is not a numpy array; the file is not a release from synthesize.")
     if a.dtype.kind not in "fiu":
         raise ValueError(f"{str(path)!r}: {name} must be numeric. Found dtype {a.dtype}.")
     return np.ascontiguousarray(a, dtype=np.float32)
