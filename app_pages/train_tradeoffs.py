@@ -127,7 +127,14 @@ def _release_file_builder():
     repeats = c3.number_input("Repeats (seeds)", 1, 100, 2, key=K + "release_repeats")
     try:
         name = next(u.name for u in uploads if not u.name.lower().endswith(".json"))
-        return release_file_spec(release, models=tuple(models), epochs=epochs, repeats=repeats, display_name=name)
+        return release_file_spec(
+            release,
+            models=tuple(models),
+            epochs=epochs,
+            repeats=repeats,
+            display_name=name,
+            available=cached_datasets(),
+        )
     except ValueError as exc:
         st.error(str(exc))
         return None

@@ -354,3 +354,14 @@ def test_any_bytes_are_a_release_or_one_value_error(tmp_path_factory, suffix):
             pass
 
     check()
+
+
+def test_a_release_of_a_dataset_this_machine_lacks_is_refused_before_launch(released):
+    from dpmix_core.experiments.trade_offs import release_file_spec
+
+    release = read_release(released / "r.npz")
+    card = {**release.card, "dataset": {**release.card["dataset"], "name": "mnist"}}
+    of_mnist = type(release)(release.path, release.x, release.y, card, release.sha256)
+    with pytest.raises(ValueError, match="not on this machine"):
+        release_file_spec(of_mnist, models=("linear",), epochs=1, repeats=1, available={"embedded": "sample"})
+    assert release_file_spec(release, models=("linear",), epochs=1, repeats=1, available={"embedded": "sample"})

@@ -10,7 +10,11 @@ this release?", with any model, on the real test split:
 * :func:`release_run_options` turns the card into the run's fields: the dataset the card names (for its
   test split), the release's mechanism parameters with the noise scales it was made with (so
   ``corrected-lsq`` knows σx, σy), and the file's SHA-256, which is the run's identity (a run on the same
-  bytes is the same run, wherever the file lies).
+  bytes is the same run, wherever the file lies);
+* :func:`verify_card` (``verify FILE``) recomputes the card's epsilons from its own parameters and sizes with
+  this version's accountants, so a recipient need not take the numbers on trust;
+* :func:`save_release_upload` keeps a file uploaded on the Train & trade-offs page under its hash beside the
+  results store, where background runs read it.
 
 Privacy: training on a release is post-processing (Dwork & Roth 2014, Prop. 2.1), so the run's ε is the
 card's, computed by the accountants when the release was made; nothing here spends or recomputes it.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 
-from dpmix_core.data import DatasetError, load_dataset
+from dpmix_core.data import DATASET_NAMES, DatasetError, load_dataset
 from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
@@ -784,16 +785,30 @@ def release_model_choices(release: ReleaseFile) -> tuple[tuple[str, ...], tuple[
 
 
 def release_file_spec(
-    release: ReleaseFile, *, models: tuple[str, ...], epochs: int, repeats: int, display_name: str | None = None
+    release: ReleaseFile,
+    *,
+    models: tuple[str, ...],
+    epochs: int,
+    repeats: int,
+    display_name: str | None = None,
+    available: Collection[str] | None = None,
 ) -> SweepSpec:
     """Several models trained on one release file: a series per model, each on its paper's protocol.
 
     The axis is T with the release's own value (a release file has one setting; the series are the
     comparison). ``epochs`` applies to gradient-trained models; closed-form ones are fitted once.
-    ``display_name``: the file's name for the title (an upload is stored under its hash).
+    ``display_name``: the file's name for the title (an upload is stored under its hash). ``available``: the
+    datasets this machine has (:func:`available_training_datasets`); a release of another one is refused here,
+    before its runs would fail in the background.
     """
     if not models:
         raise ValueError("Pick at least one model.")
+    dataset = release.card["dataset"].get("name")
+    if available is not None and dataset in DATASET_NAMES and dataset not in available:
+        raise ValueError(
+            f"the release is of {dataset!r}, whose test split is not on this machine: put it in DPMIX_DATA_DIR "
+            "and restart the app, or use `train --release FILE --data-dir DIR`."
+        )
     from dpmix_core.experiments.spec import Series
     from dpmix_core.training.protocols import protocol_options
 
