@@ -246,3 +246,7 @@ if st.button("Prepare the full release for download", key=K + "prepare", disable
         mime="application/octet-stream",
         key=K + "download",
     )
+    st.caption(
+        "Whoever receives the file can train models on it (*Train & trade-offs* → *Models on a release file*, or "
+        "`python -m dpmix_core train --release FILE`) and recompute its card's ε (`python -m dpmix_core verify FILE`)."
+    )

@@ -81,6 +81,7 @@ def test_export_prepares_without_error(at):
     at.text_input(key="mix_T").input("200").run()
     at.button(key="mix_prepare").click().run()
     assert not at.exception and not at.error
+    assert any("Models on a release file" in c.value and "verify FILE" in c.value for c in at.caption)
 
 
 def test_preview_noise_free_and_released_share_the_mixture():
