@@ -13,25 +13,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
+from timing import median_seconds  # noqa: E402
 
 from dpmix_core.training.corrected_lsq import DEFAULT_FLOORS, corrected_least_squares, gram_statistics  # noqa: E402
-
-
-def _median_seconds(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def bench(d: int, n: int, repeats: int, k: int = 10) -> dict:
@@ -40,10 +30,10 @@ def bench(d: int, n: int, repeats: int, k: int = 10) -> dict:
     y = rng.normal(scale=0.1, size=(n, k)).astype(np.float32)
     n_val = n // 9
     x_val, y_val = x[:n_val], y[:n_val]
-    gram_s = _median_seconds(lambda: gram_statistics(x, y), repeats)
+    gram_s = median_seconds(lambda: gram_statistics(x, y), repeats)
     gram = gram_statistics(x, y)[2]
-    eigh_s = _median_seconds(lambda: np.linalg.eigh(gram), repeats)
-    fit_s = _median_seconds(lambda: corrected_least_squares(x, y, sigma_x=0.03, x_val=x_val, y_val=y_val), repeats)
+    eigh_s = median_seconds(lambda: np.linalg.eigh(gram), repeats)
+    fit_s = median_seconds(lambda: corrected_least_squares(x, y, sigma_x=0.03, x_val=x_val, y_val=y_val), repeats)
     return {
         "d": d,
         "n": n,

@@ -13,27 +13,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
+from timing import median_seconds  # noqa: E402
 
 from dpmix_core.cli.main import main  # noqa: E402
 from dpmix_core.experiments.release_files import file_sha256, read_release  # noqa: E402
-
-
-def _median_seconds(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def bench(points: int, dim: int, repeats: int) -> dict:
@@ -53,8 +43,8 @@ def bench(points: int, dim: int, repeats: int) -> dict:
             "points": points,
             "dim": dim,
             "file_mib": size / 2**20,
-            "sha256_s": _median_seconds(lambda: file_sha256(path), repeats),
-            "read_release_s": _median_seconds(lambda: read_release(path), repeats),
+            "sha256_s": median_seconds(lambda: file_sha256(path), repeats),
+            "read_release_s": median_seconds(lambda: read_release(path), repeats),
         }
 
 

@@ -17,6 +17,19 @@ def at(tmp_path, monkeypatch):
     return AppTest.from_file(PAGE, default_timeout=120).run()
 
 
+def _wait_until_finished(at, seconds: float = 150) -> None:
+    """Rerun the page until the progress table has no queued or running run; every run must be done."""
+    deadline = time.time() + seconds
+    statuses: set = set()
+    while time.time() < deadline:
+        at.run()
+        statuses = set(at.dataframe[0].value["status"]) if at.dataframe else set()
+        if statuses and not statuses & {"queued", "running"}:
+            break
+        time.sleep(1.0)
+    assert statuses == {"done"}, at.dataframe[0].value.to_dict("records")
+
+
 def test_preset_mode_shows_estimate(at):
     assert not at.exception and not at.error
     assert any("runs**, estimated" in m.value and "rough: no past runs" in m.value for m in at.markdown)
@@ -75,14 +88,7 @@ def test_launch_tiny_job_see_it_complete_and_plot(at):
     assert any("**1 runs**" in m.value for m in at.markdown)
     at.button(key="tr_launch").click().run()
     assert not at.exception and at.session_state["tr_run_ids"]
-    deadline = time.time() + 150
-    while time.time() < deadline:
-        at.run()
-        statuses = set(at.dataframe[0].value["status"]) if at.dataframe else set()
-        if statuses and not statuses & {"queued", "running"}:
-            break
-        time.sleep(1.0)
-    assert statuses == {"done"}, at.dataframe[0].value.to_dict("records")
+    _wait_until_finished(at)
     at.run()
     assert not at.exception
     assert len(at.get("plotly_chart")) == 1
@@ -233,14 +239,7 @@ def test_a_release_file_is_trained_on_by_the_models_picked(at, release_npz, tmp_
     at.number_input(key="tr_release_repeats").set_value(1).run()
     assert any("**2 runs**" in m.value for m in at.markdown)
     at.button(key="tr_launch").click().run()
-    deadline = time.time() + 150
-    while time.time() < deadline:
-        at.run()
-        statuses = set(at.dataframe[0].value["status"]) if at.dataframe else set()
-        if statuses and not statuses & {"queued", "running"}:
-            break
-        time.sleep(1.0)
-    assert statuses == {"done"}, at.dataframe[0].value.to_dict("records")
+    _wait_until_finished(at)
     at.run()
     results = at.dataframe[-1].value
     assert not at.exception and set(results["label"]) == {"linear", "corrected-lsq"}
