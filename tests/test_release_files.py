@@ -365,3 +365,12 @@ def test_a_release_of_a_dataset_this_machine_lacks_is_refused_before_launch(rele
     with pytest.raises(ValueError, match="not on this machine"):
         release_file_spec(of_mnist, models=("linear",), epochs=1, repeats=1, available={"embedded": "sample"})
     assert release_file_spec(release, models=("linear",), epochs=1, repeats=1, available={"embedded": "sample"})
+
+
+def test_an_upload_that_cannot_be_kept_is_one_line(released, tmp_path):
+    from dpmix_core.experiments.release_files import save_release_upload
+
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the folder should be")
+    with pytest.raises(ValueError, match="cannot keep the upload"):
+        save_release_upload({"r.npz": (released / "r.npz").read_bytes()}, blocker / "releases")

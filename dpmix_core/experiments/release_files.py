@@ -241,7 +241,10 @@ def save_release_upload(files: Mapping[str, bytes], folder: str | os.PathLike) -
     payload = by_kind[data_kind][1]
     sha = hashlib.sha256(payload).hexdigest()
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"cannot keep the upload in {str(folder)!r} ({exc.strerror or exc}).") from None
     target = folder / f"{sha}{data_kind}"
     wanted = {target: payload}
     if ".card.json" in by_kind:  # a .csv's card (an .npz from synthesize carries its own)
@@ -251,7 +254,10 @@ def save_release_upload(files: Mapping[str, bytes], folder: str | os.PathLike) -
         if path.exists():  # same name, other bytes: a card replaced by the user; keep theirs, refuse
             raise ValueError(f"{str(path)!r} exists with other contents; remove it or upload the matching card.")
     if new:
-        write_files_atomically(new)
+        try:
+            write_files_atomically(new)
+        except OSError as exc:
+            raise ValueError(f"cannot keep the upload in {str(folder)!r} ({exc.strerror or exc}).") from None
     try:
         return read_release(target)
     except ValueError:
