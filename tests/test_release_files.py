@@ -374,3 +374,53 @@ def test_an_upload_that_cannot_be_kept_is_one_line(released, tmp_path):
     blocker.write_text("a file where the folder should be")
     with pytest.raises(ValueError, match="cannot keep the upload"):
         save_release_upload({"r.npz": (released / "r.npz").read_bytes()}, blocker / "releases")
+
+
+def test_any_card_is_read_verified_and_turned_into_a_run_or_one_value_error(released, tmp_path_factory):
+    """A card edited into any JSON shape: reading, verifying and setting up a run raise ValueError only."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from dpmix_core.experiments.release_files import verify_card
+    from dpmix_core.experiments.trade_offs import release_summary
+
+    release = read_release(released / "r.npz")
+    folder = tmp_path_factory.mktemp("cards")
+    scalars = st.one_of(
+        st.none(), st.booleans(), st.integers(-5, 10**6), st.floats(allow_nan=False), st.text(max_size=8)
+    )
+    values = st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+        max_leaves=6,
+    )
+    fields = st.sampled_from(["dataset", "parameters", "released", "epsilons", "release", "delta"])
+    inner_keys = st.sampled_from(["name", "sigma_x", "l", "T", "mechanism", "points", "feature_dim", "n", "epsilon"])
+
+    @given(fields, st.one_of(values, st.dictionaries(inner_keys, values, max_size=3)), st.booleans())
+    def check(field, value, merge):
+        card = json.loads(json.dumps(release.card))
+        if merge and isinstance(card.get(field), dict) and isinstance(value, dict):
+            card[field].update(value)
+        else:
+            card[field] = value
+        path = folder / "r.npz"
+        _save(path, release, card)
+        try:
+            verify_card(read_release(path).card)
+            release_run_options(read_release(path))
+            release_summary(read_release(path))
+        except ValueError:
+            pass
+
+    check()
+    odd = json.loads(json.dumps(release.card))
+    odd["epsilons"][0]["epsilon"] = {"not": "a number"}
+    _save(folder / "r.npz", release, odd)
+    assert "?" in release_summary(read_release(folder / "r.npz"))
+    assert not verify_card(odd).matches
+
+
+def _save(path, release, card):
+    with open(path, "wb") as fh:
+        np.savez(fh, x=release.x, y=release.y, privacy_card=np.array(json.dumps(card)))

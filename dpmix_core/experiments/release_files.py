@@ -62,7 +62,9 @@ __all__ = [
 ]
 
 RELEASE_SUFFIXES = (".npz", ".csv")
-MEMORY_PER_FILE_BYTE = 4  # arrays read, float32 copies, tensors, the fit: measured peak 3.4x (ScatterNet MNIST, corrected-lsq)
+MEMORY_PER_FILE_BYTE = (
+    4  # arrays read, float32 copies, tensors, the fit: measured peak 3.4x (ScatterNet MNIST, corrected-lsq)
+)
 _CARD_FIELDS = ("dataset", "parameters", "released", "epsilons")
 _HASH_CHUNK = 1 << 20
 
@@ -435,6 +437,16 @@ def _parse_card(text: str, where: str) -> dict:
         raise ValueError(f"{where} is not valid JSON ({exc.msg}, line {exc.lineno}).") from None
     if not isinstance(card, dict) or any(key not in card for key in _CARD_FIELDS):
         raise ValueError(f"{where} is not a privacy card written by synthesize (it needs {', '.join(_CARD_FIELDS)}).")
+    shapes_ok = (
+        all(isinstance(card[key], dict) for key in ("dataset", "parameters", "released"))
+        and isinstance(card["epsilons"], list)
+        and all(
+            isinstance(e, dict) and isinstance(e.get("accountant"), str) and "epsilon" in e for e in card["epsilons"]
+        )
+        and isinstance(card.get("release", {}), dict)
+    )
+    if not shapes_ok:
+        raise ValueError(f"{where} is not a privacy card written by synthesize (a field has the wrong type).")
     return card
 
 

@@ -772,7 +772,10 @@ def release_summary(release: ReleaseFile) -> str:
 
 
 def _epsilon_text(value: Any) -> str:
-    return "∞" if value in ("inf", math.inf) else f"{float(value):.4g}"
+    """A card's epsilon for reading: a number, ∞, or "?" for anything else (an edited card)."""
+    if value in ("inf", math.inf):
+        return "∞"
+    return f"{value:.4g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "?"
 
 
 def release_model_choices(release: ReleaseFile) -> tuple[tuple[str, ...], tuple[str, ...]]:
