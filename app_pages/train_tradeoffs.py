@@ -21,7 +21,6 @@ from dpmix_core.experiments.trade_offs import (
     pump_local,
     release_file_spec,
     release_model_choices,
-    release_summary,
     run_table,
     spec_problem,
     sweep_id_from_query,
@@ -38,6 +37,7 @@ from dpmix_core.runtime.store import ResultStore, StoreError
 from dpmix_core.training.names import CLOSED_FORM_MODELS, LOSSES, MODELS
 from dpmix_core.training.protocols import PROTOCOLS
 from dpmix_core.views.inputs import parse_count, parse_real
+from dpmix_core.views.release_card import release_summary
 
 K = "tr_"
 ACTIVE = ("queued", "running")
@@ -134,6 +134,7 @@ def _release_file_builder():
             repeats=repeats,
             display_name=name,
             available=cached_datasets(),
+            description=summary,
         )
     except ValueError as exc:
         st.error(str(exc))

@@ -246,7 +246,8 @@ def test_an_upload_is_kept_once_under_its_hash(released, tmp_path):
 
 
 def test_one_release_many_models_is_a_sweep_of_series_at_its_own_setting(released):
-    from dpmix_core.experiments.trade_offs import release_file_spec, release_model_choices, release_summary
+    from dpmix_core.experiments.trade_offs import release_file_spec, release_model_choices
+    from dpmix_core.views.release_card import release_summary
 
     release = read_release(released / "r.npz")
     choices, default = release_model_choices(release)
@@ -382,7 +383,7 @@ def test_any_card_is_read_verified_and_turned_into_a_run_or_one_value_error(rele
     from hypothesis import strategies as st
 
     from dpmix_core.experiments.release_files import verify_card
-    from dpmix_core.experiments.trade_offs import release_summary
+    from dpmix_core.views.release_card import release_summary
 
     release = read_release(released / "r.npz")
     folder = tmp_path_factory.mktemp("cards")

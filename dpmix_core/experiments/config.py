@@ -39,6 +39,7 @@ from dpmix_core.training.names import (
 )
 
 __all__ = [
+    "check_sha256",
     "RunConfig",
     "run_key",
     "NON_IDENTITY_FIELDS",
@@ -122,6 +123,13 @@ def identity_synthesis(syn: dict) -> dict:
     elif out.get("preprocessing") == "zscore-private":
         out["preprocessing"] = "zscore"
     return out
+
+
+def check_sha256(name: str, value: object) -> str:
+    """``value`` if it is a SHA-256 hex digest (64 lower-case hex digits), else ValueError naming ``name``."""
+    if not (isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)):
+        raise ValueError(f"{name} must be 64 lower-case hex digits. Found {value!r}.")
+    return value
 
 
 def _is_int(value: object) -> bool:
@@ -330,9 +338,7 @@ class RunConfig:
             raise ValueError("a release file needs both release_file (its path) and release_sha256 (its bytes' hash).")
         if self.method != "mixing":
             raise ValueError(f"a release file is a mixing release: method must be 'mixing'. Found {self.method!r}.")
-        sha = self.release_sha256
-        if not (isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
-            raise ValueError(f"release_sha256 must be 64 lower-case hex digits. Found {sha!r}.")
+        check_sha256("release_sha256", self.release_sha256)
         set_("release_file", str(self.release_file))
 
     def _check_synthesis(self, set_) -> None:

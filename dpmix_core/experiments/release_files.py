@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from dpmix_core.data import DATASET_NAMES
-from dpmix_core.experiments.config import synthesis_from_dict
+from dpmix_core.experiments.config import check_sha256, synthesis_from_dict
 from dpmix_core.privacy.checks import check_positive_int, check_sigma
 from dpmix_core.resources.files import write_files_atomically
 from dpmix_core.resources.limits import LimitExceeded, Limits, limits_from_env
@@ -50,6 +50,7 @@ __all__ = [
     "RELEASE_SUFFIXES",
     "CardCheck",
     "ReleaseFile",
+    "card_epsilon",
     "card_synthesis",
     "check_release_memory",
     "file_sha256",
@@ -89,8 +90,7 @@ class ReleaseFile:
                 f"release {self.path!r}: x and y must be (T, d) and (T, K) with the same T. "
                 f"Found {self.x.shape} and {self.y.shape}."
             )
-        if not (len(self.sha256) == 64 and all(c in "0123456789abcdef" for c in self.sha256)):
-            raise ValueError(f"sha256 must be 64 lower-case hex digits. Found {self.sha256!r}.")
+        check_sha256("sha256", self.sha256)
 
     @property
     def num_points(self) -> int:
@@ -296,7 +296,7 @@ def verify_card(card: dict, *, rtol: float = 1e-6) -> CardCheck:
     syn = card_synthesis(card)
     stated = card.get("release")
     if syn.mechanism == "label-laplace":  # Laplace on the labels: epsilon is the stated parameter, exactly
-        stated_eps = [_as_epsilon(e.get("epsilon")) for e in card["epsilons"]]
+        stated_eps = [card_epsilon(e.get("epsilon")) for e in card["epsilons"]]
         same = len(stated_eps) == 1 and stated_eps[0] is not None and _close(stated_eps[0], syn.label_epsilon, rtol)
         row = {"accountant": "laplace", "card": stated_eps[0] if stated_eps else None, "recomputed": syn.label_epsilon}
         reason = (
@@ -332,8 +332,8 @@ def verify_card(card: dict, *, rtol: float = 1e-6) -> CardCheck:
     for entry in card["epsilons"]:
         name = entry.get("accountant")
         mine = recomputed.pop(name, None)
-        theirs = _as_epsilon(entry.get("epsilon"))
-        ours = None if mine is None else _as_epsilon(mine["epsilon"])
+        theirs = card_epsilon(entry.get("epsilon"))
+        ours = None if mine is None else card_epsilon(mine["epsilon"])
         same = ours is not None and theirs is not None and _close(theirs, ours, rtol)
         rows.append(
             {
@@ -345,7 +345,7 @@ def verify_card(card: dict, *, rtol: float = 1e-6) -> CardCheck:
             }
         )
     for name, mine in recomputed.items():  # an accountant that applies but the card does not list
-        eps = _as_epsilon(mine["epsilon"])
+        eps = card_epsilon(mine["epsilon"])
         rows.append(
             {"accountant": name, "card": None, "recomputed": eps, "upper_bound": mine["upper_bound"], "matches": False}
         )
@@ -355,7 +355,8 @@ def verify_card(card: dict, *, rtol: float = 1e-6) -> CardCheck:
     return CardCheck(True, tuple(rows), f"all {len(rows)} epsilons on the card recomputed from its description.")
 
 
-def _as_epsilon(value: Any) -> float | None:
+def card_epsilon(value: Any) -> float | None:
+    """An epsilon as a card stores it (a number, or "inf") as a float; None for anything else (an edited card)."""
     if value in ("inf", "+inf"):
         return math.inf
     if isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value):

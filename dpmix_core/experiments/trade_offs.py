@@ -51,7 +51,6 @@ __all__ = [
     "custom_spec",
     "release_file_spec",
     "release_model_choices",
-    "release_summary",
     "estimate_minutes",
     "expand_cli_spec",
     "narrow_spec",
@@ -752,32 +751,6 @@ def custom_spec(
     )
 
 
-def release_summary(release: ReleaseFile) -> str:
-    """One line about a release file from its card: dataset, mechanism, size, noise and its rigorous epsilons."""
-    card = release.card
-    syn = release_synthesis(card, where=f"the card of {release.path!r}")
-    bounds = [
-        f"{e['accountant']} {_epsilon_text(e['epsilon'])}"
-        for e in card["epsilons"]
-        if e.get("upper_bound") and e.get("epsilon") is not None
-    ]
-    approx = [f"{e['accountant']} {_epsilon_text(e['epsilon'])}" for e in card["epsilons"] if not e.get("upper_bound")]
-    eps = f"ε upper bounds at δ = {card['delta']:g}: {', '.join(bounds) or 'none'}"
-    if approx:
-        eps += f" (approximations, not bounds: {', '.join(approx)})"
-    return (
-        f"{card['dataset'].get('name')} · {syn.mechanism}, {syn.features} · T = {release.num_points:,} points of "
-        f"{release.x.shape[1]:,} values · σx = {syn.sigma_x:.4g}, σy = {syn.sigma_y:.4g} · {eps}"
-    )
-
-
-def _epsilon_text(value: Any) -> str:
-    """A card's epsilon for reading: a number, ∞, or "?" for anything else (an edited card)."""
-    if value in ("inf", math.inf):
-        return "∞"
-    return f"{value:.4g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "?"
-
-
 def release_model_choices(release: ReleaseFile) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(the models that can train on this release, a sensible default pair): feature models for a feature release."""
     from dpmix_core.training.names import FEATURE_MODELS, MODELS, SCATTER_MODELS
@@ -795,6 +768,7 @@ def release_file_spec(
     repeats: int,
     display_name: str | None = None,
     available: Collection[str] | None = None,
+    description: str | None = None,
 ) -> SweepSpec:
     """Several models trained on one release file: a series per model, each on its paper's protocol.
 
@@ -802,7 +776,8 @@ def release_file_spec(
     comparison). ``epochs`` applies to gradient-trained models; closed-form ones are fitted once.
     ``display_name``: the file's name for the title (an upload is stored under its hash). ``available``: the
     datasets this machine has (:func:`available_training_datasets`); a release of another one is refused here,
-    before its runs would fail in the background.
+    before its runs would fail in the background. ``description``: the sweep's (default: the file and its hash;
+    the page passes :func:`dpmix_core.views.release_card.release_summary`).
     """
     if not models:
         raise ValueError("Pick at least one model.")
@@ -831,5 +806,5 @@ def release_file_spec(
         series=series,
         repeats=repeats,
         title=f"Models on the release file {name}",
-        description=release_summary(release),
+        description=description or f"the release file {name} (SHA-256 {release.sha256[:12]}…); ε as on its card",
     )

@@ -292,10 +292,10 @@ def fit_closed_form(
 
     See :mod:`dpmix_core.training.corrected_lsq`: ``sigma_x`` and ``sigma_y`` are the release's published noise
     on features and labels (0 for real records); the eigenvalue floor is chosen on ``x_val``/``y_val`` (the
-    release's own held-out points). The history has one entry: ``loss`` is the mean squared error on the fitted points, ``val_loss`` the
-    corrected squared error on the held-out points (the choice's score), ``floor`` the chosen floor,
-    ``val_accuracy`` as for trained models; no optimiser runs (``lr`` None). Regression fits the label value
-    (one column).
+    release's own held-out points). The history has one entry: ``loss`` is the mean squared error on the fitted
+    points, ``val_loss`` the corrected squared error on the held-out points (the choice's score), ``floor`` the
+    chosen floor, ``val_accuracy`` as for trained models; no optimiser runs (``lr`` None). Regression fits the
+    label value (one column).
 
     Raises:
         ValueError: a model without a single ``linear`` layer, or what
