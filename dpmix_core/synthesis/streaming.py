@@ -249,97 +249,39 @@ def synthesize_streaming(
     tmp_dir = make_temp_dir(out_dir)  # unique, created here: the only folder a failure removes
 
     ss = seed_sequence(seed)
-    x_out = y_out = None
-    if dpmix_uint8 := (mechanism == "dpmix" and feature_range is None):
-        table_dtype = np.float64 if l > _EXACT_UINT8_SUM else np.float32
-    else:
-        table_dtype = np.float32
-    rate = l / release.n  # the stated public n (stream_release), never the private row count
-    label_value = 1.0 if mechanism == "dpmix" else min(1.0, float(clip_y))
+    dpmix_uint8 = mechanism == "dpmix" and feature_range is None
+    plan = _MixPlan(
+        mechanism=mechanism,
+        k=k,
+        l=l,
+        T=T,
+        sigma_x=float(sigma_x),
+        sigma_y=float(sigma_y),
+        rate=l / release.n,  # the stated public n (stream_release), never the private row count
+        feature_range=feature_range,
+        clip_x=clip_x,
+        table_dtype=np.float64 if dpmix_uint8 and l > _EXACT_UINT8_SUM else np.float32,
+        denom_x=(255.0 if dpmix_uint8 else 1.0) * l,
+        label_value=1.0 if mechanism == "dpmix" else min(1.0, float(clip_y)),
+        device=dev,
+        release_pages=release_pages,
+    )
     stats = {"rows_read": 0, "max_unique_rows": 0, "max_indices": 0}
     t0 = time.perf_counter()
-    chunks = 0
     resident = chunk_points is None and n * (d + k) <= resident_elements
+    x_out = y_out = None
     try:
         x_out = np.lib.format.open_memmap(tmp_dir / "x.npy", mode="w+", dtype=np.float32, shape=(T, d))
         y_out = np.lib.format.open_memmap(tmp_dir / "y.npy", mode="w+", dtype=np.float32, shape=(T, k))
         if resident:
             chunk = chunk_rows_for(l)
             chunks = _mix_resident(
-                source,
-                labels,
-                mechanism=mechanism,
-                k=k,
-                l=l,
-                T=T,
-                sigma_x=float(sigma_x),
-                sigma_y=float(sigma_y),
-                seed_seq=child_sequence(ss, 2),
-                rate=rate,
-                feature_range=feature_range,
-                clip_x=clip_x,
-                table_dtype=table_dtype,
-                denom_x=(255.0 if dpmix_uint8 else 1.0) * l if mechanism == "dpmix" else float(l),
-                label_value=label_value,
-                device=dev,
-                out=(x_out, y_out),
-                release_pages=release_pages,
-                stats=stats,
-                chunk_rows=chunk,
+                source, labels, plan, seed_seq=child_sequence(ss, 2), out=(x_out, y_out), stats=stats, chunk_rows=chunk
             )
         else:
-            for j, a in enumerate(range(0, T, chunk)):
-                c = min(chunk, T - a)
-                rng = np.random.Generator(np.random.PCG64(child_sequence(ss, 0, j)))
-                if mechanism == "dpmix":
-                    idx = sample_mixture_indices(n=n, mix_degree=l, num_points=c, rng=rng).reshape(-1)
-                    offsets = None
-                else:
-                    idx, offsets = sample_poisson_batches(n=n, rate=rate, num_points=c, rng=rng)
-                uniq, inv = np.unique(idx, return_inverse=True)
-                del idx
-                sub = _gather(source, uniq, release_pages)  # sorted row reads: each needed page once
-                sub_labels = _gather(labels, uniq, release_pages)
-                _check_chunk_labels(sub_labels, k)
-                feats = _features(sub, mechanism, feature_range, clip_x, table_dtype)
-                del sub
-                stats["rows_read"] += int(uniq.size)
-                stats["max_unique_rows"] = max(stats["max_unique_rows"], int(uniq.size))
-                stats["max_indices"] = max(stats["max_indices"], int(inv.size))
-                inv = inv.reshape(c, l) if offsets is None else inv
-                seg = Segment(0, c, 0, _fixed_draw(inv, offsets))
-                if mechanism == "dpmix":
-                    denom_x = (255.0 if dpmix_uint8 else 1.0) * l
-                else:
-                    denom_x = float(l)
-                xs, ys = mix_and_perturb(
-                    features=feats,
-                    labels=sub_labels.astype(np.intp),
-                    label_value=label_value,
-                    dtype=table_dtype,
-                    dx=d,
-                    dy=k,
-                    segments=[seg],
-                    num_points=c,
-                    denom_x=denom_x,
-                    denom_y=float(l),
-                    sigma_x=float(sigma_x),
-                    sigma_y=float(sigma_y),
-                    seed_seq=child_sequence(ss, 1, j),
-                    chunk_rows=-(-c // NOISE_TILE) * NOISE_TILE,
-                    device=dev,
-                    index_sampling="host",
-                )
-                del feats, sub_labels, uniq, inv, offsets, seg
-                x_out[a : a + c] = xs
-                y_out[a : a + c] = ys
-                del xs, ys
-                chunks += 1
-                if release_pages:
-                    x_out.flush()
-                    y_out.flush()
-                    for arr in (source, labels, x_out, y_out):
-                        _drop_pages(arr)
+            chunks = _mix_chunked(
+                source, labels, plan, seed_seq=ss, out=(x_out, y_out), stats=stats, chunk_points=chunk
+            )
         x_out.flush()
         y_out.flush()
         seconds = time.perf_counter() - t0
@@ -359,15 +301,7 @@ def synthesize_streaming(
             accountants=accountants,
             epsilons_for=epsilons_for,
         )
-        (tmp_dir / "card.json").write_text(json.dumps(card, indent=2))
-        for name in ("x.npy", "y.npy", "card.json"):
-            os.chmod(tmp_dir / name, file_mode())
-        os.chmod(tmp_dir, file_mode(directory=True))
-        if out_dir.is_symlink() or out_dir.is_file():
-            out_dir.unlink()  # overwrite=True: the caller asked to replace it
-        elif out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp_dir, out_dir)
+        _publish(tmp_dir, out_dir, card)
     except BaseException:
         x_out = y_out = None  # noqa: F841 -- close the maps before removing their files
         remove_own_temp(tmp_dir)
@@ -468,76 +402,169 @@ def _fixed_draw(inv: np.ndarray, offsets: np.ndarray | None):
     return draw
 
 
+@dataclass(frozen=True)
+class _MixPlan:
+    """What every chunk of one streaming release shares: mechanism, sizes, normalisation, noise and device."""
+
+    mechanism: str
+    k: int
+    l: int
+    T: int
+    sigma_x: float
+    sigma_y: float
+    rate: float  # Poisson: m / public n
+    feature_range: tuple[float, float] | None
+    clip_x: float
+    table_dtype: Any
+    denom_x: float  # the feature sum is divided by this (l, or 255 * l for raw uint8 DPMix pixels)
+    label_value: float  # the one-hot entry (1, or min(1, clip_y) for Poisson)
+    device: Any
+    release_pages: bool
+
+
 def _mix_resident(
     source,
     labels,
+    plan: _MixPlan,
     *,
-    rate: float,
-    mechanism: str,
-    k: int,
-    l: int,
-    T: int,
-    sigma_x: float,
-    sigma_y: float,
     seed_seq: np.random.SeedSequence,
-    feature_range,
-    clip_x: float,
-    table_dtype,
-    denom_x: float,
-    label_value: float,
-    device,
     out: tuple[np.memmap, np.memmap],
-    release_pages: bool,
     stats: dict,
     chunk_rows: int,
 ) -> int:
     """Resident mode: the whole source as the engine's table, the output written chunk by chunk into ``out``."""
     n = int(source.shape[0])
     every = np.arange(n)
-    sub_labels = _gather(labels, every, release_pages)
-    _check_chunk_labels(sub_labels, k)
-    feats = _features(_gather(source, every, release_pages), mechanism, feature_range, clip_x, table_dtype)
-    stats.update(rows_read=n, max_unique_rows=n, max_indices=chunk_rows * l)
+    sub_labels = _gather(labels, every, plan.release_pages)
+    _check_chunk_labels(sub_labels, plan.k)
+    feats = _features(
+        _gather(source, every, plan.release_pages), plan.mechanism, plan.feature_range, plan.clip_x, plan.table_dtype
+    )
+    stats.update(rows_read=n, max_unique_rows=n, max_indices=chunk_rows * plan.l)
 
     def draw(rng: np.random.Generator, rows: int):
-        if mechanism == "dpmix":
-            return sample_mixture_indices(n=n, mix_degree=l, num_points=rows, rng=rng), None
-        return sample_poisson_batches(n=n, rate=rate, num_points=rows, rng=rng)
+        if plan.mechanism == "dpmix":
+            return sample_mixture_indices(n=n, mix_degree=plan.l, num_points=rows, rng=rng), None
+        return sample_poisson_batches(n=n, rate=plan.rate, num_points=rows, rng=rng)
 
     def draw_device(gen, rows: int):
-        if mechanism == "dpmix":
-            return sample_mixture_indices_torch(n=n, mix_degree=l, num_points=rows, generator=gen), None
-        return sample_poisson_batches_torch(n=n, rate=rate, num_points=rows, generator=gen)
+        if plan.mechanism == "dpmix":
+            return sample_mixture_indices_torch(n=n, mix_degree=plan.l, num_points=rows, generator=gen), None
+        return sample_poisson_batches_torch(n=n, rate=plan.rate, num_points=rows, generator=gen)
 
     written = []
 
     def after_chunk(row0: int, rows: int) -> None:
         written.append(rows)
-        if release_pages:
+        if plan.release_pages:
             for arr in out:
                 arr.flush()
                 _drop_pages(arr)
 
-    mix_and_perturb(
-        features=feats,
-        labels=sub_labels.astype(np.intp),
-        label_value=label_value,
-        dtype=table_dtype,
+    _perturb(
+        plan,
+        feats,
+        sub_labels,
         dx=int(source.shape[1]),
-        dy=k,
-        segments=[Segment(0, T, 0, draw, draw_device=draw_device)],
-        num_points=T,
-        denom_x=denom_x,
-        denom_y=float(l),
-        sigma_x=sigma_x,
-        sigma_y=sigma_y,
+        segment=Segment(0, plan.T, 0, draw, draw_device=draw_device),
+        num_points=plan.T,
         seed_seq=seed_seq,
         chunk_rows=chunk_rows,
-        device=device,
         out=out,
         after_chunk=after_chunk,
     )
     return len(written)
+
+
+def _mix_chunked(
+    source,
+    labels,
+    plan: _MixPlan,
+    *,
+    seed_seq: np.random.SeedSequence,
+    out: tuple[np.memmap, np.memmap],
+    stats: dict,
+    chunk_points: int,
+) -> int:
+    """Chunked mode: per chunk of points, draw its indices, read only those rows (sorted), mix them into ``out``.
+
+    Chunk ``j`` draws its indices from child ``(0, j)`` of ``seed_seq`` and its noise under child ``(1, j)``."""
+    n = int(source.shape[0])
+    x_out, y_out = out
+    chunks = 0
+    for j, a in enumerate(range(0, plan.T, chunk_points)):
+        c = min(chunk_points, plan.T - a)
+        rng = np.random.Generator(np.random.PCG64(child_sequence(seed_seq, 0, j)))
+        if plan.mechanism == "dpmix":
+            idx = sample_mixture_indices(n=n, mix_degree=plan.l, num_points=c, rng=rng).reshape(-1)
+            offsets = None
+        else:
+            idx, offsets = sample_poisson_batches(n=n, rate=plan.rate, num_points=c, rng=rng)
+        uniq, inv = np.unique(idx, return_inverse=True)
+        del idx
+        sub = _gather(source, uniq, plan.release_pages)  # sorted row reads: each needed page once
+        sub_labels = _gather(labels, uniq, plan.release_pages)
+        _check_chunk_labels(sub_labels, plan.k)
+        feats = _features(sub, plan.mechanism, plan.feature_range, plan.clip_x, plan.table_dtype)
+        del sub
+        stats["rows_read"] += int(uniq.size)
+        stats["max_unique_rows"] = max(stats["max_unique_rows"], int(uniq.size))
+        stats["max_indices"] = max(stats["max_indices"], int(inv.size))
+        inv = inv.reshape(c, plan.l) if offsets is None else inv
+        xs, ys = _perturb(
+            plan,
+            feats,
+            sub_labels,
+            dx=int(source.shape[1]),
+            segment=Segment(0, c, 0, _fixed_draw(inv, offsets)),
+            num_points=c,
+            seed_seq=child_sequence(seed_seq, 1, j),
+            chunk_rows=-(-c // NOISE_TILE) * NOISE_TILE,
+            index_sampling="host",
+        )
+        del feats, sub_labels, uniq, inv, offsets
+        x_out[a : a + c] = xs
+        y_out[a : a + c] = ys
+        del xs, ys
+        chunks += 1
+        if plan.release_pages:
+            x_out.flush()
+            y_out.flush()
+            for arr in (source, labels, x_out, y_out):
+                _drop_pages(arr)
+    return chunks
+
+
+def _perturb(plan: _MixPlan, feats: np.ndarray, sub_labels: np.ndarray, *, dx: int, segment: Segment, **engine):
+    """:func:`mix_and_perturb` on a gathered table with the plan's normalisation and noise (``engine``: the rest)."""
+    return mix_and_perturb(
+        features=feats,
+        labels=sub_labels.astype(np.intp),
+        label_value=plan.label_value,
+        dtype=plan.table_dtype,
+        dx=dx,
+        dy=plan.k,
+        segments=[segment],
+        denom_x=plan.denom_x,
+        denom_y=float(plan.l),
+        sigma_x=plan.sigma_x,
+        sigma_y=plan.sigma_y,
+        device=plan.device,
+        **engine,
+    )
+
+
+def _publish(tmp_dir: Path, out_dir: Path, card: dict) -> None:
+    """Write the card into the finished temporary folder, set the modes and rename it to ``out_dir`` (replacing it)."""
+    (tmp_dir / "card.json").write_text(json.dumps(card, indent=2))
+    for name in ("x.npy", "y.npy", "card.json"):
+        os.chmod(tmp_dir / name, file_mode())
+    os.chmod(tmp_dir, file_mode(directory=True))
+    if out_dir.is_symlink() or out_dir.is_file():
+        out_dir.unlink()  # overwrite=True: the caller asked to replace it
+    elif out_dir.exists():
+        shutil.rmtree(out_dir)
+    os.replace(tmp_dir, out_dir)
 
 
 def _check_chunk_labels(sub_labels: np.ndarray, k: int) -> None:
