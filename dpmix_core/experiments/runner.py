@@ -171,10 +171,8 @@ def run_config(
 
     from dpmix_core.mechanisms import resolve_device
     from dpmix_core.training import data as D
-    from dpmix_core.training.batchnorm import has_batchnorm, recalibrate_batchnorm
     from dpmix_core.training.losses import get_loss
     from dpmix_core.training.models import build_model
-    from dpmix_core.training.train import evaluate
 
     if not isinstance(config, RunConfig):
         raise ValueError(f"run_config needs a RunConfig (use run_job for dicts). Found {type(config).__name__}.")
@@ -232,19 +230,7 @@ def run_config(
     model = build_model(
         config.model, input_shape=input_shape, num_outputs=num_outputs, normalised_features=released_features
     ).to(device)
-    settings = OptimSettings(
-        optimizer=config.optimizer,
-        lr=config.lr,
-        momentum=config.momentum,
-        weight_decay=config.weight_decay,
-        schedule=config.schedule,
-        lr_step_epochs=config.lr_step_epochs,
-        lr_gamma=config.lr_gamma,
-        epochs=config.epochs,
-        batch_size=config.batch_size,
-        lr_milestones=config.lr_milestones,
-        early_stopping=config.early_stopping if len(x_va) else None,
-    )
+    settings = _optim_settings(config, has_validation=len(x_va) > 0)
     if config.early_stopping is not None and not len(x_va):
         notes.append("early stopping needs a validation split (val_fraction > 0): trained every epoch")
     loss_fn = get_loss(config.loss)
@@ -271,39 +257,9 @@ def run_config(
     # ---------------------------------------------------------------- evaluation on the real test split
     stop(force=True)
     prog.phase("evaluate", epoch=config.epochs)
-    t0 = time.perf_counter()
-    metrics = evaluate(model, xtest, ytest, task=config.task, num_classes=k)
-    ctx.tick("evaluate", t0)
-    val_final = fit_res.history[-1]["val_accuracy"] if fit_res.history else None
-    if fit_res.best_epoch is not None:
-        val_final = fit_res.history[fit_res.best_epoch - 1]["val_accuracy"]
-        notes.append(
-            f"early stopping (patience {config.early_stopping}): "
-            f"{'stopped after' if fit_res.stopped_early else 'ran'} {len(fit_res.history)} epochs, "
-            f"kept the weights of epoch {fit_res.best_epoch} (best validation accuracy)"
-        )
-    recalibrated = None  # BatchNorm statistics re-estimated on the test inputs: a diagnostic, never the result
-    if not regression and has_batchnorm(model) and xtest.shape[0] >= 2:
-        t0 = time.perf_counter()
-        rec = evaluate(recalibrate_batchnorm(model, xtest), xtest, ytest, task=config.task, num_classes=k)
-        recalibrated = rec["accuracy"]
-        ctx.tick("evaluate", t0)
-    collapsed = (
-        None
-        if regression
-        else collapse_reason(
-            fit_res.history,
-            val_majority=_majority_rate(y_va),
-            prediction_share=metrics["prediction_share"],
-            cause=shift_note(metrics["accuracy"], recalibrated, collapsed=True) or COLLAPSE_CAUSE,
-            test_accuracy=metrics["accuracy"],
-            test_majority=_majority_rate(y_test.numpy()),
-            test_rows=len(y_test),
-        )
+    metrics, val_final, recalibrated, collapsed = _evaluate(
+        ctx, model, fit_res, (xtest, ytest), y_va=y_va, num_classes=k
     )
-    note = collapsed or shift_note(metrics["accuracy"], recalibrated, collapsed=False)
-    if note is not None:
-        notes.append(note)
     seconds = time.perf_counter() - t_start
     prog.phase(
         "done",
@@ -345,6 +301,72 @@ def run_config(
         "notes": notes,
         **extra,
     }
+
+
+def _optim_settings(config: RunConfig, *, has_validation: bool) -> OptimSettings:
+    """The optimiser, schedule and early stopping of ``config`` (early stopping only with a validation split)."""
+    return OptimSettings(
+        optimizer=config.optimizer,
+        lr=config.lr,
+        momentum=config.momentum,
+        weight_decay=config.weight_decay,
+        schedule=config.schedule,
+        lr_step_epochs=config.lr_step_epochs,
+        lr_gamma=config.lr_gamma,
+        epochs=config.epochs,
+        batch_size=config.batch_size,
+        lr_milestones=config.lr_milestones,
+        early_stopping=config.early_stopping if has_validation else None,
+    )
+
+
+def _evaluate(ctx: RunContext, model, fit_res, test, *, y_va: np.ndarray, num_classes: int):
+    """(metrics, val_accuracy, BatchNorm-recalibrated accuracy, collapse reason) of the trained model on the real
+    test split ``test`` = (x, y) tensors; its notes (early stopping, collapse, BatchNorm shift) go to ``ctx.notes``.
+
+    The recalibrated accuracy re-estimates BatchNorm statistics on the test inputs: a diagnostic, never the result.
+    """
+    from dpmix_core.training.batchnorm import has_batchnorm, recalibrate_batchnorm
+    from dpmix_core.training.train import evaluate
+
+    config = ctx.config
+    xtest, ytest = test
+    regression = config.task == "regression"
+    t0 = time.perf_counter()
+    metrics = evaluate(model, xtest, ytest, task=config.task, num_classes=num_classes)
+    ctx.tick("evaluate", t0)
+    val_final = fit_res.history[-1]["val_accuracy"] if fit_res.history else None
+    if fit_res.best_epoch is not None:
+        val_final = fit_res.history[fit_res.best_epoch - 1]["val_accuracy"]
+        ctx.notes.append(
+            f"early stopping (patience {config.early_stopping}): "
+            f"{'stopped after' if fit_res.stopped_early else 'ran'} {len(fit_res.history)} epochs, "
+            f"kept the weights of epoch {fit_res.best_epoch} (best validation accuracy)"
+        )
+    recalibrated = None
+    if not regression and has_batchnorm(model) and xtest.shape[0] >= 2:
+        t0 = time.perf_counter()
+        rec = evaluate(recalibrate_batchnorm(model, xtest), xtest, ytest, task=config.task, num_classes=num_classes)
+        recalibrated = rec["accuracy"]
+        ctx.tick("evaluate", t0)
+    y_test = ytest.cpu().numpy()
+    collapsed = (
+        None
+        if regression
+        else collapse_reason(
+            fit_res.history,
+            val_majority=_majority_rate(y_va),
+            prediction_share=metrics["prediction_share"],
+            cause=shift_note(metrics["accuracy"], recalibrated, collapsed=True) or COLLAPSE_CAUSE,
+            test_accuracy=metrics["accuracy"],
+            test_majority=_majority_rate(y_test),
+            test_rows=len(y_test),
+        )
+    )
+    note = collapsed or shift_note(metrics["accuracy"], recalibrated, collapsed=False)
+    if note is not None:
+        ctx.notes.append(note)
+    return metrics, val_final, recalibrated, collapsed
 
 
 def checkpointer(reporter: Reporter, config: RunConfig) -> Checkpointer | None:
