@@ -58,6 +58,19 @@ def test_no_noise_prints_inf(capsys):
     assert code == 0 and json.loads(out)["epsilon"] == "inf"
 
 
+def test_enormous_epsilon_prints_in_scientific_notation(capsys):
+    argv = ["epsilon", "--accountant", "rdp-wor", "--n", "100", "--l", "2", "--delta", "1e-5", *SIGMA]
+    code, out, _ = run(capsys, *argv, "--T", "1000000000000", "--json")
+    eps = json.loads(out)["epsilon"]
+    assert code == 0 and eps > 1e6
+    code, out, _ = run(capsys, *argv, "--T", "1000000000000")
+    assert code == 0 and f"eps={eps:.4e}" in out and "no meaningful protection" in out
+    _, out, _ = run(capsys, *argv, "--T", "3", "--json")
+    eps = json.loads(out)["epsilon"]
+    code, out, _ = run(capsys, *argv, "--T", "3")
+    assert code == 0 and eps < 1e6 and f"eps={eps:10.4f}" in out
+
+
 def test_text_output_names_guarantee(capsys):
     code, out, _ = run(capsys, "epsilon", "--accountant", "gdp-clt", *BASE, *SIGMA)
     assert code == 0 and "approximation (not an upper bound)" in out and "poisson" in out

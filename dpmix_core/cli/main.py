@@ -142,7 +142,10 @@ def _names(name: str) -> list[str]:
 
 
 def _format_eps(x: float) -> str:
-    return "inf" if math.isinf(x) else f"{x:.4f}"
+    """4 decimals; from 1e6 up (no meaningful protection) 4 significant digits, not a 15-digit integer part."""
+    if math.isinf(x):
+        return "inf"
+    return f"{x:.4e}" if x >= 1e6 else f"{x:.4f}"
 
 
 def _print_text(result: EpsilonResult, extra: str = "") -> None:
