@@ -239,46 +239,9 @@ def class_centric_mix(
     dev = resolve_device(device)
     seed_seq = seed_sequence(seed)
     l = release.mix_degree
-    notes = []
-    if release.preprocessing != "unit":
-        if feature_range is not None:
-            raise ValueError("feature_range applies to preprocessing='unit'; z-scoring uses mean and std.")
-        private = release.preprocessing == "zscore-private"
-        if private and (mean is not None or std is not None):
-            raise ValueError("preprocessing='zscore-private' computes mean and std from X; pass none, or use 'zscore'.")
-        if not private and (mean is None or std is None):
-            raise ValueError(
-                "preprocessing='zscore' needs public mean and std (constants that do not depend on the private "
-                "data); use preprocessing='zscore-private' to compute them from X (then no epsilon is covered)."
-            )
-        feats, z_notes = _zscore_clip(X, mean, std, release.bounds.x.radius)
-        notes += z_notes
-        scale = 1.0
-    else:
-        if mean is not None or std is not None:
-            raise ValueError("mean and std apply to preprocessing='zscore'; 'unit' scaling uses feature_range.")
-        feats, scale, feat_note = unit_features(X, feature_range)
-        notes.append(feat_note)
+    feats, scale, notes = _class_centric_features(X, release, mean=mean, std=std, feature_range=feature_range)
     per_class = release.num_points // k
-    idx_type = index_dtype(n)
-    order = np.argsort(y, kind="stable").astype(idx_type)
-    starts = np.concatenate(([0], np.cumsum(counts)))
-    segments = []
-    for c in range(k):
-        members = order[starts[c] : starts[c + 1]]
-        size = int(counts[c])
-
-        def draw(rng, rows, members=members, size=size):
-            local = sample_mixture_indices(n=size, mix_degree=l, num_points=rows, rng=rng)
-            return members[local], None
-
-        def draw_device(gen, rows, members=members, size=size):
-            import torch
-
-            local = sample_mixture_indices_torch(n=size, mix_degree=l, num_points=rows, generator=gen)
-            return torch.as_tensor(members, device=gen.device).to(torch.int64)[local], None
-
-        segments.append(Segment(c * per_class, per_class, c, draw, np.eye(k, dtype=np.float32)[c], draw_device))
+    segments = _class_segments(y, counts, mix_degree=l, per_class=per_class)
     x_out, y_out = mix_and_perturb(
         features=feats,
         labels=None,
@@ -315,6 +278,59 @@ def class_centric_mix(
         notes.append("soft labels: one-hot class label plus noise")
     _clamp_negatives(x_out, y_out, release, notes)  # after the argmax: hard labels read the unclamped noisy label
     return SyntheticData(x_out, y_out, release, tuple(notes))
+
+
+def _class_centric_features(
+    X: np.ndarray,
+    release: MixingRelease,
+    *,
+    mean: np.ndarray | None,
+    std: np.ndarray | None,
+    feature_range: tuple[float, float] | None,
+) -> tuple[np.ndarray, float, list[str]]:
+    """(table, divisor scale, notes): X z-scored by the public (or, opted in, private) mean/std and clipped to the
+    release's radius, or [0,1]-scaled (``scale`` is the factor the mixed sum is divided by besides l)."""
+    if release.preprocessing == "unit":
+        if mean is not None or std is not None:
+            raise ValueError("mean and std apply to preprocessing='zscore'; 'unit' scaling uses feature_range.")
+        feats, scale, feat_note = unit_features(X, feature_range)
+        return feats, scale, [feat_note]
+    if feature_range is not None:
+        raise ValueError("feature_range applies to preprocessing='unit'; z-scoring uses mean and std.")
+    private = release.preprocessing == "zscore-private"
+    if private and (mean is not None or std is not None):
+        raise ValueError("preprocessing='zscore-private' computes mean and std from X; pass none, or use 'zscore'.")
+    if not private and (mean is None or std is None):
+        raise ValueError(
+            "preprocessing='zscore' needs public mean and std (constants that do not depend on the private "
+            "data); use preprocessing='zscore-private' to compute them from X (then no epsilon is covered)."
+        )
+    feats, z_notes = _zscore_clip(X, mean, std, release.bounds.x.radius)
+    return feats, 1.0, list(z_notes)
+
+
+def _class_segments(y: np.ndarray, counts: np.ndarray, *, mix_degree: int, per_class: int) -> list[Segment]:
+    """One engine segment per class c: ``per_class`` points, each l distinct records of class c, label e_c."""
+    k = len(counts)
+    order = np.argsort(y, kind="stable").astype(index_dtype(len(y)))
+    starts = np.concatenate(([0], np.cumsum(counts)))
+    segments = []
+    for c in range(k):
+        members = order[starts[c] : starts[c + 1]]
+        size = int(counts[c])
+
+        def draw(rng, rows, members=members, size=size):
+            local = sample_mixture_indices(n=size, mix_degree=mix_degree, num_points=rows, rng=rng)
+            return members[local], None
+
+        def draw_device(gen, rows, members=members, size=size):
+            import torch
+
+            local = sample_mixture_indices_torch(n=size, mix_degree=mix_degree, num_points=rows, generator=gen)
+            return torch.as_tensor(members, device=gen.device).to(torch.int64)[local], None
+
+        segments.append(Segment(c * per_class, per_class, c, draw, np.eye(k, dtype=np.float32)[c], draw_device))
+    return segments
 
 
 def poisson_mix(
