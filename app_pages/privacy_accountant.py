@@ -13,7 +13,7 @@ from dpmix_core.privacy.release import PRIVATE_NORMALISATION
 from dpmix_core.views.accounting_presets import ACCOUNTING_PRESETS
 from dpmix_core.views.background import shared_background
 from dpmix_core.views.budget import budget_table, dp_pca_budget_item, dpsgd_budget_item, label_budget_item
-from dpmix_core.views.figures import epsilon_curve_figure, profile_figure, tradeoff_figure
+from dpmix_core.views.figures import epsilon_curve_figure, fdp_tradeoff_figure, profile_figure
 from dpmix_core.views.html_report import accountant_report
 from dpmix_core.views.inputs import format_count, format_real
 from dpmix_core.views.privacy_scale import DEPLOYMENTS, headline
@@ -244,7 +244,7 @@ def _attacker(setting: MixingSetting, reading: ReleaseReading | None, delta: flo
     settings = _settings(setting, delta)
     with c1:
         chart(
-            tradeoff_figure(
+            fdp_tradeoff_figure(
                 reading.alphas,
                 reading.beta_bound,
                 reading.gdp_beta,

@@ -15,7 +15,6 @@ from dpmix_core.experiments.trade_offs import (
     cancel_runs,
     custom_spec,
     default_sweep,
-    epsilon_columns,
     launch_sweep,
     published_comparison,
     pump_local,
@@ -27,7 +26,6 @@ from dpmix_core.experiments.trade_offs import (
     sweep_published,
     sweep_results,
     sweep_run_ids,
-    trade_off_figure,
     unreadable_runs,
     with_dataset,
 )
@@ -36,6 +34,7 @@ from dpmix_core.runtime.jobs import default_max_parallel
 from dpmix_core.runtime.store import ResultStore, StoreError
 from dpmix_core.training.names import CLOSED_FORM_MODELS, LOSSES, MODELS
 from dpmix_core.training.protocols import PROTOCOLS
+from dpmix_core.views.accuracy_figure import epsilon_columns, trade_off_figure
 from dpmix_core.views.inputs import parse_count, parse_real
 from dpmix_core.views.release_card import release_summary
 

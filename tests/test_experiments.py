@@ -611,7 +611,7 @@ def test_feature_release_enters_the_key_only_when_features_are_mixed():
 
 
 def test_collapsed_runs_are_counted_and_never_plotted_as_normal_points():
-    from dpmix_core.experiments.trade_offs import trade_off_figure
+    from dpmix_core.views.accuracy_figure import trade_off_figure
 
     def row(sigma, acc, collapsed, seed=0):
         cfg = RunConfig(

@@ -259,7 +259,7 @@ def test_v01_class_centric_rows_keep_their_meaning(ds):
 
 def test_trade_off_plots_mark_uncovered_and_features_only_series():
     from dpmix_core.experiments.results import aggregate
-    from dpmix_core.experiments.trade_offs import trade_off_figure
+    from dpmix_core.views.accuracy_figure import trade_off_figure
 
     def row(label, **syn):
         cfg = RunConfig(

@@ -256,7 +256,8 @@ def test_published_comparison_verdicts():
     import pandas as pd
 
     from dpmix_core.experiments.spec import Published
-    from dpmix_core.experiments.trade_offs import published_comparison, trade_off_figure
+    from dpmix_core.experiments.trade_offs import published_comparison
+    from dpmix_core.views.accuracy_figure import trade_off_figure
 
     agg = pd.DataFrame(
         {

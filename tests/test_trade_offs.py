@@ -4,7 +4,8 @@ def test_published_reference_points_are_drawn_as_not_ours_and_get_no_verdict():
 
     from dpmix_core.experiments.presets import PRESETS
     from dpmix_core.experiments.spec import Published, load_spec
-    from dpmix_core.experiments.trade_offs import REFERENCE_PREFIX, published_comparison, trade_off_figure
+    from dpmix_core.experiments.trade_offs import published_comparison
+    from dpmix_core.views.accuracy_figure import REFERENCE_PREFIX, trade_off_figure
 
     spec = PRESETS["all-methods"]
     refs = [p for p in spec.published if p.reference]
@@ -66,7 +67,7 @@ def test_a_sweep_at_one_axis_value_puts_its_series_side_by_side():
     import pandas as pd
 
     from dpmix_core.experiments.spec import Published
-    from dpmix_core.experiments.trade_offs import trade_off_figure
+    from dpmix_core.views.accuracy_figure import trade_off_figure
 
     agg = pd.DataFrame(
         {

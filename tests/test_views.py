@@ -75,7 +75,7 @@ def test_epsilon_curve_figure_drops_enormous_points_and_keeps_the_marker_on_its_
 def test_second_axis_offers_only_accountants_with_numbers():
     import pandas as pd
 
-    from dpmix_core.experiments.trade_offs import epsilon_columns
+    from dpmix_core.views.accuracy_figure import epsilon_columns
 
     agg = pd.DataFrame({"epsilon_none": [float("inf")], "epsilon_rdp-wor": [3.0], "epsilon_lee2019": [float("nan")]})
     assert epsilon_columns(agg) == ["epsilon_rdp-wor"]

@@ -1,4 +1,6 @@
-"""The experiment bench behind "Train & trade-offs": launch a sweep as background jobs, follow it, plot it.
+"""The experiment bench behind "Train & trade-offs": launch a sweep as background jobs, follow it, aggregate it.
+
+Its figure is drawn by :mod:`dpmix_core.views.accuracy_figure`.
 
 Everything goes through the results store (the only channel between the app
 and the workers); nothing here blocks or imports Streamlit.
@@ -11,11 +13,8 @@ import math
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
-import plotly.colors
-import plotly.graph_objects as go
 
 from dpmix_core.data import DATASET_NAMES, DatasetError, load_dataset
 from dpmix_core.experiments.config import RunConfig, run_key
@@ -24,7 +23,6 @@ from dpmix_core.experiments.release_files import ReleaseFile, release_run_option
 from dpmix_core.experiments.results import aggregate
 from dpmix_core.experiments.spec import Published, SweepSpec, load_spec
 from dpmix_core.experiments.sweeps import RunSpec, submit_sweep
-from dpmix_core.privacy.release import PRIVATE_NORMALISATION, Protects
 from dpmix_core.resources.limits import (
     LimitExceeded,
     Limits,
@@ -42,8 +40,6 @@ __all__ = [
     "default_sweep",
     "cancel_runs",
     "pump_local",
-    "epsilon_columns",
-    "COLLAPSED_MARKER",
     "JOB_KIND",
     "all_collapsed",
     "Launch",
@@ -67,7 +63,6 @@ __all__ = [
     "sweep_published",
     "published_comparison",
     "REPRODUCED_WITHIN_PTS",
-    "trade_off_figure",
     "with_dataset",
 ]
 
@@ -475,204 +470,12 @@ def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) ->
     )
 
 
-def epsilon_columns(agg: pd.DataFrame) -> list[str]:
-    """The aggregate's epsilon columns worth a second axis: accountants with at least one finite value."""
-    return [
-        c
-        for c in agg.columns
-        if c.startswith("epsilon_")
-        and c != "epsilon_none"
-        and pd.to_numeric(agg[c], errors="coerce").map(lambda v: math.isfinite(v) if v == v else False).any()
-    ]
-
-
-def _error_bars(std: pd.Series) -> list[float]:
-    return [0.0 if (v is None or (isinstance(v, float) and math.isnan(v))) else float(v) for v in std]
-
-
-def _guarantee_mark(part: pd.DataFrame) -> dict:
-    """A distinct look for series whose epsilon is not a bound (x markers, dotted) or protects features only."""
-    text = " ".join(str(g) for g in part.get("guarantee", pd.Series(dtype=str)).dropna())
-    if PRIVATE_NORMALISATION in text:
-        return {"suffix": " [ε not covered: private normalisation]", "symbol": "x", "dash": "dot", "size": 11}
-    if Protects.FEATURES_ONLY.value in text:
-        return {"suffix": " [ε: features only]", "symbol": "diamond-open", "dash": "dashdot", "size": 10}
-    return {"suffix": "", "symbol": "circle", "dash": "solid", "size": 8}
-
-
-COLLAPSED_MARKER = {"symbol": "x-thin", "size": 14, "color": "#888", "line": {"width": 2, "color": "#888"}}
-
-
 def all_collapsed(agg: pd.DataFrame) -> pd.Series:
     """True for aggregated rows whose runs all collapsed (never plotted as a normal point)."""
     if "collapsed" not in agg.columns:
         return pd.Series(False, index=agg.index)
     runs = agg["runs"] if "runs" in agg.columns else agg["test_accuracy_count"]
     return (agg["collapsed"].fillna(0) > 0) & (agg["collapsed"].fillna(0) >= runs.fillna(0))
-
-
-def _published_by_series(published: tuple[Published, ...], *, reference: bool) -> dict[str, list[Published]]:
-    """The drawable (finite axis value) published points of one kind, grouped by series in order."""
-    out: dict[str, list[Published]] = {}
-    for p in published:
-        if math.isfinite(p.value) and p.reference is reference:
-            out.setdefault(p.series, []).append(p)
-    return out
-
-
-def _published_trace(points: list[Published], **style: Any) -> go.Scatter:
-    """Published points as a plotly trace: axis value vs accuracy in %, styled by the caller."""
-    return go.Scatter(x=[p.value for p in points], y=[100 * p.accuracy for p in points], **style)
-
-
-REFERENCE_PREFIX = "published, not ours — "  # legend of other methods' published points (the frontier)
-REFERENCE_SYMBOLS = ("diamond", "square", "triangle-up", "pentagon")
-
-
-def trade_off_figure(
-    agg: pd.DataFrame,
-    axis: str | None,
-    *,
-    title: str = "",
-    metric: str = "test_accuracy",
-    epsilon_column: str | None = None,
-    published: tuple[Published, ...] = (),
-) -> go.Figure:
-    """Accuracy (or MSE) vs the sweep axis: one line per series with ±1 std error bars.
-
-    ``published`` points (the papers' numbers) are drawn as open stars, one trace per series; reference
-    points (other methods' published results, ``Published.reference``) as grey labelled markers named
-    "published, not ours — ...".
-    Points whose runs all collapsed (did not learn) are grey thin crosses named "(collapsed)".
-
-    Runs the axis does not move (non-private, or a baseline on a sigma axis) are
-    drawn as horizontal reference lines. With ``epsilon_column`` the mean epsilon
-    of the mixing series goes on a second y-axis (e.g. accuracy vs sigma, eps on the right).
-    A sweep at a single axis value without published points (e.g. models on one release file) has no curve:
-    its series are drawn side by side on a categorical axis instead.
-    """
-    fig = go.Figure()
-    mean, std = f"{metric}_mean", f"{metric}_std"
-    percent = metric == "test_accuracy"
-    scale = 100.0 if percent else 1.0
-    finite = agg[agg["axis_value"].map(lambda v: v is not None and not pd.isna(v) and math.isfinite(v))]
-    single = finite["axis_value"].nunique() == 1 and not published and len(finite) > 0
-    if single:  # one point per series: the series are the x-axis
-        value = finite["axis_value"].iloc[0]
-        finite = finite.assign(axis_value=finite["label"].astype(str))
-    flat = agg[~agg.index.isin(finite.index)]
-    palette = plotly.colors.qualitative.Plotly
-    colors: dict[str, str] = {}
-    for label, part in finite.groupby("label", sort=False):
-        part = part.sort_values("axis_value")
-        colors[str(label)] = palette[len(colors) % len(palette)]
-        mark = _guarantee_mark(part)
-        dead = all_collapsed(part)
-        learned = part[~dead]
-        if len(learned):
-            fig.add_trace(
-                go.Scatter(
-                    x=learned["axis_value"],
-                    y=learned[mean] * scale,
-                    name=str(label) + mark["suffix"],
-                    mode="lines+markers",
-                    error_y={"type": "data", "array": [v * scale for v in _error_bars(learned[std])], "visible": True},
-                    line={"width": 2.5, "color": colors[str(label)], "dash": mark["dash"]},
-                    marker={"size": mark["size"], "symbol": mark["symbol"]},
-                )
-            )
-        if dead.any():  # never a normal point: a grey thin cross, named as collapsed
-            fig.add_trace(
-                go.Scatter(
-                    x=part.loc[dead, "axis_value"],
-                    y=part.loc[dead, mean] * scale,
-                    name=f"{label} (collapsed)",
-                    mode="markers",
-                    marker=dict(COLLAPSED_MARKER),
-                    hovertext=["collapsed: the model did not learn (constant predictor or chance accuracy)"]
-                    * int(dead.sum()),
-                )
-            )
-    for _, row in flat.iterrows():
-        if pd.isna(row[mean]):
-            continue
-        dead = bool(all_collapsed(pd.DataFrame([row])).iloc[0])
-        fig.add_hline(
-            y=row[mean] * scale,
-            line={"dash": "dot", "color": "#aaa" if dead else "#444"},
-            annotation_text=f"{row['label']}{' (collapsed)' if dead else ''}: "
-            f"{row[mean] * scale:.1f}{'%' if percent else ''}",
-            annotation_position="top left",
-        )
-    if percent:
-        by_series, references = (
-            _published_by_series(published, reference=False),
-            _published_by_series(published, reference=True),
-        )
-        for k, (series, points) in enumerate(references.items()):
-            fig.add_trace(
-                _published_trace(
-                    points,
-                    mode="markers+text",
-                    name=f"{REFERENCE_PREFIX}{series}",
-                    text=[f"{series} ({p.source})" for p in points],
-                    textposition="bottom right",
-                    textfont={"size": 10, "color": "#777"},
-                    marker={"symbol": REFERENCE_SYMBOLS[k % len(REFERENCE_SYMBOLS)], "size": 11, "color": "#777"},
-                    hovertext=[f"published, not ours: {p.source}" for p in points],
-                )
-            )
-        for series, points in by_series.items():
-            style = {"symbol": "star-open", "size": 15, "line": {"width": 2}, "color": colors.get(series, "#444")}
-            fig.add_trace(
-                _published_trace(
-                    points,
-                    mode="markers",
-                    name=f"published — {series}",
-                    marker=style,
-                    hovertext=[p.source for p in points],
-                )
-            )
-    if epsilon_column and epsilon_column in finite.columns:
-        for label, part in finite.groupby("label", sort=False):
-            part = part.sort_values("axis_value")
-            if part[epsilon_column].notna().any():
-                fig.add_trace(
-                    go.Scatter(
-                        x=part["axis_value"],
-                        y=part[epsilon_column],
-                        yaxis="y2",
-                        name=f"ε ({epsilon_column.removeprefix('epsilon_')}) — {label}",
-                        mode="lines",
-                        line={"dash": "dash", "width": 2},
-                    )
-                )
-        fig.update_layout(
-            yaxis2={
-                "title": "ε",
-                "overlaying": "y",
-                "side": "right",
-                "type": "log",
-                "showgrid": False,
-                "tickformat": ".2~g",
-                "minor": {"showgrid": False},
-            }
-        )
-    log_x = axis in ("sigma", "l", "T") or (axis or "").endswith("epsilon")
-    x_title = AXIS_TITLES.get(axis or "", axis or "")
-    xaxis = {"title": x_title, "type": "log" if log_x else "linear"}
-    if single:
-        xaxis = {"title": f"series, all at {x_title} = {value:g}", "type": "category"}
-    fig.update_layout(
-        title=title,
-        xaxis=xaxis,
-        yaxis={"title": "test accuracy (%)" if percent else "test MSE", "type": "linear" if percent else "log"},
-        font={"size": 15},
-        legend={"orientation": "h", "y": -0.25},
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
-        height=480,
-    )
-    return fig
 
 
 def custom_spec(

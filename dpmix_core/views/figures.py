@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from dpmix_core.privacy.accountants import ENORMOUS_EPSILON
 
-__all__ = ["epsilon_curve_figure", "profile_figure", "tradeoff_figure", "AXIS_TITLES"]
+__all__ = ["epsilon_curve_figure", "profile_figure", "fdp_tradeoff_figure", "AXIS_TITLES"]
 
 AXIS_TITLES = {
     "sigma": "noise σx (std of feature noise, in feature units)",
@@ -80,7 +80,7 @@ def epsilon_curve_figure(curves: pd.DataFrame, axis: str, *, delta: float, curre
     return fig
 
 
-def tradeoff_figure(alphas, beta_bound, gdp_beta, *, mu: float, title: str) -> go.Figure:
+def fdp_tradeoff_figure(alphas, beta_bound, gdp_beta, *, mu: float, title: str) -> go.Figure:
     """f-DP trade-off: the best membership test's type II error vs its type I error (Dong, Roth & Su 2022)."""
     fig = go.Figure()
     fig.add_trace(

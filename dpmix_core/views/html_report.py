@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 
 import dpmix_core
 from dpmix_core.privacy.accountants import MixingSetting
-from dpmix_core.views.figures import epsilon_curve_figure, profile_figure, tradeoff_figure
+from dpmix_core.views.figures import epsilon_curve_figure, fdp_tradeoff_figure, profile_figure
 from dpmix_core.views.privacy_scale import headline
 from dpmix_core.views.reports import (
     RELEASE_MODELS,
@@ -135,7 +135,7 @@ def accountant_report(setting: MixingSetting, delta: float, model: str, *, pld_a
         sections.append(
             Section(
                 "What an attacker can do",
-                figure=tradeoff_figure(
+                figure=fdp_tradeoff_figure(
                     reading.alphas,
                     reading.beta_bound,
                     reading.gdp_beta,

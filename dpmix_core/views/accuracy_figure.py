@@ -1,0 +1,214 @@
+"""The accuracy-versus-privacy figure of a sweep (Train & trade-offs, ``bench/make_reproduction_figures.py``).
+
+One line per series with ±1 std error bars; runs the axis does not move as dotted reference lines; collapsed
+points (the model never learned) as grey crosses, never as results; the papers' own numbers as open stars and
+other methods' published results ("published, not ours") as grey labelled markers; optionally each series'
+ε on a second axis. Pure plotly: it reads an aggregate (``experiments.results.aggregate``), computes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+import plotly.colors
+import plotly.graph_objects as go
+
+from dpmix_core.experiments.spec import Published
+from dpmix_core.experiments.trade_offs import AXIS_TITLES, all_collapsed
+from dpmix_core.privacy.release import PRIVATE_NORMALISATION, Protects
+
+__all__ = ["COLLAPSED_MARKER", "REFERENCE_PREFIX", "epsilon_columns", "trade_off_figure"]
+
+
+def epsilon_columns(agg: pd.DataFrame) -> list[str]:
+    """The aggregate's epsilon columns worth a second axis: accountants with at least one finite value."""
+    return [
+        c
+        for c in agg.columns
+        if c.startswith("epsilon_")
+        and c != "epsilon_none"
+        and pd.to_numeric(agg[c], errors="coerce").map(lambda v: math.isfinite(v) if v == v else False).any()
+    ]
+
+
+def _error_bars(std: pd.Series) -> list[float]:
+    return [0.0 if (v is None or (isinstance(v, float) and math.isnan(v))) else float(v) for v in std]
+
+
+def _guarantee_mark(part: pd.DataFrame) -> dict:
+    """A distinct look for series whose epsilon is not a bound (x markers, dotted) or protects features only."""
+    text = " ".join(str(g) for g in part.get("guarantee", pd.Series(dtype=str)).dropna())
+    if PRIVATE_NORMALISATION in text:
+        return {"suffix": " [ε not covered: private normalisation]", "symbol": "x", "dash": "dot", "size": 11}
+    if Protects.FEATURES_ONLY.value in text:
+        return {"suffix": " [ε: features only]", "symbol": "diamond-open", "dash": "dashdot", "size": 10}
+    return {"suffix": "", "symbol": "circle", "dash": "solid", "size": 8}
+
+
+COLLAPSED_MARKER = {"symbol": "x-thin", "size": 14, "color": "#888", "line": {"width": 2, "color": "#888"}}
+
+
+def _published_by_series(published: tuple[Published, ...], *, reference: bool) -> dict[str, list[Published]]:
+    """The drawable (finite axis value) published points of one kind, grouped by series in order."""
+    out: dict[str, list[Published]] = {}
+    for p in published:
+        if math.isfinite(p.value) and p.reference is reference:
+            out.setdefault(p.series, []).append(p)
+    return out
+
+
+def _published_trace(points: list[Published], **style: Any) -> go.Scatter:
+    """Published points as a plotly trace: axis value vs accuracy in %, styled by the caller."""
+    return go.Scatter(x=[p.value for p in points], y=[100 * p.accuracy for p in points], **style)
+
+
+REFERENCE_PREFIX = "published, not ours — "  # legend of other methods' published points (the frontier)
+REFERENCE_SYMBOLS = ("diamond", "square", "triangle-up", "pentagon")
+
+
+def trade_off_figure(
+    agg: pd.DataFrame,
+    axis: str | None,
+    *,
+    title: str = "",
+    metric: str = "test_accuracy",
+    epsilon_column: str | None = None,
+    published: tuple[Published, ...] = (),
+) -> go.Figure:
+    """Accuracy (or MSE) vs the sweep axis: one line per series with ±1 std error bars.
+
+    ``published`` points (the papers' numbers) are drawn as open stars, one trace per series; reference
+    points (other methods' published results, ``Published.reference``) as grey labelled markers named
+    "published, not ours — ...".
+    Points whose runs all collapsed (did not learn) are grey thin crosses named "(collapsed)".
+
+    Runs the axis does not move (non-private, or a baseline on a sigma axis) are
+    drawn as horizontal reference lines. With ``epsilon_column`` the mean epsilon
+    of the mixing series goes on a second y-axis (e.g. accuracy vs sigma, eps on the right).
+    A sweep at a single axis value without published points (e.g. models on one release file) has no curve:
+    its series are drawn side by side on a categorical axis instead.
+    """
+    fig = go.Figure()
+    mean, std = f"{metric}_mean", f"{metric}_std"
+    percent = metric == "test_accuracy"
+    scale = 100.0 if percent else 1.0
+    finite = agg[agg["axis_value"].map(lambda v: v is not None and not pd.isna(v) and math.isfinite(v))]
+    single = finite["axis_value"].nunique() == 1 and not published and len(finite) > 0
+    if single:  # one point per series: the series are the x-axis
+        value = finite["axis_value"].iloc[0]
+        finite = finite.assign(axis_value=finite["label"].astype(str))
+    flat = agg[~agg.index.isin(finite.index)]
+    palette = plotly.colors.qualitative.Plotly
+    colors: dict[str, str] = {}
+    for label, part in finite.groupby("label", sort=False):
+        part = part.sort_values("axis_value")
+        colors[str(label)] = palette[len(colors) % len(palette)]
+        mark = _guarantee_mark(part)
+        dead = all_collapsed(part)
+        learned = part[~dead]
+        if len(learned):
+            fig.add_trace(
+                go.Scatter(
+                    x=learned["axis_value"],
+                    y=learned[mean] * scale,
+                    name=str(label) + mark["suffix"],
+                    mode="lines+markers",
+                    error_y={"type": "data", "array": [v * scale for v in _error_bars(learned[std])], "visible": True},
+                    line={"width": 2.5, "color": colors[str(label)], "dash": mark["dash"]},
+                    marker={"size": mark["size"], "symbol": mark["symbol"]},
+                )
+            )
+        if dead.any():  # never a normal point: a grey thin cross, named as collapsed
+            fig.add_trace(
+                go.Scatter(
+                    x=part.loc[dead, "axis_value"],
+                    y=part.loc[dead, mean] * scale,
+                    name=f"{label} (collapsed)",
+                    mode="markers",
+                    marker=dict(COLLAPSED_MARKER),
+                    hovertext=["collapsed: the model did not learn (constant predictor or chance accuracy)"]
+                    * int(dead.sum()),
+                )
+            )
+    for _, row in flat.iterrows():
+        if pd.isna(row[mean]):
+            continue
+        dead = bool(all_collapsed(pd.DataFrame([row])).iloc[0])
+        fig.add_hline(
+            y=row[mean] * scale,
+            line={"dash": "dot", "color": "#aaa" if dead else "#444"},
+            annotation_text=f"{row['label']}{' (collapsed)' if dead else ''}: "
+            f"{row[mean] * scale:.1f}{'%' if percent else ''}",
+            annotation_position="top left",
+        )
+    if percent:
+        by_series, references = (
+            _published_by_series(published, reference=False),
+            _published_by_series(published, reference=True),
+        )
+        for k, (series, points) in enumerate(references.items()):
+            fig.add_trace(
+                _published_trace(
+                    points,
+                    mode="markers+text",
+                    name=f"{REFERENCE_PREFIX}{series}",
+                    text=[f"{series} ({p.source})" for p in points],
+                    textposition="bottom right",
+                    textfont={"size": 10, "color": "#777"},
+                    marker={"symbol": REFERENCE_SYMBOLS[k % len(REFERENCE_SYMBOLS)], "size": 11, "color": "#777"},
+                    hovertext=[f"published, not ours: {p.source}" for p in points],
+                )
+            )
+        for series, points in by_series.items():
+            style = {"symbol": "star-open", "size": 15, "line": {"width": 2}, "color": colors.get(series, "#444")}
+            fig.add_trace(
+                _published_trace(
+                    points,
+                    mode="markers",
+                    name=f"published — {series}",
+                    marker=style,
+                    hovertext=[p.source for p in points],
+                )
+            )
+    if epsilon_column and epsilon_column in finite.columns:
+        for label, part in finite.groupby("label", sort=False):
+            part = part.sort_values("axis_value")
+            if part[epsilon_column].notna().any():
+                fig.add_trace(
+                    go.Scatter(
+                        x=part["axis_value"],
+                        y=part[epsilon_column],
+                        yaxis="y2",
+                        name=f"ε ({epsilon_column.removeprefix('epsilon_')}) — {label}",
+                        mode="lines",
+                        line={"dash": "dash", "width": 2},
+                    )
+                )
+        fig.update_layout(
+            yaxis2={
+                "title": "ε",
+                "overlaying": "y",
+                "side": "right",
+                "type": "log",
+                "showgrid": False,
+                "tickformat": ".2~g",
+                "minor": {"showgrid": False},
+            }
+        )
+    log_x = axis in ("sigma", "l", "T") or (axis or "").endswith("epsilon")
+    x_title = AXIS_TITLES.get(axis or "", axis or "")
+    xaxis = {"title": x_title, "type": "log" if log_x else "linear"}
+    if single:
+        xaxis = {"title": f"series, all at {x_title} = {value:g}", "type": "category"}
+    fig.update_layout(
+        title=title,
+        xaxis=xaxis,
+        yaxis={"title": "test accuracy (%)" if percent else "test MSE", "type": "linear" if percent else "log"},
+        font={"size": 15},
+        legend={"orientation": "h", "y": -0.25},
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        height=480,
+    )
+    return fig
