@@ -166,15 +166,21 @@ def train_repeats(
         if progress is not None and result.get("resumed_from_epoch"):
             progress(f"{prefix} continued from its checkpoint after epoch {result['resumed_from_epoch']}")
         results.append(result)
+    return _summary(base, results)
+
+
+def _summary(base: RunConfig, results: list[dict]) -> dict:
+    """What ``train --json`` prints for the repeats of ``base``: mean and std over seeds, the first run's privacy
+    (every seed makes the same release description), collapse counts and each seed's own numbers."""
     acc, acc_std = _mean_std([res["test_accuracy"] for res in results])
     mses = [res["test_mse"] for res in results if res["test_mse"] is not None]
     mse, mse_std = _mean_std(mses)
     first = results[0]
     return {
-        "method": method,
+        "method": base.method,
         "mechanism": base.mechanism,
-        "dataset": dataset,
-        "repeats": repeats,
+        "dataset": base.dataset,
+        "repeats": len(results),
         "test_accuracy": acc,
         "test_accuracy_std": acc_std,
         "test_mse": mse,
