@@ -209,7 +209,6 @@ def fit(
         raise ValueError("no training samples.")
     optimizer = make_optimizer(model.parameters(), settings)
     result = FitResult()
-    bs = settings.batch_size
     stopper = (
         EarlyStopper(settings.early_stopping) if settings.early_stopping and x_val is not None and len(x_val) else None
     )
@@ -234,18 +233,7 @@ def fit(
         model.train()
         t0 = time.perf_counter()
         order = torch.randperm(n, generator=generator).to(x.device)
-        total = torch.zeros((), device=x.device)
-        for start in range(0, n, bs):
-            idx = order[start : start + bs]
-            xb, yb = x.index_select(0, idx), y.index_select(0, idx)
-            optimizer.zero_grad(set_to_none=True)
-            loss = loss_fn(model(xb), yb)
-            loss.backward()
-            optimizer.step()
-            total += loss.detach() * len(idx)
-            if stop is not None:
-                stop()
-        epoch_loss = float(total) / n  # one device sync per epoch
+        epoch_loss = _train_epoch(model, optimizer, loss_fn, x, y, order, settings.batch_size, stop)
         result.seconds += time.perf_counter() - t0
         result.samples += n
         end_epoch(
@@ -274,6 +262,31 @@ def fit(
         stopper.restore(model)
         result.best_epoch = stopper.best_epoch
     return result
+
+
+def _train_epoch(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    order: torch.Tensor,
+    batch_size: int,
+    stop: StopCheck | None,
+) -> float:
+    """One pass over ``x`` in the batches of ``order``; the epoch's mean loss (one device sync per epoch)."""
+    total = torch.zeros((), device=x.device)
+    for first in range(0, len(order), batch_size):
+        idx = order[first : first + batch_size]
+        xb, yb = x.index_select(0, idx), y.index_select(0, idx)
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(xb), yb)
+        loss.backward()
+        optimizer.step()
+        total += loss.detach() * len(idx)
+        if stop is not None:
+            stop()
+    return float(total) / len(order)
 
 
 def fit_closed_form(
