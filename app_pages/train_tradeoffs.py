@@ -37,6 +37,7 @@ from dpmix_core.training.protocols import PROTOCOLS
 from dpmix_core.views.accuracy_figure import epsilon_columns, trade_off_figure
 from dpmix_core.views.inputs import parse_count, parse_real
 from dpmix_core.views.release_card import release_summary
+from dpmix_core.views.sweep_report import sweep_report
 
 K = "tr_"
 ACTIVE = ("queued", "running")
@@ -340,14 +341,15 @@ def _results_panel(query_sweep: int | None) -> None:
         "(e.g. non-private). ε columns: mean per point, from each accountant that applies "
         "(gdp-clt is an approximation; the others are upper bounds)."
     )
-    if published:
+    comparison = published_comparison(agg, published)  # the papers' own numbers (reference points have none)
+    if len(comparison):
         st.markdown(
             "**Published vs ours** (open stars in the plot): a gap of more than "
             f"{REPRODUCED_WITHIN_PTS:g} points below the paper counts as not reproduced (above it: 'above the "
             "paper'); docs/REPRODUCTION.md says why."
         )
-        st.dataframe(published_comparison(agg, published), hide_index=True, width="stretch")
-        table_download(published_comparison(agg, published), K + "published", f"sweep_{chosen}_published_vs_ours")
+        st.dataframe(comparison, hide_index=True, width="stretch")
+        table_download(comparison, K + "published", f"sweep_{chosen}_published_vs_ours")
     st.dataframe(agg, hide_index=True, width="stretch")
     st.download_button(
         "Download results (CSV)",
@@ -357,6 +359,25 @@ def _results_panel(query_sweep: int | None) -> None:
         key=K + "csv",
     )
     _solve_epsilon_panel(agg, axis)
+    _report_panel(chosen, metric, None if second == "(none)" else second)
+
+
+def _report_panel(sweep: int, metric: str, epsilon_column: str | None) -> None:
+    """A one-file HTML report of the sweep shown (figure, reading, tables), for a deck or an e-mail."""
+    st.subheader("Share")
+    if st.button("Prepare a one-file HTML report of this sweep (reading, figure, tables)", key=K + "report"):
+        try:
+            page = sweep_report(store(), sweep, metric=metric, epsilon_column=epsilon_column)
+        except ValueError as exc:
+            st.error(str(exc))
+            return
+        st.download_button(
+            "Download the report (.html, opens offline)",
+            data=page.encode(),
+            file_name=f"dpmix_sweep_{sweep}_report.html",
+            mime="text/html",
+            key=K + "report_download",
+        )
 
 
 st.title("Train & trade-offs")

@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpmix_core {epsilon,calibrate,synthesize,train,sweep,audit,report,best-release,solve-epsilon} ...``.
+"""Command line: ``python -m dpmix_core {epsilon,calibrate,synthesize,train,sweep,audit,report,sweep-report,best-release,solve-epsilon,verify} ...``.
 
 Contract (scripts and tests rely on it): ``--json`` prints one JSON object (a
 list for ``--accountant all``); infinite epsilon prints "inf"; invalid input
@@ -732,6 +732,34 @@ def _add_report(sub) -> None:
     p.set_defaults(func=cmd_report)
 
 
+def cmd_sweep_report(args: argparse.Namespace) -> int:
+    from dpmix_core.resources.files import check_new_file, write_files_atomically
+    from dpmix_core.runtime.store import ResultStore
+    from dpmix_core.views.sweep_report import sweep_report
+
+    out = Path(args.out)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise CliError(f"--out must end in .html. Found {out.name!r}")
+    check_new_file(out, what="--out")  # before any work
+    sweep: int | str = int(args.sweep) if args.sweep.isdigit() else args.sweep
+    page = sweep_report(ResultStore.existing(args.store), sweep, metric=args.metric, epsilon_column=args.epsilon_axis)
+    write_files_atomically({out: page.encode("utf-8")})
+    print(f"wrote {out} ({len(page) / 1e6:.1f} MB, self-contained: opens offline)")
+    return 0
+
+
+def _add_sweep_report(sub) -> None:
+    p = sub.add_parser(
+        "sweep-report", help="a self-contained HTML report of a stored sweep's accuracy vs privacy (for a deck)"
+    )
+    p.add_argument("sweep", help="a sweep in the results store: its name or number")
+    p.add_argument("--out", required=True, help="FILE.html")
+    p.add_argument("--store", help="results store (default: $DPMIX_STORE or ~/.cache/dpmix/results.sqlite)")
+    p.add_argument("--metric", choices=["test_accuracy", "test_mse"], default="test_accuracy")
+    p.add_argument("--epsilon-axis", help="an accountant's epsilon on a second axis, e.g. pld-poisson")
+    p.set_defaults(func=cmd_sweep_report)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m dpmix_core",
@@ -752,6 +780,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sweep(sub)
     _add_audit(sub)
     _add_report(sub)
+    _add_sweep_report(sub)
     _add_best_release(sub)
     _add_solve_epsilon(sub)
     _add_verify(sub)

@@ -28,7 +28,7 @@ def cli_solve_epsilon(args: argparse.Namespace) -> int:
     from dpmix_core.runtime.store import ResultStore
 
     accuracy = args.accuracy / 100 if 1 < args.accuracy <= 100 else args.accuracy  # 90 means 90 %
-    store = ResultStore(args.store)
+    store = ResultStore.existing(args.store)
     sweep: int | str = int(args.sweep) if args.sweep.isdigit() else args.sweep
     answers = sweep_epsilon_answers(store, sweep, accuracy=accuracy, series=args.series, epsilon_name=args.epsilon_name)
     if args.json:

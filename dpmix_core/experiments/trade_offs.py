@@ -61,6 +61,7 @@ __all__ = [
     "sweep_rows",
     "sweep_run_ids",
     "sweep_published",
+    "stored_spec",
     "published_comparison",
     "REPRODUCED_WITHIN_PTS",
     "with_dataset",
@@ -345,7 +346,7 @@ def _run_note(result: dict, *, saved_epoch: int | None = None, status: str = "do
     return ""
 
 
-def _stored_spec(stored) -> SweepSpec | None:
+def stored_spec(stored) -> SweepSpec | None:
     """The spec a stored sweep was last run with (None when it has none or it no longer loads)."""
     if not stored.spec:
         return None
@@ -357,7 +358,7 @@ def _stored_spec(stored) -> SweepSpec | None:
 
 def _current_labels(stored) -> dict[str, str]:
     """{run key: series name} of the runs of a stored sweep's current spec ({} when it has no loadable spec)."""
-    spec = _stored_spec(stored)
+    spec = stored_spec(stored)
     return {run_key(cfg): cfg.label for cfg in spec.runs()} if spec is not None else {}
 
 
@@ -396,7 +397,7 @@ def sweep_results(store: ResultStore, sweep: int | str) -> tuple[pd.DataFrame, s
     stored = store.get_sweep(sweep)
     if stored is None:
         raise ValueError(f"No sweep {sweep!r} in the results store.")
-    spec = _stored_spec(stored)
+    spec = stored_spec(stored)
     axis, title = (spec.axis, spec.title or spec.name) if spec is not None else (None, stored.name)
     return aggregate(rows, axis=axis), axis, title
 
@@ -407,7 +408,7 @@ REPRODUCED_WITHIN_PTS = 3.0  # issue 5: a miss of more than 3 points is investig
 def sweep_published(store: ResultStore, sweep: int | str) -> tuple[Published, ...]:
     """The paper's numbers stored with the sweep's spec (empty for sweeps without any)."""
     stored = store.get_sweep(sweep)
-    spec = None if stored is None else _stored_spec(stored)
+    spec = None if stored is None else stored_spec(stored)
     return () if spec is None else spec.published
 
 

@@ -383,6 +383,15 @@ class ResultStore:
         except (sqlite3.Error, OSError) as exc:
             raise (store_problem(self.path, exc) or exc) from None
 
+    @classmethod
+    def existing(cls, path: str | os.PathLike | None = None) -> ResultStore:
+        """The store at ``path`` (default: :func:`default_store_path`) for reading: a path that does not exist
+        is refused (StoreError) instead of becoming a new, empty store (a mistyped --store)."""
+        where = Path(path).expanduser() if path is not None else default_store_path()
+        if not where.exists():
+            raise StoreError(f"results store {where} does not exist: pass --store / DPMIX_STORE with an existing store")
+        return cls(where)
+
     def __repr__(self) -> str:
         return f"ResultStore({str(self.path)!r})"
 

@@ -33,7 +33,7 @@ _STYLE = """
 body { font-family: system-ui, -apple-system, Segoe UI, Roboto, sans-serif; max-width: 1100px; margin: 2em auto;
        color: #222; line-height: 1.45; }
 h1 { font-size: 2em; margin-bottom: 0.2em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; width: 100%; font-size: 0.92em; } th, td { border: 1px solid #ddd;
+table { border-collapse: collapse; width: 100%; font-size: 0.92em; display: block; overflow-x: auto; } th, td { border: 1px solid #ddd;
 padding: 4px 8px; text-align: left; vertical-align: top; } th { background: #f5f5f5; }
 .headline { font-size: 1.25em; background: #f4f8ff; border-left: 4px solid #1f77b4; padding: 0.8em 1em; }
 .settings { color: #555; font-size: 0.9em; } footer { margin-top: 3em; color: #777; font-size: 0.85em; }
@@ -81,7 +81,7 @@ def html_report(title: str, sections: Sequence[Section], *, settings: dict | Non
             cls = " class='headline'" if s.heading == "In plain language" else ""
             parts.append(f"<p{cls}>{html.escape(s.text)}</p>")
         if s.table is not None:
-            parts.append(s.table.to_html(index=False, escape=True, border=0))
+            parts.append(s.table.to_html(index=False, escape=True, border=0, na_rep=""))
         if s.figure is not None:
             parts.append(s.figure.to_html(full_html=False, include_plotlyjs="inline" if not plotly_included else False))
             plotly_included = True

@@ -1,0 +1,241 @@
+"""One-file HTML report of a trade-off sweep, for a stakeholder deck or an e-mail.
+
+What the Train & trade-offs page shows for a stored sweep, in one self-contained file (plotly.js inlined, opens
+offline): what was run, a plain-language reading, the accuracy-versus-privacy figure, the paper's numbers next
+to ours, every aggregated point with its ε columns and how to read each of them, the runs that did not learn,
+and the library versions. Only finished runs count; the reading says how many are still pending or failed.
+The page offers it as a download and ``python -m dpmix_core sweep-report`` writes it. No Streamlit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+
+from dpmix_core.experiments.config import RunConfig
+from dpmix_core.experiments.spec import axis_value
+from dpmix_core.experiments.trade_offs import (
+    AXIS_TITLES,
+    REPRODUCED_WITHIN_PTS,
+    all_collapsed,
+    published_comparison,
+    stored_spec,
+    sweep_published,
+    sweep_results,
+    sweep_rows,
+    sweep_run_ids,
+)
+from dpmix_core.privacy.accountants import ACCOUNTANTS, get_accountant
+from dpmix_core.runtime.store import ResultStore
+from dpmix_core.views.accuracy_figure import epsilon_columns, trade_off_figure
+from dpmix_core.views.html_report import Section, html_report
+
+__all__ = ["EPSILON_READINGS", "epsilon_readings", "sweep_reading", "sweep_report"]
+
+# epsilons a run reports that are not mixing accountants (their runs carry no privacy card to read it from)
+EPSILON_READINGS = {
+    "analytic-gaussian": "DP-PCA's Analyze-Gauss noise under the analytic Gaussian mechanism (Balle & Wang 2018): "
+    "a rigorous (ε, δ) bound for the projection",
+    "laplace": "label-only Laplace: pure ε-DP for the labels; the features are not private",
+    "opacus-rdp": "DP-SGD's steps under Opacus's RDP accountant: a rigorous upper bound",
+    "opacus-prv": "DP-SGD's steps under Opacus's PRV accountant: an upper bound up to its numerical error",
+}
+
+
+def epsilon_readings(agg: pd.DataFrame, rows: list[dict]) -> pd.DataFrame:
+    """How to read each ε column of ``agg``: the guarantee the runs' privacy cards state for it, else the
+    accountant's own kind (rigorous or an approximation), else :data:`EPSILON_READINGS`."""
+    stated: dict[str, set[str]] = {}
+    for row in rows:
+        card = (row.get("result") or {}).get("privacy_card") or {}
+        for entry in card.get("epsilons") or []:
+            if isinstance(entry, dict) and entry.get("accountant") and entry.get("guarantee"):
+                stated.setdefault(str(entry["accountant"]), set()).add(str(entry["guarantee"]))
+    out = []
+    for column in epsilon_columns(agg):
+        name = column.removeprefix("epsilon_")
+        if name in stated:
+            reading = "; ".join(sorted(stated[name]))
+        elif name in ACCOUNTANTS:
+            reading = "rigorous upper bound" if get_accountant(name).rigorous else "approximation (not an upper bound)"
+        else:
+            reading = EPSILON_READINGS.get(name, "see the runs' privacy cards")
+        out.append({"ε column": name, "how to read it": reading})
+    return pd.DataFrame(out, columns=["ε column", "how to read it"])
+
+
+def _format_value(value) -> str:
+    return "∞" if isinstance(value, float) and math.isinf(value) else f"{value:g}"
+
+
+def _point(row: pd.Series) -> str:
+    spread = "" if pd.isna(row["test_accuracy_std"]) else f" ± {100 * row['test_accuracy_std']:.2f}"
+    return (
+        f"{row['label']}, {100 * row['test_accuracy_mean']:.2f} %{spread} ({int(row['test_accuracy_count'])} seed(s))"
+    )
+
+
+def sweep_reading(agg: pd.DataFrame, axis: str | None, statuses: Counter, comparison: pd.DataFrame | None) -> str:
+    """The report's plain-language paragraph: what finished, the best private point, the non-private reference,
+    collapsed points, runs not in the report, and how many published points were reproduced."""
+    dead = all_collapsed(agg)
+    axis_title = AXIS_TITLES.get(axis or "", axis or "the axis")
+    runs = int(agg["test_accuracy_count"].sum())
+    seeds = int(agg["test_accuracy_count"].max())
+    finite = agg["axis_value"].map(lambda v: isinstance(v, (int, float)) and math.isfinite(v))
+    values = sorted({float(v) for v in agg.loc[finite, "axis_value"]})
+    parts = [
+        f"{runs} finished run(s), up to {seeds} seed(s) a point, in {agg['label'].nunique()} series"
+        + (f" over {axis_title} = {', '.join(_format_value(v) for v in values)}." if values else ".")
+    ]
+    learned = agg[~dead & agg["test_accuracy_mean"].notna()]
+    private = learned[(learned["guarantee"] == "covered") & finite[learned.index]]
+    best = [
+        f"{_format_value(value)} → {_point(part.loc[part['test_accuracy_mean'].idxmax()])}"
+        for value, part in private.groupby("axis_value", sort=True)
+    ]
+    if best:
+        parts.append(f"Best private result (features and labels protected), by {axis_title}: " + "; ".join(best) + ".")
+    reference = learned[learned["guarantee"] == "none"]
+    if len(reference):
+        parts.append(f"Non-private reference: {100 * reference['test_accuracy_mean'].max():.2f} %.")
+    if dead.any():
+        parts.append(
+            f"{int(dead.sum())} point(s) where every run collapsed (the model never learned) are drawn as grey "
+            "crosses and are not results."
+        )
+    pending = sum(statuses[s] for s in ("queued", "running", "interrupted"))
+    failed = sum(statuses[s] for s in ("failed", "cancelled"))
+    if pending or failed:
+        parts.append(f"Not in this report: {pending} run(s) still queued or running and {failed} failed or cancelled.")
+    if comparison is not None and len(comparison):
+        verdicts = Counter(comparison["verdict"])
+        parts.append(
+            f"Against the papers: {verdicts['reproduced']} of {len(comparison)} published point(s) reproduced "
+            f"within {REPRODUCED_WITHIN_PTS:g} points, {verdicts['not reproduced']} not, "
+            f"{verdicts['above the paper']} above the paper, {verdicts['pending'] + verdicts['collapsed (no result)']} "
+            "without a result yet."
+        )
+    return " ".join(parts)
+
+
+def _results_table(agg: pd.DataFrame) -> pd.DataFrame:
+    """The aggregate as a reader sees it: accuracy in %, counts, collapsed runs, guarantee and the ε columns."""
+    table = pd.DataFrame(
+        {
+            "series": agg["label"],
+            "method": agg["method"],
+            "axis value": agg["axis_value"].map(_format_value),
+            "test accuracy (%)": (100 * agg["test_accuracy_mean"]).round(2),
+            "± std": (100 * agg["test_accuracy_std"]).map(lambda v: "" if pd.isna(v) else f"{v:.2f}"),
+            "seeds": agg["test_accuracy_count"].astype(int),
+            "collapsed runs": agg["collapsed"].astype(int),
+            "guarantee": agg["guarantee"],
+            "δ": agg["delta"].map(lambda v: "" if v is None or pd.isna(v) else f"{v:.3g}"),
+        }
+    )
+    for column in epsilon_columns(agg):
+        table[f"ε {column.removeprefix('epsilon_')}"] = pd.to_numeric(agg[column], errors="coerce").map(
+            lambda v: "" if pd.isna(v) else _format_value(float(f"{v:.4g}"))
+        )
+    return table
+
+
+def _collapsed_table(rows: list[dict], axis: str | None) -> pd.DataFrame:
+    """One line per (series, axis value, reason) of the runs that did not learn."""
+    seen: Counter = Counter()
+    for row in rows:
+        result = row.get("result") or {}
+        if result.get("collapsed"):
+            config = row.get("config") or {}
+            value = axis_value(RunConfig.from_dict(config), axis) if axis else None
+            seen[
+                (config.get("label"), "" if value is None else _format_value(value), result.get("collapse_reason"))
+            ] += 1
+    return pd.DataFrame(
+        [{"series": s, "axis value": v, "runs": n, "why": why} for (s, v, why), n in seen.items()],
+        columns=["series", "axis value", "runs", "why"],
+    )
+
+
+def sweep_report(
+    store: ResultStore,
+    sweep: int | str,
+    *,
+    metric: str = "test_accuracy",
+    epsilon_column: str | None = None,
+) -> str:
+    """The report of one stored sweep; ``epsilon_column`` (an accountant, e.g. "pld-poisson") goes on a second axis.
+
+    ValueError (one line): unknown sweep, no finished run yet, or an epsilon the sweep does not have.
+    """
+    stored = store.get_sweep(sweep)
+    if stored is None:
+        raise ValueError(f"No sweep {sweep!r} in the results store.")
+    agg, axis, title = sweep_results(store, stored.id)
+    if agg.empty:
+        raise ValueError(f"sweep {stored.name!r} has no finished run yet: nothing to report.")
+    if epsilon_column is not None:
+        choices = [c.removeprefix("epsilon_") for c in epsilon_columns(agg)]
+        if epsilon_column.removeprefix("epsilon_") not in choices:
+            raise ValueError(
+                f"no epsilon {epsilon_column!r} in sweep {stored.name!r}: choose one of {', '.join(choices) or '(none)'}."
+            )
+        epsilon_column = "epsilon_" + epsilon_column.removeprefix("epsilon_")
+    if metric not in ("test_accuracy", "test_mse"):
+        raise ValueError(f"metric must be test_accuracy or test_mse. Found {metric!r}.")
+    rows = sweep_rows(store, stored.id)
+    statuses = Counter(run.status for run in store.list_runs(ids=sweep_run_ids(store, stored.id)))
+    published = sweep_published(store, stored.id)
+    comparison = published_comparison(agg, published)  # the papers' own numbers (reference points have none)
+    spec = stored_spec(stored)
+    configs = [row.get("config") or {} for row in rows]
+    settings = {
+        "sweep": f"{stored.name} (#{stored.id})",
+        "results store": Path(store.path).name,
+        "axis": AXIS_TITLES.get(axis or "", axis or "—"),
+        "series": ", ".join(dict.fromkeys(str(label) for label in agg["label"])),
+        "datasets": ", ".join(sorted({str(c.get("dataset")) for c in configs})),
+        "models": ", ".join(sorted({str(c.get("model")) for c in configs})),
+        "epochs": ", ".join(str(e) for e in sorted({int(c.get("epochs") or 0) for c in configs})),
+        "runs": ", ".join(f"{count} {status}" for status, count in sorted(statuses.items())),
+    }
+    if spec is not None and spec.description:
+        settings["what the sweep is"] = spec.description
+    sections = [
+        Section("In plain language", sweep_reading(agg, axis, statuses, comparison)),
+        Section(
+            "Accuracy versus privacy",
+            figure=trade_off_figure(
+                agg, axis, title=title, metric=metric, epsilon_column=epsilon_column, published=published
+            ),
+            caption="Error bars: ±1 standard deviation over seeds. Dotted lines: runs the axis does not move "
+            "(e.g. non-private). Grey crosses: every run collapsed. Open stars: the papers' numbers; grey markers "
+            "named 'published, not ours': other methods' published results.",
+        ),
+    ]
+    if len(comparison):
+        sections.append(
+            Section(
+                "Published vs ours",
+                table=comparison,
+                caption=f"A gap of more than {REPRODUCED_WITHIN_PTS:g} points below the paper counts as not "
+                "reproduced; docs/REPRODUCTION.md says why where we miss.",
+            )
+        )
+    sections.append(Section("Every point", table=_results_table(agg), caption="Mean over finished seeds."))
+    sections.append(
+        Section(
+            "How to read each ε",
+            table=epsilon_readings(agg, rows),
+            caption="Each ε column is the mean over a point's runs, at the δ in the table above. Rows whose "
+            "guarantee reads 'none' have no privacy; 'not covered' means no accountant bounds that release.",
+        )
+    )
+    collapsed = _collapsed_table(rows, axis)
+    if len(collapsed):
+        sections.append(Section("Runs that did not learn", table=collapsed))
+    return html_report(f"Trade-off sweep: {title}", sections, settings=settings)
