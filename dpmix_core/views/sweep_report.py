@@ -35,6 +35,8 @@ from dpmix_core.views.html_report import Section, html_report
 
 __all__ = ["EPSILON_READINGS", "epsilon_readings", "sweep_reading", "sweep_report"]
 
+REPORT_FIGURE_HEIGHT = 680  # px: a page-width figure whose legend (one line a series) wraps below the plot
+
 # epsilons a run reports that are not mixing accountants (their runs carry no privacy card to read it from)
 EPSILON_READINGS = {
     "analytic-gaussian": "DP-PCA's Analyze-Gauss noise under the analytic Gaussian mechanism (Balle & Wang 2018): "
@@ -210,8 +212,8 @@ def sweep_report(
         Section(
             "Accuracy versus privacy",
             figure=trade_off_figure(
-                agg, axis, title=title, metric=metric, epsilon_column=epsilon_column, published=published
-            ),
+                agg, axis, metric=metric, epsilon_column=epsilon_column, published=published
+            ).update_layout(height=REPORT_FIGURE_HEIGHT),  # the report's title names the sweep; room for the legend
             caption="Error bars: ±1 standard deviation over seeds. Dotted lines: runs the axis does not move "
             "(e.g. non-private). Grey crosses: every run collapsed. Open stars: the papers' numbers; grey markers "
             "named 'published, not ours': other methods' published results.",
