@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from dpmix_core.cli.main import main
@@ -161,3 +163,59 @@ def test_a_sweep_with_only_other_methods_published_points_has_no_empty_compariso
     monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path / "no-data"))
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     assert not at.exception and not any("Published vs ours" in m.value for m in at.markdown)
+
+
+def test_a_sweep_without_a_spec_or_axis_and_with_odd_results_still_reports(tmp_path):
+    """Runs launched without a spec (no axis), an unbounded and an errored epsilon, a NaN accuracy."""
+    from dpmix_core.experiments.config import RunConfig
+    from dpmix_core.runtime.store import ResultStore
+    from dpmix_core.views.sweep_report import sweep_report
+
+    store = ResultStore(tmp_path / "s.sqlite")
+    sweep = store.create_sweep("no spec")
+    results = [(0.5, {"lee2019": "inf"}), (float("nan"), {"lee2019": "error: x"}), (0.7, {})]
+    for seed, (accuracy, epsilon) in enumerate(results):
+        config = RunConfig("non-private", dataset="embedded", model="linear", epochs=1, seed=seed).to_dict()
+        run = store.submit("dpmix_core.experiments.runner:run_job", config, sweep=sweep.id)
+        store.claim(run.id)
+        store.finish(run.id, {"test_accuracy": accuracy, "epsilon": epsilon, "delta": None})
+    page = sweep_report(store, "no spec")
+    assert "<h2>Every point</h2>" in page and "Non-private reference" in page
+
+
+_EPSILON = st.one_of(
+    st.floats(min_value=0, max_value=1e300), st.just(float("inf")), st.just("inf"), st.just("error: Opacus failed")
+)
+_RESULT = st.fixed_dictionaries(
+    {"test_accuracy": st.one_of(st.floats(0, 1), st.just(float("nan")))},
+    optional={
+        "epsilon": st.dictionaries(st.sampled_from(["lee2019", "rdp-wor", "opacus-prv", "made-up"]), _EPSILON),
+        "collapsed": st.booleans(),
+        "collapse_reason": st.text(max_size=30),
+        "delta": st.one_of(st.none(), st.floats(1e-9, 0.5)),
+        "privacy_card": st.one_of(st.none(), st.just({"epsilons": [{"accountant": "rdp-wor"}, "junk"]})),
+    },
+)
+
+
+@given(results=st.lists(st.tuples(st.integers(0, 4), _RESULT), min_size=1, max_size=6, unique_by=lambda r: r[0]))
+def test_any_stored_results_give_a_report(results):
+    """Whatever finished runs hold (NaN accuracy, unbounded or errored epsilons, junk cards): a page, no crash."""
+    import tempfile
+
+    from dpmix_core.experiments.presets import get_preset
+    from dpmix_core.experiments.trade_offs import sweep_jobs
+    from dpmix_core.runtime.store import ResultStore
+    from dpmix_core.views.sweep_report import sweep_report
+
+    spec = get_preset("thesis-4.2-l-quick")
+    jobs = sweep_jobs(spec)
+    with tempfile.TemporaryDirectory() as folder:
+        store = ResultStore(Path(folder) / "s.sqlite")
+        sweep = store.create_sweep(spec.name, spec.to_dict())
+        for index, result in results:
+            run = store.submit(*jobs[index], sweep=sweep.id)
+            store.claim(run.id)
+            store.finish(run.id, result)
+        page = sweep_report(store, spec.name)
+    assert page.startswith("<!DOCTYPE html>") and "In plain language" in page

@@ -70,7 +70,10 @@ def epsilon_readings(agg: pd.DataFrame, rows: list[dict]) -> pd.DataFrame:
 
 
 def _format_value(value) -> str:
-    return "∞" if isinstance(value, float) and math.isinf(value) else f"{value:g}"
+    """An axis value or epsilon as printed: 1e-05, 128, ∞, or — for none (a run the axis does not describe)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+        return "—"
+    return "∞" if math.isinf(value) else f"{value:g}"
 
 
 def _point(row: pd.Series) -> str:
