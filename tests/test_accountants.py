@@ -438,6 +438,41 @@ def test_pld_exact_where_it_used_to_fall_back_to_rdp():
     assert result.epsilon >= dict(result.details)["epsilon_optimistic"]
 
 
+def _gaussian_epsilon_mpmath(z: float, delta: float) -> float:
+    """Exact epsilon of N(0, z^2) vs N(1, z^2) (Balle & Wang 2018, Thm. 8) by bisection at 60 digits."""
+    mpmath.mp.dps = 60
+    z, delta = mpmath.mpf(z), mpmath.mpf(delta)
+
+    def excess(e):
+        return mpmath.ncdf(-e * z + 1 / (2 * z)) - mpmath.exp(e) * mpmath.ncdf(-e * z - 1 / (2 * z)) - delta
+
+    lo, hi = mpmath.mpf(0), mpmath.mpf(10) ** 4
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if excess(mid) > 0 else (lo, mid)
+    return float(hi)
+
+
+def test_pld_falls_back_to_the_unsampled_gaussian_where_grid_and_rdp_are_looser():
+    """Tiny z, one step: the PLD grid overflows and RDP gives 1468; the same step with the record surely in it is
+    a Gaussian mechanism whose exact epsilon (mpmath) bounds the subsampled one, and is what pld-poisson reports."""
+    s = MixingSetting(n=60000, l=1, T=1, sigma_x=0.0368, sigma_y=0.0368)
+    acc = get_accountant("pld-poisson")
+    release = acc.release_for(s)
+    result = acc.epsilon(release, 1e-5)
+    oracle = _gaussian_epsilon_mpmath(release.noise_multiplier(), 1e-5)
+    assert result.epsilon == pytest.approx(oracle, rel=1e-6) and result.epsilon < eps("rdp-poisson", s) / 1.5
+    assert "without subsampling" in result.reason and result.guarantee == "rigorous upper bound"
+
+
+@given(settings_st)
+def test_pld_never_above_the_same_steps_without_subsampling(setting):
+    from dpmix_core.privacy.accountants.extremes import unsampled_gaussian_epsilon
+
+    release = get_accountant("pld-poisson").release_for(setting)
+    assert eps("pld-poisson", setting) <= unsampled_gaussian_epsilon(release, 1e-5) * (1 + 1e-9) + 1e-9
+
+
 def test_pld_astronomical_T_falls_back_to_rdp_with_reason():
     s = MixingSetting(n=10**6, l=100, T=10**12, sigma_x=0.02, sigma_y=0.02)
     result = get_accountant("pld-poisson").epsilon(get_accountant("pld-poisson").release_for(s), 1e-5)

@@ -26,8 +26,9 @@ def test_page_renders_all_sections(at):
     assert not at.exception and not at.error
     assert "n = " in at.info[0].value and "MNIST" in at.info[0].value
     headers = [h.value for h in at.header]
-    assert len(headers) == 3 and headers[2] == "3 · Analyze-Gauss DP-PCA"
-    assert len(at.get("plotly_chart")) == 5
+    assert len(headers) == 4 and headers[2] == "3 · Analyze-Gauss DP-PCA"
+    assert headers[3].startswith("4 · Why mixing is private")
+    assert len(at.get("plotly_chart")) == 6
     releases = frame_with(at, "guarantee (by construction)")
     assert set(releases["mechanism"]) == {"Laplace", "Gaussian"}
 
@@ -73,3 +74,14 @@ def test_pca_section_and_new_draw(at):
     assert after.iloc[0].equals(pca.iloc[0])  # exact row: same data
     col = "variance captured vs exact top-k"
     assert after[col].tolist()[1:] != pca[col].tolist()[1:]  # DP rows: new noise
+
+
+def test_mixing_lesson_starts_at_dpfmix_table3_and_follows_the_controls(at):
+    stages = frame_with(at, "what is released").set_index("stage")
+    assert stages.loc["composition", "ε"] == "1"  # DPFMix Table 3's release, calibrated to epsilon = 1
+    assert stages.loc["composition", "points T"] == 60000
+    at.select_slider(key="fnd_mix_T").set_value(600000).run()
+    assert not at.exception and not at.error
+    assert frame_with(at, "what is released").set_index("stage").loc["composition", "points T"] == 600000
+    at.number_input(key="fnd_mix_n").set_value(10).run()  # fewer records than m = 64: one line, no chart
+    assert not at.exception and "cannot exceed the n = 10 records" in at.error[0].value

@@ -1,4 +1,5 @@
-"""Teaching helpers for the "DP foundations" page: sensitivity, Laplace vs Gaussian, Analyze-Gauss DP-PCA.
+"""Teaching helpers for the "DP foundations" page: sensitivity, Laplace vs Gaussian, Analyze-Gauss DP-PCA, and
+why a mixing release is private (averaging, subsampling, composition).
 
 Small pure functions over numpy arrays that call the mechanisms in
 :mod:`dpmix_core.mechanisms` and return plain dataclasses / DataFrames, plus the
@@ -18,7 +19,7 @@ Seeds: every function takes ``seed`` (an int >= 0, or None for fresh entropy);
 independent streams are spawned from it for each noisy draw, so one seed
 reproduces a whole demo.
 
-One module per lesson: label_sensitivity, laplace_vs_gaussian, dp_pca (common: shared helpers).
+One module per lesson: label_sensitivity, laplace_vs_gaussian, dp_pca, mixing_effects (common: shared helpers).
 """
 
 from dpmix_core.teaching.common import (
@@ -61,6 +62,12 @@ from dpmix_core.teaching.laplace_vs_gaussian import (
     noise_std,
     release_table,
 )
+from dpmix_core.teaching.mixing_effects import (
+    EffectStage,
+    MixingEffects,
+    mixing_effects,
+    mixing_effects_figure,
+)
 
 __all__ = [
     "LABEL_ENCODINGS",
@@ -95,4 +102,8 @@ __all__ = [
     "histogram_figure",
     "pca_grid_figure",
     "image_mosaic",
+    "EffectStage",
+    "MixingEffects",
+    "mixing_effects",
+    "mixing_effects_figure",
 ]

@@ -11,6 +11,10 @@ Where that does not reach delta but z is beyond any accountant's numerics (z >= 
 where z^-2 underflows), the T-fold Gaussian is mu-GDP with mu = sqrt(T)/z (Dong, Roth, Su
 2019, Cor. 3.3), sampling only helps (their Thm. 4.2 / the same convexity argument), and
 delta(eps) <= Phi(-eps/mu + mu/2) gives eps = mu (mu/2 - Phi^-1(delta)).
+
+The same mu-GDP bound, computed exactly (:func:`unsampled_gaussian_epsilon`), holds for any z: the release with
+the differing record in every step bounds every subsampled one. pld-poisson reports it where its grid and RDP
+are looser (tiny z, where subsampling barely helps and the PLD grid overflows).
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ import math
 
 from scipy.special import ndtri
 
+from dpmix_core.privacy.analysis.gdp import gdp_epsilon
 from dpmix_core.privacy.events import AccountedRelease
 
-__all__ = ["Z_HUGE", "Z_TINY", "settled_by_noise", "total_variation_bound"]
+__all__ = ["Z_HUGE", "Z_TINY", "settled_by_noise", "total_variation_bound", "unsampled_gaussian_epsilon"]
 
 Z_HUGE = 1e100  # z^-2 < 1e-200: RDP/PLD numerics below double resolution
 Z_TINY = 1e-100  # z^-2 > 1e200: RDP/PLD numerics overflow; every bound is inf
@@ -38,6 +43,16 @@ def total_variation_bound(release: AccountedRelease) -> float:
     if step >= 1.0:
         return 1.0
     return min(1.0, -math.expm1(release.num_points * math.log1p(-step)))
+
+
+def unsampled_gaussian_epsilon(release: AccountedRelease, delta: float) -> float:
+    """epsilon of the T Gaussian steps with the differing record in every step: mu-GDP, mu = sqrt(T)/z (Dong, Roth,
+    Su 2019, Cor. 3.3), exact; an upper bound for the subsampled release (module docstring). inf without noise."""
+    z = release.noise_multiplier()
+    if z == 0.0:
+        return math.inf
+    log_mu = 0.5 * math.log(release.num_points) - math.log(z)
+    return gdp_epsilon(delta, math.exp(log_mu)) if log_mu < 300.0 else math.inf
 
 
 def settled_by_noise(

@@ -1,0 +1,82 @@
+"""The "why mixing is private" lesson: each stage's epsilon against an independent oracle, and the order of effects."""
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import optimize, special
+
+from dpmix_core.privacy.accountants import get_accountant
+from dpmix_core.privacy.release import MixingRelease
+from dpmix_core.teaching import mixing_effects, mixing_effects_figure
+
+TABLE3 = dict(n=60000, m=64, T=60000, sigma_x=0.0263, sigma_y=0.0263, delta=1e-5)  # DPFMix Table 3 at eps = 1
+
+
+def gaussian_epsilon(z: float, delta: float) -> float:
+    """Exact epsilon of the Gaussian mechanism with noise multiplier z (Balle & Wang 2018, Thm. 8), log-space."""
+
+    def excess(eps: float) -> float:
+        a = special.log_ndtr(-eps * z + 0.5 / z)
+        b = eps + special.log_ndtr(-eps * z - 0.5 / z)
+        return a + math.log(-math.expm1(b - a)) - math.log(delta) if b < a else -math.inf
+
+    return optimize.brentq(excess, 0.0, 1e5)
+
+
+def test_the_stages_of_dpfmix_table3_tell_the_three_effects():
+    effects = mixing_effects(**TABLE3)
+    names = [s.name for s in effects.stages]
+    assert names == ["no averaging", "averaging", "subsampling", "composition", "no amplification"]
+    alone, mixed, sampled, composed, contrast = effects.stages
+    assert (
+        alone.z == pytest.approx(mixed.z / 64) and alone.q == mixed.q == 1.0 and sampled.q == pytest.approx(64 / 60000)
+    )
+    # the unsampled single points are plain Gaussian mechanisms: PLD (pessimistic) against the exact epsilon
+    for stage in (alone, mixed):
+        exact = gaussian_epsilon(stage.z, 1e-5)
+        assert exact * (1 - 1e-9) <= stage.epsilon <= exact * 1.01 + 1e-3
+    # the release's stage is the release: the product's pld-poisson epsilon of the same MixingRelease
+    release = MixingRelease.poisson(n=60000, m=64, T=60000, sigma_x=0.0263, sigma_y=0.0263)
+    assert composed.epsilon == pytest.approx(get_accountant("pld-poisson").epsilon(release, 1e-5).epsilon, rel=1e-9)
+    assert composed.epsilon == pytest.approx(1.0, abs=0.01) and composed.is_release
+    assert alone.epsilon > 1000 and 3 < mixed.epsilon < 4 and sampled.epsilon < 0.01 and contrast.epsilon > 10000
+    assert all(s.guarantee == "rigorous upper bound" for s in effects.stages)
+    text = " ".join(effects.sentences())
+    assert "m = 64" in text and "T = 60,000" in text and f"{60000 * sampled.epsilon:.3g}" in text
+
+
+@given(
+    m=st.sampled_from([1, 4, 64, 512]),
+    T=st.sampled_from([1, 10, 1000, 60000]),
+    sigma=st.floats(0.005, 2.0),
+)
+def test_each_effect_never_costs_privacy_and_composition_never_saves_it(m, T, sigma):
+    """Averaging and subsampling lower epsilon; T points cost at least one; amplification always helps."""
+    effects = mixing_effects(n=60000, m=m, T=T, sigma_x=sigma, sigma_y=sigma, delta=1e-5)
+    alone, mixed, sampled, composed, contrast = (s.epsilon for s in effects.stages)
+    slack = 1e-6 + 1e-3 * max(alone, 1.0)  # PLD grids round pessimistically; ties at m = 1 or T = 1
+    assert mixed <= alone + slack
+    assert sampled <= mixed + 1e-6 + 1e-3 * mixed
+    assert sampled <= composed + 1e-6 + 1e-3 * composed
+    assert composed <= contrast + 1e-6 + 1e-3 * contrast
+    assert all(not math.isnan(e) and e >= 0 for e in (alone, mixed, sampled, composed, contrast))
+
+
+def test_no_noise_is_infinite_and_said_so_and_bad_input_is_one_line():
+    effects = mixing_effects(n=100, m=4, T=10, sigma_x=0.0, sigma_y=0.0, delta=1e-5)
+    assert all(math.isinf(s.epsilon) for s in effects.stages)
+    bar = mixing_effects_figure(effects).data[0]
+    assert all(text == "ε = ∞" for text in bar.text) and all(math.isfinite(x) for x in bar.x)
+    with pytest.raises(ValueError, match="cannot exceed the n = 10 records"):
+        mixing_effects(n=10, m=64, T=5, sigma_x=0.1, sigma_y=0.1, delta=1e-5)
+    with pytest.raises(ValueError, match="accounts with one of"):
+        mixing_effects(**{**TABLE3, "accountant": "gdp-clt"})  # an approximation is not a lesson's bound
+
+
+def test_the_figure_marks_the_release_and_labels_every_bar():
+    effects = mixing_effects(**TABLE3)
+    bar = mixing_effects_figure(effects).data[0]
+    assert list(bar.y)[3] == "4. composition" and bar.marker.color[3] == "#d62728"
+    assert list(bar.text) == [f"ε = {t}" for t in effects.table()["ε"]]
