@@ -210,7 +210,7 @@ def mixing_effects_figure(effects: MixingEffects) -> go.Figure:
             "title": f"ε at δ = {effects.delta:g} ({effects.accountant}, log scale)",
             "range": [math.log10(low), math.log10(top * 10)],
         },
-        yaxis={"autorange": "reversed", "title": ""},
+        yaxis={"autorange": "reversed", "title": "release (same noise)"},
         showlegend=False,
     )
     return _layout(fig, "Where the privacy of a mixing release comes from", 420)
