@@ -73,7 +73,9 @@ class PldPoissonAccountant(Accountant):
     explanation = (
         "Computes the full distribution of the privacy loss numerically and composes it exactly "
         "(up to a discretization that is rounded pessimistically). The most accurate guaranteed "
-        "number for Poisson mixing; shown with an optimistic estimate as its error bar."
+        "number for Poisson mixing; shown with an optimistic estimate as its error bar. Never above "
+        "rdp-poisson, nor above the exact bound of the same T steps without subsampling (each shown, with "
+        "its reason, where it is smaller)."
     )
 
     def __init__(
