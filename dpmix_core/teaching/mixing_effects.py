@@ -85,18 +85,17 @@ class MixingEffects:
 
     def sentences(self) -> list[str]:
         """The lesson in numbers: one plain sentence per effect."""
-        alone, mixed, sampled = self.stage("no averaging"), self.stage("averaging"), self.stage("subsampling")
-        composed, contrast = self.stage("composition"), self.stage("no amplification")
+        e = {s.name: format_epsilon(s.epsilon) for s in self.stages}
         m, q, T = self.release.mix_degree, self.release.sampling_rate, self.release.num_points
-        naive = T * sampled.epsilon
+        naive = format_epsilon(T * self.stage("subsampling").epsilon)
         return [
-            f"**Averaging** divides one record's influence by m = {m}: the same noise is worth {m}× more, and "
-            f"ε of one point that holds your record drops from {format_epsilon(alone.epsilon)} to {format_epsilon(mixed.epsilon)}.",
-            f"**Subsampling** hides whether your record is in a point at all (q = {q:.3g}): "
-            f"ε of one point drops to {format_epsilon(sampled.epsilon)}.",
+            f"**Averaging** divides one record's influence by m = {m}: the same noise is worth {m}× more, and ε of "
+            f"one point that holds your record drops from {e['no averaging']} to {e['averaging']}.",
+            f"**Subsampling** hides whether your record is in a point at all (q = {q:.3g}): ε of one point drops "
+            f"to {e['subsampling']}.",
             f"**Composition** over T = {T:,} points costs privacy, but far less than adding them up: "
-            f"{format_epsilon(composed.epsilon)}, against T × {format_epsilon(sampled.epsilon)} = {format_epsilon(naive)} for basic "
-            f"composition (which also needs T·δ) and {format_epsilon(contrast.epsilon)} if every point held your record.",
+            f"{e['composition']}, against T × {e['subsampling']} = {naive} for basic composition (which also needs "
+            f"T·δ) and {e['no amplification']} if every point held your record.",
         ]
 
 

@@ -187,7 +187,8 @@ def sweep_report(
         choices = [c.removeprefix("epsilon_") for c in epsilon_columns(agg)]
         if epsilon_column.removeprefix("epsilon_") not in choices:
             raise ValueError(
-                f"no epsilon {epsilon_column!r} in sweep {stored.name!r}: choose one of {', '.join(choices) or '(none)'}."
+                f"no epsilon {epsilon_column!r} in sweep {stored.name!r}: "
+                f"choose one of {', '.join(choices) or '(none)'}."
             )
         epsilon_column = "epsilon_" + epsilon_column.removeprefix("epsilon_")
     if metric not in ("test_accuracy", "test_mse"):
