@@ -166,6 +166,25 @@ def _collapsed_table(rows: list[dict], axis: str | None) -> pd.DataFrame:
     )
 
 
+def _settings(store: ResultStore, stored, agg: pd.DataFrame, axis: str | None, rows: list[dict], statuses) -> dict:
+    """The report's "Settings" table: which sweep and store, axis, series, datasets, models, epochs, run counts."""
+    spec = stored_spec(stored)
+    configs = [row.get("config") or {} for row in rows]
+    settings = {
+        "sweep": f"{stored.name} (#{stored.id})",
+        "results store": Path(store.path).name,
+        "axis": AXIS_TITLES.get(axis or "", axis or "—"),
+        "series": ", ".join(dict.fromkeys(str(label) for label in agg["label"])),
+        "datasets": ", ".join(sorted({str(c.get("dataset")) for c in configs})),
+        "models": ", ".join(sorted({str(c.get("model")) for c in configs})),
+        "epochs": ", ".join(str(e) for e in sorted({int(c.get("epochs") or 0) for c in configs})),
+        "runs": ", ".join(f"{count} {status}" for status, count in sorted(statuses.items())),
+    }
+    if spec is not None and spec.description:
+        settings["what the sweep is"] = spec.description
+    return settings
+
+
 def sweep_report(
     store: ResultStore,
     sweep: int | str,
@@ -197,20 +216,7 @@ def sweep_report(
     statuses = Counter(run.status for run in store.list_runs(ids=sweep_run_ids(store, stored.id)))
     published = sweep_published(store, stored.id)
     comparison = published_comparison(agg, published)  # the papers' own numbers (reference points have none)
-    spec = stored_spec(stored)
-    configs = [row.get("config") or {} for row in rows]
-    settings = {
-        "sweep": f"{stored.name} (#{stored.id})",
-        "results store": Path(store.path).name,
-        "axis": AXIS_TITLES.get(axis or "", axis or "—"),
-        "series": ", ".join(dict.fromkeys(str(label) for label in agg["label"])),
-        "datasets": ", ".join(sorted({str(c.get("dataset")) for c in configs})),
-        "models": ", ".join(sorted({str(c.get("model")) for c in configs})),
-        "epochs": ", ".join(str(e) for e in sorted({int(c.get("epochs") or 0) for c in configs})),
-        "runs": ", ".join(f"{count} {status}" for status, count in sorted(statuses.items())),
-    }
-    if spec is not None and spec.description:
-        settings["what the sweep is"] = spec.description
+    settings = _settings(store, stored, agg, axis, rows, statuses)
     sections = [
         Section("In plain language", sweep_reading(agg, axis, statuses, comparison)),
         Section(
