@@ -1,6 +1,7 @@
 """python -m dpmix_core train / sweep: the contract scripts rely on."""
 
 import json
+import shlex
 
 import pytest
 
@@ -164,6 +165,12 @@ def test_sweep_spec_file_runs_in_background_workers_and_resumes(tmp_path, capsys
     again = json.loads(capsys.readouterr().out)
     assert again["reused"] == 2 and again["new"] == 0  # nothing recomputed
     assert len(ResultStore().list_runs(sweep="tiny")) == 2
+    assert main(["sweep", str(spec), "--poll", "0.2"]) == 0  # text mode ends with the report's command, ready to run
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert line.startswith("report: python -m dpmix_core sweep-report tiny --store ")
+    out = tmp_path / "tiny.html"
+    assert main([*shlex.split(line.removeprefix("report: python -m dpmix_core "))[:-1], str(out)]) == 0
+    assert "Trade-off sweep" in out.read_text()
 
 
 @pytest.mark.parametrize("spec, message", [("preset:nope", "Unknown preset"), ("/nonexistent.toml", "")])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import shlex
 import sqlite3
 import sys
 from collections.abc import Callable, Mapping
@@ -140,6 +141,16 @@ def cli_sweep(
             print(f"wrote {exported} row(s) to {args.export}")
         for run in store.list_runs(sweep=summary.sweep_id, status=("failed", "cancelled", "interrupted"), limit=20):
             print(f"  run {run.id} {run.status}: {run.error_summary}", file=sys.stderr)
+        if summary.ok:  # what to do with it next: one shareable file
+            print(
+                f"report: python -m dpmix_core sweep-report {shlex.quote(name)} --store {shlex.quote(str(store.path))} "
+                f"--out {shlex.quote(_report_name(name))}"
+            )
     if summary.interrupted:
         return 130
     return 0 if summary.ok else 1
+
+
+def _report_name(sweep: str) -> str:
+    """A file name for a sweep's report: its name with anything but letters, digits, '-' and '_' as '_'."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in sweep) + ".html"
