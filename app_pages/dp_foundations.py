@@ -8,6 +8,7 @@ import streamlit as st
 from app_pages.shared.widgets import chart, table_download
 from dpmix_core.data import Dataset, default_dataset
 from dpmix_core.teaching import (
+    EFFECT_MODELS,
     LABEL_ADJACENCY,
     REPLACE_ONE_LONG,
     HistogramComparison,
@@ -44,10 +45,16 @@ DEFAULTS = {
     "delta": 1e-5,
     "calibration": "auto",
     "digit": 3,
-    "mix_n": 60000,
-    "mix_m": 64,
-    "mix_T": 60000,
-    "mix_sigma": 0.0263,
+    "mix_model": "poisson",
+}
+# where the mixing lesson starts for each release model: a published release
+MIX_STARTS = {
+    "poisson": {"mix_n": 60000, "mix_m": 64, "mix_T": 60000, "mix_sigma": 0.0263},  # DPFMix Table 3, PLD eps = 1
+    "without-replacement": {"mix_n": 60000, "mix_m": 256, "mix_T": 10000, "mix_sigma": 0.0711},  # thesis 4.1
+}
+MIX_START_TEXT = {
+    "poisson": "DPFMix Table 3's release (MNIST, m = 64, T = 60,000, noise calibrated to ε = 1 with pld-poisson)",
+    "without-replacement": "the thesis §4.1 release (MNIST pixels, ℓ = 256, T = 10,000, σ = 0.0711: ε = 15 by lee2019)",
 }
 
 
@@ -121,6 +128,14 @@ def cached_pca(seed: int) -> PCAComparison:
 def _init_state() -> None:
     for key, value in DEFAULTS.items():
         st.session_state.setdefault(K + key, value)
+    for key, value in MIX_STARTS[st.session_state[K + "mix_model"]].items():
+        st.session_state.setdefault(K + key, value)
+
+
+def _mix_model_changed() -> None:
+    """Switching the release model starts again at that model's published release."""
+    for key, value in MIX_STARTS[st.session_state[K + "mix_model"]].items():
+        st.session_state[K + key] = value
 
 
 def _new_draw() -> None:
@@ -340,18 +355,25 @@ def _pca_section(ds: Dataset, seed: int) -> None:
 
 
 @st.cache_data(show_spinner="Accounting for each stage…", max_entries=64)
-def cached_effects(n: int, m: int, T: int, sigma: float) -> MixingEffects:
-    return mixing_effects(n=n, m=m, T=T, sigma_x=sigma, sigma_y=sigma, delta=MIX_DELTA)
+def cached_effects(model: str, n: int, m: int, T: int, sigma: float) -> MixingEffects:
+    return mixing_effects(n=n, m=m, T=T, sigma_x=sigma, sigma_y=sigma, delta=MIX_DELTA, model=model)
 
 
 def _mixing_section() -> None:
     st.header("4 · Why mixing is private: averaging, subsampling, composition")
     st.markdown(
-        "A mixing release (here Poisson mixing, as in DPFMix) publishes T points, each the average of about m "
-        "records plus Gaussian noise. Three effects set its ε. The chart accounts for **the same noise** on smaller "
-        "releases, one effect at a time; it starts at DPFMix Table 3's release (MNIST, m = 64, T = 60,000, noise "
-        "calibrated to ε = 1)."
+        "A mixing release publishes T points, each the average of m records plus Gaussian noise. Three effects set "
+        "its ε. The chart accounts for **the same noise** on smaller releases, one effect at a time."
     )
+    model = st.radio(
+        "Release model",
+        list(EFFECT_MODELS),
+        format_func=lambda name: EFFECT_MODELS[name][1],
+        horizontal=True,
+        key=K + "mix_model",
+        on_change=_mix_model_changed,
+    )
+    st.caption(f"It starts at {MIX_START_TEXT[model]}.")
     c1, c2, c3, c4 = st.columns(4)
     n = c1.number_input("n — records (public)", min_value=1, max_value=10**9, step=1000, key=K + "mix_n")
     m = c2.select_slider("m — records averaged per point", MIX_M, key=K + "mix_m")
@@ -360,7 +382,7 @@ def _mixing_section() -> None:
         "σ = σx = σy", min_value=1e-4, max_value=100.0, format="%.4f", step=0.005, key=K + "mix_sigma"
     )
     try:
-        effects = cached_effects(int(n), int(m), int(T), float(sigma))
+        effects = cached_effects(model, int(n), int(m), int(T), float(sigma))
     except ValueError as exc:
         st.error(str(exc))
         return
@@ -374,10 +396,9 @@ def _mixing_section() -> None:
     st.dataframe(effects.table(), hide_index=True, width="stretch")
     table_download(effects.table(), K + "mixing_table", "mixing_effects")
     st.caption(
-        f"Every bar is a rigorous upper bound from {effects.accountant} (dp_accounting's privacy loss distribution; "
-        f"Poisson sampling, add/remove-one adjacency, features and labels clipped to norm ≤ 1), at δ = {MIX_DELTA:g}. "
-        "z is the noise multiplier: noise std over one record's influence on a point (DPFMix Lemma 2.2). "
-        "The Privacy accountant page gives every accountant's ε of the full release."
+        f"Every bar is a rigorous upper bound from {effects.accountant} at δ = {MIX_DELTA:g}, for "
+        f"{effects.release.describe()}. z is the noise multiplier: noise std over one record's influence on a point "
+        "(DPFMix Lemma 2.2). The Privacy accountant page gives every accountant's ε of the full release."
     )
 
 

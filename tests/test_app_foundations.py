@@ -85,3 +85,11 @@ def test_mixing_lesson_starts_at_dpfmix_table3_and_follows_the_controls(at):
     assert frame_with(at, "what is released").set_index("stage").loc["composition", "points T"] == 600000
     at.number_input(key="fnd_mix_n").set_value(10).run()  # fewer records than m = 64: one line, no chart
     assert not at.exception and "cannot exceed the n = 10 records" in at.error[0].value
+
+
+def test_mixing_lesson_switches_to_dpmix_at_the_thesis_release(at):
+    at.radio(key="fnd_mix_model").set_value("without-replacement").run()
+    assert not at.exception and not at.error
+    stages = frame_with(at, "what is released").set_index("stage")
+    assert stages.loc["composition", "points T"] == 10000 and stages.loc["composition", "ε"] == "11.8"  # rdp-wor
+    assert any("thesis §4.1" in c.value for c in at.caption)

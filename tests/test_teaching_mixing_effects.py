@@ -47,14 +47,33 @@ def test_the_stages_of_dpfmix_table3_tell_the_three_effects():
     assert "m = 64" in text and "T = 60,000" in text and f"{60000 * sampled.epsilon:.3g}" in text
 
 
+def test_the_without_replacement_model_is_dpmix_under_rdp_wor():
+    """The thesis release (n = 60000, l = 256, T = 10000, sigma = 0.0711): its stage is rdp-wor's own epsilon."""
+    effects = mixing_effects(
+        n=60000, m=256, T=10000, sigma_x=0.0711, sigma_y=0.0711, delta=1e-5, model="without-replacement"
+    )
+    release = MixingRelease.dpmix(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711, dx=784, dy=10)
+    composed = effects.stage("composition")
+    assert effects.accountant == "rdp-wor" and effects.release == release
+    assert composed.epsilon == pytest.approx(get_accountant("rdp-wor").epsilon(release, 1e-5).epsilon, rel=1e-9)
+    assert effects.stage("averaging").z == pytest.approx(release.noise_multiplier())
+    assert effects.stage("no averaging").z == pytest.approx(release.noise_multiplier() / 256)
+    assert (
+        effects.stage("subsampling").epsilon
+        < effects.stage("averaging").epsilon
+        < effects.stage("no averaging").epsilon
+    )
+
+
 @given(
+    model=st.sampled_from(["poisson", "without-replacement"]),
     m=st.sampled_from([1, 4, 64, 512]),
     T=st.sampled_from([1, 10, 1000, 60000]),
     sigma=st.floats(0.005, 2.0),
 )
-def test_each_effect_never_costs_privacy_and_composition_never_saves_it(m, T, sigma):
+def test_each_effect_never_costs_privacy_and_composition_never_saves_it(model, m, T, sigma):
     """Averaging and subsampling lower epsilon; T points cost at least one; amplification always helps."""
-    effects = mixing_effects(n=60000, m=m, T=T, sigma_x=sigma, sigma_y=sigma, delta=1e-5)
+    effects = mixing_effects(n=60000, m=m, T=T, sigma_x=sigma, sigma_y=sigma, delta=1e-5, model=model)
     alone, mixed, sampled, composed, contrast = (s.epsilon for s in effects.stages)
     slack = 1e-6 + 1e-3 * max(alone, 1.0)  # PLD grids round pessimistically; ties at m = 1 or T = 1
     assert mixed <= alone + slack
@@ -71,8 +90,8 @@ def test_no_noise_is_infinite_and_said_so_and_bad_input_is_one_line():
     assert all(text == "ε = ∞" for text in bar.text) and all(math.isfinite(x) for x in bar.x)
     with pytest.raises(ValueError, match="cannot exceed the n = 10 records"):
         mixing_effects(n=10, m=64, T=5, sigma_x=0.1, sigma_y=0.1, delta=1e-5)
-    with pytest.raises(ValueError, match="accounts with one of"):
-        mixing_effects(**{**TABLE3, "accountant": "gdp-clt"})  # an approximation is not a lesson's bound
+    with pytest.raises(ValueError, match="model must be one of"):
+        mixing_effects(**{**TABLE3, "model": "gdp-clt"})
 
 
 def test_the_figure_marks_the_release_and_labels_every_bar():

@@ -63,6 +63,7 @@ from dpmix_core.teaching.laplace_vs_gaussian import (
     release_table,
 )
 from dpmix_core.teaching.mixing_effects import (
+    EFFECT_MODELS,
     EffectStage,
     MixingEffects,
     mixing_effects,
@@ -102,6 +103,7 @@ __all__ = [
     "histogram_figure",
     "pca_grid_figure",
     "image_mosaic",
+    "EFFECT_MODELS",
     "EffectStage",
     "MixingEffects",
     "mixing_effects",

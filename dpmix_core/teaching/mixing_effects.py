@@ -1,10 +1,17 @@
 """Lesson: why a random-mixing release is private -- averaging, subsampling and composition, one at a time.
 
-The release is Poisson mixing (DPFMix Alg. 1): each of T points sums the records that joined it (each record
-independently with probability q = m/n, n the stated public size), every record clipped to ||x|| <= Cx and
-||y|| <= Cy, divides by m and adds N(0, sigma_x^2) and N(0, sigma_y^2) noise; neighbours add or remove one
-record. Its epsilon is the product of three effects, which the lesson separates by accounting for *the same
-noise* on smaller releases, each a ``dp_accounting`` event of one subsampled Gaussian:
+Two release models (``model``):
+
+* ``"poisson"`` -- Poisson mixing (DPFMix Alg. 1): each of T points sums the records that joined it (each record
+  independently with probability q = m/n, n the stated public size), every record clipped to ||x|| <= Cx and
+  ||y|| <= Cy, divides by m and adds N(0, sigma_x^2) and N(0, sigma_y^2) noise; neighbours add or remove one
+  record; accounted by ``pld-poisson``.
+* ``"without-replacement"`` -- DPMix (Lee et al. 2019): each point is the mean of exactly m distinct records
+  (rate m/n), features in [0,1]^dx and one-hot labels, plus the same noise; neighbours replace one record;
+  accounted by ``rdp-wor`` (WBK 2019 via dp_accounting).
+
+Its epsilon is the product of three effects, which the lesson separates by accounting for *the same noise* on
+smaller releases, each a ``dp_accounting`` event of one subsampled Gaussian:
 
 1. no averaging: one point that surely holds your record, divided by 1 (m = 1): a Gaussian mechanism with
    noise multiplier z / m;
@@ -15,8 +22,8 @@ noise* on smaller releases, each a ``dp_accounting`` event of one subsampled Gau
 and, for contrast, T points that all surely hold your record (composition without amplification).
 
 z is the release's own noise multiplier (:meth:`MixingRelease.noise_multiplier`, DPFMix Lemma 2.2: the two
-noise blocks whitened into one). Every stage is accounted by one accountant of the product (``pld-poisson``
-by default: tight, a rigorous upper bound); an infinite or enormous epsilon is kept and says why.
+noise blocks whitened into one). Every stage is accounted by the model's accountant (a rigorous upper bound); an
+infinite or enormous epsilon is kept and says why.
 """
 
 from __future__ import annotations
@@ -33,9 +40,13 @@ from dpmix_core.privacy.release import MixingRelease, Sampling
 from dpmix_core.teaching.common import _layout
 from dpmix_core.views.reports import format_epsilon
 
-__all__ = ["EffectStage", "MixingEffects", "mixing_effects", "mixing_effects_figure"]
+__all__ = ["EFFECT_MODELS", "EffectStage", "MixingEffects", "mixing_effects", "mixing_effects_figure"]
 
-EFFECT_ACCOUNTANTS = ("pld-poisson", "rdp-poisson")  # Poisson sampling, add/remove-one: the release's own
+# release model -> (its accountant, how the lesson names it)
+EFFECT_MODELS = {
+    "poisson": ("pld-poisson", "Poisson mixing (DPFMix), add/remove-one"),
+    "without-replacement": ("rdp-wor", "mixing m distinct records (DPMix), replace-one"),
+}
 
 
 @dataclass(frozen=True)
@@ -107,18 +118,30 @@ def mixing_effects(
     sigma_x: float,
     sigma_y: float,
     delta: float,
+    model: str = "poisson",
     clip_x: float = 1.0,
     clip_y: float = 1.0,
-    accountant: str = "pld-poisson",
+    dx: int = 784,
+    dy: int = 10,
 ) -> MixingEffects:
-    """The lesson's stages for Poisson mixing of m expected records out of n, T points (ValueError: bad input)."""
-    if accountant not in EFFECT_ACCOUNTANTS:
-        raise ValueError(f"the lesson accounts with one of {EFFECT_ACCOUNTANTS}. Found {accountant!r}.")
+    """The lesson's stages for mixing m records (expected, for Poisson) out of n into T points.
+
+    ``clip_x`` / ``clip_y`` bound the records of the Poisson model; ``dx`` / ``dy`` are the feature and label
+    dimensions of the without-replacement model (its data in [0,1]^dx x [0,1]^dy). ValueError: bad input.
+    """
+    if model not in EFFECT_MODELS:
+        raise ValueError(f"model must be one of {', '.join(EFFECT_MODELS)}. Found {model!r}.")
     if isinstance(m, int) and isinstance(n, int) and m > n:
         raise ValueError(f"m = {m:,} records averaged per point cannot exceed the n = {n:,} records there are.")
-    release = MixingRelease.poisson(n=n, m=m, T=T, sigma_x=sigma_x, sigma_y=sigma_y, clip_x=clip_x, clip_y=clip_y)
-    alone = MixingRelease.poisson(n=n, m=1, T=T, sigma_x=sigma_x, sigma_y=sigma_y, clip_x=clip_x, clip_y=clip_y)
+    if model == "poisson":
+        clips = {"clip_x": clip_x, "clip_y": clip_y}
+        release = MixingRelease.poisson(n=n, m=m, T=T, sigma_x=sigma_x, sigma_y=sigma_y, **clips)
+        alone = MixingRelease.poisson(n=n, m=1, T=T, sigma_x=sigma_x, sigma_y=sigma_y, **clips)
+    else:
+        release = MixingRelease.dpmix(n=n, l=m, T=T, sigma_x=sigma_x, sigma_y=sigma_y, dx=dx, dy=dy)
+        alone = MixingRelease.dpmix(n=n, l=1, T=T, sigma_x=sigma_x, sigma_y=sigma_y, dx=dx, dy=dy)
     z, z_alone, q = release.noise_multiplier(), alone.noise_multiplier(), release.sampling_rate
+    accountant = EFFECT_MODELS[model][0]
     acc = get_accountant(accountant)
     plan = (
         (
@@ -141,7 +164,7 @@ def mixing_effects(
     )
     stages = []
     for name, what, stage_z, stage_q, steps in plan:
-        event = SampledGaussianSteps(Sampling.POISSON, steps, stage_z, q=stage_q, mechanism=f"lesson: {name}")
+        event = _event(release.sampling, steps, stage_z, sampled=stage_q < 1.0, n=n, m=m, q=q, name=name)
         result = acc.epsilon(event, delta)
         stages.append(
             EffectStage(
@@ -157,6 +180,17 @@ def mixing_effects(
             )
         )
     return MixingEffects(release=release, delta=delta, accountant=accountant, stages=_one_point_bound(stages))
+
+
+def _event(
+    sampling: Sampling, steps: int, z: float, *, sampled: bool, n: int, m: int, q: float, name: str
+) -> SampledGaussianSteps:
+    """``steps`` Gaussian steps with noise multiplier z, each holding the record with the release's rate (sampled)
+    or surely: Poisson at q (or 1), or m distinct records of n (or 1 of 1)."""
+    mechanism = f"lesson: {name}"
+    if sampling is Sampling.POISSON:
+        return SampledGaussianSteps(sampling, steps, z, q=q if sampled else 1.0, mechanism=mechanism)
+    return SampledGaussianSteps(sampling, steps, z, n=n if sampled else 1, l=m if sampled else 1, mechanism=mechanism)
 
 
 def _one_point_bound(stages: list[EffectStage]) -> tuple[EffectStage, ...]:
