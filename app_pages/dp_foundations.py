@@ -34,6 +34,7 @@ from dpmix_core.teaching import (
     pca_grid_figure,
     release_table,
 )
+from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "fnd_"  # session-state prefix of this page's widgets
 DEFAULTS = {
@@ -49,9 +50,16 @@ DEFAULTS = {
 }
 # where the mixing lesson starts for each release model: a published release
 MIX_STARTS = {
-    "poisson": {"mix_n": 60000, "mix_m": 64, "mix_T": 60000, "mix_sigma": 0.0263},  # DPFMix Table 3, PLD eps = 1
-    "without-replacement": {"mix_n": 60000, "mix_m": 256, "mix_T": 10000, "mix_sigma": 0.0711},  # thesis 4.1
-}
+    "poisson": {"mix_n": 60000, "mix_m": 64, "mix_T": 60000, "mix_sx": 0.0263, "mix_sy": 0.0263, "mix_delta": 1e-5},
+    "without-replacement": {
+        "mix_n": 60000,
+        "mix_m": 256,
+        "mix_T": 10000,
+        "mix_sx": 0.0711,
+        "mix_sy": 0.0711,
+        "mix_delta": 1 / 60000,
+    },
+}  # DPFMix Table 3 (pld-poisson eps = 1 at delta = 1e-5); thesis 4.1 (lee2019 eps = 15 at delta = 1/n)
 MIX_START_TEXT = {
     "poisson": "DPFMix Table 3's release (MNIST, m = 64, T = 60,000, noise calibrated to ε = 1 with pld-poisson)",
     "without-replacement": "the thesis §4.1 release (MNIST pixels, ℓ = 256, T = 10,000, σ = 0.0711: ε = 15 by lee2019)",
@@ -70,7 +78,6 @@ CALIBRATIONS = {
 PCA_EPS, PCA_DELTA, PCA_K, PCA_MAX = (10.0, 2.0, 0.1), 1e-5, 10, 5000
 MIX_M = (1, 4, 16, 64, 256, 1024, 4096)
 MIX_T = (1, 10, 100, 1000, 10000, 60000, 600000)
-MIX_DELTA = 1e-5
 SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
@@ -355,8 +362,21 @@ def _pca_section(ds: Dataset, seed: int) -> None:
 
 
 @st.cache_data(show_spinner="Accounting for each stage…", max_entries=64)
-def cached_effects(model: str, n: int, m: int, T: int, sigma: float) -> MixingEffects:
-    return mixing_effects(n=n, m=m, T=T, sigma_x=sigma, sigma_y=sigma, delta=MIX_DELTA, model=model)
+def cached_effects(model: str, n: int, m: int, T: int, sigma_x: float, sigma_y: float, delta: float) -> MixingEffects:
+    return mixing_effects(n=n, m=m, T=T, sigma_x=sigma_x, sigma_y=sigma_y, delta=delta, model=model)
+
+
+def _use_shared_release() -> None:
+    """Copy the release last set on the Privacy accountant or Mixed samples page into the lesson's controls."""
+    shared: SharedRelease = st.session_state[SHARED_RELEASE_KEY]
+    if shared.mechanism == "poisson":
+        st.session_state[K + "mix_model"] = "poisson"
+    elif shared.mechanism == "dpmix":
+        st.session_state[K + "mix_model"] = "without-replacement"
+    values = {"mix_n": shared.n, "mix_m": shared.l, "mix_T": shared.T, "mix_delta": shared.delta}
+    values |= {"mix_sx": max(shared.sigma_x, 1e-4), "mix_sy": max(shared.sigma_y, 1e-4)}  # the boxes' minimum
+    for key, value in values.items():
+        st.session_state[K + key] = value
 
 
 def _mixing_section() -> None:
@@ -374,29 +394,32 @@ def _mixing_section() -> None:
         on_change=_mix_model_changed,
     )
     st.caption(f"It starts at {MIX_START_TEXT[model]}.")
-    c1, c2, c3, c4 = st.columns(4)
+    if isinstance(shared := st.session_state.get(SHARED_RELEASE_KEY), SharedRelease):
+        st.button(f"Use the release set on {shared.label()}", on_click=_use_shared_release, key=K + "mix_shared")
+    c1, c2, c3, c4, c5 = st.columns(5)
     n = c1.number_input("n — records (public)", min_value=1, max_value=10**9, step=1000, key=K + "mix_n")
-    m = c2.select_slider("m — records averaged per point", MIX_M, key=K + "mix_m")
-    T = c3.select_slider("T — points released", MIX_T, key=K + "mix_T")
-    sigma = c4.number_input(
-        "σ = σx = σy", min_value=1e-4, max_value=100.0, format="%.4f", step=0.005, key=K + "mix_sigma"
-    )
+    m_options = sorted({*MIX_M, int(st.session_state[K + "mix_m"])})  # a copied release's m is offered too
+    m = c2.select_slider("m — records averaged per point", m_options, key=K + "mix_m")
+    T = c3.select_slider("T — points released", sorted({*MIX_T, int(st.session_state[K + "mix_T"])}), key=K + "mix_T")
+    sigma_x = c4.number_input("σx", min_value=1e-4, max_value=100.0, format="%.4f", step=0.005, key=K + "mix_sx")
+    sigma_y = c5.number_input("σy", min_value=1e-4, max_value=100.0, format="%.4f", step=0.005, key=K + "mix_sy")
+    delta = float(st.session_state[K + "mix_delta"])
     try:
-        effects = cached_effects(model, int(n), int(m), int(T), float(sigma))
+        effects = cached_effects(model, int(n), int(m), int(T), float(sigma_x), float(sigma_y), delta)
     except ValueError as exc:
         st.error(str(exc))
         return
     chart(
         mixing_effects_figure(effects),
         K + "chart_mixing",
-        {"n": n, "m": m, "T": T, "σx = σy": sigma, "δ": MIX_DELTA, "accountant": effects.accountant},
+        {"n": n, "m": m, "T": T, "σx": sigma_x, "σy": sigma_y, "δ": delta, "accountant": effects.accountant},
     )
     for sentence in effects.sentences():
         st.markdown(f"- {sentence}")
     st.dataframe(effects.table(), hide_index=True, width="stretch")
     table_download(effects.table(), K + "mixing_table", "mixing_effects")
     st.caption(
-        f"Every bar is a rigorous upper bound from {effects.accountant} at δ = {MIX_DELTA:g}, for "
+        f"Every bar is a rigorous upper bound from {effects.accountant} at δ = {delta:.3g}, for "
         f"{effects.release.describe()}. z is the noise multiplier: noise std over one record's influence on a point "
         "(DPFMix Lemma 2.2). The Privacy accountant page gives every accountant's ε of the full release."
     )

@@ -91,5 +91,18 @@ def test_mixing_lesson_switches_to_dpmix_at_the_thesis_release(at):
     at.radio(key="fnd_mix_model").set_value("without-replacement").run()
     assert not at.exception and not at.error
     stages = frame_with(at, "what is released").set_index("stage")
-    assert stages.loc["composition", "points T"] == 10000 and stages.loc["composition", "ε"] == "11.8"  # rdp-wor
+    assert stages.loc["composition", "points T"] == 10000 and stages.loc["composition", "ε"] == "11.6"  # rdp-wor at delta = 1/n
     assert any("thesis §4.1" in c.value for c in at.caption)
+
+
+def test_mixing_lesson_takes_the_release_set_on_the_accountant_page(at):
+    from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
+
+    shared = SharedRelease(page="Privacy accountant", n=50000, l=100, T=3000, sigma_x=0.5, sigma_y=1.0, delta=2e-5)
+    at.session_state[SHARED_RELEASE_KEY] = shared
+    at.run()
+    at.button(key="fnd_mix_shared").click().run()
+    assert not at.exception and not at.error
+    stages = frame_with(at, "what is released").set_index("stage")
+    assert stages.loc["composition", "points T"] == 3000 and "m = 100" in stages.loc["averaging", "what is released"]
+    assert any("δ = 2e-05" in c.value and "n=50000" in c.value for c in at.caption)
