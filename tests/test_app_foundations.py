@@ -91,7 +91,9 @@ def test_mixing_lesson_switches_to_dpmix_at_the_thesis_release(at):
     at.radio(key="fnd_mix_model").set_value("without-replacement").run()
     assert not at.exception and not at.error
     stages = frame_with(at, "what is released").set_index("stage")
-    assert stages.loc["composition", "points T"] == 10000 and stages.loc["composition", "ε"] == "11.6"  # rdp-wor at delta = 1/n
+    assert (
+        stages.loc["composition", "points T"] == 10000 and stages.loc["composition", "ε"] == "11.6"
+    )  # rdp-wor at delta = 1/n
     assert any("thesis §4.1" in c.value for c in at.caption)
 
 
