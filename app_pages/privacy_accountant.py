@@ -30,6 +30,7 @@ from dpmix_core.views.reports import (
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "acc_"  # session-state prefix of this page's widgets
+SHARED_MECHANISM = {"dpmix": "dpmix", "poisson": "poisson"}  # release model -> the mechanism other pages can make
 DEFAULTS = {
     "n": "60000",  # counts and delta are typed as text: 1e9 and 1.5e-5 parse exactly, nothing is clamped
     "l": "256",
@@ -475,6 +476,7 @@ if setting is not None:
         sigma_x=setting.sigma_x,
         sigma_y=setting.sigma_y,
         delta=delta,
+        mechanism=SHARED_MECHANISM.get(st.session_state.get(K + "model", "dpmix")),  # the headline's release model
     )
     reading = _headline(setting, delta)
     _table(setting, delta)

@@ -108,3 +108,19 @@ def test_mixing_lesson_takes_the_release_set_on_the_accountant_page(at):
     stages = frame_with(at, "what is released").set_index("stage")
     assert stages.loc["composition", "points T"] == 3000 and "m = 100" in stages.loc["averaging", "what is released"]
     assert any("δ = 2e-05" in c.value and "n=50000" in c.value for c in at.caption)
+
+
+def test_the_accountant_pages_dpmix_release_arrives_in_the_lesson_as_dpmix():
+    """From the Privacy accountant (DPMix headline by default) the lesson switches to DPMix and shows its rdp-wor."""
+    acc = AppTest.from_file(str(Path(PAGE).parent / "privacy_accountant.py"), default_timeout=120).run()
+    from dpmix_core.views.shared_release import SHARED_RELEASE_KEY
+
+    shared = acc.session_state[SHARED_RELEASE_KEY]
+    assert shared.mechanism == "dpmix"
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state[SHARED_RELEASE_KEY] = shared
+    at.run()
+    at.button(key="fnd_mix_shared").click().run()
+    assert not at.exception and at.session_state["fnd_mix_model"] == "without-replacement"
+    stages = frame_with(at, "what is released").set_index("stage")
+    assert stages.loc["composition", "points T"] == shared.T

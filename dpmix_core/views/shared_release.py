@@ -13,7 +13,8 @@ SHARED_RELEASE_KEY = "shared_release"  # a plain session key: survives page swit
 
 @dataclass(frozen=True)
 class SharedRelease:
-    """Sizes and noise of a release (``mechanism`` None: described on the accountant page, not made)."""
+    """Sizes and noise of a release; ``mechanism`` the mechanism that makes it ("dpmix", "poisson", ...), or None
+    when the page that set it names none (the accountant page's DP-CDA model, which no other page makes)."""
 
     page: str
     n: int
