@@ -234,6 +234,7 @@ def mixing_effects_figure(effects: MixingEffects) -> go.Figure:
             marker={"color": colors},
             text=[_label(s.epsilon) for s in stages],
             textposition="outside",
+            textfont={"size": 15},
             hovertext=[s.what for s in stages],
         )
     )
