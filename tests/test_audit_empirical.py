@@ -257,3 +257,23 @@ def test_to_json_writes_inf_as_string():
     out = result.to_json()
     json.dumps(out, allow_nan=False)
     assert isinstance(out["epsilon_lower_bound"], float)
+
+
+@pytest.mark.parametrize(
+    ("n", "sigma", "scale", "opening"),
+    [
+        (20, 4.0, 1.0, "Consistent, but the test could not tell"),  # p = 0.05, s ≈ 1: nothing detectable
+        (5, 4.0, 1.0, "Consistent: the attack proves"),
+        (5, 4.0, 0.1, "Violation: the attack proves"),
+    ],
+)
+def test_reading_says_what_the_bound_proves(n, sigma, scale, opening):
+    result = run_audit(
+        AuditConfig(mechanism="dpmix", n=n, l=1, T=1, sigma_x=sigma, sigma_y=sigma, trials=4000, noise_scale=scale)
+    )
+    assert result.reading.startswith(opening)
+    assert (result.epsilon_lower_bound == 0) == ("no evidence" in result.reading)
+    assert result.violation == ("leaks more" in result.reading)
+    if result.epsilon_lower_bound > 0:
+        assert f"ε ≥ {result.epsilon_lower_bound:.3g}" in result.reading
+    assert result.to_json()["reading"] == result.reading

@@ -181,6 +181,31 @@ class AuditResult:
         """The lower bound exceeds a rigorous upper bound: mechanism or accountant is wrong."""
         return self.epsilon_lower_bound > self.smallest_upper_bound + VIOLATION_TOLERANCE
 
+    @property
+    def reading(self) -> str:
+        """One plain paragraph: what the lower bound proves, next to the guarantee (a zero bound is no evidence)."""
+        conf = f"{self.confidence:.0%} confidence"
+        upper = self.smallest_upper_bound
+        if self.violation:
+            return (
+                f"Violation: the attack proves ε ≥ {self.epsilon_lower_bound:.3g} ({conf}), above the guaranteed "
+                f"ε ≤ {upper:.3g}: the release leaks more than its accountant claims. With the noise actually "
+                "added below the nominal σ this is the expected catch of a buggy mechanism; otherwise the "
+                "mechanism or the accountant is wrong."
+            )
+        if self.epsilon_lower_bound <= 0:
+            return (
+                f"Consistent, but the test could not tell the two datasets apart at {conf} with "
+                f"{self.evaluation_trials:,} evaluation runs each: a lower bound of 0 is no evidence either way. "
+                "More trials, less noise, a larger T or a smaller n give the attack more to see."
+            )
+        guarantee = f"the guarantee says ε ≤ {upper:.3g}" if math.isfinite(upper) else "no rigorous guarantee applies"
+        return (
+            f"Consistent: the attack proves ε ≥ {self.epsilon_lower_bound:.3g} ({conf}) for this worst-case "
+            f"canary, and {guarantee}. The true ε of the release lies in between; the gap is how loose the "
+            "accountants are here (or that more trials are needed)."
+        )
+
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict; infinite numbers become "inf"."""
         cfg = self.config
@@ -212,6 +237,7 @@ class AuditResult:
             "rigorous_accountants": sorted(self.rigorous_epsilons),
             "smallest_upper_bound": _json_number(self.smallest_upper_bound),
             "violation": self.violation,
+            "reading": self.reading,
             "seconds": self.seconds,
         }
 

@@ -70,4 +70,5 @@ def cli_audit(args: argparse.Namespace) -> int:
         print(f"  {r.accountant:12s} eps={r.epsilon:.4g}  ({r.guarantee})")
     if result.violation:
         print(f"VIOLATION: lower bound exceeds the smallest rigorous upper bound {result.smallest_upper_bound:.4g}")
+    print(result.reading)
     return 0
