@@ -212,9 +212,7 @@ for cls in preview.classes if not preview.images else ():
     table_download(cls.rows(), K + f"class_{cls.label}", f"dpmix_preview_class_{cls.label}")
 for cls in preview.classes if preview.images else ():
     cols = st.columns([4, 2, 2])
-    cols[0].image(
-        list(cls.originals), width=64, caption=[f"record, class {cls.label}"] + [""] * (len(cls.originals) - 1)
-    )
+    cols[0].image(list(cls.originals), width=64, caption=[f"class {cls.label}"] + [""] * (len(cls.originals) - 1))
     if len(cls.clean):
         cols[1].image(list(cls.clean), width=64, caption=["noise-free"] + [""] * (len(cls.clean) - 1))
         cols[2].image(list(cls.noisy), width=64, caption=["released"] + [""] * (len(cls.noisy) - 1))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 
 from app_pages.shared.widgets import chart, controls_area, count_box, delta_box, real_check, table_download
 from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, equal_class_sizes, get_accountant
 from dpmix_core.privacy.budget import compose_budget, mixing_item
-from dpmix_core.privacy.calibration import calibrate_sigma
+from dpmix_core.privacy.calibration import calibrate_sigma, max_points
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
 from dpmix_core.views.accounting_presets import ACCOUNTING_PRESETS
 from dpmix_core.views.background import shared_background
@@ -30,6 +32,7 @@ from dpmix_core.views.reports import (
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "acc_"  # session-state prefix of this page's widgets
+SOLVE_SIGMA, SOLVE_T = "σ (least noise for this T)", "T (most points at this σ)"
 SHARED_MECHANISM = {"dpmix": "dpmix", "poisson": "poisson"}  # release model -> the mechanism other pages can make
 DEFAULTS = {
     "n": "60000",  # counts and delta are typed as text: 1e9 and 1.5e-5 parse exactly, nothing is clamped
@@ -59,6 +62,11 @@ def cached_table(setting: MixingSetting, delta: float, pld_accuracy: float) -> p
 @st.cache_data(show_spinner="Calibrating…", max_entries=128)
 def cached_calibration(name: str, setting: MixingSetting, target: float, delta: float, ratio: float):
     return calibrate_sigma(get_accountant(name), setting, target_epsilon=target, delta=delta, sigma_ratio=ratio)
+
+
+@st.cache_data(show_spinner="Searching T…", max_entries=64)
+def cached_point_budget(name: str, setting: MixingSetting, target: float, delta: float):
+    return max_points(get_accountant(name), setting, target_epsilon=target, delta=delta)
 
 
 def _init_state() -> None:
@@ -98,6 +106,10 @@ def _apply_preset() -> None:
 
 def _apply_calibrated(sigma_x: float) -> None:
     st.session_state[K + "sigma_x"] = sigma_x
+
+
+def _apply_points(T: int) -> None:
+    st.session_state[K + "T"] = format_count(T)
 
 
 def _controls() -> tuple[MixingSetting | None, float]:
@@ -200,8 +212,7 @@ def _headline(setting: MixingSetting, delta: float) -> ReleaseReading | None:
     c1, c2 = st.columns([1, 3])
     c1.metric(f"ε at δ = {delta:.2g}", f"{reading.epsilon:.3g}", help=f"{reading.accountant}, {reading.guarantee}")
     c2.markdown(
-        f"**{h.label.capitalize()} protection** ({reading.accountant}, {reading.guarantee}).  \n"
-        f"{h.odds[0].upper() + h.odds[1:]}; {h.test}."
+        f"**{h.title}** ({reading.accountant}, {reading.guarantee}).  \n{h.odds[0].upper() + h.odds[1:]}; {h.test}."
     )
     return reading
 
@@ -417,11 +428,20 @@ def _report(setting: MixingSetting, delta: float) -> None:
 
 def _calibrate(setting: MixingSetting, delta: float) -> None:
     with st.form(K + "calibrate_form"):
-        c1, c2 = st.columns(2)
+        c1, c2, c3 = st.columns(3)
         target = c1.number_input("Target ε", min_value=1e-3, value=2.0, step=0.5, key=K + "target")
         name = c2.selectbox("Accountant", list(ACCOUNTANTS), key=K + "cal_accountant")
-        submitted = st.form_submit_button("Calibrate σ")
+        solve_for = c3.radio(
+            "Solve for",
+            [SOLVE_SIGMA, SOLVE_T],
+            key=K + "solve_for",
+            help="σ: the least noise for this T. T: the most points this noise allows (σ, n, ℓ as set above).",
+        )
+        submitted = st.form_submit_button("Solve")
     if not submitted:
+        return
+    if solve_for == SOLVE_T:
+        _solve_points(name, setting, target, delta)
         return
     ratio = st.session_state[K + "ratio"]
     if ratio <= 0:
@@ -437,6 +457,23 @@ def _calibrate(setting: MixingSetting, delta: float) -> None:
         f"≤ {target:g} at δ = {delta:.2g} ({cal.result.guarantee})."
     )
     st.button("Use this σ above", on_click=_apply_calibrated, args=(cal.sigma_x,), key=K + "apply_sigma")
+
+
+def _solve_points(name: str, setting: MixingSetting, target: float, delta: float) -> None:
+    try:
+        budget = cached_point_budget(name, replace(setting, T=1), target, delta)  # cached without the T it finds
+    except ValueError as exc:
+        st.error(str(exc))
+        return
+    st.success(
+        f"{name}: at σx = {setting.sigma_x:.4g}, σy = {setting.sigma_y:.4g} at most **T = {budget.T:,}** points "
+        f"keep ε = {format_epsilon(budget.result.epsilon)} ≤ {target:g} at δ = {delta:.2g} "
+        f"({budget.result.guarantee})."
+    )
+    for note in (budget.note, budget.result.reason):
+        if note:
+            st.caption(f"Note: {note}.")
+    st.button("Use this T above", on_click=_apply_points, args=(budget.T,), key=K + "apply_T")
 
 
 def _explanations() -> None:
@@ -485,7 +522,7 @@ if setting is not None:
             "Curves",
             "What an attacker can do",
             "Privacy budget",
-            "Calibrate σ for a target ε",
+            "Calibrate σ or T for a target ε",
             "What each accountant does",
             "What ε means",
         ]

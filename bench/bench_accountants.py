@@ -7,7 +7,8 @@ Targets on the 2-core reference machine: all six accountants at one point
 <= 50 ms together; a 50-point eps-sigma curve for the closed-form/RDP
 accountants <= 0.5 s; one calibration <= 0.3 s. Worst case over the ranges a
 page allows (n <= 1e7, l <= n, T <= 1e7, sigma 1e-3..1e3, delta 1e-10..0.1, target
-eps 0.05..20): every evaluation and every calibration <= 5 s (issues 14 §1, 16).
+eps 0.05..20): every evaluation, every calibration and every max-points search (the most T
+at the case's sigma) <= 5 s (issues 14 §1, 16).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, epsilon_all, get_accountant
 from dpmix_core.privacy.analysis import wbk_subsampling
-from dpmix_core.privacy.calibration import calibrate_sigma
+from dpmix_core.privacy.calibration import calibrate_sigma, max_points
 
 POINTS = {
     "thesis §4.1": MixingSetting(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711),
@@ -87,11 +88,14 @@ def worst_case(cases: int, seed: int) -> None:
     draws = [random_page_case(rng) for _ in range(cases)]
     draws += [(c, sig, 1e-5, tgt) for c in CORNERS for sig, tgt in [(10 ** rng.uniform(-3, 0), 1.0)]]
     print(f"{len(draws)} cases (seed {seed}); machine: {platform.processor() or platform.machine()}\n")
-    print("| accountant | eval median | eval worst | calibration median | calibration worst | worst calibration case |")
-    print("|---|---:|---:|---:|---:|---|")
+    print(
+        "| accountant | eval median | eval worst | calibration median | calibration worst | worst calibration case "
+        "| max-points median | max-points worst |"
+    )
+    print("|---|---:|---:|---:|---:|---|---:|---:|")
     for name in ACCOUNTANTS:
         acc = get_accountant(name)
-        evals, cals = [], []
+        evals, cals, points = [], [], []
         for setting, sigma, delta, target in draws:
             s = replace(setting, sigma_x=sigma, sigma_y=sigma)
             t0 = time.perf_counter()
@@ -103,11 +107,18 @@ def worst_case(cases: int, seed: int) -> None:
             except ValueError:
                 pass  # out of reach: answered too
             cals.append((time.perf_counter() - t0, setting, target, delta))
+            t0 = time.perf_counter()
+            try:
+                max_points(acc, s, target_epsilon=target, delta=delta)
+            except ValueError:
+                pass  # one point already over the target: answered too
+            points.append(time.perf_counter() - t0)
         worst = max(cals, key=lambda c: c[0])
         print(
             f"| {name} | {statistics.median(evals) * 1000:.0f} ms | {max(evals) * 1000:.0f} ms "
             f"| {statistics.median(c[0] for c in cals) * 1000:.0f} ms | {worst[0]:.2f} s "
-            f"| n={worst[1].n:g} l={worst[1].l:g} T={worst[1].T:g} eps={worst[2]:.3g} delta={worst[3]:.1e} |",
+            f"| n={worst[1].n:g} l={worst[1].l:g} T={worst[1].T:g} eps={worst[2]:.3g} delta={worst[3]:.1e} "
+            f"| {statistics.median(points) * 1000:.0f} ms | {max(points):.2f} s |",
             flush=True,
         )
     print(f"\npeak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")

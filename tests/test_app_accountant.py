@@ -14,7 +14,7 @@ def at():
 
 
 def calibrate_button(at):
-    return next(b for b in at.button if b.label == "Calibrate σ")
+    return next(b for b in at.button if b.label == "Solve")
 
 
 def table(at):
@@ -96,6 +96,27 @@ def test_unreachable_calibration_is_an_error(at):
     at.selectbox(key="acc_cal_accountant").set_value("lee2019")
     calibrate_button(at).click().run()
     assert not at.exception and any("out of reach" in e.value for e in at.error)
+
+
+def test_solve_for_T_and_use_it_above(at):
+    """The most points at the page's noise: the table then shows the target met at that T."""
+    at.number_input(key="acc_target").set_value(2.0)
+    at.selectbox(key="acc_cal_accountant").set_value("rdp-poisson")
+    at.radio(key="acc_solve_for").set_value(at.radio(key="acc_solve_for").options[1])
+    calibrate_button(at).click().run()
+    assert not at.exception and any("at most **T =" in s.value for s in at.success), [s.value for s in at.success]
+    next(b for b in at.button if b.label == "Use this T above").click().run()
+    assert not at.exception and at.text_input(key="acc_T").value != "10000"
+    assert float(table(at).loc["rdp-poisson", "ε"]) <= 2.0
+    assert any("**Little formal protection**" in m.value for m in at.markdown)  # rdp-wor is ~800 at that T
+
+
+def test_solve_for_T_when_one_point_is_too_much_is_an_error(at):
+    at.number_input(key="acc_target").set_value(0.5)
+    at.selectbox(key="acc_cal_accountant").set_value("lee2019")
+    at.radio(key="acc_solve_for").set_value(at.radio(key="acc_solve_for").options[1])
+    calibrate_button(at).click().run()
+    assert not at.exception and any("even one point costs" in e.value for e in at.error)
 
 
 def test_curve_axes(at):

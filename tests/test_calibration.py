@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, get_accountant
-from dpmix_core.privacy.calibration import calibrate_sigma
+from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, equal_class_sizes, get_accountant
+from dpmix_core.privacy.calibration import calibrate_sigma, max_points
 
 THESIS = MixingSetting(n=60000, l=256, T=10000, sigma_x=1, sigma_y=1)
 
@@ -210,3 +210,73 @@ def test_a_recipe_calibrates_to_the_same_sigma_on_a_slowed_process(accountant, m
     assert (slow.sigma_x, slow.sigma_y) == (calm.sigma_x, calm.sigma_y)
     early = calibrate_sigma(get_accountant(accountant), planned_release(config, ds), target_epsilon=2.0, delta=1e-5)
     assert early.note is not None and early.sigma_x > calm.sigma_x  # with the deadline: feasible but looser
+
+
+# --------------------------------------------------------------------------- max_points: the most T for a target
+
+
+def _eps_at(acc, setting, T):
+    return acc.epsilon(acc.release_for(replace(setting, T=T)), 1e-5).epsilon
+
+
+@pytest.mark.parametrize("name", list(ACCOUNTANTS))
+def test_max_points_is_the_largest_T_within_the_target(name):
+    acc = get_accountant(name)
+    at_sigma = replace(THESIS, sigma_x=0.2, sigma_y=0.2)
+    budget = max_points(acc, at_sigma, target_epsilon=8.0, delta=1e-5, time_budget=60.0)
+    assert budget.note is None and budget.result.epsilon <= 8.0
+    assert budget.result.epsilon == _eps_at(acc, at_sigma, budget.T)  # the result is the evaluation at T
+    assert _eps_at(acc, at_sigma, budget.T + 1) > 8.0  # one more point breaks the budget
+
+
+@pytest.mark.parametrize("name", ["lee2019", "rdp-wor", "rdp-poisson"])
+def test_max_points_inverts_calibrate_sigma(name):
+    """sigma calibrated for T = 10000 leaves room for about 10000 points, not more than 1 % beyond."""
+    acc = get_accountant(name)
+    cal = calibrate_sigma(acc, THESIS, target_epsilon=4.0, delta=1e-5)
+    at_sigma = replace(THESIS, sigma_x=cal.sigma_x, sigma_y=cal.sigma_y)
+    budget = max_points(acc, at_sigma, target_epsilon=4.0, delta=1e-5)
+    assert THESIS.T <= budget.T <= 1.01 * THESIS.T
+
+
+def test_max_points_for_class_centric_mixing_counts_whole_rounds_of_classes():
+    s = MixingSetting(n=60000, l=128, T=1, sigma_x=0.7, sigma_y=0.7, class_sizes=equal_class_sizes(60000, 10))
+    acc = get_accountant("rdp-wor")
+    budget = max_points(acc, s, target_epsilon=5.0, delta=1e-5)
+    assert budget.T % 10 == 0 and budget.result.epsilon <= 5.0
+    assert _eps_at(acc, s, budget.T + 10) > 5.0
+
+
+def test_max_points_says_when_one_point_is_already_too_much_and_when_the_search_ends():
+    with pytest.raises(ValueError, match="even one point costs"):
+        thesis_noise = replace(THESIS, sigma_x=0.0711, sigma_y=0.0711)  # eps ~ 3 for a single point
+        max_points(get_accountant("lee2019"), thesis_noise, target_epsilon=1.0, delta=1e-5)
+    huge = replace(THESIS, sigma_x=1e3, sigma_y=1e3)
+    top = max_points(get_accountant("rdp-wor"), huge, target_epsilon=1.0, delta=1e-5, T_max=10**6)
+    assert top.T == 10**6 and "largest T searched" in top.note
+    late = max_points(get_accountant("rdp-wor"), THESIS, target_epsilon=50.0, delta=1e-5, time_budget=0.0)
+    assert "time budget" in late.note and late.result.epsilon <= 50.0
+    for bad in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="target epsilon"):
+            max_points(get_accountant("rdp-wor"), THESIS, target_epsilon=bad, delta=1e-5)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    n=st.integers(2, 10**9),
+    frac=st.floats(0.0, 1.0),
+    sigma=st.floats(1e-2, 1e2),
+    target=st.floats(1e-2, 1e2),
+    name=st.sampled_from(["lee2019", "dpcda", "gdp-clt", "rdp-poisson", "rdp-wor"]),
+)
+def test_max_points_is_always_within_the_target(n, frac, sigma, target, name):
+    acc = get_accountant(name)
+    s = MixingSetting(n=n, l=max(1, int(n * frac)), T=1, sigma_x=sigma, sigma_y=sigma)
+    try:
+        budget = max_points(acc, s, target_epsilon=target, delta=1e-5, time_budget=2.0)
+    except ValueError as exc:
+        assert "even one point costs" in str(exc)
+        return
+    assert 1 <= budget.T <= 10**12 and budget.result.epsilon <= target
+    if budget.note is None and budget.T < 10**12:
+        assert _eps_at(acc, s, budget.T + 1) > target

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from dpmix_core.cli.main import main
+from dpmix_core.privacy.accountants import MixingSetting, get_accountant
 
 BASE = ["--n", "60000", "--l", "256", "--T", "10000", "--delta", str(1 / 60000)]
 SIGMA = ["--sigma-x", "0.0711", "--sigma-y", "0.0711"]
@@ -49,6 +50,32 @@ def test_calibrate_all_is_a_list(capsys):
     objs = json.loads(out)
     assert code == 0 and len(objs) == 6
     assert all(o["sigma_y"] == pytest.approx(2 * o["sigma_x"]) and o["epsilon"] <= 8 for o in objs)
+
+
+def test_calibrate_all_answers_each_accountant_even_when_one_is_out_of_reach(capsys):
+    argv = ["--n", "100", "--l", "10", "--T", "10", "--delta", "1e-5", "--target-epsilon", "1e-3"]
+    code, out, _ = run(capsys, "calibrate", "--accountant", "all", *argv, "--json")
+    objs = {o["accountant"]: o for o in json.loads(out)}
+    assert code == 0 and "out of reach" in objs["lee2019"]["error"] and objs["rdp-poisson"]["epsilon"] <= 1e-3
+    code, out, err = run(capsys, "calibrate", "--accountant", "lee2019", *argv)
+    assert code == 2 and "out of reach" in err and not out
+
+
+def test_max_points_answers_the_most_T_per_accountant(capsys):
+    argv = ["--n", "60000", "--l", "256", *SIGMA, "--delta", "1e-5", "--target-epsilon", "1"]
+    code, out, _ = run(capsys, "max-points", "--accountant", "all", *argv, "--json")
+    objs = {o["accountant"]: o for o in json.loads(out)}
+    assert code == 0 and "even one point costs" in objs["lee2019"]["error"]  # about 3 for a single point
+    assert objs["rdp-poisson"]["epsilon"] <= 1 and objs["rdp-poisson"]["T"] > 10**5
+    code, out, _ = run(capsys, "max-points", "--accountant", "dpcda", *argv)
+    T = int(out.split("T=")[1].split()[0].replace(",", ""))
+    dpcda = get_accountant("dpcda")
+    eps = [
+        dpcda.epsilon(dpcda.release_for(MixingSetting(60000, 256, t, 0.0711, 0.0711)), 1e-5).epsilon for t in (T, T + 1)
+    ]
+    assert code == 0 and eps[0] <= 1 < eps[1]  # the text line's T is the largest within the target
+    code, _, err = run(capsys, "max-points", "--accountant", "rdp-wor", *argv)
+    assert code == 2 and err.count("\n") == 1 and "even one point costs" in err
 
 
 def test_no_noise_prints_inf(capsys):

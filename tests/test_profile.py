@@ -71,6 +71,12 @@ def test_headline_reads_in_words():
     assert "no test is ruled out" in headline(50.0, 1e-5, "lee2019").test
 
 
+@pytest.mark.parametrize("epsilon", [0.5, 2.0, 5.0, 15.0, 50.0, 1e9])
+def test_headline_title_names_protection_once(epsilon):
+    title = headline(epsilon, 1e-5, "rdp-wor").title
+    assert title.count("protection") == 1 and title[0].isupper()
+
+
 def test_profile_agrees_with_the_headline_accountant():
     """The profile at the headline epsilon gives back its delta (same RDP orders as rdp-wor, Python numbers)."""
     from dpmix_core.privacy.accountants import MixingSetting, get_accountant

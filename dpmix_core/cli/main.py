@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpmix_core {epsilon,calibrate,synthesize,train,sweep,audit,report,sweep-report,best-release,solve-epsilon,verify} ...``.
+"""Command line: ``python -m dpmix_core {epsilon,calibrate,max-points,synthesize,train,sweep,audit,report,sweep-report,best-release,solve-epsilon,verify} ...``.
 
 Contract (scripts and tests rely on it): ``--json`` prints one JSON object (a
 list for ``--accountant all``); infinite epsilon prints "inf"; invalid input
@@ -17,7 +17,7 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from dpmix_core.cli.argtypes import finite_float, nonnegative_int, positive_int
 from dpmix_core.privacy.accountant_names import ACCOUNTANT_NAMES
@@ -67,14 +67,17 @@ def _class_sizes(text: str) -> tuple[int, ...]:
     return tuple(positive_int(part) for part in text.split(","))
 
 
-def add_setting_arguments(parser: argparse.ArgumentParser, *, with_sigma: bool, with_accountant: bool = True) -> None:
+def add_setting_arguments(
+    parser: argparse.ArgumentParser, *, with_sigma: bool, with_accountant: bool = True, with_T: bool = True
+) -> None:
     """The data options shared by every accounting command."""
     names = ", ".join([*ACCOUNTANT_NAMES, "all"])
     if with_accountant:
         parser.add_argument("--accountant", required=True, help=f"one of: {names}")
     parser.add_argument("--n", type=positive_int, required=True, help="records in the private dataset")
     parser.add_argument("--l", type=positive_int, required=True, help="mix degree l (Poisson: expected batch m)")
-    parser.add_argument("--T", type=positive_int, required=True, help="number of synthetic points released")
+    if with_T:
+        parser.add_argument("--T", type=positive_int, required=True, help="number of synthetic points released")
     if with_sigma:
         parser.add_argument("--sigma-x", type=finite_float, required=True, help="feature noise std")
         parser.add_argument("--sigma-y", type=finite_float, required=True, help="label noise std")
@@ -119,7 +122,7 @@ def _setting(args: argparse.Namespace, sigma_x: float = 1.0, sigma_y: float = 1.
     return MixingSetting(
         n=args.n,
         l=args.l,
-        T=args.T,
+        T=getattr(args, "T", 1),  # max-points searches T
         sigma_x=getattr(args, "sigma_x", sigma_x),
         sigma_y=getattr(args, "sigma_y", sigma_y),
         dx=args.dx,
@@ -180,27 +183,63 @@ def cmd_epsilon(args: argparse.Namespace) -> int:
     return 0
 
 
+def _solve_each(names: list[str], solve: Callable[[str], Any]) -> list[tuple[str, Any]]:
+    """(name, answer or the ValueError's message) for each accountant; a single accountant's error is the CLI's."""
+    if len(names) == 1:
+        return [(names[0], solve(names[0]))]
+    answers: list[tuple[str, Any]] = []
+    for name in names:
+        try:
+            answers.append((name, solve(name)))
+        except ValueError as exc:  # out of reach for this accountant only: say so on its line
+            answers.append((name, str(exc)))
+    if all(isinstance(answer, str) for _, answer in answers):
+        raise ValueError(f"no accountant has an answer; {answers[0][0]}: {answers[0][1]}")
+    return answers
+
+
+def _emit_solved(answers: list[tuple[str, Any]], args: argparse.Namespace, extra: Callable[[Any], str]) -> None:
+    """Print each accountant's answer (an object with .result and .to_json()) or its reason for having none."""
+    if args.json:
+        objs = [a.to_json() if not isinstance(a, str) else {"accountant": n, "error": a} for n, a in answers]
+        _emit(objs, args.accountant == "all")
+        return
+    for name, answer in answers:
+        if isinstance(answer, str):
+            print(f"{name:12s} no answer: {answer}")
+        else:
+            _print_text(answer.result, extra(answer))
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from dpmix_core.privacy.accountants import get_accountant
     from dpmix_core.privacy.calibration import calibrate_sigma
 
-    names = _names(args.accountant)
     setting = _setting(args)
-    cals = [
-        calibrate_sigma(
+    answers = _solve_each(
+        _names(args.accountant),
+        lambda name: calibrate_sigma(
             get_accountant(name),
             setting,
             target_epsilon=args.target_epsilon,
             delta=args.delta,
             sigma_ratio=args.sigma_ratio,
-        )
-        for name in names
-    ]
-    if args.json:
-        _emit([c.to_json() for c in cals], args.accountant == "all")
-    else:
-        for c in cals:
-            _print_text(c.result, f"  sigma_x={c.sigma_x:.6g} sigma_y={c.sigma_y:.6g}")
+        ),
+    )
+    _emit_solved(answers, args, lambda c: f"  sigma_x={c.sigma_x:.6g} sigma_y={c.sigma_y:.6g}")
+    return 0
+
+
+def cmd_max_points(args: argparse.Namespace) -> int:
+    from dpmix_core.privacy.accountants import get_accountant
+    from dpmix_core.privacy.calibration import max_points
+
+    setting = _setting(args)
+    answers = _solve_each(
+        _names(args.accountant),
+        lambda name: max_points(get_accountant(name), setting, target_epsilon=args.target_epsilon, delta=args.delta),
+    )
+    _emit_solved(answers, args, lambda b: f"  T={b.T:,}" + (f"  ({b.note})" if b.note else ""))
     return 0
 
 
@@ -775,6 +814,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-epsilon", type=finite_float, required=True)
     p.add_argument("--sigma-ratio", type=finite_float, default=1.0, help="lambda = sigma_y / sigma_x")
     p.set_defaults(func=cmd_calibrate)
+    p = sub.add_parser("max-points", help="the most synthetic points T whose epsilon stays within a target")
+    add_setting_arguments(p, with_sigma=True, with_T=False)
+    p.add_argument("--target-epsilon", type=finite_float, required=True)
+    p.set_defaults(func=cmd_max_points)
     _add_synthesize(sub)
     _add_train(sub)
     _add_sweep(sub)

@@ -1,4 +1,9 @@
-"""Noise calibration: the smallest sigma_x (sigma_y = lambda * sigma_x) whose epsilon stays within a target."""
+"""Calibration against a target epsilon: the smallest noise (``calibrate_sigma``) or the most points (``max_points``).
+
+Both searches return a setting whose epsilon was *evaluated* and is within the
+target, so the answer is a guarantee of the accountant at that setting even if
+the search stops early (a note then says how far from optimal it may be).
+"""
 
 from __future__ import annotations
 
@@ -17,9 +22,10 @@ from dpmix_core.privacy.accountants.rdp_dp_accounting import RdpPoissonAccountan
 from dpmix_core.privacy.events import SampledGaussianSteps
 from dpmix_core.privacy.release import MixingRelease
 
-__all__ = ["Calibration", "calibrate_sigma", "SIGMA_MAX", "TIME_BUDGET"]
+__all__ = ["Calibration", "PointBudget", "calibrate_sigma", "max_points", "SIGMA_MAX", "T_MAX", "TIME_BUDGET"]
 
 SIGMA_MAX = 1e4
+T_MAX = 10**12  # the most points max_points searches (a trillion: beyond any release that can be written)
 TIME_BUDGET = 4.0  # seconds per calibration; at the deadline the best feasible sigma so far is returned
 # No deadline: the search runs to its tolerance, so the sigma depends on the inputs only, never on machine load.
 # Used wherever a sigma becomes part of a stored or released result (synthesis, training, best-release).
@@ -293,3 +299,102 @@ def _search(
         if res.epsilon <= target_epsilon:
             hi, hi_res = candidate, res
     return hi, hi_res, note
+
+
+@dataclass(frozen=True)
+class PointBudget:
+    """The largest T whose epsilon stays within a target at fixed noise, and the epsilon there."""
+
+    T: int
+    target_epsilon: float
+    result: EpsilonResult  # epsilon at T: never above the target
+    note: str | None = None  # the search hit T_MAX or its time budget (T is still within the target)
+
+    def to_json(self) -> dict:
+        out = self.result.to_json()
+        out.update(T=self.T, target_epsilon=self.target_epsilon, note=self.note)
+        return out
+
+
+def max_points(
+    accountant: Accountant,
+    setting: MixingSetting,
+    *,
+    target_epsilon: float,
+    delta: float,
+    T_max: int = T_MAX,
+    time_budget: float = TIME_BUDGET,
+) -> PointBudget:
+    """The most synthetic points T at the setting's noise whose epsilon stays within ``target_epsilon``.
+
+    Composition over the T points makes epsilon non-decreasing in T for every
+    accountant, so we gallop up from the smallest release (x4 per step) until the
+    target is exceeded, then bisect on integers. ``setting.T`` is ignored.
+    Class-centric mixing releases floor(T/K) points per class, so T moves in
+    steps of K and the answer is the number of points actually released (a
+    multiple of K). The returned result is the accountant's evaluation at the
+    returned T, so it is a guarantee there whatever the search did.
+
+    Args:
+        accountant: the accountant whose epsilon must stay within the target.
+        setting: the release as a user states it (n, l, sigmas, bounds, class sizes); its T is ignored.
+        target_epsilon: the epsilon not to exceed at ``delta``; positive and finite.
+        delta: the delta of the (epsilon, delta) guarantee, in (0, 1).
+        T_max: the largest T tried; a budget that lasts beyond it is returned as T_max with a note.
+        time_budget: wall-clock seconds; at the deadline the largest feasible T found so far is returned
+            with a note.
+
+    Returns:
+        A :class:`PointBudget`: ``T``, the target, ``result`` (the accountant's epsilon at T, <= target) and
+        ``note`` (None, or that T_max was reached or the search stopped early).
+
+    Raises:
+        ValueError: a non-positive or non-finite target, delta outside (0, 1), T_max below one release, or a
+            target that even the smallest release (one point; one per class for class-centric mixing) exceeds.
+        UnsupportedReleaseError: (a ValueError) the accountant does not cover the setting.
+    """
+    if not (isinstance(target_epsilon, (int, float)) and math.isfinite(target_epsilon) and target_epsilon > 0):
+        raise ValueError(f"target epsilon must be a positive finite number. Found {target_epsilon}.")
+    check_delta(delta)
+    step = len(setting.class_sizes) if setting.class_sizes is not None else 1  # class-centric: floor(T/K) per class
+    if T_max < step:
+        raise ValueError(f"T_max must allow one point per class ({step} points). Found {T_max}.")
+    deadline = time.perf_counter() + time_budget
+
+    def result_at(units: int) -> EpsilonResult:
+        return accountant.epsilon(accountant.release_for(replace(setting, T=units * step)), delta)
+
+    lo, lo_res = 1, result_at(1)
+    if lo_res.epsilon > target_epsilon:
+        smallest = "one point" if step == 1 else f"one point per class ({step} points)"
+        raise ValueError(
+            f"even {smallest} costs epsilon = {lo_res.epsilon:.4g} > {target_epsilon:g} under "
+            f"{accountant.name}: more noise (sigma) or a larger target is needed."
+        )
+    top = T_max // step
+    hi = None  # the smallest infeasible count found
+    while hi is None:  # gallop
+        if lo == top:
+            note = f"epsilon stays within the target up to T = {top * step:,}, the largest T searched"
+            return PointBudget(top * step, target_epsilon, lo_res, note)
+        if time.perf_counter() > deadline:
+            return PointBudget(lo * step, target_epsilon, lo_res, _LATE_T.format("4x"))
+        trial = min(4 * lo, top)
+        res = result_at(trial)
+        if res.epsilon <= target_epsilon:
+            lo, lo_res = trial, res
+        else:
+            hi = trial
+    while hi - lo > 1:  # bisect: lo feasible, hi not
+        if time.perf_counter() > deadline:
+            return PointBudget(lo * step, target_epsilon, lo_res, _LATE_T.format(f"{hi / lo - 1:.1%}"))
+        mid = (lo + hi) // 2
+        res = result_at(mid)
+        if res.epsilon <= target_epsilon:
+            lo, lo_res = mid, res
+        else:
+            hi = mid
+    return PointBudget(lo * step, target_epsilon, lo_res, None)
+
+
+_LATE_T = "time budget reached: T is within the target, but the largest such T may be up to {} larger"

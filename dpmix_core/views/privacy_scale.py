@@ -47,6 +47,12 @@ class Headline:
     odds: str
     test: str
 
+    @property
+    def title(self) -> str:
+        """'Strong protection', 'Little formal protection': the label as a heading (never 'protection protection')."""
+        phrase = self.label if self.label.endswith("protection") else f"{self.label} protection"
+        return phrase[0].upper() + phrase[1:]
+
     def text(self) -> str:
         return (
             f"ε = {self.epsilon:.3g} at δ = {self.delta:.2g} ({self.accountant}; {self.label}): {self.odds}; "
