@@ -6,9 +6,18 @@ import time
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpmix_core.views.background import BackgroundResults
-from dpmix_core.views.exports import chart_export, figure_data_csv, settings_caption, table_csv
+from dpmix_core.views.exports import (
+    chart_export,
+    figure_data_csv,
+    latex_text,
+    settings_caption,
+    table_csv,
+    table_latex,
+)
 from dpmix_core.views.inputs import format_count, format_real, parse_count, parse_real
 
 
@@ -121,3 +130,35 @@ def test_image_grid_png_lays_out_rows_and_refuses_mixed_shapes():
         image_grid_png([[a, np.zeros((3, 3))]])
     with pytest.raises(ValueError, match="at least one"):
         image_grid_png([[]])
+
+
+def _unescaped_specials(latex: str) -> str:
+    """What is left of LaTeX's special characters once escapes, macros and $...$ maths are taken out."""
+    import re
+
+    text = re.sub(r"\$\\[A-Za-z]+\$|\$\\\|\$|\$[<>|]\$", "", latex)  # the symbols in maths mode
+    text = re.sub(r"\\text(backslash|asciitilde|asciicircum)\{\}", "", text)
+    text = re.sub(r"\\[&%$#_{}]", "", text)
+    return "".join(ch for ch in text if ch in "\\&%$#_{}~^<>|")
+
+
+def test_table_latex_escapes_and_keeps_the_shape():
+    frame = pd.DataFrame(
+        {"accountant": ["rdp_wor", "gdp-clt"], "ε": ["11.8", "∞"], "δ": [1e-5, float("nan")], "k": [3, None]}
+    )
+    tex = table_latex(frame).decode()
+    lines = tex.splitlines()
+    assert lines[1] == r"\begin{tabular}{llll}" and r"\toprule" in lines and lines[-1] == r"\end{tabular}"
+    assert r"accountant & $\varepsilon$ & $\delta$ & k \\" in lines
+    assert r"rdp\_wor & 11.8 & 1e-05 & 3 \\" in lines and r"gdp-clt & $\infty$ & -- & -- \\" in lines
+
+
+@settings(max_examples=60, deadline=None)
+@given(cells=st.lists(st.text(max_size=12), min_size=1, max_size=4))
+def test_table_latex_never_leaves_a_special_character_unescaped(cells):
+    tex = table_latex(pd.DataFrame([cells], columns=[f"c{i}" for i in range(len(cells))])).decode()
+    row = tex.splitlines()[5]
+    assert row.endswith(r" \\")
+    body = row[: -len(r" \\")]
+    assert _unescaped_specials(body.replace(" & ", " ")) == ""  # only the column separators stay bare
+    assert latex_text("".join(cells)).count("&") == "".join(cells).count("&")

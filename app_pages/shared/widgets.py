@@ -1,4 +1,4 @@
-"""Widgets every page shares: a chart with its downloads, a table's CSV download, typed numbers.
+"""Widgets every page shares: a chart with its downloads, a table's CSV and LaTeX downloads, typed numbers.
 
 Streamlit code only (the exports themselves are built by :mod:`dpmix_core.views.exports`); pages import
 these instead of each keeping a copy.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dpmix_core.views.exports import chart_export, kaleido_available, settings_caption, table_csv
+from dpmix_core.views.exports import chart_export, kaleido_available, settings_caption, table_csv, table_latex
 from dpmix_core.views.inputs import parse_count, parse_real
 
 PRESENT_CHART_HEIGHT = 720  # presentation mode: one chart per screen
@@ -40,10 +40,20 @@ def chart(fig, key: str, settings: dict | None = None) -> None:
 
 
 def table_download(table, key: str, name: str) -> None:
-    """Every table on a page can be taken away as CSV."""
-    st.download_button(
-        "Table (CSV)", table_csv(pd.DataFrame(table)), f"{name}.csv", "text/csv", key=key + "_csv", on_click="ignore"
-    )
+    """Every table on a page can be taken away as CSV (spreadsheets) and as a LaTeX tabular (papers)."""
+    frame = pd.DataFrame(table)
+    with st.container(horizontal=True):
+        st.download_button(
+            "Table (CSV)", table_csv(frame), f"{name}.csv", "text/csv", key=key + "_csv", on_click="ignore"
+        )
+        st.download_button(
+            "Table (LaTeX)",
+            lambda: table_latex(frame),
+            f"{name}.tex",
+            "text/x-tex",
+            key=key + "_tex",
+            on_click="ignore",
+        )
 
 
 def count_box(

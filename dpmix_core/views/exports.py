@@ -130,6 +130,78 @@ def table_csv(table: pd.DataFrame) -> bytes:
     return buffer.getvalue().encode("utf-8-sig")
 
 
+# LaTeX's ten special characters, and the symbols the pages print as macros that compile under pdflatex.
+_LATEX_SYMBOLS = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"$<$",  # in text mode pdflatex's default OT1 encoding prints these as other glyphs
+    ">": r"$>$",
+    "|": r"$|$",
+    "ε": r"$\varepsilon$",
+    "δ": r"$\delta$",
+    "σ": r"$\sigma$",
+    "λ": r"$\lambda$",
+    "μ": r"$\mu$",
+    "γ": r"$\gamma$",
+    "α": r"$\alpha$",
+    "ℓ": r"$\ell$",
+    "∞": r"$\infty$",
+    "≤": r"$\le$",
+    "≥": r"$\ge$",
+    "±": r"$\pm$",
+    "×": r"$\times$",
+    "→": r"$\to$",
+    "≈": r"$\approx$",
+    "√": r"$\surd$",
+    "‖": r"$\|$",
+    "·": r"$\cdot$",
+    "−": "-",
+    "—": "---",
+    "–": "--",
+}
+
+
+def latex_text(text: str) -> str:
+    """One cell as LaTeX text: the ten special characters escaped, the pages' Greek and maths symbols as macros."""
+    printable = (ch if ch.isprintable() else " " if ch.isspace() else "" for ch in text)  # a cell stays one line
+    return "".join(_LATEX_SYMBOLS.get(ch, ch) for ch in printable)
+
+
+def table_latex(table: pd.DataFrame) -> bytes:
+    """A table as a LaTeX ``tabular`` with booktabs rules, to paste into a paper; numbers to 4 significant digits."""
+
+    def cell(value: object) -> str:
+        if isinstance(value, (float, np.floating)):
+            v = float(value)
+            if math.isnan(v):
+                return "--"
+            return latex_text(("∞" if v > 0 else "-∞") if math.isinf(v) else f"{v:.4g}")  # 1e-05 stays 1e-05
+        return "--" if value is None or value is pd.NA else latex_text(str(value))
+
+    header = " & ".join(latex_text(str(c)) for c in table.columns)
+    rows = [" & ".join(cell(v) for v in row) + r" \\" for row in table.itertuples(index=False, name=None)]
+    lines = [
+        r"% needs \usepackage{booktabs}",
+        r"\begin{tabular}{" + "l" * max(1, table.shape[1]) + "}",
+        r"\toprule",
+        header + r" \\",
+        r"\midrule",
+        *rows,
+        r"\bottomrule",
+        r"\end{tabular}",
+        "",
+    ]
+    return "\n".join(lines).encode()
+
+
 def settings_caption(settings: Mapping[str, object]) -> str:
     """The settings behind a chart in one line, e.g. 'n = 60,000 · ℓ = 256 · σx = 0.0711 · δ = 1e-05'."""
     parts = []
