@@ -130,7 +130,7 @@ def table_csv(table: pd.DataFrame) -> bytes:
     return buffer.getvalue().encode("utf-8-sig")
 
 
-# LaTeX's ten special characters, and the symbols the pages print as macros that compile under pdflatex.
+# LaTeX's ten special characters, and the symbols the pages print as macros for pdflatex's default encoding.
 _LATEX_SYMBOLS = {
     "\\": r"\textbackslash{}",
     "&": r"\&",
