@@ -15,10 +15,12 @@ from dpmix_core.privacy.release import PRIVATE_NORMALISATION
 from dpmix_core.views.accounting_presets import ACCOUNTING_PRESETS
 from dpmix_core.views.background import shared_background
 from dpmix_core.views.budget import budget_table, dp_pca_budget_item, dpsgd_budget_item, label_budget_item
+from dpmix_core.views.exports import latex_text
 from dpmix_core.views.figures import epsilon_curve_figure, fdp_tradeoff_figure, profile_figure
 from dpmix_core.views.html_report import accountant_report
 from dpmix_core.views.inputs import format_count, format_real
 from dpmix_core.views.privacy_scale import DEPLOYMENTS, headline
+from dpmix_core.views.privacy_statement import privacy_statement
 from dpmix_core.views.reports import (
     RELEASE_MODELS,
     ReleaseReading,
@@ -415,7 +417,10 @@ def cached_report(setting: MixingSetting, delta: float, model: str, pld_accuracy
 
 def _report(setting: MixingSetting, delta: float) -> None:
     st.subheader("Share")
-    if st.button("Prepare a one-file HTML report (settings, plain-language reading, table, figures)", key=K + "report"):
+    if st.button(
+        "Prepare a one-file HTML report (settings, plain-language reading, privacy statement, table, figures)",
+        key=K + "report",
+    ):
         page = cached_report(setting, delta, st.session_state[K + "model"], st.session_state[K + "pld_accuracy"])
         st.download_button(
             "Download the report (.html, opens offline)",
@@ -476,6 +481,35 @@ def _solve_points(name: str, setting: MixingSetting, target: float, delta: float
     st.button("Use this T above", on_click=_apply_points, args=(budget.T,), key=K + "apply_T")
 
 
+def _statement(reading: ReleaseReading | None) -> None:
+    if reading is None or reading.result is None or reading.release is None:
+        st.info("No accountant gives a rigorous bound for this release model: there is no guarantee to state.")
+        return
+    st.markdown(
+        "A paragraph for a paper's methods section or a data-release note: the headline's release (the release "
+        "model chosen above) and its accountant's guarantee, in words. Copy it with the icon at its corner."
+    )
+    text = privacy_statement(reading.release, reading.result)
+    st.code(text, language=None, wrap_lines=True)
+    with st.container(horizontal=True):
+        st.download_button(
+            "Statement (text)",
+            text.encode(),
+            "privacy_statement.txt",
+            "text/plain",
+            key=K + "stmt_txt",
+            on_click="ignore",
+        )
+        st.download_button(
+            "Statement (LaTeX)",
+            latex_text(text).encode(),
+            "privacy_statement.tex",
+            "text/x-tex",
+            key=K + "stmt_tex",
+            on_click="ignore",
+        )
+
+
 def _explanations() -> None:
     for info in accountant_info():
         with st.expander(f"{info.name} — {info.title} · {info.guarantee}"):
@@ -517,12 +551,13 @@ if setting is not None:
     )
     reading = _headline(setting, delta)
     _table(setting, delta)
-    tab_curves, tab_attack, tab_budget, tab_cal, tab_explain, tab_context = st.tabs(
+    tab_curves, tab_attack, tab_budget, tab_cal, tab_statement, tab_explain, tab_context = st.tabs(
         [
             "Curves",
             "What an attacker can do",
             "Privacy budget",
             "Calibrate σ or T for a target ε",
+            "Privacy statement",
             "What each accountant does",
             "What ε means",
         ]
@@ -535,6 +570,8 @@ if setting is not None:
         _attacker(setting, reading, delta)
     with tab_cal:
         _calibrate(setting, delta)
+    with tab_statement:
+        _statement(reading)
     with tab_explain:
         _explanations()
     with tab_context:

@@ -119,6 +119,14 @@ def test_solve_for_T_when_one_point_is_too_much_is_an_error(at):
     assert not at.exception and any("even one point costs" in e.value for e in at.error)
 
 
+def test_privacy_statement_tab_follows_the_release_model(at):
+    statements = [c.value for c in at.code if c.value.startswith("We release T = 10,000")]
+    assert len(statements) == 1 and "without replacement" in statements[0] and "rigorous upper bound" in statements[0]
+    at.radio(key="acc_model").set_value("poisson").run()  # Poisson sampling (DPFMix)
+    statements = [c.value for c in at.code if c.value.startswith("We release T = 10,000")]
+    assert not at.exception and "Poisson sample" in statements[0] and "added or removed" in statements[0]
+
+
 def test_curve_axes(at):
     for axis in ["T", "ℓ", "σx"]:
         at.radio(key="acc_axis").set_value(axis).run()

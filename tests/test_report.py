@@ -27,6 +27,7 @@ def test_report_is_self_contained_and_says_what_the_release_is(tmp_path, capsys)
     page = out.read_text()
     assert "In plain language" in page and "rigorous upper bound" in page and "rdp-wor" in page
     assert "attacker" in page.lower() and "Libraries:" in page
+    assert "Privacy statement" in page and "-differential privacy under replace-one adjacency" in page
     assert not re.search(r"<script[^>]+src=", page)  # plotly.js inlined: opens offline
     assert page.count("plotly.js v") <= 2  # inlined once, not per figure
     assert list(tmp_path.iterdir()) == [out]  # no temporary left behind

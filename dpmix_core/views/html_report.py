@@ -19,6 +19,7 @@ import dpmix_core
 from dpmix_core.privacy.accountants import MixingSetting
 from dpmix_core.views.figures import epsilon_curve_figure, fdp_tradeoff_figure, profile_figure
 from dpmix_core.views.privacy_scale import headline
+from dpmix_core.views.privacy_statement import privacy_statement
 from dpmix_core.views.reports import (
     RELEASE_MODELS,
     curve_anchor,
@@ -93,7 +94,8 @@ def html_report(title: str, sections: Sequence[Section], *, settings: dict | Non
 
 
 def accountant_report(setting: MixingSetting, delta: float, model: str, *, pld_accuracy: float = 0.2) -> str:
-    """The Privacy accountant page as a report: headline, every accountant's epsilon, curves, attacker view."""
+    """The Privacy accountant page as a report: headline, privacy statement, every accountant's epsilon, curves,
+    attacker view."""
     reading = release_reading(setting, delta, model, pld_accuracy=pld_accuracy)
     table = epsilon_table(setting, delta, pld_accuracy=pld_accuracy)
     table = table.drop(columns=[c for c in ("epsilon", "reference", "upper_bound") if c in table.columns])
@@ -109,6 +111,8 @@ def accountant_report(setting: MixingSetting, delta: float, model: str, *, pld_a
     else:
         h = headline(reading.epsilon, delta, reading.accountant)
         sections.append(Section("In plain language", h.text()))
+    if reading.release is not None and reading.result is not None:
+        sections.append(Section("Privacy statement", privacy_statement(reading.release, reading.result)))
     sections.append(
         Section(
             "Every accountant",

@@ -242,6 +242,7 @@ class ReleaseReading:
     gdp_mu: float  # reference: mu-GDP with the same delta at this epsilon
     gdp_beta: tuple[float, ...]
     release: MixingRelease | None = None  # the release the headline accountant analysed
+    result: EpsilonResult | None = None  # the headline accountant's result on it
 
 
 def release_reading(
@@ -295,6 +296,7 @@ def release_reading(
             math.nan,
             empty,
             release,
+            result,
         )
     eps_grid = np.linspace(0.0, max(3 * result.epsilon, 1.0), points)
     profile = privacy_profile(release, eps_grid)
@@ -313,4 +315,5 @@ def release_reading(
         mu,
         tuple(float(g) for g in gdp),
         release,
+        result,
     )

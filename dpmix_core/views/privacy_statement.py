@@ -1,0 +1,118 @@
+"""A privacy statement for a paper's methods section or a data-release note, written from one accounted release.
+
+What was released comes from the :class:`~dpmix_core.privacy.release.MixingRelease` (sampling, sizes, noise,
+bounds, what was mixed, post-processing); the guarantee from the accountant's result on that release (its ε, δ,
+adjacency, what it protects, whether it is a rigorous upper bound, its reference). Nothing is restated by hand,
+so the paragraph cannot claim more than the accountant does: an approximation is called one, a release outside
+every accountant's assumptions says so instead of stating a guarantee.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dpmix_core import __version__
+from dpmix_core.privacy.accountants import EpsilonResult
+from dpmix_core.privacy.release import Adjacency, Mechanism, MixingRelease, Protects
+
+__all__ = ["privacy_statement"]
+
+_ADJACENCY = {
+    Adjacency.REPLACE_ONE: "replace-one adjacency (neighbouring datasets differ in one person's record, replaced "
+    "by another; n is public)",
+    Adjacency.ADD_REMOVE_ONE: "add/remove-one adjacency (neighbouring datasets differ by one person's record, "
+    "added or removed)",
+}
+_PROTECTS = {
+    Protects.FEATURES_AND_LABELS: "the whole record, features and label",
+    Protects.FEATURES_ONLY: "the record's features only (a swap within its class: its label is not protected)",
+}
+
+
+def _what_was_released(r: MixingRelease) -> str:
+    noise = (
+        f"plus Gaussian noise of standard deviation σx = {r.sigma_x:.4g} on every feature and σy = "
+        f"{r.sigma_y:.4g} on every label entry"
+    )
+    if r.mechanism is Mechanism.POISSON:
+        q = r.mix_degree / r.n
+        return (
+            f"We release T = {r.num_points:,} synthetic points. Each is the sum of the records in a Poisson sample "
+            f"(every record included independently with probability q = m/n = {r.mix_degree:,}/{r.n:,} = {q:.3g}, "
+            f"n stated publicly) divided by m = {r.mix_degree:,}, {noise}."
+        )
+    if r.mechanism is Mechanism.CLASS_CENTRIC and r.class_sizes is not None:
+        k, low, high = len(r.class_sizes), min(r.class_sizes), max(r.class_sizes)
+        sizes = f"{low:,} each" if low == high else f"{low:,} to {high:,}"
+        return (
+            f"We release T = {r.num_points:,} synthetic points, ⌊T/K⌋ = {r.num_points // k:,} for each of the "
+            f"K = {k} classes (class sizes {sizes}, treated as public). "
+            f"Each is the average of ℓ = {r.mix_degree:,} distinct records of one class, drawn uniformly without "
+            f"replacement, {noise}."
+        )
+    return (
+        f"We release T = {r.num_points:,} synthetic points. Each is the average of ℓ = {r.mix_degree:,} distinct "
+        f"records drawn uniformly without replacement from the n = {r.n:,} private records, {noise}."
+    )
+
+
+def _preparation(r: MixingRelease) -> str:
+    parts = [f"Before mixing, every record is brought within public bounds ({r.bounds.describe()})"]
+    if r.preprocessing == "zscore":
+        parts.append("after z-scoring with public constants")
+    if r.feature_transform != "pixels":
+        parts.append(f"and its features are {r.feature_transform}, a public map applied to each record alone")
+    text = " ".join(parts) + "."
+    post = [
+        what
+        for flag, what in (
+            (r.clamp_negative, "negative values set to 0"),
+            (r.hard_labels, "labels replaced by their argmax"),
+        )
+        if flag
+    ]
+    if post:
+        text += f" The released points then have {' and '.join(post)} (post-processing)."
+    return text
+
+
+def privacy_statement(release: MixingRelease, result: EpsilonResult, *, reference: str | None = None) -> str:
+    """One paragraph: what was released, how records were bounded, and the guarantee exactly as the accountant states it.
+
+    Args:
+        release: the release as mechanism and accountant see it (e.g. ``ReleaseReading.release``).
+        result: an accountant's :class:`EpsilonResult` on that release.
+        reference: the accountant's paper (default: ``result.reference``).
+
+    Returns:
+        Plain text (Unicode ε, δ, σ, ℓ); :func:`dpmix_core.views.exports.latex_text` turns it into LaTeX.
+    """
+    guarantee_of = _ADJACENCY[release.adjacency] + f", protecting {_PROTECTS[release.protects]}"
+    cite = reference or result.reference
+    eps = "∞" if math.isinf(result.epsilon) else f"{result.epsilon:.3g}"
+    if result.not_covered is not None:
+        guarantee = (
+            f"No differential-privacy guarantee is claimed: {result.not_covered}, which no accountant covers "
+            f"(ε = {eps} at δ = {result.delta:.2g} from {result.accountant} is shown for reference only)."
+        )
+    elif not math.isfinite(result.epsilon):
+        guarantee = f"No finite ε is certified for this release under {result.accountant} (too little noise)."
+    elif result.upper_bound:
+        guarantee = (
+            f"The release satisfies (ε, δ) = ({eps}, {result.delta:.2g})-differential privacy under {guarantee_of}; "
+            f"ε is a rigorous upper bound computed with the {result.accountant} accountant ({cite})."
+        )
+    else:
+        guarantee = (
+            f"Under {guarantee_of}, the {result.accountant} accountant ({cite}) estimates ε ≈ {eps} at "
+            f"δ = {result.delta:.2g}; this is an approximation, not an upper bound, and is no guarantee."
+        )
+    closing = (
+        "Every model or statistic computed from the released points alone inherits the guarantee (post-processing)."
+        if result.upper_bound and result.not_covered is None and math.isfinite(result.epsilon)
+        else ""
+    )
+    tool = f"Accounting by DPMix Studio (dpmix_core {__version__})."
+    return " ".join(
+        part for part in (_what_was_released(release), _preparation(release), guarantee, closing, tool) if part
+    )
