@@ -78,6 +78,14 @@ def test_max_points_answers_the_most_T_per_accountant(capsys):
     assert code == 2 and err.count("\n") == 1 and "even one point costs" in err
 
 
+def test_epsilon_statement_is_one_paragraph_for_one_accountant(capsys):
+    code, out, _ = run(capsys, "epsilon", "--accountant", "rdp-wor", *BASE, *SIGMA, "--statement")
+    assert code == 0 and out.count("\n") == 1 and out.startswith("We release T = 10,000 synthetic points")
+    assert "rigorous upper bound computed with the rdp-wor accountant" in out
+    code, out, err = run(capsys, "epsilon", "--accountant", "all", *BASE, *SIGMA, "--statement")
+    assert code == 2 and "one accountant" in err and not out
+
+
 def test_no_noise_prints_inf(capsys):
     code, out, _ = run(
         capsys, "epsilon", "--accountant", "gdp-clt", *BASE, "--sigma-x", "0", "--sigma-y", "0", "--json"

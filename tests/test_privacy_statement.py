@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, equal_class_sizes, get_accountant
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
-from dpmix_core.views.privacy_statement import privacy_statement
+from dpmix_core.views.privacy_statement import _ceil_3g, privacy_statement
 from dpmix_core.views.release_models import RELEASE_MODELS
 from dpmix_core.views.reports import release_reading
 
@@ -27,7 +27,9 @@ def _statement(name, setting, delta=1e-5):
 def test_headline_statement_states_the_release_and_its_rigorous_bound(model):
     reading = release_reading(THESIS, 1e-5, model, with_curves=False)
     text = privacy_statement(reading.release, reading.result)
-    assert f"({reading.epsilon:.3g}, 1e-05)-differential privacy" in text
+    printed = float(text.split("(ε, δ) = (")[1].split(",")[0])
+    assert reading.epsilon <= printed <= reading.epsilon * 1.01  # rounded up: the printed bound is never lower
+    assert ", 1e-05)-differential privacy" in text and "rounded up" in text
     assert f"rigorous upper bound computed with the {reading.accountant} accountant" in text
     assert "T = 10,000 synthetic points" in text and "σx = 0.0711" in text and "256" in text
     adjacency = "added or removed" if model == "poisson" else "replaced by another"
@@ -84,3 +86,14 @@ def test_the_statement_claims_a_guarantee_exactly_when_the_accountant_gives_one(
     guaranteed = result.upper_bound and result.not_covered is None and math.isfinite(result.epsilon)
     assert ("-differential privacy under" in text) == guaranteed
     assert f"the {name} accountant" in text or name in text
+
+
+@pytest.mark.parametrize(("x", "printed"), [(0.564, "0.564"), (0.9995, "1"), (1.0004, "1.01"), (11.83, "11.9")])
+def test_a_bound_is_printed_rounded_up(x, printed):
+    assert _ceil_3g(x) == printed and float(printed) >= x
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=st.floats(1e-12, 1e12))
+def test_rounding_up_never_prints_less(x):
+    assert x <= float(_ceil_3g(x)) <= x * 1.01 + 1e-300

@@ -170,11 +170,19 @@ def cmd_epsilon(args: argparse.Namespace) -> int:
 
     names = _names(args.accountant)
     setting = _setting(args)
+    if args.statement and len(names) > 1:
+        raise CliError("--statement speaks for one accountant's release: name it with --accountant (not 'all')")
     if len(names) > 1:
         results = epsilon_all(setting, args.delta)
     else:
         acc = get_accountant(names[0])
-        results = [acc.epsilon(acc.release_for(setting), args.delta)]
+        release = acc.release_for(setting)
+        results = [acc.epsilon(release, args.delta)]
+        if args.statement:
+            from dpmix_core.views.privacy_statement import privacy_statement
+
+            print(privacy_statement(release, results[0]))
+            return 0
     if args.json:
         _emit([r.to_json() for r in results], args.accountant == "all")
     else:
@@ -808,6 +816,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("epsilon", help="epsilon of a mixing release under one or all accountants")
     add_setting_arguments(p, with_sigma=True)
+    p.add_argument(
+        "--statement",
+        action="store_true",
+        help="print the release and the accountant's guarantee as one paragraph for a paper (one accountant)",
+    )
     p.set_defaults(func=cmd_epsilon)
     p = sub.add_parser("calibrate", help="sigma_x (sigma_y = lambda sigma_x) reaching a target epsilon")
     add_setting_arguments(p, with_sigma=False)

@@ -10,6 +10,7 @@ every accountant's assumptions says so instead of stating a guarantee.
 from __future__ import annotations
 
 import math
+from decimal import ROUND_CEILING, Decimal
 
 from dpmix_core import __version__
 from dpmix_core.privacy.accountants import EpsilonResult
@@ -76,6 +77,15 @@ def _preparation(r: MixingRelease) -> str:
     return text
 
 
+def _ceil_3g(x: float) -> str:
+    """x rounded *up* to 3 significant digits: a printed upper bound never falls below the computed one."""
+    if x <= 0 or not math.isfinite(x):
+        return f"{x:.3g}"
+    exact = Decimal(x)  # the double's exact value: no division error can round it down
+    quantum = Decimal(1).scaleb(exact.adjusted() - 2)
+    return f"{float(exact.quantize(quantum, rounding=ROUND_CEILING)):.3g}"
+
+
 def privacy_statement(release: MixingRelease, result: EpsilonResult, *, reference: str | None = None) -> str:
     """One paragraph: what was released, how records were bounded, and the guarantee exactly as the accountant states it.
 
@@ -90,6 +100,7 @@ def privacy_statement(release: MixingRelease, result: EpsilonResult, *, referenc
     guarantee_of = _ADJACENCY[release.adjacency] + f", protecting {_PROTECTS[release.protects]}"
     cite = reference or result.reference
     eps = "∞" if math.isinf(result.epsilon) else f"{result.epsilon:.3g}"
+    bound = _ceil_3g(result.epsilon)
     if result.not_covered is not None:
         guarantee = (
             f"No differential-privacy guarantee is claimed: {result.not_covered}, which no accountant covers "
@@ -99,8 +110,8 @@ def privacy_statement(release: MixingRelease, result: EpsilonResult, *, referenc
         guarantee = f"No finite ε is certified for this release under {result.accountant} (too little noise)."
     elif result.upper_bound:
         guarantee = (
-            f"The release satisfies (ε, δ) = ({eps}, {result.delta:.2g})-differential privacy under {guarantee_of}; "
-            f"ε is a rigorous upper bound computed with the {result.accountant} accountant ({cite})."
+            f"The release satisfies (ε, δ) = ({bound}, {result.delta:.2g})-differential privacy under {guarantee_of}; "
+            f"ε is a rigorous upper bound computed with the {result.accountant} accountant ({cite}), rounded up."
         )
     else:
         guarantee = (
