@@ -12,6 +12,7 @@ from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, equal_cla
 from dpmix_core.privacy.budget import compose_budget, mixing_item
 from dpmix_core.privacy.calibration import calibrate_sigma, max_points
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
+from dpmix_core.privacy.statement import privacy_statement
 from dpmix_core.views.accounting_presets import ACCOUNTING_PRESETS
 from dpmix_core.views.background import shared_background
 from dpmix_core.views.budget import budget_table, dp_pca_budget_item, dpsgd_budget_item, label_budget_item
@@ -20,7 +21,6 @@ from dpmix_core.views.figures import epsilon_curve_figure, fdp_tradeoff_figure, 
 from dpmix_core.views.html_report import accountant_report
 from dpmix_core.views.inputs import format_count, format_real
 from dpmix_core.views.privacy_scale import DEPLOYMENTS, headline
-from dpmix_core.views.privacy_statement import privacy_statement
 from dpmix_core.views.reports import (
     RELEASE_MODELS,
     ReleaseReading,

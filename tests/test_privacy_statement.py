@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, equal_class_sizes, get_accountant
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
-from dpmix_core.views.privacy_statement import _ceil_3g, privacy_statement
+from dpmix_core.privacy.statement import _ceil_3g, privacy_statement
 from dpmix_core.views.release_models import RELEASE_MODELS
 from dpmix_core.views.reports import release_reading
 
@@ -97,3 +97,22 @@ def test_a_bound_is_printed_rounded_up(x, printed):
 @given(x=st.floats(1e-12, 1e12))
 def test_rounding_up_never_prints_less(x):
     assert x <= float(_ceil_3g(x)) <= x * 1.01 + 1e-300
+
+
+def test_a_weak_guarantee_is_called_weak():
+    weak, result = _statement("rdp-wor", THESIS)  # 11.8
+    strong, _ = _statement("rdp-wor", replace(THESIS, sigma_x=1.0, sigma_y=1.0))
+    assert result.epsilon > 10 and "weak protection" in weak and "weak protection" not in strong
+
+
+def test_the_card_of_a_release_carries_the_statement_of_its_tightest_guarantee():
+    from dpmix_core.privacy.statement import card_statement
+
+    acc = get_accountant("rdp-wor")
+    release = acc.release_for(THESIS)
+    entries = [get_accountant(n).epsilon(release, 1e-5).to_json() for n in ("lee2019", "rdp-wor")]
+    text = card_statement(release, entries)
+    best = min(e["epsilon"] for e in entries)
+    assert "the rdp-wor accountant" in text and best <= float(text.split("(ε, δ) = (")[1].split(",")[0])
+    no_noise = acc.release_for(replace(THESIS, sigma_x=0.0, sigma_y=0.0))
+    assert "No finite ε" in card_statement(no_noise, [acc.epsilon(no_noise, 1e-5).to_json()])

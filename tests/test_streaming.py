@@ -40,6 +40,7 @@ def test_shapes_files_and_card(tmp_path):
     assert all(isinstance(e["epsilon"], float) and e["epsilon"] > 0 for e in card["epsilons"])
     assert out.release.n == 400 and out.release.mix_degree == 8 and out.release.num_points == 1000
     assert "not bit-identical" in card["streamed"]["note"]
+    assert card["statement"].startswith("We release T = 1,000 synthetic points") and "n = 400" in card["statement"]
 
 
 def test_exact_distinct_records_per_point(tmp_path):

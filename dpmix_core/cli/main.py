@@ -179,7 +179,7 @@ def cmd_epsilon(args: argparse.Namespace) -> int:
         release = acc.release_for(setting)
         results = [acc.epsilon(release, args.delta)]
         if args.statement:
-            from dpmix_core.views.privacy_statement import privacy_statement
+            from dpmix_core.privacy.statement import privacy_statement
 
             print(privacy_statement(release, results[0]))
             return 0

@@ -23,6 +23,7 @@ import numpy as np
 
 import dpmix_core
 from dpmix_core.privacy.release import MixingRelease
+from dpmix_core.privacy.statement import card_statement
 from dpmix_core.resources.files import check_new_file, write_files_atomically
 from dpmix_core.synthesis.pipeline import Synthesis
 
@@ -102,6 +103,8 @@ def privacy_card(synthesis: Synthesis, *, epsilons: list[dict] | None = None) ->
         card["epsilons"] = list(card_epsilons(release, config.delta) if epsilons is None else epsilons)
         if any(not e["upper_bound"] for e in card["epsilons"]):
             card["caveats"].append(GDP_CLT_CAVEAT)
+        if card["epsilons"]:
+            card["statement"] = card_statement(release, card["epsilons"])  # for a release note, in words
     else:
         card["epsilons"].append(
             {

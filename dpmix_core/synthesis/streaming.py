@@ -58,6 +58,7 @@ from dpmix_core.mechanisms.engine import (
 )
 from dpmix_core.mechanisms.sampling import sample_mixture_indices, sample_poisson_batches
 from dpmix_core.privacy.release import MixingRelease
+from dpmix_core.privacy.statement import card_statement
 from dpmix_core.resources.files import check_new_file, file_mode, make_temp_dir, remove_own_temp
 from dpmix_core.resources.limits import LimitExceeded
 
@@ -387,6 +388,8 @@ def streaming_card(
                 )
         if any(e.get("upper_bound") is False for e in card["epsilons"]):
             card["caveats"].append("gdp-clt is a central-limit approximation, not an upper bound; use pld-poisson.")
+    if any("epsilon" in e for e in card["epsilons"]):
+        card["statement"] = card_statement(release, card["epsilons"])  # for a release note, in words
     return clean_json(card)
 
 

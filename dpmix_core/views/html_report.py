@@ -17,9 +17,9 @@ import plotly.graph_objects as go
 
 import dpmix_core
 from dpmix_core.privacy.accountants import MixingSetting
+from dpmix_core.privacy.statement import privacy_statement
 from dpmix_core.views.figures import epsilon_curve_figure, fdp_tradeoff_figure, profile_figure
 from dpmix_core.views.privacy_scale import headline
-from dpmix_core.views.privacy_statement import privacy_statement
 from dpmix_core.views.reports import (
     RELEASE_MODELS,
     curve_anchor,

@@ -10,13 +10,19 @@ every accountant's assumptions says so instead of stating a guarantee.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
+from typing import TYPE_CHECKING, Any
 
 from dpmix_core import __version__
-from dpmix_core.privacy.accountants import EpsilonResult
 from dpmix_core.privacy.release import Adjacency, Mechanism, MixingRelease, Protects
 
-__all__ = ["privacy_statement"]
+if TYPE_CHECKING:  # the accountants load dp_accounting: a card or a CLI line needs only the result's fields
+    from dpmix_core.privacy.accountants import EpsilonResult
+
+__all__ = ["WEAK_EPSILON", "StatedResult", "card_statement", "privacy_statement"]
+
+WEAK_EPSILON = 10.0  # above: the statement says the guarantee is weak (the pages' "weak" band ends here)
 
 _ADJACENCY = {
     Adjacency.REPLACE_ONE: "replace-one adjacency (neighbouring datasets differ in one person's record, replaced "
@@ -28,6 +34,31 @@ _PROTECTS = {
     Protects.FEATURES_AND_LABELS: "the whole record, features and label",
     Protects.FEATURES_ONLY: "the record's features only (a swap within its class: its label is not protected)",
 }
+
+
+@dataclass(frozen=True)
+class StatedResult:
+    """The fields of an accountant's result a statement reads: an EpsilonResult has them, so has a card's entry."""
+
+    accountant: str
+    epsilon: float
+    delta: float
+    upper_bound: bool
+    reference: str
+    not_covered: str | None = None
+
+    @classmethod
+    def from_card(cls, entry: dict[str, Any]) -> StatedResult:
+        """One entry of a privacy card's "epsilons" (``EpsilonResult.to_json``; infinite epsilon as "inf")."""
+        eps = entry["epsilon"]
+        return cls(
+            accountant=str(entry["accountant"]),
+            epsilon=float(eps),  # float("inf") reads the JSON's "inf"
+            delta=float(entry["delta"]),
+            upper_bound=bool(entry["upper_bound"]),
+            reference=str(entry.get("reference") or "see the card"),
+            not_covered=entry.get("not_covered"),
+        )
 
 
 def _what_was_released(r: MixingRelease) -> str:
@@ -86,7 +117,9 @@ def _ceil_3g(x: float) -> str:
     return f"{float(exact.quantize(quantum, rounding=ROUND_CEILING)):.3g}"
 
 
-def privacy_statement(release: MixingRelease, result: EpsilonResult, *, reference: str | None = None) -> str:
+def privacy_statement(
+    release: MixingRelease, result: EpsilonResult | StatedResult, *, reference: str | None = None
+) -> str:
     """One paragraph: what was released, how records were bounded, and the guarantee exactly as the accountant states it.
 
     Args:
@@ -113,6 +146,11 @@ def privacy_statement(release: MixingRelease, result: EpsilonResult, *, referenc
             f"The release satisfies (ε, δ) = ({bound}, {result.delta:.2g})-differential privacy under {guarantee_of}; "
             f"ε is a rigorous upper bound computed with the {result.accountant} accountant ({cite}), rounded up."
         )
+        if result.epsilon > WEAK_EPSILON:
+            guarantee += (
+                f" An ε above {WEAK_EPSILON:g} is weak protection: an attacker's odds about any one person may change "
+                "by up to a factor e^ε."
+            )
     else:
         guarantee = (
             f"Under {guarantee_of}, the {result.accountant} accountant ({cite}) estimates ε ≈ {eps} at "
@@ -127,3 +165,14 @@ def privacy_statement(release: MixingRelease, result: EpsilonResult, *, referenc
     return " ".join(
         part for part in (_what_was_released(release), _preparation(release), guarantee, closing, tool) if part
     )
+
+
+def card_statement(release: MixingRelease, entries: list[dict[str, Any]]) -> str:
+    """The statement for a privacy card: its tightest finite rigorous epsilon, else what its first entry says."""
+    results = [StatedResult.from_card(e) for e in entries if "epsilon" in e]  # not an accountant's error entry
+    guarantees = [r for r in results if r.upper_bound and r.not_covered is None and math.isfinite(r.epsilon)]
+    if guarantees:
+        return privacy_statement(release, min(guarantees, key=lambda r: r.epsilon))
+    if not results:
+        raise ValueError("a privacy card without an epsilon has no statement.")
+    return privacy_statement(release, results[0])
