@@ -117,21 +117,19 @@ def _ceil_3g(x: float) -> str:
     return f"{float(exact.quantize(quantum, rounding=ROUND_CEILING)):.3g}"
 
 
-def privacy_statement(
-    release: MixingRelease, result: EpsilonResult | StatedResult, *, reference: str | None = None
-) -> str:
+def privacy_statement(release: MixingRelease, result: EpsilonResult | StatedResult) -> str:
     """One paragraph: what was released, how records were bounded, and the guarantee exactly as the accountant states it.
 
     Args:
         release: the release as mechanism and accountant see it (e.g. ``ReleaseReading.release``).
-        result: an accountant's :class:`EpsilonResult` on that release.
-        reference: the accountant's paper (default: ``result.reference``).
+        result: an accountant's :class:`EpsilonResult` on that release, or the same fields read from its privacy
+            card (:class:`StatedResult`).
 
     Returns:
         Plain text (Unicode ε, δ, σ, ℓ); :func:`dpmix_core.views.exports.latex_text` turns it into LaTeX.
     """
     guarantee_of = _ADJACENCY[release.adjacency] + f", protecting {_PROTECTS[release.protects]}"
-    cite = reference or result.reference
+    cite = result.reference
     eps = "∞" if math.isinf(result.epsilon) else f"{result.epsilon:.3g}"
     bound = _ceil_3g(result.epsilon)
     if result.not_covered is not None:
