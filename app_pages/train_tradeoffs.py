@@ -112,6 +112,9 @@ def _release_file_builder():
         st.error(str(exc))
         return None
     st.markdown(f"**Release:** {summary}")
+    if release.card.get("statement"):  # cards written since the statement exists carry it
+        with st.expander("Its privacy statement (from the card)"):
+            st.write(release.card["statement"])
     if st.button("Recompute the card's ε from its description", key=K + "verify"):
         st.session_state[K + "verified"] = release.sha256
     if st.session_state.get(K + "verified") == release.sha256:

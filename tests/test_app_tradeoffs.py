@@ -234,6 +234,7 @@ def test_a_release_file_is_trained_on_by_the_models_picked(at, release_npz, tmp_
     assert any(
         "**Release:** embedded · dpmix, pixels · T = 300" in m.value and "rdp-wor" in m.value for m in at.markdown
     )
+    assert any(m.value.startswith("We release T = 300 synthetic points") for m in at.markdown)  # the card's own words
     at.multiselect(key="tr_release_models").set_value(["linear", "corrected-lsq"])
     at.number_input(key="tr_release_epochs").set_value(1)
     at.number_input(key="tr_release_repeats").set_value(1).run()
