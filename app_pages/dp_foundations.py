@@ -432,7 +432,11 @@ st.write(
     "the **Laplace vs Gaussian** mechanisms, **differentially private PCA**, and **why mixing is private**. Move a "
     "slider and watch the noise."
 )
-dataset = load_data()
+try:
+    dataset = load_data()
+except ValueError as exc:  # e.g. DPMIX_DATA_DIR naming no folder: one line, not a traceback
+    st.error(str(exc))
+    st.stop()
 noise_seed = _header(dataset)
 _labels_section(dataset, noise_seed)
 st.divider()

@@ -234,7 +234,11 @@ st.write(
     "Accountants promise an upper bound on ε. This page looks for evidence from the other side: attacks "
     "on the mechanism, on models trained from the release, and on the released points themselves."
 )
-dataset = cached_dataset()
+try:
+    dataset = cached_dataset()
+except ValueError as exc:  # e.g. DPMIX_DATA_DIR naming no folder: one line, not a traceback
+    st.error(str(exc))
+    st.stop()
 if isinstance(shared := st.session_state.get(SHARED_RELEASE_KEY), SharedRelease):
     st.button(f"Use the release set on {shared.label()}", on_click=_use_shared, key=K + "use_shared")
 tab1, tab2, tab3 = st.tabs(["Empirical ε check", "Membership inference", "Re-identification"])

@@ -30,3 +30,14 @@ def test_presentation_mode_from_the_url_and_the_toggle():
     assert any("font-size: 20px" in m.value for m in at.markdown)
     at.toggle(key="present").set_value(False).run()
     assert not any("font-size: 20px" in m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_a_wrong_data_folder_is_one_error_not_a_traceback(page, monkeypatch, tmp_path):
+    """DPMIX_DATA_DIR naming no folder: each page says so in one line (or needs no data) and never crashes."""
+    monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path / "no-such-folder"))
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    assert all("no-such-folder" in e.value and "\n" not in e.value.strip() for e in at.error if "folder" in e.value)

@@ -1,6 +1,6 @@
 """Screenshots of the pages for the README (headless Chromium + Selenium, as in tests/test_e2e_browser.py).
 
-    DPMIX_DATA_DIR=/nonexistent .venv/bin/streamlit run app.py --server.port 8765 --server.headless true &
+    DPMIX_DATA_DIR=$(mktemp -d) .venv/bin/streamlit run app.py --server.port 8765 --server.headless true &
     .venv/bin/python docs/img/make_screenshots.py http://127.0.0.1:8765 docs/img
 
 Launch dp-pca-quick on Train & trade-offs first for a results chart there.
