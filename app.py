@@ -3,6 +3,7 @@ that folder and serve its legacy multipage mode on a deep link to a fresh server
 
 import streamlit as st
 
+from dpmix_core.resources.limits import limits_from_env
 from dpmix_core.runtime.jobs import cap_torch_threads
 
 cap_torch_threads()  # leave the cores to the training workers
@@ -50,4 +51,9 @@ with st.sidebar:
     )
 if st.session_state["present"]:
     st.markdown(PRESENT_CSS, unsafe_allow_html=True)
+try:
+    limits_from_env()  # DPMIX_MAX_MEMORY / DPMIX_MAX_SECONDS are read by every refusal: check them once, up front
+except ValueError as exc:
+    st.error(f"{exc} Fix it in the environment and restart the app (unset, it means the default).")
+    st.stop()
 page.run()

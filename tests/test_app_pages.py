@@ -41,3 +41,14 @@ def test_a_wrong_data_folder_is_one_error_not_a_traceback(page, monkeypatch, tmp
     at.switch_page(page).run()
     assert not at.exception, at.exception
     assert all("no-such-folder" in e.value and "\n" not in e.value.strip() for e in at.error if "folder" in e.value)
+
+
+@pytest.mark.parametrize(("name", "value"), [("DPMIX_MAX_MEMORY", "lots"), ("DPMIX_MAX_SECONDS", "-5")])
+def test_a_malformed_limit_in_the_environment_is_one_error_on_every_page(name, value, monkeypatch, tmp_path):
+    monkeypatch.setenv(name, value)
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert not at.exception, (page, at.exception)
+        assert [e.value for e in at.error] and all(name in e.value for e in at.error)
