@@ -201,6 +201,9 @@ epsilon_rows = [
 st.dataframe(epsilon_rows, hide_index=True, width="stretch")
 table_download(epsilon_rows, K + "eps_table", f"dpmix_{used.mechanism}_epsilons")
 
+if preview.statement:
+    with st.expander("Privacy statement of this release (as its card states it, for a release note)"):
+        st.write(preview.statement)
 for caveat in preview.caveats:
     st.warning(f"Caveat: {caveat}.")
 

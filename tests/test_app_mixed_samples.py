@@ -48,8 +48,12 @@ def test_guarantee_follows_preprocessing_and_label_protection(at):
     assert not at.exception and not at.warning
     assert at.number_input(key="mix_z_mean").value == pytest.approx(0.1307 * 255)
     assert set(eps_table(at)["guarantee"]) == {"rigorous upper bound"}
+    tightest = min(float(v) for v in eps_table(at)["ε"])  # the statement states the tightest, rounded up
+    [statement] = [m.value for m in at.markdown if m.value.startswith("We release T = 1,000")]
+    assert tightest <= float(statement.split("(ε, δ) = (")[1].split(",")[0]) <= tightest * 1.01
     at.selectbox(key="mix_prep").set_value("zscore-private").run()
     assert not at.exception and any("Not covered" in e.value for e in at.error)
+    assert any("No differential-privacy guarantee is claimed" in m.value for m in at.markdown)
     assert set(eps_table(at)["guarantee"]) == {"not covered: normalisation constants computed from the private data"}
     assert any("not covered" in w.value for w in at.warning)
     at.selectbox(key="mix_prep").set_value("unit")

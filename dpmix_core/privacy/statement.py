@@ -10,6 +10,7 @@ every accountant's assumptions says so instead of stating a guarantee.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ from dpmix_core.privacy.release import Adjacency, Mechanism, MixingRelease, Prot
 if TYPE_CHECKING:  # the accountants load dp_accounting: a card or a CLI line needs only the result's fields
     from dpmix_core.privacy.accountants import EpsilonResult
 
-__all__ = ["WEAK_EPSILON", "StatedResult", "card_statement", "privacy_statement"]
+__all__ = ["WEAK_EPSILON", "StatedResult", "card_statement", "privacy_statement", "tightest_statement"]
 
 WEAK_EPSILON = 10.0  # above: the statement says the guarantee is weak (the pages' "weak" band ends here)
 
@@ -165,12 +166,16 @@ def privacy_statement(release: MixingRelease, result: EpsilonResult | StatedResu
     )
 
 
-def card_statement(release: MixingRelease, entries: list[dict[str, Any]]) -> str:
-    """The statement for a privacy card: its tightest finite rigorous epsilon, else what its first entry says."""
-    results = [StatedResult.from_card(e) for e in entries if "epsilon" in e]  # not an accountant's error entry
+def tightest_statement(release: MixingRelease, results: Sequence[EpsilonResult | StatedResult]) -> str:
+    """The statement of the tightest finite, covered, rigorous epsilon among ``results``, else of the first result."""
     guarantees = [r for r in results if r.upper_bound and r.not_covered is None and math.isfinite(r.epsilon)]
     if guarantees:
         return privacy_statement(release, min(guarantees, key=lambda r: r.epsilon))
     if not results:
-        raise ValueError("a privacy card without an epsilon has no statement.")
+        raise ValueError("a release without an epsilon has no statement.")
     return privacy_statement(release, results[0])
+
+
+def card_statement(release: MixingRelease, entries: list[dict[str, Any]]) -> str:
+    """The statement for a privacy card, from its "epsilons" entries (an accountant's error entry is skipped)."""
+    return tightest_statement(release, [StatedResult.from_card(e) for e in entries if "epsilon" in e])

@@ -8,6 +8,7 @@ import numpy as np
 
 from dpmix_core.data import Dataset
 from dpmix_core.privacy.accountants import EpsilonResult, applicable_accountants
+from dpmix_core.privacy.statement import tightest_statement
 from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release, resolve_sigma, synthesize
 
 __all__ = ["ClassPreview", "MixingPreview", "PREVIEW_MECHANISMS", "mixing_preview"]
@@ -43,6 +44,7 @@ class MixingPreview:
     caveats: tuple[str, ...]  # things the accountant does not cover
     display_note: str
     images: bool = True  # False: tabular records (rows of numbers), shown as tables
+    statement: str | None = None  # the tightest guarantee in words, as the release's card will state it
 
 
 def _display(images: np.ndarray, unit: bool) -> np.ndarray:
@@ -111,4 +113,5 @@ def mixing_preview(
     else:
         display_note = "Features are z-scored/clipped, so each image is min-max scaled for display."
     caveats = release.caveats()
-    return MixingPreview(tuple(previews), epsilons, config, noisy.notes, caveats, display_note, images)
+    statement = tightest_statement(release, epsilons) if epsilons else None
+    return MixingPreview(tuple(previews), epsilons, config, noisy.notes, caveats, display_note, images, statement)
