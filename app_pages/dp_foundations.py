@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages.shared.widgets import chart, table_download
+from app_pages.shared.widgets import chart, loaded_or_stop, table_download
 from dpmix_core.data import Dataset, default_dataset
 from dpmix_core.teaching import (
     EFFECT_MODELS,
@@ -432,11 +432,7 @@ st.write(
     "the **Laplace vs Gaussian** mechanisms, **differentially private PCA**, and **why mixing is private**. Move a "
     "slider and watch the noise."
 )
-try:
-    dataset = load_data()
-except ValueError as exc:  # e.g. DPMIX_DATA_DIR naming no folder: one line, not a traceback
-    st.error(str(exc))
-    st.stop()
+dataset = loaded_or_stop(load_data)
 noise_seed = _header(dataset)
 _labels_section(dataset, noise_seed)
 st.divider()

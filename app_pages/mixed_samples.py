@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.shared.widgets import controls_area, count_box, delta_box, real_check, table_download
+from app_pages.shared.widgets import controls_area, count_box, delta_box, loaded_or_stop, real_check, table_download
 from dpmix_core.data import public_zscore_constants
 from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
 from dpmix_core.privacy.accountants import ACCOUNTANTS
@@ -73,11 +73,7 @@ st.write(
 
 with st.expander("Use your own data (CSV with a label column, or .npz with x and y)"):
     upload = st.file_uploader("Dataset file", type=["csv", "npz"], key=K + "upload")
-try:
-    dataset = cached_dataset(upload.getvalue() if upload else None, upload.name if upload else None)
-except ValueError as exc:
-    st.error(str(exc))
-    st.stop()
+dataset = loaded_or_stop(cached_dataset, upload.getvalue() if upload else None, upload.name if upload else None)
 st.caption(f"Data: {describe_dataset(dataset)}")
 dataset_key = upload.file_id if upload else dataset.source
 if st.session_state.get(K + "data_key") != dataset_key:  # new data: z-scoring only where public constants exist

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.shared.widgets import count_box, table_download
+from app_pages.shared.widgets import count_box, loaded_or_stop, table_download
 from dpmix_core.audit import AuditConfig, run_audit
 from dpmix_core.audit.membership import job_config
 from dpmix_core.audit.reidentification import nearest_records
@@ -234,11 +234,7 @@ st.write(
     "Accountants promise an upper bound on ε. This page looks for evidence from the other side: attacks "
     "on the mechanism, on models trained from the release, and on the released points themselves."
 )
-try:
-    dataset = cached_dataset()
-except ValueError as exc:  # e.g. DPMIX_DATA_DIR naming no folder: one line, not a traceback
-    st.error(str(exc))
-    st.stop()
+dataset = loaded_or_stop(cached_dataset)
 if isinstance(shared := st.session_state.get(SHARED_RELEASE_KEY), SharedRelease):
     st.button(f"Use the release set on {shared.label()}", on_click=_use_shared, key=K + "use_shared")
 tab1, tab2, tab3 = st.tabs(["Empirical ε check", "Membership inference", "Re-identification"])

@@ -264,7 +264,7 @@ def test_to_json_writes_inf_as_string():
     [
         (20, 4.0, 1.0, "Consistent, but the test could not tell"),  # p = 0.05, s ≈ 1: nothing detectable
         (5, 4.0, 1.0, "Consistent: the attack proves"),
-        (5, 4.0, 0.1, "Violation: the attack proves"),
+        (5, 4.0, 0.1, "VIOLATION: the attack proves"),
     ],
 )
 def test_reading_says_what_the_bound_proves(n, sigma, scale, opening):

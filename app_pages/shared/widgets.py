@@ -6,12 +6,16 @@ these instead of each keeping a copy.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import pandas as pd
 import streamlit as st
 
 from dpmix_core.views.exports import chart_export, kaleido_available, settings_caption, table_csv, table_latex
 from dpmix_core.views.inputs import parse_count, parse_real
 
+T = TypeVar("T")
 PRESENT_CHART_HEIGHT = 720  # presentation mode: one chart per screen
 
 
@@ -54,6 +58,16 @@ def table_download(table, key: str, name: str) -> None:
             key=key + "_tex",
             on_click="ignore",
         )
+
+
+def loaded_or_stop(load: Callable[..., T], *args: object) -> T:
+    """A page's data, or its one-line error and nothing more of the page (e.g. DPMIX_DATA_DIR naming no folder,
+    a malformed upload): never a traceback."""
+    try:
+        return load(*args)
+    except ValueError as exc:
+        st.error(str(exc))
+        st.stop()
 
 
 def count_box(

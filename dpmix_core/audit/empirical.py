@@ -188,7 +188,7 @@ class AuditResult:
         upper = self.smallest_upper_bound
         if self.violation:
             return (
-                f"Violation: the attack proves ε ≥ {self.epsilon_lower_bound:.3g} ({conf}), above the guaranteed "
+                f"VIOLATION: the attack proves ε ≥ {self.epsilon_lower_bound:.3g} ({conf}), above the guaranteed "
                 f"ε ≤ {upper:.3g}: the release leaks more than its accountant claims. With the noise actually "
                 "added below the nominal σ this is the expected catch of a buggy mechanism; otherwise the "
                 "mechanism or the accountant is wrong."

@@ -35,6 +35,7 @@ _RTOL = 1e-5  # relative width of the final bracket on sigma
 _FIRST_GRID_SEARCH_T = 100_000  # above, one PLD evaluation costs 0.3-1 s (block squaring): search on the first grid
 _PLD_RTOL = 2e-3  # PLD calibration stops at a 0.2 % bracket on sigma (each evaluation costs up to ~1 s)
 _LATE = "time budget reached: sigma is feasible but may be up to {:.1%} larger than needed"
+_LATE_T = "time budget reached: T is within the target, but the largest such T may be up to {} larger"
 
 
 @dataclass(frozen=True)
@@ -395,6 +396,3 @@ def max_points(
         else:
             hi = mid
     return PointBudget(lo * step, target_epsilon, lo_res, None)
-
-
-_LATE_T = "time budget reached: T is within the target, but the largest such T may be up to {} larger"

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # the accountants load dp_accounting: a card or a CLI line ne
 
 __all__ = ["WEAK_EPSILON", "StatedResult", "card_statement", "privacy_statement", "tightest_statement"]
 
-WEAK_EPSILON = 10.0  # above: the statement says the guarantee is weak (the pages' "weak" band ends here)
+WEAK_EPSILON = 10.0  # above: weak protection (the statement says so; the pages' "weak" band ends here)
 
 _ADJACENCY = {
     Adjacency.REPLACE_ONE: "replace-one adjacency (neighbouring datasets differ in one person's record, replaced "

@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from dpmix_core.privacy.statement import WEAK_EPSILON
+
 __all__ = ["qualitative_label", "odds_ratio_text", "headline", "Headline", "DEPLOYMENTS", "Deployment"]
 
 _BANDS = (
     (1.0, "strong"),
     (3.0, "moderate"),
-    (10.0, "weak"),
+    (WEAK_EPSILON, "weak"),
     (20.0, "very weak"),
 )
 
@@ -24,7 +26,7 @@ def qualitative_label(epsilon: float) -> str:
     for limit, label in _BANDS:
         if epsilon <= limit:
             return label
-    return "little formal protection"
+    return "little formal"
 
 
 def odds_ratio_text(epsilon: float) -> str:
@@ -49,9 +51,8 @@ class Headline:
 
     @property
     def title(self) -> str:
-        """'Strong protection', 'Little formal protection': the label as a heading (never 'protection protection')."""
-        phrase = self.label if self.label.endswith("protection") else f"{self.label} protection"
-        return phrase[0].upper() + phrase[1:]
+        """'Strong protection', 'Little formal protection': the label as a heading."""
+        return f"{self.label.capitalize()} protection"
 
     def text(self) -> str:
         return (
