@@ -106,6 +106,16 @@ def test_enormous_epsilon_prints_in_scientific_notation(capsys):
     assert code == 0 and eps < 1e6 and f"eps={eps:10.4f}" in out
 
 
+def test_tiny_epsilon_prints_its_digits_not_zero(capsys):
+    argv = ["epsilon", "--accountant", "pld-poisson", "--n", "60000", "--l", "256", "--T", "10", "--delta", "1.6e-5"]
+    argv += ["--sigma-x", "3", "--sigma-y", "3"]
+    code, out, _ = run(capsys, *argv, "--json")
+    eps = json.loads(out)["epsilon"]
+    assert code == 0 and 0 < eps < 1e-3
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and f"eps={eps:.4e}" in out and "0.0000" not in out
+
+
 def test_text_output_names_guarantee(capsys):
     code, out, _ = run(capsys, "epsilon", "--accountant", "gdp-clt", *BASE, *SIGMA)
     assert code == 0 and "approximation (not an upper bound)" in out and "poisson" in out

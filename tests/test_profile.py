@@ -38,6 +38,22 @@ def test_gdp_mu_matches_the_dpfmix_conversion():
     assert gdp_mu_for(eps, delta) == pytest.approx(mu, rel=1e-6)
 
 
+@pytest.mark.parametrize("eps", [750.0, 5000.0])
+def test_gdp_mu_matches_mpmath_where_e_to_the_eps_overflows(eps):
+    """e^eps overflows a float above eps = 709; the matched mu must still satisfy delta(eps) = delta exactly."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 3000
+    delta = 1e-5
+    mu = gdp_mu_for(eps, delta)
+    e, m = mpmath.mpf(eps), mpmath.mpf(mu)
+    exact = mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2)
+    assert math.isfinite(mu) and float(exact) == pytest.approx(delta, rel=1e-6)
+
+
+def test_gdp_mu_is_infinite_beyond_its_search_range():
+    assert gdp_mu_for(1e12, 1e-5) == math.inf
+
+
 @pytest.mark.parametrize("sampling", [Sampling.POISSON, Sampling.WITHOUT_REPLACEMENT])
 @pytest.mark.parametrize("T, z", [(1, 2.0), (16, 8.0)])
 def test_tradeoff_bound_is_below_the_exact_gaussian_curve(T, z, sampling):
@@ -71,10 +87,11 @@ def test_headline_reads_in_words():
     assert "no test is ruled out" in headline(50.0, 1e-5, "lee2019").test
 
 
-@pytest.mark.parametrize("epsilon", [0.5, 2.0, 5.0, 15.0, 50.0, 1e9])
+@pytest.mark.parametrize("epsilon", [0.5, 2.0, 5.0, 15.0, 50.0, 1e9, math.inf])
 def test_headline_title_names_protection_once(epsilon):
-    title = headline(epsilon, 1e-5, "rdp-wor").title
-    assert title.count("protection") == 1 and title[0].isupper()
+    h = headline(epsilon, 1e-5, "rdp-wor")
+    assert h.title.count("protection") == 1 and h.title[0].isupper()
+    assert f"(rdp-wor; {h.title.lower()})" in h.text()  # the sentence names the band as the heading does
 
 
 def test_profile_agrees_with_the_headline_accountant():

@@ -39,3 +39,13 @@ def test_report_refuses_bad_paths_before_any_work(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("error:") for line in err)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_report_of_a_release_with_an_enormous_epsilon_says_so(tmp_path, capsys):
+    """n = 100, l = 2, sigma = 1: the tightest eps is above 709, where e^eps overflows a float."""
+    out = tmp_path / "r.html"
+    args = ["report", "--n", "100", "--l", "2", "--T", "10", "--sigma-x", "1", "--sigma-y", "1", "--delta", "1e-5"]
+    assert main([*args, "--out", str(out)]) == 0
+    text = re.sub(r"<script.*?</script>", "", out.read_text(), flags=re.S)  # the page without plotly.js
+    assert "(rdp-wor; little formal protection)" in text and "no real bound" in text
+    assert not re.search(r"\bnan\b", text, flags=re.I)

@@ -145,10 +145,10 @@ def _names(name: str) -> list[str]:
 
 
 def _format_eps(x: float) -> str:
-    """4 decimals; from 1e6 up (no meaningful protection) 4 significant digits, not a 15-digit integer part."""
+    """4 decimals; 5 significant digits from 1e6 up (not a 15-digit integer part) and below 1e-3 (not 0.0000)."""
     if math.isinf(x):
         return "inf"
-    return f"{x:.4e}" if x >= 1e6 else f"{x:.4f}"
+    return f"{x:.4e}" if x >= 1e6 or 0 < x < 1e-3 else f"{x:.4f}"
 
 
 def _print_text(result: EpsilonResult, extra: str = "") -> None:

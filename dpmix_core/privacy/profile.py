@@ -22,6 +22,7 @@ from dp_accounting.rdp import rdp_privacy_accountant as rdp
 from scipy.optimize import brentq
 from scipy.stats import norm
 
+from dpmix_core.privacy.analysis.gdp import gdp_delta
 from dpmix_core.privacy.checks import check_delta
 from dpmix_core.privacy.release import Adjacency, MixingRelease
 
@@ -172,7 +173,7 @@ def gdp_mu_for(epsilon: float, delta: float) -> float:
         return math.inf
 
     def gap(mu: float) -> float:
-        return float(norm.cdf(-epsilon / mu + mu / 2) - math.exp(epsilon) * norm.cdf(-epsilon / mu - mu / 2)) - delta
+        return gdp_delta(epsilon, mu) - delta  # log-space: no overflow of e^eps at eps > 709
 
     hi = 1.0
     while gap(hi) < 0 and hi < 1e4:

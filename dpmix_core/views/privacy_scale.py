@@ -51,12 +51,14 @@ class Headline:
 
     @property
     def title(self) -> str:
-        """'Strong protection', 'Little formal protection': the label as a heading."""
+        """'Strong protection', 'Little formal protection', 'No formal protection' (eps = inf): the label as a heading."""
+        if math.isinf(self.epsilon):
+            return "No formal protection"
         return f"{self.label.capitalize()} protection"
 
     def text(self) -> str:
         return (
-            f"ε = {self.epsilon:.3g} at δ = {self.delta:.2g} ({self.accountant}; {self.label}): {self.odds}; "
+            f"ε = {self.epsilon:.3g} at δ = {self.delta:.2g} ({self.accountant}; {self.title.lower()}): {self.odds}; "
             f"{self.test}."
         )
 
