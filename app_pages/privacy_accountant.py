@@ -212,7 +212,7 @@ def _headline(setting: MixingSetting, delta: float) -> ReleaseReading | None:
         return reading
     h = headline(reading.epsilon, delta, reading.accountant)
     c1, c2 = st.columns([1, 3])
-    c1.metric(f"ε at δ = {delta:.2g}", f"{reading.epsilon:.3g}", help=f"{reading.accountant}, {reading.guarantee}")
+    c1.metric(f"ε at δ = {delta:.2g}", h.epsilon_text, help=f"{reading.accountant}, {reading.guarantee}, rounded up")
     c2.markdown(
         f"**{h.title}** ({reading.accountant}, {reading.guarantee}).  \n{h.odds[0].upper() + h.odds[1:]}; {h.test}."
     )

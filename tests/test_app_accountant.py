@@ -155,6 +155,9 @@ def test_headline_in_words_and_attacker_curves(at):
     assert not at.exception
     metric = at.metric[0]
     assert metric.label.startswith("ε at δ")
+    rdp_wor = table(at).loc["rdp-wor"]  # the headline's accountant for the default release
+    assert float(metric.value) >= float(rdp_wor["ε"]) and "rounded up" in metric.help  # never below the bound
+    assert f"= ({metric.value}, " in at.code[0].value  # the privacy statement prints the same number
     assert any(
         "no test can tell whether your record was used" in m.value or "no test is ruled out" in m.value
         for m in at.markdown

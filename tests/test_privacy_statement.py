@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, equal_class_sizes, get_accountant
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
-from dpmix_core.privacy.statement import _ceil_3g, privacy_statement
+from dpmix_core.privacy.statement import bound_text, privacy_statement
 from dpmix_core.views.release_models import RELEASE_MODELS
 from dpmix_core.views.reports import release_reading
 
@@ -90,13 +90,13 @@ def test_the_statement_claims_a_guarantee_exactly_when_the_accountant_gives_one(
 
 @pytest.mark.parametrize(("x", "printed"), [(0.564, "0.564"), (0.9995, "1"), (1.0004, "1.01"), (11.83, "11.9")])
 def test_a_bound_is_printed_rounded_up(x, printed):
-    assert _ceil_3g(x) == printed and float(printed) >= x
+    assert bound_text(x) == printed and float(printed) >= x
 
 
 @settings(max_examples=200, deadline=None)
 @given(x=st.floats(1e-12, 1e12))
 def test_rounding_up_never_prints_less(x):
-    assert x <= float(_ceil_3g(x)) <= x * 1.01 + 1e-300
+    assert x <= float(bound_text(x)) <= x * 1.01 + 1e-300
 
 
 def test_a_weak_guarantee_is_called_weak():

@@ -21,7 +21,7 @@ from dpmix_core.privacy.release import Adjacency, Mechanism, MixingRelease, Prot
 if TYPE_CHECKING:  # the accountants load dp_accounting: a card or a CLI line needs only the result's fields
     from dpmix_core.privacy.accountants import EpsilonResult
 
-__all__ = ["WEAK_EPSILON", "StatedResult", "card_statement", "privacy_statement", "tightest_statement"]
+__all__ = ["WEAK_EPSILON", "StatedResult", "bound_text", "card_statement", "privacy_statement", "tightest_statement"]
 
 WEAK_EPSILON = 10.0  # above: weak protection (the statement says so; the pages' "weak" band ends here)
 
@@ -109,7 +109,7 @@ def _preparation(r: MixingRelease) -> str:
     return text
 
 
-def _ceil_3g(x: float) -> str:
+def bound_text(x: float) -> str:
     """x rounded *up* to 3 significant digits: a printed upper bound never falls below the computed one."""
     if x <= 0 or not math.isfinite(x):
         return f"{x:.3g}"
@@ -132,7 +132,7 @@ def privacy_statement(release: MixingRelease, result: EpsilonResult | StatedResu
     guarantee_of = _ADJACENCY[release.adjacency] + f", protecting {_PROTECTS[release.protects]}"
     cite = result.reference
     eps = "∞" if math.isinf(result.epsilon) else f"{result.epsilon:.3g}"
-    bound = _ceil_3g(result.epsilon)
+    bound = bound_text(result.epsilon)
     if result.not_covered is not None:
         guarantee = (
             f"No differential-privacy guarantee is claimed: {result.not_covered}, which no accountant covers "

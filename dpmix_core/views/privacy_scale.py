@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dpmix_core.privacy.statement import WEAK_EPSILON
+from dpmix_core.privacy.statement import WEAK_EPSILON, bound_text
 
 __all__ = ["qualitative_label", "odds_ratio_text", "headline", "Headline", "DEPLOYMENTS", "Deployment"]
 
@@ -56,9 +56,14 @@ class Headline:
             return "No formal protection"
         return f"{self.label.capitalize()} protection"
 
+    @property
+    def epsilon_text(self) -> str:
+        """The rigorous eps rounded *up* to 3 digits, as the privacy statement prints it ("∞" when infinite)."""
+        return "∞" if math.isinf(self.epsilon) else bound_text(self.epsilon)
+
     def text(self) -> str:
         return (
-            f"ε = {self.epsilon:.3g} at δ = {self.delta:.2g} ({self.accountant}; {self.title.lower()}): {self.odds}; "
+            f"ε = {self.epsilon_text} at δ = {self.delta:.2g} ({self.accountant}; {self.title.lower()}): {self.odds}; "
             f"{self.test}."
         )
 
