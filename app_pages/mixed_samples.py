@@ -33,12 +33,17 @@ DEFAULTS = {
     "accountant": "rdp-wor",
     "seed": 0,
     "clip": 1.0,
+    "features": "pixels",
 }
 MECHANISM_HELP = {
     "dpmix": "DPMix (Lee et al. 2019): ℓ distinct records from the whole dataset, pixels in [0,1].",
     "class-centric": "Class-centric (thesis §4.2, DP-CDA): ℓ records of one class.",
     "poisson": "Poisson mixing (DPFMix): each record joins with probability m/n; the sum is divided by m.",
     "local": "No mixing (ℓ = 1): each released point is one record plus noise — the baseline.",
+}
+FEATURE_LABELS = {
+    "pixels": "pixels (‖x‖ clipped to Cx = 1)",
+    "scattering": "ScatterNet features (DPFMix feature mixing)",
 }
 
 
@@ -47,12 +52,16 @@ def cached_dataset(upload: bytes | None, filename: str | None):
     return app_dataset(upload, filename)
 
 
-@st.cache_data(show_spinner="Mixing…", max_entries=64)
+@st.cache_data(
+    show_spinner="Mixing… (feature mixing: the first time, ScatterNet features of every record)", max_entries=64
+)
 def cached_preview(_dataset, dataset_key: str, config: SynthesisConfig):
     return mixing_preview(_dataset, config)
 
 
-@st.cache_data(show_spinner="Preparing the export…", max_entries=4)
+@st.cache_data(
+    show_spinner="Mixing… (the first feature mixing of a dataset computes its ScatterNet features)", max_entries=64
+)
 def cached_export(_dataset, dataset_key: str, config: SynthesisConfig) -> bytes:
     synthesis = synthesize(config, _dataset)
     return npz_bytes(synthesis, privacy_card(synthesis))
@@ -91,6 +100,18 @@ if needs_feature_range(dataset):
 c1, c2, c3 = controls_area().columns(3)  # collapsed when presenting
 mechanism = c1.selectbox("Mechanism", PREVIEW_MECHANISMS, key=K + "mechanism")
 c1.caption(MECHANISM_HELP[mechanism])
+feature_choice = mechanism == "poisson" and dataset.x_train.ndim >= 3  # images: DPFMix mixes ScatterNet features
+if feature_choice:
+    c1.selectbox(
+        "What is mixed",
+        list(FEATURE_LABELS),
+        key=K + "features",
+        format_func=FEATURE_LABELS.get,
+        help="ScatterNet (J = 2, L = 8) maps each record to its features with a public, data-independent "
+        "extractor; each record's features are group-normalised on their own, clipped and mixed (DPFMix App. E). "
+        "The first use computes the features of the whole dataset once (about a minute on a laptop; cached on disk).",
+    )
+features = st.session_state[K + "features"] if feature_choice else "pixels"
 l_value = count_box(
     c1, "ℓ — records per point (Poisson: expected m)", K + "l", maximum=10**6, disabled=mechanism == "local"
 )
@@ -161,6 +182,7 @@ try:
         protect_labels=mechanism != "class-centric" or ss[K + "protect_labels"],
         seed=ss[K + "seed"],
         feature_range=feature_range,
+        features=features,
         # empty fields: the dataset's documented constants, or the library's one-line refusal for an upload
         zscore_constants=(ss[K + "z_mean"], ss[K + "z_std"])
         if prep == "zscore" and ss.get(K + "z_mean") is not None and ss.get(K + "z_std") is not None

@@ -1,5 +1,6 @@
 """AppTest drives the "Mixed samples" page."""
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -142,3 +143,48 @@ def test_large_T_in_scientific_notation():
     at.text_input(key="mix_T").input("1e5").run()
     assert not at.exception and not at.error
     assert any("T = 100,000 points" in m.value for m in at.markdown)
+
+
+def test_feature_maps_tile_each_channel_in_its_own_cell():
+    from dpmix_core.synthesis.previews import feature_maps
+
+    channels, h, w = 5, 2, 3  # 5 maps -> a 3 x 2 grid (3 columns), one blank cell
+    rows = np.repeat(np.arange(channels, dtype=np.float32), h * w)[None, :]  # map c holds the value c
+    [grid] = feature_maps(rows, (channels, h, w))
+    assert grid.shape == (2 * h, 3 * w)
+    for c in range(channels):
+        r, col = divmod(c, 3)
+        assert (grid[r * h : (r + 1) * h, col * w : (col + 1) * w] == c).all()
+    assert np.isnan(grid[h:, 2 * w :]).all()  # the blank cell: drawn white, never mistaken for a value
+
+
+def test_feature_mixing_on_the_page_releases_scatternet_features(at):
+    """Poisson mixing of ScatterNet features (DPFMix): the preview shows feature maps, every ε names the extractor."""
+    at.selectbox(key="mix_mechanism").set_value("poisson").run()
+    at.text_input(key="mix_T").input("200").run()
+    at.selectbox(key="mix_features").set_value("scattering").run()
+    assert not at.exception and not at.error
+    assert all("ScatterNet" in a and "per-sample GroupNorm" in a for a in eps_table(at)["assumptions"])
+    assert any("ScatterNet features, not pixels" in c.value for c in at.caption)
+    assert [b for b in at.get("download_button") if "Images (PNG)" in b.proto.label]  # digits next to feature maps
+    at.button(key="mix_prepare").click().run()
+    assert not at.exception and not at.error
+    at.selectbox(key="mix_mechanism").set_value("dpmix").run()  # only Poisson mixing offers features
+    assert not at.exception and "mix_features" not in [s.key for s in at.selectbox]
+    assert "ScatterNet" not in " ".join(eps_table(at)["assumptions"])
+
+
+def test_feature_mixing_preview_shows_feature_maps():
+    ds = load_embedded()
+    config = SynthesisConfig(mechanism="poisson", l=32, T=100, sigma_x=0.05, features="scattering", seed=1)
+    p = mixing_preview(ds, config)
+    cls = next(c for c in p.classes if len(c.clean))
+    assert cls.originals.shape[1:] == (28, 28) and cls.clean.shape[1:] == (63, 63) == cls.noisy.shape[1:]
+    assert 0.0 <= cls.noisy.min() and cls.noisy.max() <= 1.0
+    assert "ScatterNet" in p.display_note and p.statement and "ScatterNet" in p.statement
+    from PIL import Image
+
+    from dpmix_core.views.exports import preview_png
+
+    png = Image.open(io.BytesIO(preview_png(p)))  # the page's PNG download: digits and feature maps in one grid
+    assert png.size[1] > 63 * 3

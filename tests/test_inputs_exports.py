@@ -110,7 +110,7 @@ def test_background_results_are_keyed_and_newer_requests_drop_queued_ones():
     assert store.wait_all(5)
 
 
-def test_image_grid_png_lays_out_rows_and_refuses_mixed_shapes():
+def test_image_grid_png_lays_out_rows_and_cells_of_the_largest_image():
     import io
 
     import numpy as np
@@ -126,8 +126,13 @@ def test_image_grid_png_lays_out_rows_and_refuses_mixed_shapes():
     assert img[2, 2] == 0 and img[2, 2 + 2 * 6] == 255  # first image black, second white
     rgb = image_grid_png([[np.zeros((3, 3, 3))]], scale=1)
     assert np.asarray(Image.open(io.BytesIO(rgb))).shape == (3 + 2 * 2, 3 + 2 * 2, 3)
-    with pytest.raises(ValueError, match="same"):
-        image_grid_png([[a, np.zeros((3, 3))]])
+    # a record next to a larger feature map (Mixed samples, feature mixing): cells of the largest, top-left
+    mixed = np.asarray(Image.open(io.BytesIO(image_grid_png([[np.zeros((3, 3)), np.zeros((6, 6))]], scale=1))))
+    assert mixed.shape == (6 + 2 * 2, 2 * (6 + 2) + 2) and mixed[2, 2] == 0 and mixed[2 + 4, 2] == 255
+    grey_rgb = np.asarray(Image.open(io.BytesIO(image_grid_png([[np.zeros((3, 3, 3)), np.ones((5, 5))]], scale=1))))
+    assert grey_rgb.shape == (5 + 4, 2 * 7 + 2, 3) and (grey_rgb[2, 2 + 7] == 255).all()
+    with pytest.raises(ValueError, match=r"\(H, W\) or \(H, W, 3\)"):
+        image_grid_png([[np.zeros((3, 3, 2))]])
     with pytest.raises(ValueError, match="at least one"):
         image_grid_png([[]])
 

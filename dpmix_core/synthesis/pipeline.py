@@ -250,7 +250,8 @@ def release_cost(config: SynthesisConfig, dataset: Dataset) -> Cost:
         T, l = dataset.n_train, 1
     else:
         T, l = config.T, 1 if config.mechanism == "local" else config.l
-    return mixing_cost(T=T, l=l, d=dataset.feature_dim, k=dataset.num_classes, n=dataset.n_train)
+    d = dataset.feature_dim if config.mechanism == "label-laplace" else _feature_dim(config, dataset)
+    return mixing_cost(T=T, l=l, d=d, k=dataset.num_classes, n=dataset.n_train)
 
 
 def release_refusal(config: SynthesisConfig, dataset: Dataset, limits: Limits | None = None) -> str | None:

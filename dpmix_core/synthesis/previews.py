@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from dpmix_core.data import Dataset
+from dpmix_core.data.scattering import scattering_shape
 from dpmix_core.privacy.accountants import EpsilonResult, applicable_accountants
 from dpmix_core.privacy.statement import tightest_statement
 from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release, resolve_sigma, synthesize
 
-__all__ = ["ClassPreview", "MixingPreview", "PREVIEW_MECHANISMS", "mixing_preview"]
+__all__ = ["ClassPreview", "MixingPreview", "PREVIEW_MECHANISMS", "feature_maps", "mixing_preview"]
 
 PREVIEW_MECHANISMS = ("dpmix", "class-centric", "poisson", "local")
 
@@ -20,8 +22,8 @@ PREVIEW_MECHANISMS = ("dpmix", "class-centric", "poisson", "local")
 class ClassPreview:
     label: str
     originals: np.ndarray  # images: (k, H, W) in [0, 1]; tabular data: (k, d) records as given
-    clean: np.ndarray  # (m, H, W) noise-free mixtures scaled for display; tabular: (m, d) as released
-    noisy: np.ndarray  # (m, H, W) released points scaled for display; tabular: (m, d) as released
+    clean: np.ndarray  # (m, H, W) noise-free mixtures scaled for display (feature maps: tiled); tabular: (m, d)
+    noisy: np.ndarray  # (m, H, W) released points scaled for display (feature maps: tiled); tabular: (m, d)
 
     def rows(self, feature_names: tuple[str, ...] | None = None):
         """Tabular previews as one table: records, then noise-free mixtures, then released points."""
@@ -54,6 +56,34 @@ def _display(images: np.ndarray, unit: bool) -> np.ndarray:
     lo = images.min(axis=(1, 2), keepdims=True)
     hi = images.max(axis=(1, 2), keepdims=True)
     return (images - lo) / np.maximum(hi - lo, 1e-12)
+
+
+def feature_maps(rows: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
+    """Feature rows (m, C*h*w) as images (m, r*h, c*w): the C channel maps tiled in a near-square grid, blank-padded.
+
+    ScatterNet on a 28 x 28 digit: 81 maps of 7 x 7 in a 9 x 9 grid, a 63 x 63 image per point.
+    """
+    channels, h, w = shape
+    cols = math.ceil(math.sqrt(channels))
+    grid_rows = math.ceil(channels / cols)
+    maps = np.asarray(rows, dtype=np.float32).reshape(-1, channels, h, w)
+    blank = np.full((maps.shape[0], grid_rows * cols - channels, h, w), np.nan, dtype=np.float32)
+    tiles = np.concatenate([maps, blank], axis=1).reshape(-1, grid_rows, cols, h, w)
+    return tiles.transpose(0, 1, 3, 2, 4).reshape(-1, grid_rows * h, cols * w)
+
+
+def _display_maps(maps: np.ndarray) -> np.ndarray:
+    """Tiled feature maps min-max scaled per point over their real channels; blank tiles white."""
+    lo = np.nanmin(maps, axis=(1, 2), keepdims=True)
+    hi = np.nanmax(maps, axis=(1, 2), keepdims=True)
+    return np.nan_to_num((maps - lo) / np.maximum(hi - lo, 1e-12), nan=1.0)
+
+
+def _as_shown(points: np.ndarray, image_shape: tuple[int, ...], *, features: str, unit: bool) -> np.ndarray:
+    """Released rows as images for display: pixels reshaped (clipped or min-max scaled), features as tiled maps."""
+    if features == "pixels":
+        return _display(points.reshape((-1, *image_shape)), unit)
+    return _display_maps(feature_maps(points, scattering_shape(image_shape)))
 
 
 def mixing_preview(
@@ -95,8 +125,8 @@ def mixing_preview(
             preview = ClassPreview(
                 label=names[c],
                 originals=dataset.x_train[pick].astype(np.float32) / 255.0,
-                clean=_display(clean.x[rows].reshape((-1, *shape)), unit),
-                noisy=_display(noisy.x[rows].reshape((-1, *shape)), unit),
+                clean=_as_shown(clean.x[rows], shape, features=config.features, unit=unit),
+                noisy=_as_shown(noisy.x[rows], shape, features=config.features, unit=unit),
             )
         else:
             preview = ClassPreview(
@@ -108,6 +138,12 @@ def mixing_preview(
         previews.append(preview)
     if not images:
         display_note = "Rows: the records as uploaded; mixtures and released points in the release's feature space."
+    elif config.features != "pixels":
+        c, h, w = scattering_shape(shape)
+        display_note = (
+            f"What is mixed and released are ScatterNet features, not pixels: each mixture and released point is "
+            f"shown as its {c} channel maps of {h} × {w}, tiled, min-max scaled per point. No pixel is released."
+        )
     elif unit:
         display_note = "Released points are shown clipped to [0, 1]."
     else:

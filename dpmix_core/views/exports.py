@@ -226,30 +226,32 @@ def image_grid_png(rows: Sequence[Sequence[np.ndarray]], *, scale: int = 3, gap:
     """Images laid out in rows (e.g. per class: records, noise-free mixtures, released points) as one PNG.
 
     Args:
-        rows: each row a sequence of images in [0, 1], all (H, W) or all (H, W, 3); rows may differ in length.
+        rows: each row a sequence of images in [0, 1], each (H, W) or (H, W, 3); rows may differ in length and
+            images in size (each sits top-left in a cell of the largest; grey ones are drawn in RGB next to RGB).
         scale: nearest-neighbour upscaling, so 28 x 28 digits stay legible on a slide.
         gap: white pixels between images and rows (before scaling).
 
     Returns:
-        The PNG bytes. ValueError for no images or images of different shapes.
+        The PNG bytes. ValueError for no images or an image that is neither (H, W) nor (H, W, 3).
     """
     from PIL import Image  # Streamlit's own dependency; loaded only when a grid is drawn
 
     images = [np.asarray(im, dtype=np.float32) for row in rows for im in row]
     if not images:
         raise ValueError("an image grid needs at least one image.")
-    shape = images[0].shape
-    if any(im.shape != shape for im in images) or len(shape) not in (2, 3):
-        raise ValueError(
-            f"every image must have the same (H, W) or (H, W, 3) shape. Found {sorted({im.shape for im in images})}."
-        )
-    h, w = shape[:2]
+    if any(im.ndim not in (2, 3) or im.ndim == 3 and im.shape[2] != 3 for im in images):
+        raise ValueError(f"every image must be (H, W) or (H, W, 3). Found {sorted({im.shape for im in images})}.")
+    rgb = any(im.ndim == 3 for im in images)
+    h, w = max(im.shape[0] for im in images), max(im.shape[1] for im in images)
     cols = max(len(row) for row in rows)
-    canvas = np.ones((len(rows) * (h + gap) + gap, cols * (w + gap) + gap, *shape[2:]), dtype=np.float32)
+    canvas = np.ones((len(rows) * (h + gap) + gap, cols * (w + gap) + gap, *((3,) if rgb else ())), dtype=np.float32)
     for r, row in enumerate(rows):
         for c, im in enumerate(row):
+            im = np.clip(np.asarray(im, dtype=np.float32), 0.0, 1.0)
+            if rgb and im.ndim == 2:
+                im = np.repeat(im[:, :, None], 3, axis=2)
             y, x = gap + r * (h + gap), gap + c * (w + gap)
-            canvas[y : y + h, x : x + w] = np.clip(np.asarray(im, dtype=np.float32), 0.0, 1.0)
+            canvas[y : y + im.shape[0], x : x + im.shape[1]] = im
     pixels = np.repeat(np.repeat((canvas * 255 + 0.5).astype(np.uint8), scale, axis=0), scale, axis=1)
     buffer = io.BytesIO()
     Image.fromarray(pixels).save(buffer, format="PNG")
