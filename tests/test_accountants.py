@@ -21,6 +21,7 @@ from dpmix_core.privacy.accountants import (
 from dpmix_core.privacy.accountants.rdp_dp_accounting import POISSON_ORDERS
 from dpmix_core.privacy.analysis.rdp_conversion import classic_rdp_to_dp
 from dpmix_core.privacy.analysis.wbk_subsampling import wbk_subsampled_gaussian_rdp
+from dpmix_core.privacy.events import SampledGaussianSteps
 from dpmix_core.privacy.release import Adjacency, DataBounds, MixingRelease, Sampling
 
 THESIS = MixingSetting(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711, dx=784, dy=10)
@@ -89,6 +90,19 @@ def test_rdp_poisson_matches_mpmath_oracle(setting):
     ours = acc.epsilon(release, 1e-5).epsilon
     assert ours <= oracle * (1 + 1e-9)
     assert ours == pytest.approx(oracle, rel=0.02)
+
+
+def test_rdp_poisson_is_not_zeroed_by_dp_accountings_rounding_noise():
+    """T = 1e12 steps at q = 0.5, z = 7.07e8 (the CLI's n=2, l=1, sigma=1e9): the one-step RDP (~1e-19) is below double
+    resolution, dp_accounting's came out negative at some orders and it returned epsilon 0 (and pld-poisson showed that
+    0). The same RDP bound in 60-digit arithmetic is 0.0196; the CLT (mu = 7e-4) puts the true epsilon near 1e-3 > 0."""
+    release = SampledGaussianSteps.poisson(q=0.5, z=7.07e8, steps=10**12)
+    rdp = [release.num_points * _mp_poisson_rdp(0.5, 7.07e8, a) for a in POISSON_ORDERS]
+    oracle, _ = compute_epsilon(list(POISSON_ORDERS), rdp, 1e-5)
+    ours = get_accountant("rdp-poisson").epsilon(release, 1e-5).epsilon
+    assert oracle == pytest.approx(0.01955, rel=1e-3)
+    assert oracle <= ours <= oracle * 1.02  # T * 8 ulp of rounding allowance: 1.8e-3 at T = 1e12
+    assert get_accountant("pld-poisson").epsilon(release, 1e-5).epsilon > 1e-3
 
 
 def test_gdp_clt_published_calibration():
