@@ -105,3 +105,31 @@ def test_clt_mu_never_raises_across_the_double_range(z):
     with mpmath.workdps(60):
         exact = mpmath.mpf("0.01") * 10 * mpmath.sqrt(mpmath.expm1(1 / mpmath.mpf(z) ** 2))
     assert (mu == math.inf and exact > 1e300) or mu == pytest.approx(float(exact), rel=1e-9)
+
+
+@pytest.mark.parametrize("mu", [0.99e-4, 1e-8, 1e-13, 1e-20, 1e-94, 1e-200])
+@pytest.mark.parametrize("delta", [1e-5, 1e-12, 1e-50, 1e-300])
+def test_gdp_epsilon_at_tiny_mu_is_a_tight_upper_bound(mu, delta):
+    """The two-term delta(eps) cancels to rounding at tiny mu (it gave eps = 0 at mu = 1e-94, delta = 1e-300, where the
+    true eps is 3.05e-93): the eps returned must still satisfy delta(eps) <= delta, and be within 1 % of the least
+    such eps (400-digit mpmath)."""
+    eps = gdp_epsilon(delta, mu)
+    with mpmath.workdps(400):
+        m = mpmath.mpf(mu)
+
+        def exact(e: float):
+            e = mpmath.mpf(e)
+            return mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2)
+
+        assert exact(eps) <= delta * (1 + 1e-12)
+        if eps == 0.0:
+            assert math.erf(mu / (2 * math.sqrt(2))) <= delta  # delta(0) = 2 Phi(mu/2) - 1 is already small enough
+        else:
+            assert exact(eps * 0.99) > delta
+
+
+def test_gdp_epsilon_is_continuous_where_the_tiny_mu_bound_takes_over():
+    from dpmix_core.privacy.analysis.gdp import SMALL_MU
+
+    below, above = gdp_epsilon(1e-12, SMALL_MU * (1 - 1e-9)), gdp_epsilon(1e-12, SMALL_MU * (1 + 1e-9))
+    assert below == pytest.approx(above, rel=1e-3)
