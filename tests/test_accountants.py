@@ -384,22 +384,29 @@ def test_rdp_wor_small_epsilon_case_from_the_issue():
     s = MixingSetting(n=60000, l=1024, T=1, sigma_x=30.0, sigma_y=30.0)
     acc = get_accountant("rdp-wor")
     result = acc.epsilon(acc.release_for(s), 1e-10)
-    assert result.epsilon <= eps("lee2019", s, 1e-10) * 0.6 and result.order > 64
+    details = dict(result.details)
+    assert result.epsilon <= eps("lee2019", s, 1e-10) * 0.6 and details["max_order"] > 64
     # independent: dp_accounting itself with every integer order 2..128
     from dp_accounting.rdp import rdp_privacy_accountant as dpa_rdp
 
     oracle = dpa_rdp.RdpAccountant(orders=list(range(2, 129)), neighboring_relation=dpa_rdp.NeighborRel.REPLACE_ONE)
     oracle.compose(acc.release_for(s).dp_event())
-    assert result.epsilon == pytest.approx(oracle.get_epsilon(1e-10), rel=0.01)
-    assert result.epsilon >= oracle.get_epsilon(1e-10) * (1 - 1e-9)
+    assert details["thm27_epsilon"] == pytest.approx(oracle.get_epsilon(1e-10), rel=0.01)
+    assert details["thm27_epsilon"] >= oracle.get_epsilon(1e-10) * (1 - 1e-9)
+    # one step: the same Gaussian step without subsampling is tighter still, and is what is shown
+    assert result.epsilon == details["unsampled_gaussian_epsilon"] < details["thm27_epsilon"]
 
 
 def test_rdp_wor_reports_thm9_when_dp_accounting_fails():
-    """dp_accounting's Thm. 27 raises a math domain error at huge sigma; Thm. 9 is shown with the reason."""
+    """dp_accounting's Thm. 27 raises a math domain error at huge sigma; the reason says so, and the smaller of
+    Thm. 9 (lee2019's formula) and the unsampled Gaussian bound is shown."""
     s = replace(THESIS, sigma_x=1e10, sigma_y=1e10)
     acc = get_accountant("rdp-wor")
     result = acc.epsilon(acc.release_for(s), 1e-12)
-    assert result.epsilon == pytest.approx(eps("lee2019", s, 1e-12)) and "Thm. 9" in result.reason
+    details = dict(result.details)
+    assert details["thm9_epsilon"] == pytest.approx(eps("lee2019", s, 1e-12))
+    assert "Thm. 27 failed" in result.reason and "Thm. 9" in result.reason
+    assert result.epsilon == min(details["thm9_epsilon"], details["unsampled_gaussian_epsilon"])
 
 
 @settings(max_examples=30, deadline=None)
@@ -477,6 +484,26 @@ def test_pld_falls_back_to_the_unsampled_gaussian_where_grid_and_rdp_are_looser(
     oracle = _gaussian_epsilon_mpmath(release.noise_multiplier(), 1e-5)
     assert result.epsilon == pytest.approx(oracle, rel=1e-6) and result.epsilon < eps("rdp-poisson", s) / 1.5
     assert "without subsampling" in result.reason and result.guarantee == "rigorous upper bound"
+
+
+def test_rdp_wor_keeps_falling_with_noise_where_thm27_fails():
+    """T = 1e12: at z ~ 1e7 dp_accounting's Thm. 27 raises (math domain error) and the Thm. 9 fallback, capped at
+    order 100, gave 0.116 at sigma = 1e10 against 0.050 at sigma = 1e5; the unsampled mu-GDP bound keeps it falling."""
+    sigmas = (1e5, 1e6, 1e7, 1e8, 1e10)
+    values = [eps("rdp-wor", MixingSetting(n=60000, l=256, T=10**12, sigma_x=s, sigma_y=s)) for s in sigmas]
+    assert all(b <= a for a, b in zip(values, values[1:], strict=False)) and values[-1] < 0.01
+    failing = get_accountant("rdp-wor").epsilon(
+        get_accountant("rdp-wor").release_for(MixingSetting(n=60000, l=256, T=10**12, sigma_x=1e8, sigma_y=1e8)), 1e-5
+    )
+    assert "without subsampling" in failing.reason and failing.guarantee == "rigorous upper bound"
+
+
+@given(settings_st)
+def test_rdp_wor_never_above_the_same_steps_without_subsampling(setting):
+    from dpmix_core.privacy.accountants.extremes import unsampled_gaussian_epsilon
+
+    release = get_accountant("rdp-wor").release_for(setting)
+    assert eps("rdp-wor", setting) <= unsampled_gaussian_epsilon(release, 1e-5) * (1 + 1e-9) + 1e-9
 
 
 @given(settings_st)

@@ -26,7 +26,14 @@ from scipy.special import ndtri
 from dpmix_core.privacy.analysis.gdp import gdp_epsilon
 from dpmix_core.privacy.events import AccountedRelease
 
-__all__ = ["Z_HUGE", "Z_TINY", "settled_by_noise", "total_variation_bound", "unsampled_gaussian_epsilon"]
+__all__ = [
+    "Z_HUGE",
+    "Z_TINY",
+    "at_most_unsampled",
+    "settled_by_noise",
+    "total_variation_bound",
+    "unsampled_gaussian_epsilon",
+]
 
 Z_HUGE = 1e100  # z^-2 < 1e-200: RDP/PLD numerics below double resolution
 Z_TINY = 1e-100  # z^-2 > 1e200: RDP/PLD numerics overflow; every bound is inf
@@ -94,3 +101,30 @@ def settled_by_noise(
             ),
         )
     return None
+
+
+def at_most_unsampled(
+    result: tuple[float, float | None, tuple[tuple[str, float], ...], str | None],
+    release: AccountedRelease,
+    delta: float,
+) -> tuple[float, float | None, tuple[tuple[str, float], ...], str | None]:
+    """An accountant's (epsilon, order, details, reason), or the unsampled mu-GDP bound where that is smaller.
+
+    Subsampling never costs privacy (module docstring), so the exact bound of the same T Gaussian steps with the
+    differing record in every step is valid too; it wins where an accountant's numerics are looser (tiny z, where
+    a PLD grid overflows; huge z, where a Thm. 27 evaluation fails and the fallback caps its orders).
+    """
+    eps, order, details, reason = result
+    unsampled = unsampled_gaussian_epsilon(release, delta)
+    if not unsampled < eps:
+        return result
+    return (
+        unsampled,
+        None,
+        details + (("unsampled_gaussian_epsilon", unsampled),),
+        (f"{reason}; " if reason else "")
+        + (
+            f"the same T Gaussian steps without subsampling give {unsampled:.4g} (mu-GDP, mu = sqrt(T)/z, "
+            f"exact), below the {eps:.4g} above; subsampling never costs privacy, so that bound is shown"
+        ),
+    )

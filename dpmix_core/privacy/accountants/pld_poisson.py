@@ -9,7 +9,7 @@ import numpy as np
 from dp_accounting.pld import privacy_loss_distribution as pld
 
 from dpmix_core.privacy.accountants.base import Accountant, MixingSetting
-from dpmix_core.privacy.accountants.extremes import settled_by_noise, unsampled_gaussian_epsilon
+from dpmix_core.privacy.accountants.extremes import at_most_unsampled, settled_by_noise
 from dpmix_core.privacy.accountants.rdp_dp_accounting import RdpPoissonAccountant
 from dpmix_core.privacy.analysis.gdp import gdp_epsilon, poisson_clt_mu
 from dpmix_core.privacy.events import AccountedRelease
@@ -127,20 +127,7 @@ class PldPoissonAccountant(Accountant):
     def _compute(self, release: AccountedRelease, delta: float):
         if (settled := settled_by_noise(release, delta)) is not None:
             return settled
-        eps, order, details, reason = self._pld_or_rdp(release, delta)
-        unsampled = unsampled_gaussian_epsilon(release, delta)
-        if unsampled < eps:
-            return (
-                unsampled,
-                None,
-                details + (("unsampled_gaussian_epsilon", unsampled),),
-                (f"{reason}; " if reason else "")
-                + (
-                    f"the same T Gaussian steps without subsampling give {unsampled:.4g} (mu-GDP, mu = sqrt(T)/z, "
-                    f"exact), below the {eps:.4g} above; subsampling never costs privacy, so that bound is shown"
-                ),
-            )
-        return eps, order, details, reason
+        return at_most_unsampled(self._pld_or_rdp(release, delta), release, delta)
 
     def _pld_or_rdp(self, release: AccountedRelease, delta: float):
         """(epsilon, RDP order or None, details, reason): the PLD bound, or rdp-poisson's where that is smaller."""

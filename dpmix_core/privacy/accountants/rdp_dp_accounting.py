@@ -8,7 +8,7 @@ import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 
 from dpmix_core.privacy.accountants.base import Accountant, MixingSetting
-from dpmix_core.privacy.accountants.extremes import settled_by_noise
+from dpmix_core.privacy.accountants.extremes import at_most_unsampled, settled_by_noise
 from dpmix_core.privacy.accountants.wbk import wbk_epsilon
 from dpmix_core.privacy.events import AccountedRelease
 from dpmix_core.privacy.release import Adjacency, DataBounds, Sampling
@@ -150,17 +150,13 @@ class RdpWorAccountant(Accountant):
             failure = f"dp_accounting's Thm. 27 failed ({type(exc).__name__}: {exc})"
         details = (("noise_multiplier", z), ("thm27_epsilon", thm27), ("thm9_epsilon", thm9), ("max_order", float(top)))
         if thm27 <= thm9:
-            return thm27, thm27_order, details, None
+            return at_most_unsampled((thm27, thm27_order, details, None), release, delta)
         why = failure or f"Thm. 27 at orders <= {top} is looser here"
-        return (
-            thm9,
-            thm9_order,
-            details,
-            (
-                f"{why}; showing the WBK Thm. 9 bound with the classic conversion (the lee2019 formula, "
-                "alpha <= 100) for this same release, the smaller valid bound"
-            ),
+        reason = (
+            f"{why}; showing the WBK Thm. 9 bound with the classic conversion (the lee2019 formula, "
+            "alpha <= 100) for this same release, the smaller valid bound"
         )
+        return at_most_unsampled((thm9, thm9_order, details, reason), release, delta)
 
     def _thm27(self, release: AccountedRelease, delta: float) -> tuple[float, float, int]:
         """Thm. 27 with orders extended geometrically while the best order is the largest and improves."""
