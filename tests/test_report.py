@@ -49,3 +49,11 @@ def test_report_of_a_release_with_an_enormous_epsilon_says_so(tmp_path, capsys):
     text = re.sub(r"<script.*?</script>", "", out.read_text(), flags=re.S)  # the page without plotly.js
     assert "(rdp-wor; little formal protection)" in text and "no real bound" in text
     assert not re.search(r"\bnan\b", text, flags=re.I)
+
+
+def test_report_of_lopsided_noise_says_why_the_curve_is_not_drawn(tmp_path, capsys):
+    """sigma_y / sigma_x = 1e310 overflows a float: the report is still written, the sigma curve says why it is absent."""
+    out = tmp_path / "r.html"
+    args = ["report", "--n", "60000", "--l", "256", "--T", "1000", "--sigma-x", "1e-10", "--sigma-y", "1e300"]
+    assert main([*args, "--delta", "1e-5", "--out", str(out)]) == 0
+    assert "would put σy beyond the floating-point range" in out.read_text()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import importlib.metadata
+import math
 import platform
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
@@ -121,20 +122,19 @@ def accountant_report(setting: MixingSetting, delta: float, model: str, *, pld_a
             "analyses; rows with different assumptions describe different releases.",
         )
     )
-    curves = epsilon_curves(
-        curve_anchor(setting, "sigma"),
-        delta,
-        axis="sigma",
-        sigma_ratio=setting.sigma_y / setting.sigma_x if setting.sigma_x > 0 else 1.0,
-        pld_accuracy=pld_accuracy,
-    )
-    sections.append(
-        Section(
-            "ε as a function of the noise",
-            figure=epsilon_curve_figure(curves, "sigma", delta=delta, current=setting.sigma_x),
-            caption=printed,
+    anchor = curve_anchor(setting, "sigma")
+    ratio = setting.sigma_y / setting.sigma_x if setting.sigma_x > 0 else 1.0
+    if math.isfinite(ratio) and ratio * 100 * anchor.sigma_x < 1e300:  # the grid sweeps sigma_x to 10x its decade
+        curves = epsilon_curves(anchor, delta, axis="sigma", sigma_ratio=ratio, pld_accuracy=pld_accuracy)
+        figure = epsilon_curve_figure(curves, "sigma", delta=delta, current=setting.sigma_x)
+        sections.append(Section("ε as a function of the noise", figure=figure, caption=printed))
+    else:
+        sections.append(
+            Section(
+                "ε as a function of the noise",
+                f"Not drawn: σy / σx = {ratio:.3g} would put σy beyond the floating-point range along the curve.",
+            )
         )
-    )
     if reading.profile is not None:
         sections.append(
             Section(
