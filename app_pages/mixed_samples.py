@@ -209,7 +209,7 @@ st.write(f"σx = {used.sigma_x:.4g}, σy = {used.sigma_y:.4g}, T = {used.T:,} po
 epsilon_rows = [
     {
         "accountant": e.accountant,
-        "ε": format_epsilon(e.epsilon),
+        "ε": format_epsilon(e.epsilon, upper_bound=e.upper_bound),
         "guarantee": e.guarantee,
         "assumptions": e.assumptions,
         "note": e.reason or "",

@@ -397,7 +397,9 @@ def _budget(reading: ReleaseReading | None, delta: float) -> None:
     except ValueError as exc:
         st.error(str(exc))
         return
-    st.metric(f"Total ε at δ = {delta:.2g} for {budget.relation} adjacency", format_epsilon(budget.epsilon))
+    st.metric(
+        f"Total ε at δ = {delta:.2g} for {budget.relation} adjacency", format_epsilon(budget.epsilon, upper_bound=True)
+    )
     st.dataframe(budget_table(budget), hide_index=True, width="stretch")
     table_download(budget_table(budget), K + "budget_table", "dpmix_privacy_budget")
     for note in budget.notes:
@@ -458,7 +460,7 @@ def _calibrate(setting: MixingSetting, delta: float) -> None:
         st.error(str(exc))
         return
     st.success(
-        f"{name}: σx = **{cal.sigma_x:.5g}**, σy = **{cal.sigma_y:.5g}** give ε = {format_epsilon(cal.result.epsilon)} "
+        f"{name}: σx = **{cal.sigma_x:.5g}**, σy = **{cal.sigma_y:.5g}** give ε = {format_epsilon(cal.result.epsilon, upper_bound=cal.result.upper_bound)} "
         f"≤ {target:g} at δ = {delta:.2g} ({cal.result.guarantee})."
     )
     st.button("Use this σ above", on_click=_apply_calibrated, args=(cal.sigma_x,), key=K + "apply_sigma")
@@ -472,7 +474,7 @@ def _solve_points(name: str, setting: MixingSetting, target: float, delta: float
         return
     st.success(
         f"{name}: at σx = {setting.sigma_x:.4g}, σy = {setting.sigma_y:.4g} at most **T = {budget.T:,}** points "
-        f"keep ε = {format_epsilon(budget.result.epsilon)} ≤ {target:g} at δ = {delta:.2g} "
+        f"keep ε = {format_epsilon(budget.result.epsilon, upper_bound=budget.result.upper_bound)} ≤ {target:g} at δ = {delta:.2g} "
         f"({budget.result.guarantee})."
     )
     for note in (budget.note, budget.result.reason):

@@ -92,13 +92,13 @@ def _empirical() -> None:
         return
     m1, m2, m3 = st.columns(3)
     m1.metric(f"Empirical ε lower bound ({result.confidence:.0%} confidence)", f"{result.epsilon_lower_bound:.3f}")
-    m2.metric("Smallest guaranteed ε (upper bound)", format_epsilon(result.smallest_upper_bound))
+    m2.metric("Smallest guaranteed ε (upper bound)", format_epsilon(result.smallest_upper_bound, upper_bound=True))
     m3.metric("Verdict", "VIOLATION" if result.violation else "consistent")
     (st.error if result.violation else st.success)(result.reading)
     bounds = [
         {
             "accountant": r.accountant,
-            "ε": format_epsilon(r.epsilon),
+            "ε": format_epsilon(r.epsilon, upper_bound=r.upper_bound),
             "guarantee": r.guarantee,
             "assumptions": r.assumptions,
         }

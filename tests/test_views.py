@@ -7,7 +7,7 @@ import pytest
 
 from dpmix_core.privacy.accountants import MixingSetting
 from dpmix_core.privacy.curves import default_axis_values
-from dpmix_core.views.reports import curve_anchor, epsilon_curves
+from dpmix_core.views.reports import curve_anchor, epsilon_curves, epsilon_table, format_epsilon
 from dpmix_core.views.shared_release import SharedRelease
 
 S = MixingSetting(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711)
@@ -91,3 +91,27 @@ def test_table_shows_the_pld_error_bar_and_the_clt_gap():
     note = table.loc["gdp-clt", "notes"]
     gap = clt_gap(s, 1e-5, relative_accuracy=0.1)
     assert f"{gap:+.3g}" in note and "pld-poisson" in note
+
+
+@pytest.mark.parametrize(
+    ("eps", "nearest", "bound"),
+    [
+        (11.83, "11.8", "11.9"),
+        (0.5641, "0.564", "0.565"),
+        (1923.4, "1,923", "1,924"),
+        (2.5e7, "2.5e+07 (enormous)", None),
+    ],
+)
+def test_a_rigorous_bound_is_printed_rounded_up(eps, nearest, bound):
+    assert format_epsilon(eps) == nearest  # an approximation or a lower bound: nearest
+    printed = format_epsilon(eps, upper_bound=True)
+    assert printed == (bound or nearest) and float(printed.split()[0].replace(",", "")) >= eps
+    assert format_epsilon(float("inf"), upper_bound=True) == "∞"
+
+
+def test_the_accountant_table_never_prints_a_bound_below_its_value():
+    s = MixingSetting(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711)
+    table = epsilon_table(s, 1e-5)
+    bounds = table[table["upper_bound"]]
+    assert len(bounds) >= 4
+    assert all(float(p.replace(",", "")) >= e for p, e in zip(bounds["ε"], bounds["epsilon"], strict=True))

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpmix_core.privacy.release import MixingRelease
+from dpmix_core.privacy.statement import bound_text
 from dpmix_core.resources.limits import audit_cost, check_cost, limits_from_env
 
 if TYPE_CHECKING:  # scipy and the accountants (dp_accounting) load where used: the CLI parser stays cheap
@@ -189,7 +190,7 @@ class AuditResult:
         if self.violation:
             return (
                 f"VIOLATION: the attack proves ε ≥ {self.epsilon_lower_bound:.3g} ({conf}), above the guaranteed "
-                f"ε ≤ {upper:.3g}: the release leaks more than its accountant claims. With the noise actually "
+                f"ε ≤ {bound_text(upper)}: the release leaks more than its accountant claims. With the noise actually "
                 "added below the nominal σ this is the expected catch of a buggy mechanism; otherwise the "
                 "mechanism or the accountant is wrong."
             )
@@ -199,7 +200,9 @@ class AuditResult:
                 f"{self.evaluation_trials:,} evaluation runs each: a lower bound of 0 is no evidence either way. "
                 "More trials, less noise, a larger T or a smaller n give the attack more to see."
             )
-        guarantee = f"the guarantee says ε ≤ {upper:.3g}" if math.isfinite(upper) else "no rigorous guarantee applies"
+        guarantee = (
+            f"the guarantee says ε ≤ {bound_text(upper)}" if math.isfinite(upper) else "no rigorous guarantee applies"
+        )
         return (
             f"Consistent: the attack proves ε ≥ {self.epsilon_lower_bound:.3g} ({conf}) for this worst-case "
             f"canary, and {guarantee}. The true ε of the release lies in between; the gap is how loose the "
