@@ -53,15 +53,13 @@ def cached_dataset(upload: bytes | None, filename: str | None):
 
 
 @st.cache_data(
-    show_spinner="Mixing… (feature mixing: the first time, ScatterNet features of every record)", max_entries=64
+    show_spinner="Mixing… (feature mixing, the first time: ScatterNet features of every record)", max_entries=64
 )
 def cached_preview(_dataset, dataset_key: str, config: SynthesisConfig):
     return mixing_preview(_dataset, config)
 
 
-@st.cache_data(
-    show_spinner="Mixing… (the first feature mixing of a dataset computes its ScatterNet features)", max_entries=64
-)
+@st.cache_data(show_spinner="Preparing the export…", max_entries=4)
 def cached_export(_dataset, dataset_key: str, config: SynthesisConfig) -> bytes:
     synthesis = synthesize(config, _dataset)
     return npz_bytes(synthesis, privacy_card(synthesis))
