@@ -101,3 +101,50 @@ def test_dpsgd_item_refuses_impossible_numbers_and_matches_the_dpsgd_event():
         args = dict(n=1000, batch_size=50, steps=200, noise_multiplier=1.3) | kw
         with pytest.raises(ValueError):
             dpsgd_item("model", **args)
+
+
+def _mp_poisson_rdp(q: float, z: float, alpha: int) -> float:
+    """Mironov, Talwar, Zhang 2019, Sec. 3.3, integer alpha, in 60-digit arithmetic."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        q = mpmath.mpf(q)
+        a = mpmath.fsum(
+            mpmath.binomial(alpha, k)
+            * (1 - q) ** (alpha - k)
+            * q**k
+            * mpmath.exp((k * k - k) / (2 * mpmath.mpf(z) ** 2))
+            for k in range(alpha + 1)
+        )
+        return float(mpmath.log(a) / (alpha - 1))
+
+
+def test_a_budget_is_not_zeroed_by_dp_accountings_rounding_noise():
+    """T = 1e12 Poisson steps at q = 0.5, z = 7.07e8 (a mixing release at n = 2 or DP-SGD): the one-step RDP (~1e-19)
+    is below double resolution, dp_accounting's composed RDP came out negative and the budget's total was 0, alone
+    and next to a DP-PCA. The same RDP bound in 60-digit arithmetic is 0.0196 (the CLT puts the true eps near 1e-3)."""
+    from dpmix_core.privacy.events import SampledGaussianSteps
+
+    release = SampledGaussianSteps.poisson(q=0.5, z=7.07e8, steps=10**12)
+    orders = [int(o) for o in BUDGET_ORDERS if float(o).is_integer()]
+    oracle = rdp.compute_epsilon(orders, [release.steps * _mp_poisson_rdp(0.5, 7.07e8, a) for a in orders], 1e-5)[0]
+    assert oracle == pytest.approx(0.0196, rel=0.01)
+    model = dpsgd_item("model", n=2, batch_size=1, steps=10**12, noise_multiplier=7.07e8)
+    alone = compose_budget([model], 1e-5)
+    assert oracle <= alone.epsilon <= oracle * 1.02  # T * 8 ulp of rounding allowance
+    assert dict(alone.per_item)["model"] == alone.epsilon
+    with_pca = compose_budget([model, gaussian_item("pca", noise_multiplier=1e9)], 1e-5)
+    assert with_pca.epsilon >= oracle
+
+
+def test_a_tiny_label_only_epsilon_is_not_zeroed_by_rounding():
+    """Laplace at eps = 1e-17: dp_accounting's RDP eps + log1p(...)/(alpha - 1) cancelled to a negative number and the
+    budget said 0 at delta = 1e-30; (0, delta)-DP needs delta >= 1 - e^(-eps/2) ~ 5e-18 (the Laplace profile
+    delta(e) = 1 - e^((e - eps)/2)), so the exact eps there is eps + 2 log(1 - delta) ~ 1e-17."""
+    import mpmath
+
+    budget = compose_budget([laplace_label_item("labels", epsilon=1e-17)], 1e-30)
+    with mpmath.workdps(80):
+        exact = mpmath.mpf(1e-17) + 2 * mpmath.log1p(-mpmath.mpf(1e-30))
+    assert float(exact) <= budget.epsilon <= 1e-17 * (1 + 1e-12)
+    assert dict(budget.per_item)["labels"] > 0

@@ -2,6 +2,7 @@
 
 import math
 
+import mpmath
 import numpy as np
 import pytest
 from scipy.stats import norm
@@ -103,3 +104,39 @@ def test_profile_agrees_with_the_headline_accountant():
     eps = acc.epsilon(release, 1e-5).epsilon
     delta_at_eps = privacy_profile(release, [eps]).deltas[0]
     assert 1e-6 < delta_at_eps <= 1.01e-5
+
+
+def _mp_poisson_rdp(q: float, z: float, alpha: int) -> float:
+    """Mironov, Talwar, Zhang 2019, Sec. 3.3, integer alpha, in 60-digit arithmetic."""
+    with mpmath.workdps(60):
+        q = mpmath.mpf(q)
+        a = mpmath.fsum(
+            mpmath.binomial(alpha, k)
+            * (1 - q) ** (alpha - k)
+            * q**k
+            * mpmath.exp((k * k - k) / (2 * mpmath.mpf(z) ** 2))
+            for k in range(alpha + 1)
+        )
+        return float(mpmath.log(a) / (alpha - 1))
+
+
+def test_profile_is_not_zeroed_by_dp_accountings_rounding_noise():
+    """T = 1e12 Poisson steps at q = 0.5, z = 7.07e8: dp_accounting's composed RDP is rounding noise, negative at some
+    orders, and its get_delta returned delta = 0 at every eps (a trade-off curve with no attacker at all). The
+    profile must stay above the same RDP bound in exact arithmetic: 60-digit mpmath at the integer orders, the
+    unsampled Gaussian's T alpha / (2 z^2) at the fractional ones (where dp_accounting's series does not converge)."""
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp
+
+    from dpmix_core.privacy.events import SampledGaussianSteps
+    from dpmix_core.privacy.profile import PROFILE_ORDERS
+
+    q, z, steps = 0.5, 7.07e8, 10**12
+    release = SampledGaussianSteps.poisson(q=q, z=z, steps=steps)
+    curve = [
+        steps * min(_mp_poisson_rdp(q, z, int(a)) if a.is_integer() else math.inf, a / (2 * z * z))
+        for a in PROFILE_ORDERS
+    ]
+    epsilons = [0.0, 0.005, 0.01, 0.02]
+    profile = privacy_profile(release, epsilons)
+    for eps, delta in zip(epsilons, profile.deltas, strict=True):
+        assert delta >= rdp.compute_delta(list(PROFILE_ORDERS), curve, eps)[0] * (1 - 1e-9) > 0

@@ -3,7 +3,9 @@
 Each release is its ``dp_accounting`` event plus the neighbouring relation its guarantee is stated for.
 The events are composed as Renyi DP curves (Mironov 2017, Prop. 1: RDP adds up under composition) and
 converted once (dp_accounting's ``compute_epsilon``, Canonne-Kamath-Steinke 2020 / Balle et al. 2020): a
-rigorous upper bound, tighter than adding the per-release epsilons. Relations:
+rigorous upper bound, tighter than adding the per-release epsilons. Each release's curve has dp_accounting's
+rounding taken on the pessimistic side first (``guarded_rdp``): where the RDP is below double resolution its raw
+curve is rounding noise, negative at some orders, and dp_accounting then returns eps = 0. Relations:
 
 * all releases under the same relation: composed under it;
 * add/remove-one releases next to replace-one ones: a replace-one neighbour is a removal then an addition,
@@ -24,6 +26,7 @@ import dp_accounting
 import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 
+from dpmix_core.privacy.accountants.rdp_dp_accounting import RDP_ROUNDING, guarded_event_rdp
 from dpmix_core.privacy.checks import check_delta
 from dpmix_core.privacy.events import SampledGaussianSteps
 from dpmix_core.privacy.profile import python_orders
@@ -139,7 +142,21 @@ def _rdp_curve(event: dp_accounting.DpEvent, relation: str, orders: Sequence[flo
     neighbor = rdp.NeighborRel.ADD_OR_REMOVE_ONE if relation == ADD_REMOVE else rdp.NeighborRel.REPLACE_ONE
     accountant = rdp.RdpAccountant(orders=python_orders(orders), neighboring_relation=neighbor)
     accountant.compose(event)
-    return np.asarray(accountant.rdp, dtype=float)
+    pure = _pure_epsilon(event)
+    if pure is not None:
+        return _guarded_pure_rdp(accountant.rdp, pure)
+    return guarded_event_rdp(accountant.rdp, tuple(orders), event)
+
+
+def _guarded_pure_rdp(rdp_values: np.ndarray, epsilon: float) -> np.ndarray:
+    """A Laplace event's RDP with dp_accounting's rounding on the pessimistic side: >= 0, + RDP_ROUNDING * epsilon.
+
+    dp_accounting's eps + log1p(...)/(alpha - 1) (Mironov 2017, Prop. 6) cancels to rounding where the RDP, about
+    alpha eps^2 / 2, is below eps * 2^-52: it came out negative at eps = 1e-17 and the budget's total was 0 (at
+    delta = 1e-30 < eps/2, where (0, delta)-DP fails). Its shortfall is at most 1.8 ulp of eps (80-digit mpmath,
+    eps in [1e-300, 1e3], every budget order); a self-composed event's is count times one event's.
+    """
+    return np.maximum(np.asarray(rdp_values, dtype=float), 0.0) + RDP_ROUNDING * epsilon
 
 
 def _replace_one_curve(item: BudgetItem, orders: Sequence[float]) -> np.ndarray:

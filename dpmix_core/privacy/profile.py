@@ -22,6 +22,7 @@ from dp_accounting.rdp import rdp_privacy_accountant as rdp
 from scipy.optimize import brentq
 from scipy.stats import norm
 
+from dpmix_core.privacy.accountants.rdp_dp_accounting import guarded_event_rdp
 from dpmix_core.privacy.analysis.gdp import gdp_delta
 from dpmix_core.privacy.checks import check_delta
 from dpmix_core.privacy.release import Adjacency, MixingRelease
@@ -87,12 +88,16 @@ def privacy_profile(release: MixingRelease, epsilons: Sequence[float] | np.ndarr
     )
     orders = PROFILE_ORDERS if release.adjacency is Adjacency.ADD_REMOVE_ONE else WOR_PROFILE_ORDERS
     accountant = rdp.RdpAccountant(orders=python_orders(orders), neighboring_relation=relation)
-    accountant.compose(release.dp_event())
+    event = release.dp_event()
+    accountant.compose(event)
+    # dp_accounting's own get_delta returns delta = 0 at every eps where its composed RDP is rounding noise
+    # (T = 1e12, q = 0.5, z = 7e8); the guarded curve never is
+    values = guarded_event_rdp(accountant.rdp, orders, event)
     deltas = []
     for eps in epsilons:
         if not (math.isfinite(eps) and eps >= 0):
             raise ValueError(f"epsilon values must be finite and >= 0. Found {eps}.")
-        deltas.append(min(1.0, float(accountant.get_delta(float(eps)))))
+        deltas.append(min(1.0, float(rdp.compute_delta(python_orders(orders), values, float(eps))[0])))
     return PrivacyProfile(tuple(float(e) for e in epsilons), tuple(deltas), "RDP (dp_accounting), upper bound")
 
 

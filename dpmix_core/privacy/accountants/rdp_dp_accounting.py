@@ -10,7 +10,7 @@ from dp_accounting.rdp import rdp_privacy_accountant as rdp
 from dpmix_core.privacy.accountants.base import Accountant, MixingSetting
 from dpmix_core.privacy.accountants.extremes import at_most_unsampled, settled_by_noise
 from dpmix_core.privacy.accountants.wbk import wbk_epsilon
-from dpmix_core.privacy.events import AccountedRelease
+from dpmix_core.privacy.events import AccountedRelease, SampledGaussianSteps, UnsupportedEventError
 from dpmix_core.privacy.release import Adjacency, DataBounds, Sampling
 
 # Integer orders only: fractional orders cost a slow series and rarely win here.
@@ -41,6 +41,19 @@ def guarded_rdp(rdp_values: np.ndarray, orders: tuple[int, ...], steps: int, z: 
         gaussian = steps * a / (2.0 * z * z) if z > 0 else np.full_like(a, np.inf)
     noisy = np.maximum(np.asarray(rdp_values, dtype=float), 0.0) + steps * RDP_ROUNDING
     return np.minimum(noisy, gaussian)
+
+
+def guarded_event_rdp(rdp_values: np.ndarray, orders: tuple[float, ...], event) -> np.ndarray:
+    """dp_accounting's composed RDP of ``event`` at ``orders``, through :func:`guarded_rdp` where the event is T steps
+    of a subsampled Gaussian (a mixing release, DP-SGD); other events (a Gaussian's closed form) as computed.
+
+    For the callers that hand dp_accounting a whole event (a budget, a privacy profile) instead of a release.
+    """
+    try:
+        steps = SampledGaussianSteps.from_dp_event(event)
+    except UnsupportedEventError:
+        return np.asarray(rdp_values, dtype=float)
+    return guarded_rdp(rdp_values, orders, steps.num_points, steps.noise_multiplier())
 
 
 def _rdp_epsilon(release: AccountedRelease, delta: float, orders: tuple[int, ...], relation) -> tuple[float, float]:
