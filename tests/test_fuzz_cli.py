@@ -585,6 +585,23 @@ def test_extreme_noise_is_answered_with_a_reason_not_a_traceback(sigma, expected
     assert out.count("note:") == 6
 
 
+def test_vanishing_noise_prints_no_numpy_warning(capsys):
+    """pld-poisson at sigma_y = 1e-12 (z ~ 1e-12): dp_accounting's PLD construction overflowed e^(eps + log Phi) and
+    numpy printed a RuntimeWarning above the answer (and above max-points' one-line error); the answer itself, the
+    rdp-poisson / unsampled fallback, was right. Warnings as errors: any such warning fails the command."""
+    import warnings
+
+    argv = ["--n", "60000", "--l", "2", "--sigma-x", "1e-6", "--sigma-y", "1e-12", "--delta", "1e-5"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        code = main(["epsilon", "--accountant", "pld-poisson", "--T", "1", *argv])
+        out, err = capsys.readouterr()
+        assert code == 0 and err == "" and "PLD failed (OverflowError" in out
+        code = main(["max-points", "--accountant", "all", "--target-epsilon", "1e6", *argv])
+        out, err = capsys.readouterr()
+        assert code == 2 and err.count("\n") == 1 and err.startswith("error: no accountant has an answer")
+
+
 def test_the_papers_own_releases_pass_the_default_cost_model():
     """The limits refuse work too big for the machine, never the releases the papers made (thesis §4.1 / DPFMix)."""
     from dpmix_core.resources.limits import check_cost, limits_from_env, mixing_cost

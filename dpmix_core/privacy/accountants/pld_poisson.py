@@ -289,15 +289,18 @@ def pld_epsilon(release: AccountedRelease, delta: float, interval: float, *, pes
         ValueError, OverflowError or FloatingPointError: from dp_accounting, seen with ``pessimistic=False`` on
             coarse grids (the optimistic buckets overflow); the accountant catches them.
     """
-    single = pld.from_gaussian_mechanism(
-        standard_deviation=release.noise_multiplier(),
-        sensitivity=1.0,
-        pessimistic_estimate=pessimistic,
-        use_connect_dots=pessimistic,  # connect-the-dots is pessimistic only; optimistic uses privacy buckets
-        value_discretization_interval=interval,
-        sampling_prob=release.sampling_rate,
-    )
-    with np.errstate(over="ignore"):  # dp_accounting divides by a vanishing mass on its way to the same answer
+    # dp_accounting divides by a vanishing mass on its way to the same answer; at vanishing noise (z ~ 1e-12) its
+    # e^(eps + log Phi) overflows to inf before its math.exp raises OverflowError (caught by the accountant): either
+    # way nothing but a RuntimeWarning on stderr, which broke the CLI's one-line output
+    with np.errstate(over="ignore"):
+        single = pld.from_gaussian_mechanism(
+            standard_deviation=release.noise_multiplier(),
+            sensitivity=1.0,
+            pessimistic_estimate=pessimistic,
+            use_connect_dots=pessimistic,  # connect-the-dots is pessimistic only; optimistic uses privacy buckets
+            value_discretization_interval=interval,
+            sampling_prob=release.sampling_rate,
+        )
         return float(_self_compose(single, release.num_points).get_epsilon_for_delta(delta))
 
 
