@@ -280,3 +280,17 @@ def test_max_points_is_always_within_the_target(n, frac, sigma, target, name):
     assert 1 <= budget.T <= 10**12 and budget.result.epsilon <= target
     if budget.note is None and budget.T < 10**12:
         assert _eps_at(acc, s, budget.T + 1) > target
+
+
+@pytest.mark.parametrize("name", ["rdp-wor", "rdp-poisson"])
+def test_a_huge_sigma_ratio_does_not_overflow_sigma_y(name):
+    """lambda = 1e305: the search started at sigma_max = 1e4, where sigma_y = 1e309 is inf, and every accountant refused
+    ('sigma_y must be a finite number'); label noise that large is no noise on the labels' side of z, so the answer is
+    the one at lambda = 1e300 (itself re-evaluated: eps <= target at the returned sigmas)."""
+    acc = get_accountant(name)
+    setting = MixingSetting(n=1000, l=10, T=100, sigma_x=1, sigma_y=1)
+    huge = calibrate_sigma(acc, setting, target_epsilon=1.0, delta=1e-5, sigma_ratio=1e305)
+    ref = calibrate_sigma(acc, setting, target_epsilon=1.0, delta=1e-5, sigma_ratio=1e300)
+    assert math.isfinite(huge.sigma_y) and huge.sigma_x == pytest.approx(ref.sigma_x, rel=1e-4)
+    again = acc.epsilon(acc.release_for(replace(setting, sigma_x=huge.sigma_x, sigma_y=huge.sigma_y)), 1e-5)
+    assert again.epsilon == huge.result.epsilon <= 1.0

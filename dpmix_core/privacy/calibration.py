@@ -8,6 +8,7 @@ the search stops early (a note then says how far from optimal it may be).
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -114,6 +115,7 @@ def calibrate_sigma(
         raise UnsupportedReleaseError(
             f"{accountant.name} does not cover {setting.sampling.value} sampling with {setting.adjacency.value} adjacency."
         )
+    sigma_max = min(sigma_max, _largest_finite_sigma_x(sigma_ratio))
     deadline = time.perf_counter() + time_budget
 
     def evaluator(acc: Accountant) -> Callable[[float], EpsilonResult]:
@@ -132,6 +134,15 @@ def calibrate_sigma(
         return _calibrate_pld(accountant, evaluator, steps, target_epsilon, sigma_ratio, sigma_max, deadline)
     hi, hi_res, note = _search(evaluator(accountant), target_epsilon, sigma_max, deadline, accountant.name)
     return Calibration(hi, sigma_ratio * hi, target_epsilon, hi_res, note)
+
+
+def _largest_finite_sigma_x(sigma_ratio: float) -> float:
+    """The largest sigma_x whose sigma_y = sigma_ratio * sigma_x is a finite double (half of it, against rounding).
+
+    The search starts at sigma_max: at lambda = 1e305 its sigma_y = 1e309 overflowed to inf and every accountant
+    refused the release ('sigma_y must be a finite number'), though sigma_x = 3.4 meets eps = 1 there.
+    """
+    return sys.float_info.max / sigma_ratio / 2.0
 
 
 def _calibrate_pld(
