@@ -160,6 +160,45 @@ def test_deterministic_under_seed():
     assert (a["fpr"], a["fnr"]) != (c["fpr"], c["fnr"])
 
 
+@pytest.mark.parametrize(
+    "mechanism, sigma_x, sigma_y, scale",
+    [
+        ("poisson", 1e300, 1e300, 1.0),  # sigma**2 raised OverflowError
+        ("dpmix", 0.0711, 1e300, 1.0),
+        ("poisson", 1e-300, 1e-300, 1.0),  # 1e-300**2 = 0: ZeroDivisionError
+        ("dpmix", 1.0, 1.0, 1e-300),
+        ("dpmix", 1e-200, 1.0, 1e-200),  # shift above the largest double: inf
+        ("dpmix", 1.0, 1.0, 1e300),
+    ],
+)
+def test_canary_shift_at_extreme_noise_matches_mpmath(mechanism, sigma_x, sigma_y, scale):
+    import mpmath
+
+    config = AuditConfig(mechanism, n=5, l=2, T=3, sigma_x=sigma_x, sigma_y=sigma_y, noise_scale=scale, trials=20)
+    fx, fy = (16, 2) if mechanism == "dpmix" else (1, 1)
+    with mpmath.workdps(50):
+        sx, sy = mpmath.mpf(sigma_x) * scale, mpmath.mpf(sigma_y) * scale
+        exact = mpmath.sqrt(fx / sx**2 + fy / sy**2) / 2
+    s = canary_shift(config)
+    assert (math.isinf(s) and exact > 1.8e308) or s == pytest.approx(float(exact), rel=1e-12)
+
+
+def test_audit_at_vanishing_and_huge_noise_answers():
+    """sigma = 1e300 (Poisson) raised OverflowError and sigma * noise_scale = 1e-300 ZeroDivisionError, both as a
+    traceback from the CLI; sigma = 1e-160 gave s = inf and NaN statistics (a lower bound of 0.67 where sigma = 1e-100
+    proves 2.99). The simulated shift is capped at SHIFT_MAX (a post-processing of the real release)."""
+    from dpmix_core.audit.empirical import SHIFT_MAX
+
+    cfg = dict(mechanism="dpmix", n=5, l=2, T=3, trials=200)
+    huge = run_audit(AuditConfig("poisson", n=5, l=2, T=3, sigma_x=1e300, sigma_y=1e300, trials=200))
+    assert huge.epsilon_lower_bound == 0.0 and huge.shift < 1e-299
+    tiny = run_audit(AuditConfig(**cfg, sigma_x=1.0, sigma_y=1.0, noise_scale=1e-300))
+    vanishing = run_audit(AuditConfig(**cfg, sigma_x=1e-160, sigma_y=1e-160))
+    small = run_audit(AuditConfig(**cfg, sigma_x=1e-100, sigma_y=1e-100))
+    assert tiny.shift == vanishing.shift == small.shift == SHIFT_MAX
+    assert tiny.epsilon_lower_bound == vanishing.epsilon_lower_bound == small.epsilon_lower_bound > 2.5
+
+
 # --------------------------------------------------------------------------- inputs and output
 
 

@@ -67,6 +67,7 @@ __all__ = [
     "AuditResult",
     "audit_dataset",
     "canary_shift",
+    "simulated_shift",
     "clopper_pearson_upper",
     "epsilon_lower_bound",
     "run_audit",
@@ -77,6 +78,7 @@ TEST_NAME = "log-likelihood ratio of the T points along the whitened canary dire
 VIOLATION_TOLERANCE = 1e-6
 _CHUNK_ELEMENTS = 2_000_000  # trials x T normals generated at once
 _MAX_THRESHOLDS = 512
+SHIFT_MAX = 1e100  # s^2 T / 2 stays finite in the log-likelihood ratio for any T
 
 
 @dataclass(frozen=True)
@@ -315,12 +317,25 @@ def canary_shift(config: AuditConfig) -> float:
 
     dpmix: ||(1^d/l / sigma_x, (e_1 - e_0)/l / sigma_y)||; poisson: ||(x_c/m / sigma_x, e_1/m / sigma_y)||.
     """
-    sx, sy = config.sigma_x * config.noise_scale, config.sigma_y * config.noise_scale
     if config.mechanism == "dpmix":
         fx, fy = float(config.d), 2.0
     else:
         fx, fy = 1.0, 1.0
-    return math.sqrt(fx / sx**2 + fy / sy**2) / config.l
+    # per block, divided step by step and joined by hypot: sigma**2 overflowed (OverflowError at sigma = 1e300) or
+    # underflowed to 0 (ZeroDivisionError at sigma * noise_scale = 1e-300); inf where the shift exceeds a double
+    x = math.sqrt(fx) / config.sigma_x / config.noise_scale / config.l
+    y = math.sqrt(fy) / config.sigma_y / config.noise_scale / config.l
+    return math.hypot(x, y)
+
+
+def simulated_shift(shift: float) -> float:
+    """The shift the simulation uses: s, or SHIFT_MAX above it (an infinite s made every statistic NaN).
+
+    Capping keeps the lower bound valid: x -> (s'/s) x + N(0, 1 - (s'/s)^2) maps N(0, 1) to itself and N(s, 1) to
+    N(s', 1) point by point, so the capped release is a post-processing of the real one and any epsilon it proves
+    holds for the real one too; at s = 1e100 the canary is found whenever it is mixed in, as at any larger s.
+    """
+    return min(shift, SHIFT_MAX)
 
 
 def _llr_statistics(rng: np.random.Generator, trials: int, T: int, p: float, s: float, canary: bool) -> np.ndarray:
@@ -374,7 +389,7 @@ def run_audit(config: AuditConfig) -> AuditResult:
     )
     release = config.release()
     rng = np.random.default_rng(config.seed)
-    p, s, T = config.inclusion_probability, canary_shift(config), config.T
+    p, s, T = config.inclusion_probability, simulated_shift(canary_shift(config)), config.T
     half = config.trials // 2
     rest = config.trials - half
     stat_d = _llr_statistics(rng, config.trials, T, p, s, canary=True)
