@@ -27,7 +27,7 @@ THM9_ORDERS = np.arange(2, 101)  # lee2019's orders: the Thm. 9 bound on the sam
 RDP_ROUNDING = 8 * float(np.finfo(float).eps)
 
 
-def guarded_rdp(rdp_values: np.ndarray, orders: tuple[int, ...], steps: int, z: float) -> np.ndarray:
+def guarded_rdp(rdp_values: np.ndarray, orders: tuple[float, ...], steps: int, z: float) -> np.ndarray:
     """Composed RDP with dp_accounting's rounding taken on the pessimistic side: computed + T * RDP_ROUNDING, never
     above T alpha / (2 z^2), the RDP of the same T Gaussian steps without subsampling (subsampling never raises
     RDP: exp((alpha - 1) D_alpha) is jointly convex, Mironov 2017 / WBK 2019).
