@@ -9,6 +9,7 @@ import pytest
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles import mp_poisson_rdp
 
 from dpmix_core.privacy.accountants import (
     ACCOUNTANTS,
@@ -58,20 +59,6 @@ def test_lee2019_sensitivities():
     assert dx**2 == pytest.approx(784 / 256**2) and dy**2 == pytest.approx(10 / 256**2)
 
 
-def _mp_poisson_rdp(q: float, z: float, alpha: int) -> float:
-    """Mironov, Talwar, Zhang 2019, Sec. 3.3, integer alpha, in 60-digit arithmetic."""
-    with mpmath.workdps(60):
-        q = mpmath.mpf(q)
-        a = mpmath.fsum(
-            mpmath.binomial(alpha, k)
-            * (1 - q) ** (alpha - k)
-            * q**k
-            * mpmath.exp((k * k - k) / (2 * mpmath.mpf(z) ** 2))
-            for k in range(alpha + 1)
-        )
-        return float(mpmath.log(a) / (alpha - 1))
-
-
 @pytest.mark.parametrize(
     "setting",
     [
@@ -84,7 +71,7 @@ def test_rdp_poisson_matches_mpmath_oracle(setting):
     release = acc.release_for(setting)
     q, z = release.sampling_rate, release.noise_multiplier()
     orders = [a for a in POISSON_ORDERS if a <= 64]
-    rdp = [setting.T * _mp_poisson_rdp(q, z, a) for a in orders]
+    rdp = [setting.T * mp_poisson_rdp(q, z, a) for a in orders]
     oracle, _ = compute_epsilon(orders, rdp, 1e-5)
     # the accountant may use more orders, so it can only be tighter, and barely
     ours = acc.epsilon(release, 1e-5).epsilon
@@ -97,7 +84,7 @@ def test_rdp_poisson_is_not_zeroed_by_dp_accountings_rounding_noise():
     resolution, dp_accounting's came out negative at some orders and it returned epsilon 0 (and pld-poisson showed that
     0). The same RDP bound in 60-digit arithmetic is 0.0196; the CLT (mu = 7e-4) puts the true epsilon near 1e-3 > 0."""
     release = SampledGaussianSteps.poisson(q=0.5, z=7.07e8, steps=10**12)
-    rdp = [release.num_points * _mp_poisson_rdp(0.5, 7.07e8, a) for a in POISSON_ORDERS]
+    rdp = [release.num_points * mp_poisson_rdp(0.5, 7.07e8, a) for a in POISSON_ORDERS]
     oracle, _ = compute_epsilon(list(POISSON_ORDERS), rdp, 1e-5)
     ours = get_accountant("rdp-poisson").epsilon(release, 1e-5).epsilon
     assert oracle == pytest.approx(0.01955, rel=1e-3)

@@ -7,6 +7,7 @@ import dp_accounting
 import numpy as np
 import pytest
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
+from oracles import mp_poisson_rdp
 
 from dpmix_core.privacy.accountants import MixingSetting, get_accountant
 from dpmix_core.privacy.budget import (
@@ -103,22 +104,6 @@ def test_dpsgd_item_refuses_impossible_numbers_and_matches_the_dpsgd_event():
             dpsgd_item("model", **args)
 
 
-def _mp_poisson_rdp(q: float, z: float, alpha: int) -> float:
-    """Mironov, Talwar, Zhang 2019, Sec. 3.3, integer alpha, in 60-digit arithmetic."""
-    import mpmath
-
-    with mpmath.workdps(60):
-        q = mpmath.mpf(q)
-        a = mpmath.fsum(
-            mpmath.binomial(alpha, k)
-            * (1 - q) ** (alpha - k)
-            * q**k
-            * mpmath.exp((k * k - k) / (2 * mpmath.mpf(z) ** 2))
-            for k in range(alpha + 1)
-        )
-        return float(mpmath.log(a) / (alpha - 1))
-
-
 def test_a_budget_is_not_zeroed_by_dp_accountings_rounding_noise():
     """T = 1e12 Poisson steps at q = 0.5, z = 7.07e8 (a mixing release at n = 2 or DP-SGD): the one-step RDP (~1e-19)
     is below double resolution, dp_accounting's composed RDP came out negative and the budget's total was 0, alone
@@ -127,7 +112,7 @@ def test_a_budget_is_not_zeroed_by_dp_accountings_rounding_noise():
 
     release = SampledGaussianSteps.poisson(q=0.5, z=7.07e8, steps=10**12)
     orders = [int(o) for o in BUDGET_ORDERS if float(o).is_integer()]
-    oracle = rdp.compute_epsilon(orders, [release.steps * _mp_poisson_rdp(0.5, 7.07e8, a) for a in orders], 1e-5)[0]
+    oracle = rdp.compute_epsilon(orders, [release.steps * mp_poisson_rdp(0.5, 7.07e8, a) for a in orders], 1e-5)[0]
     assert oracle == pytest.approx(0.0196, rel=0.01)
     model = dpsgd_item("model", n=2, batch_size=1, steps=10**12, noise_multiplier=7.07e8)
     alone = compose_budget([model], 1e-5)

@@ -2,9 +2,9 @@
 
 import math
 
-import mpmath
 import numpy as np
 import pytest
+from oracles import mp_poisson_rdp
 from scipy.stats import norm
 
 from dpmix_core.privacy.profile import (
@@ -106,20 +106,6 @@ def test_profile_agrees_with_the_headline_accountant():
     assert 1e-6 < delta_at_eps <= 1.01e-5
 
 
-def _mp_poisson_rdp(q: float, z: float, alpha: int) -> float:
-    """Mironov, Talwar, Zhang 2019, Sec. 3.3, integer alpha, in 60-digit arithmetic."""
-    with mpmath.workdps(60):
-        q = mpmath.mpf(q)
-        a = mpmath.fsum(
-            mpmath.binomial(alpha, k)
-            * (1 - q) ** (alpha - k)
-            * q**k
-            * mpmath.exp((k * k - k) / (2 * mpmath.mpf(z) ** 2))
-            for k in range(alpha + 1)
-        )
-        return float(mpmath.log(a) / (alpha - 1))
-
-
 def test_profile_is_not_zeroed_by_dp_accountings_rounding_noise():
     """T = 1e12 Poisson steps at q = 0.5, z = 7.07e8: dp_accounting's composed RDP is rounding noise, negative at some
     orders, and its get_delta returned delta = 0 at every eps (a trade-off curve with no attacker at all). The
@@ -133,7 +119,7 @@ def test_profile_is_not_zeroed_by_dp_accountings_rounding_noise():
     q, z, steps = 0.5, 7.07e8, 10**12
     release = SampledGaussianSteps.poisson(q=q, z=z, steps=steps)
     curve = [
-        steps * min(_mp_poisson_rdp(q, z, int(a)) if a.is_integer() else math.inf, a / (2 * z * z))
+        steps * min(mp_poisson_rdp(q, z, int(a)) if a.is_integer() else math.inf, a / (2 * z * z))
         for a in PROFILE_ORDERS
     ]
     epsilons = [0.0, 0.005, 0.01, 0.02]
