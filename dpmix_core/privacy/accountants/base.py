@@ -245,8 +245,9 @@ class Accountant(ABC):
         epsilon, order, details, reason = self._compute(release, delta)
         if math.isnan(epsilon):
             epsilon, reason = math.inf, reason or "numerical failure; reported pessimistically as inf"
-        if math.isfinite(epsilon) and epsilon > ENORMOUS_EPSILON and reason is None:
-            reason = f"epsilon > {ENORMOUS_EPSILON:g}: no meaningful protection"
+        if math.isfinite(epsilon) and epsilon > ENORMOUS_EPSILON:  # said first, whatever else the accountant says
+            enormous = f"epsilon > {ENORMOUS_EPSILON:g}: no meaningful protection"
+            reason = enormous if reason is None else f"{enormous}; {reason}"
         if math.isinf(epsilon) and reason is None:
             reason = "the bound diverges for these parameters (noise too small)"
         return self._result(release, delta, epsilon, order=order, details=details, reason=reason)
