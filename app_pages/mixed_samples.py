@@ -12,7 +12,7 @@ from dpmix_core.synthesis.export import npz_bytes, privacy_card
 from dpmix_core.synthesis.pipeline import SynthesisConfig, release_refusal, synthesize
 from dpmix_core.synthesis.previews import PREVIEW_MECHANISMS, mixing_preview
 from dpmix_core.views.exports import preview_png
-from dpmix_core.views.reports import format_epsilon
+from dpmix_core.views.privacy_scale import format_epsilon
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "mix_"

@@ -20,7 +20,7 @@ from dpmix_core.views.exports import latex_text
 from dpmix_core.views.figures import epsilon_curve_figure, fdp_tradeoff_figure, profile_figure
 from dpmix_core.views.html_report import accountant_report
 from dpmix_core.views.inputs import format_count, format_real
-from dpmix_core.views.privacy_scale import DEPLOYMENTS, headline
+from dpmix_core.views.privacy_scale import DEPLOYMENTS, format_epsilon, headline
 from dpmix_core.views.reports import (
     RELEASE_MODELS,
     ReleaseReading,
@@ -28,7 +28,6 @@ from dpmix_core.views.reports import (
     curve_anchor,
     epsilon_curves,
     epsilon_table,
-    format_epsilon,
     release_reading,
 )
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease

@@ -14,7 +14,7 @@ from dpmix_core.experiments.audits import membership_attack, submit_membership_a
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.views.exports import image_grid_png
 from dpmix_core.views.inputs import format_count
-from dpmix_core.views.reports import format_epsilon
+from dpmix_core.views.privacy_scale import format_epsilon
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "aud_"

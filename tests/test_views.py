@@ -7,7 +7,8 @@ import pytest
 
 from dpmix_core.privacy.accountants import MixingSetting
 from dpmix_core.privacy.curves import default_axis_values
-from dpmix_core.views.reports import curve_anchor, epsilon_curves, epsilon_table, format_epsilon
+from dpmix_core.views.privacy_scale import format_epsilon
+from dpmix_core.views.reports import curve_anchor, epsilon_curves, epsilon_table
 from dpmix_core.views.shared_release import SharedRelease
 
 S = MixingSetting(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711)

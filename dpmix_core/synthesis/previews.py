@@ -50,12 +50,13 @@ class MixingPreview:
 
 
 def _display(images: np.ndarray, unit: bool) -> np.ndarray:
-    """[0,1]-scaled data is clipped; z-scored or clipped features are min-max scaled per image."""
+    """[0,1]-scaled data is clipped; z-scored or clipped features and tiled feature maps are min-max scaled per
+    image over their values (the blank tiles of a feature grid, NaN, are drawn white)."""
     if unit:
         return np.clip(images, 0.0, 1.0)
-    lo = images.min(axis=(1, 2), keepdims=True)
-    hi = images.max(axis=(1, 2), keepdims=True)
-    return (images - lo) / np.maximum(hi - lo, 1e-12)
+    lo = np.nanmin(images, axis=(1, 2), keepdims=True)
+    hi = np.nanmax(images, axis=(1, 2), keepdims=True)
+    return np.nan_to_num((images - lo) / np.maximum(hi - lo, 1e-12), nan=1.0)
 
 
 def feature_maps(rows: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
@@ -72,18 +73,11 @@ def feature_maps(rows: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
     return tiles.transpose(0, 1, 3, 2, 4).reshape(-1, grid_rows * h, cols * w)
 
 
-def _display_maps(maps: np.ndarray) -> np.ndarray:
-    """Tiled feature maps min-max scaled per point over their real channels; blank tiles white."""
-    lo = np.nanmin(maps, axis=(1, 2), keepdims=True)
-    hi = np.nanmax(maps, axis=(1, 2), keepdims=True)
-    return np.nan_to_num((maps - lo) / np.maximum(hi - lo, 1e-12), nan=1.0)
-
-
 def _as_shown(points: np.ndarray, image_shape: tuple[int, ...], *, features: str, unit: bool) -> np.ndarray:
     """Released rows as images for display: pixels reshaped (clipped or min-max scaled), features as tiled maps."""
     if features == "pixels":
         return _display(points.reshape((-1, *image_shape)), unit)
-    return _display_maps(feature_maps(points, scattering_shape(image_shape)))
+    return _display(feature_maps(points, scattering_shape(image_shape)), unit=False)
 
 
 def mixing_preview(

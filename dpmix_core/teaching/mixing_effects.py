@@ -38,7 +38,7 @@ from dpmix_core.privacy.accountants import ENORMOUS_EPSILON, get_accountant
 from dpmix_core.privacy.events import SampledGaussianSteps
 from dpmix_core.privacy.release import MixingRelease, Sampling
 from dpmix_core.teaching.common import _layout
-from dpmix_core.views.reports import format_epsilon
+from dpmix_core.views.privacy_scale import format_epsilon
 
 __all__ = ["EFFECT_MODELS", "EffectStage", "MixingEffects", "mixing_effects", "mixing_effects_figure"]
 

@@ -7,7 +7,15 @@ from dataclasses import dataclass
 
 from dpmix_core.privacy.statement import WEAK_EPSILON, bound_text
 
-__all__ = ["qualitative_label", "odds_ratio_text", "headline", "Headline", "DEPLOYMENTS", "Deployment"]
+__all__ = [
+    "format_epsilon",
+    "qualitative_label",
+    "odds_ratio_text",
+    "headline",
+    "Headline",
+    "DEPLOYMENTS",
+    "Deployment",
+]
 
 _BANDS = (
     (1.0, "strong"),
@@ -27,6 +35,18 @@ def qualitative_label(epsilon: float) -> str:
         if epsilon <= limit:
             return label
     return "little formal"
+
+
+def format_epsilon(eps: float, *, upper_bound: bool = False) -> str:
+    """eps to 3 significant digits (whole numbers from 100); a rigorous ``upper_bound`` is rounded *up*, so the
+    printed number is never below the computed bound (as the privacy statement prints it)."""
+    if math.isinf(eps):
+        return "∞"
+    if eps >= 1e6:
+        return f"{bound_text(eps) if upper_bound else f'{eps:.3g}'} (enormous)"
+    if eps >= 100:
+        return f"{math.ceil(eps) if upper_bound else round(eps):,}"
+    return bound_text(eps) if upper_bound else f"{eps:.3g}"
 
 
 def odds_ratio_text(epsilon: float) -> str:
@@ -58,8 +78,8 @@ class Headline:
 
     @property
     def epsilon_text(self) -> str:
-        """The rigorous eps rounded *up* to 3 digits, as the privacy statement prints it ("∞" when infinite)."""
-        return "∞" if math.isinf(self.epsilon) else bound_text(self.epsilon)
+        """The rigorous eps rounded *up*, as the tables print it ("∞" when infinite)."""
+        return format_epsilon(self.epsilon, upper_bound=True)
 
     def text(self) -> str:
         return (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dpmix_core.experiments.release_files import ReleaseFile, card_epsilon, release_synthesis
-from dpmix_core.views.reports import format_epsilon
+from dpmix_core.views.privacy_scale import format_epsilon
 
 __all__ = ["release_summary"]
 

@@ -20,8 +20,7 @@ from dpmix_core.privacy.profile import (
     tradeoff_from_profile,
 )
 from dpmix_core.privacy.release import MixingRelease, Sampling
-from dpmix_core.privacy.statement import bound_text
-from dpmix_core.views.privacy_scale import qualitative_label
+from dpmix_core.views.privacy_scale import format_epsilon, qualitative_label
 from dpmix_core.views.release_models import RELEASE_MODELS
 
 __all__ = [
@@ -43,18 +42,6 @@ def _in_model(release: MixingRelease, model: str) -> bool:
         return release.sampling is Sampling.POISSON
     unit = release.bounds.x.description.startswith("[0,1]")
     return release.sampling is Sampling.WITHOUT_REPLACEMENT and unit == (model == "dpmix")
-
-
-def format_epsilon(eps: float, *, upper_bound: bool = False) -> str:
-    """eps to 3 significant digits (whole numbers from 100); a rigorous ``upper_bound`` is rounded *up*, so the
-    printed number is never below the computed bound (as the privacy statement prints it)."""
-    if math.isinf(eps):
-        return "∞"
-    if eps >= 1e6:
-        return f"{bound_text(eps) if upper_bound else f'{eps:.3g}'} (enormous)"
-    if eps >= 100:
-        return f"{math.ceil(eps) if upper_bound else round(eps):,}"
-    return bound_text(eps) if upper_bound else f"{eps:.3g}"
 
 
 CURVE_POINTS = 20  # points per curve: enough for a smooth log-log line, cheap enough for a live page

@@ -23,7 +23,7 @@ import math
 
 from scipy.special import ndtri
 
-from dpmix_core.privacy.analysis.gdp import gdp_epsilon
+from dpmix_core.privacy.analysis.gdp import LOG_SQRT_2PI, gdp_epsilon
 from dpmix_core.privacy.events import AccountedRelease
 
 __all__ = [
@@ -37,7 +37,6 @@ __all__ = [
 
 Z_HUGE = 1e100  # z^-2 < 1e-200: RDP/PLD numerics below double resolution
 Z_TINY = 1e-100  # z^-2 > 1e200: RDP/PLD numerics overflow; every bound is inf
-_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def total_variation_bound(release: AccountedRelease) -> float:
@@ -45,7 +44,7 @@ def total_variation_bound(release: AccountedRelease) -> float:
     z = release.noise_multiplier()
     if math.isinf(z):
         return 0.0
-    log_t = 0.0 if z == 0.0 else min(0.0, -math.log(z) - _LOG_SQRT_2PI)
+    log_t = 0.0 if z == 0.0 else min(0.0, -math.log(z) - LOG_SQRT_2PI)
     step = release.sampling_rate * math.exp(log_t)
     if step >= 1.0:
         return 1.0

@@ -7,7 +7,7 @@ import math
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtri
 
-__all__ = ["poisson_clt_mu", "gdp_delta", "gdp_epsilon", "combined_noise_multiplier"]
+__all__ = ["LOG_SQRT_2PI", "poisson_clt_mu", "gdp_delta", "gdp_epsilon", "combined_noise_multiplier"]
 
 
 def combined_noise_multiplier(z_x: float, z_y: float) -> float:
@@ -46,7 +46,7 @@ def _log_gdp_delta(eps: float, mu: float) -> float:
 # (eps = 0 "exactly" at mu = 1e-20, delta = 1e-50, where the true eps is 1.1e-19); the bound used there is within
 # 0.05 % of the exact eps at mu <= 1e-4 (checked against 400-digit mpmath)
 SMALL_MU = 1e-4
-_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def _log_gdp_delta_upper(x: float, mu: float) -> float:
@@ -56,7 +56,7 @@ def _log_gdp_delta_upper(x: float, mu: float) -> float:
     value there; e^eps Phi(-x - mu/2) is at least (1 + eps) Phi(-x - mu/2). What is left after the subtraction is
     about 1/x^2 of the first term, so the difference keeps all but a couple of its digits at any mu.
     """
-    log_a = math.log(mu) - 0.5 * max(0.0, x - mu / 2.0) ** 2 - _LOG_SQRT_2PI
+    log_a = math.log(mu) - 0.5 * max(0.0, x - mu / 2.0) ** 2 - LOG_SQRT_2PI
     if x <= 0.0:
         return log_a
     log_b = math.log(mu) + math.log(x) + float(log_ndtr(-x - mu / 2.0))
@@ -73,7 +73,7 @@ def _small_mu_epsilon(delta: float, mu: float) -> float:
     if _log_gdp_delta_upper(0.0, mu) <= log_delta:
         return 0.0
     # where mu phi(x - mu/2) = delta the bound is below delta: the root lies in [0, x_hi]
-    x_hi = mu / 2.0 + math.sqrt(max(0.0, 2.0 * (math.log(mu) - log_delta - _LOG_SQRT_2PI))) + 1e-9
+    x_hi = mu / 2.0 + math.sqrt(max(0.0, 2.0 * (math.log(mu) - log_delta - LOG_SQRT_2PI))) + 1e-9
     x = brentq(lambda t: _log_gdp_delta_upper(t, mu) - log_delta, 0.0, x_hi, xtol=1e-13, rtol=1e-13)
     while _log_gdp_delta_upper(x, mu) > log_delta:  # brentq may land a hair below the root
         x *= 1.0 + 1e-12
