@@ -63,11 +63,14 @@ def test_train_protocol_options_reach_the_run(capsys):
             "2",
             "--val-fraction",
             "0.2",
+            "--init",
+            "keras",
             "--json",
         ]
     )
     out = json.loads(capsys.readouterr().out)
     cfg = out["config"]
+    assert cfg["init"] == "keras"
     assert code == 0 and out["collapsed"] == 0 and out["collapse_reason"] is None
     assert (
         cfg["lr"],
@@ -84,6 +87,8 @@ def test_train_defaults_follow_the_model_paper_and_collapse_is_said(capsys):
     from dpmix_core.training.protocols import PROTOCOLS, protocol_options
 
     assert protocol_options("thesis-cnn")["lr"] == 1e-4 and protocol_options("thesis-cnn")["early_stopping"] == 3
+    assert protocol_options("thesis-cnn")["init"] == "keras"  # the thesis's code is TensorFlow
+    assert protocol_options("dpfmix-cnn")["init"] == protocol_options("dpcda-cnn")["init"] == "torch"
     assert protocol_options("scatter-linear")["lr_milestones"] == (80, 120, 160)
     assert protocol_options("thesis-cnn", method="dp-sgd") == {}
     dpmix = protocol_options("thesis-cnn", mechanism="dpmix")  # thesis §4.1: KL to soft labels, all epochs

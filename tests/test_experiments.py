@@ -394,6 +394,10 @@ def test_thesis_41_encodes_the_protocol():
         run.epochs,
         run.val_fraction,
     ) == ("thesis-cnn", "kl", "adam", 1e-4, "step", 10, 0.5, 50, 0.1)
+    assert run.init == "keras"  # TensorFlow's Glorot-uniform start, as the thesis's Keras CNN
+    baselines = [r for r in get_preset("thesis-4.1").runs() if r.method != "mixing" or r.model == "linear"]
+    assert baselines and {r.init for r in baselines} == {"torch"}  # not the thesis's protocol: torch's start
+    assert {r.init for r in get_preset("thesis-4.2-l").runs()} == {"keras"}
     dpsgd = [r for r in get_preset("thesis-4.1").runs() if r.method == "dp-sgd"][0]
     assert (dpsgd.dpsgd_epsilon, dpsgd.dpsgd_delta, dpsgd.model) == (15.0, syn.delta, "thesis-cnn")
 
@@ -676,3 +680,13 @@ def test_documented_spec_variants_are_their_presets_runs_with_only_the_declared_
         assert run_key(run) not in preset_keys
         twin = run.replace(**{field: getattr(preset.base, field) for field in changed})
         assert run_key(twin) in preset_keys, run.label
+
+
+def test_init_enters_the_identity_only_when_keras():
+    """init="torch" (every stored run) leaves the key as it was; "keras" is another run; bad names are refused."""
+    base = RunConfig("non-private", model="thesis-cnn")
+    keras = base.replace(init="keras")
+    assert "init" not in base.identity() and keras.identity()["init"] == "keras"
+    assert run_key(base) != run_key(keras) and RunConfig.from_dict(keras.to_dict()) == keras
+    with pytest.raises(ValueError, match="init"):
+        base.replace(init="glorot")

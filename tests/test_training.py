@@ -740,3 +740,44 @@ def test_dpfmix_cnn_trains_by_app_e_unless_told_otherwise():
         "gkl",
     )
     assert PROTOCOLS["dpfmix-cnn"].paper_epochs == 200
+
+
+def test_keras_init_is_glorot_uniform_with_zero_biases():
+    """init="keras": every conv/dense kernel ~ U(-a, a), a = sqrt(6 / (fan_in + fan_out)) (a conv's fans count its
+    kernel area), biases 0 — TensorFlow's defaults, which the thesis's CNN started from; torch's differ."""
+    from dpmix_core.training.models import build_model
+
+    torch.manual_seed(0)
+    keras = build_model("thesis-cnn", input_shape=(28, 28), num_outputs=10, init="keras")
+    torch.manual_seed(0)
+    default = build_model("thesis-cnn", input_shape=(28, 28), num_outputs=10)
+    layers = [m for m in keras.modules() if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d))]
+    assert len(layers) == 5
+    for layer in layers:
+        w = layer.weight.detach()
+        area = w[0, 0].numel()  # 1 for a dense layer
+        fan_in, fan_out = w.shape[1] * area, w.shape[0] * area
+        bound = math.sqrt(6.0 / (fan_in + fan_out))
+        assert float(w.abs().max()) <= bound and float(w.abs().max()) > 0.9 * bound
+        assert float(w.std()) == pytest.approx(bound / math.sqrt(3), rel=0.15)  # U(-a, a) has std a / sqrt(3)
+        assert float(layer.bias.abs().max()) == 0.0
+    # the first dense layer (768 -> 100): Glorot's bound 0.083 is 2.3x torch's 1/sqrt(768) = 0.036
+    dense = [m for m in default.modules() if isinstance(m, torch.nn.Linear)][0]
+    assert float(dense.weight.abs().max()) <= 1 / math.sqrt(768) and float(dense.bias.abs().max()) > 0
+    with pytest.raises(ValueError, match="Unknown init 'glorot'"):
+        build_model("thesis-cnn", input_shape=(28, 28), num_outputs=10, init="glorot")
+
+
+def test_keras_init_keeps_norm_layers_and_reaches_the_run():
+    """Norm layers keep scale 1 / shift 0 (Keras' too); RunConfig(init=...) builds the model that way."""
+    from dpmix_core.experiments.config import RunConfig
+    from dpmix_core.experiments.runner import run_config
+    from dpmix_core.training.models import build_model
+
+    net = build_model("dpcda-cnn", input_shape=(28, 28), num_outputs=10, init="keras")
+    bn = [m for m in net.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    assert bn and all(float(m.weight.min()) == 1.0 and float(m.bias.abs().max()) == 0.0 for m in bn)
+    kept: dict = {}
+    cfg = RunConfig("non-private", model="linear", init="keras", **{**SMALL, "lr": 1e-12})
+    run_config(cfg, keep=kept)
+    assert float(kept["model"].linear.bias.abs().max()) < 1e-9  # zero at the start, one step of lr 1e-12 later

@@ -538,6 +538,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         lr_gamma=args.lr_gamma,
         lr_step_epochs=args.lr_step_epochs,
         early_stopping=args.early_stopping,
+        init=args.init,
         val_fraction=args.val_fraction,
         features=features,
         **release_file,
@@ -590,7 +591,7 @@ def _print_batchnorm_shift(summary: dict) -> None:
 
 
 def _add_train(sub) -> None:
-    from dpmix_core.training.names import LOSSES, METHODS, MODELS, OPTIMIZERS, SCHEDULES
+    from dpmix_core.training.names import INITS, LOSSES, METHODS, MODELS, OPTIMIZERS, SCHEDULES
 
     p = sub.add_parser("train", help="train a model on a release (or a baseline) and evaluate on the real test set")
     _add_release_arguments(p, mechanism_required=False)
@@ -627,6 +628,12 @@ def _add_train(sub) -> None:
         metavar="PATIENCE",
         help="stop after PATIENCE epochs without better validation accuracy, keeping the best weights "
         "(thesis §4.2: 3); 0 = off",
+    )
+    p.add_argument(
+        "--init",
+        choices=INITS,
+        help="weight initialisation: torch's defaults, or keras (Glorot-uniform, zero biases: TensorFlow's, "
+        "which the thesis's CNN started from); default: the model's paper protocol",
     )
     p.add_argument("--val-fraction", type=finite_float, help="share of the release held out for validation (0.1)")
     p.add_argument("--repeats", type=positive_int, default=1, help="runs with seeds seed, seed+1, ...")

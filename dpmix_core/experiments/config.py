@@ -29,6 +29,7 @@ from dpmix_core.training.names import (
     DPSGD_ACCOUNTANTS,
     FEATURE_MODELS,
     FEATURES,
+    INITS,
     INPUT_NORMS,
     LOSSES,
     METHODS,
@@ -204,6 +205,8 @@ class RunConfig:
     ``loss``: "kl" (soft labels, thesis §4.1), "ce" (argmax labels), "gkl"
     (generalized KL, DPFMix App. D) or "mse" (regression on the label value;
     the task is regression exactly when loss is "mse").
+    ``init``: "torch" (torch.nn's defaults) or "keras" (Glorot-uniform kernels, zero biases: TensorFlow's
+    defaults, which the thesis's CNN started from); in the identity only when "keras".
     ``input_norm="rms"`` divides all inputs (train, validation, test) by the
     root-mean-square of the training inputs: post-processing for released
     data, not allowed for DP-SGD (it would read the private data).
@@ -220,6 +223,7 @@ class RunConfig:
     synthesis: SynthesisConfig | None = None
     features: str = "pixels"
     model: str = "thesis-cnn"
+    init: str = "torch"  # weight initialisation: "torch", or "keras" (Glorot-uniform, zero biases: the thesis's TF)
     loss: str = "ce"
     optimizer: str = "adam"
     lr: float = 1e-3
@@ -256,6 +260,7 @@ class RunConfig:
         _choice("dataset", self.dataset, DATASET_NAMES)
         _choice("features", self.features, FEATURES)
         _choice("model", self.model, MODELS)
+        _choice("init", self.init, INITS)
         _choice("loss", self.loss, LOSSES)
         _choice("optimizer", self.optimizer, OPTIMIZERS)
         _choice("schedule", self.schedule, SCHEDULES)
@@ -519,6 +524,8 @@ class RunConfig:
             d.pop("lr_milestones")
         if self.early_stopping is None:
             d.pop("early_stopping")
+        if self.init == "torch":
+            d.pop("init")
         if self.release_sha256 is None:
             d.pop("release_sha256")
         return d

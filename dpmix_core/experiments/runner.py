@@ -228,7 +228,11 @@ def run_config(
     xtest, ytest = to(x_test), y_test.to(device)
     torch.manual_seed(int(seeds[2]))
     model = build_model(
-        config.model, input_shape=input_shape, num_outputs=num_outputs, normalised_features=released_features
+        config.model,
+        input_shape=input_shape,
+        num_outputs=num_outputs,
+        normalised_features=released_features,
+        init=config.init,
     ).to(device)
     settings = _optim_settings(config, has_validation=len(x_va) > 0)
     if config.early_stopping is not None and not len(x_va):

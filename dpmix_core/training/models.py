@@ -15,7 +15,7 @@ import math
 import torch
 from torch import nn
 
-from dpmix_core.training.names import BATCHNORM_MODELS, IMAGE_MODELS, MODELS
+from dpmix_core.training.names import BATCHNORM_MODELS, IMAGE_MODELS, INITS, MODELS
 
 __all__ = [
     "MODELS",
@@ -26,7 +26,9 @@ __all__ = [
     "ScatterLinear",
     "ScatterCNN",
     "LinearModel",
+    "INITS",
     "build_model",
+    "keras_initialise",
     "count_parameters",
 ]
 
@@ -207,8 +209,30 @@ class LinearModel(nn.Module):
         return self.linear(x.flatten(1))
 
 
+def keras_initialise(model: nn.Module) -> nn.Module:
+    """Re-initialise ``model`` as TensorFlow/Keras would: Glorot-uniform kernels, zero biases (in place).
+
+    Keras' ``Dense`` and ``Conv2D`` default to ``kernel_initializer="glorot_uniform"`` (U(-a, a),
+    a = sqrt(6 / (fan_in + fan_out)), a convolution's fans counting its kernel's area) and
+    ``bias_initializer="zeros"``; torch's layers draw both from U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+    The thesis trained its CNN in TensorFlow (§4.1, appendix A.2), so its protocol starts here. Norm layers
+    keep torch's start, which is Keras' too (scale 1, shift 0). Draws from torch's global RNG, layer by layer.
+    """
+    for layer in model.modules():
+        if isinstance(layer, (nn.Linear, nn.Conv2d)):
+            nn.init.xavier_uniform_(layer.weight)
+            if layer.bias is not None:
+                nn.init.zeros_(layer.bias)
+    return model
+
+
 def build_model(
-    name: str, *, input_shape: tuple[int, ...], num_outputs: int, normalised_features: bool = False
+    name: str,
+    *,
+    input_shape: tuple[int, ...],
+    num_outputs: int,
+    normalised_features: bool = False,
+    init: str = "torch",
 ) -> nn.Module:
     """A fresh model by name (initialised from torch's global RNG: seed it first).
 
@@ -225,16 +249,29 @@ def build_model(
             for linear and corrected-lsq.
         num_outputs: K for classification, 1 for regression on the label value.
         normalised_features: see above (scatter-linear and scatter-cnn only).
+        init: "torch" (torch.nn's default initialisation) or "keras" (:func:`keras_initialise`: the
+            TensorFlow defaults the thesis's CNN started from).
 
     Returns:
         A freshly initialised ``nn.Module`` that takes flat float32 rows (B, prod(input_shape)) and returns
         (B, num_outputs) outputs (logits for classification).
 
     Raises:
-        ValueError: an unknown name, an ``input_shape`` of the wrong rank for an image or scatter model,
-            or scattering channels that are not a multiple of 27.
+        ValueError: an unknown name or init, an ``input_shape`` of the wrong rank for an image or scatter
+            model, or scattering channels that are not a multiple of 27.
     """
-    input_shape = tuple(int(s) for s in input_shape)
+    if init not in INITS:
+        raise ValueError(f"Unknown init {init!r}. Choose one of: {', '.join(INITS)}.")
+    model = _build(
+        name,
+        input_shape=tuple(int(s) for s in input_shape),
+        num_outputs=num_outputs,
+        normalised_features=normalised_features,
+    )
+    return keras_initialise(model) if init == "keras" else model
+
+
+def _build(name: str, *, input_shape: tuple[int, ...], num_outputs: int, normalised_features: bool) -> nn.Module:
     if name == "thesis-cnn":
         return ThesisCNN(input_shape, num_outputs)
     if name == "dpfmix-cnn":

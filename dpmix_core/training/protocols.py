@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from dpmix_core.training.names import LOSSES, MODELS, OPTIMIZERS, SCHEDULES
+from dpmix_core.training.names import INITS, LOSSES, MODELS, OPTIMIZERS, SCHEDULES
 
 __all__ = ["ModelProtocol", "PROTOCOLS", "protocol_options"]
 
@@ -31,12 +31,18 @@ class ModelProtocol:
     lr_gamma: float = 0.5
     lr_milestones: tuple[int, ...] = ()
     early_stopping: int | None = None
+    init: str = "torch"  # the framework's initialisation the paper's code started from (INITS)
     paper_epochs: int | None = None
     # (mechanism, field, value) where the paper trained that release differently (thesis §4.1 vs §4.2)
     by_mechanism: tuple[tuple[str, str, object], ...] = ()
 
     def __post_init__(self) -> None:
-        if self.optimizer not in OPTIMIZERS or self.schedule not in SCHEDULES or self.loss not in LOSSES:
+        if (
+            self.optimizer not in OPTIMIZERS
+            or self.schedule not in SCHEDULES
+            or self.loss not in LOSSES
+            or self.init not in INITS
+        ):
             raise ValueError(f"invalid protocol: {self}")
         if self.schedule == "multistep" and not self.lr_milestones:
             raise ValueError("a multistep protocol needs milestones.")
@@ -53,6 +59,7 @@ class ModelProtocol:
             lr_gamma=self.lr_gamma,
             lr_milestones=self.lr_milestones,
             early_stopping=self.early_stopping,
+            init=self.init,
         )
         out.update({name: value for mech, name, value in self.by_mechanism if mech == mechanism})
         return out
@@ -97,7 +104,8 @@ PROTOCOLS: dict[str, ModelProtocol] = {
         "thesis §4.1 (Adam lr 1e-4 halved every 10 epochs, 50 epochs, 10 % validation; DPMix trained with KL "
         "to the soft labels, every epoch: its noisy labels' argmax is no validation signal) and §4.2 / "
         "appendix B (EarlyStopping(monitor='val_accuracy', patience=3, restore_best_weights=True), argmax "
-        "labels, cross-entropy, Keras' default batch size 32)",
+        "labels, cross-entropy, Keras' default batch size 32); Keras' default initialisation (Glorot-uniform "
+        "kernels, zero biases: the thesis's code is TensorFlow)",
         optimizer="adam",
         lr=1e-4,
         schedule="step",
@@ -106,6 +114,7 @@ PROTOCOLS: dict[str, ModelProtocol] = {
         lr_step_epochs=10,
         lr_gamma=0.5,
         early_stopping=3,
+        init="keras",
         paper_epochs=50,
         by_mechanism=(
             ("dpmix", "loss", "kl"),
