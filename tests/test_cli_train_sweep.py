@@ -91,8 +91,8 @@ def test_train_defaults_follow_the_model_paper_and_collapse_is_said(capsys):
     assert protocol_options("dpfmix-cnn")["init"] == protocol_options("dpcda-cnn")["init"] == "torch"
     assert protocol_options("scatter-linear")["lr_milestones"] == (80, 120, 160)
     assert protocol_options("thesis-cnn", method="dp-sgd") == {}
-    dpmix = protocol_options("thesis-cnn", mechanism="dpmix")  # thesis §4.1: KL to soft labels, all epochs
-    assert (dpmix["loss"], dpmix["early_stopping"]) == ("kl", None)
+    dpmix = protocol_options("thesis-cnn", mechanism="dpmix")  # thesis §4.1: Keras' KL to soft labels, all epochs
+    assert (dpmix["loss"], dpmix["early_stopping"]) == ("gkl", None)
     assert protocol_options("thesis-cnn", mechanism="class-centric")["loss"] == "ce"  # §4.2: argmax labels
     assert "Table 1" in PROTOCOLS["dpcda-cnn"].source and "App. E" in PROTOCOLS["scatter-linear"].source
     code = main(["train", "--method", "non-private", *TINY, "--model", "thesis-cnn", "--json"])

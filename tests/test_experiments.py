@@ -393,7 +393,7 @@ def test_thesis_41_encodes_the_protocol():
         run.lr_gamma,
         run.epochs,
         run.val_fraction,
-    ) == ("thesis-cnn", "kl", "adam", 1e-4, "step", 10, 0.5, 50, 0.1)
+    ) == ("thesis-cnn", "gkl", "adam", 1e-4, "step", 10, 0.5, 50, 0.1)
     assert run.init == "keras"  # TensorFlow's Glorot-uniform start, as the thesis's Keras CNN
     baselines = [r for r in get_preset("thesis-4.1").runs() if r.method != "mixing" or r.model == "linear"]
     assert baselines and {r.init for r in baselines} == {"torch"}  # not the thesis's protocol: torch's start

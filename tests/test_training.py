@@ -94,6 +94,29 @@ def test_generalized_kl():
     assert torch.allclose(L.generalized_kl(logits, noisy), manual, atol=1e-6)
 
 
+def test_generalized_kl_trains_like_keras_kl_divergence():
+    """Keras' ``KLDivergence`` (the thesis §4.1 loss) is sum clip(y, 1e-7, 1) log(clip(y) / clip(p, 1e-7, 1)), with
+    no renormalisation of y: its gradient in the logits is S p - y (S = sum y), the generalised KL's exactly,
+    since they differ by the constant 1 - S per row. Renormalising (our "kl") gives p - y / S instead."""
+    gen = torch.Generator().manual_seed(4)
+    logits = torch.randn(64, 10, generator=gen)
+    mixed = torch.distributions.Dirichlet(torch.full((10,), 20.0)).sample((64,))  # a mixture's label, sum 1
+    noisy = (mixed + 0.0711 * torch.randn(64, 10, generator=gen)).clamp_min(0)  # thesis §4.1: noise, negatives 0
+
+    def keras_kl(z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:  # tf.keras.losses.KLDivergence, mean over rows
+        y = y.clamp(1e-7, 1.0)
+        p = torch.softmax(z, 1).clamp(1e-7, 1.0)
+        return (y * torch.log(y / p)).sum(1).mean()
+
+    def grad(loss) -> torch.Tensor:
+        z = logits.clone().requires_grad_(True)
+        loss(z, noisy).backward()
+        return z.grad
+
+    assert torch.allclose(grad(L.generalized_kl), grad(keras_kl), atol=1e-6)
+    assert not torch.allclose(grad(L.kl_soft_labels), grad(keras_kl), atol=1e-4)  # renormalising is not Keras'
+
+
 def test_cross_entropy_argmax_and_mse():
     logits = torch.tensor([[2.0, 0.0], [0.0, 2.0]])
     soft = torch.tensor([[0.6, 0.4], [-0.1, 0.3]])

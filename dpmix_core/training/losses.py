@@ -34,11 +34,12 @@ def clamp_renormalise(target: torch.Tensor) -> torch.Tensor:
 
 
 def kl_soft_labels(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """KL(t || softmax(logits)) to noisy soft labels (thesis §4.1): t = clamp_renormalise(target).
+    """KL(t || softmax(logits)) to noisy soft labels renormalised: t = clamp_renormalise(target).
 
     mean over rows of sum_k t_k (log t_k - log p_k), with 0 log 0 = 0. The
     entropy term makes the loss 0 at a perfect fit; its gradient is that of
-    cross-entropy with the soft target t.
+    cross-entropy with the soft target t. The thesis (§4.1) trained with Keras' ``KLDivergence``, which
+    does not renormalise: :func:`generalized_kl` has that loss's gradient.
     """
     t = clamp_renormalise(target)
     log_p = F.log_softmax(logits, dim=1)
@@ -56,7 +57,8 @@ def generalized_kl(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
     y = max(target, 0) is *not* renormalised (a Poisson-mixed label sums to
     |batch|/m, not 1); p = softmax(logits). Mean over rows; 0 log 0 = 0.
-    Equals KL when y sums to 1.
+    Equals KL when y sums to 1. Its gradient in the logits, S p - y with S = sum y, is also that of Keras'
+    ``KLDivergence`` (sum y log(y / p), y not renormalised: the thesis §4.1 loss); the two differ by 1 - S per row.
     """
     y = target.clamp_min(0)
     log_p = F.log_softmax(logits, dim=1)

@@ -101,8 +101,9 @@ _LINEAR = ModelProtocol(
 
 PROTOCOLS: dict[str, ModelProtocol] = {
     "thesis-cnn": ModelProtocol(
-        "thesis §4.1 (Adam lr 1e-4 halved every 10 epochs, 50 epochs, 10 % validation; DPMix trained with KL "
-        "to the soft labels, every epoch: its noisy labels' argmax is no validation signal) and §4.2 / "
+        "thesis §4.1 (Adam lr 1e-4 halved every 10 epochs, 50 epochs, 10 % validation; DPMix trained every "
+        "epoch with Keras' KLDivergence to the clamped soft labels, which does not renormalise them (loss 'gkl' has "
+        "its gradient); the noisy labels' argmax is no validation signal) and §4.2 / "
         "appendix B (EarlyStopping(monitor='val_accuracy', patience=3, restore_best_weights=True), argmax "
         "labels, cross-entropy, Keras' default batch size 32); Keras' default initialisation (Glorot-uniform "
         "kernels, zero biases: the thesis's code is TensorFlow)",
@@ -117,9 +118,9 @@ PROTOCOLS: dict[str, ModelProtocol] = {
         init="keras",
         paper_epochs=50,
         by_mechanism=(
-            ("dpmix", "loss", "kl"),
+            ("dpmix", "loss", "gkl"),
             ("dpmix", "early_stopping", None),
-            ("local", "loss", "kl"),
+            ("local", "loss", "gkl"),
             ("local", "early_stopping", None),
         ),
     ),
