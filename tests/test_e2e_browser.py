@@ -149,6 +149,11 @@ def _metric_value(driver) -> str:
     return driver.find_element(By.CSS_SELECTOR, "[data-testid=stMetricValue]").text
 
 
+def _number(text: str) -> float:
+    """A printed epsilon as a number: the headline groups thousands ("399,923", views.privacy_scale)."""
+    return float(text.replace(",", ""))
+
+
 def test_changing_sigma_changes_the_headline_epsilon(server, browser):
     browser.get(server)
     before = _wait_for(browser, lambda: _metric_value(browser), what="the ε headline")
@@ -156,7 +161,7 @@ def test_changing_sigma_changes_the_headline_epsilon(server, browser):
     box.send_keys(Keys.CONTROL, "a")
     box.send_keys("0.2", Keys.ENTER)
     after = _wait_for(browser, lambda: (v := _metric_value(browser)) != before and v, what="a new ε")
-    assert float(after) < float(before)  # more noise, smaller epsilon
+    assert _number(after) < _number(before)  # more noise, smaller epsilon
 
 
 def test_deep_link_on_a_fresh_server_renders_the_app(fresh_server, browser):
@@ -242,7 +247,7 @@ def test_typed_counts_in_the_browser_scientific_and_invalid(server, browser):
     box.send_keys(Keys.CONTROL, "a")
     box.send_keys("1e9", Keys.ENTER)
     bigger = _wait_for(browser, lambda: (v := _metric_value(browser)) != before and v, what="the ε of T = 1e9")
-    assert float(bigger) > float(before)
+    assert _number(bigger) > _number(before)
     box.send_keys(Keys.CONTROL, "a")
     box.send_keys("0", Keys.ENTER)
     _wait_for(browser, lambda: "invalid: T = 0 must be at least 1" in browser.page_source, what="the refusal")

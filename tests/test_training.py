@@ -783,10 +783,10 @@ def test_keras_init_is_glorot_uniform_with_zero_biases():
         bound = math.sqrt(6.0 / (fan_in + fan_out))
         assert float(w.abs().max()) <= bound and float(w.abs().max()) > 0.9 * bound
         assert float(w.std()) == pytest.approx(bound / math.sqrt(3), rel=0.15)  # U(-a, a) has std a / sqrt(3)
-        assert float(layer.bias.abs().max()) == 0.0
+        assert float(layer.bias.detach().abs().max()) == 0.0
     # the first dense layer (768 -> 100): Glorot's bound 0.083 is 2.3x torch's 1/sqrt(768) = 0.036
     dense = [m for m in default.modules() if isinstance(m, torch.nn.Linear)][0]
-    assert float(dense.weight.abs().max()) <= 1 / math.sqrt(768) and float(dense.bias.abs().max()) > 0
+    assert float(dense.weight.detach().abs().max()) <= 1 / math.sqrt(768) and float(dense.bias.detach().abs().max()) > 0
     with pytest.raises(ValueError, match="Unknown init 'glorot'"):
         build_model("thesis-cnn", input_shape=(28, 28), num_outputs=10, init="glorot")
 
@@ -799,8 +799,8 @@ def test_keras_init_keeps_norm_layers_and_reaches_the_run():
 
     net = build_model("dpcda-cnn", input_shape=(28, 28), num_outputs=10, init="keras")
     bn = [m for m in net.modules() if isinstance(m, torch.nn.BatchNorm2d)]
-    assert bn and all(float(m.weight.min()) == 1.0 and float(m.bias.abs().max()) == 0.0 for m in bn)
+    assert bn and all(float(m.weight.detach().min()) == 1.0 and float(m.bias.detach().abs().max()) == 0.0 for m in bn)
     kept: dict = {}
     cfg = RunConfig("non-private", model="linear", init="keras", **{**SMALL, "lr": 1e-12})
     run_config(cfg, keep=kept)
-    assert float(kept["model"].linear.bias.abs().max()) < 1e-9  # zero at the start, one step of lr 1e-12 later
+    assert float(kept["model"].linear.bias.detach().abs().max()) < 1e-9  # zero at the start, one step of lr 1e-12 later
