@@ -202,8 +202,9 @@ class RunConfig:
     ``lr_milestones`` (schedule "multistep") and ``early_stopping`` (patience on
     the release's validation accuracy, best weights restored: thesis §4.2)
     enter the run's identity only when used.
-    ``loss``: "kl" (soft labels, thesis §4.1), "ce" (argmax labels), "gkl"
-    (generalized KL, DPFMix App. D) or "mse" (regression on the label value;
+    ``loss``: "kl" (soft labels, renormalised), "ce" (argmax labels), "gkl"
+    (generalized KL, DPFMix App. D; it has the gradient of Keras' unnormalised
+    KLDivergence, the thesis §4.1 loss) or "mse" (regression on the label value;
     the task is regression exactly when loss is "mse").
     ``init``: "torch" (torch.nn's defaults) or "keras" (Glorot-uniform kernels, zero biases: TensorFlow's
     defaults, which the thesis's CNN started from); in the identity only when "keras".
