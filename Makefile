@@ -14,7 +14,7 @@ run: $(VENV)/.installed
 	$(PY) -m streamlit run app.py --server.port $(PORT)
 
 test: $(VENV)/.installed lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check dpmix_core tests app.py app_pages bench

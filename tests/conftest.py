@@ -1,5 +1,12 @@
 import os
 
+# `make test` runs the suite in one process per core (pytest-xdist): each runs torch on one thread, so the
+# workers share the cores instead of each spreading over all of them (oversubscribed, training runs 5-20x slower).
+# Set before any test module imports torch.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_name, "1")
+
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(

@@ -4,9 +4,12 @@ accuracy read only for the chosen run."""
 
 import dataclasses
 import json
+import math
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from dpmix_core.cli.main import main
 from dpmix_core.experiments.best_release import (
@@ -389,3 +392,37 @@ def test_cli_prints_both_scores_and_the_json_holds_both(tmp_path, capsys):
     learned = [t for t in stored["trials"] if not t["collapsed"]]  # a collapsed model is never chosen
     best = max(learned, key=lambda t: (t["pooled_accuracy"], -t["candidate"]["T"]))
     assert stored["chosen"] == best
+
+
+@settings(max_examples=50)
+@given(
+    power=st.floats(0.2, 3.0),
+    scale=st.floats(0.05, 20.0),
+    target=st.floats(0.1, 10.0),
+    n=st.integers(2, 64),
+)
+def test_largest_feasible_is_feasible_within_one_percent_and_cheaper_than_bisection(power, scale, target, n):
+    """For f(t) = scale * (n t / target)^power (a share's composed epsilon, near a power law), from the bracket
+    [target / n, target] that split_budget starts with."""
+    from dpmix_core.experiments.best_release import largest_feasible
+
+    calls = []
+
+    def f(t: float) -> float:
+        calls.append(t)
+        return scale * (n * t / target) ** power
+
+    lo, hi = target / n, target
+    assume(f(lo) <= target < f(hi))
+    calls.clear()
+    t = largest_feasible(f, target, lo, f(lo), hi, f(hi))
+    assert lo <= t < hi and f(t) <= target < f(t * 1.01 * 1.0001)
+    bisection_steps = math.ceil(math.log2(math.log(hi / lo) / math.log(1.01)))
+    assert len(calls) - 2 <= bisection_steps
+
+
+def test_largest_feasible_refuses_a_bracket_that_does_not_hold_the_target():
+    from dpmix_core.experiments.best_release import largest_feasible
+
+    with pytest.raises(ValueError, match="needs f\\(lo\\) <= target < f\\(hi\\)"):
+        largest_feasible(lambda t: t, 1.0, 2.0, 2.0, 4.0, 4.0)
