@@ -236,9 +236,9 @@ def test_max_points_is_the_largest_T_within_the_target(name):
 def test_max_points_inverts_calibrate_sigma(name):
     """sigma calibrated for T = 10000 leaves room for about 10000 points, not more than 1 % beyond."""
     acc = get_accountant(name)
-    cal = calibrate_sigma(acc, THESIS, target_epsilon=4.0, delta=1e-5)
+    cal = calibrate_sigma(acc, THESIS, target_epsilon=4.0, delta=1e-5, time_budget=REPRODUCIBLE)
     at_sigma = replace(THESIS, sigma_x=cal.sigma_x, sigma_y=cal.sigma_y)
-    budget = max_points(acc, at_sigma, target_epsilon=4.0, delta=1e-5)
+    budget = max_points(acc, at_sigma, target_epsilon=4.0, delta=1e-5, time_budget=REPRODUCIBLE)
     assert THESIS.T <= budget.T <= 1.01 * THESIS.T
 
 
