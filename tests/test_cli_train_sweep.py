@@ -118,6 +118,45 @@ def test_train_defaults_follow_the_model_paper_and_collapse_is_said(capsys):
     assert code == 0 and "WARNING: 1 of 1 run(s) collapsed" in text and "learning rate" in text
 
 
+def test_train_clamps_a_unit_release_for_the_thesis_cnn_as_the_thesis_does_and_says_so(capsys):
+    """The thesis's code ends its release with X[X < 0] = 0: train's default for its CNN, where the release allows it."""
+    from dpmix_core.training.protocols import PROTOCOLS
+
+    assert PROTOCOLS["thesis-cnn"].release_options() == {"clamp_negative": True}
+    assert not any(p.clamp_negative for name, p in PROTOCOLS.items() if name != "thesis-cnn")
+    tiny = [a if a != "linear" else "thesis-cnn" for a in TINY]
+
+    def synthesis(*extra: str) -> dict:
+        assert main(["train", *tiny, *extra, "--json"]) == 0
+        return json.loads(capsys.readouterr().out)["config"]["synthesis"]
+
+    assert synthesis("--mechanism", "class-centric")["clamp_negative"] is True
+    assert synthesis("--mechanism", "dpmix")["clamp_negative"] is True
+    assert synthesis("--mechanism", "class-centric", "--no-clamp-negative")["clamp_negative"] is False
+    # z-scored data: a negative value is data, not noise; the default does not apply (no refusal either)
+    assert synthesis("--mechanism", "class-centric", "--preprocessing", "zscore-private")["clamp_negative"] is False
+    assert synthesis("--mechanism", "poisson")["clamp_negative"] is False
+    # another model's paper does not clamp
+    assert main(["train", "--mechanism", "dpmix", *TINY, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["synthesis"]["clamp_negative"] is False
+    # text mode says it, once, with the way out
+    assert main(["train", "--mechanism", "dpmix", *tiny]) == 0
+    assert "note: negative released values set to 0, as thesis-cnn's paper does" in capsys.readouterr().out
+    # asked for where it cannot apply: one line, exit 2
+    assert main(["train", "--mechanism", "poisson", *tiny, "--clamp-negative"]) == 2
+
+
+def test_synthesize_does_not_clamp_unless_asked(tmp_path):
+    """No model, no paper: synthesize releases the values as mixed unless --clamp-negative is given."""
+    import numpy as np
+
+    for extra, any_negative in (([], True), (["--clamp-negative"], False)):
+        out = tmp_path / f"r{len(extra)}.npz"
+        assert main(["synthesize", "--mechanism", "dpmix", *TINY[:8], "--out", str(out), *extra]) == 0
+        with np.load(out) as release:
+            assert bool((release["x"] < 0).any()) is any_negative
+
+
 def test_synthesize_feature_release_card_names_the_extractor(tmp_path, capsys):
     out = tmp_path / "feats.npz"
     code = main(

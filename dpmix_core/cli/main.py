@@ -426,8 +426,11 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
     p.add_argument("--hard-labels", action="store_true", help="class-centric: argmax labels (DP-CDA Eq. 1)")
     p.add_argument(
         "--clamp-negative",
-        action="store_true",
-        help="set negative released values to 0 (post-processing; [0,1] data: dpmix, local, class-centric unit)",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="set negative released values to 0 (post-processing; [0,1] data: dpmix, local, class-centric unit). "
+        "Default: off for synthesize; for train, the model's paper where the release allows it (thesis-cnn: on, "
+        "as the thesis's code does)",
     )
     p.add_argument("--label-epsilon", type=finite_float, default=1.0, help="label-laplace epsilon")
     p.add_argument("--label-task", choices=["classification", "regression"], default="classification")
@@ -459,12 +462,16 @@ def _add_synthesize(sub) -> None:
     p.set_defaults(func=cmd_synthesize)
 
 
-def _synthesis_config(args: argparse.Namespace):
+def _synthesis_config(args: argparse.Namespace, release_defaults: dict | None = None):
+    """The release the options describe; ``release_defaults`` (a model protocol's, ``train`` only) fill the
+    options the user left unset, where the release allows them (clamping needs a [0,1] release)."""
+    from dataclasses import replace
+
     from dpmix_core.synthesis.pipeline import SynthesisConfig
 
     if args.accountant is not None and args.accountant not in ACCOUNTANT_NAMES:
         raise CliError(f"unknown accountant {args.accountant!r}; choose one of: {', '.join(ACCOUNTANT_NAMES)}")
-    return SynthesisConfig(
+    config = SynthesisConfig(
         mechanism=args.mechanism,
         l=args.l,
         T=args.T,
@@ -482,7 +489,7 @@ def _synthesis_config(args: argparse.Namespace):
         clip_x=args.clip_x,
         clip_y=args.clip_y,
         hard_labels=args.hard_labels,
-        clamp_negative=args.clamp_negative,
+        clamp_negative=bool(args.clamp_negative),
         label_epsilon=args.label_epsilon,
         label_task=args.label_task,
         feature_range=args.feature_range,
@@ -490,6 +497,9 @@ def _synthesis_config(args: argparse.Namespace):
         seed=args.seed,
         device=args.device,
     )
+    if args.clamp_negative is None and (release_defaults or {}).get("clamp_negative") and config.unit_scaled:
+        config = replace(config, clamp_negative=True)
+    return config
 
 
 _RELEASE_FILE_KEEPS = ("data_dir", "seed", "device", "json")  # release options that --release still uses
@@ -519,16 +529,19 @@ def _release_file_options(args: argparse.Namespace) -> dict:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from dpmix_core.cli.train import train_repeats
+    from dpmix_core.training.protocols import PROTOCOLS
 
     if args.data_file is not None:
         raise CliError("train needs a dataset with an official test split: use --dataset (and --data-dir)")
     release_file: dict = _release_file_options(args) if args.release is not None else {}
+    features = release_file.get("features", args.features)
+    model = args.model or ("scatter-linear" if features == "scattering" else "thesis-cnn")
+    release_defaults = PROTOCOLS[model].release_options() if model in PROTOCOLS else {}
     synthesis = release_file.pop("synthesis", None) or (
-        _synthesis_config(args) if args.method in ("mixing", "label-laplace") else None
+        _synthesis_config(args, release_defaults) if args.method in ("mixing", "label-laplace") else None
     )
     features = release_file.pop("features", args.features)
     dataset = release_file.pop("dataset", args.dataset)
-    model = args.model or ("scatter-linear" if features == "scattering" else "thesis-cnn")
     protocol = dict(
         lr=args.lr,
         batch_size=args.batch_size,
@@ -571,6 +584,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         if summary["collapsed"]:
             print(f"WARNING: {summary['collapsed']} of {summary['repeats']} run(s) {summary['collapse_reason']}")
         _print_batchnorm_shift(summary)
+        if synthesis is not None and synthesis.clamp_negative and args.clamp_negative is None and args.release is None:
+            print(
+                f"note: negative released values set to 0, as {model}'s paper does (post-processing, same epsilon); "
+                "--no-clamp-negative keeps them"
+            )
         guarantees = summary.get("guarantee") or {}
         for name, eps in summary["epsilon"].items():
             label = f"  [{guarantees[name]}]" if name in guarantees else ""

@@ -68,14 +68,20 @@ class SynthesisConfig:
     seed: int = 0
     device: str = "cpu"
 
+    @property
+    def unit_scaled(self) -> bool:
+        """Whether the release scales records to [0,1] (dpmix, local, class-centric "unit"): only then is a negative
+        released value pure noise, which ``clamp_negative`` may set to 0."""
+        return self.mechanism in ("dpmix", "local") or (
+            self.mechanism == "class-centric" and self.preprocessing == "unit"
+        )
+
     def __post_init__(self) -> None:
         if self.mechanism not in MECHANISMS:
             raise ValueError(f"Unknown mechanism {self.mechanism!r}. Choose one of: {', '.join(MECHANISMS)}.")
         if self.features not in FEATURES:
             raise ValueError(f"Unknown features {self.features!r}. Choose one of: {', '.join(FEATURES)}.")
-        unit_scaled = self.mechanism in ("dpmix", "local") or (
-            self.mechanism == "class-centric" and self.preprocessing == "unit"
-        )
+        unit_scaled = self.unit_scaled
         if self.clamp_negative and not unit_scaled:
             raise ValueError(CLAMP_NEEDS_UNIT_BOX + ".")
         if self.mechanism == "label-laplace":

@@ -33,6 +33,9 @@ class ModelProtocol:
     early_stopping: int | None = None
     init: str = "torch"  # the framework's initialisation the paper's code started from (INITS)
     paper_epochs: int | None = None
+    # the paper's post-processing of a [0,1] release: negative released values set to 0 (a release option, so
+    # ``train`` applies it to the release it synthesises, not a RunConfig field; :meth:`release_options`)
+    clamp_negative: bool = False
     # (mechanism, field, value) where the paper trained that release differently (thesis §4.1 vs §4.2)
     by_mechanism: tuple[tuple[str, str, object], ...] = ()
 
@@ -63,6 +66,10 @@ class ModelProtocol:
         )
         out.update({name: value for mech, name, value in self.by_mechanism if mech == mechanism})
         return out
+
+    def release_options(self) -> dict:
+        """The SynthesisConfig fields this protocol sets where the release allows them (``train`` only)."""
+        return {"clamp_negative": self.clamp_negative}
 
 
 _DPCDA = ModelProtocol(
@@ -106,7 +113,9 @@ PROTOCOLS: dict[str, ModelProtocol] = {
         "its gradient); the noisy labels' argmax is no validation signal) and §4.2 / "
         "appendix B (EarlyStopping(monitor='val_accuracy', patience=3, restore_best_weights=True), argmax "
         "labels, cross-entropy, Keras' default batch size 32); Keras' default initialisation (Glorot-uniform "
-        "kernels, zero biases: the thesis's code is TensorFlow)",
+        "kernels, zero biases: the thesis's code is TensorFlow); negative released values set to 0 (appendix B: "
+        "X_synthetic[X_synthetic < 0] = 0; §4.1: 'I set all the negative values in the synthetic feature and label "
+        "matrices to 0'), post-processing",
         optimizer="adam",
         lr=1e-4,
         schedule="step",
@@ -117,6 +126,7 @@ PROTOCOLS: dict[str, ModelProtocol] = {
         early_stopping=3,
         init="keras",
         paper_epochs=50,
+        clamp_negative=True,
         by_mechanism=(
             ("dpmix", "loss", "gkl"),
             ("dpmix", "early_stopping", None),
