@@ -122,7 +122,7 @@ def test_train_clamps_a_unit_release_for_the_thesis_cnn_as_the_thesis_does_and_s
     """The thesis's code ends its release with X[X < 0] = 0: train's default for its CNN, where the release allows it."""
     from dpmix_core.training.protocols import PROTOCOLS
 
-    assert PROTOCOLS["thesis-cnn"].release_options() == {"clamp_negative": True}
+    assert PROTOCOLS["thesis-cnn"].clamp_negative
     assert not any(p.clamp_negative for name, p in PROTOCOLS.items() if name != "thesis-cnn")
     tiny = [a if a != "linear" else "thesis-cnn" for a in TINY]
 

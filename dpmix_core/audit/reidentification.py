@@ -67,9 +67,7 @@ def pairwise_sq_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _space(config: SynthesisConfig) -> str:
-    if config.mechanism in ("dpmix", "local") or (
-        config.mechanism == "class-centric" and config.preprocessing == "unit"
-    ):
+    if config.unit_scaled:
         return "features scaled to [0,1] (pixels/255 or the public feature_range), as released"
     if config.mechanism == "class-centric":
         src = "the training set's own statistics" if config.preprocessing == "zscore-private" else "public constants"

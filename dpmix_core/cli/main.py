@@ -462,9 +462,9 @@ def _add_synthesize(sub) -> None:
     p.set_defaults(func=cmd_synthesize)
 
 
-def _synthesis_config(args: argparse.Namespace, release_defaults: dict | None = None):
-    """The release the options describe; ``release_defaults`` (a model protocol's, ``train`` only) fill the
-    options the user left unset, where the release allows them (clamping needs a [0,1] release)."""
+def _synthesis_config(args: argparse.Namespace, clamp_by_default: bool = False):
+    """The release the options describe. ``clamp_by_default`` (``train``: the model's paper clamps) sets
+    negative released values to 0 where the user left --clamp-negative unset and the release is [0,1]-scaled."""
     from dataclasses import replace
 
     from dpmix_core.synthesis.pipeline import SynthesisConfig
@@ -497,7 +497,7 @@ def _synthesis_config(args: argparse.Namespace, release_defaults: dict | None = 
         seed=args.seed,
         device=args.device,
     )
-    if args.clamp_negative is None and (release_defaults or {}).get("clamp_negative") and config.unit_scaled:
+    if args.clamp_negative is None and clamp_by_default and config.unit_scaled:
         config = replace(config, clamp_negative=True)
     return config
 
@@ -534,14 +534,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.data_file is not None:
         raise CliError("train needs a dataset with an official test split: use --dataset (and --data-dir)")
     release_file: dict = _release_file_options(args) if args.release is not None else {}
-    features = release_file.get("features", args.features)
-    model = args.model or ("scatter-linear" if features == "scattering" else "thesis-cnn")
-    release_defaults = PROTOCOLS[model].release_options() if model in PROTOCOLS else {}
-    synthesis = release_file.pop("synthesis", None) or (
-        _synthesis_config(args, release_defaults) if args.method in ("mixing", "label-laplace") else None
-    )
     features = release_file.pop("features", args.features)
     dataset = release_file.pop("dataset", args.dataset)
+    model = args.model or ("scatter-linear" if features == "scattering" else "thesis-cnn")
+    clamps = model in PROTOCOLS and PROTOCOLS[model].clamp_negative
+    synthesis = release_file.pop("synthesis", None) or (
+        _synthesis_config(args, clamp_by_default=clamps) if args.method in ("mixing", "label-laplace") else None
+    )
     protocol = dict(
         lr=args.lr,
         batch_size=args.batch_size,

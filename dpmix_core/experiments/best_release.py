@@ -655,34 +655,31 @@ def largest_feasible(
             f"largest_feasible needs f(lo) <= target < f(hi). Found f({lo:g}) = {f_lo:g}, f({hi:g}) = {f_hi:g}."
         )
     log_target = math.log(target)
+
+    def probe(t: float) -> tuple[bool, float]:  # feasibility is read off f(t), never off its rounded log
+        value = f(t)
+        return value <= target, math.log(value) - log_target
+
     g_lo, g_hi = min(math.log(f_lo) - log_target, 0.0), math.log(f_hi) - log_target
     side = 0  # which end moved last (-1 lo, +1 hi): the other end's value is halved when it stays (Illinois)
     while hi / lo > 1 + rtol:
         a, b = math.log(lo), math.log(hi)
-        x = b - g_hi * (b - a) / (g_hi - g_lo) if g_hi != g_lo else (a + b) / 2
         width = b - a
-        x = min(max(x, a + 0.01 * width), b - 0.01 * width)  # strictly inside
-        t = math.exp(x)
-        value = f(t)
-        g = math.log(value) - log_target  # feasibility is read off value, never off its rounded log
-        if value <= target:
-            lo, g_lo = t, min(g, 0.0)
+        x = b - g_hi * width / (g_hi - g_lo) if g_hi != g_lo else (a + b) / 2
+        t = math.exp(min(max(x, a + 0.01 * width), b - 0.01 * width))  # strictly inside
+        feasible, g = probe(t)
+        if feasible:
             if side == -1:
                 g_hi /= 2
-            side = -1
+            lo, g_lo, side = t, min(g, 0.0), -1
         else:
-            hi, g_hi = t, g
             if side == 1:
                 g_lo /= 2
-            side = 1
-        if math.log(hi) - math.log(lo) > width / 2:  # slow progress: bisect once
+            hi, g_hi, side = t, g, 1
+        if math.log(hi / lo) > width / 2:  # slow progress: bisect once
             t = math.sqrt(lo * hi)
-            value = f(t)
-            g = math.log(value) - log_target
-            if value <= target:
-                lo, g_lo = t, min(g, 0.0)
-            else:
-                hi, g_hi = t, g
+            feasible, g = probe(t)
+            lo, g_lo, hi, g_hi = (t, min(g, 0.0), hi, g_hi) if feasible else (lo, g_lo, t, g)
             side = 0
     return lo
 

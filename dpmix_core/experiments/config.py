@@ -440,10 +440,7 @@ class RunConfig:
                     f"{'mse' if syn.label_task == 'regression' else 'kl, ce or gkl'}; found loss {self.loss!r}."
                 )
         if self.method == "mixing" and self.features == "scattering" and syn is not None:
-            unbounded = syn.mechanism in ("dpmix", "local") or (
-                syn.mechanism == "class-centric" and syn.preprocessing == "unit"
-            )
-            if unbounded and syn.feature_range is None:
+            if syn.unit_scaled and syn.feature_range is None:
                 raise ValueError(
                     f"mechanism {syn.mechanism!r} scales features to [0,1] with public bounds, which scattering "
                     "features lack: use 'poisson' (clips ||x|| <= Cx), class-centric 'zscore' with public zscore_constants, "

@@ -81,14 +81,13 @@ class SynthesisConfig:
             raise ValueError(f"Unknown mechanism {self.mechanism!r}. Choose one of: {', '.join(MECHANISMS)}.")
         if self.features not in FEATURES:
             raise ValueError(f"Unknown features {self.features!r}. Choose one of: {', '.join(FEATURES)}.")
-        unit_scaled = self.unit_scaled
-        if self.clamp_negative and not unit_scaled:
+        if self.clamp_negative and not self.unit_scaled:
             raise ValueError(CLAMP_NEEDS_UNIT_BOX + ".")
         if self.mechanism == "label-laplace":
             if self.features != "pixels":
                 raise ValueError("label-laplace releases the real features unchanged; features must be 'pixels'.")
             return
-        if self.features != "pixels" and unit_scaled and self.feature_range is None:
+        if self.features != "pixels" and self.unit_scaled and self.feature_range is None:
             raise ValueError(
                 f"{self.mechanism} scales features to [0,1] with public bounds, which {self.features} features lack: "
                 "use 'poisson' (clips ||x|| <= Cx, DPFMix), class-centric 'zscore' with public zscore_constants, "

@@ -104,9 +104,7 @@ def mixing_preview(
     noisy = synthesize(small, dataset).data
     clean = synthesize(replace(small, sigma_x=0.0, sigma_y=0.0), dataset).data
     shape = dataset.x_train.shape[1:]
-    unit = (
-        config.mechanism in ("dpmix", "local") or config.preprocessing == "unit" and config.mechanism == "class-centric"
-    )
+    unit = config.unit_scaled
     owner = clean.hard_labels()
     rng = np.random.default_rng(config.seed)
     names = dataset.label_names or tuple(str(c) for c in range(k))

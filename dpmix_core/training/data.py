@@ -89,7 +89,7 @@ def release_feature_map(config: SynthesisConfig, x_train: np.ndarray) -> Callabl
     mech = config.mechanism
     if mech == "label-laplace":
         return pixels01
-    if mech in ("dpmix", "local") or (mech == "class-centric" and config.preprocessing == "unit"):
+    if config.unit_scaled:
 
         def unit(x: np.ndarray) -> np.ndarray:
             feats, scale, _ = unit_features(flat(x), config.feature_range)

@@ -34,7 +34,7 @@ class ModelProtocol:
     init: str = "torch"  # the framework's initialisation the paper's code started from (INITS)
     paper_epochs: int | None = None
     # the paper's post-processing of a [0,1] release: negative released values set to 0 (a release option, so
-    # ``train`` applies it to the release it synthesises, not a RunConfig field; :meth:`release_options`)
+    # ``train`` applies it to the release it synthesises where the user left it unset; not a RunConfig field)
     clamp_negative: bool = False
     # (mechanism, field, value) where the paper trained that release differently (thesis §4.1 vs §4.2)
     by_mechanism: tuple[tuple[str, str, object], ...] = ()
@@ -66,10 +66,6 @@ class ModelProtocol:
         )
         out.update({name: value for mech, name, value in self.by_mechanism if mech == mechanism})
         return out
-
-    def release_options(self) -> dict:
-        """The SynthesisConfig fields this protocol sets where the release allows them (``train`` only)."""
-        return {"clamp_negative": self.clamp_negative}
 
 
 _DPCDA = ModelProtocol(
