@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.shared.widgets import chart, table_download
-from dpmix_core.experiments.presets import get_preset, preset_names
+from dpmix_core.experiments.presets import DEMO_PRESET, get_preset, preset_names
 from dpmix_core.experiments.release_files import CardCheck, ReleaseFile, save_release_upload, verify_card
 from dpmix_core.experiments.runtime_estimate import estimate_sweep_runtime
 from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_series, solve_epsilon
@@ -152,9 +152,11 @@ def _sweep_builder(datasets: dict[str, str]):
         return _release_file_builder()
     dataset = st.selectbox("Training data", list(datasets), format_func=datasets.get, key=K + "dataset")
     if mode == "Published preset":
+        names = preset_names()
         name = st.selectbox(
             "Preset",
-            preset_names(),
+            names,
+            index=names.index(DEMO_PRESET),
             key=K + "preset",
             format_func=lambda n: f"{n}  (quick)" if get_preset(n).quick else n,
         )

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dpmix_core.experiments.presets import DEMO_PRESET, get_preset
+
 PAGE = str(Path(__file__).resolve().parents[1] / "app_pages" / "train_tradeoffs.py")
 
 
@@ -34,6 +36,13 @@ def test_preset_mode_shows_estimate(at):
     assert not at.exception and not at.error
     assert any("runs**, estimated" in m.value and "rough: no past runs" in m.value for m in at.markdown)
     assert at.selectbox(key="tr_dataset").value == "embedded"
+    assert at.selectbox(key="tr_preset").value == DEMO_PRESET and get_preset(DEMO_PRESET).quick  # a demo's default
+
+
+def test_the_default_preset_is_quick_and_draws_a_curve():
+    """The preset offered first is quick and moves one knob across its values (a curve, not a point)."""
+    spec = get_preset(DEMO_PRESET)
+    assert spec.quick and spec.axis and len(spec.values) >= 3 and len(spec.runs()) <= 8
 
 
 def test_bad_values_show_an_error(at):
@@ -101,7 +110,6 @@ def test_launch_tiny_job_see_it_complete_and_plot(at):
 
 
 def test_stored_preset_sweep_shows_published_vs_ours(tmp_path, monkeypatch):
-    from dpmix_core.experiments.presets import get_preset
     from dpmix_core.experiments.trade_offs import sweep_jobs
     from dpmix_core.runtime.store import ResultStore
 

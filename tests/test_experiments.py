@@ -642,6 +642,55 @@ def test_collapsed_runs_are_counted_and_never_plotted_as_normal_points():
     assert dead[0].marker.symbol == "x-thin" and dead[0].mode == "markers"
 
 
+def _eps_rows(values, label="Poisson"):
+    rows = []
+    for eps in values:
+        cfg = RunConfig(
+            "mixing",
+            synthesis=SynthesisConfig("poisson", l=16, T=400, target_epsilon=eps, accountant="pld-poisson"),
+            model="linear",
+            label=label,
+        )
+        rows.append({"config": cfg.to_dict(), "result": {"test_accuracy": 0.5 + eps / 100, "collapsed": False}})
+    return rows
+
+
+def test_trade_off_ticks_are_the_sweeps_own_axis_values_and_published_points():
+    """A log axis at eps = 1, 2, 4, 8 is labelled 1 2 4 8, not plotly's decade ticks ('9' before 1, '2 3 4 … 9')."""
+    from dpmix_core.experiments.spec import Published
+    from dpmix_core.views.accuracy_figure import trade_off_figure
+
+    agg = aggregate(_eps_rows((1.0, 2.0, 4.0, 8.0)), axis="target_epsilon")
+    fig = trade_off_figure(agg, "target_epsilon")
+    assert fig.layout.xaxis.type == "log" and list(fig.layout.xaxis.tickvals) == [1.0, 2.0, 4.0, 8.0]
+    assert list(fig.layout.xaxis.ticktext) == ["1", "2", "4", "8"]
+    ref = (Published("DP-SGD", 3.0, 0.987, "Tramer & Boneh 2021", reference=True),)
+    fig = trade_off_figure(agg, "target_epsilon", published=ref)
+    assert list(fig.layout.xaxis.tickvals) == [1.0, 2.0, 3.0, 4.0, 8.0]  # the reference point's ε is labelled too
+    dense = aggregate(_eps_rows(tuple(float(v) for v in range(1, 15))), axis="target_epsilon")
+    assert trade_off_figure(dense, "target_epsilon").layout.xaxis.tickvals is None  # too many: plotly's own ticks
+
+
+def test_a_long_trade_off_title_is_wrapped_not_cut_and_downloads_under_one_line():
+    from dpmix_core.views.accuracy_figure import TITLE_WIDTH, trade_off_figure, wrap_title
+    from dpmix_core.views.exports import chart_export
+
+    title = "QUICK — All methods vs epsilon at delta = 1e-5: mixing (uniform, class-centric, Poisson, features), "
+    title += "label-only Laplace, DP-PCA, DP-SGD"
+    agg = aggregate(_eps_rows((1.0, 2.0)), axis="target_epsilon")
+    short, long = (
+        trade_off_figure(agg, "target_epsilon", title="short"),
+        trade_off_figure(agg, "target_epsilon", title=title),
+    )
+    lines = long.layout.title.text.split("<br>")
+    assert len(lines) >= 2 and all(len(line) <= TITLE_WIDTH for line in lines)
+    assert " ".join(lines) == title  # every word kept, in order
+    assert long.layout.margin.t > short.layout.margin.t and long.layout.height > short.layout.height
+    assert wrap_title("short") == "short" and short.layout.title.text == "short"
+    export = chart_export(long)
+    assert export.title == title and "br" not in export.file_stem.split("_")
+
+
 def test_dpfmix_table3_has_a_pld_certified_series_in_full_and_quick():
     """Issue #13 §4's bar is accuracy at PLD-certified epsilon: the preset calibrates one series with pld-poisson."""
     from dpmix_core.experiments.presets import PRESETS

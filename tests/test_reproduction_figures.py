@@ -57,3 +57,24 @@ def test_the_markdown_table_says_collapsed(figures):
     rows = figures.markdown_table(agg, "l", {}).splitlines()[2:]
     assert "collapsed" in rows[0] and "no result" in rows[0]
     assert not any("collapsed" in r for r in rows[1:])
+
+
+def test_the_combined_figure_saves_its_whole_legend_and_title(figures, tmp_path):
+    """Every series' legend entry and the title are inside the saved image (they were cut at its left edge)."""
+    from matplotlib.image import imread
+
+    labels = [f"a long series name that a real sweep gives its method, number {k}" for k in range(24)]
+    agg = pd.DataFrame(
+        {
+            "label": [x for x in labels for _ in range(2)],
+            "axis_value": [1.0, 2.0] * len(labels),
+            "test_accuracy_mean": [0.5, 0.6] * len(labels),
+            "epsilon_pld-poisson": [1.0, 2.0] * len(labels),
+        }
+    )
+    path = tmp_path / "combined.png"
+    table = figures.combined_figure({"all-methods": (agg, "target_epsilon")}, path)
+    assert table.count("| all-methods |") == 2 * len(labels)
+    height, width = imread(path).shape[:2]
+    assert height > 6.5 * 110  # grown to hold 12 rows of legend under the plot, not cut at 6.5 inches
+    assert width >= 11 * 110 * 0.9

@@ -9,6 +9,7 @@ other methods' published results ("published, not ours") as grey labelled marker
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any
 
 import pandas as pd
@@ -19,7 +20,7 @@ from dpmix_core.experiments.spec import Published
 from dpmix_core.experiments.trade_offs import AXIS_TITLES, all_collapsed
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION, Protects
 
-__all__ = ["COLLAPSED_MARKER", "REFERENCE_PREFIX", "epsilon_columns", "trade_off_figure"]
+__all__ = ["COLLAPSED_MARKER", "REFERENCE_PREFIX", "axis_ticks", "epsilon_columns", "trade_off_figure", "wrap_title"]
 
 
 def epsilon_columns(agg: pd.DataFrame) -> list[str]:
@@ -199,16 +200,40 @@ def trade_off_figure(
         )
     log_x = axis in ("sigma", "l", "T") or (axis or "").endswith("epsilon")
     x_title = AXIS_TITLES.get(axis or "", axis or "")
-    xaxis = {"title": x_title, "type": "log" if log_x else "linear"}
+    xaxis: dict[str, Any] = {"title": x_title, "type": "log" if log_x else "linear"}
     if single:
         xaxis = {"title": f"series, all at {x_title} = {value:g}", "type": "category"}
+    elif len(finite):
+        xaxis.update(axis_ticks([float(v) for v in finite["axis_value"]] + [p.value for p in published]))
+    lines = wrap_title(title)
     fig.update_layout(
-        title=title,
+        title=lines,
         xaxis=xaxis,
         yaxis={"title": "test accuracy (%)" if percent else "test MSE", "type": "linear" if percent else "log"},
         font={"size": 15},
         legend={"orientation": "h", "y": -0.25},
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
-        height=480,
+        margin={"l": 10, "r": 10, "t": 50 + TITLE_LINE_PX * lines.count("<br>"), "b": 10},
+        height=480 + TITLE_LINE_PX * lines.count("<br>"),
     )
     return fig
+
+
+TITLE_WIDTH = 70  # characters per title line at the figure's font size: a longer title is wrapped, never cut
+TITLE_LINE_PX = 22  # the extra top margin one more title line needs
+MAX_LABELLED_TICKS = 12
+
+
+def wrap_title(title: str, width: int = TITLE_WIDTH) -> str:
+    """The title broken at spaces into lines of at most ``width`` characters (plotly's ``<br>``), words kept whole."""
+    return "<br>".join(textwrap.wrap(title, width=width, break_long_words=False, break_on_hyphens=False))
+
+
+def axis_ticks(values: list[float]) -> dict[str, Any]:
+    """Ticks at the sweep's own axis values (e.g. ε = 1, 2, 4, 8) instead of plotly's log-decade labels.
+
+    With more than ``MAX_LABELLED_TICKS`` distinct values (or none finite) plotly's own ticks are kept.
+    """
+    ticks = sorted({v for v in values if math.isfinite(v)})
+    if not ticks or len(ticks) > MAX_LABELLED_TICKS:
+        return {}
+    return {"tickmode": "array", "tickvals": ticks, "ticktext": [f"{v:g}" for v in ticks]}

@@ -33,9 +33,10 @@ def kaleido_available() -> bool:
 
 
 def figure_title(fig: go.Figure) -> str:
-    """The figure's title text ('' when it has none)."""
+    """The figure's title text, one line ('' when it has none): a title wrapped with plotly's ``<br>`` reads as
+    the sentence it is."""
     title = fig.layout.title.text
-    return str(title) if title else ""
+    return re.sub(r"\s*<br\s*/?>\s*", " ", str(title)).strip() if title else ""
 
 
 def axis_titles(fig: go.Figure) -> dict[str, str]:
