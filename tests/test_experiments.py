@@ -651,7 +651,8 @@ def _eps_rows(values, label="Poisson"):
             model="linear",
             label=label,
         )
-        rows.append({"config": cfg.to_dict(), "result": {"test_accuracy": 0.5 + eps / 100, "collapsed": False}})
+        result = {"test_accuracy": 0.5 + eps / 100, "collapsed": False, "epsilon": {"pld-poisson": eps}}
+        rows.append({"config": cfg.to_dict(), "result": result})
     return rows
 
 
@@ -669,6 +670,8 @@ def test_trade_off_ticks_are_the_sweeps_own_axis_values_and_published_points():
     assert list(fig.layout.xaxis.tickvals) == [1.0, 2.0, 3.0, 4.0, 8.0]  # the reference point's ε is labelled too
     dense = aggregate(_eps_rows(tuple(float(v) for v in range(1, 15))), axis="target_epsilon")
     assert trade_off_figure(dense, "target_epsilon").layout.xaxis.tickvals is None  # too many: plotly's own ticks
+    right = trade_off_figure(agg, "target_epsilon", epsilon_column="epsilon_pld-poisson").layout.yaxis2
+    assert (right.type, right.tickmode, right.dtick) == ("log", "linear", "D2")  # 1-2-5 steps, not synced to the left
 
 
 def test_a_long_trade_off_title_is_wrapped_not_cut_and_downloads_under_one_line():

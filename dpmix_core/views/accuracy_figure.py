@@ -194,7 +194,9 @@ def trade_off_figure(
                 "side": "right",
                 "type": "log",
                 "showgrid": False,
-                "tickformat": ".2~g",
+                "tickmode": "linear",  # 1-2-5 steps (10, 20, 50, 100): not ticks synced to the accuracy grid (14, 26, 49)
+                "dtick": "D2",
+                "tickformat": ",.6~g",  # 100 and 1,000, not 1e+2
                 "minor": {"showgrid": False},
             }
         )
