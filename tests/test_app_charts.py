@@ -96,7 +96,7 @@ def test_presentation_mode_prints_the_settings_under_each_chart(page):
     assert charts and len(captions) >= len(charts)
     if page.endswith("privacy_accountant.py"):
         assert any("n = 60,000" in c and "T = 10,000" in c and "δ = 1.00e-05" in c for c in captions), captions
-    for chart in charts:  # one chart per screen: tall figures, and the CSS gives each a screen
+    for chart in charts:  # one chart per screen: tall figures (room after each; a headline number gets a screen)
         assert json.loads(chart.proto.spec)["layout"]["height"] >= 700
     assert any("min-height: 85vh" in m.value for m in at.markdown)
     if page.endswith("privacy_accountant.py"):  # controls collapsed into a closed expander, no plotly toolbar

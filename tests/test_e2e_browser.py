@@ -270,3 +270,38 @@ def test_typed_counts_in_the_browser_scientific_and_invalid(server, browser):
         timeout=120,
         what="the ε curve for T = 20000",
     )
+
+
+def test_presentation_mode_shows_each_chart_whole_on_a_tall_screen(server, browser):
+    """On a tall screen (this window: 2000 px) every chart is drawn inside its box, x-axis title included.
+
+    The chart boxes used to be stretched to 85 % of the screen while plotly drew the figure at the stretched
+    height inside a box that kept the figure's own: the bottom of the plot (x axis, legend) was cut off.
+    """
+    browser.get(server + "/?present=1")
+    _wait_for(
+        browser,
+        lambda: (
+            browser.find_elements(By.CSS_SELECTOR, "[data-testid=stPlotlyChart] .xtitle")
+            and "Computing ε along" not in browser.page_source
+        ),
+        timeout=120,
+        what="the ε curve in presentation mode",
+    )
+    time.sleep(1.0)  # plotly's resize after the last rerun
+    boxes = browser.execute_script(
+        """return [...document.querySelectorAll('[data-testid=stPlotlyChart]')].map(chart => {
+            const holder = chart.closest('[data-testid=stElementContainer]') || chart;  // what the page shows
+            const box = holder.getBoundingClientRect();
+            const svg = chart.querySelector('.main-svg').getBoundingClientRect();
+            const title = chart.querySelector('.xtitle');
+            const x = title ? title.getBoundingClientRect() : null;
+            return {box: [box.top, box.bottom], svg: [svg.top, svg.bottom], xtitle: x ? [x.top, x.bottom] : null,
+                    scrolls: holder.scrollHeight > holder.clientHeight + 2};
+        });"""
+    )
+    assert boxes, "no chart in presentation mode"
+    for b in boxes:
+        assert b["svg"][1] <= b["box"][1] + 2, b  # the figure ends inside its box
+        assert b["xtitle"] and b["xtitle"][1] <= b["box"][1] + 2, b  # its x-axis title is seen
+        assert not b["scrolls"], b
