@@ -305,3 +305,21 @@ def test_presentation_mode_shows_each_chart_whole_on_a_tall_screen(server, brows
         assert b["svg"][1] <= b["box"][1] + 2, b  # the figure ends inside its box
         assert b["xtitle"] and b["xtitle"][1] <= b["box"][1] + 2, b  # its x-axis title is seen
         assert not b["scrolls"], b
+
+
+def test_presentation_mode_thumbnails_are_large_and_their_captions_fit_on_one_line(server, browser):
+    """Mixed samples on a projector: the larger type must not break "released" into "release / d"."""
+    browser.get(server + "/mixed_samples?present=1")
+    _wait_for(
+        browser, lambda: browser.find_elements(By.CSS_SELECTOR, "[data-testid=stImageCaption]"), what="the images"
+    )
+    time.sleep(1.0)
+    captions = browser.execute_script(
+        """return [...document.querySelectorAll('[data-testid=stImageCaption]')].map(c => ({
+            text: c.innerText, height: c.getBoundingClientRect().height, width: c.getBoundingClientRect().width,
+            line: parseFloat(getComputedStyle(c).lineHeight)}));"""
+    )
+    assert any(c["text"] == "released" for c in captions), captions
+    for c in captions:
+        assert c["height"] <= 1.5 * c["line"], c  # one line
+        assert c["width"] >= 120, c  # the thumbnail (and its caption) doubled on a projector

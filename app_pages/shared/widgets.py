@@ -17,6 +17,8 @@ from dpmix_core.views.inputs import parse_count, parse_real
 
 T = TypeVar("T")
 PRESENT_CHART_HEIGHT = 720  # presentation mode: one chart per screen
+THUMBNAIL_PX = 64  # an image of a record or a released point (Mixed samples)
+PRESENT_THUMBNAIL_PX = 128  # the same on a projector
 
 
 def chart(fig, key: str, settings: dict | None = None) -> None:
