@@ -32,11 +32,12 @@ html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
 [data-testid="stMetricValue"] { font-size: 3.2rem; }
 h1 { font-size: 3rem !important; }
 [data-testid="stHeader"], [data-testid="stToolbar"] { display: none; }
-/* one chart or number per screen: a headline number gets a screen of its own; a chart is drawn tall (the pages
-   set its height) with room after it. Never a min-height on a chart: Streamlit's box keeps the figure's height
-   and would cut off the stretched plot's x axis and legend. */
-[data-testid="stMetric"] { min-height: 85vh; }
-[data-testid="stMetric"] { display: flex; flex-direction: column; justify-content: center; }
+/* one chart or headline per screen: a page's headline (widgets.headline_area: a number with its reading beside
+   it) gets a screen of its own, centred, number and reading together; a chart is drawn tall (the pages set its
+   height) with room after it. Never a min-height on a chart or on a lone number: Streamlit's box keeps the
+   figure's height and would cut off the stretched plot's x axis and legend, and a number stretched alone is
+   pushed a screen away from the sentence that reads it. */
+[class*="st-key-screen_"] { min-height: 85vh; justify-content: center; }
 [data-testid="stElementContainer"]:has([data-testid="stPlotlyChart"]) { margin-bottom: 10vh; }
 </style>"""
 

@@ -7,7 +7,15 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from app_pages.shared.widgets import chart, controls_area, count_box, delta_box, real_check, table_download
+from app_pages.shared.widgets import (
+    chart,
+    controls_area,
+    count_box,
+    delta_box,
+    headline_area,
+    real_check,
+    table_download,
+)
 from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, equal_class_sizes, get_accountant
 from dpmix_core.privacy.budget import compose_budget, mixing_item
 from dpmix_core.privacy.calibration import calibrate_sigma, max_points
@@ -210,7 +218,7 @@ def _headline(setting: MixingSetting, delta: float) -> ReleaseReading | None:
         st.warning("No accountant gives a finite rigorous bound for this release (too little noise).")
         return reading
     h = headline(reading.epsilon, delta, reading.accountant)
-    c1, c2 = st.columns([1, 3])
+    c1, c2 = headline_area("epsilon").columns([1, 3], vertical_alignment="center")
     c1.metric(f"ε at δ = {delta:.2g}", h.epsilon_text, help=f"{reading.accountant}, {reading.guarantee}, rounded up")
     c2.markdown(
         f"**{h.title}** ({reading.accountant}, {reading.guarantee}).  \n{h.odds[0].upper() + h.odds[1:]}; {h.test}."

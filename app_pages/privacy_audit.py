@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.shared.widgets import count_box, loaded_or_stop, table_download
+from app_pages.shared.widgets import controls_area, count_box, headline_area, loaded_or_stop, table_download
 from dpmix_core.audit import AuditConfig, run_audit
 from dpmix_core.audit.membership import job_config
 from dpmix_core.audit.reidentification import nearest_records
@@ -58,7 +58,7 @@ def _empirical() -> None:
         "If the lower bound ever exceeded a guaranteed upper bound, the implementation or the accountant would be "
         "wrong."
     )
-    c1, c2, c3 = st.columns(3)
+    c1, c2, c3 = controls_area().columns(3)  # collapsed when presenting: the headline gets the screen
     # defaults that demo well: the correct mechanism is consistent with a lower bound above 0 (about 0.5 against
     # a guarantee of 3.3), and the 'buggy' switch (0.3 or 0.1 x noise) is caught
     for key, value in {"n": "5", "l": "1", "T": "1", "sx": 4.0, "sy": 4.0}.items():
@@ -90,11 +90,12 @@ def _empirical() -> None:
     except ValueError as exc:
         st.error(str(exc))
         return
-    m1, m2, m3 = st.columns(3)
+    headline = headline_area("audit")
+    m1, m2, m3 = headline.columns(3)
     m1.metric(f"Empirical ε lower bound ({result.confidence:.0%} confidence)", f"{result.epsilon_lower_bound:.3f}")
     m2.metric("Smallest guaranteed ε (upper bound)", format_epsilon(result.smallest_upper_bound, upper_bound=True))
     m3.metric("Verdict", "VIOLATION" if result.violation else "consistent")
-    (st.error if result.violation else st.success)(result.reading)
+    (headline.error if result.violation else headline.success)(result.reading)
     bounds = [
         {
             "accountant": r.accountant,

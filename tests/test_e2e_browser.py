@@ -301,6 +301,18 @@ def test_presentation_mode_shows_each_chart_whole_on_a_tall_screen(server, brows
         });"""
     )
     assert boxes, "no chart in presentation mode"
+    headline = browser.execute_script(
+        """const screen = document.querySelector('[class*="st-key-screen_epsilon"]');
+        const number = screen.querySelector('[data-testid=stMetricValue]').getBoundingClientRect();
+        const reading = [...screen.querySelectorAll('[data-testid=stMarkdownContainer]')].pop().getBoundingClientRect();
+        const box = screen.getBoundingClientRect();
+        return {number: [number.top, number.bottom], reading: [reading.top, reading.bottom],
+                box: [box.top, box.bottom], screen: window.innerHeight};"""
+    )
+    # the headline has a screen of its own, and its number stands beside the sentence that reads it
+    assert headline["box"][1] - headline["box"][0] >= 0.8 * headline["screen"], headline
+    middle = [(a + b) / 2 for a, b in (headline["number"], headline["reading"])]
+    assert abs(middle[0] - middle[1]) < 120, headline
     for b in boxes:
         assert b["svg"][1] <= b["box"][1] + 2, b  # the figure ends inside its box
         assert b["xtitle"] and b["xtitle"][1] <= b["box"][1] + 2, b  # its x-axis title is seen

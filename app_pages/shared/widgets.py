@@ -117,3 +117,12 @@ def controls_area(label: str = "Settings"):
     if st.session_state.get("present"):
         return st.expander(f"{label} (presentation mode: open to change)", expanded=False)
     return st.container()
+
+
+HEADLINE_KEY_PREFIX = "screen_"  # app.py's presentation CSS gives every container keyed so a screen of its own
+
+
+def headline_area(name: str):
+    """Where a page puts its headline (a number and its reading, side by side): when presenting, app.py's CSS
+    gives this container a screen of its own with the headline centred in it, number and reading together."""
+    return st.container(key=HEADLINE_KEY_PREFIX + name)
