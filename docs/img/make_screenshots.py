@@ -69,7 +69,10 @@ def main() -> None:
     d = _driver(1400, 1000)  # presentation mode: one screen per chart, its settings under it
     try:
         d.get(url + "/?present=1")
-        _settle(d)
+        _settle(d, 120)
+        deadline = time.time() + 120  # the curve is computed in the background: wait for it on a busy machine
+        while not d.find_elements(By.CSS_SELECTOR, "[data-testid=stPlotlyChart]") and time.time() < deadline:
+            time.sleep(1)
         chart = d.find_element(By.CSS_SELECTOR, "[data-testid=stPlotlyChart]")
         d.execute_script("arguments[0].scrollIntoView({block: 'start'});", chart)
         time.sleep(1.5)
