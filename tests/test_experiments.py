@@ -670,6 +670,9 @@ def test_trade_off_ticks_are_the_sweeps_own_axis_values_and_published_points():
     assert list(fig.layout.xaxis.tickvals) == [1.0, 2.0, 3.0, 4.0, 8.0]  # the reference point's ε is labelled too
     dense = aggregate(_eps_rows(tuple(float(v) for v in range(1, 15))), axis="target_epsilon")
     assert trade_off_figure(dense, "target_epsilon").layout.xaxis.tickvals is None  # too many: plotly's own ticks
+    limit = aggregate(_eps_rows((1.0, 2.0, math.inf)), axis="target_epsilon")
+    (line,) = trade_off_figure(limit, "target_epsilon").layout.annotations
+    assert line.text.startswith("Poisson (ε = ∞): ")  # eps = inf is drawn as a line that says what it is
     right = trade_off_figure(agg, "target_epsilon", epsilon_column="epsilon_pld-poisson").layout.yaxis2
     assert (right.type, right.tickmode, right.dtick) == ("log", "linear", "D2")  # 1-2-5 steps, not synced to the left
 

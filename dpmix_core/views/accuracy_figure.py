@@ -137,10 +137,14 @@ def trade_off_figure(
         if pd.isna(row[mean]):
             continue
         dead = bool(all_collapsed(pd.DataFrame([row])).iloc[0])
+        value = row["axis_value"]  # None: a run the axis does not move; infinite: the axis' limit (e.g. eps = inf)
+        at_limit = isinstance(value, int | float) and math.isinf(value)
+        name = AXIS_TITLES.get(axis or "", axis or "").split(" (")[0]  # "ε", "PCA ε", "noise σx"
+        where = f" ({name} = {'∞' if value > 0 else '−∞'})" if at_limit else ""
         fig.add_hline(
             y=row[mean] * scale,
             line={"dash": "dot", "color": "#aaa" if dead else "#444"},
-            annotation_text=f"{row['label']}{' (collapsed)' if dead else ''}: "
+            annotation_text=f"{row['label']}{where}{' (collapsed)' if dead else ''}: "
             f"{row[mean] * scale:.1f}{'%' if percent else ''}",
             annotation_position="top left",
         )
