@@ -219,3 +219,30 @@ def test_any_stored_results_give_a_report(results):
             store.finish(run.id, result)
         page = sweep_report(store, spec.name)
     assert page.startswith("<!DOCTYPE html>") and "In plain language" in page
+
+
+def test_dp_pca_is_never_read_as_a_private_release_of_features_and_labels():
+    """DP-PCA's classifier is fitted on the private records: its point is no 'best private result'."""
+    from dpmix_core.experiments.config import RunConfig
+    from dpmix_core.experiments.results import PROJECTION_ONLY, aggregate
+    from dpmix_core.synthesis.pipeline import SynthesisConfig
+    from dpmix_core.views.sweep_report import sweep_reading
+
+    pca = RunConfig("dp-pca", model="linear", pca_epsilon=1.0, pca_delta=1e-5, label="DP-PCA")
+    mix = RunConfig(
+        "mixing",
+        synthesis=SynthesisConfig("poisson", l=16, T=400, target_epsilon=1.0, accountant="pld-poisson"),
+        model="linear",
+        label="Poisson mixing",
+    )
+    rows = [
+        {"config": pca.to_dict(), "result": {"test_accuracy": 0.9, "epsilon": {"analytic-gaussian": 1.0}}},
+        {"config": mix.to_dict(), "result": {"test_accuracy": 0.7, "epsilon": {"pld-poisson": 1.0}}},
+    ]
+    agg = aggregate(rows, axis="target_epsilon")
+    assert dict(zip(agg["label"], agg["guarantee"], strict=True)) == {
+        "DP-PCA": PROJECTION_ONLY,
+        "Poisson mixing": "covered",
+    }
+    text = sweep_reading(agg, "target_epsilon", Counter(done=2), None)
+    assert "1 → Poisson mixing, 70.00 %" in text and "DP-PCA, 90.00" not in text

@@ -10,7 +10,7 @@ from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.spec import AXES, axis_value
 from dpmix_core.synthesis.pipeline import guarantee_label
 
-__all__ = ["aggregate", "infer_axis", "GROUP_COLUMNS"]
+__all__ = ["aggregate", "infer_axis", "GROUP_COLUMNS", "PROJECTION_ONLY"]
 
 GROUP_COLUMNS = ("label", "method", "mechanism", "axis_value")
 
@@ -23,10 +23,18 @@ def _eps_number(value: object) -> float | None:
     return None  # "error: ..." or missing
 
 
+# DP-PCA's baseline protocol privatises the projection only: the classifier is fitted non-privately on the
+# projected private records (experiments.methods.DpPca), so its model is no private release of features and labels.
+PROJECTION_ONLY = "projection only; the classifier is trained on the private records"
+
+
 def _guarantee(cfg: RunConfig) -> str:
-    """How the run's epsilon reads: see synthesis.guarantee_label ("none" without privacy, "covered" for DP-SGD/PCA)."""
+    """How the run's epsilon reads: see synthesis.guarantee_label ("none" without privacy, "covered" for DP-SGD,
+    PROJECTION_ONLY for DP-PCA)."""
     if cfg.method == "non-private":
         return "none"
+    if cfg.method == "dp-pca":
+        return PROJECTION_ONLY
     if cfg.synthesis is None:
         return "covered"
     return guarantee_label(cfg.synthesis)
