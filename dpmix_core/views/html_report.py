@@ -37,6 +37,7 @@ body { font-family: system-ui, -apple-system, Segoe UI, Roboto, sans-serif; max-
 h1 { font-size: 2em; margin-bottom: 0.2em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; width: 100%; font-size: 0.92em; display: block; overflow-x: auto; } th, td { border: 1px solid #ddd;
 padding: 4px 8px; text-align: left; vertical-align: top; } th { background: #f5f5f5; }
+td:first-child { min-width: 14em; } /* a row's name stays readable; a wide table scrolls sideways instead */
 .headline { font-size: 1.25em; background: #f4f8ff; border-left: 4px solid #1f77b4; padding: 0.8em 1em; }
 .settings { color: #555; font-size: 0.9em; } footer { margin-top: 3em; color: #777; font-size: 0.85em; }
 """
