@@ -145,6 +145,16 @@ def _wait_for(driver, predicate, timeout: float = 90.0, what: str = "the page"):
     raise AssertionError(f"timed out waiting for {what} ({last}); screenshot: {shot}")
 
 
+def _wait_for_curve(driver, selector: str, what: str) -> None:
+    """Until a chart matching ``selector`` is drawn and no ε curve is still computed in the background."""
+    _wait_for(
+        driver,
+        lambda: driver.find_elements(By.CSS_SELECTOR, selector) and "Computing ε along" not in driver.page_source,
+        timeout=120,
+        what=what,
+    )
+
+
 def _metric_value(driver) -> str:
     return driver.find_element(By.CSS_SELECTOR, "[data-testid=stMetricValue]").text
 
@@ -261,15 +271,7 @@ def test_typed_counts_in_the_browser_scientific_and_invalid(server, browser):
     # the curves computed in the background arrive without another user action
     box.send_keys(Keys.CONTROL, "a")
     box.send_keys("20000", Keys.ENTER)
-    _wait_for(
-        browser,
-        lambda: (
-            browser.find_elements(By.CSS_SELECTOR, "[data-testid=stPlotlyChart]")
-            and "Computing ε along" not in browser.page_source
-        ),
-        timeout=120,
-        what="the ε curve for T = 20000",
-    )
+    _wait_for_curve(browser, "[data-testid=stPlotlyChart]", "the ε curve for T = 20000")
 
 
 def test_presentation_mode_shows_each_chart_whole_on_a_tall_screen(server, browser):
@@ -279,15 +281,7 @@ def test_presentation_mode_shows_each_chart_whole_on_a_tall_screen(server, brows
     height inside a box that kept the figure's own: the bottom of the plot (x axis, legend) was cut off.
     """
     browser.get(server + "/?present=1")
-    _wait_for(
-        browser,
-        lambda: (
-            browser.find_elements(By.CSS_SELECTOR, "[data-testid=stPlotlyChart] .xtitle")
-            and "Computing ε along" not in browser.page_source
-        ),
-        timeout=120,
-        what="the ε curve in presentation mode",
-    )
+    _wait_for_curve(browser, "[data-testid=stPlotlyChart] .xtitle", "the ε curve in presentation mode")
     time.sleep(1.0)  # plotly's resize after the last rerun
     boxes = browser.execute_script(
         """return [...document.querySelectorAll('[data-testid=stPlotlyChart]')].map(chart => {
