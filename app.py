@@ -3,6 +3,7 @@ that folder and serve its legacy multipage mode on a deep link to a fresh server
 
 import streamlit as st
 
+from app_pages.shared.widgets import HEADLINE_KEY_PREFIX
 from dpmix_core.resources.limits import limits_from_env
 from dpmix_core.runtime.jobs import cap_torch_threads
 
@@ -37,9 +38,9 @@ h1 { font-size: 3rem !important; }
    height) with room after it. Never a min-height on a chart or on a lone number: Streamlit's box keeps the
    figure's height and would cut off the stretched plot's x axis and legend, and a number stretched alone is
    pushed a screen away from the sentence that reads it. */
-[class*="st-key-screen_"] { min-height: 85vh; justify-content: center; }
+[class*="st-key-HEADLINE_KEY_PREFIX"] { min-height: 85vh; justify-content: center; }
 [data-testid="stElementContainer"]:has([data-testid="stPlotlyChart"]) { margin-bottom: 10vh; }
-</style>"""
+</style>""".replace("HEADLINE_KEY_PREFIX", HEADLINE_KEY_PREFIX)
 
 st.session_state.setdefault("present", _PRESENT_URL)
 page = st.navigation(PAGES)

@@ -5,14 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.shared.widgets import (
-    PRESENT_THUMBNAIL_PX,
-    THUMBNAIL_PX,
     controls_area,
     count_box,
     delta_box,
     loaded_or_stop,
     real_check,
     table_download,
+    thumbnail_px,
 )
 from dpmix_core.data import public_zscore_constants
 from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
@@ -238,8 +237,7 @@ for cls in preview.classes if not preview.images else ():
     st.markdown(f"**class {cls.label}**")
     st.dataframe(cls.rows(), hide_index=True, width="stretch")
     table_download(cls.rows(), K + f"class_{cls.label}", f"dpmix_preview_class_{cls.label}")
-# on a projector the thumbnails double (and their captions, in the larger type, fit under them on one line)
-thumb = PRESENT_THUMBNAIL_PX if st.session_state.get("present") else THUMBNAIL_PX
+thumb = thumbnail_px()
 for cls in preview.classes if preview.images else ():
     cols = st.columns([4, 2, 2])
     cols[0].image(list(cls.originals), width=thumb, caption=[f"class {cls.label}"] + [""] * (len(cls.originals) - 1))

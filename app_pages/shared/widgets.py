@@ -119,10 +119,16 @@ def controls_area(label: str = "Settings"):
     return st.container()
 
 
-HEADLINE_KEY_PREFIX = "screen_"  # app.py's presentation CSS gives every container keyed so a screen of its own
+HEADLINE_KEY_PREFIX = "screen_"  # app.py's presentation CSS gives each container keyed with it a screen of its own
 
 
 def headline_area(name: str):
     """Where a page puts its headline (a number and its reading, side by side): when presenting, app.py's CSS
     gives this container a screen of its own with the headline centred in it, number and reading together."""
     return st.container(key=HEADLINE_KEY_PREFIX + name)
+
+
+def thumbnail_px() -> int:
+    """The width of an image of a record or a released point: doubled on a projector, so the larger type's captions
+    fit under it on one line and the digits are seen from the back of a room."""
+    return PRESENT_THUMBNAIL_PX if st.session_state.get("present") else THUMBNAIL_PX
