@@ -34,7 +34,7 @@ from dpmix_core.runtime.jobs import default_max_parallel
 from dpmix_core.runtime.store import ResultStore, StoreError
 from dpmix_core.training.names import CLOSED_FORM_MODELS, LOSSES, MODELS
 from dpmix_core.training.protocols import PROTOCOLS
-from dpmix_core.views.accuracy_figure import epsilon_columns, trade_off_figure
+from dpmix_core.views.accuracy_figure import MARKERS_CAPTION, epsilon_columns, trade_off_figure
 from dpmix_core.views.inputs import parse_count, parse_real
 from dpmix_core.views.release_card import release_summary
 from dpmix_core.views.sweep_report import sweep_report
@@ -343,7 +343,7 @@ def _results_panel(query_sweep: int | None) -> None:
     chart(fig, K + "chart", {"sweep": names[chosen], "axis": axis, "metric": metric, "second axis": second})
     st.caption(
         "Error bars: ±1 standard deviation over repeats (seeds). Dotted lines: runs the axis does not move "
-        "(e.g. non-private). ε columns: mean per point, from each accountant that applies "
+        f"(e.g. non-private). {MARKERS_CAPTION} ε columns: mean per point, from each accountant that applies "
         "(gdp-clt is an approximation; the others are upper bounds)."
     )
     comparison = published_comparison(agg, published)  # the papers' own numbers (reference points have none)

@@ -31,6 +31,8 @@ import pandas as pd  # noqa: E402
 from dpmix_core.experiments.trade_offs import (  # noqa: E402
     AXIS_TITLES,
     all_collapsed,
+    collapsed_note,
+    partly_collapsed,
     published_comparison,
     sweep_published,
     sweep_results,
@@ -122,6 +124,8 @@ def markdown_table(agg: pd.DataFrame, axis: str | None, sigmas: dict) -> str:
             acc += f" ± {100 * r['test_accuracy_std']:.2f}"
         if dead[i]:
             acc = f"collapsed ({acc}: did not learn, no result)"
+        elif lost := collapsed_note(r):
+            acc += f" ({lost})"
         cells = [
             str(r["label"]),
             _fmt(r["axis_value"], 4).rstrip("0").rstrip(".") if _finite(r["axis_value"]) else _fmt(r["axis_value"]),
@@ -176,6 +180,7 @@ def _plot_series(ax, agg: pd.DataFrame, metric: str, scale: float, transform=Non
     handles = []
     dead_x: list = []
     dead_y: list = []
+    any_open = False
     for label, part in finite.groupby("label", sort=False):
         part = part.sort_values("axis_value")
         dead = all_collapsed(part)  # a run at the constant predictor is no result: a grey cross, not a point
@@ -192,6 +197,32 @@ def _plot_series(ax, agg: pd.DataFrame, metric: str, scale: float, transform=Non
             part["axis_value"], y, yerr=err, marker="o", linewidth=2, markersize=6, capsize=4, label=str(label)
         )
         handles.append(h)
+        partly = partly_collapsed(part)
+        if partly.any():  # the mean of the runs that learned: hollow, so it is not read as every run's result
+            any_open = True
+            ax.scatter(
+                part["axis_value"][partly],
+                y[partly],
+                marker="o",
+                s=70,
+                facecolors="white",
+                edgecolors=h[0].get_color(),
+                linewidths=2,
+                zorder=6,
+            )
+    if any_open:
+        handles.append(
+            ax.scatter(
+                [],
+                [],
+                marker="o",
+                s=70,
+                facecolors="white",
+                edgecolors="0.25",
+                linewidths=2,
+                label="open: some runs collapsed (mean of the others)",
+            )
+        )
     if dead_x:
         handles.append(
             ax.scatter(dead_x, dead_y, marker="x", s=70, color="0.45", zorder=5, label="collapsed (did not learn)")

@@ -615,7 +615,7 @@ def test_feature_release_enters_the_key_only_when_features_are_mixed():
 
 
 def test_collapsed_runs_are_counted_and_never_plotted_as_normal_points():
-    from dpmix_core.views.accuracy_figure import trade_off_figure
+    from dpmix_core.views.accuracy_figure import PARTLY_COLLAPSED_NAME, trade_off_figure
 
     def row(sigma, acc, collapsed, seed=0):
         cfg = RunConfig(
@@ -640,6 +640,18 @@ def test_collapsed_runs_are_counted_and_never_plotted_as_normal_points():
     dead = [t for t in fig.data if t.name == "DPMix (collapsed)"]
     assert list(normal[0].x) == [0.1] and list(dead[0].x) == [1.0]
     assert dead[0].marker.symbol == "x-thin" and dead[0].mode == "markers"
+    # sigma = 0.1 is one seed's 80 % with the other seed collapsed: a hollow marker over it (not in the legend,
+    # which keeps the series' own symbol), the count in its hover, and one legend entry that explains it
+    assert normal[0].marker.symbol == "circle" and normal[0].showlegend is not False
+    hollow = [t for t in fig.data if t.name == "DPMix" and t.showlegend is False]
+    assert len(hollow) == 1 and list(hollow[0].x) == [0.1] and list(hollow[0].y) == [pytest.approx(80.0)]
+    assert hollow[0].marker.color == "white" and list(hollow[0].hovertext) == [
+        "1 of 2 runs collapsed, left out of the mean"
+    ]
+    assert PARTLY_COLLAPSED_NAME in [t.name for t in fig.data]
+    learned = [row(0.1, 0.8, False), row(0.1, 0.7, False, seed=1)]
+    clean = trade_off_figure(aggregate(learned, axis="sigma"), "sigma")
+    assert [t.name for t in clean.data] == ["DPMix"]  # no hollow marker, no legend entry for it
 
 
 def _eps_rows(values, label="Poisson"):

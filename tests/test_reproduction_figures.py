@@ -36,16 +36,20 @@ def _agg() -> pd.DataFrame:
 
 def test_collapsed_points_are_grey_crosses_not_points_of_the_line(figures):
     import matplotlib.pyplot as plt
+    from matplotlib.collections import PathCollection
 
     fig, ax = plt.subplots()
     try:
         handles = figures._plot_series(ax, _agg(), "test_accuracy", 100)
         labels = [h.get_label() for h in handles]
-        assert labels == ["eps = 20", "collapsed (did not learn)"]
+        assert labels == ["eps = 20", "open: some runs collapsed (mean of the others)", "collapsed (did not learn)"]
         line_x = list(handles[0].lines[0].get_xdata())
         assert line_x == [2.0, 4.0]  # the collapsed l = 1 is not on the line
-        crosses = handles[1].get_offsets()
+        crosses = handles[2].get_offsets()
         assert [tuple(p) for p in crosses] == [(1.0, pytest.approx(11.35))]
+        scatters = [c for c in ax.collections if isinstance(c, PathCollection)]
+        hollow = [c for c in scatters if len(c.get_offsets()) and c.get_label().startswith("_")]
+        assert [tuple(p) for c in hollow for p in c.get_offsets()] == [(2.0, pytest.approx(70.0))]  # l = 2 only
     finally:
         plt.close(fig)
 
@@ -56,7 +60,8 @@ def test_the_markdown_table_says_collapsed(figures):
     )
     rows = figures.markdown_table(agg, "l", {}).splitlines()[2:]
     assert "collapsed" in rows[0] and "no result" in rows[0]
-    assert not any("collapsed" in r for r in rows[1:])
+    assert "70.00 (1 of 2 runs collapsed, left out of the mean)" in rows[1]
+    assert "collapsed" not in rows[2]
 
 
 def test_the_combined_figure_saves_its_whole_legend_and_title(figures, tmp_path):
@@ -78,3 +83,24 @@ def test_the_combined_figure_saves_its_whole_legend_and_title(figures, tmp_path)
     height, width = imread(path).shape[:2]
     assert height > 6.5 * 110  # grown to hold 12 rows of legend under the plot, not cut at 6.5 inches
     assert width >= 11 * 110 * 0.9
+
+
+def test_the_gpu_sweeps_driver_reads_a_job_as_a_shell_line():
+    """bench/gpu_sweeps.py: a series name with spaces stays one argument; a malformed job stops with one line."""
+    spec = importlib.util.spec_from_file_location("gpu_sweeps", SCRIPT.parent / "gpu_sweeps.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    name, args = module.parse_job("p:preset:dpfmix-table1 --series 'Poisson / gdp-clt' --values 1 --seeds 1 2")
+    assert name == "p" and args == [
+        "preset:dpfmix-table1",
+        "--series",
+        "Poisson / gdp-clt",
+        "--values",
+        "1",
+        "--seeds",
+        "1",
+        "2",
+    ]
+    for bad in ("no-colon", "p:", "1x:preset:a"):
+        with pytest.raises(SystemExit, match="expected NAME:SWEEP ARGS"):
+            module.parse_job(bad)

@@ -79,6 +79,13 @@ def test_the_reading_gives_the_best_covered_point_at_each_axis_value_and_counts_
     assert "Non-private reference: 99.50 %" in text
     assert "1 point(s) where every run collapsed" in text
     assert "1 run(s) still queued or running and 2 failed or cancelled" in text
+    assert "open marker" not in text and "11 finished run(s)" in text
+    # b at 1 learned on one seed of three: a survivor's number, said in the best result and in its own sentence
+    partly = agg.assign(collapsed=[0, 2, 0, 2, 0, 0], runs=[3, 3, 3, 2, 1, 1])
+    text = sweep_reading(partly, "target_epsilon", Counter(done=13), None)
+    assert "1 → b, 90.00 % (1 seed(s); 2 of 3 runs collapsed, left out of the mean)" in text
+    assert "At 1 point(s) some runs collapsed (2 of their 3 runs)" in text and "open marker" in text
+    assert "13 finished run(s)" in text  # the collapsed runs are runs that finished
 
 
 def test_each_epsilon_is_read_from_the_cards_else_the_accountant_else_the_baselines_table():

@@ -283,6 +283,13 @@ def test_published_comparison_verdicts():
     table = published_comparison(dead, published)
     assert table["verdict"].tolist() == ["reproduced", "collapsed (no result)", "pending"]
     assert pd.isna(table["ours (%)"].tolist()[1]) and pd.isna(table["gap (pts)"].tolist()[1])
+    assert table["collapsed runs"].tolist() == [0, 1, 0]
+    # some runs collapsed: ours is the others' mean, and the count stands beside it (9 of 10 at DP-CDA eps = 10, l = 4)
+    partly = agg.assign(collapsed=[9, 0, 0], runs=[10, 1, 1], test_accuracy_count=[1, 1, 1])
+    table = published_comparison(partly, published)
+    assert table["collapsed runs"].tolist()[0] == 9 and table["seeds"].tolist()[0] == 1
+    assert table["verdict"].tolist()[0] == "reproduced" and table["ours (%)"].tolist()[0] == 80.0
+    assert published_comparison(agg, published)["collapsed runs"].tolist() == [0, 0, 0]  # no column: none counted
 
 
 def test_one_rerun_completes_a_sweep_whose_driver_and_worker_were_killed(store, tmp_path):

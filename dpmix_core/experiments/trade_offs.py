@@ -42,6 +42,8 @@ __all__ = [
     "pump_local",
     "JOB_KIND",
     "all_collapsed",
+    "partly_collapsed",
+    "collapsed_note",
     "Launch",
     "available_training_datasets",
     "custom_spec",
@@ -418,7 +420,9 @@ def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) ->
     Verdict: "reproduced" within REPRODUCED_WITHIN_PTS points, "not reproduced" further below, "above the
     paper" further above (a better number is not a miss, but it is not the paper's either), "pending" while
     no run of that point has finished, "collapsed (no result)" when every run of it stayed at the constant
-    predictor: its accuracy is then no result and is not compared (issue #13 §3).
+    predictor: its accuracy is then no result and is not compared (issue #13 §3). "collapsed runs" counts the
+    point's runs that collapsed: where some did, "ours" is the mean of the others (a survivor's number, so the
+    count stands beside it).
     """
     dead = all_collapsed(agg)
     rows = []
@@ -428,6 +432,7 @@ def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) ->
         match = agg[(agg["label"] == p.series) & agg["axis_value"].map(lambda v, p=p: _same(v, p.value))]
         ours = match.iloc[0] if len(match) else None
         n = int(ours["test_accuracy_count"]) if ours is not None else 0
+        lost = int(ours["collapsed"]) if ours is not None and "collapsed" in ours and pd.notna(ours["collapsed"]) else 0
         collapsed = bool(dead[match.index[0]]) if len(match) else False
         mean = 100 * float(ours["test_accuracy_mean"]) if ours is not None and n and not collapsed else None
         std = 100 * float(ours["test_accuracy_std"]) if ours is not None and mean is not None and n > 1 else None
@@ -450,6 +455,7 @@ def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) ->
                 "ours (%)": None if mean is None else round(mean, 2),
                 "± std": None if std is None else round(std, 2),
                 "seeds": n,
+                "collapsed runs": lost,
                 "gap (pts)": None if gap is None else round(gap, 2),
                 "verdict": verdict,
                 "source": p.source,
@@ -464,6 +470,7 @@ def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) ->
             "ours (%)",
             "± std",
             "seeds",
+            "collapsed runs",
             "gap (pts)",
             "verdict",
             "source",
@@ -477,6 +484,22 @@ def all_collapsed(agg: pd.DataFrame) -> pd.Series:
         return pd.Series(False, index=agg.index)
     runs = agg["runs"] if "runs" in agg.columns else agg["test_accuracy_count"]
     return (agg["collapsed"].fillna(0) > 0) & (agg["collapsed"].fillna(0) >= runs.fillna(0))
+
+
+def partly_collapsed(agg: pd.DataFrame) -> pd.Series:
+    """True for aggregated rows where some runs, not all, collapsed: their mean is over the runs that learned
+    (:func:`dpmix_core.experiments.results.aggregate`), so it must say how many were left out."""
+    if "collapsed" not in agg.columns or "runs" not in agg.columns:
+        return pd.Series(False, index=agg.index)
+    collapsed, runs = agg["collapsed"].fillna(0), agg["runs"].fillna(0)
+    return (collapsed > 0) & (collapsed < runs)
+
+
+def collapsed_note(row: pd.Series) -> str:
+    """For a partly collapsed row, "k of n runs collapsed, left out of the mean"; else ""."""
+    if not bool(partly_collapsed(pd.DataFrame([row])).iloc[0]):
+        return ""
+    return f"{int(row['collapsed'])} of {int(row['runs'])} runs collapsed, left out of the mean"
 
 
 def custom_spec(

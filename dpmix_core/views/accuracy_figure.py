@@ -1,7 +1,9 @@
 """The accuracy-versus-privacy figure of a sweep (Train & trade-offs, ``bench/make_reproduction_figures.py``).
 
 One line per series with ±1 std error bars; runs the axis does not move as dotted reference lines; collapsed
-points (the model never learned) as grey crosses, never as results; the papers' own numbers as open stars and
+points (the model never learned) as grey crosses, never as results; points where only some runs collapsed as open
+markers (their mean is over the runs that learned, and the hover says how many were left out); the papers' own
+numbers as open stars and
 other methods' published results ("published, not ours") as grey labelled markers; optionally each series'
 ε on a second axis. Pure plotly: it reads an aggregate (``experiments.results.aggregate``), computes nothing.
 """
@@ -17,10 +19,19 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from dpmix_core.experiments.spec import Published
-from dpmix_core.experiments.trade_offs import AXIS_TITLES, all_collapsed
+from dpmix_core.experiments.trade_offs import AXIS_TITLES, all_collapsed, collapsed_note, partly_collapsed
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION, Protects
 
-__all__ = ["COLLAPSED_MARKER", "REFERENCE_PREFIX", "axis_ticks", "epsilon_columns", "trade_off_figure", "wrap_title"]
+__all__ = [
+    "COLLAPSED_MARKER",
+    "MARKERS_CAPTION",
+    "PARTLY_COLLAPSED_NAME",
+    "REFERENCE_PREFIX",
+    "axis_ticks",
+    "epsilon_columns",
+    "trade_off_figure",
+    "wrap_title",
+]
 
 
 def epsilon_columns(agg: pd.DataFrame) -> list[str]:
@@ -49,6 +60,16 @@ def _guarantee_mark(part: pd.DataFrame) -> dict:
 
 
 COLLAPSED_MARKER = {"symbol": "x-thin", "size": 14, "color": "#888", "line": {"width": 2, "color": "#888"}}
+PARTLY_COLLAPSED_NAME = "open marker: some runs collapsed (mean of the others)"  # legend entry
+MARKERS_CAPTION = (
+    "Grey crosses: every run of the point collapsed (no result). Open markers: some of its runs collapsed; "
+    "the point is the mean of the runs that learned (hover for how many were left out)."
+)
+
+
+def _solid(symbol: str) -> str:
+    """A plotly marker symbol's filled shape ("diamond-open" -> "diamond"), to be drawn white with a coloured edge."""
+    return symbol.removesuffix("-open")
 
 
 def _published_by_series(published: tuple[Published, ...], *, reference: bool) -> dict[str, list[Published]]:
@@ -103,12 +124,15 @@ def trade_off_figure(
     flat = agg[~agg.index.isin(finite.index)]
     palette = plotly.colors.qualitative.Plotly
     colors: dict[str, str] = {}
+    any_partly = False
     for label, part in finite.groupby("label", sort=False):
         part = part.sort_values("axis_value")
         colors[str(label)] = palette[len(colors) % len(palette)]
         mark = _guarantee_mark(part)
         dead = all_collapsed(part)
         learned = part[~dead]
+        partly = partly_collapsed(learned)
+        any_partly = any_partly or bool(partly.any())
         if len(learned):
             fig.add_trace(
                 go.Scatter(
@@ -119,6 +143,23 @@ def trade_off_figure(
                     error_y={"type": "data", "array": [v * scale for v in _error_bars(learned[std])], "visible": True},
                     line={"width": 2.5, "color": colors[str(label)], "dash": mark["dash"]},
                     marker={"size": mark["size"], "symbol": mark["symbol"]},
+                )
+            )
+        if len(learned) and partly.any():  # hollow on top of the line's own marker; the hover says how many
+            fig.add_trace(
+                go.Scatter(
+                    x=learned.loc[partly, "axis_value"],
+                    y=learned.loc[partly, mean] * scale,
+                    name=str(label),
+                    mode="markers",
+                    showlegend=False,
+                    marker={
+                        "size": mark["size"] + 2,
+                        "symbol": _solid(mark["symbol"]),
+                        "color": "white",
+                        "line": {"width": 2, "color": colors[str(label)]},
+                    },
+                    hovertext=[collapsed_note(row) for _, row in learned[partly].iterrows()],
                 )
             )
         if dead.any():  # never a normal point: a grey thin cross, named as collapsed
@@ -133,6 +174,16 @@ def trade_off_figure(
                     * int(dead.sum()),
                 )
             )
+    if any_partly:  # the legend explains the hollow points (a presenter's audience has no hover)
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=PARTLY_COLLAPSED_NAME,
+                marker={"symbol": "circle", "size": 10, "color": "white", "line": {"width": 2, "color": "#444"}},
+            )
+        )
     for _, row in flat.iterrows():
         if pd.isna(row[mean]):
             continue

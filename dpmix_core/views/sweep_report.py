@@ -21,6 +21,8 @@ from dpmix_core.experiments.trade_offs import (
     AXIS_TITLES,
     REPRODUCED_WITHIN_PTS,
     all_collapsed,
+    collapsed_note,
+    partly_collapsed,
     published_comparison,
     stored_spec,
     sweep_published,
@@ -30,7 +32,7 @@ from dpmix_core.experiments.trade_offs import (
 )
 from dpmix_core.privacy.accountants import ACCOUNTANTS, get_accountant
 from dpmix_core.runtime.store import ResultStore
-from dpmix_core.views.accuracy_figure import epsilon_columns, trade_off_figure
+from dpmix_core.views.accuracy_figure import MARKERS_CAPTION, epsilon_columns, trade_off_figure
 from dpmix_core.views.html_report import Section, html_report
 
 __all__ = ["EPSILON_READINGS", "epsilon_readings", "sweep_reading", "sweep_report"]
@@ -78,8 +80,11 @@ def _format_value(value) -> str:
 
 def _point(row: pd.Series) -> str:
     spread = "" if pd.isna(row["test_accuracy_std"]) else f" ± {100 * row['test_accuracy_std']:.2f}"
+    lost = collapsed_note(row)
     return (
-        f"{row['label']}, {100 * row['test_accuracy_mean']:.2f} %{spread} ({int(row['test_accuracy_count'])} seed(s))"
+        f"{row['label']}, {100 * row['test_accuracy_mean']:.2f} %{spread} ({int(row['test_accuracy_count'])} seed(s)"
+        + (f"; {lost}" if lost else "")
+        + ")"
     )
 
 
@@ -88,7 +93,7 @@ def sweep_reading(agg: pd.DataFrame, axis: str | None, statuses: Counter, compar
     collapsed points, runs not in the report, and how many published points were reproduced."""
     dead = all_collapsed(agg)
     axis_title = AXIS_TITLES.get(axis or "", axis or "the axis")
-    runs = int(agg["test_accuracy_count"].sum())
+    runs = int((agg["runs"] if "runs" in agg.columns else agg["test_accuracy_count"]).sum())
     seeds = int(agg["test_accuracy_count"].max())
     finite = agg["axis_value"].map(lambda v: isinstance(v, (int, float)) and math.isfinite(v))
     values = sorted({float(v) for v in agg.loc[finite, "axis_value"]})
@@ -111,6 +116,14 @@ def sweep_reading(agg: pd.DataFrame, axis: str | None, statuses: Counter, compar
         parts.append(
             f"{int(dead.sum())} point(s) where every run collapsed (the model never learned) are drawn as grey "
             "crosses and are not results."
+        )
+    partly = partly_collapsed(agg)
+    if partly.any():
+        lost, total = int(agg.loc[partly, "collapsed"].sum()), int(agg.loc[partly, "runs"].sum())
+        parts.append(
+            f"At {int(partly.sum())} point(s) some runs collapsed ({lost} of their {total} runs): each such point "
+            "is the mean of the runs that learned, drawn with an open marker; read it as what a run reaches when "
+            "it learns, not as what a run reaches."
         )
     pending = sum(statuses[s] for s in ("queued", "running", "interrupted"))
     failed = sum(statuses[s] for s in ("failed", "cancelled"))
@@ -225,7 +238,7 @@ def sweep_report(
                 agg, axis, metric=metric, epsilon_column=epsilon_column, published=published
             ).update_layout(height=REPORT_FIGURE_HEIGHT),  # the report's title names the sweep; room for the legend
             caption="Error bars: ±1 standard deviation over seeds. Dotted lines: runs the axis does not move "
-            "(e.g. non-private). Grey crosses: every run collapsed. Open stars: the papers' numbers; grey markers "
+            f"(e.g. non-private). {MARKERS_CAPTION} Open stars: the papers' numbers; grey markers "
             "named 'published, not ours': other methods' published results.",
         ),
     ]
