@@ -116,6 +116,23 @@ def test_baselines_and_collapsed_points_are_not_curves():
         solve_epsilon(agg, axis="target_epsilon", series="mixing", accuracy=90)
 
 
+def test_collapsed_runs_behind_the_curve_are_counted_and_said():
+    """A point whose other runs learned stays on the curve; the answer counts the runs left out of its mean."""
+    agg = _agg(MONOTONE)
+    clean = solve_epsilon(agg, axis="target_epsilon", series="mixing", accuracy=0.88)
+    assert clean.collapsed_runs == 0 and "collapsed" not in clean.sentence()
+    partly = agg.assign(collapsed=[2, 0, 1, 0], runs=[3, 3, 3, 3], test_accuracy_count=[1, 3, 2, 3])
+    ans = solve_epsilon(partly, axis="target_epsilon", series="mixing", accuracy=0.88)
+    assert ans.epsilon == pytest.approx(clean.epsilon)  # the same means: only the words change
+    assert ans.collapsed_runs == 3 and ans.to_dict()["collapsed_runs"] == 3
+    assert ans.sentence().endswith(
+        "3 run(s) of these points collapsed (the model never learned) and are left out of their means: "
+        "the curve is what a run that learns reaches."
+    )
+    dead = pd.concat([agg, _agg([(16.0, 0.1, 0.0)], extra={"collapsed": 3})])  # a point with no result: no count
+    assert solve_epsilon(dead, axis="target_epsilon", series="mixing", accuracy=0.88).collapsed_runs == 0
+
+
 def test_invert_curve_edges():
     assert invert_curve([1.0, 4.0], [0.2, 0.6], 0.4) == (pytest.approx(2.0), True)
     assert invert_curve([1.0, 4.0], [0.2, 0.3], 0.4) == (None, False)

@@ -66,6 +66,8 @@ class EpsilonAnswer:
     NOT_REACHED (the mean stays below within the sweep), NOT_MONOTONE (the mean crosses the level going
     down as well as up). ``epsilon_low``/``epsilon_high``: where the upper / lower error band reaches the
     level (None: not within the sweep). ``seeds``: the fewest seeds behind a point (1: no error bar).
+    ``collapsed_runs``: runs of the curve's points that collapsed and are left out of their means (the curve
+    then reads what a run that learns reaches, and the sentence says so).
     """
 
     series: str
@@ -78,15 +80,27 @@ class EpsilonAnswer:
     epsilon_range: tuple[float, float]
     best_accuracy: float
     seeds: int
+    collapsed_runs: int = 0
 
     def __post_init__(self) -> None:
         if self.status not in (REACHED, NOT_REACHED, ALREADY_REACHED, NOT_MONOTONE):
             raise ValueError(f"unknown status {self.status!r}.")
+        if self.collapsed_runs < 0:
+            raise ValueError(f"collapsed_runs must be >= 0. Found {self.collapsed_runs!r}.")
         if not 0 < self.accuracy <= 1:
             raise ValueError(f"accuracy must be a fraction in (0, 1]. Found {self.accuracy!r}.")
 
     def sentence(self) -> str:
         """The answer in words (what the page and the CLI print)."""
+        note = (
+            f" {self.collapsed_runs} run(s) of these points collapsed (the model never learned) and are left out "
+            "of their means: the curve is what a run that learns reaches."
+            if self.collapsed_runs
+            else ""
+        )
+        return self._answer() + note
+
+    def _answer(self) -> str:
         level = f"{100 * self.accuracy:g} % test accuracy"
         lo, hi = self.epsilon_range
         where = f"ε from {self.epsilon_name}" if self.epsilon_name != "target epsilon" else "target ε"
@@ -125,6 +139,7 @@ class EpsilonAnswer:
             "epsilon_range": list(self.epsilon_range),
             "best_accuracy": self.best_accuracy,
             "seeds": self.seeds,
+            "collapsed_runs": self.collapsed_runs,
             "answer": self.sentence(),
         }
 
@@ -150,16 +165,22 @@ def _epsilon_values(agg: pd.DataFrame, axis: str | None, epsilon_name: str) -> p
     return pd.to_numeric(agg[column], errors="coerce")
 
 
-def curve_points(agg: pd.DataFrame, axis: str | None, series: str, epsilon_name: str) -> tuple[list[CurvePoint], int]:
-    """(points sorted by epsilon, fewest seeds behind a point) of one series; collapsed and unbounded points
-    left out, points at the same epsilon averaged."""
+def _curve_rows(agg: pd.DataFrame, axis: str | None, series: str, epsilon_name: str) -> pd.DataFrame:
+    """The aggregate's rows behind one series' curve (``_eps`` added): points whose every run collapsed and
+    points without a finite, positive epsilon left out."""
     if series not in set(agg["label"]):
         raise ValueError(f"no series {series!r} in this sweep; choose one of: {', '.join(sorted(set(agg['label'])))}.")
     eps = _epsilon_values(agg, axis, epsilon_name)
     rows = agg.assign(_eps=eps)[agg["label"] == series]
     if "collapsed" in rows and "runs" in rows:
         rows = rows[rows["collapsed"].fillna(0) < rows["runs"].fillna(1)]  # all seeds collapsed: no result
-    rows = rows[rows["_eps"].map(lambda v: math.isfinite(v) and v > 0) & rows["test_accuracy_mean"].notna()]
+    return rows[rows["_eps"].map(lambda v: math.isfinite(v) and v > 0) & rows["test_accuracy_mean"].notna()]
+
+
+def curve_points(agg: pd.DataFrame, axis: str | None, series: str, epsilon_name: str) -> tuple[list[CurvePoint], int]:
+    """(points sorted by epsilon, fewest seeds behind a point) of one series; collapsed and unbounded points
+    left out, points at the same epsilon averaged."""
+    rows = _curve_rows(agg, axis, series, epsilon_name)
     if rows.empty:
         return [], 0
     std = rows["test_accuracy_std"].fillna(0.0).astype(float)
@@ -264,7 +285,13 @@ def solve_epsilon(
         epsilon_range=(eps[0], eps[-1]),
         best_accuracy=max(mean),
         seeds=seeds,
+        collapsed_runs=_collapsed_runs(_curve_rows(agg, axis, series, epsilon_name)),
     )
+
+
+def _collapsed_runs(rows: pd.DataFrame) -> int:
+    """Collapsed runs behind a curve's points (each of those points has a run that learned)."""
+    return int(rows["collapsed"].fillna(0).sum()) if "collapsed" in rows else 0
 
 
 def sweep_epsilon_answers(

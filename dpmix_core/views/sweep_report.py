@@ -122,8 +122,8 @@ def sweep_reading(agg: pd.DataFrame, axis: str | None, statuses: Counter, compar
         lost, total = int(agg.loc[partly, "collapsed"].sum()), int(agg.loc[partly, "runs"].sum())
         parts.append(
             f"At {int(partly.sum())} point(s) some runs collapsed ({lost} of their {total} runs): each such point "
-            "is the mean of the runs that learned, drawn with an open marker; read it as what a run reaches when "
-            "it learns, not as what a run reaches."
+            "is the mean of the runs that learned, drawn with an open marker: the accuracy of a run that learns, "
+            "not of every run."
         )
     pending = sum(statuses[s] for s in ("queued", "running", "interrupted"))
     failed = sum(statuses[s] for s in ("failed", "cancelled"))
