@@ -75,6 +75,7 @@ def quick(config, reporter):
         "pid": os.getpid(),
         "threads": os.environ.get("DPMIX_WORKER_THREADS"),
         "nested": {"a": 1, "list": [1, 2]},
+        **({"collapsed": True} if config.get("collapsed") else {}),  # a model that never learned
     }
 
 

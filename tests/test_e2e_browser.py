@@ -146,11 +146,14 @@ def _wait_for(driver, predicate, timeout: float = 90.0, what: str = "the page"):
 
 
 def _wait_for_curve(driver, selector: str, what: str) -> None:
-    """Until a chart matching ``selector`` is drawn and no ε curve is still computed in the background."""
+    """Until a chart matching ``selector`` is drawn and no ε curve is still computed in the background.
+
+    Seconds on an idle machine; on 2 cores shared with the rest of the suite (CI) and other work it took over
+    120 s once (2026-11-26), hence the long limit: it only matters when the curve never comes."""
     _wait_for(
         driver,
         lambda: driver.find_elements(By.CSS_SELECTOR, selector) and "Computing ε along" not in driver.page_source,
-        timeout=120,
+        timeout=240,
         what=what,
     )
 

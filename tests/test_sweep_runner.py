@@ -123,7 +123,11 @@ def test_interrupted_runs_are_rerun_on_resume(store, tmp_path):
 def test_the_cli_entry_point(store, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PYTHONPATH", str(fake_jobs.TESTS_DIR))  # workers import fake_jobs
     marker = tmp_path / "marker"
-    specs = {"sigma": grid(marker, xs=(1, 2)), "crash": [("fake_jobs:crash", {"msg": "a"}, None)]}
+    specs = {
+        "sigma": grid(marker, xs=(1, 2)),
+        "crash": [("fake_jobs:crash", {"msg": "a"}, None)],
+        "dead": grid(marker, xs=(9,), repeats=1, collapsed=True),
+    }
 
     def expand(text):
         return text, specs[text], {"name": text}
@@ -137,7 +141,10 @@ def test_the_cli_entry_point(store, tmp_path, monkeypatch, capsys):
     assert printed["name"] == "sigma" and printed["done"] == 4 and printed["exported_rows"] == 4
     assert len(list(csv.DictReader(out.open()))) == 4 and executions(marker) == 4
     assert cli_sweep(parser.parse_args(["sigma", "--store", str(store.path), "--poll", "0.05"]), expand=expand) == 0
-    assert "4/4 done" in capsys.readouterr().out and executions(marker) == 4  # resumed: nothing re-ran
+    text = capsys.readouterr().out
+    assert "4/4 done" in text and "WARNING" not in text and executions(marker) == 4  # resumed: nothing re-ran
+    assert cli_sweep(parser.parse_args(["dead", "--store", str(store.path), "--poll", "0.05"]), expand=expand) == 0
+    assert "WARNING: 1 of 1 done run(s) collapsed: the model never learned" in capsys.readouterr().out
     assert cli_sweep(parser.parse_args(["crash", "--store", str(store.path), "--poll", "0.05"]), expand=expand) == 1
     assert "ValueError: boom: a" in capsys.readouterr().err
 
@@ -309,3 +316,19 @@ def test_one_rerun_completes_a_sweep_whose_driver_and_worker_were_killed(store, 
     assert store.set_worker(orphan.id, dead.pid)
     summary = run_sweep(store, "killed", runs, backend=fake_jobs.backend(store), poll_s=0.05)
     assert summary.ok and summary.requeued == 1 and executions(marker) == 2
+
+
+def test_a_sweep_counts_its_collapsed_runs_and_warns_as_train_does(store, tmp_path):
+    """Runs that finished with a model that never learned are done, yet no result: the summary says how many."""
+    from dpmix_core.experiments.sweeps import SweepSummary, collapsed_runs
+
+    runs = [store.submit("fake_jobs:quick", {"x": x}) for x in range(4)]
+    for run, collapsed in zip(runs[:3], (True, False, True)):
+        store.claim(run.id)
+        store.finish(run.id, {"test_accuracy": 0.1 if collapsed else 0.9, "collapsed": collapsed})
+    ids = [run.id for run in runs]
+    assert collapsed_runs(store, ids) == 2 and collapsed_runs(store, ids[1:2]) == 0  # the queued run is not counted
+    summary = SweepSummary(1, "s", 4, {"done": 3, "queued": 1}, 4, 0, 0, 1.0, collapsed=2)
+    assert summary.collapse_warning().startswith("WARNING: 2 of 3 done run(s) collapsed: the model never learned")
+    assert summary.to_dict()["collapsed"] == 2 and "collapsed" not in summary.line()
+    assert SweepSummary(1, "s", 1, {"done": 1}, 1, 0, 0, 1.0).collapse_warning() is None

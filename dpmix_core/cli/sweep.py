@@ -137,6 +137,8 @@ def cli_sweep(
         )
     else:
         print(summary.line())
+        if warning := summary.collapse_warning():
+            print(warning)
         if exported is not None:
             print(f"wrote {exported} row(s) to {args.export}")
         for run in store.list_runs(sweep=summary.sweep_id, status=("failed", "cancelled", "interrupted"), limit=20):

@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_RETRY",
     "RunSpec",
     "SweepSummary",
+    "collapsed_runs",
     "export_csv",
     "keep_widest_repeats",
     "run_sweep",
@@ -52,6 +53,7 @@ class SweepSummary:
     elapsed_s: float
     interrupted: bool = False  # KeyboardInterrupt: queued runs stay queued, a re-run resumes
     timed_out: bool = False
+    collapsed: int = 0  # done runs whose model never learned (result["collapsed"]): finished, but no result
 
     @property
     def done(self) -> int:
@@ -72,6 +74,15 @@ class SweepSummary:
 
     def to_dict(self) -> dict:
         return {**asdict(self), "done": self.done, "failed": self.failed, "pending": self.pending, "ok": self.ok}
+
+    def collapse_warning(self) -> str | None:
+        """One line when done runs collapsed (finished, yet no result), as ``train`` warns; else None."""
+        if not self.collapsed:
+            return None
+        return (
+            f"WARNING: {self.collapsed} of {self.done} done run(s) collapsed: the model never learned (constant "
+            "predictor or chance accuracy), so they are no result; the sweep report names each and its likely cause."
+        )
 
     def line(self) -> str:
         c = self.counts
@@ -173,6 +184,16 @@ def run_sweep(
         elapsed_s=time.monotonic() - t0,
         interrupted=interrupted,
         timed_out=timed_out,
+        collapsed=collapsed_runs(store, run_ids),
+    )
+
+
+def collapsed_runs(store: ResultStore, run_ids: Iterable[int]) -> int:
+    """How many of these runs finished with a model that never learned (``result["collapsed"]``)."""
+    return sum(
+        1
+        for run in store.list_runs(ids=list(run_ids), status="done")
+        if isinstance(run.result, dict) and run.result.get("collapsed")
     )
 
 
