@@ -173,6 +173,16 @@ def training_summary(store: ResultStore, sweep: str, axis: str | None) -> str:
     return "\n".join(lines)
 
 
+def _dead_label(dead_series: dict[str, list[float]]) -> str:
+    """The grey crosses' legend entry, naming the series they belong to (and where, when there are several)."""
+    if len(dead_series) == 1:
+        return f"collapsed (did not learn): {next(iter(dead_series))}"
+    return "collapsed (did not learn): " + "; ".join(
+        f"{name} at {', '.join(_fmt(v, 4).rstrip('0').rstrip('.') for v in values)}"
+        for name, values in dead_series.items()
+    )
+
+
 def _plot_series(ax, agg: pd.DataFrame, metric: str, scale: float, transform=None) -> list:
     mean, std = f"{metric}_mean", f"{metric}_std"
     finite = agg[agg["axis_value"].map(_finite) & agg[mean].notna()]
@@ -180,6 +190,7 @@ def _plot_series(ax, agg: pd.DataFrame, metric: str, scale: float, transform=Non
     handles = []
     dead_x: list = []
     dead_y: list = []
+    dead_series: dict[str, list[float]] = {}  # which series the grey crosses belong to, for the legend
     any_open = False
     for label, part in finite.groupby("label", sort=False):
         part = part.sort_values("axis_value")
@@ -189,6 +200,8 @@ def _plot_series(ax, agg: pd.DataFrame, metric: str, scale: float, transform=Non
             y = transform(y)
         dead_x += list(part["axis_value"][dead])
         dead_y += list(y[dead])
+        if dead.any():
+            dead_series[str(label)] = [float(v) for v in part["axis_value"][dead]]
         part, y = part[~dead], y[~dead]
         if part.empty:
             continue
@@ -225,7 +238,7 @@ def _plot_series(ax, agg: pd.DataFrame, metric: str, scale: float, transform=Non
         )
     if dead_x:
         handles.append(
-            ax.scatter(dead_x, dead_y, marker="x", s=70, color="0.45", zorder=5, label="collapsed (did not learn)")
+            ax.scatter(dead_x, dead_y, marker="x", s=70, color="0.45", zorder=5, label=_dead_label(dead_series))
         )
     for i, (_, row) in enumerate(flat.iterrows()):
         y = row[mean] * scale

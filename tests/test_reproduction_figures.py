@@ -42,7 +42,11 @@ def test_collapsed_points_are_grey_crosses_not_points_of_the_line(figures):
     try:
         handles = figures._plot_series(ax, _agg(), "test_accuracy", 100)
         labels = [h.get_label() for h in handles]
-        assert labels == ["eps = 20", "open: some runs collapsed (mean of the others)", "collapsed (did not learn)"]
+        assert labels == [
+            "eps = 20",
+            "open: some runs collapsed (mean of the others)",
+            "collapsed (did not learn): eps = 20",  # the legend names whose crosses they are
+        ]
         line_x = list(handles[0].lines[0].get_xdata())
         assert line_x == [2.0, 4.0]  # the collapsed l = 1 is not on the line
         crosses = handles[2].get_offsets()
@@ -52,6 +56,11 @@ def test_collapsed_points_are_grey_crosses_not_points_of_the_line(figures):
         assert [tuple(p) for c in hollow for p in c.get_offsets()] == [(2.0, pytest.approx(70.0))]  # l = 2 only
     finally:
         plt.close(fig)
+
+
+def test_the_crosses_legend_says_where_each_series_collapsed(figures):
+    assert figures._dead_label({"a": [1.0, 2.0]}) == "collapsed (did not learn): a"
+    assert figures._dead_label({"a": [1.0], "b": [0.5, 8.0]}) == "collapsed (did not learn): a at 1; b at 0.5, 8"
 
 
 def test_the_markdown_table_says_collapsed(figures):

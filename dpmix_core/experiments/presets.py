@@ -597,7 +597,7 @@ def _dpfmix_table3() -> tuple[SweepSpec, SweepSpec]:
     )
     quick = _quick(
         full,
-        base={"synthesis": replace(_syn(base), T=10000), "epochs": 4},
+        base={"synthesis": replace(_syn(base), T=10000), **_FEATURE_QUICK_PROTOCOL},
         series=(
             Series("ScatterNet feature mixing (Poisson)", {}),
             Series(_T3_PLD, {"synthesis.accountant": "pld-poisson"}),
@@ -610,7 +610,8 @@ def _dpfmix_table3() -> tuple[SweepSpec, SweepSpec]:
                 {"method": "non-private", "loss": "ce", "epochs": 2, "batch_size": 128, "schedule": "constant"},
             ),
         ),
-        note="T=10000 mixtures, 4 epochs; baselines 2 epochs; one seed. The first run on a machine also "
+        note="T=10000 mixtures, 30 epochs at a constant Adam lr 1e-3, batch 128; baselines 2 epochs; one seed. "
+        "The first run on a machine also "
         "computes the ScatterNet features of MNIST (about 40 s on 2 cores, then cached).",
     )
     return full, quick
@@ -708,6 +709,11 @@ _APP_E_SCHEDULE: dict[str, Any] = {
     "batch_size": 256,
 }
 _QUICK_SCHEDULE: dict[str, Any] = {"schedule": "constant", "batch_size": 128}
+# The quick variants' linear layer on mixed ScatterNet features (T = 10000): 30 epochs at App. E's lr 1e-3 (about
+# 20 s a run once the features are cached). Measured 2026-11-26 (full MNIST, seed 0, PLD-certified eps = 1 / 8):
+# 90.18 / 91.90 % against the full protocol's 89.92 / 94.39 (3 seeds); the 4-5 epochs used before stopped far
+# short of convergence (eps = 1: 75.18 % at batch 256, 80.39 % at 128), so those quick runs were 10-15 points low.
+_FEATURE_QUICK_PROTOCOL: dict[str, Any] = {**_QUICK_SCHEDULE, "epochs": 30}
 
 
 def _all_methods() -> tuple[SweepSpec, SweepSpec]:
@@ -833,13 +839,17 @@ def _all_methods() -> tuple[SweepSpec, SweepSpec]:
                     **({"train_limit": 10000} if s.overrides.get("method") == "label-laplace" else {}),
                     **({"train_limit": 20000, "epochs": 2} if s.overrides.get("method") == "dp-sgd" else {}),
                     **({"epochs": 3, "batch_size": 32} if s.overrides.get("method") == "non-private" else {}),
-                    **({"epochs": 5, **_QUICK_SCHEDULE} if s.overrides.get("features") == "scattering" else {}),
+                    **(_FEATURE_QUICK_PROTOCOL if s.overrides.get("features") == "scattering" else {}),
+                    # 5 epochs at T = 10000 left it 8.5 points under the full run (65.37 against 73.85 % at eps = 1);
+                    # 10 epochs: 76.52 % (2026-11-26, seed 0), in about 55 s on the slow 2-core machine
+                    **({"epochs": 10} if s.overrides.get("synthesis", {}).get("mechanism") == "class-centric" else {}),
                 },
             )
             for s in series
         ),
-        note="T=10000 mixtures, 5 epochs; label-only Laplace on 10,000 records; DP-SGD on 20,000 records for 2 "
-        "epochs; non-private 3 epochs at batch 32; one seed.",
+        note="T=10000 mixtures, 5 epochs (class-centric 10; the linear layer on mixed features 30 at batch 128); "
+        "label-only Laplace on 10,000 records; DP-SGD on 20,000 records for 2 epochs; non-private 3 epochs at batch "
+        "32; one seed.",
     )
     return full, quick
 
