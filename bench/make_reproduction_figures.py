@@ -28,11 +28,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from dpmix_core.experiments.results import all_collapsed, collapsed_note, partly_collapsed  # noqa: E402
 from dpmix_core.experiments.trade_offs import (  # noqa: E402
     AXIS_TITLES,
-    all_collapsed,
-    collapsed_note,
-    partly_collapsed,
     published_comparison,
     sweep_published,
     sweep_results,

@@ -10,7 +10,15 @@ from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.spec import AXES, axis_value
 from dpmix_core.synthesis.pipeline import guarantee_label
 
-__all__ = ["aggregate", "infer_axis", "GROUP_COLUMNS", "PROJECTION_ONLY"]
+__all__ = [
+    "aggregate",
+    "all_collapsed",
+    "collapsed_note",
+    "infer_axis",
+    "partly_collapsed",
+    "GROUP_COLUMNS",
+    "PROJECTION_ONLY",
+]
 
 GROUP_COLUMNS = ("label", "method", "mechanism", "axis_value")
 
@@ -151,3 +159,27 @@ def aggregate(rows: list[dict], axis: str | None = None) -> pd.DataFrame:
             rec[col] = (math.inf if (vals == math.inf).any() else vals.mean()) if len(vals) else math.nan
         out.append(rec)
     return pd.DataFrame.from_records(out, columns=columns + eps_cols)
+
+
+def all_collapsed(agg: pd.DataFrame) -> pd.Series:
+    """True for aggregated rows whose runs all collapsed (never plotted as a normal point)."""
+    if "collapsed" not in agg.columns:
+        return pd.Series(False, index=agg.index)
+    runs = agg["runs"] if "runs" in agg.columns else agg["test_accuracy_count"]
+    return (agg["collapsed"].fillna(0) > 0) & (agg["collapsed"].fillna(0) >= runs.fillna(0))
+
+
+def partly_collapsed(agg: pd.DataFrame) -> pd.Series:
+    """True for aggregated rows where some runs, not all, collapsed: their mean is over the runs that learned
+    (:func:`aggregate`), so it must say how many were left out."""
+    if "collapsed" not in agg.columns or "runs" not in agg.columns:
+        return pd.Series(False, index=agg.index)
+    collapsed, runs = agg["collapsed"].fillna(0), agg["runs"].fillna(0)
+    return (collapsed > 0) & (collapsed < runs)
+
+
+def collapsed_note(row: pd.Series) -> str:
+    """For a partly collapsed row, "k of n runs collapsed, left out of the mean"; else ""."""
+    if not bool(partly_collapsed(pd.DataFrame([row])).iloc[0]):
+        return ""
+    return f"{int(row['collapsed'])} of {int(row['runs'])} runs collapsed, left out of the mean"

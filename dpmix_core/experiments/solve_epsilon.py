@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from dpmix_core.experiments.results import all_collapsed
+
 __all__ = [
     "EpsilonAnswer",
     "REACHED",
@@ -172,8 +174,7 @@ def _curve_rows(agg: pd.DataFrame, axis: str | None, series: str, epsilon_name: 
         raise ValueError(f"no series {series!r} in this sweep; choose one of: {', '.join(sorted(set(agg['label'])))}.")
     eps = _epsilon_values(agg, axis, epsilon_name)
     rows = agg.assign(_eps=eps)[agg["label"] == series]
-    if "collapsed" in rows and "runs" in rows:
-        rows = rows[rows["collapsed"].fillna(0) < rows["runs"].fillna(1)]  # all seeds collapsed: no result
+    rows = rows[~all_collapsed(rows)]  # all seeds collapsed: no result
     return rows[rows["_eps"].map(lambda v: math.isfinite(v) and v > 0) & rows["test_accuracy_mean"].notna()]
 
 

@@ -20,7 +20,7 @@ from dpmix_core.data import DATASET_NAMES, DatasetError, load_dataset
 from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
-from dpmix_core.experiments.results import aggregate
+from dpmix_core.experiments.results import aggregate, all_collapsed
 from dpmix_core.experiments.spec import Published, SweepSpec, load_spec
 from dpmix_core.experiments.sweeps import RunSpec, submit_sweep
 from dpmix_core.resources.limits import (
@@ -41,9 +41,6 @@ __all__ = [
     "cancel_runs",
     "pump_local",
     "JOB_KIND",
-    "all_collapsed",
-    "partly_collapsed",
-    "collapsed_note",
     "Launch",
     "available_training_datasets",
     "custom_spec",
@@ -476,30 +473,6 @@ def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) ->
             "source",
         ],
     )
-
-
-def all_collapsed(agg: pd.DataFrame) -> pd.Series:
-    """True for aggregated rows whose runs all collapsed (never plotted as a normal point)."""
-    if "collapsed" not in agg.columns:
-        return pd.Series(False, index=agg.index)
-    runs = agg["runs"] if "runs" in agg.columns else agg["test_accuracy_count"]
-    return (agg["collapsed"].fillna(0) > 0) & (agg["collapsed"].fillna(0) >= runs.fillna(0))
-
-
-def partly_collapsed(agg: pd.DataFrame) -> pd.Series:
-    """True for aggregated rows where some runs, not all, collapsed: their mean is over the runs that learned
-    (:func:`dpmix_core.experiments.results.aggregate`), so it must say how many were left out."""
-    if "collapsed" not in agg.columns or "runs" not in agg.columns:
-        return pd.Series(False, index=agg.index)
-    collapsed, runs = agg["collapsed"].fillna(0), agg["runs"].fillna(0)
-    return (collapsed > 0) & (collapsed < runs)
-
-
-def collapsed_note(row: pd.Series) -> str:
-    """For a partly collapsed row, "k of n runs collapsed, left out of the mean"; else ""."""
-    if not bool(partly_collapsed(pd.DataFrame([row])).iloc[0]):
-        return ""
-    return f"{int(row['collapsed'])} of {int(row['runs'])} runs collapsed, left out of the mean"
 
 
 def custom_spec(

@@ -18,8 +18,9 @@ import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 
+from dpmix_core.experiments.results import all_collapsed, collapsed_note, partly_collapsed
 from dpmix_core.experiments.spec import Published
-from dpmix_core.experiments.trade_offs import AXIS_TITLES, all_collapsed, collapsed_note, partly_collapsed
+from dpmix_core.experiments.trade_offs import AXIS_TITLES
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION, Protects
 
 __all__ = [

@@ -16,13 +16,11 @@ from pathlib import Path
 import pandas as pd
 
 from dpmix_core.experiments.config import RunConfig
+from dpmix_core.experiments.results import all_collapsed, collapsed_note, partly_collapsed
 from dpmix_core.experiments.spec import axis_value
 from dpmix_core.experiments.trade_offs import (
     AXIS_TITLES,
     REPRODUCED_WITHIN_PTS,
-    all_collapsed,
-    collapsed_note,
-    partly_collapsed,
     published_comparison,
     stored_spec,
     sweep_published,
