@@ -447,6 +447,16 @@ def test_all_methods_calibrates_every_method_to_the_same_delta_with_a_rigorous_a
     assert {axis_value(r, "target_epsilon") for r in runs if r.method != "non-private"} == {1.0, 2.0, 4.0, 8.0}
 
 
+def test_all_methods_quick_dp_sgd_takes_as_many_lr_steps_as_its_full_run_on_every_record():
+    """The quick DP-SGD baseline: every record, one epoch, lr x steps equal to the full run's (2 epochs on 20,000
+    records at the full lr scored 25 points under the full run; issue #13: quick within 5 points of full)."""
+    full = [r for r in get_preset("all-methods").runs() if r.method == "dp-sgd"]
+    quick = [r for r in get_preset("all-methods-quick").runs() if r.method == "dp-sgd"]
+    assert quick and all(r.train_limit is None and r.batch_size == full[0].batch_size for r in quick)
+    assert all(r.lr * r.epochs == pytest.approx(full[0].lr * full[0].epochs) for r in quick)
+    assert {r.epochs for r in quick} == {1}
+
+
 def test_estimate_grows_with_work():
     small = RunConfig("non-private", model="thesis-cnn", epochs=1)
     assert estimate_seconds(small.replace(epochs=10)) > estimate_seconds(small)

@@ -113,3 +113,20 @@ def test_the_gpu_sweeps_driver_reads_a_job_as_a_shell_line():
     for bad in ("no-colon", "p:", "1x:preset:a"):
         with pytest.raises(SystemExit, match="expected NAME:SWEEP ARGS"):
             module.parse_job(bad)
+
+
+def test_the_best_m_table_chooses_on_even_rows_and_names_the_chosen_release_certified_epsilon(figures):
+    """DPFMix Table 1's best m: chosen on the even test rows, reported on the odd ones, with the certified eps of
+    the release chosen (at m = 16 the CLT's nominal eps = 1 is a PLD-certified 1.52: the table must say so)."""
+    eps16 = {"gdp-clt": 1.0, "pld-poisson": 1.522, "rdp-poisson": 2.527}
+    eps64 = {"gdp-clt": 1.0, "pld-poisson": 1.023, "rdp-poisson": 1.106}
+    runs = [
+        ("Poisson, eps = 1", 16, [0.80, 0.81], 0.805, eps16),
+        ("Poisson, eps = 1", 64, [0.76, 0.90], 0.83, eps64),  # best on the whole test set, not on the even rows
+        ("Poisson, eps = 1", 32, None, 0.99, eps64),  # no halves: left out
+    ]
+    rows = figures.best_m_markdown(runs).splitlines()
+    assert rows[0].endswith("certified ε of the chosen m (accountant) |")
+    assert rows[2] == "| Poisson, eps = 1 | 16 | 81.00 | 90.00 | 64 | 83.00 | 1.522 (pld-poisson) |"
+    rows = figures.best_m_markdown([("uniform", 64, [0.5, 0.5], 0.5, {"gdp-clt": 1.0})]).splitlines()
+    assert rows[2].endswith("| none recorded |")  # an approximation alone certifies nothing
