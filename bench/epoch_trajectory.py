@@ -28,22 +28,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from set_fields import parse_set  # noqa: E402  (bench/ is on sys.path when a script runs)
 
+from dpmix_core.experiments.config import RunConfig  # noqa: E402
 from dpmix_core.experiments.presets import get_preset  # noqa: E402
 from dpmix_core.experiments.runner import run_config  # noqa: E402
+from dpmix_core.experiments.spec import axis_value  # noqa: E402
 from dpmix_core.training.train import evaluate  # noqa: E402
+
+
+def pick_run(preset: str, epsilon: float, series: str) -> RunConfig:
+    """The preset's first run of a series named like ``series`` at target ``epsilon``, read as the sweep axis reads
+    it (so DP-SGD and label-only runs, which release no mixture, are found too)."""
+    runs = [r for r in get_preset(preset).runs() if axis_value(r, "target_epsilon") == epsilon and series in r.label]
+    if not runs:
+        raise SystemExit(f"{preset} has no run of a series named like {series!r} at target epsilon {epsilon}")
+    return runs[0]
 
 
 def trajectory(
     preset: str, epsilon: float, series: str, seed: int, epochs: int, overrides: dict, progress: Path | None = None
 ) -> list[dict]:
-    runs = [
-        r
-        for r in get_preset(preset).runs()
-        if r.synthesis is not None and r.synthesis.target_epsilon == epsilon and series in r.label
-    ]
-    if not runs:
-        raise SystemExit(f"{preset} has no run of a series named like {series!r} at target epsilon {epsilon}")
-    config = replace(runs[0], seed=seed, epochs=epochs, **overrides)
+    config = replace(pick_run(preset, epsilon, series), seed=seed, epochs=epochs, **overrides)
     rows: list[dict] = []
 
     def watch(entry, model, x_test, y_test) -> None:

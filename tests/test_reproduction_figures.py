@@ -130,3 +130,22 @@ def test_the_best_m_table_chooses_on_even_rows_and_names_the_chosen_release_cert
     assert rows[2] == "| Poisson, eps = 1 | 16 | 81.00 | 90.00 | 64 | 83.00 | 1.522 (pld-poisson) |"
     rows = figures.best_m_markdown([("uniform", 64, [0.5, 0.5], 0.5, {"gdp-clt": 1.0})]).splitlines()
     assert rows[2].endswith("| none recorded |")  # an approximation alone certifies nothing
+
+
+def test_the_trajectory_script_finds_runs_that_release_no_mixture():
+    """bench/epoch_trajectory.py picks a run by its target epsilon as the sweep axis reads it: DP-SGD's too (it
+    looked only at a release's synthesis.target_epsilon and said "no run" for DP-SGD)."""
+    import sys
+
+    sys.path.insert(0, str(SCRIPT.parent))  # the script imports its neighbour set_fields
+    try:
+        spec = importlib.util.spec_from_file_location("epoch_trajectory", SCRIPT.parent / "epoch_trajectory.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    run = module.pick_run("all-methods-quick", 1.0, "DP-SGD")
+    assert run.method == "dp-sgd" and run.dpsgd_epsilon == 1.0
+    assert module.pick_run("dpfmix-table1", 2.0, "Poisson").synthesis.target_epsilon == 2.0
+    with pytest.raises(SystemExit, match="no run of a series named like 'nothing'"):
+        module.pick_run("all-methods-quick", 1.0, "nothing")
