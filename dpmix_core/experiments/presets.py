@@ -184,6 +184,15 @@ def _published(series: str, source: str, points: dict) -> tuple[Published, ...]:
 # (CLT), so E[label | mixture] is close to linear in the mixture: a linear model is the natural learner.
 _T41_LINEAR = "linear model, same release (not the thesis's)"
 
+# The quick variants' DP-SGD baseline (thesis CNN, batch 256): one epoch on every record at Adam lr 1e-2. A subset of
+# 20,000 records for 2-3 epochs at the full runs' lr 1e-3 took too few steps (2026-11-26, full MNIST, seed 0):
+# 65.74 % against the full run's 90.91 % at eps = 1 (all-methods), 82.41 against 95.70 % at eps = 15 (thesis 4.1).
+# One epoch on every record, lr chosen on held-out records (DP-SGD releases no data to validate on; that split is
+# not covered by eps, as each run's notes say): all-methods eps = 1, lr 1e-3 / 3e-3 / 1e-2 -> validation 75.5 / 86.5
+# / 87.9 %, test 75.90 / 87.68 / 88.56 %; thesis 4.1, lr 1e-2 / 1.5e-2 -> validation 93.5 / 92.6 %, test 93.97 /
+# 93.11 %. About 110 s a run on the slow 2-core machine (as many samples as before).
+_DPSGD_QUICK: dict[str, Any] = {"epochs": 1, "lr": 1e-2, "train_limit": None}
+
 
 def _thesis_41() -> tuple[SweepSpec, SweepSpec]:
     base = RunConfig(
@@ -257,12 +266,10 @@ def _thesis_41() -> tuple[SweepSpec, SweepSpec]:
                 {
                     "method": "dp-sgd",
                     "loss": "ce",
-                    "lr": 1e-3,
                     "schedule": "constant",
-                    "epochs": 3,
                     "batch_size": 256,
-                    "train_limit": 20000,
                     "init": "torch",
+                    **_DPSGD_QUICK,
                 },
             ),
             Series(
@@ -272,8 +279,8 @@ def _thesis_41() -> tuple[SweepSpec, SweepSpec]:
             Series(_T41_LINEAR, {"model": "linear", "lr": 1e-3, "epochs": 20, "init": "torch", "loss": "kl"}),
         ),
         note="same release and model; Adam lr 1e-4 constant for 20 epochs (the full schedule's total step "
-        "size is that of ~19 epochs at 1e-4; larger rates collapse to one class on this data); DP-SGD on a "
-        "20,000-record subset for 3 epochs; non-private 3 epochs at Adam 1e-3, batch 32 (>= 90 % on the "
+        "size is that of ~19 epochs at 1e-4; larger rates collapse to one class on this data); DP-SGD one epoch "
+        "on every record at Adam lr 1e-2; non-private 3 epochs at Adam 1e-3, batch 32 (>= 90 % on the "
         "embedded sample; 1 epoch at 1e-4 reached 32 %); one seed.",
     )
     return full, quick
@@ -840,11 +847,7 @@ def _all_methods() -> tuple[SweepSpec, SweepSpec]:
                     # -9.2 on the full run's 90.95 %: the label noise averages out over more records; one epoch on
                     # all 60,000: 92.54 %, 37 s on the slow 2-core machine; 2026-11-26)
                     **({"epochs": 1} if s.overrides.get("method") == "label-laplace" else {}),
-                    # DP-SGD: one epoch on every record at 10x the full run's lr, so lr x steps is the full run's
-                    # (2 epochs on 20,000 records at 1e-3 scored 65.74 % at eps = 1, -25.2 on the full run's 90.91 %;
-                    # one epoch at 1e-3 / 3e-3 / 1e-2: validation 75.5 / 86.5 / 87.9 %, test 75.90 / 87.68 / 88.56 %;
-                    # about 110 s on the slow 2-core machine; 2026-11-26)
-                    **({"epochs": 1, "lr": 1e-2} if s.overrides.get("method") == "dp-sgd" else {}),
+                    **(_DPSGD_QUICK if s.overrides.get("method") == "dp-sgd" else {}),
                     **({"epochs": 3, "batch_size": 32} if s.overrides.get("method") == "non-private" else {}),
                     **(_FEATURE_QUICK_PROTOCOL if s.overrides.get("features") == "scattering" else {}),
                     # 5 epochs at T = 10000 left it 8.5 points under the full run (65.37 against 73.85 % at eps = 1);
