@@ -16,6 +16,7 @@ __all__ = [
     "collapsed_note",
     "infer_axis",
     "partly_collapsed",
+    "runs_per_point",
     "GROUP_COLUMNS",
     "PROJECTION_ONLY",
 ]
@@ -161,12 +162,17 @@ def aggregate(rows: list[dict], axis: str | None = None) -> pd.DataFrame:
     return pd.DataFrame.from_records(out, columns=columns + eps_cols)
 
 
+def runs_per_point(agg: pd.DataFrame) -> pd.Series:
+    """Finished runs behind each aggregated row, collapsed ones included (an aggregate from before the ``runs``
+    column: the runs with an accuracy)."""
+    return agg["runs"] if "runs" in agg.columns else agg["test_accuracy_count"]
+
+
 def all_collapsed(agg: pd.DataFrame) -> pd.Series:
     """True for aggregated rows whose runs all collapsed (never plotted as a normal point)."""
     if "collapsed" not in agg.columns:
         return pd.Series(False, index=agg.index)
-    runs = agg["runs"] if "runs" in agg.columns else agg["test_accuracy_count"]
-    return (agg["collapsed"].fillna(0) > 0) & (agg["collapsed"].fillna(0) >= runs.fillna(0))
+    return (agg["collapsed"].fillna(0) > 0) & (agg["collapsed"].fillna(0) >= runs_per_point(agg).fillna(0))
 
 
 def partly_collapsed(agg: pd.DataFrame) -> pd.Series:

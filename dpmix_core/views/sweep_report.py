@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpmix_core.experiments.config import RunConfig
-from dpmix_core.experiments.results import all_collapsed, collapsed_note, partly_collapsed
+from dpmix_core.experiments.results import all_collapsed, collapsed_note, partly_collapsed, runs_per_point
 from dpmix_core.experiments.spec import axis_value
 from dpmix_core.experiments.trade_offs import (
     AXIS_TITLES,
@@ -91,7 +91,7 @@ def sweep_reading(agg: pd.DataFrame, axis: str | None, statuses: Counter, compar
     collapsed points, runs not in the report, and how many published points were reproduced."""
     dead = all_collapsed(agg)
     axis_title = AXIS_TITLES.get(axis or "", axis or "the axis")
-    runs = int((agg["runs"] if "runs" in agg.columns else agg["test_accuracy_count"]).sum())
+    runs = int(runs_per_point(agg).sum())
     seeds = int(agg["test_accuracy_count"].max())
     finite = agg["axis_value"].map(lambda v: isinstance(v, (int, float)) and math.isfinite(v))
     values = sorted({float(v) for v in agg.loc[finite, "axis_value"]})
