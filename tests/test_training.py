@@ -162,6 +162,34 @@ def test_thesis_cnn_layout():
     assert fcs[0].in_features == 48 * 4 * 4
 
 
+@pytest.mark.parametrize("name,shape", [("thesis-cnn", (28, 28)), ("dpfmix-cnn", (28, 28)), ("dpcda-cnn", (32, 32, 3))])
+def test_image_models_on_cpu_are_channels_last_and_compute_the_same_function(name, shape):
+    """build_model on a CPU stores conv weights NHWC (faster oneDNN kernels); outputs and gradients unchanged."""
+    torch.manual_seed(0)
+    fast = build_model(name, input_shape=shape, num_outputs=10)
+    torch.manual_seed(0)
+    plain = build_model(name, input_shape=shape, num_outputs=10).to(memory_format=torch.contiguous_format)
+    convs = [m.weight for m in fast.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert all(w.is_contiguous(memory_format=torch.channels_last) for w in convs)
+    assert not convs[-1].is_contiguous()  # (a 1-channel first conv is both layouts at once)
+    assert all(m.weight.is_contiguous() for m in plain.modules() if isinstance(m, torch.nn.Conv2d))
+    x = torch.rand(8, int(np.prod(shape)), generator=torch.Generator().manual_seed(1))
+    for model in (fast, plain):
+        model.train()
+        torch.manual_seed(2)  # the same dropout masks
+        model(x).square().sum().backward()
+    torch.testing.assert_close(fast.eval()(x), plain.eval()(x), atol=1e-5, rtol=1e-4)
+    for a, b in zip(fast.parameters(), plain.parameters(), strict=True):
+        torch.testing.assert_close(a.grad, b.grad, atol=1e-5, rtol=1e-4)
+    # a state saved from one layout loads into the other (checkpoints and best weights cross the change)
+    plain.load_state_dict(fast.state_dict())
+    assert all(w.is_contiguous() for w in (m.weight for m in plain.modules() if isinstance(m, torch.nn.Conv2d)))
+    # the models NHWC does not speed up keep torch's layout
+    for other, other_shape in (("dpcda-cnn-gn", (28, 28)), ("scatter-cnn", (81, 7, 7))):
+        kept = build_model(other, input_shape=other_shape, num_outputs=10)
+        assert all(m.weight.is_contiguous() for m in kept.modules() if isinstance(m, torch.nn.Conv2d))
+
+
 @pytest.mark.parametrize("name,norm", [("dpcda-cnn", torch.nn.BatchNorm2d), ("dpcda-cnn-gn", torch.nn.GroupNorm)])
 def test_dpcda_cnn_layout_is_its_table_1(name, norm):
     """DP-CDA Table 1: conv 32@5x5 pad 2, conv 64@3x3 pad 1, each ReLU -> norm -> pool; fc 3136-100-100-K."""
@@ -211,6 +239,29 @@ def test_unknown_model():
 
 
 # --------------------------------------------------------------------------------------------- loop
+
+
+def test_fused_adam_takes_the_same_steps_as_torchs_default_adam():
+    """fit's CPU optimiser (fused Adam) and torch's default Adam move the weights alike, weight decay included."""
+    from dpmix_core.training.train import make_optimizer
+
+    settings = OptimSettings(lr=1e-2, weight_decay=1e-3)
+    torch.manual_seed(0)
+    a = build_model("thesis-cnn", input_shape=(28, 28), num_outputs=10)
+    b = build_model("thesis-cnn", input_shape=(28, 28), num_outputs=10)
+    b.load_state_dict(a.state_dict())
+    start = [p.detach().clone() for p in a.parameters()]
+    opt_a, opt_b = make_optimizer(a.parameters(), settings, fused=True), make_optimizer(b.parameters(), settings)
+    assert opt_a.defaults["fused"] and not opt_b.defaults["fused"]
+    x = torch.rand(16, 784, generator=torch.Generator().manual_seed(1))
+    for _ in range(5):
+        for model, opt in ((a, opt_a), (b, opt_b)):
+            opt.zero_grad()
+            model(x).logsumexp(dim=1).mean().backward()
+            opt.step()
+    moved = [(pa - pb).abs().max() for pa, pb in zip(a.parameters(), b.parameters(), strict=True)]
+    assert max(moved) < 1e-5
+    assert min((pa - p0).abs().max() for pa, p0 in zip(a.parameters(), start, strict=True)) > 1e-3  # they moved
 
 
 def test_fit_learns_a_separable_problem_and_respects_schedule():
@@ -431,6 +482,31 @@ def test_dpsgd_rejects_batchnorm_models():
     assert "dpfmix-cnn" in str(err.value) and "use dpcda-cnn," not in str(err.value)  # the others, named
     for name in ("dpcda-cnn-gn", "dpfmix-cnn", "thesis-cnn"):
         check_dpsgd_model(build_model(name, input_shape=(28, 28), num_outputs=10))
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")  # as train_dpsgd: no input needs a grad
+@pytest.mark.parametrize(
+    "name,shape", [("thesis-cnn", (28, 28)), ("dpfmix-cnn", (28, 28)), ("scatter-cnn", (81, 7, 7))]
+)
+def test_dpsgd_per_sample_gradients_on_cpu_are_each_records_own(name, shape):
+    """DP-SGD's per-sample module gives every record its own gradient on build_model's channels-last CNNs."""
+    import copy
+
+    from dpmix_core.training.dpsgd import per_sample_module
+
+    torch.manual_seed(0)
+    model = build_model(name, input_shape=shape, num_outputs=10)
+    reference = copy.deepcopy(model)
+    gsm = per_sample_module(model)  # (Opacus' hooks fail this on the channels-last convs)
+    x = torch.rand(4, int(np.prod(shape)), generator=torch.Generator().manual_seed(1))
+    y = torch.tensor([0, 3, 3, 9])
+    torch.nn.functional.cross_entropy(gsm(x), y).backward()
+    per_sample = [p.grad_sample for p in model.parameters()]
+    for i in range(4):
+        reference.zero_grad()
+        torch.nn.functional.cross_entropy(reference(x[i : i + 1]), y[i : i + 1]).backward()
+        for got, p in zip(per_sample, reference.parameters(), strict=True):
+            torch.testing.assert_close(got[i], p.grad, atol=1e-5, rtol=1e-4)  # record i's own loss, not 1/B of it
 
 
 # --------------------------------------------------------------------------------------------- end to end

@@ -233,7 +233,8 @@ def run_config(
         num_outputs=num_outputs,
         normalised_features=released_features,
         init=config.init,
-    ).to(device)
+        device=device,
+    )
     settings = _optim_settings(config, has_validation=len(x_va) > 0)
     if config.early_stopping is not None and not len(x_va):
         notes.append("early stopping needs a validation split (val_fraction > 0): trained every epoch")

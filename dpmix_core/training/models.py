@@ -226,6 +226,9 @@ def keras_initialise(model: nn.Module) -> nn.Module:
     return model
 
 
+_CHANNELS_LAST_ON_CPU = ("thesis-cnn", "dpfmix-cnn", "dpcda-cnn")  # measured faster NHWC (see build_model)
+
+
 def build_model(
     name: str,
     *,
@@ -233,8 +236,14 @@ def build_model(
     num_outputs: int,
     normalised_features: bool = False,
     init: str = "torch",
+    device: str | torch.device = "cpu",
 ) -> nn.Module:
-    """A fresh model by name (initialised from torch's global RNG: seed it first).
+    """A fresh model by name (initialised from torch's global RNG: seed it first), on ``device``.
+
+    On a CPU the thesis, DPFMix and DP-CDA CNNs keep their convolution weights in channels-last layout, which
+    oneDNN's NHWC kernels train 1.1-1.4x and evaluate 1.2-1.7x faster on 2 cores (bench/bench_training.py,
+    docs/PERFORMANCE.md; not the GroupNorm variant, which it slows); the outputs are the same function of the
+    inputs, up to float rounding. On a GPU every model keeps torch's default layout (channels-last not measured).
 
     ``normalised_features``: the inputs are already group-normalised per sample (a
     feature release, DPFMix App. E.2), so scatter-linear and scatter-cnn add no GroupNorm of their own.
@@ -251,6 +260,7 @@ def build_model(
         normalised_features: see above (scatter-linear and scatter-cnn only).
         init: "torch" (torch.nn's default initialisation) or "keras" (:func:`keras_initialise`: the
             TensorFlow defaults the thesis's CNN started from).
+        device: where the model lives (initialised on the CPU first, so a seed gives the same weights anywhere).
 
     Returns:
         A freshly initialised ``nn.Module`` that takes flat float32 rows (B, prod(input_shape)) and returns
@@ -268,7 +278,10 @@ def build_model(
         num_outputs=num_outputs,
         normalised_features=normalised_features,
     )
-    return keras_initialise(model) if init == "keras" else model
+    model = (keras_initialise(model) if init == "keras" else model).to(device)
+    if name in _CHANNELS_LAST_ON_CPU and torch.device(device).type == "cpu":
+        model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]  # (stubs omit it)
+    return model
 
 
 def _build(name: str, *, input_shape: tuple[int, ...], num_outputs: int, normalised_features: bool) -> nn.Module:
