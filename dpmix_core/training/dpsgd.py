@@ -155,10 +155,10 @@ def check_dpsgd_model(model: nn.Module) -> None:
 def per_sample_module(model: nn.Module) -> GradSampleModule:
     """``model`` wrapped so each backward pass leaves every record's own gradient in ``p.grad_sample`` (Opacus).
 
-    functorch, not Opacus' module hooks: the hooks give wrong per-sample gradients for channels-last convolution
-    weights (checked 2026-11-26 with Opacus 1.6, torch 2.13), the layout
-    :func:`~dpmix_core.training.models.build_model` uses on a CPU, where functorch is right and within 7 % of the
-    hooks' speed on the default layout (docs/PERFORMANCE.md).
+    functorch, not Opacus' module hooks: the hooks give wrong per-sample gradients for channels-last activations
+    (Opacus 1.6's ``unfold2d`` takes its patches with ``as_strided`` at NCHW row and column strides), the layout
+    :func:`~dpmix_core.training.models.build_model` uses on a CPU; functorch is right there (tested) and within 7 %
+    of the hooks' speed on the default layout (docs/PERFORMANCE.md).
     """
     from opacus import GradSampleModule
 
