@@ -90,6 +90,31 @@ def test_a_resumed_run_ends_bit_for_bit_where_an_unstopped_run_ends(tmp_path, st
     assert res.samples == ref.samples and res.best_epoch == ref.best_epoch
 
 
+def _cnn() -> nn.Module:
+    torch.manual_seed(3)
+    return nn.Sequential(
+        nn.Unflatten(1, (1, 6, 6)), nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Conv2d(4, 4, 3), nn.Flatten(), nn.Linear(16, 2)
+    )
+
+
+def test_a_checkpoint_in_the_default_layout_resumes_into_a_channels_last_model(tmp_path):
+    """A run checkpointed before build_model kept CNNs channels-last (its Adam state NCHW) resumes correctly now."""
+    x, y = torch.randn(200, 36, generator=torch.Generator().manual_seed(0)), _problem()[1]
+    settings = OptimSettings(lr=0.05, epochs=4, batch_size=32)
+    reference = _cnn()
+    _fit(reference, (x, y, None, None), settings)
+    ckpt = Checkpointer(tmp_path / "run.ckpt", "key-1", every_s=0)
+    with pytest.raises(Cancelled):
+        _fit(_cnn(), (x, y, None, None), settings, checkpoint=ckpt, stop=_StopAfter(2))
+    resumed = _cnn().to(memory_format=torch.channels_last)
+    assert not resumed[3].weight.is_contiguous()  # the layout the saved optimizer state does not have
+    res = _fit(resumed, (x, y, None, None), settings, checkpoint=ckpt)
+    assert res.resumed_from == 2
+    for a, b in zip(resumed.parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)  # (the fused Adam misses by 0.1)
+    assert max((a - b).abs().max() for a, b in zip(resumed.parameters(), _cnn().parameters(), strict=True)) > 1e-2
+
+
 def test_without_a_file_or_with_every_epoch_done_training_just_runs(tmp_path):
     data = _problem()
     ckpt = Checkpointer(tmp_path / "sub" / "run.ckpt", "key-1", every_s=0)
