@@ -1,11 +1,10 @@
-"""What build_model's channels-last layout and fit's fused Adam buy on a CPU, A/B in one process.
+"""What build_model's channels-last layout buys on a CPU, A/B in one process.
 
     .venv/bin/python bench/bench_cpu_layout.py --repeats 5
 
-For each CNN and batch size, alternates "before" (torch's default NCHW layout and its default foreach Adam) with
-"now" (the model as :func:`build_model` places it on a CPU, the fused Adam :func:`fit` uses there), through the real
-``fit`` loop on random in-memory tensors, and prints the median training samples/s of each, their ratio, and the
-evaluation samples/s (``predict``) with each layout. Alternating makes the ratio robust to a machine whose speed
+For each CNN and batch size, alternates "before" (torch's default NCHW layout) with "now" (the model as
+:func:`build_model` places it on a CPU), through the real ``fit`` loop on random in-memory tensors, and prints the
+median training samples/s of each, their ratio, and the evaluation samples/s (``predict``) with each layout. Alternating makes the ratio robust to a machine whose speed
 drifts (shared cloud cores); the absolute numbers are only as steady as the machine.
 """
 
@@ -25,7 +24,7 @@ import dpmix_core.training.train as T  # noqa: E402
 from dpmix_core.training.losses import get_loss  # noqa: E402
 from dpmix_core.training.models import build_model  # noqa: E402
 
-CASES = [("thesis-cnn", 32), ("thesis-cnn", 128), ("dpfmix-cnn", 256), ("dpcda-cnn", 128), ("dpcda-cnn-gn", 128)]
+CASES = [("thesis-cnn", 32), ("thesis-cnn", 128), ("dpfmix-cnn", 256), ("dpcda-cnn", 128)]
 
 
 def _model(name: str, now: bool) -> torch.nn.Module:
@@ -39,16 +38,10 @@ def _train_sps(name: str, batch_size: int, now: bool, n: int) -> float:
     g = torch.Generator().manual_seed(0)
     x = torch.rand(n, 784, generator=g)
     y = torch.nn.functional.one_hot(torch.randint(0, 10, (n,), generator=g), 10).float()
-    real = T.make_optimizer
-    if not now:  # torch's default Adam (foreach), as fit used before
-        T.make_optimizer = lambda params, settings, fused=False: real(params, settings)  # type: ignore[assignment]
-    try:
-        settings = T.OptimSettings(epochs=1, batch_size=batch_size)
-        return T.fit(
-            model, get_loss("ce"), x, y, settings=settings, generator=torch.Generator().manual_seed(1)
-        ).samples_per_second
-    finally:
-        T.make_optimizer = real
+    settings = T.OptimSettings(epochs=1, batch_size=batch_size)
+    return T.fit(
+        model, get_loss("ce"), x, y, settings=settings, generator=torch.Generator().manual_seed(1)
+    ).samples_per_second
 
 
 def _eval_sps(name: str, now: bool, n: int = 4096) -> float:

@@ -486,6 +486,35 @@ def test_dpsgd_per_sample_gradients_on_cpu_are_each_records_own(name, shape):
             torch.testing.assert_close(got[i], p.grad, atol=1e-5, rtol=1e-4)  # record i's own loss, not 1/B of it
 
 
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+def test_dpsgd_on_the_channels_last_cnn_takes_the_steps_it_takes_in_the_default_layout():
+    """Same seeds, same Poisson batches and noise: train_dpsgd moves build_model's NHWC CNN as the NCHW one."""
+    from dpmix_core.training.dpsgd import train_dpsgd
+
+    x = torch.rand(64, 784, generator=torch.Generator().manual_seed(0))
+    y = F.one_hot(torch.randint(0, 10, (64,), generator=torch.Generator().manual_seed(1)), 10).float()
+    trained = []
+    for layout in (torch.channels_last, torch.contiguous_format):
+        torch.manual_seed(0)
+        model = build_model("thesis-cnn", input_shape=(28, 28), num_outputs=10).to(memory_format=layout)
+        model, _ = train_dpsgd(
+            model,
+            L.get_loss("ce"),
+            x,
+            y,
+            settings=OptimSettings(epochs=2, batch_size=16, lr=1e-2),
+            noise_multiplier=0.5,
+            clip=1.0,
+            generator=torch.Generator().manual_seed(2),
+            noise_generator=torch.Generator().manual_seed(3),
+        )
+        trained.append(model)
+    fast, plain = trained
+    assert not fast.features[4].weight.is_contiguous()  # conv 2 stayed NHWC through Opacus
+    for a, b in zip(fast.parameters(), plain.parameters(), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-3)
+
+
 # --------------------------------------------------------------------------------------------- end to end
 
 
