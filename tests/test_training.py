@@ -241,6 +241,28 @@ def test_unknown_model():
 # --------------------------------------------------------------------------------------------- loop
 
 
+def test_fused_adam_takes_the_same_steps_as_torchs_default_adam():
+    """fit's CPU optimiser (fused Adam) and torch's default Adam move the weights alike, weight decay included."""
+    from dpmix_core.training.train import make_optimizer
+
+    settings = OptimSettings(lr=1e-2, weight_decay=1e-3)
+    torch.manual_seed(0)
+    a = build_model("thesis-cnn", input_shape=(28, 28), num_outputs=10)
+    b = build_model("thesis-cnn", input_shape=(28, 28), num_outputs=10)
+    b.load_state_dict(a.state_dict())
+    start = [p.detach().clone() for p in a.parameters()]
+    opt_a, opt_b = make_optimizer(a.parameters(), settings, fused=True), make_optimizer(b.parameters(), settings)
+    assert opt_a.defaults["fused"] and not opt_b.defaults["fused"]
+    x = torch.rand(16, 784, generator=torch.Generator().manual_seed(1))
+    for _ in range(5):
+        for model, opt in ((a, opt_a), (b, opt_b)):
+            opt.zero_grad()
+            model(x).logsumexp(dim=1).mean().backward()
+            opt.step()
+    assert max((pa - pb).abs().max() for pa, pb in zip(a.parameters(), b.parameters(), strict=True)) < 1e-5
+    assert min((pa - p0).abs().max() for pa, p0 in zip(a.parameters(), start, strict=True)) > 1e-3  # they moved
+
+
 def test_fit_learns_a_separable_problem_and_respects_schedule():
     g = torch.Generator().manual_seed(0)
     x = torch.randn(400, 5, generator=g)
