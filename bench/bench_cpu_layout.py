@@ -4,8 +4,9 @@
 
 For each CNN and batch size, alternates "before" (torch's default NCHW layout) with "now" (the model as
 :func:`build_model` places it on a CPU), through the real ``fit`` loop on random in-memory tensors, and prints the
-median training samples/s of each, their ratio, and the evaluation samples/s (``predict``) with each layout. Alternating makes the ratio robust to a machine whose speed
-drifts (shared cloud cores); the absolute numbers are only as steady as the machine.
+median training samples/s of each, their ratio, and the evaluation samples/s (``predict``) with each layout.
+Alternating makes the ratio robust to a machine whose speed drifts (shared cloud cores); the absolute numbers are
+only as steady as the machine.
 """
 
 from __future__ import annotations
