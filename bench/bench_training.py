@@ -45,10 +45,18 @@ MODELS = [
 ]
 
 
-def _fit_sps(model_name: str, shape, *, batch_size: int, dp: bool, seconds: float) -> float:
+def _built(model_name: str, shape, nchw: bool) -> torch.nn.Module:
+    """The model as build_model places it on a CPU, or (``nchw``) in torch's default layout, as before 2026-11-26."""
+    from dpmix_core.training.models import build_model
+
+    model = build_model(model_name, input_shape=shape, num_outputs=10)
+    return model.to(memory_format=torch.contiguous_format) if nchw else model  # type: ignore[call-overload]
+
+
+def fit_sps(model_name: str, shape, *, batch_size: int, dp: bool, seconds: float, nchw: bool = False) -> float:
+    """Training samples/s through the real loop (``fit`` or ``train_dpsgd``): median of 3 epochs of >= seconds/3."""
     from dpmix_core.training.dpsgd import train_dpsgd
     from dpmix_core.training.losses import get_loss
-    from dpmix_core.training.models import build_model
     from dpmix_core.training.train import OptimSettings, fit
 
     d = int(np.prod(shape))
@@ -59,7 +67,7 @@ def _fit_sps(model_name: str, shape, *, batch_size: int, dp: bool, seconds: floa
         x = torch.rand(n, d, generator=g)
         y = torch.nn.functional.one_hot(torch.randint(0, 10, (n,), generator=g), 10).float()
         torch.manual_seed(0)
-        model = build_model(model_name, input_shape=shape, num_outputs=10)
+        model = _built(model_name, shape, nchw)
         settings = OptimSettings(epochs=1, batch_size=batch_size)
         if dp:
             _, res = train_dpsgd(
@@ -82,11 +90,11 @@ def _fit_sps(model_name: str, shape, *, batch_size: int, dp: bool, seconds: floa
             n *= 2
 
 
-def _eval_sps(model_name: str, shape, seconds: float) -> float:
-    from dpmix_core.training.models import build_model
+def eval_sps(model_name: str, shape, seconds: float, *, nchw: bool = False) -> float:
+    """Evaluation (``predict``) samples/s over batches of 4096 rows for ``seconds``."""
     from dpmix_core.training.train import predict
 
-    model = build_model(model_name, input_shape=shape, num_outputs=10)
+    model = _built(model_name, shape, nchw)
     x = torch.rand(4096, int(np.prod(shape)))
     predict(model, x)
     t0, done = time.perf_counter(), 0
@@ -103,11 +111,11 @@ def bench_throughput(seconds: float, only: list[str] | None = None) -> list[dict
             continue
         row = {"model": name}
         for bs in (32, 128):
-            row[f"train_bs{bs}"] = _fit_sps(name, shape, batch_size=bs, dp=False, seconds=seconds)
+            row[f"train_bs{bs}"] = fit_sps(name, shape, batch_size=bs, dp=False, seconds=seconds)
         row["dpsgd_bs128"] = (
-            None if name == "dpcda-cnn" else _fit_sps(name, shape, batch_size=128, dp=True, seconds=seconds)
+            None if name == "dpcda-cnn" else fit_sps(name, shape, batch_size=128, dp=True, seconds=seconds)
         )
-        row["eval"] = _eval_sps(name, shape, seconds)
+        row["eval"] = eval_sps(name, shape, seconds)
         rows.append(row)
         print(f"  {name}: {row}", file=sys.stderr, flush=True)
     return rows

@@ -190,7 +190,8 @@ _T41_LINEAR = "linear model, same release (not the thesis's)"
 # One epoch on every record, lr chosen on held-out records (DP-SGD releases no data to validate on; that split is
 # not covered by eps, as each run's notes say): all-methods eps = 1, lr 1e-3 / 3e-3 / 1e-2 -> validation 75.5 / 86.5
 # / 87.9 %, test 75.90 / 87.68 / 88.56 %; thesis 4.1, lr 1e-2 / 1.5e-2 -> validation 93.5 / 92.6 %, test 93.97 /
-# 93.11 %. About 110 s a run on the slow 2-core machine (as many samples as before).
+# 93.11 %. About 110 s a run on the slow 2-core machine (as many samples as before); 77-82 s since the CNNs run
+# channels-last on a CPU (docs/PERFORMANCE.md).
 _DPSGD_QUICK: dict[str, Any] = {"epochs": 1, "lr": 1e-2, "train_limit": None}
 
 

@@ -241,7 +241,7 @@ def build_model(
     """A fresh model by name (initialised from torch's global RNG: seed it first), on ``device``.
 
     On a CPU the thesis, DPFMix and DP-CDA CNNs keep their convolution weights in channels-last layout, which
-    oneDNN's NHWC kernels train up to 1.5x and evaluate 1.5-2x faster on 2 cores (bench/bench_cpu_layout.py,
+    oneDNN's NHWC kernels train 1.1-1.5x and evaluate 1.5-2x faster on 2 cores (bench/bench_cpu_layout.py,
     docs/PERFORMANCE.md; not the GroupNorm variant, which it does not speed up); the outputs are the same function
     of the inputs, up to float rounding. On a GPU every model keeps torch's default layout (NHWC not measured there).
 
