@@ -266,7 +266,7 @@ def _thesis_41() -> tuple[SweepSpec, SweepSpec]:
     )
     # 20 epochs at 1e-4: 59.54 / 62.82 / 60.48 % for seeds 0-2 against the full runs' 60.80 / 68.05 / 62.88; shorter
     # protocols lost more than 5 points on the mean (13 epochs at 1.5e-4: -5.6; 12 at 2e-4 halved at 6: -12.2; the
-    # full schedule cut at 16: seeds 0 / 1 55.86 / 51.77 %), so this run takes 56-82 s on the slow 2-core machine
+    # full schedule cut at 16: seeds 0 / 1 55.86 / 51.77 %), so this run takes 58-82 s on the slow 2-core machine
     quick = _quick(
         full,
         base={"schedule": "constant", "epochs": 20},
