@@ -185,7 +185,8 @@ def _published(series: str, source: str, points: dict) -> tuple[Published, ...]:
 # (CLT), so E[label | mixture] is close to linear in the mixture: a linear model is the natural learner.
 _T41_LINEAR = "linear model, same release (not the thesis's)"
 
-# The quick variants' DP-SGD baseline (thesis CNN, batch 256): one epoch at Adam lr 1e-2 on a 36,000-record subset.
+# The quick variants' DP-SGD baseline (thesis CNN, batch 256): one epoch at Adam lr 1e-2 on a 36,000-record subset
+# (before the 10 % validation split: 32,400 records trained on).
 # A subset of 20,000 records for 2-3 epochs at the full runs' lr 1e-3 took too few steps (2026-11-26, full MNIST,
 # seed 0): 65.74 % against the full run's 90.91 % at eps = 1 (all-methods), 82.41 against 95.70 % at eps = 15
 # (thesis 4.1). One epoch, lr chosen on held-out records (DP-SGD releases no data to validate on; that split is not
