@@ -169,7 +169,7 @@ def _quick(
         series=series if series is not None else full.series,
         repeats=repeats,
         title=f"QUICK — {full.title}",
-        description=f"Quick variant of {full.name} (each run <= 60 s on 2 CPU cores): {note}",
+        description=f"Quick variant of {full.name} (each run about a minute or less on 2 CPU cores): {note}",
         quick=True,
         full_variant=full.name,
         published=full.published,
