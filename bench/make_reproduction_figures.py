@@ -105,6 +105,18 @@ def sigma_by_group(store: ResultStore, sweep: str, axis: str | None, agg: pd.Dat
     return {k: sum(v) / len(v) for k, v in acc.items()}
 
 
+def accuracy_cell(r: pd.Series, dead: bool, *, spread: bool = True) -> str:
+    """An aggregated row's test accuracy in % (± its std with ``spread``); "collapsed (...: no result)" where
+    every run collapsed (``dead``), and "k of n runs collapsed, left out of the mean" where some did."""
+    acc = f"{100 * r['test_accuracy_mean']:.2f}"
+    if spread and _finite(r.get("test_accuracy_std")):
+        acc += f" ± {100 * r['test_accuracy_std']:.2f}"
+    if dead:
+        return f"collapsed ({acc}: did not learn, no result)"
+    lost = collapsed_note(r)
+    return f"{acc} ({lost})" if lost else acc
+
+
 def markdown_table(agg: pd.DataFrame, axis: str | None, sigmas: dict) -> str:
     eps_cols = [c for c in agg.columns if c.startswith("epsilon_")]
     show_mse = agg["test_mse_count"].fillna(0).astype(int).sum() > 0
@@ -117,13 +129,7 @@ def markdown_table(agg: pd.DataFrame, axis: str | None, sigmas: dict) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     dead = all_collapsed(agg)
     for i, r in agg.sort_values(["label", "axis_value"], na_position="first").iterrows():
-        acc = f"{100 * r['test_accuracy_mean']:.2f}"
-        if _finite(r["test_accuracy_std"]):
-            acc += f" ± {100 * r['test_accuracy_std']:.2f}"
-        if dead[i]:
-            acc = f"collapsed ({acc}: did not learn, no result)"
-        elif lost := collapsed_note(r):
-            acc += f" ({lost})"
+        acc = accuracy_cell(r, bool(dead[i]))
         cells = [
             str(r["label"]),
             _fmt(r["axis_value"], 4).rstrip("0").rstrip(".") if _finite(r["axis_value"]) else _fmt(r["axis_value"]),
@@ -432,7 +438,7 @@ def certified_epsilon(row: pd.Series) -> tuple[float, str] | None:
 
 def combined_figure(tables: dict[str, tuple[pd.DataFrame, str | None]], path: Path) -> str:
     """Every private series of every finished sweep (the full protocol where it ran, else QUICK), accuracy vs its
-    certified epsilon."""
+    certified epsilon; a point whose runs all collapsed is listed as collapsed and not plotted."""
     tables = {k: v for k, v in tables.items() if not (k.endswith("-quick") and k.removesuffix("-quick") in tables)}
     fig, ax = plt.subplots(figsize=(11, 6.5))
     lines = ["| sweep | series | axis value | certified ε (accountant) | test acc. (%) |", "|---|---|---|---|---|"]
@@ -442,14 +448,16 @@ def combined_figure(tables: dict[str, tuple[pd.DataFrame, str | None]], path: Pa
         base = sweep.removesuffix("-quick")
         for label, part in agg.groupby("label", sort=False):
             pts = []
-            for _, r in part.sort_values("axis_value").iterrows():
+            part = part.sort_values("axis_value")
+            for (_, r), dead in zip(part.iterrows(), all_collapsed(part), strict=True):
                 ce = certified_epsilon(r)
                 if ce is None or "regression" in str(label):
                     continue
-                pts.append((ce[0], 100 * r["test_accuracy_mean"]))
+                if not dead:  # a point at the constant predictor is no result: listed as such, never plotted
+                    pts.append((ce[0], 100 * r["test_accuracy_mean"]))
                 lines.append(
                     f"| {sweep} | {label} | {_fmt(r['axis_value'], 4)} | {ce[0]:.3f} ({ce[1]}) | "
-                    f"{100 * r['test_accuracy_mean']:.2f} |"
+                    f"{accuracy_cell(r, bool(dead), spread=False)} |"
                 )
             if not pts:
                 continue
@@ -491,23 +499,36 @@ def best_m_table(store: ResultStore, sweep: str) -> str:
         res = row.get("result") or {}
         cfg = RunConfig.from_dict(row["config"])
         halves = res.get("test_accuracy_halves")
-        runs.append((cfg.label, cfg.synthesis.l, halves, res.get("test_accuracy"), res.get("epsilon") or {}))
+        runs.append(
+            (
+                cfg.label,
+                cfg.synthesis.l,
+                halves,
+                res.get("test_accuracy"),
+                res.get("epsilon") or {},
+                bool(res.get("collapsed")),
+            )
+        )
     return best_m_markdown(runs)
 
 
-def best_m_markdown(runs: list[tuple[str, int, list | None, float | None, dict[str, float]]]) -> str:
+def best_m_markdown(runs: list[tuple[str, int, list | None, float | None, dict[str, float], bool]]) -> str:
     """Best m per cell: m chosen on the even test rows, accuracy reported on the odd rows.
 
-    ``runs`` holds (series, m, test_accuracy_halves, test_accuracy, epsilon by accountant), one per run; runs
-    without both halves are left out. The last column is the chosen release's certified epsilon (smallest
+    ``runs`` holds (series, m, test_accuracy_halves, test_accuracy, epsilon by accountant, collapsed), one per
+    run; runs without both halves are left out, and a collapsed run is no result, so it is never chosen (a cell
+    where every run collapsed says so). The last column is the chosen release's certified epsilon (smallest
     guaranteed bound recorded): sigma is calibrated per m by the series' accountant, and where that accountant is
     an approximation (gdp-clt) its error depends on m, so "the best m at nominal eps" can be a release at a
     larger certified eps.
     """
     cells: dict = defaultdict(lambda: defaultdict(list))
     eps_of: dict = {}
-    for label, m, halves, acc, eps in runs:
+    for label, m, halves, acc, eps, collapsed in runs:
         if not halves or None in halves:
+            continue
+        cells[label]  # the cell is listed even when every one of its runs collapsed
+        if collapsed:
             continue
         cells[label][m].append((halves[0], halves[1], acc))
         eps_of[label, m] = certified_epsilon(pd.Series({f"epsilon_{k}": v for k, v in eps.items()}))
@@ -517,6 +538,9 @@ def best_m_markdown(runs: list[tuple[str, int, list | None, float | None, dict[s
         "|---|---|---|---|---|---|---|",
     ]
     for label, by_m in cells.items():
+        if not by_m:
+            lines.append(f"| {label} | every m collapsed (no result) | — | — | — | — | — |")
+            continue
         mean = {m: [sum(v[i] for v in vals) / len(vals) for i in range(3)] for m, vals in by_m.items()}
         chosen = max(mean, key=lambda m: mean[m][0])
         paper = max(mean, key=lambda m: mean[m][2])

@@ -94,6 +94,22 @@ def test_the_combined_figure_saves_its_whole_legend_and_title(figures, tmp_path)
     assert width >= 11 * 110 * 0.9
 
 
+@pytest.mark.filterwarnings("ignore:No artists with labels")  # plot is replaced by a recorder
+def test_the_combined_figure_lists_a_collapsed_point_but_does_not_plot_it(figures, tmp_path, monkeypatch):
+    """The all-methods-vs-certified-eps figure: a point whose runs all collapsed is "collapsed (no result)" in the
+    table and is not on the plot; a partly collapsed one is plotted and says how many runs were left out."""
+    import matplotlib.pyplot as plt
+
+    agg = _agg().assign(**{"epsilon_pld-poisson": [1.0, 2.0, 4.0]})
+    plotted: list[list[float]] = []
+    monkeypatch.setattr(plt.Axes, "plot", lambda self, x, y, **kw: plotted.append(list(x)))
+    rows = figures.combined_figure({"dpcda-table2": (agg, "l")}, tmp_path / "c.png").splitlines()[2:]
+    assert "collapsed (11.35: did not learn, no result)" in rows[0]
+    assert rows[1].endswith("| 70.00 (1 of 2 runs collapsed, left out of the mean) |")
+    assert rows[2].endswith("| 78.00 |")
+    assert plotted == [[2.0, 4.0]]  # certified eps of l = 2 and l = 4; the collapsed l = 1 is not drawn
+
+
 def test_the_gpu_sweeps_driver_reads_a_job_as_a_shell_line():
     """bench/gpu_sweeps.py: a series name with spaces stays one argument; a malformed job stops with one line."""
     spec = importlib.util.spec_from_file_location("gpu_sweeps", SCRIPT.parent / "gpu_sweeps.py")
@@ -121,15 +137,18 @@ def test_the_best_m_table_chooses_on_even_rows_and_names_the_chosen_release_cert
     eps16 = {"gdp-clt": 1.0, "pld-poisson": 1.522, "rdp-poisson": 2.527}
     eps64 = {"gdp-clt": 1.0, "pld-poisson": 1.023, "rdp-poisson": 1.106}
     runs = [
-        ("Poisson, eps = 1", 16, [0.80, 0.81], 0.805, eps16),
-        ("Poisson, eps = 1", 64, [0.76, 0.90], 0.83, eps64),  # best on the whole test set, not on the even rows
-        ("Poisson, eps = 1", 32, None, 0.99, eps64),  # no halves: left out
+        ("Poisson, eps = 1", 16, [0.80, 0.81], 0.805, eps16, False),
+        ("Poisson, eps = 1", 64, [0.76, 0.90], 0.83, eps64, False),  # best on the whole test set, not on the even rows
+        ("Poisson, eps = 1", 32, None, 0.99, eps64, False),  # no halves: left out
+        ("Poisson, eps = 1", 128, [0.95, 0.95], 0.95, eps64, True),  # collapsed: no result, never chosen
     ]
     rows = figures.best_m_markdown(runs).splitlines()
     assert rows[0].endswith("certified ε of the chosen m (accountant) |")
     assert rows[2] == "| Poisson, eps = 1 | 16 | 81.00 | 90.00 | 64 | 83.00 | 1.522 (pld-poisson) |"
-    rows = figures.best_m_markdown([("uniform", 64, [0.5, 0.5], 0.5, {"gdp-clt": 1.0})]).splitlines()
+    rows = figures.best_m_markdown([("uniform", 64, [0.5, 0.5], 0.5, {"gdp-clt": 1.0}, False)]).splitlines()
     assert rows[2].endswith("| none recorded |")  # an approximation alone certifies nothing
+    dead = [("uniform", m, [0.1135, 0.1135], 0.1135, {"rdp-wor": 1.0}, True) for m in (16, 64)]
+    assert figures.best_m_markdown(dead).splitlines()[2].startswith("| uniform | every m collapsed (no result) |")
 
 
 def test_the_trajectory_script_finds_runs_that_release_no_mixture():
