@@ -177,14 +177,22 @@ def training_summary(store: ResultStore, sweep: str, axis: str | None) -> str:
     return "\n".join(lines)
 
 
+DEAD_LABEL_WIDTH = 70  # characters of the collapsed runs' legend entry on one line
+
+
 def _dead_label(dead_series: dict[str, list[float]]) -> str:
-    """The grey crosses' legend entry, naming the series they belong to (and where, when there are several)."""
+    """The grey crosses' legend entry, naming the series they belong to (and where, when there are several).
+
+    A long entry puts one series per line, so the legend beside the plot does not widen the figure.
+    """
     if len(dead_series) == 1:
         return f"collapsed (did not learn): {next(iter(dead_series))}"
-    return "collapsed (did not learn): " + "; ".join(
+    parts = [
         f"{name} at {', '.join(_fmt(v, 4).rstrip('0').rstrip('.') for v in values)}"
         for name, values in dead_series.items()
-    )
+    ]
+    one_line = "collapsed (did not learn): " + "; ".join(parts)
+    return one_line if len(one_line) <= DEAD_LABEL_WIDTH else "collapsed (did not learn):\n  " + "\n  ".join(parts)
 
 
 def _plot_series(ax, agg: pd.DataFrame, metric: str, scale: float, transform=None) -> list:
@@ -512,12 +520,17 @@ def best_m_table(store: ResultStore, sweep: str) -> str:
     return best_m_markdown(runs)
 
 
+def _runs(n: int) -> str:
+    return f"{n} run{'s' if n != 1 else ''}"
+
+
 def best_m_markdown(runs: list[tuple[str, int, list | None, float | None, dict[str, float], bool]]) -> str:
     """Best m per cell: m chosen on the even test rows, accuracy reported on the odd rows.
 
     ``runs`` holds (series, m, test_accuracy_halves, test_accuracy, epsilon by accountant, collapsed), one per
     run; runs without both halves are left out, and a collapsed run is no result, so it is never chosen (a cell
-    where every run collapsed says so). The last column is the chosen release's certified epsilon (smallest
+    where every run collapsed says so). The seeds of one m are averaged, and each chosen m says how many runs its
+    mean has: a one-run mean is noisier than a two-run one, so a choice between them is weaker than it looks. The last column is the chosen release's certified epsilon (smallest
     guaranteed bound recorded): sigma is calibrated per m by the series' accountant, and where that accountant is
     an approximation (gdp-clt) its error depends on m, so "the best m at nominal eps" can be a release at a
     larger certified eps.
@@ -537,7 +550,7 @@ def best_m_markdown(runs: list[tuple[str, int, list | None, float | None, dict[s
         "best m on the whole test set (the paper's way) | its acc. (%) | certified ε of the chosen m (accountant) |",
         "|---|---|---|---|---|---|---|",
     ]
-    for label, by_m in cells.items():
+    for label, by_m in sorted(cells.items()):
         if not by_m:
             lines.append(f"| {label} | every m collapsed (no result) | — | — | — | — | — |")
             continue
@@ -548,8 +561,8 @@ def best_m_markdown(runs: list[tuple[str, int, list | None, float | None, dict[s
         ce = eps_of[label, chosen]
         certified = f"{ce[0]:.3f} ({ce[1]})" if ce else "none recorded"
         lines.append(
-            f"| {label} | {chosen} | {100 * mean[chosen][1]:.2f} | {at64} | {paper} | {100 * mean[paper][2]:.2f} "
-            f"| {certified} |"
+            f"| {label} | {chosen} ({_runs(len(by_m[chosen]))}) | {100 * mean[chosen][1]:.2f} | {at64} "
+            f"| {paper} ({_runs(len(by_m[paper]))}) | {100 * mean[paper][2]:.2f} | {certified} |"
         )
     return "\n".join(lines)
 

@@ -61,6 +61,10 @@ def test_collapsed_points_are_grey_crosses_not_points_of_the_line(figures):
 def test_the_crosses_legend_says_where_each_series_collapsed(figures):
     assert figures._dead_label({"a": [1.0, 2.0]}) == "collapsed (did not learn): a"
     assert figures._dead_label({"a": [1.0], "b": [0.5, 8.0]}) == "collapsed (did not learn): a at 1; b at 0.5, 8"
+    many = {f"uniform / rdp-wor, eps = {e}": [16.0, 32.0, 256.0] for e in (1, 2, 4)}
+    label = figures._dead_label(many)  # too long for one line: one series per line, none left out
+    assert label.splitlines()[0] == "collapsed (did not learn):"
+    assert [line.strip() for line in label.splitlines()[1:]] == [f"{k} at 16, 32, 256" for k in many]
 
 
 def test_the_markdown_table_says_collapsed(figures):
@@ -144,11 +148,16 @@ def test_the_best_m_table_chooses_on_even_rows_and_names_the_chosen_release_cert
     ]
     rows = figures.best_m_markdown(runs).splitlines()
     assert rows[0].endswith("certified ε of the chosen m (accountant) |")
-    assert rows[2] == "| Poisson, eps = 1 | 16 | 81.00 | 90.00 | 64 | 83.00 | 1.522 (pld-poisson) |"
+    assert rows[2] == "| Poisson, eps = 1 | 16 (1 run) | 81.00 | 90.00 | 64 (1 run) | 83.00 | 1.522 (pld-poisson) |"
+    # a second seed at m = 16 is averaged in (and counted): its mean falls below m = 64's even rows
+    rows = figures.best_m_markdown([*runs, ("Poisson, eps = 1", 16, [0.70, 0.71], 0.705, eps16, False)]).splitlines()
+    assert rows[2] == "| Poisson, eps = 1 | 64 (1 run) | 90.00 | 90.00 | 64 (1 run) | 83.00 | 1.023 (pld-poisson) |"
     rows = figures.best_m_markdown([("uniform", 64, [0.5, 0.5], 0.5, {"gdp-clt": 1.0}, False)]).splitlines()
     assert rows[2].endswith("| none recorded |")  # an approximation alone certifies nothing
     dead = [("uniform", m, [0.1135, 0.1135], 0.1135, {"rdp-wor": 1.0}, True) for m in (16, 64)]
     assert figures.best_m_markdown(dead).splitlines()[2].startswith("| uniform | every m collapsed (no result) |")
+    both = figures.best_m_markdown(dead + runs).splitlines()[2:]  # one row per series, in the series' order
+    assert [row.split(" | ")[0] for row in both] == ["| Poisson, eps = 1", "| uniform"]
 
 
 def test_the_trajectory_script_finds_runs_that_release_no_mixture():
