@@ -521,6 +521,7 @@ def best_m_table(store: ResultStore, sweep: str) -> str:
 
 
 def _runs(n: int) -> str:
+    """n with its noun: 1 run, 2 runs."""
     return f"{n} run{'s' if n != 1 else ''}"
 
 
@@ -530,10 +531,11 @@ def best_m_markdown(runs: list[tuple[str, int, list | None, float | None, dict[s
     ``runs`` holds (series, m, test_accuracy_halves, test_accuracy, epsilon by accountant, collapsed), one per
     run; runs without both halves are left out, and a collapsed run is no result, so it is never chosen (a cell
     where every run collapsed says so). The seeds of one m are averaged, and each chosen m says how many runs its
-    mean has: a one-run mean is noisier than a two-run one, so a choice between them is weaker than it looks. The last column is the chosen release's certified epsilon (smallest
-    guaranteed bound recorded): sigma is calibrated per m by the series' accountant, and where that accountant is
-    an approximation (gdp-clt) its error depends on m, so "the best m at nominal eps" can be a release at a
-    larger certified eps.
+    mean has: a one-run mean is noisier than a two-run one, so a choice between them is weaker than it looks.
+    Series are sorted by name, as in :func:`markdown_table`. The last column is the chosen release's certified
+    epsilon (smallest guaranteed bound recorded): sigma is calibrated per m by the series' accountant, and where
+    that accountant is an approximation (gdp-clt) its error depends on m, so "the best m at nominal eps" can be a
+    release at a larger certified eps.
     """
     cells: dict = defaultdict(lambda: defaultdict(list))
     eps_of: dict = {}

@@ -156,7 +156,7 @@ def test_the_best_m_table_chooses_on_even_rows_and_names_the_chosen_release_cert
     assert rows[2].endswith("| none recorded |")  # an approximation alone certifies nothing
     dead = [("uniform", m, [0.1135, 0.1135], 0.1135, {"rdp-wor": 1.0}, True) for m in (16, 64)]
     assert figures.best_m_markdown(dead).splitlines()[2].startswith("| uniform | every m collapsed (no result) |")
-    both = figures.best_m_markdown(dead + runs).splitlines()[2:]  # one row per series, in the series' order
+    both = figures.best_m_markdown(dead + runs).splitlines()[2:]  # one row per series, sorted by name
     assert [row.split(" | ")[0] for row in both] == ["| Poisson, eps = 1", "| uniform"]
 
 
