@@ -94,10 +94,10 @@ def test_rdp_poisson_is_not_zeroed_by_dp_accountings_rounding_noise():
 
 def test_gdp_clt_published_calibration():
     """DPFMix: n = T = 50000, m = 64, eps = 2, delta = 1e-5, sigma_y = sigma_x -> z = 0.8440."""
-    from dpmix_core.privacy.calibration import calibrate_sigma
+    from dpmix_core.privacy.calibration import REPRODUCIBLE, calibrate_sigma
 
     s = MixingSetting(n=50000, l=64, T=50000, sigma_x=1, sigma_y=1)
-    cal = calibrate_sigma(get_accountant("gdp-clt"), s, target_epsilon=2.0, delta=1e-5, sigma_ratio=1.0)
+    cal = calibrate_sigma(get_accountant("gdp-clt"), s, target_epsilon=2.0, delta=1e-5, time_budget=REPRODUCIBLE)
     release = get_accountant("gdp-clt").release_for(replace(s, sigma_x=cal.sigma_x, sigma_y=cal.sigma_y))
     assert release.noise_multiplier() == pytest.approx(0.8440, abs=5e-4)
     assert dict(cal.result.details)["mu"] == pytest.approx(0.5016, abs=5e-4)

@@ -6,7 +6,7 @@ import dp_accounting
 import pytest
 
 from dpmix_core.privacy.accountants import MixingSetting, UnsupportedReleaseError, get_accountant
-from dpmix_core.privacy.calibration import calibrate_sigma
+from dpmix_core.privacy.calibration import REPRODUCIBLE, calibrate_sigma
 from dpmix_core.privacy.events import SampledGaussianSteps, UnsupportedEventError
 from dpmix_core.privacy.release import Sampling
 
@@ -90,7 +90,9 @@ def test_bad_events_are_refused(kw):
 
 def test_calibration_on_an_event_solves_for_the_noise_multiplier():
     event = SampledGaussianSteps.poisson(q=0.02, z=1.0, steps=500)
-    cal = calibrate_sigma(get_accountant("rdp-poisson"), event, target_epsilon=1.5, delta=1e-5)
+    cal = calibrate_sigma(
+        get_accountant("rdp-poisson"), event, target_epsilon=1.5, delta=1e-5, time_budget=REPRODUCIBLE
+    )
     assert cal.result.epsilon <= 1.5
     looser = get_accountant("rdp-poisson").epsilon(event.with_noise_multiplier(cal.sigma_x * 0.99), 1e-5)
     assert looser.epsilon > 1.5  # the smallest feasible z, to 1 %
