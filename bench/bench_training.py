@@ -53,8 +53,19 @@ def _built(model_name: str, shape, nchw: bool) -> torch.nn.Module:
     return model.to(memory_format=torch.contiguous_format) if nchw else model  # type: ignore[call-overload]
 
 
-def fit_sps(model_name: str, shape, *, batch_size: int, dp: bool, seconds: float, nchw: bool = False) -> float:
-    """Training samples/s through the real loop (``fit`` or ``train_dpsgd``): median of 3 epochs of >= seconds/3."""
+def fit_sps(
+    model_name: str,
+    shape,
+    *,
+    batch_size: int,
+    dp: bool,
+    seconds: float,
+    nchw: bool = False,
+    precision: str = "fp32",
+) -> float:
+    """Training samples/s through the real loop (``fit`` or ``train_dpsgd``): median of 3 epochs of >= seconds/3.
+
+    ``precision``: ``fit``'s training arithmetic (fp32 or bf16; DP-SGD trains in fp32)."""
     from dpmix_core.training.dpsgd import train_dpsgd
     from dpmix_core.training.losses import get_loss
     from dpmix_core.training.train import OptimSettings, fit
@@ -68,7 +79,7 @@ def fit_sps(model_name: str, shape, *, batch_size: int, dp: bool, seconds: float
         y = torch.nn.functional.one_hot(torch.randint(0, 10, (n,), generator=g), 10).float()
         torch.manual_seed(0)
         model = _built(model_name, shape, nchw)
-        settings = OptimSettings(epochs=1, batch_size=batch_size)
+        settings = OptimSettings(epochs=1, batch_size=batch_size, precision="fp32" if dp else precision)
         if dp:
             _, res = train_dpsgd(
                 model,

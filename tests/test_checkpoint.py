@@ -4,6 +4,7 @@ unstopped run ends; a checkpoint that does not match the run is ignored with its
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -131,6 +132,14 @@ def _identity_of(ckpt: Checkpointer) -> dict:
     return {k: state[k] for k in ("settings", "data", "model_spec")}
 
 
+def test_a_float32_checkpoint_names_no_precision_so_one_saved_before_the_option_resumes(tmp_path):
+    ckpt = Checkpointer(tmp_path / "run.ckpt", "key-1", every_s=0)
+    with pytest.raises(Cancelled):
+        _fit(_model(), _problem(), checkpoint=ckpt, stop=_StopAfter(2))
+    settings = json.loads(_identity_of(ckpt)["settings"])
+    assert "precision" not in settings and settings["lr"] == SETTINGS.lr
+
+
 def test_the_interval_limits_how_often_it_saves(tmp_path):
     ckpt = Checkpointer(tmp_path / "run.ckpt", "key-1", every_s=3600)
     _fit(_model(), _problem(), checkpoint=ckpt)
@@ -143,6 +152,7 @@ def test_the_interval_limits_how_often_it_saves(tmp_path):
         ("key", "belongs to another run"),
         ("data", "another data"),
         ("settings", "another settings"),
+        ("precision", "another settings"),
         ("model", "another model_spec"),
         ("garbage", "could not be read"),
         ("format", "another format"),
@@ -160,6 +170,8 @@ def test_a_checkpoint_that_does_not_match_is_ignored_with_its_reason(tmp_path, c
         data = _problem(seed=1)
     elif change == "settings":
         settings = OptimSettings(**{**SETTINGS.__dict__, "lr": 0.01})
+    elif change == "precision":  # a float32 checkpoint does not continue in bfloat16
+        settings = OptimSettings(**{**SETTINGS.__dict__, "precision": "bf16"})
     elif change == "model":
         torch.manual_seed(3)
         model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Dropout(0.3), nn.Linear(8, 2))

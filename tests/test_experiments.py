@@ -754,6 +754,7 @@ SPEC_VARIANTS = {
     "dpcda-table2-lr1e-4": ("dpcda-table2", ("lr",)),
     "dpcda-table2-gn-lr1e-4": ("dpcda-table2", ("model", "lr")),
     "dpfmix-table1-thesis-cnn": ("dpfmix-table1", ("model", "lr", "input_norm")),  # ran before the preset dropped rms
+    "dpfmix-table1-m-bf16": ("dpfmix-table1-m", ("precision",)),  # bfloat16 training (PERFORMANCE.md)
 }
 
 

@@ -551,6 +551,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         lr_step_epochs=args.lr_step_epochs,
         early_stopping=args.early_stopping,
         init=args.init,
+        precision=args.precision,
         val_fraction=args.val_fraction,
         features=features,
         **release_file,
@@ -608,7 +609,7 @@ def _print_batchnorm_shift(summary: dict) -> None:
 
 
 def _add_train(sub) -> None:
-    from dpmix_core.training.names import INITS, LOSSES, METHODS, MODELS, OPTIMIZERS, SCHEDULES
+    from dpmix_core.training.names import INITS, LOSSES, METHODS, MODELS, OPTIMIZERS, PRECISIONS, SCHEDULES
 
     p = sub.add_parser("train", help="train a model on a release (or a baseline) and evaluate on the real test set")
     _add_release_arguments(p, mechanism_required=False)
@@ -653,6 +654,12 @@ def _add_train(sub) -> None:
         "which the thesis's CNN started from); default: the model's paper protocol",
     )
     p.add_argument("--val-fraction", type=finite_float, help="share of the release held out for validation (0.1)")
+    p.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        help="training arithmetic: fp32 (default), or bf16 (bfloat16 autocast: 1.3-2.9x faster on a CPU with "
+        "native bfloat16, refused on one without; a different run from fp32)",
+    )
     p.add_argument("--repeats", type=positive_int, default=1, help="runs with seeds seed, seed+1, ...")
     p.add_argument(
         "--checkpoint-dir",

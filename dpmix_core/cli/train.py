@@ -40,12 +40,15 @@ def checkpoint_folder(path: str | os.PathLike) -> Path:
 
 
 def check_before_training(base: RunConfig, repeats: int, limits: Limits | None = None) -> None:
-    """Everything that can be refused before the first progress line: the dataset loads and has a
-    test split, the release fits it (l <= n, l <= every class size) and the estimated cost of the
+    """Everything that can be refused before the first progress line: the precision suits the device, the
+    dataset loads and has a test split, the release fits it (l <= n, l <= every class size) and the estimated cost of the
     release and of ``repeats`` trainings is within ``limits`` (ValueError with one line otherwise)."""
     from dpmix_core.data import load_dataset
+    from dpmix_core.mechanisms import resolve_device
     from dpmix_core.training.data import subsample
+    from dpmix_core.training.precision import check_precision
 
+    check_precision(base.precision, resolve_device(base.device))
     limits = limits or limits_from_env()
     ds = load_dataset(base.dataset, data_dir=base.data_dir)
     if ds.x_test is None:

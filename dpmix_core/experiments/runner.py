@@ -50,6 +50,7 @@ from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.methods import RunContext, get_method
 from dpmix_core.training.checkpoint import Checkpointer
 from dpmix_core.training.collapse import COLLAPSE_CAUSE, collapse_reason, shift_note
+from dpmix_core.training.precision import check_precision
 from dpmix_core.training.train import Cancelled, OptimSettings, StopCheck
 
 __all__ = [
@@ -185,6 +186,7 @@ def run_config(
     extra_versions: list[str] = []
     extra: dict[str, Any] = {}
     device = resolve_device(config.device)
+    check_precision(config.precision, device)  # bf16 where the device has no bfloat16 arithmetic: refused
     seeds = np.random.SeedSequence(config.seed).generate_state(4)  # split, batch order, torch init, DP noise
 
     method = get_method(config.method)
@@ -322,6 +324,7 @@ def _optim_settings(config: RunConfig, *, has_validation: bool) -> OptimSettings
         batch_size=config.batch_size,
         lr_milestones=config.lr_milestones,
         early_stopping=config.early_stopping if has_validation else None,
+        precision=config.precision,
     )
 
 

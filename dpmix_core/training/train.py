@@ -20,7 +20,8 @@ from torch import nn
 
 from dpmix_core.training.cancel import Cancelled, StopCheck
 from dpmix_core.training.checkpoint import Checkpointer, data_fingerprint, model_spec
-from dpmix_core.training.names import OPTIMIZERS, SCHEDULES
+from dpmix_core.training.names import OPTIMIZERS, PRECISIONS, SCHEDULES
+from dpmix_core.training.precision import autocast
 
 __all__ = [
     "Cancelled",
@@ -60,8 +61,11 @@ class OptimSettings:
     batch_size: int = 128
     lr_milestones: tuple[int, ...] = ()
     early_stopping: int | None = None
+    precision: str = "fp32"  # "bf16": forward passes under bfloat16 autocast (training.precision)
 
     def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}. Found {self.precision!r}.")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {OPTIMIZERS}. Found {self.optimizer!r}.")
         if self.schedule not in SCHEDULES:
@@ -237,7 +241,7 @@ def fit(
     start = 0
     if checkpoint is not None:
         identity = {
-            "settings": json.dumps(asdict(settings), sort_keys=True),
+            "settings": _settings_identity(settings),
             "data": data_fingerprint(x, y, *(t for t in (x_val, y_val) if t is not None)),
             "model_spec": model_spec(model),
         }
@@ -253,7 +257,9 @@ def fit(
         model.train()
         t0 = time.perf_counter()
         order = torch.randperm(n, generator=generator).to(x.device)
-        epoch_loss = _train_epoch(model, optimizer, loss_fn, x, y, order, settings.batch_size, stop)
+        epoch_loss = _train_epoch(
+            model, optimizer, loss_fn, x, y, order, settings.batch_size, stop, precision=settings.precision
+        )
         result.seconds += time.perf_counter() - t0
         result.samples += n
         end_epoch(
@@ -284,6 +290,14 @@ def fit(
     return result
 
 
+def _settings_identity(settings: OptimSettings) -> str:
+    """The settings a checkpoint must match; float32 leaves ``precision`` out (checkpoints saved before it resume)."""
+    d = asdict(settings)
+    if d["precision"] == "fp32":
+        d.pop("precision")
+    return json.dumps(d, sort_keys=True)
+
+
 def _train_epoch(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -293,14 +307,20 @@ def _train_epoch(
     order: torch.Tensor,
     batch_size: int,
     stop: StopCheck | None,
+    *,
+    precision: str = "fp32",
 ) -> float:
-    """One pass over ``x`` in the batches of ``order``; the epoch's mean loss (one device sync per epoch)."""
+    """One pass over ``x`` in the batches of ``order``; the epoch's mean loss (one device sync per epoch).
+
+    ``precision`` "bf16": the forward pass only runs under bfloat16 autocast (backward follows its dtypes)."""
     total = torch.zeros((), device=x.device)
     for first in range(0, len(order), batch_size):
         idx = order[first : first + batch_size]
         xb, yb = x.index_select(0, idx), y.index_select(0, idx)
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(xb), yb)
+        with autocast(precision, x.device):
+            out = model(xb)
+        loss = loss_fn(out.float(), yb)  # bf16 outputs: the loss is computed in float32
         loss.backward()
         optimizer.step()
         total += loss.detach() * len(idx)
