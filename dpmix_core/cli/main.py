@@ -657,7 +657,7 @@ def _add_train(sub) -> None:
     p.add_argument(
         "--precision",
         choices=PRECISIONS,
-        help="training arithmetic: fp32 (default), or bf16 (bfloat16 autocast: 1.3-2.9x faster on a CPU with "
+        help="training arithmetic: fp32 (default), or bf16 (bfloat16 autocast: 1.1-2.9x faster on a CPU with "
         "native bfloat16, refused on one without; a different run from fp32)",
     )
     p.add_argument("--repeats", type=positive_int, default=1, help="runs with seeds seed, seed+1, ...")

@@ -210,7 +210,7 @@ class RunConfig:
     ``init``: "torch" (torch.nn's defaults) or "keras" (Glorot-uniform kernels, zero biases: TensorFlow's
     defaults, which the thesis's CNN started from); in the identity only when "keras".
     ``precision``: "fp32", or "bf16" (forward passes under bfloat16 autocast, :mod:`dpmix_core.training.precision`:
-    1.3-2.9x faster on a CPU with native bfloat16, refused on one without); in the identity only when "bf16". DP-SGD
+    1.1-2.9x faster on a CPU with native bfloat16, refused on one without); in the identity only when "bf16". DP-SGD
     keeps float32; a closed-form model has no forward pass to speed up (set to "fp32").
     ``input_norm="rms"`` divides all inputs (train, validation, test) by the
     root-mean-square of the training inputs: post-processing for released

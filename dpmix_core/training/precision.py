@@ -3,10 +3,10 @@
 ``precision="bf16"`` runs each training step's forward pass under :func:`torch.autocast` with bfloat16
 (convolutions and matrix products in bfloat16, weights, optimiser state, losses and evaluation in float32:
 mixed precision, Micikevicius et al. 2018; bfloat16, Kalamkar et al. 2019). On a CPU with native bfloat16
-(AVX512-BF16 or AMX on x86, the BF16 extension on Arm) it trains the DPFMix and DP-CDA CNNs 2.5-2.9x and the
-thesis CNN (batch 32) 1.3x faster than float32; on a CPU without it oneDNN emulates bfloat16 and the same step is
-1.4-2.4x (AVX-512 without BF16) to 6-8x (AVX2) *slower* (``bench/bench_precision.py``, docs/PERFORMANCE.md), so
-such a CPU is refused with one line instead of running slower.
+(AVX512-BF16 or AMX on x86, the BF16 extension on Arm) it trains the DPFMix CNN 2.5-2.6x, the DP-CDA CNN
+1.7-2.9x and the thesis CNN (batch 32) 1.1-1.3x faster than float32 (1 or 2 threads); on a CPU without it oneDNN
+emulates bfloat16 and the same step is 1.4-2.4x (AVX-512 without BF16) to 6-8x (AVX2) *slower*
+(``bench/bench_precision.py``, docs/PERFORMANCE.md), so such a CPU is refused with one line instead of running slower.
 
 A bf16 run is a different measurement from a float32 one (its run key differs); its accuracy against float32
 on the papers' protocols is in docs/PERFORMANCE.md. Evaluation always runs in float32.
