@@ -114,3 +114,20 @@ def test_cli_refuses_bf16_on_a_cpu_without_it_in_one_line_before_any_work(monkey
     err = capsys.readouterr().err
     assert rc == 2 and "no native bfloat16" in err and len(err.strip().splitlines()) == 1
     assert "Traceback" not in err
+
+
+def test_a_local_sweep_of_bf16_runs_is_refused_before_anything_is_queued(monkeypatch, capsys, tmp_path):
+    from dpmix_core.runtime.store import ResultStore
+
+    monkeypatch.setattr(P, "cpu_has_native_bf16", lambda cpuinfo=None: False)
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(
+        'name = "tiny"\naxis = "sigma"\nvalues = [0.5]\n[base]\nmethod = "mixing"\ndataset = "embedded"\n'
+        'model = "linear"\nepochs = 1\ndevice = "cpu"\nprecision = "bf16"\n'
+        '[base.synthesis]\nmechanism = "dpmix"\nl = 4\nT = 200\nsigma_x = 0.5\n'
+    )
+    rc = main(["sweep", str(spec)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "no native bfloat16" in err and err.count("\n") == 1
+    assert ResultStore().list_runs() == []  # no sweep, no run queued

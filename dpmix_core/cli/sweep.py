@@ -79,6 +79,17 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
 
 
+def check_local_precision(runs: list[RunSpec]) -> None:
+    """bf16 runs on this machine's device: refused before anything is queued when it has no native bfloat16."""
+    devices = {str(config.get("device", "auto")) for _, config, _ in runs if config.get("precision") == "bf16"}
+    if devices:
+        from dpmix_core.mechanisms import resolve_device
+        from dpmix_core.training.precision import check_precision
+
+        for device in sorted(devices):
+            check_precision("bf16", resolve_device(device))
+
+
 def cli_sweep(
     args: argparse.Namespace, *, expand: Callable[[str], tuple[str, list[RunSpec], Mapping[str, Any]]]
 ) -> int:
@@ -101,6 +112,8 @@ def cli_sweep(
     if not runs:
         raise ValueError(f"spec {args.spec!r} expands to no runs")
     check_sweep_cost(len(runs), limits_from_env())
+    if getattr(args, "backend", "local") == "local":  # a Ray cluster's workers check their own hardware
+        check_local_precision(runs)
     max_parallel = getattr(args, "max_parallel", None)
     try:
         store = ResultStore(getattr(args, "store", None))
