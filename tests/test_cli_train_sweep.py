@@ -423,3 +423,14 @@ def test_train_checkpoint_dir_that_cannot_be_used_is_one_line(capsys, tmp_path):
         code = main(["train", "--mechanism", "dpmix", *TINY, "--checkpoint-dir", str(bad)])
         err = capsys.readouterr().err
         assert code == 2 and says in err and err.count("\n") == 1
+
+
+def test_train_test_inputs_reaches_the_run_and_is_refused_where_nothing_is_clipped(capsys):
+    """--test-inputs unclipped: DP-CDA's z-score release evaluated without its clip; one line where there is no clip."""
+    zscore = ["--mechanism", "class-centric", "--preprocessing", "zscore"]
+    code = main(["train", *zscore, *TINY, "--test-inputs", "unclipped", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["config"]["test_inputs"] == "unclipped"
+    code = main(["train", "--mechanism", "dpmix", *TINY, "--test-inputs", "unclipped"])
+    err = capsys.readouterr().err
+    assert code == 2 and "test_inputs 'unclipped'" in err and err.count("\n") == 1 and "Traceback" not in err

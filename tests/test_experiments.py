@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -749,10 +750,16 @@ def test_dpfmix_table3_has_a_pld_certified_series_in_full_and_quick():
 
 
 SPEC_FILES = sorted((Path(__file__).resolve().parents[1] / "docs" / "specs").glob("*.json"))
-# each documented variant: the preset it varies and the only fields it changes
+_PAPER_RELEASE = ("synthesis.preprocessing", "synthesis.zscore_constants", "synthesis.protect_labels")
+# each documented variant: the preset it varies and the only fields it changes ("synthesis.X": a release field)
 SPEC_VARIANTS = {
     "dpcda-table2-lr1e-4": ("dpcda-table2", ("lr",)),
     "dpcda-table2-gn-lr1e-4": ("dpcda-table2", ("model", "lr")),
+    # the paper's own release (private feature-wise z-score, labels not protected): "not covered", see REPRODUCTION §3
+    "dpcda-table2-paper-release-lr1e-3": ("dpcda-table2", _PAPER_RELEASE),
+    "dpcda-table2-paper-release-lr1e-4": ("dpcda-table2", ("lr", *_PAPER_RELEASE)),
+    "dpcda-table2-test-unclipped": ("dpcda-table2", ("test_inputs",)),  # the same weights, another test loader
+    "dpcda-table2-test-unclipped-lr1e-4": ("dpcda-table2", ("lr", "test_inputs")),
     "dpfmix-table1-thesis-cnn": ("dpfmix-table1", ("model", "lr", "input_norm")),  # ran before the preset dropped rms
     "dpfmix-table1-m-bf16": ("dpfmix-table1-m", ("precision",)),  # bfloat16 training (PERFORMANCE.md)
 }
@@ -772,7 +779,13 @@ def test_documented_spec_variants_are_their_presets_runs_with_only_the_declared_
     preset_keys = {run_key(r) for r in preset.runs()}
     for run in spec.runs():
         assert run_key(run) not in preset_keys
-        twin = run.replace(**{field: getattr(preset.base, field) for field in changed})
+        top = {field: getattr(preset.base, field) for field in changed if "." not in field}
+        release = {
+            f[len("synthesis.") :]: getattr(preset.base.synthesis, f[len("synthesis.") :]) for f in changed if "." in f
+        }
+        twin = run.replace(**top)
+        if release:
+            twin = twin.replace(synthesis=dataclasses.replace(twin.synthesis, **release))
         assert run_key(twin) in preset_keys, run.label
 
 
@@ -784,3 +797,25 @@ def test_init_enters_the_identity_only_when_keras():
     assert run_key(base) != run_key(keras) and RunConfig.from_dict(keras.to_dict()) == keras
     with pytest.raises(ValueError, match="init"):
         base.replace(init="glorot")
+
+
+def test_test_inputs_enters_the_identity_only_when_unclipped_and_only_for_a_zscore_release():
+    """test_inputs="release" (every stored run) keeps the key; "unclipped" is another run, for class-centric z-score only."""
+    from dpmix_core.synthesis.pipeline import SynthesisConfig
+
+    zscore = SynthesisConfig(mechanism="class-centric", l=4, T=100, sigma_x=0.3, sigma_y=0.3, preprocessing="zscore")
+    base = RunConfig("mixing", model="dpcda-cnn", synthesis=zscore)
+    unclipped = base.replace(test_inputs="unclipped")
+    assert "test_inputs" not in base.identity() and unclipped.identity()["test_inputs"] == "unclipped"
+    assert run_key(base) != run_key(unclipped) and RunConfig.from_dict(unclipped.to_dict()) == unclipped
+    with pytest.raises(ValueError, match="test_inputs"):
+        base.replace(test_inputs="raw")
+    dpmix = SynthesisConfig(mechanism="dpmix", l=4, T=100, sigma_x=0.3, sigma_y=0.3)
+    unit = dataclasses.replace(zscore, preprocessing="unit")
+    for refused in (
+        RunConfig("mixing", synthesis=dpmix),
+        RunConfig("mixing", synthesis=unit),
+        RunConfig("non-private"),
+    ):
+        with pytest.raises(ValueError, match="test_inputs 'unclipped' lifts the clip of a class-centric z-score"):
+            refused.replace(test_inputs="unclipped")

@@ -908,3 +908,33 @@ def test_keras_init_keeps_norm_layers_and_reaches_the_run():
     cfg = RunConfig("non-private", model="linear", init="keras", **{**SMALL, "lr": 1e-12})
     run_config(cfg, keep=kept)
     assert float(kept["model"].linear.bias.detach().abs().max()) < 1e-9  # zero at the start, one step of lr 1e-12 later
+
+
+def test_unclipped_test_inputs_are_the_release_map_without_its_clip():
+    """release_feature_map(clip=False) z-scores like the release and skips only the clip; a run evaluates on it."""
+    from dpmix_core.data import load_dataset
+    from dpmix_core.experiments.config import RunConfig
+    from dpmix_core.experiments.runner import run_config
+    from dpmix_core.synthesis.pipeline import SynthesisConfig
+    from dpmix_core.training.data import release_feature_map
+
+    ds = load_dataset("embedded")
+    syn = SynthesisConfig(
+        mechanism="class-centric", l=4, T=200, sigma_x=0.3, sigma_y=0.3, preprocessing="zscore", clip=1.0
+    )
+    cfg = RunConfig("mixing", model="dpcda-cnn", synthesis=syn, **SMALL)
+    syn = cfg.synthesis  # its public z-score constants resolved
+    clipped = release_feature_map(syn, ds.x_train)(ds.x_test[:50])
+    lifted = release_feature_map(syn, ds.x_train, clip=False)(ds.x_test[:50])
+    norms = np.linalg.norm(lifted, axis=1)
+    assert np.all(norms > 10) and np.allclose(np.linalg.norm(clipped, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(clipped, lifted / norms[:, None], atol=1e-6)  # the same direction: only the clip differs
+    kept: dict = {}
+    result = run_config(cfg.replace(test_inputs="unclipped"), keep=kept)
+    assert np.linalg.norm(kept["x_test"].reshape(len(kept["x_test"]), -1), axis=1).min() > 10
+    assert any("not clipped" in note for note in result["notes"])
+    kept_release: dict = {}
+    run_config(cfg, keep=kept_release)
+    assert np.allclose(
+        np.linalg.norm(kept_release["x_test"].reshape(len(kept_release["x_test"]), -1), axis=1), 1.0, atol=1e-5
+    )

@@ -552,6 +552,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         early_stopping=args.early_stopping,
         init=args.init,
         precision=args.precision,
+        test_inputs=args.test_inputs,
         val_fraction=args.val_fraction,
         features=features,
         **release_file,
@@ -609,7 +610,7 @@ def _print_batchnorm_shift(summary: dict) -> None:
 
 
 def _add_train(sub) -> None:
-    from dpmix_core.training.names import INITS, LOSSES, METHODS, MODELS, OPTIMIZERS, PRECISIONS, SCHEDULES
+    from dpmix_core.training.names import INITS, LOSSES, METHODS, MODELS, OPTIMIZERS, PRECISIONS, SCHEDULES, TEST_INPUTS
 
     p = sub.add_parser("train", help="train a model on a release (or a baseline) and evaluate on the real test set")
     _add_release_arguments(p, mechanism_required=False)
@@ -654,6 +655,13 @@ def _add_train(sub) -> None:
         "which the thesis's CNN started from); default: the model's paper protocol",
     )
     p.add_argument("--val-fraction", type=finite_float, help="share of the release held out for validation (0.1)")
+    p.add_argument(
+        "--test-inputs",
+        choices=TEST_INPUTS,
+        help="the real test split through the release's own feature map (release, the default) or, for a "
+        "class-centric z-score release, z-scored without its clip (unclipped: DP-CDA's test partition read as "
+        "z-scored only)",
+    )
     p.add_argument(
         "--precision",
         choices=PRECISIONS,

@@ -38,6 +38,7 @@ from dpmix_core.training.names import (
     PRECISIONS,
     SCATTER_MODELS,
     SCHEDULES,
+    TEST_INPUTS,
 )
 
 __all__ = [
@@ -212,6 +213,11 @@ class RunConfig:
     ``precision``: "fp32", or "bf16" (forward passes under bfloat16 autocast, :mod:`dpmix_core.training.precision`:
     1.1-2.9x faster on a CPU with native bfloat16, refused on one without); in the identity only when "bf16". DP-SGD
     keeps float32; a closed-form model has no forward pass to speed up (set to "fp32").
+    ``test_inputs``: "release" (the test split through the release's own feature map, its clip included) or
+    "unclipped" (class-centric z-score releases only: z-scored, not clipped to ``synthesis.clip``). DP-CDA clips
+    the private records it mixes (Algorithm 1, step 6) and evaluates on "the original test partition ... unmixed
+    and noise-free" (Sec. 4) without saying whether its test loader clips; "unclipped" is the reading that it does
+    not. In the identity only when "unclipped".
     ``input_norm="rms"`` divides all inputs (train, validation, test) by the
     root-mean-square of the training inputs: post-processing for released
     data, not allowed for DP-SGD (it would read the private data).
@@ -244,6 +250,7 @@ class RunConfig:
     early_stopping: int | None = None  # patience on the release's validation accuracy (thesis §4.2); None: off
     precision: str = "fp32"  # training arithmetic: "fp32", or "bf16" autocast (training.precision)
     input_norm: str = "none"
+    test_inputs: str = "release"  # the test split through the release's map ("release") or without its clip
     train_limit: int | None = None
     test_limit: int | None = None
     dpsgd_epsilon: float = 1.0
@@ -272,6 +279,7 @@ class RunConfig:
         _choice("optimizer", self.optimizer, OPTIMIZERS)
         _choice("schedule", self.schedule, SCHEDULES)
         _choice("input_norm", self.input_norm, INPUT_NORMS)
+        _choice("test_inputs", self.test_inputs, TEST_INPUTS)
         _choice("dpsgd_accountant", self.dpsgd_accountant, DPSGD_ACCOUNTANTS)
         for name in (
             "lr",
@@ -451,6 +459,17 @@ class RunConfig:
                     f"label_task {syn.label_task!r} needs loss "
                     f"{'mse' if syn.label_task == 'regression' else 'kl, ce or gkl'}; found loss {self.loss!r}."
                 )
+        if self.test_inputs == "unclipped" and not (
+            self.method == "mixing"
+            and syn is not None
+            and syn.mechanism == "class-centric"
+            and syn.preprocessing in ("zscore", "zscore-private")
+            and syn.features == "pixels"
+        ):
+            raise ValueError(
+                "test_inputs 'unclipped' lifts the clip of a class-centric z-score release (DP-CDA); this run's "
+                "test inputs have no such clip: use 'release'."
+            )
         if self.method == "mixing" and self.features == "scattering" and syn is not None:
             if syn.unit_scaled and syn.feature_range is None:
                 raise ValueError(
@@ -536,6 +555,8 @@ class RunConfig:
             d.pop("early_stopping")
         if self.init == "torch":
             d.pop("init")
+        if self.test_inputs == "release":
+            d.pop("test_inputs")
         if self.precision == "fp32":
             d.pop("precision")
         if self.release_sha256 is None:

@@ -225,7 +225,7 @@ class Mixing(Method):
         synthesis, card = _synthesize(ctx, ds, raw_ds, released_features)
         ctx.extra["sigma_x"], ctx.extra["sigma_y"] = synthesis.config.sigma_x, synthesis.config.sigma_y
         privacy = Privacy({e["accountant"]: e["epsilon"] for e in card["epsilons"]}, synthesis.config.delta, card)
-        test_map = D.release_feature_map(synthesis.config, ds.x_train)
+        test_map = D.release_feature_map(synthesis.config, ds.x_train, clip=ctx.config.test_inputs == "release")
         return TrainingSet(synthesis.data.x, synthesis.data.y, test_map, privacy)
 
 
@@ -272,7 +272,8 @@ def release_file_training_set(ctx: RunContext, ds) -> TrainingSet:
         "validation split and the model's initialisation, never the release"
     )
     privacy = Privacy({e["accountant"]: e["epsilon"] for e in card["epsilons"]}, card["delta"], card)
-    return TrainingSet(release.x, release.y, D.release_feature_map(syn, ds.x_train), privacy)
+    test_map = D.release_feature_map(syn, ds.x_train, clip=config.test_inputs == "release")
+    return TrainingSet(release.x, release.y, test_map, privacy)
 
 
 class LabelLaplace(Method):

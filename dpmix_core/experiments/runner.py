@@ -204,6 +204,13 @@ def run_config(
     test_x = ds.x_test if ds.x_test is not None else x_test_raw
     test_y = ds.y_test if ds.y_test is not None else y_test_raw
     x_test = training.test_map(test_x)
+    if config.test_inputs == "unclipped":
+        assert config.synthesis is not None  # RunConfig allows "unclipped" only for class-centric z-score releases
+        notes.append(
+            f"test inputs z-scored as the release's records but not clipped to ||x|| <= {config.synthesis.clip:g} "
+            "(DP-CDA's 'original test partition' read as z-scoring only): a real image's norm is ~28, the released "
+            "points' signal at most c; the release and its epsilon are unchanged"
+        )
     y_test = torch.as_tensor(test_y.astype(np.float32) if regression else test_y.astype(np.int64))
 
     rng_split = np.random.default_rng(int(seeds[0]))

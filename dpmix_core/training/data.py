@@ -79,12 +79,16 @@ def pixels01(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32, copy=True)
 
 
-def release_feature_map(config: SynthesisConfig, x_train: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+def release_feature_map(
+    config: SynthesisConfig, x_train: np.ndarray, *, clip: bool = True
+) -> Callable[[np.ndarray], np.ndarray]:
     """raw records (n, d) -> float32 features in the space of the release made with ``config`` on ``x_train``.
 
     Mirrors :mod:`dpmix_core.mechanisms.mixing`: [0,1] scaling (DPMix, local,
     class-centric 'unit'), z-score + clip to ||x|| <= c (class-centric
     'zscore'), scale + clip to ||x|| <= Cx (Poisson). label-laplace: pixels/255.
+    ``clip=False`` leaves the class-centric z-score unclipped (``RunConfig.test_inputs = "unclipped"``: DP-CDA's
+    test loader read as z-scoring only); the other maps have no clip it could lift, or keep theirs.
     """
     mech = config.mechanism
     if mech == "label-laplace":
@@ -118,7 +122,7 @@ def release_feature_map(config: SynthesisConfig, x_train: np.ndarray) -> Callabl
             feats = flat(x).astype(np.float32)
             feats -= mean32
             feats /= std32
-            return clip_rows(feats, config.clip)
+            return clip_rows(feats, config.clip) if clip else feats
 
         return zscore
 

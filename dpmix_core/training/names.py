@@ -24,4 +24,7 @@ SCHEDULES = ("constant", "step", "multistep", "cosine")
 INPUT_NORMS = ("none", "rms")
 PRECISIONS = ("fp32", "bf16")  # training arithmetic: float32, or bfloat16 autocast (training.precision)
 INITS = ("torch", "keras")  # weight initialisation: torch.nn defaults, or TensorFlow/Keras defaults (the thesis)
+# what the real test split goes through: the release's own feature map, or that map without its clip (DP-CDA's
+# class-centric z-score: the paper tests on "the original test partition", and the clip bounds the private records)
+TEST_INPUTS = ("release", "unclipped")
 DPSGD_ACCOUNTANTS = ("pld-poisson", "rdp-poisson")
