@@ -760,6 +760,8 @@ SPEC_VARIANTS = {
     "dpcda-table2-paper-release-lr1e-4": ("dpcda-table2", ("lr", *_PAPER_RELEASE)),
     "dpcda-table2-test-unclipped": ("dpcda-table2", ("test_inputs",)),  # the same weights, another test loader
     "dpcda-table2-test-unclipped-lr1e-4": ("dpcda-table2", ("lr", "test_inputs")),
+    "dpcda-table2-paper-release-test-unclipped": ("dpcda-table2", ("test_inputs", *_PAPER_RELEASE)),
+    "dpcda-table2-paper-release-test-unclipped-lr1e-4": ("dpcda-table2", ("lr", "test_inputs", *_PAPER_RELEASE)),
     "dpfmix-table1-thesis-cnn": ("dpfmix-table1", ("model", "lr", "input_norm")),  # ran before the preset dropped rms
     "dpfmix-table1-m-bf16": ("dpfmix-table1-m", ("precision",)),  # bfloat16 training (PERFORMANCE.md)
 }
