@@ -431,6 +431,8 @@ def test_train_test_inputs_reaches_the_run_and_is_refused_where_nothing_is_clipp
     code = main(["train", *zscore, *TINY, "--test-inputs", "unclipped", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["config"]["test_inputs"] == "unclipped"
+    assert main(["train", *zscore, *TINY, "--test-inputs", "unclipped"]) == 0
+    assert "note: test images z-scored as the release's records but not clipped" in capsys.readouterr().out
     code = main(["train", "--mechanism", "dpmix", *TINY, "--test-inputs", "unclipped"])
     err = capsys.readouterr().err
     assert code == 2 and "test_inputs 'unclipped'" in err and err.count("\n") == 1 and "Traceback" not in err

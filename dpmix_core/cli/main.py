@@ -590,6 +590,11 @@ def cmd_train(args: argparse.Namespace) -> int:
                 f"note: negative released values set to 0, as {model}'s paper does (post-processing, same epsilon); "
                 "--no-clamp-negative keeps them"
             )
+        if args.test_inputs == "unclipped":
+            print(
+                "note: test images z-scored as the release's records but not clipped to ||x|| <= c "
+                "(--test-inputs unclipped); the release and its epsilon are unchanged"
+            )
         guarantees = summary.get("guarantee") or {}
         for name, eps in summary["epsilon"].items():
             label = f"  [{guarantees[name]}]" if name in guarantees else ""
