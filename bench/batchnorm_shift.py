@@ -43,8 +43,13 @@ from dpmix_core.training.data import release_feature_map  # noqa: E402
 from dpmix_core.training.train import evaluate  # noqa: E402
 
 
-def unclipped_test_inputs(config, shape: tuple[int, ...]) -> torch.Tensor:
-    """The run's test split through its release's feature map without the clip, in the model's shape."""
+def unclipped_test_inputs(config, shape: tuple[int, ...]) -> torch.Tensor | None:
+    """The run's test split through its release's feature map without the clip, in the model's shape (None where
+    the release has no clip to lift: RunConfig refuses test_inputs="unclipped" there)."""
+    try:
+        config.replace(test_inputs="unclipped")
+    except ValueError:
+        return None
     ds = load_dataset(config.dataset, data_dir=config.data_dir)
     feature_map = release_feature_map(config.synthesis, ds.x_train, clip=False)
     return torch.as_tensor(feature_map(ds.x_test).reshape(shape), dtype=torch.float32)
@@ -67,7 +72,8 @@ def cell(preset: str, mix_degree: int, epsilon: float, seed: int, overrides: dic
     y_test = torch.as_tensor(keep["y_test"]).to(device)
     noisy = evaluate(model, (x_test + torch.as_tensor(noise)).to(device), y_test)
     clean = evaluate(model, x_test.to(device), y_test)
-    unclipped = evaluate(model, unclipped_test_inputs(config, tuple(x_test.shape)).to(device), y_test)
+    lifted = unclipped_test_inputs(config, tuple(x_test.shape))
+    unclipped = {} if lifted is None else evaluate(model, lifted.to(device), y_test)
     return {
         "preset": preset,
         "l": mix_degree,
@@ -80,12 +86,19 @@ def cell(preset: str, mix_degree: int, epsilon: float, seed: int, overrides: dic
         "collapsed": result["collapsed"],
         "adabn_accuracy": result["test_accuracy_bn_recalibrated"],
         "noisy_test_accuracy": noisy["accuracy"],
-        "unclipped_test_accuracy": unclipped["accuracy"],
-        "unclipped_one_class_share": unclipped["prediction_share"],
+        "unclipped_test_accuracy": unclipped.get("accuracy"),
+        "unclipped_one_class_share": unclipped.get("prediction_share"),
         "val_accuracy": result["val_accuracy"],
         "seconds": result["seconds"],
         "torch_threads": result["torch_threads"],
     }
+
+
+def unclipped_cell(row: dict) -> str:
+    """'acc (share % one class)', or '—' where the release has no clip."""
+    if row["unclipped_test_accuracy"] is None:
+        return "—"
+    return f"{100 * row['unclipped_test_accuracy']:.2f} ({100 * row['unclipped_one_class_share']:.0f} % one class)"
 
 
 def main() -> None:
@@ -111,8 +124,7 @@ def main() -> None:
             f"| {r['preset']} l={r['l']} eps={r['epsilon']:g} seed {r['seed']}{extra} | {r['sigma_x']:.4f} | "
             f"{100 * r['test_accuracy']:.2f}{' (collapsed)' if r['collapsed'] else ''} | "
             f"{100 * r['one_class_share']:.0f} % | {pct(r['adabn_accuracy'])} | "
-            f"{pct(r['noisy_test_accuracy'])} | {pct(r['unclipped_test_accuracy'])} "
-            f"({100 * r['unclipped_one_class_share']:.0f} % one class) | {pct(r['val_accuracy'])} | {r['seconds']:.0f} |"
+            f"{pct(r['noisy_test_accuracy'])} | {unclipped_cell(r)} | {pct(r['val_accuracy'])} | {r['seconds']:.0f} |"
         )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
