@@ -46,9 +46,7 @@ from dpmix_core.training.train import evaluate  # noqa: E402
 def unclipped_test_inputs(config, shape: tuple[int, ...]) -> torch.Tensor | None:
     """The run's test split through its release's feature map without the clip, in the model's shape (None where
     the release has no clip to lift: RunConfig refuses test_inputs="unclipped" there)."""
-    try:
-        config.replace(test_inputs="unclipped")
-    except ValueError:
+    if config.synthesis is None or not config.synthesis.zscore_clipped:
         return None
     ds = load_dataset(config.dataset, data_dir=config.data_dir)
     feature_map = release_feature_map(config.synthesis, ds.x_train, clip=False)

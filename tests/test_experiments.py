@@ -814,6 +814,7 @@ def test_test_inputs_enters_the_identity_only_when_unclipped_and_only_for_a_zsco
         base.replace(test_inputs="raw")
     dpmix = SynthesisConfig(mechanism="dpmix", l=4, T=100, sigma_x=0.3, sigma_y=0.3)
     unit = dataclasses.replace(zscore, preprocessing="unit")
+    assert zscore.zscore_clipped and not unit.zscore_clipped and not dpmix.zscore_clipped
     for refused in (
         RunConfig("mixing", synthesis=dpmix),
         RunConfig("mixing", synthesis=unit),

@@ -929,6 +929,8 @@ def test_unclipped_test_inputs_are_the_release_map_without_its_clip():
     norms = np.linalg.norm(lifted, axis=1)
     assert np.all(norms > 10) and np.allclose(np.linalg.norm(clipped, axis=1), 1.0, atol=1e-5)
     assert np.allclose(clipped, lifted / norms[:, None], atol=1e-6)  # the same direction: only the clip differs
+    with pytest.raises(ValueError, match="only a class-centric z-score release has a clip to lift"):
+        release_feature_map(SynthesisConfig(mechanism="dpmix", l=4, T=200, sigma_x=0.3), ds.x_train, clip=False)
     kept: dict = {}
     result = run_config(cfg.replace(test_inputs="unclipped"), keep=kept)
     assert np.linalg.norm(kept["x_test"].reshape(len(kept["x_test"]), -1), axis=1).min() > 10

@@ -459,13 +459,7 @@ class RunConfig:
                     f"label_task {syn.label_task!r} needs loss "
                     f"{'mse' if syn.label_task == 'regression' else 'kl, ce or gkl'}; found loss {self.loss!r}."
                 )
-        if self.test_inputs == "unclipped" and not (
-            self.method == "mixing"
-            and syn is not None
-            and syn.mechanism == "class-centric"
-            and syn.preprocessing in ("zscore", "zscore-private")
-            and syn.features == "pixels"
-        ):
+        if self.test_inputs == "unclipped" and not (self.method == "mixing" and syn is not None and syn.zscore_clipped):
             raise ValueError(
                 "test_inputs 'unclipped' lifts the clip of a class-centric z-score release (DP-CDA); this run's "
                 "test inputs have no such clip: use 'release'."

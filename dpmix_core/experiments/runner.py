@@ -208,8 +208,7 @@ def run_config(
         assert config.synthesis is not None  # RunConfig allows "unclipped" only for class-centric z-score releases
         notes.append(
             f"test inputs z-scored as the release's records but not clipped to ||x|| <= {config.synthesis.clip:g} "
-            "(DP-CDA's 'original test partition' read as z-scoring only): a real image's norm is ~28, the released "
-            "points' signal at most c; the release and its epsilon are unchanged"
+            "(DP-CDA's 'original test partition' read as z-scoring only); the release and its epsilon are unchanged"
         )
     y_test = torch.as_tensor(test_y.astype(np.float32) if regression else test_y.astype(np.int64))
 

@@ -76,6 +76,12 @@ class SynthesisConfig:
             self.mechanism == "class-centric" and self.preprocessing == "unit"
         )
 
+    @property
+    def zscore_clipped(self) -> bool:
+        """Whether the release z-scores records and then clips them to ||x|| <= c (class-centric "zscore" or
+        "zscore-private", DP-CDA Algorithm 1 steps 1-6): the clip a run's ``test_inputs="unclipped"`` lifts."""
+        return self.mechanism == "class-centric" and self.preprocessing in ("zscore", "zscore-private")
+
     def __post_init__(self) -> None:
         if self.mechanism not in MECHANISMS:
             raise ValueError(f"Unknown mechanism {self.mechanism!r}. Choose one of: {', '.join(MECHANISMS)}.")

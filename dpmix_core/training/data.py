@@ -88,8 +88,10 @@ def release_feature_map(
     class-centric 'unit'), z-score + clip to ||x|| <= c (class-centric
     'zscore'), scale + clip to ||x|| <= Cx (Poisson). label-laplace: pixels/255.
     ``clip=False`` leaves the class-centric z-score unclipped (``RunConfig.test_inputs = "unclipped"``: DP-CDA's
-    test loader read as z-scoring only); the other maps have no clip it could lift, or keep theirs.
+    test loader read as z-scoring only); it is refused for the other maps (``config.zscore_clipped`` is False).
     """
+    if not clip and not config.zscore_clipped:
+        raise ValueError(f"only a class-centric z-score release has a clip to lift; found {config.mechanism!r}.")
     mech = config.mechanism
     if mech == "label-laplace":
         return pixels01
