@@ -425,6 +425,17 @@ def test_train_checkpoint_dir_that_cannot_be_used_is_one_line(capsys, tmp_path):
         assert code == 2 and says in err and err.count("\n") == 1
 
 
+def test_train_plateau_schedule_reaches_the_run_and_is_refused_without_validation(capsys):
+    """--schedule plateau --lr-patience N: the run's rate falls on the release's validation loss; one line without it."""
+    args = ["train", "--mechanism", "dpmix", *TINY, "--schedule", "plateau", "--lr-gamma", "0.1"]
+    code = main([*args, "--lr-patience", "0", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["config"]["schedule"] == "plateau" and out["config"]["lr_patience"] == 0
+    code = main([*args, "--val-fraction", "0"])
+    err = capsys.readouterr().err
+    assert code == 2 and "needs val_fraction > 0" in err and err.count("\n") == 1 and "Traceback" not in err
+
+
 def test_train_test_inputs_reaches_the_run_and_is_refused_where_nothing_is_clipped(capsys):
     """--test-inputs unclipped: DP-CDA's z-score release evaluated without its clip; one line where there is no clip."""
     zscore = ["--mechanism", "class-centric", "--preprocessing", "zscore"]

@@ -801,6 +801,27 @@ def test_init_enters_the_identity_only_when_keras():
         base.replace(init="glorot")
 
 
+def test_plateau_schedule_enters_the_identity_only_when_used_and_is_refused_without_a_validation_split():
+    """lr_patience (and lr_gamma) are in a plateau run's key only; a stored run's key does not move."""
+    base = RunConfig("non-private", model="linear", schedule="constant")
+    assert "lr_patience" not in base.identity() and "lr_gamma" not in base.identity()
+    assert "lr_patience" not in base.replace(schedule="step").identity()
+    plateau = base.replace(schedule="plateau", lr_gamma=0.1, lr_patience=2)
+    assert plateau.identity()["lr_patience"] == 2 and plateau.identity()["lr_gamma"] == 0.1
+    assert run_key(plateau) != run_key(plateau.replace(lr_patience=3))
+    assert RunConfig.from_dict(plateau.to_dict()) == plateau
+    for bad, says in (
+        (dict(val_fraction=0.0), "needs val_fraction > 0"),
+        (dict(lr_gamma=1.0), "0 < lr_gamma < 1"),
+        (dict(lr_patience=-1), "lr_patience"),
+        (dict(lr_patience=1.5), "lr_patience"),
+    ):
+        with pytest.raises(ValueError, match=says):
+            plateau.replace(**bad)
+    with pytest.raises(ValueError, match="held-out private records"):
+        RunConfig("dp-sgd", model="linear", schedule="plateau", lr_gamma=0.1)
+
+
 def test_test_inputs_enters_the_identity_only_when_unclipped_and_only_for_a_zscore_release():
     """test_inputs="release" (every stored run) keeps the key; "unclipped" is another run, for class-centric z-score only."""
     from dpmix_core.synthesis.pipeline import SynthesisConfig

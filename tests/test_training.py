@@ -300,6 +300,66 @@ def test_multistep_schedule_follows_dpfmix_milestones():
         OptimSettings(schedule="multistep")
 
 
+def _plateau_oracle(losses, *, gamma, patience, threshold=1e-4):
+    """ReduceLROnPlateau's documented rule (mode min, relative threshold, no cooldown), written out by hand."""
+    factor, best, bad = 1.0, math.inf, 0
+    for loss in losses:
+        if loss < best * (1 - threshold):
+            best, bad = loss, 0
+        else:
+            bad += 1
+        if bad > patience:
+            factor, bad = factor * gamma, 0
+    return factor
+
+
+def test_plateau_factor_is_torchs_reduce_on_plateau():
+    """plateau: x gamma once more than ``patience`` epochs pass without a lower validation loss (torch's rule)."""
+    from dpmix_core.training.train import plateau_factor
+
+    flat = [1.0, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9]
+    factors = [plateau_factor(flat[:k], gamma=0.1, patience=2) for k in range(len(flat) + 1)]
+    assert factors == pytest.approx([1, 1, 1, 1, 1, 0.1, 0.1, 0.1, 0.01])
+    assert plateau_factor([3.0, 2.0, 1.0, 0.5], gamma=0.1, patience=0) == 1.0  # always improving: never lowered
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        losses = list(np.round(rng.uniform(0.5, 1.5, int(rng.integers(1, 25))), 2))
+        patience, gamma = int(rng.integers(0, 4)), float(rng.choice([0.1, 0.5]))
+        got = [plateau_factor(losses[:k], gamma=gamma, patience=patience) for k in range(len(losses) + 1)]
+        assert got[-1] == pytest.approx(_plateau_oracle(losses, gamma=gamma, patience=patience))
+        assert all(b <= a for a, b in zip(got, got[1:]))  # the rate never rises
+    assert lr_factor(OptimSettings(schedule="plateau", lr_gamma=0.1, lr_patience=2), 8, flat) == pytest.approx(0.01)
+    for bad in (1.0, 0.0, 2.0):
+        with pytest.raises(ValueError, match="0 < lr_gamma < 1"):
+            plateau_factor([1.0], gamma=bad, patience=1)
+
+
+def test_fit_with_a_plateau_schedule_lowers_the_rate_when_validation_stalls():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(200, 5, generator=g)
+    y = F.one_hot(torch.randint(0, 2, (200,), generator=g), 2).float()  # pure noise: the validation loss stalls
+    torch.manual_seed(0)
+    model = build_model("linear", input_shape=(5,), num_outputs=2)
+    settings = OptimSettings(lr=0.5, epochs=12, batch_size=20, schedule="plateau", lr_gamma=0.1, lr_patience=1)
+    res = fit(
+        model,
+        L.get_loss("ce"),
+        x[:150],
+        y[:150],
+        settings=settings,
+        generator=torch.Generator().manual_seed(1),
+        x_val=x[150:],
+        y_val=y[150:],
+    )
+    lrs = [h["lr"] for h in res.history]
+    val_losses = [h["val_loss"] for h in res.history]
+    assert lrs[0] == 0.5 and min(lrs) < 0.5 and all(b <= a for a, b in zip(lrs, lrs[1:]))
+    for epoch, lr in enumerate(lrs):  # each epoch's rate is the rule applied to the epochs before it
+        assert lr == pytest.approx(0.5 * _plateau_oracle(val_losses[:epoch], gamma=0.1, patience=1))
+    with pytest.raises(ValueError, match="needs a validation split"):
+        fit(model, L.get_loss("ce"), x, y, settings=settings, generator=torch.Generator().manual_seed(1))
+
+
 def test_early_stopping_stops_and_restores_the_best_weights():
     """Thesis §4.2: EarlyStopping(monitor='val_accuracy', patience=3, restore_best_weights=True)."""
     from dpmix_core.training.train import EarlyStopper

@@ -549,6 +549,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         lr_milestones=args.milestones,
         lr_gamma=args.lr_gamma,
         lr_step_epochs=args.lr_step_epochs,
+        lr_patience=args.lr_patience,
         early_stopping=args.early_stopping,
         init=args.init,
         precision=args.precision,
@@ -641,11 +642,18 @@ def _add_train(sub) -> None:
     p.add_argument(
         "--schedule",
         choices=SCHEDULES,
-        help="constant, step (x gamma every --lr-step-epochs), multistep (x gamma at --milestones), cosine",
+        help="constant, step (x gamma every --lr-step-epochs), multistep (x gamma at --milestones), cosine, "
+        "plateau (x gamma after --lr-patience epochs without a lower validation loss: torch's ReduceLROnPlateau)",
     )
     p.add_argument("--milestones", type=_milestones, help="multistep epochs, e.g. 80,120,160 (DPFMix App. E.3)")
-    p.add_argument("--lr-gamma", type=finite_float, help="step/multistep factor")
+    p.add_argument("--lr-gamma", type=finite_float, help="step/multistep/plateau factor (plateau: 0 < gamma < 1)")
     p.add_argument("--lr-step-epochs", type=positive_int, help="step schedule period")
+    p.add_argument(
+        "--lr-patience",
+        type=int,
+        metavar="EPOCHS",
+        help="plateau schedule: epochs without a lower validation loss before the rate drops (default 10, torch's)",
+    )
     p.add_argument(
         "--early-stopping",
         type=int,

@@ -201,9 +201,11 @@ class RunConfig:
     App. E.2) and scatter-linear / scatter-cnn add no normalisation of their own;
     without it (v0.1's runs) raw coefficients are mixed and the model normalises
     the mixed point.
-    ``lr_milestones`` (schedule "multistep") and ``early_stopping`` (patience on
-    the release's validation accuracy, best weights restored: thesis §4.2)
-    enter the run's identity only when used.
+    ``lr_milestones`` (schedule "multistep"), ``lr_patience`` (schedule "plateau": x ``lr_gamma`` once that many
+    epochs pass without a lower loss on the release's validation split, torch's ``ReduceLROnPlateau``; it needs
+    that split, and DP-SGD, whose validation split is private records, refuses it) and ``early_stopping``
+    (patience on the release's validation accuracy, best weights restored: thesis §4.2) enter the run's identity
+    only when used.
     ``loss``: "kl" (soft labels, renormalised), "ce" (argmax labels), "gkl"
     (generalized KL, DPFMix App. D; it has the gradient of Keras' unnormalised
     KLDivergence, the thesis §4.1 loss) or "mse" (regression on the label value;
@@ -240,10 +242,11 @@ class RunConfig:
     lr: float = 1e-3
     momentum: float = 0.9  # sgd only
     weight_decay: float = 0.0
-    schedule: str = "constant"  # constant | step (x lr_gamma every lr_step_epochs) | multistep | cosine
+    schedule: str = "constant"  # constant | step (x lr_gamma every lr_step_epochs) | multistep | cosine | plateau
     lr_step_epochs: int = 10
     lr_gamma: float = 0.5
     lr_milestones: tuple[int, ...] = ()  # multistep: x lr_gamma at these epochs (DPFMix App. E.3: 80, 120, 160)
+    lr_patience: int = 10  # plateau: epochs without a lower validation loss before x lr_gamma (torch's default)
     epochs: int = 10
     batch_size: int = 128
     val_fraction: float = 0.1
@@ -317,6 +320,18 @@ class RunConfig:
         set_("lr_milestones", milestones)
         if self.schedule == "multistep" and not milestones:
             raise ValueError("schedule 'multistep' needs lr_milestones (e.g. 80, 120, 160: DPFMix App. E.3).")
+        if not _is_int(self.lr_patience) or self.lr_patience < 0:
+            raise ValueError(f"lr_patience must be a whole number of epochs >= 0. Found {self.lr_patience!r}.")
+        set_("lr_patience", int(self.lr_patience))
+        if self.schedule == "plateau":
+            if not 0 < self.lr_gamma < 1:
+                raise ValueError(
+                    f"schedule 'plateau' needs 0 < lr_gamma < 1 (torch's default 0.1). Found {self.lr_gamma}."
+                )
+            if self.val_fraction <= 0:
+                raise ValueError(
+                    "schedule 'plateau' lowers the rate on the validation loss: it needs val_fraction > 0."
+                )
         if self.early_stopping is not None:
             if not _is_int(self.early_stopping) or self.early_stopping < 1:
                 raise ValueError(
@@ -437,6 +452,11 @@ class RunConfig:
                     "early stopping selects on held-out private records, which DP-SGD's epsilon does not cover: "
                     "set early_stopping to None."
                 )
+            if self.schedule == "plateau":
+                raise ValueError(
+                    "schedule 'plateau' reads the loss on held-out private records, which DP-SGD's epsilon does not "
+                    "cover: use constant, step, multistep or cosine."
+                )
             if not (math.isfinite(self.dpsgd_epsilon) and self.dpsgd_epsilon > 0):
                 raise ValueError(f"dpsgd_epsilon must be a positive finite number. Found {self.dpsgd_epsilon}.")
             if not 0 < self.dpsgd_delta < 1:
@@ -541,8 +561,10 @@ class RunConfig:
             d.pop("momentum")
         if self.schedule != "step":
             d.pop("lr_step_epochs")
-        if self.schedule not in ("step", "multistep"):
+        if self.schedule not in ("step", "multistep", "plateau"):
             d.pop("lr_gamma")
+        if self.schedule != "plateau":
+            d.pop("lr_patience")
         if self.schedule != "multistep":  # new fields leave the identity at their v0.1-equivalent value
             d.pop("lr_milestones")
         if self.early_stopping is None:

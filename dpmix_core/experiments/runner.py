@@ -329,6 +329,7 @@ def _optim_settings(config: RunConfig, *, has_validation: bool) -> OptimSettings
         epochs=config.epochs,
         batch_size=config.batch_size,
         lr_milestones=config.lr_milestones,
+        lr_patience=config.lr_patience,
         early_stopping=config.early_stopping if has_validation else None,
         precision=config.precision,
     )

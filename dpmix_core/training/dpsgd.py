@@ -209,12 +209,15 @@ def train_dpsgd(
         (the trained model as a plain ``nn.Module``, the :class:`FitResult` with one history entry per epoch).
 
     Raises:
-        ValueError: the model is not DP-SGD compatible, or B > n.
+        ValueError: the model is not DP-SGD compatible, B > n, or a plateau schedule (it would read the loss on
+            held-out private records, which the accountant does not count).
         Cancelled: ``stop`` asked the run to stop.
     """
     from opacus.optimizers import DPOptimizer
 
     check_dpsgd_model(model)
+    if settings.schedule == "plateau":
+        raise ValueError("DP-SGD cannot use a plateau schedule: it reads the loss on held-out private records.")
     n = x.shape[0]
     bs = settings.batch_size
     if bs > n:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -31,6 +31,7 @@ __all__ = [
     "make_optimizer",
     "match_state_layout",
     "lr_factor",
+    "plateau_factor",
     "EarlyStopper",
     "fit",
     "end_epoch",
@@ -41,10 +42,13 @@ __all__ = [
 
 @dataclass(frozen=True)
 class OptimSettings:
-    """Optimizer and schedule: Adam or SGD (momentum), constant / step (x gamma every k epochs) / multistep / cosine.
+    """Optimizer and schedule: Adam or SGD (momentum), constant / step (x gamma every k epochs) / multistep / cosine
+    / plateau.
 
     ``multistep``: x gamma at each epoch in ``lr_milestones`` (DPFMix App. E.3:
-    ÷10 at 80, 120, 160). ``early_stopping``: patience in epochs on the
+    ÷10 at 80, 120, 160). ``plateau``: x gamma once ``lr_patience`` epochs pass without a lower validation loss
+    (torch's ``ReduceLROnPlateau``; :func:`plateau_factor`); it needs a validation split. ``early_stopping``: patience
+    in epochs on the
     validation accuracy, restoring the best weights (thesis §4.2, appendix B:
     Keras ``EarlyStopping(monitor='val_accuracy', patience=3,
     restore_best_weights=True)``); None trains every epoch.
@@ -62,6 +66,7 @@ class OptimSettings:
     lr_milestones: tuple[int, ...] = ()
     early_stopping: int | None = None
     precision: str = "fp32"  # "bf16": forward passes under bfloat16 autocast (training.precision)
+    lr_patience: int = 10  # plateau: epochs without a lower validation loss before x gamma (torch's default)
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -74,6 +79,8 @@ class OptimSettings:
             raise ValueError("schedule 'multistep' needs lr_milestones (epochs at which lr is multiplied by gamma).")
         if self.early_stopping is not None and self.early_stopping < 1:
             raise ValueError(f"early_stopping patience must be >= 1 or None. Found {self.early_stopping}.")
+        if self.lr_patience < 0:
+            raise ValueError(f"lr_patience must be >= 0. Found {self.lr_patience}.")
 
 
 def make_optimizer(params, settings: OptimSettings, *, fused: bool = False) -> torch.optim.Optimizer:
@@ -101,11 +108,14 @@ def match_state_layout(optimizer: torch.optim.Optimizer) -> None:
                 state[name] = torch.empty_like(param).copy_(value)
 
 
-def lr_factor(settings: OptimSettings, epoch: int) -> float:
+def lr_factor(settings: OptimSettings, epoch: int, val_losses: Sequence[float] = ()) -> float:
     """Learning-rate multiplier in epoch ``epoch`` (0-based): step = gamma^(epoch // k) (thesis: halved every 10).
 
-    multistep = gamma^(number of milestones <= epoch), torch's MultiStepLR rule (DPFMix App. E.3).
+    multistep = gamma^(number of milestones <= epoch), torch's MultiStepLR rule (DPFMix App. E.3). plateau =
+    :func:`plateau_factor` of ``val_losses``, the validation losses of the epochs before ``epoch``.
     """
+    if settings.schedule == "plateau":
+        return plateau_factor(val_losses, gamma=settings.lr_gamma, patience=settings.lr_patience)
     if settings.schedule == "step":
         return settings.lr_gamma ** (epoch // settings.lr_step_epochs)
     if settings.schedule == "multistep":
@@ -113,6 +123,23 @@ def lr_factor(settings: OptimSettings, epoch: int) -> float:
     if settings.schedule == "cosine":
         return 0.5 * (1.0 + math.cos(math.pi * epoch / settings.epochs))
     return 1.0
+
+
+def plateau_factor(val_losses: Sequence[float], *, gamma: float, patience: int) -> float:
+    """torch's ``ReduceLROnPlateau(mode="min", factor=gamma, patience=patience)`` replayed on ``val_losses``.
+
+    The multiplier after one scheduler step per finished epoch, from torch's own scheduler on a throw-away
+    optimiser: a pure function of the history, so a run resumed from a checkpoint (whose history is restored)
+    continues at the same rate. Relative threshold 1e-4, no cooldown and no minimum rate are torch's defaults;
+    ``eps=0`` makes the factor exactly gamma^k (torch's 1e-8 would stop it at 1e-8 on the probe's rate of 1).
+    """
+    if not 0 < gamma < 1:
+        raise ValueError(f"a plateau schedule needs 0 < lr_gamma < 1. Found {gamma}.")
+    probe = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(probe, mode="min", factor=gamma, patience=patience, eps=0.0)
+    for loss in val_losses:
+        scheduler.step(loss)
+    return float(probe.param_groups[0]["lr"])
 
 
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
@@ -231,6 +258,8 @@ def fit(
     n = x.shape[0]
     if n == 0:
         raise ValueError("no training samples.")
+    if settings.schedule == "plateau" and (x_val is None or not len(x_val)):
+        raise ValueError("schedule 'plateau' lowers the rate on the validation loss: it needs a validation split.")
     optimizer = make_optimizer(model.parameters(), settings, fused=x.device.type == "cpu")
     result = FitResult()
     stopper = (
@@ -252,7 +281,7 @@ def fit(
     for epoch in range(start, settings.epochs):
         if stop is not None:
             stop(force=True)
-        lr = settings.lr * lr_factor(settings, epoch)
+        lr = settings.lr * lr_factor(settings, epoch, [h["val_loss"] for h in result.history])
         set_lr(optimizer, lr)
         model.train()
         t0 = time.perf_counter()
@@ -295,6 +324,8 @@ def _settings_identity(settings: OptimSettings) -> str:
     d = asdict(settings)
     if d["precision"] == "fp32":
         d.pop("precision")
+    if d["schedule"] != "plateau":  # checkpoints saved before the plateau schedule resume
+        d.pop("lr_patience")
     return json.dumps(d, sort_keys=True)
 
 
