@@ -6,6 +6,7 @@ training records and one epoch, on the CPU.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -441,6 +442,27 @@ def test_run_with_too_large_lr_is_marked_collapsed_and_a_learning_run_is_not():
     assert any("collapsed" in n for n in bad["notes"])
     good = run_config(base.replace(model="linear", lr=1e-2))
     assert good["collapsed"] is False and good["collapse_reason"] is None
+
+
+def test_a_plateau_run_reads_its_validation_loss_and_keeps_its_rate_without_one():
+    """schedule "plateau" in a run: the rate falls on the release's validation loss; a release too small to hold
+    any point out trains at its initial rate and says so (as early stopping does)."""
+    release = SynthesisConfig("dpmix", l=4, T=400, sigma_x=0.2)
+    config = RunConfig(
+        "mixing",
+        synthesis=release,
+        model="linear",
+        schedule="plateau",
+        lr_gamma=0.1,
+        lr_patience=0,
+        **{**SMALL, "epochs": 6, "val_fraction": 0.1},
+    )
+    res = run_config(config.replace(lr=5.0))  # far too large: the validation loss stalls and the rate falls
+    lrs = [h["lr"] for h in res["history"]]
+    assert lrs[0] == 5.0 and min(lrs) < 5.0 and all(b <= a for a, b in zip(lrs, lrs[1:]))
+    tiny = run_config(config.replace(synthesis=dataclasses.replace(release, T=4)))  # round(0.1 * 4) = 0 held out
+    assert {h["lr"] for h in tiny["history"]} == {config.lr}
+    assert any("plateau schedule needs a validation split" in n for n in tiny["notes"])
 
 
 def test_watching_the_test_split_each_epoch_leaves_the_run_unchanged():

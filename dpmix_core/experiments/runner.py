@@ -246,6 +246,8 @@ def run_config(
     settings = _optim_settings(config, has_validation=len(x_va) > 0)
     if config.early_stopping is not None and not len(x_va):
         notes.append("early stopping needs a validation split (val_fraction > 0): trained every epoch")
+    if config.schedule == "plateau" and not len(x_va):
+        notes.append("the plateau schedule needs a validation split (too few points to hold any out): constant rate")
     loss_fn = get_loss(config.loss)
     batch_gen = torch.Generator().manual_seed(int(seeds[1]))
     eval_fraction = len(x_test) / max(len(x_tr), 1)
@@ -317,13 +319,14 @@ def run_config(
 
 
 def _optim_settings(config: RunConfig, *, has_validation: bool) -> OptimSettings:
-    """The optimiser, schedule and early stopping of ``config`` (early stopping only with a validation split)."""
+    """The optimiser, schedule and early stopping of ``config`` (early stopping and the plateau schedule only with a
+    validation split: without one, a plateau run keeps its initial rate)."""
     return OptimSettings(
         optimizer=config.optimizer,
         lr=config.lr,
         momentum=config.momentum,
         weight_decay=config.weight_decay,
-        schedule=config.schedule,
+        schedule=config.schedule if has_validation or config.schedule != "plateau" else "constant",
         lr_step_epochs=config.lr_step_epochs,
         lr_gamma=config.lr_gamma,
         epochs=config.epochs,
