@@ -327,7 +327,7 @@ def test_sweep_on_another_dataset_is_its_own_sweep_without_the_papers_numbers(tm
     from dpmix_core.experiments.trade_offs import expand_cli_spec
 
     name, runs, spec = expand_cli_spec("preset:dpfmix-table1-quick", dataset="embedded", values=[1.0], repeats=1)
-    assert name == "dpfmix-table1-quick@embedded" and len(runs) == 2
+    assert name == "dpfmix-table1-quick@embedded" and len(runs) == 3  # one run per series
     assert {cfg["dataset"] for _, cfg, _ in runs} == {"embedded"} and "published" not in spec
     monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
     code = main(["sweep", "preset:dp-pca-quick", "--dataset", "nope"])
@@ -423,6 +423,20 @@ def test_train_checkpoint_dir_that_cannot_be_used_is_one_line(capsys, tmp_path):
         code = main(["train", "--mechanism", "dpmix", *TINY, "--checkpoint-dir", str(bad)])
         err = capsys.readouterr().err
         assert code == 2 and says in err and err.count("\n") == 1
+
+
+def test_train_dpmix_on_clipped_records(capsys):
+    """--mechanism dpmix --preprocessing clip: DPFMix's DPMix, records clipped to ||x|| <= Cx, ||y|| <= Cy."""
+    code = main(["train", "--mechanism", "dpmix", *TINY, "--preprocessing", "clip", "--clip-x", "2", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    syn = out["config"]["synthesis"]
+    assert code == 0 and (syn["preprocessing"], syn["clip_x"]) == ("clip", 2.0)
+    assert main(["train", "--mechanism", "dpmix", *TINY, "--json"]) == 0
+    unit = json.loads(capsys.readouterr().out)
+    assert out["epsilon"]["rdp-wor"] < unit["epsilon"]["rdp-wor"]  # the same noise, a smaller sensitivity
+    code = main(["train", "--mechanism", "poisson", *TINY, "--preprocessing", "clip"])
+    err = capsys.readouterr().err
+    assert code == 2 and "is for dpmix" in err and err.count("\n") == 1
 
 
 def test_train_plateau_schedule_reaches_the_run_and_is_refused_without_validation(capsys):

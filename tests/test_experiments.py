@@ -589,7 +589,7 @@ def test_axes_listed():
 
 def test_published_points_round_trip_and_are_validated():
     spec = get_preset("dpfmix-table1")
-    assert len(spec.published) == 8 and get_preset("dpfmix-table1-quick").published == spec.published
+    assert len(spec.published) == 12 and get_preset("dpfmix-table1-quick").published == spec.published  # U-RDP twice
     assert load_spec(json.loads(json.dumps(spec.to_dict()))).published == spec.published
     point = {p.value: p.accuracy for p in spec.published if p.series == "uniform / rdp-wor"}
     assert point[1.0] == pytest.approx(0.2040) and point[8.0] == pytest.approx(0.7375)
@@ -605,7 +605,7 @@ def test_published_points_round_trip_and_are_validated():
 def test_dpfmix_best_m_sweep_shares_runs_with_table1():
     table1 = {run_key(r) for r in get_preset("dpfmix-table1").runs() if r.seed == 0}
     m_runs = get_preset("dpfmix-table1-m").runs()
-    assert {r.synthesis.l for r in m_runs} == {16, 32, 64, 128, 256} and len(m_runs) == 40
+    assert {r.synthesis.l for r in m_runs} == {16, 32, 64, 128, 256} and len(m_runs) == 60  # 5 m x 4 eps x 3
     at64 = {run_key(r) for r in m_runs if r.synthesis.l == 64}
     assert at64 == table1  # m = 64 is table 1's own runs: reused, never recomputed
 
@@ -764,6 +764,7 @@ SPEC_VARIANTS = {
     "dpcda-table2-paper-release-test-unclipped-lr1e-4": ("dpcda-table2", ("lr", "test_inputs", *_PAPER_RELEASE)),
     "dpfmix-table1-thesis-cnn": ("dpfmix-table1", ("model", "lr", "input_norm")),  # ran before the preset dropped rms
     "dpfmix-table1-m-bf16": ("dpfmix-table1-m", ("precision",)),  # bfloat16 training (PERFORMANCE.md)
+    "dpfmix-table1-clipped-uniform-bf16": ("dpfmix-table1", ("precision",)),  # the clipped uniform row, bfloat16
 }
 
 
@@ -799,6 +800,28 @@ def test_init_enters_the_identity_only_when_keras():
     assert run_key(base) != run_key(keras) and RunConfig.from_dict(keras.to_dict()) == keras
     with pytest.raises(ValueError, match="init"):
         base.replace(init="glorot")
+
+
+def test_dpmix_on_clipped_records_is_its_own_release_and_only_dpmix_takes_it():
+    """preprocessing "clip" for dpmix (DPFMix App. E.3): another release, another key; not for other mechanisms."""
+    from dpmix_core.privacy.release import DataBounds
+    from dpmix_core.synthesis.pipeline import SynthesisConfig, release_description
+
+    unit = SynthesisConfig("dpmix", l=64, T=100, sigma_x=0.05)
+    clip = dataclasses.replace(unit, preprocessing="clip", clip_x=1.0, clip_y=1.0)
+    assert unit.unit_scaled and not clip.unit_scaled
+    runs = [RunConfig("mixing", synthesis=syn, model="dpfmix-cnn") for syn in (unit, clip)]
+    assert run_key(runs[0]) != run_key(runs[1])
+    assert runs[1].identity()["synthesis"]["preprocessing"] == "clip"
+    assert run_key(runs[1]) != run_key(runs[1].replace(synthesis=dataclasses.replace(clip, clip_x=2.0)))
+    sizes = dict(n=600, dx=784, dy=10, class_sizes=(60,) * 10)
+    assert release_description(clip, 0.05, 0.05, **sizes).bounds == DataBounds.clipped(1.0, 1.0)
+    assert release_description(unit, 0.05, 0.05, **sizes).bounds == DataBounds.unit_box(784, 10)
+    for mechanism in ("poisson", "class-centric"):
+        with pytest.raises(ValueError, match="preprocessing 'clip'.*is for dpmix"):
+            dataclasses.replace(clip, mechanism=mechanism)
+    with pytest.raises(ValueError, match="negative"):
+        dataclasses.replace(clip, clamp_negative=True)
 
 
 def test_plateau_schedule_enters_the_identity_only_when_used_and_is_refused_without_a_validation_split():

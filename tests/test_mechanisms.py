@@ -257,6 +257,36 @@ def test_dpmix_release_is_what_the_accountants_assume():
     assert lee.epsilon(r, 1e-5).epsilon == lee.epsilon(lee.release_for(setting), 1e-5).epsilon
 
 
+def test_dpmix_on_clipped_records_averages_l_clipped_rows():
+    """DPFMix App. E.3's DPMix ("If not specified, we set Cx = Cy = 1"): uniform mixing of clipped records."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1, 50, size=(100, 1)) * np.ones(6)  # one direction, every norm > Cx: every row clipped
+    y = np.arange(100) % 2
+    release = MixingRelease.dpmix(n=100, l=10, T=300, sigma_x=0, sigma_y=0, dx=6, dy=2, clip=(2.0, 0.5))
+    out = dpmix(X, y, num_classes=2, release=release, seed=1)
+    assert np.allclose(np.linalg.norm(out.x, axis=1), 2.0, rtol=1e-5)  # the mean of 10 rows of norm 2, one direction
+    assert np.allclose(out.y.sum(axis=1), 0.5, rtol=1e-6)  # one-hot labels scaled to ||y|| <= Cy = 0.5
+    r = out.release
+    assert r.bounds == DataBounds.clipped(2.0, 0.5) and r.preprocessing == "clip"
+    assert r.sampling is Sampling.WITHOUT_REPLACEMENT and r.mechanism is Mechanism.DPMIX
+    assert _names(r) == WOR_ACCOUNTANTS
+    assert any("clipped to ||x|| <= Cx=2" in note for note in out.notes)
+    with pytest.raises(ValueError, match="negative"):
+        MixingRelease.dpmix(n=100, l=10, T=300, sigma_x=0, sigma_y=0, dx=6, dy=2, clip=(1.0, 1.0), clamp_negative=True)
+
+
+def test_rdp_wor_on_clipped_dpmix_uses_the_clipped_sensitivity():
+    """Clipped to Cx = Cy = 1 a record moves a point by 2/l per part; in [0,1]^4 x [0,1]^4 by sqrt(4)/l = 2/l too:
+    the two releases have one sensitivity, so the tight accountant must give them one epsilon (and [0,1]^784 more)."""
+    acc = get_accountant("rdp-wor")
+    kw = dict(n=6000, l=16, T=500, sigma_x=0.05, sigma_y=0.05)
+    clipped = MixingRelease.dpmix(**kw, dx=784, dy=10, clip=(1.0, 1.0))
+    same = MixingRelease.dpmix(**kw, dx=4, dy=4)
+    wide = MixingRelease.dpmix(**kw, dx=784, dy=10)
+    eps = [acc.epsilon(r, 1e-5).epsilon for r in (clipped, same, wide)]
+    assert eps[0] == pytest.approx(eps[1], rel=1e-9) and eps[2] > 5 * eps[0]
+
+
 def test_dpmix_clamp_negative_and_float_features():
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 3, size=(40, 5))

@@ -50,7 +50,10 @@ def _combinations():
     for mechanism in MECHANISMS:
         if mechanism == "label-laplace":
             continue
-        preps = PREPROCESSING if mechanism == "class-centric" else ("unit",)
+        preps = {
+            "class-centric": tuple(p for p in PREPROCESSING if p != "clip"),
+            "dpmix": ("unit", "clip"),  # clip: DPFMix App. E.3's DPMix on records clipped to ||x||, ||y|| <= 1
+        }.get(mechanism, ("unit",))
         labels = (True, False) if mechanism == "class-centric" else (True,)
         yield from itertools.product((mechanism,), preps, labels)
 

@@ -243,10 +243,10 @@ def test_a_piece_by_series_and_seed_has_the_whole_specs_keys_and_stores_the_whol
     assert {key for _, _, key in runs} <= whole
     assert stored == get_preset("dpfmix-table1").to_dict()  # the views still compare every series with the paper
     name, runs, stored = expand_cli_spec("preset:dpfmix-table1", seeds=[5], repeats=6, values=[2])
-    assert [cfg["seed"] for _, cfg, _ in runs] == [5, 5] and stored["repeats"] == 6
+    assert [cfg["seed"] for _, cfg, _ in runs] == [5, 5, 5] and stored["repeats"] == 6  # one per series
     with pytest.raises(ValueError, match=r"seeds \[3\] are not among .*--repeats 4 widens it"):
         expand_cli_spec("preset:dpfmix-table1", seeds=[3])
-    with pytest.raises(ValueError, match="its series: uniform / rdp-wor; Poisson / gdp-clt"):
+    with pytest.raises(ValueError, match="its series: uniform / rdp-wor; Poisson / gdp-clt; uniform, Cx = Cy = 1"):
         expand_cli_spec("preset:dpfmix-table1", series=["Poisson"])
 
 

@@ -401,7 +401,8 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
         default="unit",
         help="class-centric features: unit = [0,1] (thesis §4.2, default); zscore = z-score with PUBLIC "
         "constants + L2 clip c (DP-CDA); zscore-private = statistics of the private data (opt-in: "
-        "no epsilon is then covered)",
+        "no epsilon is then covered); dpmix: unit (default) or clip = records clipped to ||x|| <= --clip-x, "
+        "||y|| <= --clip-y (DPFMix App. E.3's DPMix)",
     )
     p.add_argument("--clip", type=finite_float, default=1.0, help="class-centric L2 clip c")
     p.add_argument(
@@ -421,8 +422,8 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
         type=positive_int,
         help="poisson: the public n that sets the rate m/n (default: the dataset's size, stated as public)",
     )
-    p.add_argument("--clip-x", type=finite_float, default=1.0)
-    p.add_argument("--clip-y", type=finite_float, default=1.0)
+    p.add_argument("--clip-x", type=finite_float, default=1.0, help="poisson, dpmix clip: feature clip Cx")
+    p.add_argument("--clip-y", type=finite_float, default=1.0, help="poisson, dpmix clip: label clip Cy")
     p.add_argument("--hard-labels", action="store_true", help="class-centric: argmax labels (DP-CDA Eq. 1)")
     p.add_argument(
         "--clamp-negative",

@@ -121,7 +121,7 @@ def identity_synthesis(syn: dict) -> dict:
         out.pop("features")
     if mechanism != "class-centric" or out.get("protect_labels") is False:
         out.pop("protect_labels", None)
-    if mechanism != "class-centric":
+    if mechanism != "class-centric" and out.get("preprocessing") != "clip":  # dpmix "clip": another release
         out.update({k: v for k, v in _V1_IGNORED_DEFAULTS.items() if k in out})
     elif out.get("preprocessing") == "zscore-private":
         out["preprocessing"] = "zscore"

@@ -44,12 +44,14 @@ __all__ = [
     "clip_rows",
     "column_mean",
     "column_std",
+    "clipped_features",
     "unit_features",
 ]
 
 # "unit": [0,1] features (thesis §4.2); "zscore": z-score with *public* mean/std, then clip (DP-CDA);
-# "zscore-private": z-score with the private data's own statistics -- an explicit opt-in no accountant covers.
-PREPROCESSING = CLASS_CENTRIC_PREPROCESSING
+# "zscore-private": z-score with the private data's own statistics -- an explicit opt-in no accountant covers;
+# "clip" (DPMix only): records clipped to ||x|| <= Cx, ||y|| <= Cy, DPFMix's DPMix (App. E.3).
+PREPROCESSING = (*CLASS_CENTRIC_PREPROCESSING, "clip")
 _EXACT_UINT8_SUM = 2**24 // 255  # l uint8 values sum exactly in float32 while 255*l <= 2^24
 
 
@@ -76,7 +78,9 @@ def dpmix(
         num_classes: K, the length of the one-hot label vectors.
         release: the DPMix release to make (``MixingRelease.dpmix``): n = len(X), l, T, sigma_x and sigma_y
             (noise standard deviations on each released *average*, in [0,1] feature units and one-hot label
-            units), [0,1]^d x [0,1]^K bounds and ``clamp_negative``.
+            units), [0,1]^d x [0,1]^K bounds and ``clamp_negative``; or, with preprocessing "clip"
+            (``MixingRelease.dpmix(clip=(Cx, Cy))``), records scaled as :func:`poisson_mix` scales them and
+            clipped to ||x|| <= Cx, labels to ||y|| <= Cy (DPFMix App. E.3's DPMix).
         feature_range: public (low, high) bounds of X, min-max scaled to [0,1] (values outside are clipped);
             None for uint8 X. It must not be computed from the private data.
         seed: int >= 0, numpy Generator, SeedSequence, or None (fresh entropy).
@@ -93,10 +97,20 @@ def dpmix(
             ``feature_range``, seed, device or ``index_sampling``.
     """
     X, y, n, d, k = _check_data(X, y, num_classes)
-    _check_release(release, Mechanism.DPMIX, n=n, bounds=DataBounds.unit_box(d, k))
+    clipped = isinstance(release, MixingRelease) and release.preprocessing == "clip"
+    if clipped:
+        _check_release(release, Mechanism.DPMIX, n=n)
+        clip_x, clip_y = release.bounds.x.radius, release.bounds.y.radius
+        feats, feat_note = clipped_features(X, feature_range, clip_x)
+        scale, label_value = 1.0, min(1.0, clip_y)
+        feat_note += f"; each row clipped to ||x|| <= Cx={clip_x:g}"
+        label_note = f"labels: one-hot scaled to ||y|| <= Cy={clip_y:g}, released as soft labels"
+    else:
+        _check_release(release, Mechanism.DPMIX, n=n, bounds=DataBounds.unit_box(d, k))
+        feats, scale, feat_note = unit_features(X, feature_range)
+        label_value, label_note = 1.0, f"labels: one-hot over K={k} classes, released as soft labels"
     dev = resolve_device(device)
     seed_seq = seed_sequence(seed)
-    feats, scale, feat_note = unit_features(X, feature_range)
     l = release.mix_degree
 
     def draw(rng: np.random.Generator, rows: int) -> tuple[np.ndarray, None]:
@@ -109,7 +123,7 @@ def dpmix(
     x_out, y_out = mix_and_perturb(
         features=feats,
         labels=y,
-        label_value=1.0,
+        label_value=label_value,
         dtype=_table_dtype(feats, l),
         dx=d,
         dy=k,
@@ -129,7 +143,7 @@ def dpmix(
         f"uniformly without replacement from n={n}, plus N(0, {release.sigma_x:g}^2 I) on features and "
         f"N(0, {release.sigma_y:g}^2 I) on labels",
         feat_note,
-        f"labels: one-hot over K={k} classes, released as soft labels",
+        label_note,
     ]
     _clamp_negatives(x_out, y_out, release, notes)
     return SyntheticData(x_out, y_out, release, tuple(notes))
@@ -376,16 +390,7 @@ def poisson_mix(
     clip_x, clip_y = release.bounds.x.radius, release.bounds.y.radius
     dev = resolve_device(device)
     seed_seq = seed_sequence(seed)
-    if X.dtype == np.uint8 and feature_range is None:
-        feats = X.astype(np.float32)
-        feats *= np.float32(1 / 255)
-        feat_note = "features: uint8 pixels divided by 255"
-    elif feature_range is not None:
-        feats, _, feat_note = unit_features(X, feature_range)
-    else:
-        feats = X.astype(np.float32)
-        feat_note = "features: used as given (the clipping bounds their norm)"
-    feats = clip_rows(feats, clip_x)
+    feats, feat_note = clipped_features(X, feature_range, clip_x)
     m = release.mix_degree
     rate = m / release.n  # the stated public n, never the private count (MixingRelease.poisson)
 
@@ -475,6 +480,21 @@ def _check_data(X: np.ndarray, y: np.ndarray, num_classes: int) -> tuple[np.ndar
     k = check_positive_int("num_classes (K)", num_classes)
     y = check_labels(y, n=X.shape[0], num_classes=k)
     return X, y, X.shape[0], X.shape[1], k
+
+
+def clipped_features(X: np.ndarray, feature_range: tuple[float, float] | None, clip_x: float) -> tuple[np.ndarray, str]:
+    """Features for clipped mixing (DPFMix) as (float32 table, note): uint8 / 255, min-max with the public
+    ``feature_range``, or as given; then each row clipped to ||x|| <= ``clip_x``."""
+    if X.dtype == np.uint8 and feature_range is None:
+        feats = X.astype(np.float32)
+        feats *= np.float32(1 / 255)
+        note = "features: uint8 pixels divided by 255"
+    elif feature_range is not None:
+        feats, _, note = unit_features(X, feature_range)
+    else:
+        feats = X.astype(np.float32)
+        note = "features: used as given (the clipping bounds their norm)"
+    return clip_rows(feats, clip_x), note
 
 
 def unit_features(X: np.ndarray, feature_range: tuple[float, float] | None) -> tuple[np.ndarray, float, str]:

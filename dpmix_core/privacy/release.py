@@ -293,14 +293,31 @@ class MixingRelease:
 
     @classmethod
     def dpmix(
-        cls, *, n: int, l: int, T: int, sigma_x: float, sigma_y: float, dx: int, dy: int, clamp_negative: bool = False
+        cls,
+        *,
+        n: int,
+        l: int,
+        T: int,
+        sigma_x: float,
+        sigma_y: float,
+        dx: int,
+        dy: int,
+        clamp_negative: bool = False,
+        clip: tuple[float, float] | None = None,
     ) -> MixingRelease:
         """DPMix (Lee et al. 2019, Alg. 1): T means of l distinct records of n, features in [0,1]^dx, labels in [0,1]^dy.
 
         l = 1 is the local-perturbation baseline. ``clamp_negative`` sets negative outputs to 0 (post-processing).
+        ``clip`` = (Cx, Cy): the records are clipped to ||x|| <= Cx and ||y|| <= Cy instead (preprocessing "clip"),
+        as DPFMix runs DPMix for its uniform-sampling row (App. E.3: "If not specified, we set Cx = Cy = 1").
         """
-        bounds = DataBounds.unit_box(dx, dy)
-        return cls.made_by(Mechanism.DPMIX, n, l, T, sigma_x, sigma_y, bounds, clamp_negative=clamp_negative)
+        if clip is None:
+            bounds = DataBounds.unit_box(dx, dy)
+            return cls.made_by(Mechanism.DPMIX, n, l, T, sigma_x, sigma_y, bounds, clamp_negative=clamp_negative)
+        if clamp_negative:
+            raise ValueError(CLAMP_NEEDS_UNIT_BOX)
+        bounds = DataBounds.clipped(*clip)
+        return cls.made_by(Mechanism.DPMIX, n, l, T, sigma_x, sigma_y, bounds, preprocessing="clip")
 
     @classmethod
     def class_centric(

@@ -52,13 +52,15 @@ class SynthesisConfig:
     target_epsilon: float | None = None  # calibrate sigma to this with `accountant`
     accountant: str | None = None
     delta: float = 1e-5
-    preprocessing: str = "unit"  # class-centric: "unit" (thesis), "zscore" (DP-CDA, public constants), "zscore-private"
+    # class-centric: "unit" (thesis), "zscore" (DP-CDA, public constants), "zscore-private"; dpmix: "unit" (Lee et al.)
+    # or "clip" (records clipped to ||x|| <= clip_x, ||y|| <= clip_y: DPFMix App. E.3's DPMix)
+    preprocessing: str = "unit"
     clip: float = 1.0  # class-centric c
     zscore_constants: tuple[float, float] | None = None  # public (mean, std) for every feature ("zscore")
     protect_labels: bool = True  # class-centric: replace-one incl. labels; False: same-class swap (features only)
     public_n: int | None = None  # Poisson: the stated n that sets the rate m/n; None: the dataset's size
-    clip_x: float = 1.0  # Poisson Cx
-    clip_y: float = 1.0  # Poisson Cy
+    clip_x: float = 1.0  # Poisson (and dpmix "clip") Cx
+    clip_y: float = 1.0  # Poisson (and dpmix "clip") Cy
     hard_labels: bool = False
     clamp_negative: bool = False
     label_epsilon: float = 1.0  # label-laplace
@@ -72,8 +74,8 @@ class SynthesisConfig:
     def unit_scaled(self) -> bool:
         """Whether the release scales records to [0,1] (dpmix, local, class-centric "unit"): only then is a negative
         released value pure noise, which ``clamp_negative`` may set to 0."""
-        return self.mechanism in ("dpmix", "local") or (
-            self.mechanism == "class-centric" and self.preprocessing == "unit"
+        return (self.mechanism == "dpmix" and self.preprocessing != "clip") or (
+            self.mechanism == "local" or (self.mechanism == "class-centric" and self.preprocessing == "unit")
         )
 
     @property
@@ -106,6 +108,11 @@ class SynthesisConfig:
             raise ValueError("A target epsilon needs an accountant to calibrate with (e.g. rdp-wor, pld-poisson).")
         if self.preprocessing not in PREPROCESSING:
             raise ValueError(f"preprocessing must be one of {', '.join(PREPROCESSING)}. Found {self.preprocessing!r}.")
+        if self.preprocessing == "clip" and self.mechanism != "dpmix":
+            raise ValueError(
+                "preprocessing 'clip' (records clipped to ||x|| <= clip_x, ||y|| <= clip_y) is for dpmix; "
+                "poisson always clips, class-centric clips z-scored records with 'zscore' and clip c."
+            )
         if self.zscore_constants is not None:
             if self.preprocessing != "zscore":
                 raise ValueError(
@@ -154,8 +161,17 @@ def release_description(
     """
     if config.mechanism in ("dpmix", "local"):
         l = 1 if config.mechanism == "local" else config.l
+        clip = (config.clip_x, config.clip_y) if config.preprocessing == "clip" else None
         return MixingRelease.dpmix(
-            n=n, l=l, T=config.T, sigma_x=sigma_x, sigma_y=sigma_y, dx=dx, dy=dy, clamp_negative=config.clamp_negative
+            n=n,
+            l=l,
+            T=config.T,
+            sigma_x=sigma_x,
+            sigma_y=sigma_y,
+            dx=dx,
+            dy=dy,
+            clamp_negative=config.clamp_negative,
+            clip=clip,
         )
     if config.mechanism == "class-centric":
         return MixingRelease.class_centric(
