@@ -335,12 +335,18 @@ def test_plateau_factor_is_torchs_reduce_on_plateau():
             plateau_factor([1.0], gamma=bad, patience=1)
 
 
-def test_fit_with_a_plateau_schedule_lowers_the_rate_when_validation_stalls():
+def _pure_noise_task():
+    """(x, y, model): 200 rows of 5 random features with random labels, and a linear model: nothing to learn, so
+    validation metrics soon stop improving."""
     g = torch.Generator().manual_seed(0)
     x = torch.randn(200, 5, generator=g)
-    y = F.one_hot(torch.randint(0, 2, (200,), generator=g), 2).float()  # pure noise: the validation loss stalls
+    y = F.one_hot(torch.randint(0, 2, (200,), generator=g), 2).float()
     torch.manual_seed(0)
-    model = build_model("linear", input_shape=(5,), num_outputs=2)
+    return x, y, build_model("linear", input_shape=(5,), num_outputs=2)
+
+
+def test_fit_with_a_plateau_schedule_lowers_the_rate_when_validation_stalls():
+    x, y, model = _pure_noise_task()
     settings = OptimSettings(lr=0.5, epochs=12, batch_size=20, schedule="plateau", lr_gamma=0.1, lr_patience=1)
     res = fit(
         model,
@@ -381,11 +387,7 @@ def test_early_stopping_stops_and_restores_the_best_weights():
 
 
 def test_fit_with_early_stopping_keeps_the_best_epoch():
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(200, 5, generator=g)
-    y = F.one_hot(torch.randint(0, 2, (200,), generator=g), 2).float()  # pure noise: validation cannot improve long
-    torch.manual_seed(0)
-    model = build_model("linear", input_shape=(5,), num_outputs=2)
+    x, y, model = _pure_noise_task()
     settings = OptimSettings(lr=0.5, epochs=40, batch_size=20, early_stopping=2)
     res = fit(
         model,
