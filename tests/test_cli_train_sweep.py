@@ -274,6 +274,11 @@ def test_synthesize_streaming_from_memmap(tmp_path, capsys):
         ]
     )
     assert code == 2 and "streams" in capsys.readouterr().err
+    common = ["synthesize", "--memmap", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "Y.npy")]
+    clip = ["--num-classes", "3", "--mechanism", "dpmix", "--preprocessing", "clip", "--sigma-x", "0.1"]
+    code = main([*common, *clip, "--out", str(tmp_path / "o3")])
+    err = capsys.readouterr().err
+    assert code == 2 and "dpmix on [0,1] features only" in err and err.count("\n") == 1
 
 
 def test_sweep_backend_option_is_validated(tmp_path, capsys, monkeypatch):

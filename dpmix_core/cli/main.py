@@ -273,6 +273,10 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
 
     if args.mechanism not in STREAM_MECHANISMS:
         raise CliError(f"--memmap streams {', '.join(STREAM_MECHANISMS)} only; got --mechanism {args.mechanism}")
+    if args.mechanism == "dpmix" and args.preprocessing != "unit":
+        raise CliError(
+            "--memmap streams dpmix on [0,1] features only; dpmix on clipped records is in memory (no --memmap)"
+        )
     if args.labels is None or args.num_classes is None:
         raise CliError("--memmap needs --labels Y.npy and --num-classes K")
     if args.sigma_x is None:
