@@ -72,11 +72,11 @@ class SynthesisConfig:
 
     @property
     def unit_scaled(self) -> bool:
-        """Whether the release scales records to [0,1] (dpmix, local, class-centric "unit"): only then is a negative
+        """Whether the release scales records to [0,1] (dpmix unless "clip", local, class-centric "unit"): only then is a negative
         released value pure noise, which ``clamp_negative`` may set to 0."""
-        return (self.mechanism == "dpmix" and self.preprocessing != "clip") or (
-            self.mechanism == "local" or (self.mechanism == "class-centric" and self.preprocessing == "unit")
-        )
+        if self.mechanism == "dpmix":
+            return self.preprocessing != "clip"
+        return self.mechanism == "local" or (self.mechanism == "class-centric" and self.preprocessing == "unit")
 
     @property
     def zscore_clipped(self) -> bool:
