@@ -505,6 +505,22 @@ def test_dpfmix_table1_full_protocol_trains_on_the_released_values():
     assert {r.input_norm for r in get_preset("dpfmix-table1-quick").runs()} == {"rms"}
 
 
+@pytest.mark.parametrize("name", ["dpfmix-table1-quick", "dpfmix-table1-m-quick"])
+def test_dpfmix_table1_quick_protocol_per_series(name):
+    """4 epochs at 1e-3; the uniform series on [0,1] pixels at 1e-4; the one on clipped records for 12 epochs."""
+    protocol = {}
+    for r in get_preset(name).runs():
+        key = (r.synthesis.mechanism, r.synthesis.preprocessing)
+        protocol.setdefault(key, set()).add((r.epochs, r.lr))
+    assert protocol == {
+        ("poisson", "unit"): {(4, 1e-3)},
+        ("dpmix", "unit"): {(4, 1e-4)},
+        ("dpmix", "clip"): {(12, 1e-3)},
+    }
+    full = {(r.epochs, r.lr) for r in get_preset(name.removesuffix("-quick")).runs()}
+    assert full == {(200, 1e-3)}  # the full protocol is the same for every series
+
+
 # --------------------------------------------------------------------------------------------- aggregate
 
 
