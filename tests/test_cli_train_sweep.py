@@ -287,6 +287,18 @@ def test_sweep_backend_option_is_validated(tmp_path, capsys, monkeypatch):
     assert code == 2 and "invalid choice" in capsys.readouterr().err
 
 
+def test_sweep_threads_per_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
+    spec = _tiny_spec(tmp_path, 'name = "threads"\naxis = "sigma"\nvalues = [0.5]\n')
+    assert main(["sweep", str(spec), "--max-parallel", "1", "--threads", "3", "--poll", "0.2", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "up to 1 at once, 3 thread(s) each" in captured.err and json.loads(captured.out)["done"] == 1
+    code = main(["sweep", str(spec), "--backend", "ray", "--threads", "2"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--threads needs --backend local" in err and err.count("\n") == 1
+    assert main(["sweep", str(spec), "--threads", "0"]) == 2
+
+
 def test_sweep_in_pieces_reuses_runs(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
     spec = _tiny_spec(tmp_path, 'name = "pieces"\naxis = "l"\nvalues = [2, 4]\nrepeats = 2\n')

@@ -19,6 +19,7 @@ from dpmix_core.runtime.jobs import (
     InlineReporter,
     JobManager,
     child_returncode,
+    default_max_parallel,
     is_alive,
     is_cancellation,
 )
@@ -48,12 +49,22 @@ def test_quick_job_runs_in_its_own_process(store):
     done = wait_for(status_is(store, run.id, *FINAL), pump=mgr)
     assert done.status == "done", done.error
     assert done.result["value"] == 42 and done.result["pid"] == done.pid != os.getpid()
-    assert done.result["threads"] == str(max(1, (os.cpu_count() or 1) // 2))
+    assert done.result["threads"] == str(max(1, default_max_parallel() // 2))
     assert done.progress == {"epoch": 1, "epochs": 1, "loss": 0.5, "accuracy": 0.9}
     assert done.started <= done.finished and done.attempts == 1 and done.backend == "local"
     assert "ended: exit code 0" in Path(done.log_path).read_text()
     assert mgr.submit("fake_jobs:quick", {"x": 21}).id == run.id  # the same config is reused
     assert [r.id for r in mgr.runs([run.id, 999])] == [run.id]
+
+
+def test_cores_are_the_ones_this_process_may_use(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {2, 3}, raising=False)
+    assert default_max_parallel() == 2  # taskset / a container's cpuset, not the host's 64
+    monkeypatch.delattr(os, "sched_getaffinity")
+    assert default_max_parallel() == 64  # no affinity API: every core
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert default_max_parallel() == 1
 
 
 def test_crash_marks_the_run_failed_with_its_error(store):

@@ -73,6 +73,12 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
         "--address", help="Ray cluster: auto, ray://head:10001 or http://head:8265 (with --backend ray)"
     )
     parser.add_argument("--max-parallel", type=positive_int, help="runs at once (default: spec, else cores)")
+    parser.add_argument(
+        "--threads",
+        type=positive_int,
+        help="torch/BLAS threads per run (local backend; default: cores // runs at once). "
+        "Use 1 when other work already holds cores: more threads than cores slow every run",
+    )
     parser.add_argument("--retry-failed", action="store_true", help="re-run failed and cancelled runs too")
     parser.add_argument("--name", help="sweep name (default: the spec's name, else the file's stem)")
     parser.add_argument("--poll", type=positive_float, default=0.5, help="seconds between status checks")
@@ -103,6 +109,9 @@ def cli_sweep(
     backend_name = getattr(args, "backend", "local")
     if backend_name == "local" and getattr(args, "address", None):
         raise ValueError("--address needs --backend ray")
+    threads = getattr(args, "threads", None)
+    if backend_name != "local" and threads is not None:
+        raise ValueError("--threads needs --backend local (a Ray task's threads follow the cluster's CPUs per task)")
     if backend_name == "ray" and importlib.util.find_spec("ray") is None:
         from dpmix_core.runtime.ray_backend import RAY_MISSING
 
@@ -124,9 +133,10 @@ def cli_sweep(
         ) from None
     from dpmix_core.runtime.backends import make_backend
 
+    options = {} if threads is None else {"threads_per_worker": threads}
     try:
         backend = make_backend(
-            getattr(args, "backend", "local"), store, max_parallel=max_parallel, address=getattr(args, "address", None)
+            backend_name, store, max_parallel=max_parallel, address=getattr(args, "address", None), **options
         )
     except ImportError as exc:
         raise ValueError(str(exc)) from None

@@ -73,7 +73,12 @@ def is_cancellation(exc: BaseException) -> bool:
 
 
 def default_max_parallel() -> int:
-    return max(1, os.cpu_count() or 1)
+    """The cores this process may run on: its CPU affinity (``taskset``, a container's cpuset) where the OS
+    reports one, else ``os.cpu_count()``; at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity API (macOS, Windows)
+        return max(1, os.cpu_count() or 1)
 
 
 class InlineReporter:
