@@ -609,14 +609,21 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--store", default="results/repro.sqlite")
     p.add_argument("--out", default="docs/figures")
-    p.add_argument("--sweeps", nargs="*", default=list(DEFAULT_SWEEPS))
+    p.add_argument(
+        "--sweeps",
+        nargs="*",
+        help="only these sweeps (default: every sweep of the report); the all-methods chart, drawn from every "
+        "sweep read, is then left as it is unless --all-methods",
+    )
+    p.add_argument("--all-methods", action="store_true", help="redraw the all-methods chart from --sweeps too")
     p.add_argument("--data-dir", help="directory with mnist.npz: also draw the DP-PCA component grid (item 7)")
     args = p.parse_args(argv)
     store = ResultStore(args.store)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tables: dict[str, tuple[pd.DataFrame, str | None]] = {}
-    for sweep in args.sweeps:
+    sweeps = list(DEFAULT_SWEEPS) if args.sweeps is None else args.sweeps
+    for sweep in sweeps:
         if store.get_sweep(sweep) is None:
             print(f"## {sweep}\n\n_not in the store (pending)_\n")
             continue
@@ -645,7 +652,7 @@ def main(argv: list[str] | None = None) -> int:
         print("## DP-PCA components (ε = 10, 2, 0.1)\n")
         print(pca_components_figure(args.data_dir, path) + "\n")
         print(f"figure: {path}\n")
-    if tables:
+    if tables and (args.sweeps is None or args.all_methods):  # a few sweeps would overwrite it with a part of it
         path = out / "all-methods-certified-eps.png"
         print("## all methods vs certified ε\n")
         print(combined_figure(tables, path) + "\n")

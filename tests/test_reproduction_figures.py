@@ -177,3 +177,27 @@ def test_the_trajectory_script_finds_runs_that_release_no_mixture():
     assert module.pick_run("dpfmix-table1", 2.0, "Poisson").synthesis.target_epsilon == 2.0
     with pytest.raises(SystemExit, match="no run of a series named like 'nothing'"):
         module.pick_run("all-methods-quick", 1.0, "nothing")
+
+
+def test_a_few_sweeps_leave_the_all_methods_chart_alone(figures, tmp_path, capsys):
+    from dpmix_core.experiments.presets import get_preset
+    from dpmix_core.experiments.trade_offs import sweep_jobs
+    from dpmix_core.runtime.store import ResultStore
+
+    spec = get_preset("dpfmix-table3-quick")
+    store = ResultStore(tmp_path / "r.sqlite")
+    sweep = store.create_sweep(spec.name, spec.to_dict())
+    for kind, config, key in sweep_jobs(spec):
+        if not config.get("synthesis"):  # the baselines: not needed here
+            continue
+        run = store.submit(kind, config, key, sweep=sweep.id)
+        store.claim(run.id)
+        eps = config["synthesis"]["target_epsilon"]
+        store.finish(run.id, {"test_accuracy": 0.8 + eps / 100, "epsilon": {"pld-poisson": eps}, "delta": 1e-5})
+    out = tmp_path / "figures"
+    common = ["--store", str(store.path), "--out", str(out), "--sweeps", spec.name]
+    assert figures.main(common) == 0
+    assert (out / f"{spec.name}.png").exists() and not (out / "all-methods-certified-eps.png").exists()
+    assert figures.main([*common, "--all-methods"]) == 0
+    assert (out / "all-methods-certified-eps.png").exists()
+    capsys.readouterr()
