@@ -609,12 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--store", default="results/repro.sqlite")
     p.add_argument("--out", default="docs/figures")
-    p.add_argument(
-        "--sweeps",
-        nargs="*",
-        help="only these sweeps (default: every sweep of the report); the all-methods chart, drawn from every "
-        "sweep read, is then left as it is unless --all-methods",
-    )
+    p.add_argument("--sweeps", nargs="*", help="only these sweeps (default: all; the all-methods chart: --all-methods)")
     p.add_argument("--all-methods", action="store_true", help="redraw the all-methods chart from --sweeps too")
     p.add_argument("--data-dir", help="directory with mnist.npz: also draw the DP-PCA component grid (item 7)")
     args = p.parse_args(argv)
