@@ -121,7 +121,7 @@ def cli_sweep(
     if not runs:
         raise ValueError(f"spec {args.spec!r} expands to no runs")
     check_sweep_cost(len(runs), limits_from_env())
-    if getattr(args, "backend", "local") == "local":  # a Ray cluster's workers check their own hardware
+    if backend_name == "local":  # a Ray cluster's workers check their own hardware
         check_local_precision(runs)
     max_parallel = getattr(args, "max_parallel", None)
     try:
