@@ -6,6 +6,7 @@ import streamlit as st
 
 from app_pages.shared.widgets import chart, table_download
 from dpmix_core.experiments.presets import DEMO_PRESET, get_preset, preset_names
+from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, quick_vs_full
 from dpmix_core.experiments.release_files import CardCheck, ReleaseFile, save_release_upload, verify_card
 from dpmix_core.experiments.runtime_estimate import estimate_sweep_runtime
 from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_series, solve_epsilon
@@ -355,6 +356,7 @@ def _results_panel(query_sweep: int | None) -> None:
         )
         st.dataframe(comparison, hide_index=True, width="stretch")
         table_download(comparison, K + "published", f"sweep_{chosen}_published_vs_ours")
+    _quick_vs_full_panel(chosen)
     st.dataframe(agg, hide_index=True, width="stretch")
     st.download_button(
         "Download results (CSV)",
@@ -365,6 +367,20 @@ def _results_panel(query_sweep: int | None) -> None:
     )
     _solve_epsilon_panel(agg, axis)
     _report_panel(chosen, metric, None if second == "(none)" else second)
+
+
+def _quick_vs_full_panel(sweep: int) -> None:
+    """A quick preset's points next to its full protocol's runs in the store (nothing for other sweeps)."""
+    check = quick_vs_full(store(), sweep)
+    if check is None:
+        return
+    st.markdown(
+        f"**Quick vs its full protocol** (a quick run takes a minute or less; the target is {QUICK_WITHIN_PTS:g} "
+        f"points or less at each point): {check.sentence()}"
+    )
+    if check.full_runs:
+        st.dataframe(check.table, hide_index=True, width="stretch")
+        table_download(check.table, K + "quick_vs_full", f"sweep_{sweep}_quick_vs_full")
 
 
 def _report_panel(sweep: int, metric: str, epsilon_column: str | None) -> None:

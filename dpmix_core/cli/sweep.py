@@ -152,16 +152,27 @@ def cli_sweep(
     exported = None
     if getattr(args, "export", None):
         exported = export_csv(store, summary.sweep_id, args.export)
+    from dpmix_core.experiments.quick_vs_full import quick_vs_full
+
+    check = quick_vs_full(store, summary.sweep_id)  # a quick preset: how far from its full protocol's stored runs
     if getattr(args, "json", False):
         print(
             json.dumps(
-                {**summary.to_dict(), "store": str(store.path), "export": args.export, "exported_rows": exported}
+                {
+                    **summary.to_dict(),
+                    "store": str(store.path),
+                    "export": args.export,
+                    "exported_rows": exported,
+                    "quick_vs_full": None if check is None else check.to_json(),
+                }
             )
         )
     else:
         print(summary.line())
         if warning := summary.collapse_warning():
             print(warning)
+        if check is not None:
+            print(f"quick vs full: {check.sentence()}")
         if exported is not None:
             print(f"wrote {exported} row(s) to {args.export}")
         for run in store.list_runs(sweep=summary.sweep_id, status=("failed", "cancelled", "interrupted"), limit=20):

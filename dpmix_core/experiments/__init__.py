@@ -6,6 +6,8 @@
 * :mod:`~dpmix_core.experiments.results` — ``aggregate``;
 * :mod:`~dpmix_core.experiments.best_release` — ``run_search``: the best feature-mixing release for a budget;
 * :mod:`~dpmix_core.experiments.solve_epsilon` — ``solve_epsilon``: the epsilon a stored curve needs for X %;
+* :mod:`~dpmix_core.experiments.quick_vs_full` — ``quick_vs_full``: a stored quick sweep's points next to its full
+  protocol's runs (the 5-point target);
 * :mod:`~dpmix_core.experiments.release_files` — ``read_release``: a release made earlier, read back with its
   card to train on (``train --release``).
 """

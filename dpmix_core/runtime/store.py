@@ -847,11 +847,12 @@ class ResultStore:
         sweep: int | str | Sweep | None = None,
         status: str | Iterable[str] | None = None,
         ids: Iterable[int] | None = None,
+        keys: Iterable[str] | None = None,
         backend: str | None = None,
         limit: int | None = None,
         newest_first: bool = False,
     ) -> list[Run]:
-        """Runs filtered by sweep (id or name; in the sweep's order), status(es), ids, backend."""
+        """Runs filtered by sweep (id or name; in the sweep's order), status(es), ids, identity keys, backend."""
         where: list[str] = []
         args: list[Any] = []
         statuses = _as_statuses(status)
@@ -864,6 +865,12 @@ class ResultStore:
                 return []
             where.append(f"runs.id IN ({', '.join('?' * len(id_list))})")
             args += id_list
+        if keys is not None:  # whichever sweep ran them (e.g. a quick preset's full protocol)
+            key_list = sorted({str(k) for k in keys})
+            if not key_list:
+                return []
+            where.append(f"runs.key IN ({', '.join('?' * len(key_list))})")
+            args += key_list
         if backend is not None:
             where.append("runs.backend = ?")
             args.append(backend)
@@ -919,9 +926,14 @@ class ResultStore:
         return out
 
     def results(
-        self, sweep: int | str | Sweep | None = None, *, status: str | Iterable[str] | None = "done"
+        self,
+        sweep: int | str | Sweep | None = None,
+        *,
+        status: str | Iterable[str] | None = "done",
+        keys: Iterable[str] | None = None,
     ) -> list[dict]:
-        """Rows ``{"config": ..., "result": ..., "id", "key", "kind", "status", "error", "seconds"}``."""
+        """Rows ``{"config": ..., "result": ..., "id", "key", "kind", "status", "error", "seconds"}``
+        (``keys``: only runs with these identity keys, in any sweep)."""
         return [
             {
                 "config": r.config,
@@ -935,7 +947,7 @@ class ResultStore:
                 "finished": r.finished,
                 "seconds": None if r.started is None or r.finished is None else r.finished - r.started,
             }
-            for r in self.list_runs(sweep=sweep, status=status)
+            for r in self.list_runs(sweep=sweep, status=status, keys=keys)
         ]
 
     def flat_rows(

@@ -45,7 +45,7 @@ td:first-child { min-width: 14em; } /* a row's name stays readable; a wide table
 
 @dataclass(frozen=True)
 class Section:
-    """A heading and its body: plain text (escaped), a table, or a figure (one of them)."""
+    """A heading and its body: plain text (escaped), then a table and/or a figure, then a caption."""
 
     heading: str
     text: str = ""

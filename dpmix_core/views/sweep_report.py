@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpmix_core.experiments.config import RunConfig
+from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, quick_vs_full
 from dpmix_core.experiments.results import all_collapsed, collapsed_note, partly_collapsed, runs_per_point
 from dpmix_core.experiments.spec import axis_value
 from dpmix_core.experiments.trade_offs import (
@@ -247,6 +248,16 @@ def sweep_report(
                 table=comparison,
                 caption=f"A gap of more than {REPRODUCED_WITHIN_PTS:g} points below the paper counts as not "
                 "reproduced; docs/REPRODUCTION.md says why where we miss.",
+            )
+        )
+    if (check := quick_vs_full(store, stored.id)) is not None:
+        sections.append(
+            Section(
+                "Quick vs its full protocol",
+                check.sentence(),
+                table=check.table if check.full_runs else None,
+                caption=f"A quick run takes a minute or less; the target is {QUICK_WITHIN_PTS:g} points or less at "
+                "each point. The full protocol's runs count whichever sweep ran them.",
             )
         )
     sections.append(Section("Every point", table=_results_table(agg), caption="Mean over finished seeds."))

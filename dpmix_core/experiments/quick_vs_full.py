@@ -1,0 +1,235 @@
+"""How far a quick preset's points are from its full protocol's, from the runs in the results store (issue #13).
+
+A quick variant (``SweepSpec.quick``) trades the paper's protocol for a run of a minute or less; it is a
+preview only while it lands where the full protocol does. The target: each point within
+:data:`QUICK_WITHIN_PTS` points of the full protocol's mean. This module compares the two wherever the
+store holds both. The full protocol's runs are found by identity key, so they count whichever sweep ran
+them (``sweep preset:NAME``, a narrowed ``--values``/``--series``/``--seeds`` run, ``--repeats 10``), as
+long as they are that preset's own runs (same config, any of the first :data:`MAX_FULL_SEEDS` seeds).
+
+Verdict per point (the quick sweep's series and axis value):
+
+* ``within 5 points``: both learned and the means differ by at most :data:`QUICK_WITHIN_PTS`;
+* ``quick above`` / ``quick below``: both learned and they differ by more;
+* ``both collapsed``: every run on both sides stayed at the constant predictor (they agree; no number);
+* ``quick collapsed`` / ``full collapsed``: one side never learned, the other did (they disagree);
+* ``full protocol not run``: no finished run of the full protocol at that point in this store;
+* ``no full-protocol point``: the full preset has no such series.
+
+Nothing is written; the store is only read. No Streamlit.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Collection
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from dpmix_core.experiments.config import RunConfig, run_key
+from dpmix_core.experiments.presets import get_preset
+from dpmix_core.experiments.results import aggregate, all_collapsed
+from dpmix_core.experiments.spec import SweepSpec, axis_value
+from dpmix_core.experiments.trade_offs import stored_spec, sweep_results, with_dataset
+from dpmix_core.runtime.store import ResultStore
+
+__all__ = [
+    "MAX_FULL_SEEDS",
+    "QUICK_WITHIN_PTS",
+    "QuickVsFull",
+    "full_command",
+    "full_protocol",
+    "quick_vs_full",
+    "sweep_points",
+]
+
+QUICK_WITHIN_PTS = 5.0  # issue #13: "keep quick presets ... within 5 points of their full protocol"
+MAX_FULL_SEEDS = 20  # the full protocol's seeds looked up per point (a `--repeats 10` run counts all ten)
+WITHIN = f"within {QUICK_WITHIN_PTS:g} points"
+
+COLUMNS = [
+    "series",
+    "axis value",
+    "quick (%)",
+    "quick seeds",
+    "full (%)",
+    "full ± std",
+    "full seeds",
+    "gap (pts)",
+    "verdict",
+]
+
+
+@dataclass(frozen=True)
+class QuickVsFull:
+    """The comparison of one stored quick sweep with its full protocol.
+
+    ``full_name``: the full preset's name; ``table``: one row per point of the quick sweep (:data:`COLUMNS`);
+    ``full_runs``: how many finished runs of the full protocol the store holds for those points; ``command``:
+    the ``python -m dpmix_core sweep`` arguments that run the full protocol there (default: the whole preset).
+    """
+
+    full_name: str
+    table: pd.DataFrame
+    full_runs: int
+    command: str = ""  # the `sweep` arguments that run the full protocol at the quick's points
+
+    def __post_init__(self) -> None:
+        if list(self.table.columns) != COLUMNS:
+            raise ValueError(f"a quick-vs-full table has the columns {COLUMNS}. Found {list(self.table.columns)}.")
+        if self.full_runs < 0:
+            raise ValueError(f"full_runs counts runs: it cannot be negative. Found {self.full_runs}.")
+
+    def to_json(self) -> dict:
+        """JSON-ready: the full preset, its run count, :meth:`sentence` and one dict per point (None for no number)."""
+        points = self.table.astype(object).where(self.table.notna(), None).to_dict("records")
+        return {
+            "full_variant": self.full_name,
+            "full_runs": self.full_runs,
+            "summary": self.sentence(),
+            "points": points,
+        }
+
+    def sentence(self) -> str:
+        """One plain line: how many points are within the target, or what to run to find out."""
+        verdicts = self.table["verdict"]
+        compared = ~verdicts.isin(["full protocol not run", "no full-protocol point"])
+        if not compared.any():
+            return (
+                f"The full protocol (`{self.full_name}`) has no finished run at these points in this store: "
+                f"`python -m dpmix_core sweep {self.command or 'preset:' + self.full_name}` runs it (it takes far "
+                "longer than the quick)."
+            )
+        agree = verdicts.isin([WITHIN, "both collapsed"]).sum()
+        return (
+            f"{agree} of {int(compared.sum())} points compared are within {QUICK_WITHIN_PTS:g} points of the full "
+            f"protocol (`{self.full_name}`, {self.full_runs} finished runs in this store)"
+            + ("." if agree == compared.sum() else ": the others preview it badly (verdict column).")
+        )
+
+
+def full_protocol(quick: SweepSpec) -> SweepSpec | None:
+    """The full preset a quick spec previews, on the quick's dataset (None: not a quick preset's variant)."""
+    if not quick.quick or not quick.full_variant:
+        return None
+    try:
+        full = get_preset(quick.full_variant)
+    except ValueError:  # a spec file that calls itself quick but names no preset
+        return None
+    return with_dataset(full, quick.base.dataset, quick.base.data_dir)
+
+
+Point = tuple[str, float | None]  # (series, axis value; None for a series the axis does not move)
+
+
+def _value(value: object) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)  # type: ignore[arg-type]
+
+
+def sweep_points(spec: SweepSpec) -> dict[Point, RunConfig]:
+    """{(series, axis value): the point's first-seed config} of every point a spec runs."""
+    return {(cfg.label, _value(axis_value(cfg, spec.axis))): cfg for cfg in replace(spec, repeats=1).runs()}
+
+
+def full_command(quick: SweepSpec, full: SweepSpec) -> str:
+    """``sweep`` arguments for the full protocol at a (possibly narrowed) quick spec's series, values, dataset."""
+    name = full.name.split("@")[0]
+    parts = [f"preset:{name}"]
+    series = [s for s in quick.series_names if s in full.series_names]
+    if series and set(series) != set(full.series_names):
+        parts += ["--series", *(shlex.quote(s) for s in series)]
+    values = [f"{v:g}" for v in quick.values if v in full.values]
+    if values and len(values) < len(full.values):
+        parts += ["--values", *values]
+    if full.base.dataset != get_preset(name).base.dataset:
+        parts += ["--dataset", full.base.dataset]
+    return " ".join(parts)
+
+
+def _full_rows(store: ResultStore, full_points: dict[Point, RunConfig], points: Collection[Point]) -> list[dict]:
+    """The full protocol's finished runs at ``points`` (its first MAX_FULL_SEEDS seeds), whichever sweep ran them."""
+    keys: dict[str, str] = {}
+    for point, cfg in full_points.items():
+        if point in points:
+            for r in range(MAX_FULL_SEEDS):
+                keys[run_key(replace(cfg, seed=cfg.seed + r))] = cfg.label
+    rows = store.results(status="done", keys=keys)
+    for row in rows:  # the series name in the full preset, whatever the sweep that ran it called it
+        row["config"] = {**row["config"], "label": keys[row["key"]]}
+    return rows
+
+
+def _verdict(quick_mean: float, quick_dead: bool, full_mean: float | None, full_dead: bool) -> str:
+    if full_mean is None:
+        return "full protocol not run"
+    if quick_dead or full_dead:
+        return {
+            (True, True): "both collapsed",
+            (True, False): "quick collapsed",
+            (False, True): "full collapsed",
+        }[(quick_dead, full_dead)]
+    gap = quick_mean - full_mean
+    if abs(gap) <= QUICK_WITHIN_PTS:
+        return WITHIN
+    return "quick above" if gap > 0 else "quick below"
+
+
+def _means(agg: pd.DataFrame) -> dict[Point, tuple[float, float | None, int, bool]]:
+    """{(series, axis value): (mean %, std % or None, runs, all collapsed)}."""
+    dead = all_collapsed(agg)
+    out = {}
+    for i, row in agg.iterrows():
+        n = int(row["test_accuracy_count"])
+        std = 100 * float(row["test_accuracy_std"]) if n > 1 and pd.notna(row["test_accuracy_std"]) else None
+        mean = 100 * float(row["test_accuracy_mean"])
+        out[(str(row["label"]), _value(row["axis_value"]))] = (mean, std, n, bool(dead[i]))
+    return out
+
+
+def quick_vs_full(store: ResultStore, sweep: int | str) -> QuickVsFull | None:
+    """A stored quick sweep's points next to its full protocol's (None: the sweep is not a quick preset's).
+
+    Only finished runs count on both sides; a point whose runs all collapsed has no number (its verdict says
+    so). The quick sweep's own aggregation (:func:`dpmix_core.experiments.trade_offs.sweep_results`) gives
+    its side, so the two tables on the page agree.
+    """
+    stored = store.get_sweep(sweep)
+    if stored is None:
+        raise ValueError(f"No sweep {sweep!r} in the results store.")
+    spec = stored_spec(stored)
+    full = None if spec is None else full_protocol(spec)
+    if spec is None or full is None:
+        return None
+    quick_agg, _, _ = sweep_results(store, stored.id)
+    command = full_command(spec, full)
+    if quick_agg.empty:
+        return QuickVsFull(full.name, pd.DataFrame(columns=COLUMNS), 0, command)
+    quick = _means(quick_agg)
+    # the full protocol at the quick's axis values, listed in the full preset or not (e.g. thesis-4.2-sigma-quick's
+    # sigma = 0.7, which thesis-4.2-sigma leaves to thesis-4.2-l)
+    full_points = sweep_points(replace(full, values=spec.values))
+    rows_full = _full_rows(store, full_points, set(quick))
+    full_means = _means(aggregate(rows_full, axis=full.axis)) if rows_full else {}
+    rows = []
+    for (series, value), (q_mean, _, q_n, q_dead) in quick.items():
+        f_mean, f_std, f_n, f_dead = full_means.get((series, value), (None, None, 0, False))
+        if (series, value) not in full_points:
+            verdict = "no full-protocol point"
+        else:
+            verdict = _verdict(q_mean, q_dead, f_mean, f_dead)
+        comparable = f_mean is not None and not q_dead and not f_dead
+        rows.append(
+            {
+                "series": series,
+                "axis value": value,
+                "quick (%)": None if q_dead else round(q_mean, 2),
+                "quick seeds": q_n,
+                "full (%)": None if f_mean is None or f_dead else round(f_mean, 2),
+                "full ± std": None if f_std is None or f_dead else round(f_std, 2),
+                "full seeds": f_n,
+                "gap (pts)": round(q_mean - f_mean, 2) if f_mean is not None and comparable else None,
+                "verdict": verdict,
+            }
+        )
+    return QuickVsFull(full.name, pd.DataFrame(rows, columns=COLUMNS), len(rows_full), command)

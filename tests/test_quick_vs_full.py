@@ -1,0 +1,215 @@
+"""Quick presets next to their full protocol, from the runs in the store (issue #13: "within 5 points")."""
+
+from pathlib import Path
+from statistics import mean
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dpmix_core.experiments.presets import get_preset
+from dpmix_core.experiments.quick_vs_full import (
+    MAX_FULL_SEEDS,
+    QUICK_WITHIN_PTS,
+    QuickVsFull,
+    full_protocol,
+    quick_vs_full,
+)
+from dpmix_core.experiments.trade_offs import narrow_spec, sweep_jobs
+from dpmix_core.runtime.store import ResultStore
+
+PAGE = str(Path(__file__).resolve().parents[1] / "app_pages" / "train_tradeoffs.py")
+SERIES = "uniform, Cx = Cy = 1 / rdp-wor"
+# docs/REPRODUCTION.md, DPFMix Table 1's uniform row on clipped records: the quick's three seeds and App. E's five
+QUICK = {1.0: (53.72, 46.87, 52.81), 2.0: (63.13, 65.77, 66.13), 4.0: (75.19, 69.63, 69.53), 8.0: (74.58, 75.77, 73.30)}
+FULL = {
+    1.0: (12.44, 39.72, None, 15.20, 23.47),  # None: seed 2 collapsed (11.49 %): left out of the mean
+    2.0: (40.88, 58.13, 51.79, 45.23, 54.71),
+    4.0: (73.22, 69.33, 74.98, 67.64, 67.12),
+    8.0: (78.75, 72.36, 76.75, 74.08, 75.90),
+}
+
+
+def _finish(store: ResultStore, spec, accuracy, *, sweep_name: str | None = None) -> None:
+    """Run ``spec``'s jobs into the store as done, with ``accuracy(eps, seed)`` in % (None: collapsed at 11.49 %)."""
+    sweep = store.create_sweep(sweep_name or spec.name, spec.to_dict())
+    for kind, config, key in sweep_jobs(spec):
+        acc = accuracy(config["synthesis"]["target_epsilon"], config["seed"])
+        if acc is False:  # not run
+            continue
+        run = store.submit(kind, config, key, sweep=sweep.id)
+        store.claim(run.id)
+        result = {"test_accuracy": (11.49 if acc is None else acc) / 100, "collapsed": acc is None, "delta": 1e-5}
+        store.finish(run.id, result)
+
+
+def _stores(tmp_path, *, full_seeds: int = 5) -> ResultStore:
+    store = ResultStore(tmp_path / "results.sqlite")
+    quick = narrow_spec(get_preset("dpfmix-table1-quick"), series=[SERIES], repeats=3)
+    _finish(store, quick, lambda eps, seed: QUICK[eps][seed])
+    # the full protocol as a narrowed re-run would store it: its own sweep name, five seeds
+    full = narrow_spec(get_preset("dpfmix-table1"), series=[SERIES], repeats=full_seeds)
+    _finish(store, full, lambda eps, seed: FULL[eps][seed], sweep_name="my full re-run")
+    return store
+
+
+def test_the_clipped_uniform_quick_is_compared_with_app_e_point_by_point(tmp_path):
+    """The report's own numbers: +28.4 / +14.9 / +1.0 / -1.0 (REPRODUCTION, the quick-vs-full table)."""
+    out = quick_vs_full(_stores(tmp_path), "dpfmix-table1-quick")
+    assert isinstance(out, QuickVsFull) and out.full_name == "dpfmix-table1"
+    t = out.table.set_index("axis value")
+    assert list(t["series"].unique()) == [SERIES]
+    assert t.loc[1.0, "full (%)"] == pytest.approx(22.71, abs=0.01)  # the collapsed run is left out of the mean
+    assert list(t["full seeds"]) == [4, 5, 5, 5] and list(t["quick seeds"]) == [3, 3, 3, 3]
+    gaps = [mean(QUICK[e]) - mean(a for a in FULL[e] if a is not None) for e in QUICK]
+    assert list(t["gap (pts)"]) == pytest.approx(gaps, abs=0.006)
+    assert [round(g, 1) for g in gaps] == [28.4, 14.9, 1.0, -1.0]  # as the report prints them
+    assert list(t["verdict"]) == ["quick above", "quick above", "within 5 points", "within 5 points"]
+    assert out.full_runs == 20
+    assert out.sentence().startswith("2 of 4 points compared are within 5 points of the full protocol")
+
+
+def test_the_verdict_follows_the_gap_at_the_threshold(tmp_path):
+    store = ResultStore(tmp_path / "results.sqlite")
+    quick = narrow_spec(get_preset("dpfmix-table1-quick"), series=[SERIES], values=[4.0, 8.0], repeats=1)
+    _finish(store, quick, lambda eps, seed: 70.0)
+    full = narrow_spec(get_preset("dpfmix-table1"), series=[SERIES], values=[4.0, 8.0], repeats=1)
+    _finish(store, full, lambda eps, seed: 70.0 - QUICK_WITHIN_PTS if eps == 4.0 else 70.0 + QUICK_WITHIN_PTS + 0.01)
+    t = quick_vs_full(store, quick.name).table.set_index("axis value")
+    assert t.loc[4.0, "verdict"] == "within 5 points" and t.loc[8.0, "verdict"] == "quick below"
+
+
+def test_collapsed_points_have_no_number_and_say_which_side_never_learned(tmp_path):
+    store = ResultStore(tmp_path / "results.sqlite")
+    quick = narrow_spec(get_preset("dpfmix-table1-quick"), series=[SERIES], repeats=1)
+    _finish(store, quick, lambda eps, seed: None if eps in (1.0, 2.0) else 60.0)
+    full = narrow_spec(get_preset("dpfmix-table1"), series=[SERIES], repeats=1)
+    _finish(store, full, lambda eps, seed: None if eps in (1.0, 4.0) else (False if eps == 8.0 else 50.0))
+    out = quick_vs_full(store, quick.name)
+    t = out.table.set_index("axis value")
+    assert list(t["verdict"]) == ["both collapsed", "quick collapsed", "full collapsed", "full protocol not run"]
+    assert t[["quick (%)", "full (%)", "gap (pts)"]].loc[[1.0, 2.0, 4.0]].isna().sum().tolist() == [2, 2, 3]
+    assert out.sentence().startswith("1 of 3 points compared are within 5 points")
+
+
+def test_full_runs_count_whichever_seed_and_sweep_ran_them_but_not_another_protocol(tmp_path):
+    store = ResultStore(tmp_path / "results.sqlite")
+    quick = narrow_spec(get_preset("dpfmix-table1-quick"), series=[SERIES], values=[8.0], repeats=1)
+    _finish(store, quick, lambda eps, seed: 74.0)
+    full = narrow_spec(get_preset("dpfmix-table1"), series=[SERIES], values=[8.0], repeats=MAX_FULL_SEEDS + 1)
+    # only the last two seeds ran: seed MAX_FULL_SEEDS - 1 counts, seed MAX_FULL_SEEDS is beyond the lookup
+    _finish(store, full, lambda eps, seed: 75.0 if seed >= MAX_FULL_SEEDS - 1 else False, sweep_name="late seeds")
+    other = narrow_spec(get_preset("dpfmix-table1-m"), series=[f"{SERIES}, eps = 8"], values=[16], repeats=1)
+    _finish(store, other, lambda eps, seed: 10.0)  # m = 16: another protocol's run, never counted
+    out = quick_vs_full(store, quick.name)
+    assert out.full_runs == 1 and out.table["full seeds"].tolist() == [1]
+    assert out.table["gap (pts)"].tolist() == [-1.0]
+
+
+def test_without_the_full_protocol_it_says_what_to_run_and_a_full_sweep_has_no_comparison(tmp_path):
+    store = ResultStore(tmp_path / "results.sqlite")
+    quick = narrow_spec(get_preset("dpfmix-table1-quick"), series=[SERIES], values=[1.0], repeats=1)
+    _finish(store, quick, lambda eps, seed: 50.0)
+    out = quick_vs_full(store, quick.name)
+    assert out.table["verdict"].tolist() == ["full protocol not run"] and out.full_runs == 0
+    run = f"`python -m dpmix_core sweep preset:dpfmix-table1 --series '{SERIES}' --values 1`"  # the quick's points
+    assert run in out.sentence()
+    full = narrow_spec(get_preset("dpfmix-table1"), series=[SERIES], values=[1.0], repeats=1)
+    _finish(store, full, lambda eps, seed: 20.0)
+    assert quick_vs_full(store, full.name) is None  # a full protocol previews nothing
+    with pytest.raises(ValueError, match="No sweep"):
+        quick_vs_full(store, "nope")
+
+
+def test_every_quick_preset_names_a_full_protocol_with_the_quick_points():
+    """Each quick preset's points exist in its full protocol (at the quick's axis values: the full preset may
+    leave one to another preset), else nothing could be compared."""
+    from dataclasses import replace
+
+    from dpmix_core.experiments.presets import preset_names
+    from dpmix_core.experiments.quick_vs_full import sweep_points
+
+    for name in preset_names(quick=True):
+        quick = get_preset(name)
+        full = full_protocol(quick)
+        assert full is not None and not full.quick, name
+        missing = set(sweep_points(quick)) - set(sweep_points(replace(full, values=quick.values)))
+        assert not missing, (name, sorted(missing, key=str)[:3])
+
+
+def test_a_quick_on_another_dataset_compares_with_the_full_protocol_on_that_dataset():
+    from dpmix_core.experiments.quick_vs_full import full_command
+    from dpmix_core.experiments.trade_offs import with_dataset
+
+    quick = with_dataset(get_preset("dpfmix-table1-quick"), "embedded")
+    full = full_protocol(quick)
+    assert full is not None and full.base.dataset == "embedded" and full.name == "dpfmix-table1@embedded"
+    assert full_command(quick, full) == "preset:dpfmix-table1 --dataset embedded"  # the whole preset: no narrowing
+    narrowed = narrow_spec(get_preset("dpcda-table2-quick"), values=[4, 16], series=["eps = 10"])
+    assert full_command(narrowed, full_protocol(narrowed)) == "preset:dpcda-table2 --series 'eps = 10' --values 4 16"
+
+
+def test_the_store_filters_runs_by_identity_key(tmp_path):
+    store = ResultStore(tmp_path / "s.sqlite")
+    a = store.submit("tests.fake_jobs:ok", {"x": 1})
+    store.submit("tests.fake_jobs:ok", {"x": 2})
+    assert [r.id for r in store.list_runs(keys=[a.key])] == [a.id]
+    assert store.list_runs(keys=[]) == [] and store.results(status=None, keys=["nope"]) == []
+
+
+def test_the_page_shows_the_quick_next_to_its_full_protocol(tmp_path, monkeypatch):
+    store = _stores(tmp_path)
+    monkeypatch.setenv("DPMIX_STORE", str(store.path))
+    sweep = store.get_sweep("dpfmix-table1-quick")
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.query_params["sweep"] = str(sweep.id)
+    at.run()
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert "Quick vs its full protocol" in text and "2 of 4 points compared are within 5 points" in text
+    tables = [df.value for df in at.dataframe]
+    table = next(t for t in tables if isinstance(t, pd.DataFrame) and "quick (%)" in t.columns)
+    assert table["verdict"].tolist() == ["quick above", "quick above", "within 5 points", "within 5 points"]
+
+
+def test_the_html_report_and_the_cli_json_carry_the_comparison(tmp_path):
+    import json
+
+    from dpmix_core.views.sweep_report import sweep_report
+
+    store = _stores(tmp_path)
+    page = sweep_report(store, "dpfmix-table1-quick")
+    assert "<h2>Quick vs its full protocol</h2>" in page and "quick above" in page
+    assert "Quick vs its full protocol" not in sweep_report(store, "my full re-run")
+    data = json.loads(json.dumps(quick_vs_full(store, "dpfmix-table1-quick").to_json()))  # JSON-ready: no NaN
+    assert data["full_variant"] == "dpfmix-table1" and data["full_runs"] == 20 and len(data["points"]) == 4
+    assert data["points"][0]["verdict"] == "quick above" and data["summary"].startswith("2 of 4 points")
+
+
+def test_the_sweep_cli_prints_the_comparison_after_a_quick_sweep(tmp_path, capsys, monkeypatch):
+    """Every run of the quick is already done, so the CLI reuses them and only reports."""
+    import json
+
+    from dpmix_core.cli.main import main
+
+    store = _stores(tmp_path)
+    argv = ["sweep", "preset:dpfmix-table1-quick", "--series", SERIES, "--repeats", "3", "--store", str(store.path)]
+    assert main(argv) == 0
+    assert "quick vs full: 2 of 4 points compared are within 5 points" in capsys.readouterr().out
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert [p["verdict"] for p in out["quick_vs_full"]["points"]][:2] == ["quick above", "quick above"]
+
+
+def test_the_page_says_what_to_run_when_the_store_has_no_full_protocol(tmp_path, monkeypatch):
+    store = ResultStore(tmp_path / "results.sqlite")
+    quick = narrow_spec(get_preset("dpfmix-table1-quick"), series=[SERIES], values=[1.0], repeats=1)
+    _finish(store, quick, lambda eps, seed: 50.0)
+    monkeypatch.setenv("DPMIX_STORE", str(store.path))
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.query_params["sweep"] = str(store.get_sweep(quick.name).id)
+    at.run()
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert "has no finished run at these points" in text and "sweep preset:dpfmix-table1 --series" in text
+    assert not [df for df in at.dataframe if "quick (%)" in getattr(df.value, "columns", [])]
