@@ -6,7 +6,7 @@ import streamlit as st
 
 from app_pages.shared.widgets import chart, table_download
 from dpmix_core.experiments.presets import DEMO_PRESET, get_preset, preset_names
-from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, quick_vs_full
+from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, QuickVsFull, quick_vs_full
 from dpmix_core.experiments.release_files import CardCheck, ReleaseFile, save_release_upload, verify_card
 from dpmix_core.experiments.runtime_estimate import estimate_sweep_runtime
 from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_series, solve_epsilon
@@ -35,7 +35,7 @@ from dpmix_core.runtime.jobs import default_max_parallel
 from dpmix_core.runtime.store import ResultStore, StoreError
 from dpmix_core.training.names import CLOSED_FORM_MODELS, LOSSES, MODELS
 from dpmix_core.training.protocols import PROTOCOLS
-from dpmix_core.views.accuracy_figure import MARKERS_CAPTION, epsilon_columns, trade_off_figure
+from dpmix_core.views.accuracy_figure import FULL_PROTOCOL_CAPTION, MARKERS_CAPTION, epsilon_columns, trade_off_figure
 from dpmix_core.views.inputs import parse_count, parse_real
 from dpmix_core.views.release_card import release_summary
 from dpmix_core.views.sweep_report import sweep_report
@@ -333,6 +333,7 @@ def _results_panel(query_sweep: int | None) -> None:
         "ε on a second axis", ["(none)", *eps_cols], key=K + "eps2", format_func=lambda c: c.removeprefix("epsilon_")
     )
     published = sweep_published(store(), chosen)
+    check = quick_vs_full(store(), chosen)  # a quick preset: its full protocol's stored runs, point by point
     fig = trade_off_figure(
         agg,
         axis,
@@ -340,12 +341,14 @@ def _results_panel(query_sweep: int | None) -> None:
         metric=metric,
         epsilon_column=None if second == "(none)" else second,
         published=published,
+        full_protocol=check.table if check is not None and check.full_runs else None,
     )
     chart(fig, K + "chart", {"sweep": names[chosen], "axis": axis, "metric": metric, "second axis": second})
     st.caption(
         "Error bars: ±1 standard deviation over repeats (seeds). Dotted lines: runs the axis does not move "
         f"(e.g. non-private). {MARKERS_CAPTION} ε columns: mean per point, from each accountant that applies "
         "(gdp-clt is an approximation; the others are upper bounds)."
+        + (f" {FULL_PROTOCOL_CAPTION}" if check is not None and check.full_runs else "")
     )
     comparison = published_comparison(agg, published)  # the papers' own numbers (reference points have none)
     if len(comparison):
@@ -356,7 +359,8 @@ def _results_panel(query_sweep: int | None) -> None:
         )
         st.dataframe(comparison, hide_index=True, width="stretch")
         table_download(comparison, K + "published", f"sweep_{chosen}_published_vs_ours")
-    _quick_vs_full_panel(chosen)
+    if check is not None:
+        _quick_vs_full_panel(chosen, check)
     st.dataframe(agg, hide_index=True, width="stretch")
     st.download_button(
         "Download results (CSV)",
@@ -369,14 +373,11 @@ def _results_panel(query_sweep: int | None) -> None:
     _report_panel(chosen, metric, None if second == "(none)" else second)
 
 
-def _quick_vs_full_panel(sweep: int) -> None:
-    """A quick preset's points next to its full protocol's runs in the store (nothing for other sweeps)."""
-    check = quick_vs_full(store(), sweep)
-    if check is None:
-        return
+def _quick_vs_full_panel(sweep: int, check: QuickVsFull) -> None:
+    """A quick preset's points next to its full protocol's runs in the store (open diamonds in the chart)."""
     st.markdown(
         f"**Quick vs its full protocol** (a quick run takes a minute or less; the target is {QUICK_WITHIN_PTS:g} "
-        f"points or less at each point): {check.sentence()}"
+        f"points or less at each point): {check.sentence(markdown=True)}"
     )
     if check.full_runs:
         st.dataframe(check.table, hide_index=True, width="stretch")

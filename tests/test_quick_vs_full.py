@@ -112,8 +112,8 @@ def test_without_the_full_protocol_it_says_what_to_run_and_a_full_sweep_has_no_c
     _finish(store, quick, lambda eps, seed: 50.0)
     out = quick_vs_full(store, quick.name)
     assert out.table["verdict"].tolist() == ["full protocol not run"] and out.full_runs == 0
-    run = f"`python -m dpmix_core sweep preset:dpfmix-table1 --series '{SERIES}' --values 1`"  # the quick's points
-    assert run in out.sentence()
+    run = f"python -m dpmix_core sweep preset:dpfmix-table1 --series '{SERIES}' --values 1"  # the quick's points
+    assert f"run it with {run} (far" in out.sentence() and f"`{run}`" in out.sentence(markdown=True)
     full = narrow_spec(get_preset("dpfmix-table1"), series=[SERIES], values=[1.0], repeats=1)
     _finish(store, full, lambda eps, seed: 20.0)
     assert quick_vs_full(store, full.name) is None  # a full protocol previews nothing
@@ -211,5 +211,33 @@ def test_the_page_says_what_to_run_when_the_store_has_no_full_protocol(tmp_path,
     at.run()
     assert not at.exception
     text = " ".join(m.value for m in at.markdown)
-    assert "has no finished run at these points" in text and "sweep preset:dpfmix-table1 --series" in text
+    assert (
+        "has no finished run at these points" in text
+        and "`python -m dpmix_core sweep preset:dpfmix-table1 --series" in text
+    )
     assert not [df for df in at.dataframe if "quick (%)" in getattr(df.value, "columns", [])]
+
+
+def test_the_chart_draws_the_full_protocol_as_open_diamonds_in_the_series_colour(tmp_path):
+    from dpmix_core.experiments.trade_offs import sweep_results
+    from dpmix_core.views.accuracy_figure import trade_off_figure
+
+    store = _stores(tmp_path)
+    check = quick_vs_full(store, "dpfmix-table1-quick")
+    agg, axis, _ = sweep_results(store, "dpfmix-table1-quick")
+    fig = trade_off_figure(agg, axis, full_protocol=check.table)
+    (full,) = [t for t in fig.data if t.name == f"full protocol — {SERIES}"]
+    (quick,) = [t for t in fig.data if t.name == SERIES]
+    assert list(full.x) == [1.0, 2.0, 4.0, 8.0] and list(full.y) == pytest.approx(
+        [22.71, 50.15, 70.46, 75.57], abs=0.01
+    )
+    assert full.marker.symbol == "diamond-open" and full.marker.color == quick.line.color
+    assert list(full.error_y.array) == pytest.approx(list(check.table["full ± std"]))
+    assert not [t for t in trade_off_figure(agg, axis).data if (t.name or "").startswith("full protocol")]
+    mse = trade_off_figure(agg, axis, metric="test_mse", full_protocol=check.table)  # accuracies only
+    assert not [t for t in mse.data if (t.name or "").startswith("full protocol")]
+    from dpmix_core.views.sweep_report import sweep_report
+
+    page = sweep_report(store, "dpfmix-table1-quick")
+    assert '"diamond-open"' in page and "Open diamonds: the full protocol" in page
+    assert "Open diamonds" not in sweep_report(store, "my full re-run")

@@ -91,20 +91,22 @@ class QuickVsFull:
             "points": points,
         }
 
-    def sentence(self) -> str:
-        """One plain line: how many points are within the target, or what to run to find out."""
+    def sentence(self, *, markdown: bool = False) -> str:
+        """One line: how many points are within the target, or what to run to find out (``markdown``: names and
+        the command as code spans, for the page; plain text for the terminal and the HTML report)."""
+        code = (lambda t: f"`{t}`") if markdown else (lambda t: t)
         verdicts = self.table["verdict"]
         compared = ~verdicts.isin(["full protocol not run", "no full-protocol point"])
         if not compared.any():
+            run = f"python -m dpmix_core sweep {self.command or 'preset:' + self.full_name}"
             return (
-                f"The full protocol (`{self.full_name}`) has no finished run at these points in this store: "
-                f"`python -m dpmix_core sweep {self.command or 'preset:' + self.full_name}` runs it (it takes far "
-                "longer than the quick)."
+                f"The full protocol ({code(self.full_name)}) has no finished run at these points in this store; "
+                f"run it with {code(run)} (far longer than the quick)."
             )
         agree = verdicts.isin([WITHIN, "both collapsed"]).sum()
         return (
             f"{agree} of {int(compared.sum())} points compared are within {QUICK_WITHIN_PTS:g} points of the full "
-            f"protocol (`{self.full_name}`, {self.full_runs} finished runs in this store)"
+            f"protocol ({code(self.full_name)}, {self.full_runs} finished runs in this store)"
             + ("." if agree == compared.sum() else ": the others preview it badly (verdict column).")
         )
 

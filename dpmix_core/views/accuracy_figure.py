@@ -62,6 +62,9 @@ def _guarantee_mark(part: pd.DataFrame) -> dict:
 
 COLLAPSED_MARKER = {"symbol": "x-thin", "size": 14, "color": "#888", "line": {"width": 2, "color": "#888"}}
 PARTLY_COLLAPSED_NAME = "open marker: some runs collapsed (mean of the others)"  # legend entry
+FULL_PROTOCOL_CAPTION = (
+    "Open diamonds: the full protocol's finished runs in this store (mean ± 1 std), which this quick previews."
+)
 MARKERS_CAPTION = (
     "Grey crosses: every run of the point collapsed (no result). Open markers: some of its runs collapsed; "
     "the point is the mean of the runs that learned (hover for how many were left out)."
@@ -99,8 +102,13 @@ def trade_off_figure(
     metric: str = "test_accuracy",
     epsilon_column: str | None = None,
     published: tuple[Published, ...] = (),
+    full_protocol: pd.DataFrame | None = None,
 ) -> go.Figure:
     """Accuracy (or MSE) vs the sweep axis: one line per series with ±1 std error bars.
+
+    ``full_protocol`` (a quick sweep's :attr:`~dpmix_core.experiments.quick_vs_full.QuickVsFull.table`): the full
+    protocol's stored means (±1 std) at the quick's points, as open diamonds in the series' colour named
+    "full protocol — ...", so the preview and what it previews sit on one chart.
 
     ``published`` points (the papers' numbers) are drawn as open stars, one trace per series; reference
     points (other methods' published results, ``Published.reference``) as grey labelled markers named
@@ -227,6 +235,22 @@ def trade_off_figure(
                     name=f"published — {series}",
                     marker=style,
                     hovertext=[p.source for p in points],
+                )
+            )
+    if percent and full_protocol is not None:
+        known = full_protocol.dropna(subset=["full (%)", "axis value"])
+        known = known[known["axis value"].map(lambda v: math.isfinite(float(v)))]  # eps = inf: no place on the axis
+        for series, part in known.groupby("series", sort=False):
+            fig.add_trace(
+                go.Scatter(
+                    x=[str(series)] * len(part) if single else part["axis value"],
+                    y=part["full (%)"],
+                    name=f"full protocol — {series}",
+                    mode="markers",
+                    error_y={"type": "data", "array": part["full ± std"].fillna(0.0).tolist(), "visible": True},
+                    marker={"symbol": "diamond-open", "size": 13, "line": {"width": 2}},
+                    marker_color=colors.get(str(series), "#444"),
+                    hovertext=[f"full protocol: {n} finished run(s) in this store" for n in part["full seeds"]],
                 )
             )
     if epsilon_column and epsilon_column in finite.columns:

@@ -31,7 +31,7 @@ from dpmix_core.experiments.trade_offs import (
 )
 from dpmix_core.privacy.accountants import ACCOUNTANTS, get_accountant
 from dpmix_core.runtime.store import ResultStore
-from dpmix_core.views.accuracy_figure import MARKERS_CAPTION, epsilon_columns, trade_off_figure
+from dpmix_core.views.accuracy_figure import FULL_PROTOCOL_CAPTION, MARKERS_CAPTION, epsilon_columns, trade_off_figure
 from dpmix_core.views.html_report import Section, html_report
 
 __all__ = ["EPSILON_READINGS", "epsilon_readings", "sweep_reading", "sweep_report"]
@@ -229,16 +229,19 @@ def sweep_report(
     published = sweep_published(store, stored.id)
     comparison = published_comparison(agg, published)  # the papers' own numbers (reference points have none)
     settings = _settings(store, stored, agg, axis, rows, statuses)
+    check = quick_vs_full(store, stored.id)  # a quick preset: its full protocol's stored runs, point by point
+    full_points = check.table if check is not None and check.full_runs else None
     sections = [
         Section("In plain language", sweep_reading(agg, axis, statuses, comparison)),
         Section(
             "Accuracy versus privacy",
             figure=trade_off_figure(
-                agg, axis, metric=metric, epsilon_column=epsilon_column, published=published
+                agg, axis, metric=metric, epsilon_column=epsilon_column, published=published, full_protocol=full_points
             ).update_layout(height=REPORT_FIGURE_HEIGHT),  # the report's title names the sweep; room for the legend
             caption="Error bars: ±1 standard deviation over seeds. Dotted lines: runs the axis does not move "
             f"(e.g. non-private). {MARKERS_CAPTION} Open stars: the papers' numbers; grey markers "
-            "named 'published, not ours': other methods' published results.",
+            "named 'published, not ours': other methods' published results."
+            + (f" {FULL_PROTOCOL_CAPTION}" if full_points is not None else ""),
         ),
     ]
     if len(comparison):
@@ -250,12 +253,12 @@ def sweep_report(
                 "reproduced; docs/REPRODUCTION.md says why where we miss.",
             )
         )
-    if (check := quick_vs_full(store, stored.id)) is not None:
+    if check is not None:
         sections.append(
             Section(
                 "Quick vs its full protocol",
                 check.sentence(),
-                table=check.table if check.full_runs else None,
+                table=full_points,
                 caption=f"A quick run takes a minute or less; the target is {QUICK_WITHIN_PTS:g} points or less at "
                 "each point. The full protocol's runs count whichever sweep ran them.",
             )
