@@ -61,6 +61,7 @@ def test_the_clipped_uniform_quick_is_compared_with_app_e_point_by_point(tmp_pat
     assert list(t["series"].unique()) == [SERIES]
     assert t.loc[1.0, "full (%)"] == pytest.approx(22.71, abs=0.01)  # the collapsed run is left out of the mean
     assert list(t["full seeds"]) == [4, 5, 5, 5] and list(t["quick seeds"]) == [3, 3, 3, 3]
+    assert list(t["full collapsed"]) == [1, 0, 0, 0] and list(t["quick collapsed"]) == [0, 0, 0, 0]
     gaps = [mean(QUICK[e]) - mean(a for a in FULL[e] if a is not None) for e in QUICK]
     assert list(t["gap (pts)"]) == pytest.approx(gaps, abs=0.006)
     assert [round(g, 1) for g in gaps] == [28.4, 14.9, 1.0, -1.0]  # as the report prints them

@@ -24,6 +24,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Collection
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -53,9 +54,11 @@ COLUMNS = [
     "axis value",
     "quick (%)",
     "quick seeds",
+    "quick collapsed",
     "full (%)",
     "full ± std",
     "full seeds",
+    "full collapsed",
     "gap (pts)",
     "verdict",
 ]
@@ -177,15 +180,24 @@ def _verdict(quick_mean: float, quick_dead: bool, full_mean: float | None, full_
     return "quick above" if gap > 0 else "quick below"
 
 
-def _means(agg: pd.DataFrame) -> dict[Point, tuple[float, float | None, int, bool]]:
-    """{(series, axis value): (mean %, std % or None, runs, all collapsed)}."""
+class _Side(NamedTuple):
+    mean: float  # % over the runs that learned (all of them when none did)
+    std: float | None  # % (None for one run)
+    seeds: int  # runs in the mean
+    collapsed: int  # runs that never left the constant predictor
+    dead: bool  # every run collapsed: no number
+
+
+def _sides(agg: pd.DataFrame) -> dict[Point, _Side]:
+    """{(series, axis value): its aggregated side} (:func:`~dpmix_core.experiments.results.aggregate`'s rule)."""
     dead = all_collapsed(agg)
     out = {}
     for i, row in agg.iterrows():
         n = int(row["test_accuracy_count"])
         std = 100 * float(row["test_accuracy_std"]) if n > 1 and pd.notna(row["test_accuracy_std"]) else None
-        mean = 100 * float(row["test_accuracy_mean"])
-        out[(str(row["label"]), _value(row["axis_value"]))] = (mean, std, n, bool(dead[i]))
+        lost = int(row["collapsed"]) if "collapsed" in row and pd.notna(row["collapsed"]) else 0
+        side = _Side(100 * float(row["test_accuracy_mean"]), std, n, lost, bool(dead[i]))
+        out[(str(row["label"]), _value(row["axis_value"]))] = side
     return out
 
 
@@ -207,30 +219,32 @@ def quick_vs_full(store: ResultStore, sweep: int | str) -> QuickVsFull | None:
     command = full_command(spec, full)
     if quick_agg.empty:
         return QuickVsFull(full.name, pd.DataFrame(columns=COLUMNS), 0, command)
-    quick = _means(quick_agg)
+    quick = _sides(quick_agg)
     # the full protocol at the quick's axis values, listed in the full preset or not (e.g. thesis-4.2-sigma-quick's
     # sigma = 0.7, which thesis-4.2-sigma leaves to thesis-4.2-l)
     full_points = sweep_points(replace(full, values=spec.values))
     rows_full = _full_rows(store, full_points, set(quick))
-    full_means = _means(aggregate(rows_full, axis=full.axis)) if rows_full else {}
+    fulls = _sides(aggregate(rows_full, axis=full.axis)) if rows_full else {}
     rows = []
-    for (series, value), (q_mean, _, q_n, q_dead) in quick.items():
-        f_mean, f_std, f_n, f_dead = full_means.get((series, value), (None, None, 0, False))
-        if (series, value) not in full_points:
+    for point, q in quick.items():
+        f = fulls.get(point)
+        if point not in full_points:
             verdict = "no full-protocol point"
         else:
-            verdict = _verdict(q_mean, q_dead, f_mean, f_dead)
-        comparable = f_mean is not None and not q_dead and not f_dead
+            verdict = _verdict(q.mean, q.dead, None if f is None else f.mean, f is not None and f.dead)
+        full_number = f is not None and not f.dead
         rows.append(
             {
-                "series": series,
-                "axis value": value,
-                "quick (%)": None if q_dead else round(q_mean, 2),
-                "quick seeds": q_n,
-                "full (%)": None if f_mean is None or f_dead else round(f_mean, 2),
-                "full ± std": None if f_std is None or f_dead else round(f_std, 2),
-                "full seeds": f_n,
-                "gap (pts)": round(q_mean - f_mean, 2) if f_mean is not None and comparable else None,
+                "series": point[0],
+                "axis value": point[1],
+                "quick (%)": None if q.dead else round(q.mean, 2),
+                "quick seeds": q.seeds,
+                "quick collapsed": q.collapsed,
+                "full (%)": round(f.mean, 2) if f is not None and full_number else None,
+                "full ± std": round(f.std, 2) if f is not None and full_number and f.std is not None else None,
+                "full seeds": 0 if f is None else f.seeds,
+                "full collapsed": 0 if f is None else f.collapsed,
+                "gap (pts)": round(q.mean - f.mean, 2) if f is not None and full_number and not q.dead else None,
                 "verdict": verdict,
             }
         )
