@@ -49,18 +49,18 @@ QUICK_WITHIN_PTS = 5.0  # issue #13: "keep quick presets ... within 5 points of 
 MAX_FULL_SEEDS = 20  # the full protocol's seeds looked up per point (a `--repeats 10` run counts all ten)
 WITHIN = f"within {QUICK_WITHIN_PTS:g} points"
 
-COLUMNS = [
+COLUMNS = [  # what decides the verdict first (a page's table is read left to right), then the seeds behind it
     "series",
     "axis value",
     "quick (%)",
-    "quick seeds",
-    "quick collapsed",
     "full (%)",
-    "full ± std",
-    "full seeds",
-    "full collapsed",
     "gap (pts)",
     "verdict",
+    "full ± std",
+    "quick seeds",
+    "quick collapsed",
+    "full seeds",
+    "full collapsed",
 ]
 
 
