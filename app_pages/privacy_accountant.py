@@ -64,8 +64,8 @@ DEFAULTS = {
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def cached_table(setting: MixingSetting, delta: float, pld_accuracy: float) -> pd.DataFrame:
-    return epsilon_table(setting, delta, pld_accuracy=pld_accuracy)
+def cached_table(setting: MixingSetting, delta: float, pld_accuracy: float, model: str) -> pd.DataFrame:
+    return epsilon_table(setting, delta, pld_accuracy=pld_accuracy, model=model)
 
 
 @st.cache_data(show_spinner="Calibrating…", max_entries=128)
@@ -227,7 +227,7 @@ def _headline(setting: MixingSetting, delta: float) -> ReleaseReading | None:
 
 
 def _table(setting: MixingSetting, delta: float) -> None:
-    table = cached_table(setting, delta, st.session_state[K + "pld_accuracy"])
+    table = cached_table(setting, delta, st.session_state[K + "pld_accuracy"], st.session_state[K + "model"])
     shown = table.drop(columns=["epsilon", "reference", "upper_bound"])
     st.dataframe(
         shown,
@@ -239,8 +239,9 @@ def _table(setting: MixingSetting, delta: float) -> None:
         },
     )
     st.caption(
-        "Every accountant, each on the release its paper analyses: rows with different assumptions "
-        "describe different releases and are not interchangeable."
+        "Every accountant, each on the release its paper analyses (column 'release analysed'): the chosen "
+        "release model's rows come first; the others bound another release (other sampling or data bounds), "
+        "not this one, and say so."
     )
     table_download(table.drop(columns=["ε"]), K + "table", "dpmix_epsilon_table")
 

@@ -25,9 +25,21 @@ def test_page_renders_all_accountants(at):
     assert not at.exception and not at.error
     t = table(at)
     assert {"lee2019", "dpcda", "gdp-clt", "rdp-poisson", "pld-poisson", "rdp-wor"} <= set(t.index)
-    assert t.loc["gdp-clt", "guarantee"] == "approximation (not an upper bound)"
-    assert (t.drop(index="gdp-clt")["guarantee"] == "rigorous upper bound").all()
+    ours = ["lee2019", "rdp-wor"]  # the default release model: DPMix, [0,1] data, l distinct records of n
+    assert list(t.index[:2]) == ours and t.loc[ours, "release analysed"].str.endswith("(chosen)").all()
+    assert (t.loc[ours, "guarantee"] == "rigorous upper bound").all()
+    others = t.drop(index=ours)  # bounds of other releases say so
+    assert (others["guarantee"].str.endswith("not for the chosen release model")).all()
+    assert t.loc["gdp-clt", "guarantee"].startswith("approximation (not an upper bound)")
     assert t["δ"].nunique() == 1 and t["sampling / adjacency"].str.contains("adjacency|replace|remove").all()
+
+
+def test_the_table_follows_the_release_model_the_headline_speaks_for(at):
+    at.radio(key="acc_model").set_value("poisson").run()
+    t = table(at)
+    assert not at.exception and list(t.index[:3]) == ["gdp-clt", "rdp-poisson", "pld-poisson"]
+    assert t.loc["pld-poisson", "guarantee"] == "rigorous upper bound"
+    assert t.loc["lee2019", "guarantee"] == "rigorous upper bound, not for the chosen release model"
 
 
 def test_changing_sigma_changes_the_table(at):

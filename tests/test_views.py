@@ -116,3 +116,31 @@ def test_the_accountant_table_never_prints_a_bound_below_its_value():
     bounds = table[table["upper_bound"]]
     assert len(bounds) >= 4
     assert all(float(p.replace(",", "")) >= e for p, e in zip(bounds["ε"], bounds["epsilon"], strict=True))
+
+
+@pytest.mark.parametrize(
+    ("model", "rows"),
+    [
+        ("dpmix", {"lee2019", "rdp-wor"}),  # [0,1] data, l distinct records of n
+        ("dpcda", {"dpcda", "rdp-wor (clipped)"}),  # clipped, l distinct records of n
+        ("poisson", {"gdp-clt", "rdp-poisson", "pld-poisson"}),
+    ],
+)
+def test_the_table_names_the_release_each_row_bounds_and_never_calls_another_releases_bound_this_ones(model, rows):
+    from dpmix_core.views.reports import OTHER_RELEASE
+
+    s = MixingSetting(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711, clip=1.0)
+    plain = epsilon_table(s, 1e-5).set_index("accountant")
+    table = epsilon_table(s, 1e-5, model=model)
+    assert list(table["accountant"][: len(rows)]) == [a for a in plain.index if a in rows]  # the chosen rows first
+    assert set(table["accountant"]) == set(plain.index)
+    for _, row in table.iterrows():
+        ours = row["accountant"] in rows
+        assert row["release analysed"].endswith("(chosen)") == ours
+        if ours:
+            assert row["guarantee"] == plain.loc[row["accountant"], "guarantee"]
+        else:  # an upper bound of another release is never printed as this one's
+            assert row["guarantee"] == f"{plain.loc[row['accountant'], 'guarantee']}, {OTHER_RELEASE}"
+    assert "(chosen)" not in "".join(plain["release analysed"])  # no model, no choice
+    with pytest.raises(ValueError, match="release model"):
+        epsilon_table(s, 1e-5, model="laplace")

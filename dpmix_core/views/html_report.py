@@ -99,7 +99,7 @@ def accountant_report(setting: MixingSetting, delta: float, model: str, *, pld_a
     """The Privacy accountant page as a report: headline, privacy statement, every accountant's epsilon, curves,
     attacker view."""
     reading = release_reading(setting, delta, model, pld_accuracy=pld_accuracy)
-    table = epsilon_table(setting, delta, pld_accuracy=pld_accuracy)
+    table = epsilon_table(setting, delta, pld_accuracy=pld_accuracy, model=model)
     table = table.drop(columns=[c for c in ("epsilon", "reference", "upper_bound") if c in table.columns])
     settings = {f.name: getattr(setting, f.name) for f in fields(setting)}
     settings.update(delta=delta, release_model=RELEASE_MODELS[model])
@@ -119,8 +119,8 @@ def accountant_report(setting: MixingSetting, delta: float, model: str, *, pld_a
         Section(
             "Every accountant",
             table=table,
-            caption="Each accountant on the release its paper "
-            "analyses; rows with different assumptions describe different releases.",
+            caption="Each accountant on the release its paper analyses (column 'release analysed'): the "
+            "report's release model first; the other rows bound another release, not this one, and say so.",
         )
     )
     anchor = curve_anchor(setting, "sigma")

@@ -21,7 +21,7 @@ from dpmix_core.privacy.profile import (
 )
 from dpmix_core.privacy.release import MixingRelease, Sampling
 from dpmix_core.views.privacy_scale import format_epsilon, qualitative_label
-from dpmix_core.views.release_models import RELEASE_MODELS
+from dpmix_core.views.release_models import RELEASE_MODEL_NAMES, RELEASE_MODELS
 
 __all__ = [
     "AccountantInfo",
@@ -31,7 +31,9 @@ __all__ = [
     "epsilon_table",
     "format_epsilon",
     "ReleaseReading",
+    "release_model_of",
     "release_reading",
+    "OTHER_RELEASE",
     "RELEASE_MODELS",
 ]
 
@@ -74,11 +76,29 @@ def _epsilon(name: str, pld_accuracy: float, variant: MixingSetting, delta: floa
     return acc.epsilon(acc.release_for(variant), delta)
 
 
-def epsilon_table(setting: MixingSetting, delta: float, *, pld_accuracy: float = 0.1) -> pd.DataFrame:
-    """One row per accountant: epsilon, what it assumes and whether it is a guarantee."""
+def release_model_of(release: MixingRelease) -> str:
+    """The release model (a key of :data:`RELEASE_MODELS`) whose release an accountant analysed."""
+    return next(m for m in RELEASE_MODELS if _in_model(release, m))
+
+
+OTHER_RELEASE = "not for the chosen release model"  # a guarantee of another release (other sampling or data bound)
+
+
+def epsilon_table(
+    setting: MixingSetting, delta: float, *, pld_accuracy: float = 0.1, model: str | None = None
+) -> pd.DataFrame:
+    """One row per accountant: epsilon, the release it analysed, what it assumes and whether it is a guarantee.
+
+    With ``model`` (a release model the user chose) the rows of that model come first, and a row about another
+    release says so in its guarantee: its bound holds for that release, not the chosen one.
+    """
+    if model is not None and model not in RELEASE_MODELS:
+        raise ValueError(f"Unknown release model {model!r}. Choose one of: {', '.join(RELEASE_MODELS)}.")
     rows = []
     for label, name, variant in _variants(setting):
         r = _epsilon(name, pld_accuracy, variant, delta)
+        analysed = release_model_of(get_accountant(name, **_options(name, pld_accuracy)).release_for(variant))
+        guarantee = r.guarantee if model in (None, analysed) else f"{r.guarantee}, {OTHER_RELEASE}"
         notes = [r.reason] if r.reason else []
         details = dict(r.details)
         if "discretization" in details:
@@ -99,9 +119,10 @@ def epsilon_table(setting: MixingSetting, delta: float, *, pld_accuracy: float =
                 "accountant": label,
                 "epsilon": r.epsilon,
                 "ε": format_epsilon(r.epsilon, upper_bound=r.upper_bound),
+                "release analysed": RELEASE_MODEL_NAMES[analysed] + (" (chosen)" if analysed == model else ""),
                 "PLD error bar": error_bar,
                 "δ": f"{r.delta:.2g}",
-                "guarantee": r.guarantee,
+                "guarantee": guarantee,
                 "upper_bound": r.upper_bound,
                 "protection": qualitative_label(r.epsilon),
                 "sampling / adjacency": f"{r.sampling} / {r.adjacency}",
@@ -110,8 +131,11 @@ def epsilon_table(setting: MixingSetting, delta: float, *, pld_accuracy: float =
                 "reference": r.reference,
             }
         )
-    table = pd.DataFrame(rows)
-    return _with_clt_gap(table)
+    table = _with_clt_gap(pd.DataFrame(rows))
+    if model is None:
+        return table
+    chosen = table["release analysed"].str.endswith("(chosen)")
+    return pd.concat([table[chosen], table[~chosen]], ignore_index=True)
 
 
 def _with_clt_gap(table: pd.DataFrame) -> pd.DataFrame:
