@@ -308,7 +308,7 @@ def _curves(setting: MixingSetting, delta: float) -> None:
     choice = st.radio("ε as a function of", list(labels), horizontal=True, key=K + "axis")
     axis = labels[choice]
     # keyed by what the curve depends on: moving the knob within a decade only moves the marker; a new curve
-    # is computed on a worker thread, so the table and headline above never wait for it
+    # is computed in the background worker process, so the table and headline above never wait for it
     anchor = curve_anchor(setting, axis)
     key = ("epsilon_curves", anchor, delta, axis, ratio, pld_accuracy)
     future = shared_background().request(

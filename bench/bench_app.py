@@ -83,7 +83,7 @@ def main() -> None:
             background.wait_all(300)
             _timed(at)
         print(f"| {label} | {_median_max(times)} | {len(times)} |")
-    # T: the sigma-curve depends on T, so it is recomputed on the worker thread; the rerun does not wait
+    # T: the sigma-curve depends on T, so it is recomputed by the background worker; the rerun does not wait
     reruns, until_curve, draws = [], [], []
     for i in range(args.repeats):
         at.text_input(key="acc_T").input(str(9000 + 100 * i))

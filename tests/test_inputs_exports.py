@@ -110,6 +110,70 @@ def test_background_results_are_keyed_and_newer_requests_drop_queued_ones():
     assert store.wait_all(5)
 
 
+def _die_once(marker: str) -> int:
+    """Kills the worker process the first time (leaving ``marker``), answers its pid after."""
+    import os
+
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(3)
+    return os.getpid()
+
+
+def test_background_results_in_a_worker_process_keep_the_same_contract_and_survive_a_dead_worker(tmp_path, monkeypatch):
+    import operator
+    import os
+    import signal
+    from pathlib import Path
+
+    from dpmix_core.views.background import WorkerDied
+
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    elsewhere = BackgroundResults(processes=True)
+    alone = elsewhere.request("pid", os.getpid).result(60)
+    unknown = elsewhere.request("not importable there", _die_once, str(tmp_path / "never"))
+    assert isinstance(unknown.exception(60), ModuleNotFoundError)  # this test module is not on its path
+    assert elsewhere.request("then", os.getpid).result(60) == alone  # a request it cannot load kills nothing
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))  # the worker can import this module's _die_once
+    store = BackgroundResults(processes=True, preload=("json",))
+    worker = store.request("pid", os.getpid).result(60)
+    assert worker != os.getpid()  # the call ran in another interpreter (no GIL shared with the page)
+    first = store.request("a", time.sleep, 1.0)
+    while not first.running():
+        time.sleep(0.01)
+    queued = store.request("b", os.getpid)
+    latest = store.request("c", os.getpid)  # "b" has not started: dropped, as with threads
+    assert queued.cancelled() and latest.result(60) == worker
+    failing = store.request("boom", operator.truediv, 1, 0)
+    assert isinstance(failing.exception(60), ZeroDivisionError)  # fn's exception; the worker lives on
+    assert store.request("lambda", lambda: 1).exception(60) is not None  # does not pickle: refused, not queued
+    assert store.request("after boom", os.getpid).result(60) == worker
+    os.kill(
+        killed := worker, signal.SIGKILL
+    )  # the idle worker is killed (as for memory): the next request starts another
+    worker = store.request("after a kill", os.getpid).result(60)
+    assert worker not in (killed, os.getpid())
+    marker = tmp_path / "died"
+    replaced = store.request("die once", _die_once, str(marker)).result(60)  # killed (as for memory), retried
+    assert marker.exists() and replaced not in (worker, os.getpid())  # on a fresh worker
+    dying = store.request("die", os._exit, 3)  # dies again on the retry: the request's exception
+    assert isinstance(dying.exception(60), WorkerDied)
+    assert store.request("after", os.getpid).result(60) not in (replaced, os.getpid())  # the next one is served
+
+
+def test_background_results_fall_back_to_threads_where_no_worker_process_starts(monkeypatch, caplog):
+    import os
+    import subprocess
+
+    def refuse(*args, **kwargs):
+        raise OSError("no processes here")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    store = BackgroundResults(processes=True)
+    assert store.request("pid", os.getpid).result(60) == os.getpid()  # computed all the same, on a thread
+    assert "could not start a worker process (no processes here)" in caplog.text
+
+
 def test_image_grid_png_lays_out_rows_and_cells_of_the_largest_image():
     import io
 

@@ -1,29 +1,172 @@
-"""Slow results computed off the page's rerun: a worker thread, results keyed by exactly their inputs.
+"""Slow results computed off the page's rerun: a worker, results keyed by exactly their inputs.
 
 A live page asks for a result (an epsilon curve), draws it when it is ready and otherwise shows a
 placeholder and polls; the rerun itself never waits for it. Requests that are still queued when a newer
 one arrives are dropped (the user has moved on); the one running finishes and is kept.
+
+Where the work runs::
+
+    request(key, fn, ...) ──> queue (dispatcher threads; a queued request can still be cancelled)
+                                │ processes=False: fn runs on the dispatcher thread
+                                │ processes=True:  the dispatcher sends (fn, args, kwargs), pickled, to a
+                                │                  long-lived worker process and waits for the reply
+                                ▼                  (holding no lock and no GIL)
+                              future (done: fn's result, or the exception fn raised)
+
+A worker process keeps the computation off the interpreter that serves the pages, so a rerun that
+arrives while a curve is being computed does not wait for the GIL (issue 15's rerun target). It is a
+plain ``python -m dpmix_core.views.background`` child, not a multiprocessing one: while a Streamlit page
+runs, the page is the ``__main__`` module, and multiprocessing's spawn would run it again in the child.
+A worker that dies (killed for memory, say) is replaced and the call retried once; a second death is the
+request's exception (:class:`WorkerDied`). A worker exits when its parent does (its pipe closes).
 """
 
 from __future__ import annotations
 
+import importlib
+import logging
+import pickle
+import queue
+import signal
+import subprocess
+import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from multiprocessing import Pipe
+from multiprocessing.connection import Connection
 from typing import Any
+
+_LOG = logging.getLogger(__name__)
+
+
+class WorkerDied(RuntimeError):
+    """The worker process exited while it computed a request (twice: the retry died too)."""
+
+
+class WorkerProcess:
+    """One long-lived Python process that runs pickled calls one at a time (not thread-safe: one caller)."""
+
+    def __init__(self, preload: Sequence[str] = ()) -> None:
+        self._preload = tuple(preload)
+        self._proc: subprocess.Popen | None = None
+        self._conn: Connection | None = None
+
+    def start(self) -> None:
+        """Start the process (it imports ``preload`` at once) unless it is running."""
+        if self._proc is not None and self._proc.poll() is None:
+            return
+        self.stop()
+        from dpmix_core.runtime.jobs import worker_env  # its PYTHONPATH makes dpmix_core importable there
+
+        ours, theirs = Pipe()
+        command = [sys.executable, "-m", __name__, str(theirs.fileno()), *self._preload]
+        try:
+            self._proc = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, pass_fds=(theirs.fileno(),), env=worker_env(1)
+            )
+        finally:
+            theirs.close()
+        self._conn = ours
+
+    def stop(self) -> None:
+        """End the process (closing its pipe ends its loop; a stuck one is killed)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None
+
+    def call(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """``fn(*args, **kwargs)`` in the worker; a dead worker is replaced and the call retried once."""
+        try:
+            return self._call_once(fn, args, kwargs)
+        except WorkerDied:
+            return self._call_once(fn, args, kwargs)  # on a fresh worker; a second death is the caller's
+
+    def _call_once(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        self.start()
+        assert self._conn is not None and self._proc is not None
+        try:
+            self._conn.send((fn, args, kwargs))  # pickles before it writes: an unpicklable call raises, no OSError
+            ok, value = self._conn.recv()
+        except (EOFError, OSError) as exc:
+            code = self._proc.wait()
+            self.stop()
+            raise WorkerDied(f"the background worker process exited (code {code}) while computing this") from exc
+        if ok:
+            return value
+        raise value
+
+
+def serve(conn: Connection) -> None:
+    """The worker's loop: receive (fn, args, kwargs), send back (True, result) or (False, exception)."""
+    while True:
+        try:
+            request = conn.recv_bytes()
+        except (EOFError, OSError):  # the parent closed the pipe or exited
+            return
+        try:
+            fn, args, kwargs = pickle.loads(request)  # fails here if fn's module does not import
+            reply: tuple[bool, Any] = (True, fn(*args, **kwargs))
+        except Exception as exc:  # the request's failure, not the worker's
+            reply = (False, exc)
+        try:
+            conn.send(reply)
+        except OSError:  # the parent has gone
+            return
+        except Exception as exc:  # the result (or the exception) would not pickle; nothing was written
+            conn.send((False, RuntimeError(f"the result could not be sent back: {exc}")))
 
 
 class BackgroundResults:
-    """A small keyed store of futures over one worker thread, least recently used dropped first."""
+    """A small keyed store of futures over dispatcher threads, least recently used dropped first.
 
-    def __init__(self, *, max_results: int = 64, workers: int = 1) -> None:
+    ``processes=True`` runs each call in a worker process (one per dispatcher thread; ``fn``, its
+    arguments and its result must pickle; ``preload`` names modules a worker imports when it starts).
+    """
+
+    def __init__(
+        self,
+        *,
+        max_results: int = 64,
+        workers: int = 1,
+        processes: bool = False,
+        preload: Sequence[str] = (),
+    ) -> None:
         if max_results < 1 or workers < 1:
             raise ValueError(f"max_results and workers must be >= 1. Found {max_results}, {workers}.")
         self._max = max_results
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dpmix-background")
+        self._processes: queue.SimpleQueue[WorkerProcess] | None = None
+        if processes:
+            self._processes = queue.SimpleQueue()
+            try:
+                for _ in range(workers):
+                    worker = WorkerProcess(preload)
+                    worker.start()  # its imports run now, not on the first request
+                    self._processes.put(worker)
+            except OSError as exc:  # no process can be started here: the same results, on threads
+                _LOG.warning("background work runs on threads: could not start a worker process (%s)", exc)
+                while not self._processes.empty():
+                    self._processes.get().stop()
+                self._processes = None
         self._futures: OrderedDict[Hashable, Future] = OrderedDict()
         self._lock = threading.Lock()
+
+    def _in_process(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        assert self._processes is not None
+        worker = self._processes.get()  # one idle worker per dispatcher thread
+        try:
+            return worker.call(fn, args, kwargs)
+        finally:
+            self._processes.put(worker)
 
     def request(self, key: Hashable, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         """The future of ``fn(*args, **kwargs)`` stored under ``key``; submitted unless already known.
@@ -39,7 +182,10 @@ class BackgroundResults:
             for other_key, other in list(self._futures.items()):
                 if other.cancel():  # only succeeds for requests that have not started
                     del self._futures[other_key]
-            future = self._pool.submit(fn, *args, **kwargs)
+            if self._processes is None:
+                future = self._pool.submit(fn, *args, **kwargs)
+            else:
+                future = self._pool.submit(self._in_process, fn, args, kwargs)
             self._futures[key] = future
             while len(self._futures) > self._max:
                 self._futures.popitem(last=False)
@@ -85,9 +231,22 @@ _SHARED_LOCK = threading.Lock()
 
 
 def shared_background() -> BackgroundResults:
-    """The process-wide store the pages use (one worker thread for every session of the server)."""
+    """The process-wide store the pages use: one worker process for every session of the server."""
     global _SHARED
     with _SHARED_LOCK:
         if _SHARED is None:
-            _SHARED = BackgroundResults()
+            _SHARED = BackgroundResults(processes=True, preload=("dpmix_core.views.reports",))
         return _SHARED
+
+
+def main(argv: Sequence[str]) -> None:
+    """``python -m dpmix_core.views.background FD [MODULE ...]``: a worker serving the pipe end FD."""
+    fd, *preload = argv
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server; its exit closes our pipe
+    for name in preload:
+        importlib.import_module(name)
+    serve(Connection(int(fd)))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
