@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 
 import pandas as pd
@@ -296,8 +297,10 @@ def _attacker(setting: MixingSetting, reading: ReleaseReading | None, delta: flo
 
 @st.fragment(run_every=0.4)
 def _wait_for_curve(key: tuple) -> None:
-    """Polls while the curve is computed in the background; a full (cached, fast) rerun draws it."""
-    if shared_background().ready(key):
+    """Polls while the curve is computed in the background; a full (cached, fast) rerun draws it, or asks
+    again if the request is no longer known (dropped as least recently used while many sessions asked)."""
+    background = shared_background()
+    if background.ready(key) or not background.known(key):
         st.rerun()
 
 
@@ -311,8 +314,9 @@ def _curves(setting: MixingSetting, delta: float) -> None:
     # is computed in the background worker process, so the table and headline above never wait for it
     anchor = curve_anchor(setting, axis)
     key = ("epsilon_curves", anchor, delta, axis, ratio, pld_accuracy)
+    session = st.session_state.setdefault(K + "session", uuid.uuid4().hex)  # this browser tab, for the queue
     future = shared_background().request(
-        key, epsilon_curves, anchor, delta, axis=axis, sigma_ratio=ratio, pld_accuracy=pld_accuracy
+        key, epsilon_curves, anchor, delta, axis=axis, sigma_ratio=ratio, pld_accuracy=pld_accuracy, group=session
     )
     if not future.done():
         with st.container(height=450, border=True):

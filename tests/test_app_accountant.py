@@ -260,6 +260,28 @@ def test_curve_is_computed_in_the_background_then_drawn():
     assert not any("Computing ε along" in i.value for i in at.info)
 
 
+def test_two_sessions_typing_at_once_both_get_their_curve():
+    """A classroom on one server: a second user's change does not cancel the first user's queued curve."""
+    import time
+
+    from dpmix_core.views.background import shared_background
+
+    sessions = {
+        t: AppTest.from_file(PAGE, default_timeout=120).run() for t in ("23456", "345678")
+    }  # two decades: two curves
+    for at in sessions.values():
+        at.radio(key="acc_axis").set_value("T").run()
+    assert shared_background().wait_all(120)
+    shared_background().request(("occupy the worker", time.monotonic()), time.sleep, 2)
+    for t, at in sessions.items():
+        at.text_input(key="acc_T").input(t).run()  # both queued behind the busy worker
+    assert shared_background().wait_all(120)
+    for t, at in sessions.items():
+        at.run()  # what each page's poll does once its curve is ready
+        charts = [c.proto.spec for c in at.get("plotly_chart")]
+        assert any(f'"x0":{t}' in c for c in charts), f"the session at T = {t} has its curve"
+
+
 def test_a_non_positive_clip_is_refused_visibly(at):
     at.number_input(key="acc_clip_x").set_value(0.0).run()
     assert not at.exception and any(e.value.startswith("invalid: clip_x") for e in at.error), [

@@ -110,6 +110,30 @@ def test_background_results_are_keyed_and_newer_requests_drop_queued_ones():
     assert store.wait_all(5)
 
 
+def test_background_results_drop_only_what_nobody_else_waits_for():
+    """A classroom on one server: one user's new request never cancels another user's queued one."""
+    store = BackgroundResults()
+    gate = threading.Event()
+    first = store.request("busy", gate.wait, 10, group="teacher")  # occupies the worker
+    while not first.running():
+        time.sleep(0.01)
+    alice = store.request("x", lambda: "x", group="alice")
+    bob = store.request("y", lambda: "y", group="bob")
+    assert not alice.cancelled()  # bob's request leaves alice's queued one alone
+    assert store.request("x", lambda: "other", group="bob") is alice  # the same curve is computed once
+    alice_next = store.request("z", lambda: "z", group="alice")  # alice moves on; bob still waits for "x"
+    assert not alice.cancelled() and store.known("x")
+    bob_next = store.request("w", lambda: "w", group="bob")  # bob moves on: nobody waits for "x" or "y" now
+    assert alice.cancelled() and bob.cancelled() and not store.known("x") and not store.known("y")
+    gate.set()
+    assert store.wait_all(10) and alice_next.result() == "z" and bob_next.result() == "w"
+    small = BackgroundResults(max_results=2)
+    for key in "abc":
+        small.request(key, str, key, group=key)
+        assert small.wait(key, 10)
+    assert not small.known("a") and small.known("b") and small.known("c")  # least recently used dropped
+
+
 def _die_once(marker: str) -> int:
     """Kills the worker process the first time (leaving ``marker``), answers its pid after."""
     import os

@@ -1,8 +1,10 @@
 """Slow results computed off the page's rerun: a worker, results keyed by exactly their inputs.
 
 A live page asks for a result (an epsilon curve), draws it when it is ready and otherwise shows a
-placeholder and polls; the rerun itself never waits for it. Requests that are still queued when a newer
-one arrives are dropped (the user has moved on); the one running finishes and is kept.
+placeholder and polls; the rerun itself never waits for it. A request still queued when the same user
+(``group``: a page passes its browser session) asks for something newer is dropped, unless another user
+waits for it too; the one running finishes and is kept. Many users share one queue and one cache: the same
+key is computed once for all of them.
 
 Where the work runs::
 
@@ -158,6 +160,7 @@ class BackgroundResults:
                     self._processes.get().stop()
                 self._processes = None
         self._futures: OrderedDict[Hashable, Future] = OrderedDict()
+        self._groups: dict[Hashable, set[Hashable]] = {}  # who still wants each key (see request)
         self._lock = threading.Lock()
 
     def _in_process(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
@@ -168,28 +171,48 @@ class BackgroundResults:
         finally:
             self._processes.put(worker)
 
-    def request(self, key: Hashable, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+    def request(
+        self, key: Hashable, fn: Callable[..., Any], /, *args: Any, group: Hashable = None, **kwargs: Any
+    ) -> Future:
         """The future of ``fn(*args, **kwargs)`` stored under ``key``; submitted unless already known.
 
-        ``key`` must identify the call completely (the same key, the same result). Queued requests for
-        other keys are cancelled, so only the newest setting waits behind the one being computed.
+        ``key`` must identify the call completely (the same key, the same result: two groups asking for it
+        share one computation). ``group`` is who asks (a page passes its browser session): a new request
+        cancels the queued requests that only this group still wants, so a user typing fast leaves one
+        request waiting behind the one being computed, and never cancels another user's (``fn`` cannot
+        take a keyword named ``group``).
         """
         with self._lock:
             future = self._futures.get(key)
             if future is not None and not future.cancelled():
                 self._futures.move_to_end(key)
+                self._groups[key].add(group)
                 return future
-            for other_key, other in list(self._futures.items()):
-                if other.cancel():  # only succeeds for requests that have not started
-                    del self._futures[other_key]
+            for other_key, wanted_by in list(self._groups.items()):
+                other = self._futures[other_key]
+                if group not in wanted_by or other.running() or other.done():
+                    continue
+                wanted_by.discard(group)  # this group has moved on from that queued request
+                if not wanted_by and other.cancel():  # nobody else waits for it, and it has not started
+                    del self._futures[other_key], self._groups[other_key]
             if self._processes is None:
                 future = self._pool.submit(fn, *args, **kwargs)
             else:
                 future = self._pool.submit(self._in_process, fn, args, kwargs)
             self._futures[key] = future
+            self._groups[key] = {group}
             while len(self._futures) > self._max:
-                self._futures.popitem(last=False)
+                dropped, _ = self._futures.popitem(last=False)
+                del self._groups[dropped]
             return future
+
+    def known(self, key: Hashable) -> bool:
+        """Whether ``key`` is still requested or computed (not cancelled, not dropped as least recently used).
+
+        A page waiting for a result that is no longer known reruns to ask for it again.
+        """
+        with self._lock:
+            return key in self._futures
 
     def ready(self, key: Hashable) -> bool:
         """Whether the result under ``key`` is known (computed or failed)."""
