@@ -196,6 +196,9 @@ def test_background_results_fall_back_to_threads_where_no_worker_process_starts(
     store = BackgroundResults(processes=True)
     assert store.request("pid", os.getpid).result(60) == os.getpid()  # computed all the same, on a thread
     assert "could not start a worker process (no processes here)" in caplog.text
+    monkeypatch.setattr(os, "name", "nt")
+    assert BackgroundResults(processes=True).request("pid", os.getpid).result(60) == os.getpid()
+    assert "worker processes need a POSIX system" in caplog.text
 
 
 def test_image_grid_png_lays_out_rows_and_cells_of_the_largest_image():

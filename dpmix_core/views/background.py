@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import pickle
 import queue
 import signal
@@ -147,7 +148,9 @@ class BackgroundResults:
         self._max = max_results
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dpmix-background")
         self._processes: queue.SimpleQueue[WorkerProcess] | None = None
-        if processes:
+        if processes and os.name != "posix":  # the worker's pipe is handed over by pass_fds (POSIX only)
+            _LOG.warning("background work runs on threads: worker processes need a POSIX system")
+        elif processes:
             self._processes = queue.SimpleQueue()
             try:
                 for _ in range(workers):
