@@ -182,6 +182,7 @@ def test_background_results_in_a_worker_process_keep_the_same_contract_and_survi
     assert marker.exists() and replaced not in (worker, os.getpid())  # on a fresh worker
     dying = store.request("die", os._exit, 3)  # dies again on the retry: the request's exception
     assert isinstance(dying.exception(60), WorkerDied)
+    assert store.request("die", os._exit, 3) is not dying  # asked again, a lost result is computed again
     assert store.request("after", os.getpid).result(60) not in (replaced, os.getpid())  # the next one is served
 
 

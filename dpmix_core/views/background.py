@@ -128,6 +128,11 @@ def serve(conn: Connection) -> None:
             conn.send((False, RuntimeError(f"the result could not be sent back: {exc}")))
 
 
+def _worker_died(future: Future) -> bool:
+    """Whether ``future`` failed because its worker died (asked again, it is computed again)."""
+    return future.done() and not future.cancelled() and isinstance(future.exception(), WorkerDied)
+
+
 class BackgroundResults:
     """A small keyed store of futures over dispatcher threads, least recently used dropped first.
 
@@ -180,14 +185,14 @@ class BackgroundResults:
         """The future of ``fn(*args, **kwargs)`` stored under ``key``; submitted unless already known.
 
         ``key`` must identify the call completely (the same key, the same result: two groups asking for it
-        share one computation). ``group`` is who asks (a page passes its browser session): a new request
+        share one computation; a result lost to a dead worker is computed again when asked again). ``group`` is who asks (a page passes its browser session): a new request
         cancels the queued requests that only this group still wants, so a user typing fast leaves one
         request waiting behind the one being computed, and never cancels another user's (``fn`` cannot
         take a keyword named ``group``).
         """
         with self._lock:
             future = self._futures.get(key)
-            if future is not None and not future.cancelled():
+            if future is not None and not future.cancelled() and not _worker_died(future):
                 self._futures.move_to_end(key)
                 self._groups[key].add(group)
                 return future
