@@ -296,12 +296,20 @@ def _attacker(setting: MixingSetting, reading: ReleaseReading | None, delta: flo
 
 
 @st.fragment(run_every=0.4)
-def _wait_for_curve(key: tuple) -> None:
+def _wait_for_curve(key: tuple, along: str) -> None:
     """Polls while the curve is computed in the background; a full (cached, fast) rerun draws it, or asks
     again if the request is no longer known (dropped as least recently used while many sessions asked)."""
     background = shared_background()
     if background.ready(key) or not background.known(key):
         st.rerun()
+    ahead = background.ahead_of(key)
+    when = (
+        "(a second or two)"
+        if ahead == 0
+        else f"once {ahead} other curve{'s' if ahead > 1 else ''} ahead of it {'are' if ahead > 1 else 'is'} done "
+        "(other users of this server, or a setting just left)"
+    )
+    st.info(f"Computing ε along {along} for this release {when}; the table above is current.")
 
 
 def _curves(setting: MixingSetting, delta: float) -> None:
@@ -320,8 +328,7 @@ def _curves(setting: MixingSetting, delta: float) -> None:
     )
     if not future.done():
         with st.container(height=450, border=True):
-            st.info(f"Computing ε along {choice} for this release (a second or two); the table above is current.")
-        _wait_for_curve(key)
+            _wait_for_curve(key, choice)
         return
     if (error := future.exception()) is not None:
         st.error(f"The curve could not be computed: {error}")

@@ -266,15 +266,16 @@ def test_two_sessions_typing_at_once_both_get_their_curve():
 
     from dpmix_core.views.background import shared_background
 
-    sessions = {
-        t: AppTest.from_file(PAGE, default_timeout=120).run() for t in ("23456", "345678")
-    }  # two decades: two curves
+    # two decades no other test asks for: two curves, neither computed yet
+    sessions = {t: AppTest.from_file(PAGE, default_timeout=120).run() for t in ("2345678", "34567890")}
     for at in sessions.values():
         at.radio(key="acc_axis").set_value("T").run()
     assert shared_background().wait_all(120)
-    shared_background().request(("occupy the worker", time.monotonic()), time.sleep, 2)
-    for t, at in sessions.items():
+    shared_background().request(("occupy the worker", time.monotonic()), time.sleep, 6)
+    for ahead, (t, at) in enumerate(sessions.items(), start=1):
         at.text_input(key="acc_T").input(t).run()  # both queued behind the busy worker
+        waiting = [i.value for i in at.info if "Computing ε along" in i.value]
+        assert waiting and f"once {ahead} other curve" in waiting[0], waiting  # says what it waits for
     assert shared_background().wait_all(120)
     for t, at in sessions.items():
         at.run()  # what each page's poll does once its curve is ready

@@ -123,10 +123,13 @@ def test_background_results_drop_only_what_nobody_else_waits_for():
     assert store.request("x", lambda: "other", group="bob") is alice  # the same curve is computed once
     alice_next = store.request("z", lambda: "z", group="alice")  # alice moves on; bob still waits for "x"
     assert not alice.cancelled() and store.known("x")
+    assert store.ahead_of("x") == 1 and store.ahead_of("z") == 3  # "busy" runs; "x", "y" wait before "z"
     bob_next = store.request("w", lambda: "w", group="bob")  # bob moves on: nobody waits for "x" or "y" now
     assert alice.cancelled() and bob.cancelled() and not store.known("x") and not store.known("y")
+    assert store.ahead_of("z") == 1 and store.ahead_of("w") == 2 and store.ahead_of("busy") == 0
     gate.set()
     assert store.wait_all(10) and alice_next.result() == "z" and bob_next.result() == "w"
+    assert store.ahead_of("z") == 0 and store.ahead_of("never asked") == 0
     small = BackgroundResults(max_results=2)
     for key in "abc":
         small.request(key, str, key, group=key)

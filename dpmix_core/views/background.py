@@ -169,6 +169,8 @@ class BackgroundResults:
                 self._processes = None
         self._futures: OrderedDict[Hashable, Future] = OrderedDict()
         self._groups: dict[Hashable, set[Hashable]] = {}  # who still wants each key (see request)
+        self._order: dict[Hashable, int] = {}  # when each key was submitted (the queue is first in, first out)
+        self._submitted = 0
         self._lock = threading.Lock()
 
     def _in_process(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
@@ -202,17 +204,28 @@ class BackgroundResults:
                     continue
                 wanted_by.discard(group)  # this group has moved on from that queued request
                 if not wanted_by and other.cancel():  # nobody else waits for it, and it has not started
-                    del self._futures[other_key], self._groups[other_key]
+                    del self._futures[other_key], self._groups[other_key], self._order[other_key]
             if self._processes is None:
                 future = self._pool.submit(fn, *args, **kwargs)
             else:
                 future = self._pool.submit(self._in_process, fn, args, kwargs)
             self._futures[key] = future
             self._groups[key] = {group}
+            self._submitted += 1
+            self._order[key] = self._submitted
             while len(self._futures) > self._max:
                 dropped, _ = self._futures.popitem(last=False)
-                del self._groups[dropped]
+                del self._groups[dropped], self._order[dropped]
             return future
+
+    def ahead_of(self, key: Hashable) -> int:
+        """How many requests the workers take before ``key`` starts (those running included); 0 once it has."""
+        with self._lock:
+            future = self._futures.get(key)
+            if future is None or future.running() or future.done():
+                return 0
+            mine = self._order[key]
+            return sum(1 for k, f in self._futures.items() if self._order[k] < mine and not f.done())
 
     def known(self, key: Hashable) -> bool:
         """Whether ``key`` is still requested or computed (not cancelled, not dropped as least recently used).
