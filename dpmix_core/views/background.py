@@ -20,7 +20,9 @@ arrives while a curve is being computed does not wait for the GIL (issue 15's re
 plain ``python -m dpmix_core.views.background`` child, not a multiprocessing one: while a Streamlit page
 runs, the page is the ``__main__`` module, and multiprocessing's spawn would run it again in the child.
 A worker that dies (killed for memory, say) is replaced and the call retried once; a second death is the
-request's exception (:class:`WorkerDied`). A worker exits when its parent does (its pipe closes).
+request's exception (:class:`WorkerDied`). A worker exits when its parent does (its pipe closes). It
+imports the library once: an edit to ``dpmix_core`` reaches it when the server restarts, not on
+Streamlit's rerun-on-save.
 """
 
 from __future__ import annotations
