@@ -147,7 +147,7 @@ def _die_once(marker: str) -> int:
     return os.getpid()
 
 
-def test_background_results_in_a_worker_process_keep_the_same_contract_and_survive_a_dead_worker(tmp_path, monkeypatch):
+def test_background_in_a_worker_process_keeps_the_contract_and_survives_a_dead_worker(tmp_path, monkeypatch):
     import operator
     import os
     import signal
@@ -175,9 +175,8 @@ def test_background_results_in_a_worker_process_keep_the_same_contract_and_survi
     assert isinstance(failing.exception(60), ZeroDivisionError)  # fn's exception; the worker lives on
     assert store.request("lambda", lambda: 1).exception(60) is not None  # does not pickle: refused, not queued
     assert store.request("after boom", os.getpid).result(60) == worker
-    os.kill(
-        killed := worker, signal.SIGKILL
-    )  # the idle worker is killed (as for memory): the next request starts another
+    killed = worker
+    os.kill(killed, signal.SIGKILL)  # the idle worker is killed (as for memory): the next request starts another
     worker = store.request("after a kill", os.getpid).result(60)
     assert worker not in (killed, os.getpid())
     marker = tmp_path / "died"
