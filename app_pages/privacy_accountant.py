@@ -35,6 +35,7 @@ from dpmix_core.views.reports import (
     ReleaseReading,
     accountant_info,
     curve_anchor,
+    curve_waiting_text,
     epsilon_curves,
     epsilon_table,
     release_reading,
@@ -302,14 +303,7 @@ def _wait_for_curve(key: tuple, along: str) -> None:
     background = shared_background()
     if background.ready(key) or not background.known(key):
         st.rerun()
-    ahead = background.ahead_of(key)
-    when = (
-        "(a second or two)"
-        if ahead == 0
-        else f"once {ahead} other curve{'s' if ahead > 1 else ''} ahead of it {'are' if ahead > 1 else 'is'} done "
-        "(other users of this server, or a setting just left)"
-    )
-    st.info(f"Computing ε along {along} for this release {when}; the table above is current.")
+    st.info(curve_waiting_text(along, background.ahead_of(key)))
 
 
 def _curves(setting: MixingSetting, delta: float) -> None:

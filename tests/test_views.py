@@ -8,7 +8,7 @@ import pytest
 from dpmix_core.privacy.accountants import MixingSetting
 from dpmix_core.privacy.curves import default_axis_values
 from dpmix_core.views.privacy_scale import format_epsilon
-from dpmix_core.views.reports import curve_anchor, epsilon_curves, epsilon_table
+from dpmix_core.views.reports import curve_anchor, curve_waiting_text, epsilon_curves, epsilon_table
 from dpmix_core.views.shared_release import SharedRelease
 
 S = MixingSetting(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711)
@@ -27,6 +27,16 @@ def test_a_curve_does_not_depend_on_its_own_knob_within_a_decade(axis, knob, val
     assert len(anchors) == 1  # one cache entry for the whole decade
     grid = default_axis_values(anchors.pop(), axis)
     assert all(min(grid) <= v <= max(grid) for v in values)  # the current value stays inside the curve
+
+
+def test_curve_waiting_text_says_how_many_curves_are_ahead():
+    assert curve_waiting_text("T", 0) == (
+        "Computing ε along T for this release (a second or two); the table above is current."
+    )
+    assert "once 1 other curve ahead of it is done (other users" in curve_waiting_text("σx", 1)
+    assert "once 3 other curves ahead of it are done" in curve_waiting_text("ℓ", 3)
+    with pytest.raises(ValueError, match="ahead"):
+        curve_waiting_text("T", -1)
 
 
 def test_anchored_curve_equals_the_curve_at_the_same_grid():

@@ -27,6 +27,7 @@ __all__ = [
     "AccountantInfo",
     "accountant_info",
     "curve_anchor",
+    "curve_waiting_text",
     "epsilon_curves",
     "epsilon_table",
     "format_epsilon",
@@ -170,6 +171,20 @@ def curve_anchor(setting: MixingSetting, axis: Axis) -> MixingSetting:
     if axis == "T":
         return replace(setting, T=int(10 ** math.ceil(math.log10(setting.T))))
     return replace(setting, l=1)
+
+
+def curve_waiting_text(along: str, ahead: int) -> str:
+    """What a page shows while its curve along ``along`` waits behind ``ahead`` other requests (0: computing)."""
+    if ahead < 0:
+        raise ValueError(f"ahead must be >= 0. Found {ahead}.")
+    if ahead == 0:
+        when = "(a second or two)"
+    else:
+        curves, are = ("curve", "is") if ahead == 1 else ("curves", "are")
+        when = (
+            f"once {ahead} other {curves} ahead of it {are} done (other users of this server, or a setting just left)"
+        )
+    return f"Computing ε along {along} for this release {when}; the table above is current."
 
 
 def epsilon_curves(
