@@ -43,6 +43,8 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any
 
+from dpmix_core.runtime.jobs import worker_env  # its PYTHONPATH makes dpmix_core importable in the worker
+
 _LOG = logging.getLogger(__name__)
 
 
@@ -63,8 +65,6 @@ class WorkerProcess:
         if self._proc is not None and self._proc.poll() is None:
             return
         self.stop()
-        from dpmix_core.runtime.jobs import worker_env  # its PYTHONPATH makes dpmix_core importable there
-
         ours, theirs = Pipe()
         command = [sys.executable, "-m", __name__, str(theirs.fileno()), *self._preload]
         try:
