@@ -189,10 +189,11 @@ class BackgroundResults:
         """The future of ``fn(*args, **kwargs)`` stored under ``key``; submitted unless already known.
 
         ``key`` must identify the call completely (the same key, the same result: two groups asking for it
-        share one computation; a result lost to a dead worker is computed again when asked again). ``group`` is who asks (a page passes its browser session): a new request
-        cancels the queued requests that only this group still wants, so a user typing fast leaves one
-        request waiting behind the one being computed, and never cancels another user's (``fn`` cannot
-        take a keyword named ``group``).
+        share one computation; a result lost to a dead worker is computed again when asked again).
+        ``group`` is who asks (a page passes its browser session): a new request cancels the queued
+        requests that only this group still wants, so a user typing fast leaves one request waiting behind
+        the one being computed, and never cancels another user's (``fn`` cannot take a keyword named
+        ``group``).
         """
         with self._lock:
             future = self._futures.get(key)
