@@ -23,6 +23,7 @@ from dpmix_core.experiments.trade_offs import (
     release_model_choices,
     run_table,
     spec_problem,
+    sweep_axis,
     sweep_id_from_query,
     sweep_published,
     sweep_results,
@@ -66,10 +67,6 @@ def _launch(spec) -> None:
     st.session_state[K + "show"] = launch.sweep_id  # the Results panel follows what was just launched
     st.session_state[K + "launch_error"] = None
     st.query_params["sweep"] = str(launch.sweep_id)
-
-
-def _cancel_all() -> None:
-    cancel_runs(store(), st.session_state.get(K + "run_ids", []))
 
 
 def _typed(col, label: str, key: str, default: str, parse):
@@ -230,17 +227,36 @@ def _launch_panel(spec) -> None:
 
 
 def _progress_panel() -> None:
+    """The runs this browser session launched (or found again through ?sweep=): live, and pumped from here."""
     ids = st.session_state.get(K + "run_ids") or []
-    if not ids:
-        return
+    if ids:
+        sweep = st.session_state.get(K + "sweep")
+        _live_runs(ids, axis=None if sweep is None else sweep_axis(store(), sweep), key="progress", pump=True)
+
+
+def _watch_panel(sweep: int) -> None:
+    """A shown sweep's runs still queued or running that this session did not launch (a `sweep` in a terminal,
+    another browser): watched live, not pumped (whoever launched them runs them)."""
+    ids = sweep_run_ids(store(), sweep)
+    if set(ids) <= set(st.session_state.get(K + "run_ids") or []):
+        return  # already live in the progress panel above
+    if run_table(store(), ids)["status"].isin(ACTIVE).any():
+        st.caption("This sweep still has runs queued or running (launched elsewhere: a terminal or another browser).")
+        _live_runs(ids, axis=sweep_axis(store(), sweep), key=f"watch_{sweep}", pump=False)
+
+
+def _live_runs(ids: list[int], *, axis: str | None, key: str, pump: bool) -> None:
+    """Status counts and one row per run (with its value on the sweep's axis), refreshed every 2 s while any is
+    active; the page reruns once when the last one ends (its plots then show every result)."""
     s = store()
     table = run_table(s, ids)
     active = table["status"].isin(ACTIVE).any() if len(table) else False
 
     @st.fragment(run_every=2.0 if active else None)
     def live() -> None:
-        pump_local(s, max_parallel=st.session_state.get(K + "parallel"))
-        current = run_table(s, ids)
+        if pump:
+            pump_local(s, max_parallel=st.session_state.get(K + "parallel"))
+        current = run_table(s, ids, axis=axis)
         counts = current["status"].value_counts().to_dict()
         st.markdown("**Progress** — " + ", ".join(f"{v} {k}" for k, v in counts.items()))
         st.dataframe(
@@ -258,10 +274,10 @@ def _progress_panel() -> None:
         for run_id, note in zip(current["run"], current["note"], strict=True):
             if note:
                 st.caption(f"Run {run_id}: {note}")
-        table_download(current, K + "progress", "sweep_progress")
+        table_download(current, K + key, "sweep_progress")
         still = current["status"].isin(ACTIVE).any()
         if still:
-            st.button("Cancel the remaining runs", on_click=_cancel_all, key=K + "cancel")
+            st.button("Cancel the remaining runs", on_click=cancel_runs, args=(s, ids), key=K + key + "_cancel")
         elif active:
             st.rerun()  # everything finished: refresh the plots once and stop polling
 
@@ -317,6 +333,7 @@ def _results_panel(query_sweep: int | None) -> None:
             f"{len(unreadable)} run(s) of this sweep could not be read and are left out: "
             + "; ".join(f"run {run_id}: {reason}" for run_id, reason in unreadable[:5])
         )
+    _watch_panel(chosen)
     if agg.empty:
         st.info("No finished runs in this sweep yet.")
         return
@@ -421,6 +438,7 @@ except (ValueError, StoreError) as exc:
     st.error(str(exc))
 if not st.session_state[K + "run_ids"] and query_sweep is not None:  # a reload finds its sweep again
     st.session_state[K + "run_ids"] = sweep_run_ids(store(), query_sweep)
+    st.session_state[K + "sweep"] = query_sweep
 
 spec = _sweep_builder(cached_datasets())
 try:

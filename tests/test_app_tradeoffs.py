@@ -222,6 +222,35 @@ def test_a_stopped_run_with_a_checkpoint_says_how_to_continue_it(tmp_path, monke
     assert any(c.startswith(f"Run {run.id}: training state saved near epoch 23") for c in captions), captions
 
 
+def test_a_sweep_running_elsewhere_is_watched_live_not_run_from_the_page(tmp_path, monkeypatch):
+    """A sweep launched in a terminal shows its progress when picked under Results; the page runs none of it."""
+    from dpmix_core.experiments.trade_offs import sweep_jobs
+    from dpmix_core.runtime.store import ResultStore
+
+    spec = get_preset("thesis-4.2-l-quick")  # axis l: the runs of its one series differ by l only
+    store = ResultStore(tmp_path / "results.sqlite")
+    sweep = store.create_sweep(spec.name, spec.to_dict())
+    jobs = {job[1]["synthesis"]["l"]: job for job in sweep_jobs(spec)}
+    running, queued = (store.submit(*jobs[l], sweep=sweep.id) for l in (32, 128))
+    store.claim(running.id)
+    store.update_progress(running.id, {"phase": "train", "epoch": 50, "epochs": 200, "eta_seconds": 600.0})
+    at = _page(tmp_path, monkeypatch)
+    assert not at.exception
+    assert any("still has runs queued or running" in c.value for c in at.caption)
+    table = at.dataframe[0].value.set_index("run")
+    assert table.loc[running.id, "progress"] == 0.25 and table.loc[queued.id, "status"] == "queued"
+    assert table["ℓ"].to_dict() == {running.id: 32, queued.id: 128}
+    assert any(b.label == "Cancel the remaining runs" for b in at.button)
+    assert any("No finished runs in this sweep yet" in i.value for i in at.info)
+    assert store.get(queued.id).status == "queued"  # watched, not pumped: whoever launched it runs it
+    store.request_cancel(queued.id)  # queued: cancelled at once
+    store.finish(running.id, {"test_accuracy": 0.9, "test_mse": None, "epsilon": {}, "seconds": 1.0})
+    at.run()
+    assert not at.exception
+    assert not any("still has runs queued or running" in c.value for c in at.caption)
+    assert not any("No finished runs" in i.value for i in at.info)
+
+
 @pytest.fixture(scope="module")
 def release_npz(tmp_path_factory) -> Path:
     """A small DPMix release of the embedded sample, as the Mixed samples page's download writes it."""

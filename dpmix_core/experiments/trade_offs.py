@@ -21,7 +21,7 @@ from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
 from dpmix_core.experiments.results import aggregate, all_collapsed
-from dpmix_core.experiments.spec import Published, SweepSpec, load_spec
+from dpmix_core.experiments.spec import Published, SweepSpec, axis_value, load_spec
 from dpmix_core.experiments.sweeps import RunSpec, submit_sweep
 from dpmix_core.resources.limits import (
     LimitExceeded,
@@ -289,17 +289,23 @@ def cancel_runs(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> int
     return len(active)
 
 
-def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> pd.DataFrame:
-    """One row per run: what it is, where it stands, its error if any, and why it collapsed if it did."""
+def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...], *, axis: str | None = None) -> pd.DataFrame:
+    """One row per run: what it is, where it stands, its error if any, and why it collapsed if it did.
+
+    With the sweep's ``axis``, a column after "series" gives each run's value on it (runs of one series differ
+    by it: ℓ = 32 and ℓ = 128 of "eps = 2" would otherwise be two identical rows); empty where it does not apply.
+    """
     rows = []
     for run in store.list_runs(ids=run_ids):
         cfg, prog = run.config, run.progress or {}
         syn = cfg.get("synthesis") or {}
         epoch, epochs = prog.get("epoch"), prog.get("epochs")
+        position = {} if axis is None else {axis_column(axis): _axis_value_or_none(cfg, axis)}
         rows.append(
             {
                 "run": run.id,
                 "series": cfg.get("label") or cfg.get("method"),
+                **position,
                 "mechanism": syn.get("mechanism", ""),
                 "seed": cfg.get("seed"),
                 "status": run.status,
@@ -317,6 +323,26 @@ def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> pd.Da
             }
         )
     return pd.DataFrame(rows)
+
+
+def axis_column(axis: str) -> str:
+    """The short column name of a sweep axis in a run table: "ℓ", "T", "ε", "noise σx", "label ε", ..."""
+    return AXIS_TITLES.get(axis, axis).split(" (")[0]
+
+
+def _axis_value_or_none(config: dict, axis: str) -> float | None:
+    """A stored run's value on ``axis``; None where the axis does not apply or the config no longer loads."""
+    try:
+        return axis_value(config, axis)
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def sweep_axis(store: ResultStore, sweep: int | str) -> str | None:
+    """The axis of a stored sweep's current spec (None when it has no loadable spec or no such sweep)."""
+    stored = store.get_sweep(sweep)
+    spec = None if stored is None else stored_spec(stored)
+    return None if spec is None else spec.axis
 
 
 def _saved_epoch(store: ResultStore, run: Run) -> int | None:
