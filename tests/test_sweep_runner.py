@@ -8,8 +8,8 @@ import fake_jobs
 import pytest
 from fake_jobs import executions
 
-from dpmix_core.cli.sweep import add_sweep_arguments, cli_sweep
-from dpmix_core.experiments.sweeps import export_csv, run_sweep, submit_sweep
+from dpmix_core.cli.sweep import TextProgress, add_sweep_arguments, cli_sweep
+from dpmix_core.experiments.sweeps import export_csv, run_sweep, running_detail, submit_sweep
 from dpmix_core.runtime.store import ResultStore, config_key
 
 
@@ -39,7 +39,7 @@ def test_sweep_runs_everything_and_exports(store, tmp_path):
         spec={"note": "test"},
     )
     assert summary.ok and summary.total == 6 and summary.new == 6 and summary.done == 6
-    assert calls[-1] == (6, 6, 0, 0) and all(total == 6 for _, total, _, _ in calls)
+    assert calls[-1] == (6, 6, 0, 0, "") and all(total == 6 for _, total, _, _, _ in calls)
     assert executions(marker) == 6
     sweep = store.get_sweep("grid")
     assert sweep.spec == {"note": "test"} and sweep.backend == "local" and sweep.location
@@ -103,7 +103,7 @@ def test_a_changed_spec_counts_only_its_own_runs(store, tmp_path):
     changed = [("fake_jobs:crash", {"msg": "new spec", "x": x}, None) for x in (1, 2)]
     summary = run_sweep(store, "s", changed, backend=be, poll_s=0.05, progress=lambda *a: calls.append(a))
     assert summary.total == 2 and summary.done == 0 and summary.failed == 2 and not summary.ok
-    assert all(done == 0 for done, _, _, _ in calls) and calls[-1] == (0, 2, 0, 2)
+    assert all(done == 0 for done, *_ in calls) and calls[-1] == (0, 2, 0, 2, "")
     assert store.counts(sweep="s")["done"] == 2  # the earlier spec's runs are kept
     assert store.counts(run_ids=[]) == dict.fromkeys(store.counts(), 0)
 
@@ -332,3 +332,79 @@ def test_a_sweep_counts_its_collapsed_runs_and_warns_as_train_does(store, tmp_pa
     assert summary.collapse_warning().startswith("WARNING: 2 of 3 done run(s) collapsed: the model never learned")
     assert summary.to_dict()["collapsed"] == 2 and "collapsed" not in summary.line()
     assert SweepSummary(1, "s", 1, {"done": 1}, 1, 0, 0, 1.0).collapse_warning() is None
+
+
+def test_progress_says_where_the_running_runs_stand(store, tmp_path):
+    """A 200-epoch sweep's line moves between runs ending: the running runs' epochs and the longest estimate."""
+    marker = tmp_path / "marker"
+    calls = []
+    runs = grid(marker, xs=(1, 2), repeats=1, kind="fake_jobs:slow", epochs=6, step_s=0.15)
+    summary = run_sweep(
+        store,
+        "s",
+        runs,
+        backend=fake_jobs.backend(store, max_parallel=2),
+        poll_s=0.05,
+        progress=lambda *a: calls.append(a),
+    )
+    assert summary.ok
+    details = [detail for *_, running, _, detail in calls if running]
+    assert any(d.startswith("epoch ") and "/6" in d and "done in ≈" in d for d in details), details
+    assert calls[-1][-1] == ""  # nothing running at the end: no detail
+
+
+def test_running_detail_names_epochs_and_the_longest_estimate(store):
+    runs = [store.submit("fake_jobs:slow", {"x": x}) for x in range(6)]
+    for i, run in enumerate(runs[:5]):
+        store.claim(run.id)
+        store.update_progress(run.id, {"epoch": 10 + i, "epochs": 200, "eta_seconds": 600.0 * (i + 1)})
+    ids = [run.id for run in runs]
+    assert running_detail(store, ids) == (
+        "epoch 10/200, 11/200, 12/200, 13/200 and 1 more; the running ones done in ≈ 50 min"
+    )
+    assert running_detail(store, [runs[5].id]) == ""  # queued: nothing to say
+    store.claim(runs[5].id)
+    store.update_progress(runs[5].id, {"phase": "synthesis"})  # running, no epoch, no estimate yet
+    assert running_detail(store, [runs[5].id]) == ""
+
+
+class _Stream:
+    def __init__(self, tty):
+        self.text, self.tty = "", tty
+
+    def write(self, text):
+        self.text += text
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return self.tty
+
+
+def test_a_log_gets_epochs_at_most_once_a_minute_and_every_run_that_ends():
+    now = [0.0]
+    log = _Stream(tty=False)
+    bar = TextProgress(log, width=4, clock=lambda: now[0])
+    bar(0, 2, 2, 0, "epoch 1/200, 1/200")
+    now[0] = 30
+    bar(0, 2, 2, 0, "epoch 2/200, 2/200")  # 30 s later: not logged
+    now[0] = 61
+    bar(0, 2, 2, 0, "epoch 3/200, 3/200")
+    now[0] = 62
+    bar(1, 2, 1, 0, "epoch 4/200")  # a run ended: logged at once
+    assert log.text.splitlines() == [
+        "[....] 0/2  done 0  running 2  failed 0  · epoch 1/200, 1/200",
+        "[....] 0/2  done 0  running 2  failed 0  · epoch 3/200, 3/200",
+        "[##..] 1/2  done 1  running 1  failed 0  · epoch 4/200",
+    ]
+
+
+def test_a_terminal_line_is_redrawn_in_place_and_cleared_to_its_end():
+    term = _Stream(tty=True)
+    bar = TextProgress(term, width=4)
+    bar(0, 1, 1, 0, "epoch 1/200; the running one done in ≈ 50 min")
+    bar(0, 1, 1, 0, "epoch 2/200")
+    bar(1, 1, 0, 0, "")
+    assert term.text.count("\r") == 3 and term.text.count("\x1b[K") == 3 and term.text.endswith("\n")
+    assert "\r[....] 0/1  done 0  running 1  failed 0  · epoch 2/200\x1b[K" in term.text

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import shlex
 import sqlite3
 import sys
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
@@ -22,28 +24,51 @@ __all__ = ["TextProgress", "add_sweep_arguments", "cli_sweep"]
 
 
 class TextProgress:
-    """A one-line progress bar on stderr: ``[#####.....] 12/40  done 11  running 2  failed 1``."""
+    """A one-line progress bar on stderr: ``[#####.....] 12/40  done 11  running 2  failed 1``, then where
+    the running runs stand (``· epoch 16/200, 17/200; the running ones done in ≈ 78 min``).
 
-    def __init__(self, stream: TextIO | None = None, width: int = 28):
+    On a terminal the line is redrawn in place at every change. Into a file or pipe (a log) a line is
+    written when a run starts or ends, and for the running runs' epochs at most every ``log_every_s``.
+    """
+
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        width: int = 28,
+        *,
+        log_every_s: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.stream = stream or sys.stderr
         self.width = width
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.log_every_s = log_every_s
+        self.clock = clock
         self._last: tuple | None = None
+        self._last_line_at = -math.inf
         self._open = False
 
-    def __call__(self, done: int, total: int, running: int, failed: int) -> None:
-        state = (done, total, running, failed)
-        if state == self._last:
+    def __call__(self, done: int, total: int, running: int, failed: int, detail: str = "") -> None:
+        counts = (done, total, running, failed)
+        if (counts, detail) == self._last:
             return
-        self._last = state
+        now = self.clock()
+        if (
+            not self.tty
+            and self._last is not None
+            and counts == self._last[0]
+            and now - self._last_line_at < self.log_every_s
+        ):
+            return  # a log gets epochs at most every log_every_s; a run starting or ending at once
+        self._last, self._last_line_at = (counts, detail), now
         finished = done + failed
         filled = int(self.width * finished / total) if total else self.width
         line = (
             f"[{'#' * filled}{'.' * (self.width - filled)}] {finished}/{total}"
-            f"  done {done}  running {running}  failed {failed}"
+            f"  done {done}  running {running}  failed {failed}" + (f"  · {detail}" if detail else "")
         )
         if self.tty:
-            self.stream.write("\r" + line)
+            self.stream.write("\r" + line + "\x1b[K")  # clear what a longer line left on the right
             self._open = True
             if finished >= total:
                 self.close()

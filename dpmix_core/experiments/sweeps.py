@@ -16,12 +16,14 @@ only runs ``(kind, config, key)`` triples.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TextIO
 
+from dpmix_core.resources.limits import format_duration
 from dpmix_core.runtime.jobs import Backend, LocalProcessBackend
 from dpmix_core.runtime.store import ResultStore, Run, SubmitOutcome, Sweep
 
@@ -33,11 +35,13 @@ __all__ = [
     "export_csv",
     "keep_widest_repeats",
     "run_sweep",
+    "running_detail",
     "submit_sweep",
 ]
 
 RunSpec = tuple[str, Mapping[str, Any], "str | None"]  # (kind, config, key or None for the default key)
-ProgressFn = Callable[[int, int, int, int], None]  # (done, total, running, failed)
+ProgressFn = Callable[[int, int, int, int, str], None]  # (done, total, running, failed, running_detail)
+RUNNING_SHOWN = 4  # epochs of at most this many running runs in a progress line
 DEFAULT_RETRY = ("interrupted",)  # re-run on resume; add "failed", "cancelled" to retry those too
 
 
@@ -146,8 +150,8 @@ def run_sweep(
     """Submit the runs as sweep ``sweep_name`` and pump the backend until none is queued or running.
 
     ``runs``: ``(kind, config, key)`` tuples (key None: the default key). Done runs are reused; a
-    re-run of the same sweep resumes it. ``progress(done, total, running, failed)`` is called after
-    every pump (``failed`` counts failed + cancelled + interrupted). Ctrl-C (KeyboardInterrupt)
+    re-run of the same sweep resumes it. ``progress(done, total, running, failed, detail)`` is called after
+    every pump (``failed`` counts failed + cancelled + interrupted; ``detail``: :func:`running_detail`). Ctrl-C (KeyboardInterrupt)
     returns at once with ``interrupted=True``: queued runs stay queued, running workers finish in the
     background and store their results; a re-run picks everything up.
     """
@@ -164,7 +168,8 @@ def run_sweep(
             counts = store.counts(run_ids=run_ids)
             failed = counts["failed"] + counts["cancelled"] + counts["interrupted"]
             if progress is not None:
-                progress(counts["done"], total, counts["running"], failed)
+                detail = running_detail(store, run_ids) if counts["running"] else ""
+                progress(counts["done"], total, counts["running"], failed, detail)
             if counts["queued"] + counts["running"] == 0:
                 break
             if timeout_s is not None and time.monotonic() - t0 > timeout_s:
@@ -186,6 +191,30 @@ def run_sweep(
         timed_out=timed_out,
         collapsed=collapsed_runs(store, run_ids),
     )
+
+
+def running_detail(store: ResultStore, run_ids: Iterable[int]) -> str:
+    """Where the running runs among ``run_ids`` stand, for a progress line: "epoch 16/200, 17/200; the running
+    ones done in ≈ 78 min" ("" when none has reported an epoch or an estimate yet).
+
+    The time is the longest of the runs' own estimates (``progress["eta_seconds"]``, from their epochs so far);
+    queued runs are not in it.
+    """
+    epochs, etas = [], []
+    for run in store.list_runs(ids=list(run_ids), status="running"):
+        prog = run.progress or {}
+        if isinstance(prog.get("epoch"), int) and prog.get("epochs"):
+            epochs.append(f"{prog['epoch']}/{prog['epochs']}")
+        eta = prog.get("eta_seconds")
+        if isinstance(eta, (int, float)) and math.isfinite(eta) and eta >= 0:
+            etas.append(float(eta))
+    parts = []
+    if epochs:
+        more = len(epochs) - RUNNING_SHOWN
+        parts.append("epoch " + ", ".join(epochs[:RUNNING_SHOWN]) + (f" and {more} more" if more > 0 else ""))
+    if etas:
+        parts.append(f"the running {'one' if len(etas) == 1 else 'ones'} done in ≈ {format_duration(max(etas))}")
+    return "; ".join(parts)
 
 
 def collapsed_runs(store: ResultStore, run_ids: Iterable[int]) -> int:

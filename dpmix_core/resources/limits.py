@@ -35,6 +35,7 @@ __all__ = [
     "check_mixing_cost",
     "check_sweep_cost",
     "check_training_cost",
+    "format_duration",
     "limits_from_env",
     "mixing_cost",
     "parse_bytes",
@@ -141,11 +142,14 @@ def _size(nbytes: float) -> str:
     return f"{nbytes / 1024:.3g} KiB"
 
 
-def _duration(seconds: float) -> str:
+def format_duration(seconds: float) -> str:
+    """A duration for a person: "45 s", "12 min", "2.5 h", "3.1 days" (3 significant digits at most)."""
     if seconds >= 86400:
         return f"{seconds / 86400:.3g} days"
     if seconds >= 3600:
         return f"{seconds / 3600:.3g} h"
+    if seconds >= 120:
+        return f"{seconds / 60:.3g} min"
     return f"{seconds:.3g} s"
 
 
@@ -215,7 +219,7 @@ def check_cost(cost: Cost, limits: Limits, *, change: str, job: bool = False) ->
     )
     if cost.seconds > max_s:
         raise LimitExceeded(
-            f"{cost.what} takes about {_duration(cost.seconds)}, over the limit of {_duration(max_s)} ({name}): "
+            f"{cost.what} takes about {format_duration(cost.seconds)}, over the limit of {format_duration(max_s)} ({name}): "
             f"lower {change}."
         )
     return cost
