@@ -122,6 +122,42 @@ def test_without_the_full_protocol_it_says_what_to_run_and_a_full_sweep_has_no_c
         quick_vs_full(store, "nope")
 
 
+def test_a_quick_point_the_full_preset_leaves_to_another_is_run_by_that_one(tmp_path):
+    """thesis-4.2-sigma-quick's sigma = 0.7 is not a point of thesis-4.2-sigma: the same run is thesis-4.2-l's
+    l = 128, so "what to run" names both commands (the first alone would never fill that point)."""
+    from dataclasses import replace
+
+    from dpmix_core.experiments.config import run_key
+    from dpmix_core.experiments.quick_vs_full import other_full_commands, sweep_points
+    from dpmix_core.experiments.trade_offs import with_dataset
+
+    quick = get_preset("thesis-4.2-sigma-quick")
+    full = full_protocol(quick)
+    assert 0.7 in quick.values and 0.7 not in full.values
+    assert other_full_commands(quick, full) == ("preset:thesis-4.2-l --values 128",)
+    sigma = sweep_points(replace(full, values=(0.7,)))
+    ell = sweep_points(replace(get_preset("thesis-4.2-l"), values=(128,)))
+    assert {run_key(c) for c in sigma.values()} == {run_key(c) for c in ell.values()}  # one run, two names
+    embedded = with_dataset(quick, "embedded")
+    assert other_full_commands(embedded, full_protocol(embedded)) == (
+        "preset:thesis-4.2-l --values 128 --dataset embedded",
+    )
+    quick_t = get_preset("dpfmix-table1-quick")
+    assert other_full_commands(quick_t, full_protocol(quick_t)) == ()  # every quick point is its full preset's
+    store = ResultStore(tmp_path / "results.sqlite")
+    _finish(store, narrow_spec(quick, values=[0.2, 0.7]), lambda value, seed: 60.0)
+    sentence = quick_vs_full(store, quick.name).sentence()
+    assert sentence.endswith(
+        "run it with python -m dpmix_core sweep preset:thesis-4.2-sigma --values 0.2 and "
+        "python -m dpmix_core sweep preset:thesis-4.2-l --values 128 (far longer than the quick)."
+    ), sentence
+    whole = store.create_sweep("whole quick, 0.7 done", quick.to_dict())  # as `sweep --values 0.7` stores it
+    for kind, config, key in sweep_jobs(narrow_spec(quick, values=[0.7])):
+        store.submit(kind, config, key, sweep=whole.id)  # the 0.7 runs finished above: linked, already done
+    expected = "run it with python -m dpmix_core sweep preset:thesis-4.2-l --values 128 (far longer than the quick)."
+    assert quick_vs_full(store, whole.id).sentence().endswith(expected)  # only the points that have results
+
+
 def test_every_quick_preset_names_a_full_protocol_with_the_quick_points():
     """Each quick preset's points exist in its full protocol (at the quick's axis values: the full preset may
     leave one to another preset), else nothing could be compared."""

@@ -21,6 +21,8 @@ Nothing is written; the store is only read. No Streamlit.
 
 from __future__ import annotations
 
+import functools
+import math
 import shlex
 from collections.abc import Collection
 from dataclasses import dataclass, replace
@@ -29,10 +31,10 @@ from typing import NamedTuple
 import pandas as pd
 
 from dpmix_core.experiments.config import RunConfig, run_key
-from dpmix_core.experiments.presets import get_preset
+from dpmix_core.experiments.presets import get_preset, preset_names
 from dpmix_core.experiments.results import aggregate, all_collapsed
 from dpmix_core.experiments.spec import SweepSpec, axis_value
-from dpmix_core.experiments.trade_offs import stored_spec, sweep_results, with_dataset
+from dpmix_core.experiments.trade_offs import narrow_spec, stored_spec, sweep_results, with_dataset
 from dpmix_core.runtime.store import ResultStore
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "QuickVsFull",
     "full_command",
     "full_protocol",
+    "other_full_commands",
     "quick_vs_full",
     "sweep_points",
 ]
@@ -70,13 +73,16 @@ class QuickVsFull:
 
     ``full_name``: the full preset's name; ``table``: one row per point of the quick sweep (:data:`COLUMNS`);
     ``full_runs``: how many finished runs of the full protocol the store holds for those points; ``command``:
-    the ``python -m dpmix_core sweep`` arguments that run the full protocol there (default: the whole preset).
+    the ``python -m dpmix_core sweep`` arguments that run the full protocol there (default: the whole preset);
+    ``elsewhere``: the arguments for the quick's points the full preset does not list, run by another full
+    preset (:func:`other_full_commands`).
     """
 
     full_name: str
     table: pd.DataFrame
     full_runs: int
     command: str = ""  # the `sweep` arguments that run the full protocol at the quick's points
+    elsewhere: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if list(self.table.columns) != COLUMNS:
@@ -101,10 +107,13 @@ class QuickVsFull:
         verdicts = self.table["verdict"]
         compared = ~verdicts.isin(["full protocol not run", "no full-protocol point"])
         if not compared.any():
-            run = f"python -m dpmix_core sweep {self.command or 'preset:' + self.full_name}"
+            commands = ([self.command] if self.command else []) + list(self.elsewhere)
+            runs = " and ".join(
+                code(f"python -m dpmix_core sweep {c}") for c in commands or ["preset:" + self.full_name]
+            )
             return (
                 f"The full protocol ({code(self.full_name)}) has no finished run at these points in this store; "
-                f"run it with {code(run)} (far longer than the quick)."
+                f"run it with {runs} (far longer than the quick)."
             )
         agree = verdicts.isin([WITHIN, "both collapsed"]).sum()
         return (
@@ -138,18 +147,69 @@ def sweep_points(spec: SweepSpec) -> dict[Point, RunConfig]:
 
 
 def full_command(quick: SweepSpec, full: SweepSpec) -> str:
-    """``sweep`` arguments for the full protocol at a (possibly narrowed) quick spec's series, values, dataset."""
+    """``sweep`` arguments for the full protocol at a (possibly narrowed) quick spec's series, values, dataset
+    ("" when none of the quick's axis values is a point of the full preset)."""
     name = full.name.split("@")[0]
     parts = [f"preset:{name}"]
     series = [s for s in quick.series_names if s in full.series_names]
     if series and set(series) != set(full.series_names):
         parts += ["--series", *(shlex.quote(s) for s in series)]
     values = [f"{v:g}" for v in quick.values if v in full.values]
-    if values and len(values) < len(full.values):
+    if quick.values and not values:
+        return ""  # none of the quick's points is the full preset's (another preset runs them: other_full_commands)
+    if len(values) < len(full.values):
         parts += ["--values", *values]
     if full.base.dataset != get_preset(name).base.dataset:
         parts += ["--dataset", full.base.dataset]
     return " ".join(parts)
+
+
+def _ran(spec: SweepSpec, points: Collection[Point]) -> SweepSpec:
+    """The quick spec narrowed to the series and axis values of ``points`` (its finished points)."""
+    values = [v for v in spec.values if any(x is not None and math.isclose(v, x) for _, x in points)]
+    series = [s for s in spec.series_names if s in {name for name, _ in points}]
+    return narrow_spec(spec, values=values or None, series=series or None)
+
+
+def other_full_commands(quick: SweepSpec, full: SweepSpec) -> tuple[str, ...]:
+    """``sweep`` arguments of the other full presets that run the quick's points ``full`` does not list.
+
+    thesis-4.2-sigma-quick's sigma = 0.7 is not a point of thesis-4.2-sigma: the same run is thesis-4.2-l's
+    l = 128 ("preset:thesis-4.2-l --values 128"). Found by identity key among every full preset on the quick's
+    dataset; a point no preset runs is left out (the table still says "full protocol not run" for it).
+    """
+    missing = tuple(v for v in quick.values if v not in full.values)
+    if not missing:
+        return ()
+    series = tuple(s for s in full.series if s.name in quick.series_names) or full.series
+    wanted = {run_key(cfg) for cfg in sweep_points(replace(full, values=missing, series=series)).values()}
+    found: dict[str, tuple[list, list]] = {}  # preset: (its series names, its axis values) holding those runs
+    for key, (name, label, value) in _full_preset_points(quick.base.dataset, quick.base.data_dir).items():
+        if key in wanted and name != full.name.split("@")[0]:
+            names, values = found.setdefault(name, ([], []))
+            names.extend([label] if label not in names else [])
+            values.extend([value] if value not in values else [])
+    commands = []
+    for name, (names, values) in found.items():
+        other = with_dataset(get_preset(name), quick.base.dataset, quick.base.data_dir)
+        piece = replace(other, values=tuple(v for v in other.values if v in values))
+        piece = replace(piece, series=tuple(s for s in other.series if s.name in names))
+        commands.append(full_command(piece, other))
+    return tuple(commands)
+
+
+@functools.lru_cache(maxsize=4)
+def _full_preset_points(dataset: str, data_dir: str | None) -> dict[str, tuple[str, str, float | None]]:
+    """{run key: (full preset, series, axis value)} of every full preset's first-seed runs on a dataset.
+
+    Presets are fixed at import, so this is computed once per dataset (about 0.3 s for all of them).
+    """
+    out: dict[str, tuple[str, str, float | None]] = {}
+    for name in preset_names(quick=False):
+        spec = with_dataset(get_preset(name), dataset, data_dir)
+        for (label, value), cfg in sweep_points(spec).items():
+            out.setdefault(run_key(cfg), (name, label, value))
+    return out
 
 
 def _full_rows(store: ResultStore, full_points: dict[Point, RunConfig], points: Collection[Point]) -> list[dict]:
@@ -216,10 +276,12 @@ def quick_vs_full(store: ResultStore, sweep: int | str) -> QuickVsFull | None:
     if spec is None or full is None:
         return None
     quick_agg, _, _ = sweep_results(store, stored.id)
-    command = full_command(spec, full)
     if quick_agg.empty:
-        return QuickVsFull(full.name, pd.DataFrame(columns=COLUMNS), 0, command)
+        command, elsewhere = full_command(spec, full), other_full_commands(spec, full)
+        return QuickVsFull(full.name, pd.DataFrame(columns=COLUMNS), 0, command, elsewhere)
     quick = _sides(quick_agg)
+    ran = _ran(spec, quick)  # what to run is the full protocol at the points the quick has results for
+    command, elsewhere = full_command(ran, full), other_full_commands(ran, full)
     # the full protocol at the quick's axis values, listed in the full preset or not (e.g. thesis-4.2-sigma-quick's
     # sigma = 0.7, which thesis-4.2-sigma leaves to thesis-4.2-l)
     full_points = sweep_points(replace(full, values=spec.values))
@@ -248,4 +310,4 @@ def quick_vs_full(store: ResultStore, sweep: int | str) -> QuickVsFull | None:
                 "verdict": verdict,
             }
         )
-    return QuickVsFull(full.name, pd.DataFrame(rows, columns=COLUMNS), len(rows_full), command)
+    return QuickVsFull(full.name, pd.DataFrame(rows, columns=COLUMNS), len(rows_full), command, elsewhere)
