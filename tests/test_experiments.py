@@ -781,6 +781,7 @@ SPEC_VARIANTS = {
     "dpfmix-table1-thesis-cnn": ("dpfmix-table1", ("model", "lr", "input_norm")),  # ran before the preset dropped rms
     "dpfmix-table1-m-bf16": ("dpfmix-table1-m", ("precision",)),  # bfloat16 training (PERFORMANCE.md)
     "dpfmix-table1-clipped-uniform-bf16": ("dpfmix-table1", ("precision",)),  # the clipped uniform row, bfloat16
+    "dpfmix-table1-m-clipped-uniform-bf16": ("dpfmix-table1-m", ("precision",)),  # its best-m cells, bfloat16
 }
 
 
