@@ -247,16 +247,20 @@ def _watch_panel(sweep: int) -> None:
 
 def _live_runs(ids: list[int], *, axis: str | None, key: str, pump: bool) -> None:
     """Status counts and one row per run (with its value on the sweep's axis), refreshed every 2 s while any is
-    active; the page reruns once when the last one ends (its plots then show every result)."""
+    active; the whole page reruns when a run finishes (the plots below gain its point) and once the last one ends."""
     s = store()
     table = run_table(s, ids)
     active = table["status"].isin(ACTIVE).any() if len(table) else False
+    done = int((table["status"] == "done").sum()) if len(table) else 0
 
     @st.fragment(run_every=2.0 if active else None)
     def live() -> None:
         if pump:
             pump_local(s, max_parallel=st.session_state.get(K + "parallel"))
         current = run_table(s, ids, axis=axis)
+        still = current["status"].isin(ACTIVE).any()
+        if active and (not still or (current["status"] == "done").sum() > done):
+            st.rerun()  # a run finished: redraw the results with it (and stop polling once none is active)
         counts = current["status"].value_counts().to_dict()
         st.markdown("**Progress** — " + ", ".join(f"{v} {k}" for k, v in counts.items()))
         st.dataframe(
@@ -275,11 +279,8 @@ def _live_runs(ids: list[int], *, axis: str | None, key: str, pump: bool) -> Non
             if note:
                 st.caption(f"Run {run_id}: {note}")
         table_download(current, K + key, "sweep_progress")
-        still = current["status"].isin(ACTIVE).any()
         if still:
             st.button("Cancel the remaining runs", on_click=cancel_runs, args=(s, ids), key=K + key + "_cancel")
-        elif active:
-            st.rerun()  # everything finished: refresh the plots once and stop polling
 
     live()
 
