@@ -269,7 +269,8 @@ def _live_runs(ids: list[int], *, axis: str | None, key: str, pump: bool) -> Non
             width="stretch",
             column_config={
                 "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0),
-                "accuracy": st.column_config.NumberColumn(format="%.3f"),
+                "val accuracy": st.column_config.NumberColumn(format="%.3f"),
+                "test accuracy": st.column_config.NumberColumn(format="%.3f"),
                 "loss": st.column_config.NumberColumn(format="%.4f"),
                 "eta (s)": st.column_config.NumberColumn(format="%.0f"),
                 "note": st.column_config.TextColumn("note", width="large"),

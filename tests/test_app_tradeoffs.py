@@ -3,6 +3,7 @@
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -233,13 +234,15 @@ def test_a_sweep_running_elsewhere_is_watched_live_not_run_from_the_page(tmp_pat
     jobs = {job[1]["synthesis"]["l"]: job for job in sweep_jobs(spec)}
     running, queued = (store.submit(*jobs[l], sweep=sweep.id) for l in (32, 128))
     store.claim(running.id)
-    store.update_progress(running.id, {"phase": "train", "epoch": 50, "epochs": 200, "eta_seconds": 600.0})
+    progress = {"phase": "train", "epoch": 50, "epochs": 200, "eta_seconds": 600.0, "val_accuracy": 0.42}
+    store.update_progress(running.id, progress)
     at = _page(tmp_path, monkeypatch)
     assert not at.exception
     assert any("still has runs queued or running" in c.value for c in at.caption)
     table = at.dataframe[0].value.set_index("run")
     assert table.loc[running.id, "progress"] == 0.25 and table.loc[queued.id, "status"] == "queued"
     assert table["ℓ"].to_dict() == {running.id: 32, queued.id: 128}
+    assert table.loc[running.id, "val accuracy"] == 0.42 and pd.isna(table.loc[running.id, "test accuracy"])
     assert any(b.label == "Cancel the remaining runs" for b in at.button)
     assert any("No finished runs in this sweep yet" in i.value for i in at.info)
     assert store.get(queued.id).status == "queued"  # watched, not pumped: whoever launched it runs it

@@ -314,7 +314,8 @@ def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...], *, axis:
                 else (1.0 if run.status == "done" else 0.0),
                 "phase": prog.get("phase", ""),
                 "loss": prog.get("loss"),
-                "accuracy": (run.result or {}).get("test_accuracy", prog.get("val_accuracy")),
+                "val accuracy": prog.get("val_accuracy"),  # the release's own validation split, while it trains
+                "test accuracy": (run.result or {}).get("test_accuracy"),  # the real test split, once done
                 "eta (s)": prog.get("eta_seconds") if run.status == "running" else None,
                 "where": ((prog.get("ray") or {}).get("node") and f"ray node {prog['ray']['node']}")
                 or (f"{run.backend} @ {run.host}" if run.host else run.backend),
