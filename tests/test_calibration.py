@@ -1,4 +1,5 @@
 import math
+import re
 from dataclasses import replace
 
 import pytest
@@ -108,6 +109,31 @@ def test_calibration_stops_at_its_time_budget_with_a_feasible_sigma():
     assert cal.note and "time budget" in cal.note and cal.result.epsilon <= 2.0
     check = get_accountant("rdp-poisson")  # pld-poisson is never above it: an independent feasibility check
     assert check.epsilon(check.release_for(replace(s, sigma_x=cal.sigma_x, sigma_y=cal.sigma_y)), 1e-5).epsilon <= 2.0
+
+
+@pytest.mark.parametrize("name", ["rdp-wor", "lee2019"])
+def test_a_calibration_stopped_mid_search_claims_only_what_it_knows(name, monkeypatch):
+    """Stopped before any sigma above the target was seen, the note says a smaller sigma may do (it claimed "up to
+    700 % larger"); stopped later, "up to X % larger" holds against the full search and never reads "0.0 %"."""
+    import dpmix_core.privacy.calibration as calibration
+
+    acc = get_accountant(name)
+    full = calibrate_sigma(acc, THESIS, target_epsilon=4.0, delta=1e-5, time_budget=REPRODUCIBLE)
+    clock = iter(range(10**6))  # one tick per deadline check
+    monkeypatch.setattr(calibration.time, "perf_counter", lambda: float(next(clock)))
+    notes = set()
+    for steps in range(0, 60):
+        late = calibrate_sigma(acc, THESIS, target_epsilon=4.0, delta=1e-5, time_budget=steps)
+        if late.note is None:
+            break
+        assert late.result.epsilon <= 4.0 and late.sigma_x >= full.sigma_x * (1 - 1e-3), late.note
+        if "a smaller sigma may be too" in late.note:
+            notes.add("open")
+            continue
+        claimed = float(re.search(r"up to ([\d.e+-]+) % larger", late.note).group(1)) / 100
+        assert late.sigma_x / full.sigma_x - 1 <= claimed * 1.01 + 1e-3, (late.note, late.sigma_x, full.sigma_x)
+        notes.add("bounded")
+    assert late.note is None and notes == {"open", "bounded"}
 
 
 @settings(max_examples=12, deadline=None)
@@ -267,6 +293,32 @@ def test_max_points_says_when_one_point_is_already_too_much_and_when_the_search_
     for bad in (0.0, -1.0, math.inf, math.nan):
         with pytest.raises(ValueError, match="target epsilon"):
             max_points(get_accountant("rdp-wor"), THESIS, target_epsilon=bad, delta=1e-5)
+
+
+def test_max_points_stopped_mid_search_says_where_the_largest_T_lies(monkeypatch):
+    """The note bounds the answer in points once it knows one: T is feasible, the bound given is not, the gap as
+    a readable % (it printed "up to 0.0% larger" for a 63-million-point search stopped a few points short, and
+    "up to 4x larger" while still galloping, when nothing bounded T yet)."""
+    import dpmix_core.privacy.calibration as calibration
+
+    acc = get_accountant("rdp-wor")
+    at_sigma = replace(THESIS, sigma_x=0.2, sigma_y=0.2)
+    full = max_points(acc, at_sigma, target_epsilon=8.0, delta=1e-5, time_budget=60.0)
+    clock = iter(range(10**6))  # one tick per deadline check: the budget is a number of search steps
+    monkeypatch.setattr(calibration.time, "perf_counter", lambda: float(next(clock)))
+    bisecting = False
+    for steps in range(1, 40):
+        late = max_points(acc, at_sigma, target_epsilon=8.0, delta=1e-5, time_budget=steps)
+        if late.note is None:
+            break
+        assert late.T <= full.T and late.result.epsilon <= 8.0
+        if "no T above the target was found yet" in late.note:  # still galloping: no upper end known
+            continue
+        bound = int(re.search(r"below ([\d,]+)", late.note).group(1).replace(",", ""))
+        assert full.T < bound and _eps_at(acc, at_sigma, bound) > 8.0, late.note
+        assert "0.0 %" not in late.note and re.search(r"up to [\d.e+-]+ % larger", late.note), late.note
+        bisecting = True
+    assert bisecting and late.note is None and late.T == full.T  # enough steps: the search ends on its own
 
 
 @settings(max_examples=15, deadline=None)

@@ -35,8 +35,14 @@ _SIGMA_MIN = 1e-12  # below this the search stops: the target holds at (practica
 _RTOL = 1e-5  # relative width of the final bracket on sigma
 _FIRST_GRID_SEARCH_T = 100_000  # above, one PLD evaluation costs 0.3-1 s (block squaring): search on the first grid
 _PLD_RTOL = 2e-3  # PLD calibration stops at a 0.2 % bracket on sigma (each evaluation costs up to ~1 s)
-_LATE = "time budget reached: sigma is feasible but may be up to {:.1%} larger than needed"
-_LATE_T = "time budget reached: T is within the target, but the largest such T may be up to {} larger"
+_LATE = "time budget reached: sigma is feasible but may be up to {} larger than needed"
+_LATE_OPEN = (
+    "time budget reached: sigma is feasible; a smaller sigma may be too (no sigma above the target was found below it)"
+)
+_LATE_T = "time budget reached: T is within the target; the largest such T is below {:,} (up to {} larger)"
+_LATE_T_OPEN = (
+    "time budget reached: T is within the target; a larger T may be too (no T above the target was found yet)"
+)
 
 
 @dataclass(frozen=True)
@@ -214,7 +220,7 @@ def _illinois(
         if lo < _SIGMA_MIN:  # feasible at any noise (e.g. q T <= delta): as in _search
             return hi, hi_res, None
     if lo_res is None:
-        return hi, hi_res, _LATE.format(0.5)
+        return hi, hi_res, _LATE_OPEN
 
     def g(res: EpsilonResult) -> float:
         return math.log(max(res.epsilon, 1e-300)) - math.log(target)
@@ -222,7 +228,7 @@ def _illinois(
     x_lo, x_hi, g_lo, g_hi, side = math.log(lo), math.log(hi), g(lo_res), g(hi_res), 0
     while x_hi - x_lo > math.log1p(_PLD_RTOL):
         if late():
-            return hi, hi_res, _LATE.format(math.expm1(x_hi - x_lo))
+            return hi, hi_res, _LATE.format(_percent(math.expm1(x_hi - x_lo)))
         if math.isfinite(g_lo) and g_lo > g_hi:
             x = x_hi - g_hi * (x_hi - x_lo) / (g_hi - g_lo)
         else:
@@ -242,6 +248,11 @@ def _illinois(
     return hi, hi_res, None
 
 
+def _percent(fraction: float) -> str:
+    """A relative gap for a person, never "0.0%": 2 significant digits ("0.031 %", "12 %", "7e+02 %")."""
+    return f"{100 * fraction:.2g} %"
+
+
 def _search(
     result_at: Callable[[float], EpsilonResult],
     target_epsilon: float,
@@ -257,7 +268,6 @@ def _search(
             f"target epsilon {target_epsilon:g} is out of reach for {name}: even sigma_x = {sigma_max:g} "
             f"gives epsilon = {top.epsilon:.4g}."
         )
-    late = _LATE
     hi, hi_res = sigma_max, top
     lo = min(1.0, sigma_max / 2.0) if start is None else start
     lo_res = result_at(lo)
@@ -267,11 +277,11 @@ def _search(
         if lo < _SIGMA_MIN:
             return hi, hi_res, None
         if time.perf_counter() > deadline:
-            return hi, hi_res, late.format(7.0)
+            return hi, hi_res, _LATE_OPEN
         lo_res = result_at(lo)
     while not math.isfinite(lo_res.epsilon) and hi / lo > 1 + _RTOL:  # bisect out of the infinite zone
         if time.perf_counter() > deadline:
-            return hi, hi_res, late.format(hi / lo - 1)
+            return hi, hi_res, _LATE.format(_percent(hi / lo - 1))
         mid = math.sqrt(lo * hi)
         mid_res = result_at(mid)
         if mid_res.epsilon <= target_epsilon:
@@ -304,7 +314,7 @@ def _search(
             hi, hi_res = math.exp(log_sigma), res
     if root is None:
         infeasible = [math.exp(s) for s, r in cache.items() if r.epsilon > target_epsilon] + [lo]
-        return hi, hi_res, late.format(hi / max(infeasible) - 1)
+        return hi, hi_res, _LATE.format(_percent(hi / max(infeasible) - 1))
     candidate = math.exp(root) * (1 + _RTOL)
     if candidate < hi:
         res = result_at(candidate)
@@ -390,7 +400,7 @@ def max_points(
             note = f"epsilon stays within the target up to T = {top * step:,}, the largest T searched"
             return PointBudget(top * step, target_epsilon, lo_res, note)
         if time.perf_counter() > deadline:
-            return PointBudget(lo * step, target_epsilon, lo_res, _LATE_T.format("4x"))
+            return PointBudget(lo * step, target_epsilon, lo_res, _LATE_T_OPEN)
         trial = min(4 * lo, top)
         res = result_at(trial)
         if res.epsilon <= target_epsilon:
@@ -399,7 +409,7 @@ def max_points(
             hi = trial
     while hi - lo > 1:  # bisect: lo feasible, hi not
         if time.perf_counter() > deadline:
-            return PointBudget(lo * step, target_epsilon, lo_res, _LATE_T.format(f"{hi / lo - 1:.1%}"))
+            return PointBudget(lo * step, target_epsilon, lo_res, _LATE_T.format(hi * step, _percent(hi / lo - 1)))
         mid = (lo + hi) // 2
         res = result_at(mid)
         if res.epsilon <= target_epsilon:
