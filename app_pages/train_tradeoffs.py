@@ -24,6 +24,7 @@ from dpmix_core.experiments.trade_offs import (
     run_table,
     spec_problem,
     sweep_axis,
+    sweep_choices,
     sweep_id_from_query,
     sweep_published,
     sweep_results,
@@ -315,11 +316,10 @@ def _solve_epsilon_panel(agg, axis: str | None) -> None:
 
 
 def _results_panel(query_sweep: int | None) -> None:
-    sweeps = store().list_sweeps()
-    if not sweeps:
+    names = sweep_choices(store())
+    if not names:
         st.info("No results yet: launch a sweep above. Results are kept in the store and load instantly later.")
         return
-    names = {sw.id: f"{sw.name} (#{sw.id}, {sw.backend}{' @ ' + sw.location if sw.location else ''})" for sw in sweeps}
     default = st.session_state.get(K + "sweep") or query_sweep or default_sweep(store())
     ids = list(names)
     chosen = st.selectbox(

@@ -245,6 +245,8 @@ def test_a_sweep_running_elsewhere_is_watched_live_not_run_from_the_page(tmp_pat
     assert table.loc[running.id, "val accuracy"] == 0.42 and pd.isna(table.loc[running.id, "test accuracy"])
     assert any(b.label == "Cancel the remaining runs" for b in at.button)
     assert any("No finished runs in this sweep yet" in i.value for i in at.info)
+    picked = at.selectbox(key="tr_show")
+    assert picked.format_func(picked.value).endswith(" · 1 running, 1 queued")  # told from a finished sweep
     assert store.get(queued.id).status == "queued"  # watched, not pumped: whoever launched it runs it
     store.request_cancel(queued.id)  # queued: cancelled at once
     store.finish(running.id, {"test_accuracy": 0.9, "test_mse": None, "epsilon": {}, "seconds": 1.0})
@@ -252,6 +254,7 @@ def test_a_sweep_running_elsewhere_is_watched_live_not_run_from_the_page(tmp_pat
     assert not at.exception
     assert not any("still has runs queued or running" in c.value for c in at.caption)
     assert not any("No finished runs" in i.value for i in at.info)
+    assert at.selectbox(key="tr_show").format_func(sweep.id) == f"{spec.name} (#{sweep.id}, local)"
 
 
 @pytest.fixture(scope="module")

@@ -205,6 +205,9 @@ def test_sweeps_membership_results_export_and_delete(store, tmp_path):
         store.claim(run.id, pid=1)
         store.finish(run.id, {"acc": run.config["x"] / 10, "curve": [0.1, 0.2], "m": {"f1": 0.5}}, pid=1)
     assert store.counts(sweep="b") == {**dict.fromkeys(store.counts(), 0), "done": 1, "queued": 1}
+    assert store.active_counts() == {b.id: {"queued": 1, "running": 0}}  # "a" is all done: not listed
+    store.claim(rb[1][0].id, pid=2)
+    assert store.active_counts() == {b.id: {"queued": 0, "running": 1}}
     rows = store.results("a")
     assert rows[0]["config"] == {"x": 1, "cfg": {"lr": 0.1}} and rows[0]["result"]["acc"] == 0.1
     out = tmp_path / "out" / "a.csv"

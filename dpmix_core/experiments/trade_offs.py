@@ -266,6 +266,19 @@ def launch_sweep(spec: SweepSpec, store: ResultStore, *, max_parallel: int | Non
     return Launch(sweep.id, sweep.name, tuple(run.id for run, _ in submitted), reused, backend.describe())
 
 
+def sweep_choices(store: ResultStore) -> dict[int, str]:
+    """{sweep id: its label in a picker}, oldest first: name, id, where it ran, and what is still active
+    ("dpfmix-table1 (#3, local @ vm) · 2 running, 4 queued"), so a sweep in progress is told from a finished one."""
+    active = store.active_counts()
+    out = {}
+    for sw in store.list_sweeps():
+        where = f"{sw.backend}{' @ ' + sw.location if sw.location else ''}"
+        now = active.get(sw.id, {})
+        busy = ", ".join(f"{now[s]} {s}" for s in ("running", "queued") if now.get(s))
+        out[sw.id] = f"{sw.name} (#{sw.id}, {where})" + (f" · {busy}" if busy else "")
+    return out
+
+
 def default_sweep(store: ResultStore) -> int | None:
     """The sweep a fresh session shows: the newest one with a finished run (not a cancelled, empty one)."""
     sweeps = store.list_sweeps()

@@ -1023,6 +1023,19 @@ class ResultStore:
         with self._read() as conn:
             return [Sweep._from_row(row) for row in conn.execute("SELECT * FROM sweeps ORDER BY id")]
 
+    def active_counts(self) -> dict[int, dict[str, int]]:
+        """``{sweep id: {"queued": n, "running": m}}`` for every sweep with a queued or running run (one query)."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT sweep_runs.sweep_id, runs.status, COUNT(*) FROM runs JOIN sweep_runs"
+                " ON sweep_runs.run_id = runs.id WHERE runs.status IN ('queued', 'running')"
+                " GROUP BY sweep_runs.sweep_id, runs.status"
+            ).fetchall()
+        out: dict[int, dict[str, int]] = {}
+        for sweep_id, status, n in rows:
+            out.setdefault(int(sweep_id), {"queued": 0, "running": 0})[status] = int(n)
+        return out
+
     def delete_sweep(self, sweep: int | str | Sweep, *, delete_runs: bool = True, force: bool = False) -> int:
         """Delete a sweep; with ``delete_runs``, also its runs that no other sweep uses (their logs too).
 
