@@ -142,8 +142,15 @@ def test_a_quick_point_the_full_preset_leaves_to_another_is_run_by_that_one(tmp_
     assert other_full_commands(embedded, full_protocol(embedded)) == (
         "preset:thesis-4.2-l --values 128 --dataset embedded",
     )
-    quick_t = get_preset("dpfmix-table1-quick")
-    assert other_full_commands(quick_t, full_protocol(quick_t)) == ()  # every quick point is its full preset's
+    from dpmix_core.experiments.presets import preset_names
+
+    others = {
+        name: other_full_commands(get_preset(name), full_protocol(get_preset(name)))
+        for name in preset_names(quick=True)
+    }
+    assert {name: c for name, c in others.items() if c} == {
+        "thesis-4.2-sigma-quick": ("preset:thesis-4.2-l --values 128",)
+    }
     store = ResultStore(tmp_path / "results.sqlite")
     _finish(store, narrow_spec(quick, values=[0.2, 0.7]), lambda value, seed: 60.0)
     sentence = quick_vs_full(store, quick.name).sentence()

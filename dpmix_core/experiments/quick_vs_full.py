@@ -192,8 +192,7 @@ def other_full_commands(quick: SweepSpec, full: SweepSpec) -> tuple[str, ...]:
     commands = []
     for name, (names, values) in found.items():
         other = with_dataset(get_preset(name), quick.base.dataset, quick.base.data_dir)
-        piece = replace(other, values=tuple(v for v in other.values if v in values))
-        piece = replace(piece, series=tuple(s for s in other.series if s.name in names))
+        piece = narrow_spec(other, values=[v for v in other.values if v in values], series=names or None)
         commands.append(full_command(piece, other))
     return tuple(commands)
 
