@@ -241,7 +241,7 @@ def _watch_panel(sweep: int) -> None:
     ids = sweep_run_ids(store(), sweep)
     if set(ids) <= set(st.session_state.get(K + "run_ids") or []):
         return  # already live in the progress panel above
-    if run_table(store(), ids)["status"].isin(ACTIVE).any():
+    if any(store().counts(run_ids=ids)[status] for status in ACTIVE):
         st.caption("This sweep still has runs queued or running (launched elsewhere: a terminal or another browser).")
         _live_runs(ids, axis=sweep_axis(store(), sweep), key=f"watch_{sweep}", pump=False)
 
@@ -250,9 +250,8 @@ def _live_runs(ids: list[int], *, axis: str | None, key: str, pump: bool) -> Non
     """Status counts and one row per run (with its value on the sweep's axis), refreshed every 2 s while any is
     active; the whole page reruns when a run finishes (the plots below gain its point) and once the last one ends."""
     s = store()
-    table = run_table(s, ids)
-    active = table["status"].isin(ACTIVE).any() if len(table) else False
-    done = int((table["status"] == "done").sum()) if len(table) else 0
+    counts = s.counts(run_ids=ids)
+    active, done = any(counts[status] for status in ACTIVE), counts["done"]
 
     @st.fragment(run_every=2.0 if active else None)
     def live() -> None:
@@ -262,8 +261,8 @@ def _live_runs(ids: list[int], *, axis: str | None, key: str, pump: bool) -> Non
         still = current["status"].isin(ACTIVE).any()
         if active and (not still or (current["status"] == "done").sum() > done):
             st.rerun()  # a run finished: redraw the results with it (and stop polling once none is active)
-        counts = current["status"].value_counts().to_dict()
-        st.markdown("**Progress** — " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        by_status = current["status"].value_counts().to_dict()
+        st.markdown("**Progress** — " + ", ".join(f"{v} {k}" for k, v in by_status.items()))
         st.dataframe(
             current,
             hide_index=True,

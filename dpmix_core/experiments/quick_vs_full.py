@@ -22,7 +22,6 @@ Nothing is written; the store is only read. No Streamlit.
 from __future__ import annotations
 
 import functools
-import math
 import shlex
 from collections.abc import Collection
 from dataclasses import dataclass, replace
@@ -166,7 +165,7 @@ def full_command(quick: SweepSpec, full: SweepSpec) -> str:
 
 def _ran(spec: SweepSpec, points: Collection[Point]) -> SweepSpec:
     """The quick spec narrowed to the series and axis values of ``points`` (its finished points)."""
-    values = [v for v in spec.values if any(x is not None and math.isclose(v, x) for _, x in points)]
+    values = sorted({x for _, x in points if x is not None})
     series = [s for s in spec.series_names if s in {name for name, _ in points}]
     return narrow_spec(spec, values=values or None, series=series or None)
 
