@@ -246,8 +246,18 @@ def test_launch_the_smallest_quick_preset_and_see_its_own_results(server, browse
         what="the launched sweep's chart",
     )
     assert "No finished runs in this sweep yet" not in browser.page_source
-    for button in browser.find_elements(By.XPATH, "//button[normalize-space()='Cancel the remaining runs']"):
-        button.click()  # leave no training worker behind the test
+    # leave no training worker behind the test. The live panel redraws its button every 2 s (and the whole page
+    # reruns as each run finishes), so a button found a moment ago may be gone: click whatever is there until the
+    # panel has nothing left to cancel (a stale element is retried by _wait_for)
+    _wait_for(browser, lambda: _click_all(browser, "Cancel the remaining runs") == 0, what="the sweep cancelled")
+
+
+def _click_all(driver, label: str) -> int:
+    """Click every button labelled ``label`` now on the page; returns how many there were."""
+    buttons = driver.find_elements(By.XPATH, f"//button[normalize-space()='{label}']")
+    for button in buttons:
+        button.click()
+    return len(buttons)
 
 
 def test_typed_counts_in_the_browser_scientific_and_invalid(server, browser):
