@@ -17,7 +17,7 @@ from app_pages.shared.widgets import (
     real_check,
     table_download,
 )
-from dpmix_core.privacy.accountants import ACCOUNTANTS, MixingSetting, equal_class_sizes, get_accountant
+from dpmix_core.privacy.accountants import MixingSetting, equal_class_sizes, get_accountant
 from dpmix_core.privacy.budget import compose_budget, mixing_item
 from dpmix_core.privacy.calibration import calibrate_sigma, max_points
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
@@ -31,6 +31,7 @@ from dpmix_core.views.html_report import accountant_report
 from dpmix_core.views.inputs import format_count, format_real
 from dpmix_core.views.privacy_scale import DEPLOYMENTS, format_epsilon, headline
 from dpmix_core.views.reports import (
+    NO_ACCOUNTANT,
     RELEASE_MODELS,
     ReleaseReading,
     accountant_info,
@@ -38,6 +39,8 @@ from dpmix_core.views.reports import (
     curve_waiting_text,
     epsilon_curves,
     epsilon_table,
+    model_accountants,
+    no_headline_text,
     release_reading,
 )
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
@@ -73,6 +76,11 @@ def cached_table(setting: MixingSetting, delta: float, pld_accuracy: float, mode
 @st.cache_data(show_spinner="Calibrating…", max_entries=128)
 def cached_calibration(name: str, setting: MixingSetting, target: float, delta: float, ratio: float):
     return calibrate_sigma(get_accountant(name), setting, target_epsilon=target, delta=delta, sigma_ratio=ratio)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_model_accountants(setting: MixingSetting, model: str) -> dict[str, MixingSetting]:
+    return model_accountants(setting, model)
 
 
 @st.cache_data(show_spinner="Searching T…", max_entries=64)
@@ -217,7 +225,7 @@ def _headline(setting: MixingSetting, delta: float) -> ReleaseReading | None:
         return None
     reading = cached_reading(setting, delta, model, st.session_state[K + "pld_accuracy"])
     if reading.accountant is None:
-        st.warning("No accountant gives a finite rigorous bound for this release (too little noise).")
+        st.warning(no_headline_text(reading))
         return reading
     h = headline(reading.epsilon, delta, reading.accountant)
     c1, c2 = headline_area("epsilon").columns([1, 3], vertical_alignment="center")
@@ -315,10 +323,19 @@ def _curves(setting: MixingSetting, delta: float) -> None:
     # keyed by what the curve depends on: moving the knob within a decade only moves the marker; a new curve
     # is computed in the background worker process, so the table and headline above never wait for it
     anchor = curve_anchor(setting, axis)
-    key = ("epsilon_curves", anchor, delta, axis, ratio, pld_accuracy)
+    model = st.session_state[K + "model"]
+    key = ("epsilon_curves", anchor, delta, axis, ratio, pld_accuracy, model)
     session = st.session_state.setdefault(K + "session", uuid.uuid4().hex)  # this browser tab, for the queue
     future = shared_background().request(
-        key, epsilon_curves, anchor, delta, axis=axis, sigma_ratio=ratio, pld_accuracy=pld_accuracy, group=session
+        key,
+        epsilon_curves,
+        anchor,
+        delta,
+        axis=axis,
+        sigma_ratio=ratio,
+        pld_accuracy=pld_accuracy,
+        model=model,
+        group=session,
     )
     if not future.done():
         with st.container(height=450, border=True):
@@ -447,10 +464,21 @@ def _report(setting: MixingSetting, delta: float) -> None:
 
 
 def _calibrate(setting: MixingSetting, delta: float) -> None:
+    model = st.session_state[K + "model"]
+    analysed = cached_model_accountants(setting, model)
+    if not analysed:
+        st.info(f"Nothing to calibrate: {NO_ACCOUNTANT}.")
+        return
+    st.caption(f"For the chosen release model: {RELEASE_MODELS[model]}.")
     with st.form(K + "calibrate_form"):
         c1, c2, c3 = st.columns(3)
         target = c1.number_input("Target ε", min_value=1e-3, value=2.0, step=0.5, key=K + "target")
-        name = c2.selectbox("Accountant", list(ACCOUNTANTS), key=K + "cal_accountant")
+        name = c2.selectbox(
+            "Accountant",
+            list(analysed),
+            key=f"{K}cal_accountant_{model}",  # one box per model: another model's pick is never shown here
+            help="The accountants of the chosen release model (pick another model above for the others).",
+        )
         solve_for = c3.radio(
             "Solve for",
             [SOLVE_SIGMA, SOLVE_T],
@@ -460,6 +488,7 @@ def _calibrate(setting: MixingSetting, delta: float) -> None:
         submitted = st.form_submit_button("Solve")
     if not submitted:
         return
+    setting = analysed[name]  # the what-if as this accountant analyses the chosen model's release
     if solve_for == SOLVE_T:
         _solve_points(name, setting, target, delta)
         return

@@ -554,3 +554,40 @@ def test_pld_live_grid_within_0_2_percent_where_the_old_fixed_grid_was_2_percent
     reference = pld_epsilon(release, 1e-5, 2e-5, pessimistic=True)  # dp_accounting on a fine grid
     assert pld_epsilon(release, 1e-5, 0.01, pessimistic=True) > reference * 1.015  # the old grid
     assert reference * (1 - 1e-4) <= acc.epsilon(release, 1e-5).epsilon <= reference * 1.002
+
+
+def test_rdp_wor_on_clipped_records_matches_dp_accounting_with_a_hand_computed_noise_multiplier():
+    """Uniform mixing of records clipped to ||x|| <= Cx, ||y|| <= Cy (DPFMix App. E.3's DPMix): replacing one
+    record moves a mean of l records by at most 2Cx/l in x and 2Cy/l in y, so each step is a Gaussian with noise
+    multiplier 1/sqrt((2Cx/(l sx))^2 + (2Cy/(l sy))^2), subsampled without replacement (WBK 2019, Thm. 27)."""
+    import dp_accounting
+    from dp_accounting.rdp import rdp_privacy_accountant as dpa_rdp
+
+    n, l, T, sx, sy, cx, cy, delta = 60000, 64, 60000, 0.0581, 0.09, 1.0, 0.5, 1e-5
+    s = MixingSetting(n=n, l=l, T=T, sigma_x=sx, sigma_y=sy, clip_x=cx, clip_y=cy, clip_records=True)
+    acc = get_accountant("rdp-wor")
+    release = acc.release_for(s)
+    assert release.bounds == DataBounds.clipped(cx, cy) and release.preprocessing == "clip"
+    z = 1 / math.hypot(2 * cx / (l * sx), 2 * cy / (l * sy))
+    step = dp_accounting.SampledWithoutReplacementDpEvent(n, l, dp_accounting.GaussianDpEvent(z))
+    oracle = dpa_rdp.RdpAccountant(orders=list(range(2, 65)), neighboring_relation=dpa_rdp.NeighborRel.REPLACE_ONE)
+    oracle.compose(dp_accounting.SelfComposedDpEvent(step, T))
+    result = acc.epsilon(release, delta)
+    assert result.upper_bound and result.epsilon <= oracle.get_epsilon(delta) * (1 + 1e-9)
+    assert result.epsilon == pytest.approx(oracle.get_epsilon(delta), rel=0.02)
+    # the bounds matter: the same noise on [0,1] data is a different (far weaker) release
+    unit = acc.epsilon(acc.release_for(replace(s, clip_records=False)), delta)
+    assert unit.epsilon > 100 * result.epsilon
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"clip": 1.0}, "two different releases"),
+        ({"class_sizes": (30000, 30000)}, "class-centric mixing clips"),
+        ({"clip_records": 1}, "True or False"),
+    ],
+)
+def test_clipped_records_are_refused_where_they_contradict_the_setting(changes, message):
+    with pytest.raises(ValueError, match=message):
+        MixingSetting(n=60000, l=64, T=10, sigma_x=1.0, sigma_y=1.0, **{"clip_records": True, **changes})

@@ -97,7 +97,7 @@ def test_no_noise_shows_infinity(at):
 
 def test_calibrate_form(at):
     at.number_input(key="acc_target").set_value(15.0)
-    at.selectbox(key="acc_cal_accountant").set_value("lee2019")
+    at.selectbox(key="acc_cal_accountant_dpmix").set_value("lee2019")
     calibrate_button(at).click().run()  # the form's submit button
     assert not at.exception
     assert any("σx = **0.07" in s.value for s in at.success), [s.value for s in at.success]
@@ -105,27 +105,28 @@ def test_calibrate_form(at):
 
 def test_unreachable_calibration_is_an_error(at):
     at.number_input(key="acc_target").set_value(0.001)
-    at.selectbox(key="acc_cal_accountant").set_value("lee2019")
+    at.selectbox(key="acc_cal_accountant_dpmix").set_value("lee2019")
     calibrate_button(at).click().run()
     assert not at.exception and any("out of reach" in e.value for e in at.error)
 
 
 def test_solve_for_T_and_use_it_above(at):
     """The most points at the page's noise: the table then shows the target met at that T."""
+    at.radio(key="acc_model").set_value("poisson").run()  # the form offers the chosen model's accountants
     at.number_input(key="acc_target").set_value(2.0)
-    at.selectbox(key="acc_cal_accountant").set_value("rdp-poisson")
+    at.selectbox(key="acc_cal_accountant_poisson").set_value("rdp-poisson")
     at.radio(key="acc_solve_for").set_value(at.radio(key="acc_solve_for").options[1])
     calibrate_button(at).click().run()
     assert not at.exception and any("at most **T =" in s.value for s in at.success), [s.value for s in at.success]
     next(b for b in at.button if b.label == "Use this T above").click().run()
     assert not at.exception and at.text_input(key="acc_T").value != "10000"
     assert float(table(at).loc["rdp-poisson", "ε"]) <= 2.0
-    assert any("**Little formal protection**" in m.value for m in at.markdown)  # rdp-wor is ~800 at that T
+    assert float(table(at).loc["rdp-wor", "ε"]) > 100  # the uniform [0,1] release at that T: another release
 
 
 def test_solve_for_T_when_one_point_is_too_much_is_an_error(at):
     at.number_input(key="acc_target").set_value(0.5)
-    at.selectbox(key="acc_cal_accountant").set_value("lee2019")
+    at.selectbox(key="acc_cal_accountant_dpmix").set_value("lee2019")
     at.radio(key="acc_solve_for").set_value(at.radio(key="acc_solve_for").options[1])
     calibrate_button(at).click().run()
     assert not at.exception and any("even one point costs" in e.value for e in at.error)
@@ -299,3 +300,34 @@ def test_budget_dpsgd_counts_are_typed_and_a_bad_one_offers_nothing(at):
     at.text_input(key="acc_b_sgd_n").input("0").run()
     assert any(e.value.startswith("invalid: n") for e in at.error)
     assert not [b for b in at.button if b.key == "acc_budget_add_other"]  # nothing to add for numbers off screen
+
+
+def test_calibration_follows_the_release_model(at):
+    """The accountants offered are the chosen model's, each on that model's release: rdp-wor under DPMix
+    calibrates [0,1] data (it once calibrated DP-CDA's clipped release, a far smaller sigma, since the page's
+    clip c is always set)."""
+    assert at.selectbox(key="acc_cal_accountant_dpmix").options == ["lee2019", "rdp-wor"]
+    at.number_input(key="acc_target").set_value(2.0)
+    at.selectbox(key="acc_cal_accountant_dpmix").set_value("rdp-wor")
+    calibrate_button(at).click().run()
+    assert not at.exception and any("σx = **0.2175" in s.value for s in at.success), [s.value for s in at.success]
+    next(b for b in at.button if b.label == "Use this σ above").click().run()
+    assert float(table(at).loc["rdp-wor", "ε"]) <= 2.0  # the headline's release meets the target
+    at.radio(key="acc_model").set_value("dpcda").run()
+    assert at.selectbox(key="acc_cal_accountant_dpcda").options == ["dpcda", "rdp-wor"] and not at.exception
+
+
+def test_uniform_mixing_of_clipped_records_preset(at):
+    """DPFMix Table 1's uniform row (App. E.3: records clipped to ||x||, ||y|| <= 1): its own release model, the
+    headline from rdp-wor on that release, calibrated to eps = 2; class-centric has no accountant for it."""
+    at.selectbox(key="acc_preset").set_value("DPFMix's uniform row (MNIST, m=64, eps=2, clipped records)").run()
+    assert not at.exception and not at.error and at.radio(key="acc_model").value == "dpmix-clip"
+    t = table(at)
+    assert t.index[0] == "rdp-wor (clipped x, y)" and t["release analysed"].iloc[0].endswith("(chosen)")
+    assert 1.9 < float(t.loc["rdp-wor (clipped x, y)", "ε"]) <= 2.0
+    assert at.number_input(key="acc_sigma_x").value == pytest.approx(0.0581, abs=2e-4)
+    assert at.selectbox(key="acc_cal_accountant_dpmix-clip").options == ["rdp-wor"]
+    assert any("rdp-wor" in m.value and "rigorous upper bound" in m.value for m in at.markdown)
+    at.checkbox(key="acc_class_centric").check().run()
+    assert not at.exception and any("No headline: no accountant analyses" in w.value for w in at.warning)
+    assert any("Nothing to calibrate" in i.value for i in at.info)

@@ -248,3 +248,23 @@ exit_without_teardown(3)
         assert marker.read_text() == "ran"
         marker.unlink()
     assert joined.read_text() == "done"  # a live non-daemon thread: the normal exit joined it
+
+
+def test_uniform_mixing_of_clipped_records_from_the_command_line(capsys):
+    """--clip-records: DPFMix App. E.3's DPMix (||x||, ||y|| <= 1); rdp-wor's epsilon and calibration are those of
+    the release synthesize --mechanism dpmix --preprocessing clip makes, and the contradictions exit 2."""
+    from dpmix_core.privacy.release import MixingRelease
+
+    argv = ["--n", "60000", "--l", "64", "--T", "60000", "--delta", "1e-5", "--clip-records"]
+    code, out, _ = run(capsys, "calibrate", "--accountant", "rdp-wor", *argv, "--target-epsilon", "2", "--json")
+    sigma = json.loads(out)["sigma_x"]
+    assert code == 0 and 0.05 < sigma < 0.07
+    code, out, _ = run(
+        capsys, "epsilon", "--accountant", "rdp-wor", *argv, "--sigma-x", "0.0581", "--sigma-y", "0.0581"
+    )
+    card = MixingRelease.dpmix(n=60000, l=64, T=60000, sigma_x=0.0581, sigma_y=0.0581, dx=784, dy=10, clip=(1, 1))
+    direct = get_accountant("rdp-wor").epsilon(card, 1e-5)
+    assert code == 0 and f"eps={direct.epsilon:.4f}" in out.replace(" ", "") and "y: ||.||_2 <= 1" in out
+    for extra, message in ((["--clip", "1"], "two different releases"), (["--classes", "10"], "uniform mixing")):
+        code, out, err = run(capsys, "epsilon", "--accountant", "rdp-wor", *argv, *SIGMA, *extra)
+        assert code == 2 and not out and err.count("\n") == 1 and message in err

@@ -57,3 +57,15 @@ def test_report_of_lopsided_noise_says_why_the_curve_is_not_drawn(tmp_path, caps
     args = ["report", "--n", "60000", "--l", "256", "--T", "1000", "--sigma-x", "1e-10", "--sigma-y", "1e300"]
     assert main([*args, "--delta", "1e-5", "--out", str(out)]) == 0
     assert "would put σy beyond the floating-point range" in out.read_text()
+
+
+def test_report_of_uniform_mixing_on_clipped_records(tmp_path, capsys):
+    """--model dpmix-clip: the headline and statement are rdp-wor's on records clipped to ||x||, ||y|| <= 1; with
+    class-centric mixing no accountant analyses that release, and the report says so (not "too little noise")."""
+    out = tmp_path / "r.html"
+    assert main([*ARGS, "--model", "dpmix-clip", "--out", str(out)]) == 0
+    page = re.sub(r"<script.*?</script>", "", out.read_text(), flags=re.S)
+    assert "rdp-wor (clipped x, y)" in page and "(x: ||.||_2 &lt;= 1, y: ||.||_2 &lt;= 1)" in page
+    cc = tmp_path / "cc.html"
+    assert main([*ARGS, "--model", "dpmix-clip", "--classes", "10", "--out", str(cc)]) == 0
+    assert "No headline: no accountant analyses this release model" in cc.read_text()

@@ -134,13 +134,16 @@ def test_the_accountant_table_never_prints_a_bound_below_its_value():
         ("dpmix", {"lee2019", "rdp-wor"}),  # [0,1] data, l distinct records of n
         ("dpcda", {"dpcda", "rdp-wor (clipped)"}),  # clipped, l distinct records of n
         ("poisson", {"gdp-clt", "rdp-poisson", "pld-poisson"}),
+        ("dpmix-clip", {"rdp-wor (clipped x, y)"}),  # records clipped to ||x||, ||y|| <= 1 (DPFMix App. E.3)
     ],
 )
 def test_the_table_names_the_release_each_row_bounds_and_never_calls_another_releases_bound_this_ones(model, rows):
     from dpmix_core.views.reports import OTHER_RELEASE
 
     s = MixingSetting(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711, clip=1.0)
-    plain = epsilon_table(s, 1e-5).set_index("accountant")
+    plain = epsilon_table(s, 1e-5, model=None if model != "dpmix-clip" else "dpmix-clip").set_index("accountant")
+    plain["release analysed"] = plain["release analysed"].str.removesuffix(" (chosen)")
+    plain["guarantee"] = plain["guarantee"].str.removesuffix(", not for the chosen release model")
     table = epsilon_table(s, 1e-5, model=model)
     assert list(table["accountant"][: len(rows)]) == [a for a in plain.index if a in rows]  # the chosen rows first
     assert set(table["accountant"]) == set(plain.index)
@@ -151,6 +154,61 @@ def test_the_table_names_the_release_each_row_bounds_and_never_calls_another_rel
             assert row["guarantee"] == plain.loc[row["accountant"], "guarantee"]
         else:  # an upper bound of another release is never printed as this one's
             assert row["guarantee"] == f"{plain.loc[row['accountant'], 'guarantee']}, {OTHER_RELEASE}"
-    assert "(chosen)" not in "".join(plain["release analysed"])  # no model, no choice
+    assert "(chosen)" not in "".join(epsilon_table(s, 1e-5)["release analysed"])  # no model, no choice
     with pytest.raises(ValueError, match="release model"):
         epsilon_table(s, 1e-5, model="laplace")
+
+
+def test_uniform_mixing_of_clipped_records_is_its_own_release_model():
+    """DPFMix App. E.3's DPMix (||x||, ||y|| <= 1, l distinct records): rdp-wor on exactly the release the
+    synthesize card describes, a headline, curves and calibration on it; never the [0,1] or DP-CDA release."""
+    from dpmix_core.privacy.accountants import get_accountant
+    from dpmix_core.privacy.release import MixingRelease
+    from dpmix_core.views.reports import NO_ACCOUNTANT, model_accountants, release_model_of, release_reading
+
+    s = MixingSetting(n=60000, l=64, T=60000, sigma_x=0.0581, sigma_y=0.0581, clip=1.0)  # the page's setting
+    analysed = model_accountants(s, "dpmix-clip")
+    assert list(analysed) == ["rdp-wor"]
+    release = get_accountant("rdp-wor").release_for(analysed["rdp-wor"])
+    card = MixingRelease.dpmix(n=60000, l=64, T=60000, sigma_x=0.0581, sigma_y=0.0581, dx=784, dy=10, clip=(1, 1))
+    assert release == card and release_model_of(card) == "dpmix-clip"
+    reading = release_reading(s, 1e-5, "dpmix-clip", with_curves=False)
+    direct = get_accountant("rdp-wor").epsilon(card, 1e-5).epsilon
+    assert reading.accountant == "rdp-wor" and reading.epsilon == direct and 1.9 < direct <= 2.0
+    # the same accountant on the other models analyses their releases, which differ by far at this noise
+    unit, dpcda = (release_reading(s, 1e-5, m, with_curves=False).epsilon for m in ("dpmix", "dpcda"))
+    assert unit > 1e3 and dpcda < direct
+    curves = epsilon_curves(s, 1e-5, axis="sigma", values=[0.0581], model="dpmix-clip").set_index("accountant")
+    assert curves.loc["rdp-wor (clipped x, y)", "epsilon"] == pytest.approx(direct)
+    assert "rdp-wor (clipped x, y)" not in set(epsilon_curves(s, 1e-5, axis="sigma", values=[0.0581])["accountant"])
+    # class-centric mixing of clipped records is no release any accountant here analyses: said, not "too little noise"
+    cc = replace(s, class_sizes=(6000,) * 10)
+    assert model_accountants(cc, "dpmix-clip") == {}
+    assert release_reading(cc, 1e-5, "dpmix-clip").guarantee == NO_ACCOUNTANT
+
+
+def test_each_models_accountants_calibrate_that_models_release():
+    """The page's clip c is always set: rdp-wor under the DPMix model must still analyse [0,1] data (it once
+    calibrated the DP-CDA release, whose sigma for eps = 2 is far too small for [0,1] data)."""
+    from dpmix_core.privacy.accountants import get_accountant
+    from dpmix_core.privacy.calibration import calibrate_sigma
+    from dpmix_core.views.reports import model_accountants
+
+    s = MixingSetting(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711, clip=1.0)
+    bounds = {
+        model: {name: get_accountant(name).release_for(v).bounds.describe() for name, v in found.items()}
+        for model in ("dpmix", "dpcda", "poisson", "dpmix-clip")
+        if (found := model_accountants(s, model))
+    }
+    assert bounds["dpmix"] == {"lee2019": "x: [0,1]^784, y: [0,1]^10", "rdp-wor": "x: [0,1]^784, y: [0,1]^10"}
+    assert set(bounds["dpcda"].values()) == {"x: ||.||_2 <= 1, y: one-hot"}
+    assert set(bounds["dpmix-clip"].values()) == {"x: ||.||_2 <= 1, y: ||.||_2 <= 1"}
+    assert set(bounds["poisson"]) == {"gdp-clt", "rdp-poisson", "pld-poisson"}
+    acc = get_accountant("rdp-wor")
+
+    def on_unit_data(sigma: float) -> float:
+        return acc.epsilon(acc.release_for(replace(s, clip=None, sigma_x=sigma, sigma_y=sigma)), 1e-5).epsilon
+
+    unit = calibrate_sigma(acc, model_accountants(s, "dpmix")["rdp-wor"], target_epsilon=2.0, delta=1e-5)
+    dpcda = calibrate_sigma(acc, model_accountants(s, "dpcda")["rdp-wor"], target_epsilon=2.0, delta=1e-5)
+    assert on_unit_data(unit.sigma_x) <= 2.0 < 100 < on_unit_data(dpcda.sigma_x)

@@ -87,6 +87,12 @@ def add_setting_arguments(
     parser.add_argument("--clip", type=finite_float, default=None, help="DP-CDA L2 clip c (default 1)")
     parser.add_argument("--clip-x", type=finite_float, default=1.0, help="DPFMix feature clip Cx")
     parser.add_argument("--clip-y", type=finite_float, default=1.0, help="DPFMix label clip Cy")
+    parser.add_argument(
+        "--clip-records",
+        action="store_true",
+        help="uniform mixing of records clipped to ||x|| <= Cx, ||y|| <= Cy instead of [0,1] data (DPFMix App. "
+        "E.3's DPMix; synthesize --mechanism dpmix --preprocessing clip): rdp-wor analyses it",
+    )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--classes", type=positive_int, help="class-centric mixing over K equal classes")
     group.add_argument("--class-sizes", type=_class_sizes, help="class-centric mixing: sizes N_1,...,N_K")
@@ -117,6 +123,13 @@ def _setting(args: argparse.Namespace, sigma_x: float = 1.0, sigma_y: float = 1.
     if class_sizes is None and (args.features_only or args.label_may_change):
         flag = "--features-only" if args.features_only else "--label-may-change"
         raise CliError(f"{flag} applies to class-centric accounting: give --classes K or --class-sizes")
+    if args.clip_records and args.clip is not None:
+        raise CliError(
+            "--clip-records (||x|| <= Cx, ||y|| <= Cy) and --clip (DP-CDA: z-scored x clipped to c, one-hot y) "
+            "describe two different releases; give one"
+        )
+    if args.clip_records and class_sizes is not None:
+        raise CliError("--clip-records describes uniform mixing; class-centric mixing clips z-scored x with --clip")
     if args.features_only and args.label_may_change:
         raise CliError("--features-only and --label-may-change contradict each other; pick one")
     return MixingSetting(
@@ -133,6 +146,7 @@ def _setting(args: argparse.Namespace, sigma_x: float = 1.0, sigma_y: float = 1.
         class_sizes=class_sizes,
         protect_labels=not args.features_only,
         not_covered=PRIVATE_NORMALISATION if args.private_normalisation else None,
+        clip_records=args.clip_records,
     )
 
 

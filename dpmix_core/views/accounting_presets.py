@@ -67,5 +67,17 @@ ACCOUNTING_PRESETS: dict[str, AccountingPreset] = {
             note="Poisson sampling at m/n, lambda = 1; sigma calibrated to eps = 2 with the CLT accountant.",
             release_model="poisson",
         ),
+        AccountingPreset(
+            name="DPFMix's uniform row (MNIST, m=64, eps=2, clipped records)",
+            source="Li, Cao, Yao 2022, Table 1 and App. E.3",
+            setting=MixingSetting(n=60000, l=64, T=60000, sigma_x=1.0, sigma_y=1.0, clip_records=True),
+            delta=1e-5,
+            target_epsilon=2.0,
+            calibrate_with="rdp-wor",
+            note="Uniform mixing of l = 64 distinct records (DPMix) on records clipped to ||x||, ||y|| <= 1 "
+            "(App. E.3: 'If not specified, we set Cx = Cy = 1'), lambda = 1; sigma calibrated to eps = 2 with the "
+            "tight RDP bound (rdp-wor), as the dpfmix-table1 preset trains it.",
+            release_model="dpmix-clip",
+        ),
     )
 }

@@ -26,6 +26,7 @@ from dpmix_core.views.reports import (
     curve_anchor,
     epsilon_curves,
     epsilon_table,
+    no_headline_text,
     release_reading,
 )
 
@@ -109,7 +110,7 @@ def accountant_report(setting: MixingSetting, delta: float, model: str, *, pld_a
     )
     sections = []
     if reading.accountant is None:
-        sections.append(Section("In plain language", "No accountant gives a finite rigorous bound for this release."))
+        sections.append(Section("In plain language", no_headline_text(reading)))
     else:
         h = headline(reading.epsilon, delta, reading.accountant)
         sections.append(Section("In plain language", h.text()))
@@ -126,7 +127,7 @@ def accountant_report(setting: MixingSetting, delta: float, model: str, *, pld_a
     anchor = curve_anchor(setting, "sigma")
     ratio = setting.sigma_y / setting.sigma_x if setting.sigma_x > 0 else 1.0
     if math.isfinite(ratio) and ratio * 100 * anchor.sigma_x < 1e300:  # the grid sweeps sigma_x to 10x its decade
-        curves = epsilon_curves(anchor, delta, axis="sigma", sigma_ratio=ratio, pld_accuracy=pld_accuracy)
+        curves = epsilon_curves(anchor, delta, axis="sigma", sigma_ratio=ratio, pld_accuracy=pld_accuracy, model=model)
         figure = epsilon_curve_figure(curves, "sigma", delta=delta, current=setting.sigma_x)
         sections.append(Section("ε as a function of the noise", figure=figure, caption=printed))
     else:

@@ -19,7 +19,7 @@ from dpmix_core.privacy.profile import (
     privacy_profile,
     tradeoff_from_profile,
 )
-from dpmix_core.privacy.release import MixingRelease, Sampling
+from dpmix_core.privacy.release import MixingRelease, NormBound, Sampling
 from dpmix_core.views.privacy_scale import format_epsilon, qualitative_label
 from dpmix_core.views.release_models import RELEASE_MODEL_NAMES, RELEASE_MODELS
 
@@ -31,6 +31,9 @@ __all__ = [
     "epsilon_curves",
     "epsilon_table",
     "format_epsilon",
+    "model_accountants",
+    "no_headline_text",
+    "NO_ACCOUNTANT",
     "ReleaseReading",
     "release_model_of",
     "release_reading",
@@ -40,11 +43,14 @@ __all__ = [
 
 
 def _in_model(release: MixingRelease, model: str) -> bool:
-    """Which release model a release belongs to: sampling and the feature bounds (different releases)."""
+    """Which release model a release belongs to: sampling and the data bounds (different releases)."""
     if model == "poisson":
         return release.sampling is Sampling.POISSON
-    unit = release.bounds.x.description.startswith("[0,1]")
-    return release.sampling is Sampling.WITHOUT_REPLACEMENT and unit == (model == "dpmix")
+    if release.sampling is not Sampling.WITHOUT_REPLACEMENT:
+        return False
+    if release.bounds.x.description.startswith("[0,1]"):
+        return model == "dpmix"
+    return model == ("dpcda" if release.bounds.y == NormBound.one_hot() else "dpmix-clip")
 
 
 CURVE_POINTS = 20  # points per curve: enough for a smooth log-log line, cheap enough for a live page
@@ -54,20 +60,41 @@ def _options(name: str, pld_accuracy: float, **pld_extra: float) -> dict:
     return {"relative_accuracy": pld_accuracy, **pld_extra} if name == "pld-poisson" else {}
 
 
-def _variants(setting: MixingSetting) -> list[tuple[str, str, MixingSetting]]:
-    """(row label, accountant, setting): rdp-wor is shown for both published bound models.
+def _variants(setting: MixingSetting, model: str | None = None) -> list[tuple[str, str, MixingSetting]]:
+    """(row label, accountant, setting): rdp-wor is shown for each without-replacement bound model asked for.
 
     rdp-wor is the tight counterpart of lee2019 ([0,1]^d) and of dpcda (clip c);
     with a clip set we show both so each published number sits next to its tight one.
+    It is the only accountant of uniform mixing on clipped records (||x|| <= Cx,
+    ||y|| <= Cy, DPFMix App. E.3), shown when the setting or the chosen ``model`` is that.
     """
     rows = []
     for name in ACCOUNTANTS:
-        if name == "rdp-wor" and setting.clip is not None:
-            rows.append(("rdp-wor", name, replace(setting, clip=None)))
-            rows.append(("rdp-wor (clipped)", name, setting))
-        else:
+        if name != "rdp-wor":
             rows.append((name, name, setting))
+            continue
+        rows.append(("rdp-wor", name, replace(setting, clip=None, clip_records=False)))
+        if setting.clip is not None:
+            rows.append(("rdp-wor (clipped)", name, replace(setting, clip_records=False)))
+        if setting.class_sizes is None and (setting.clip_records or model == "dpmix-clip"):
+            rows.append(("rdp-wor (clipped x, y)", name, replace(setting, clip=None, clip_records=True)))
     return rows
+
+
+def model_accountants(setting: MixingSetting, model: str) -> dict[str, MixingSetting]:
+    """The accountants that analyse the release of ``model`` from this what-if, each with the setting it analyses
+    it from (rdp-wor's bounds follow the model); empty when none does (e.g. clipped records, class-centric)."""
+    _check_model(model)
+    return {
+        name: variant
+        for _, name, variant in _variants(setting, model)
+        if _in_model(get_accountant(name).release_for(variant), model)
+    }
+
+
+def _check_model(model: str | None) -> None:
+    if model is not None and model not in RELEASE_MODELS:
+        raise ValueError(f"Unknown release model {model!r}. Choose one of: {', '.join(RELEASE_MODELS)}.")
 
 
 @functools.lru_cache(maxsize=256)
@@ -82,6 +109,11 @@ def release_model_of(release: MixingRelease) -> str:
     return next(m for m in RELEASE_MODELS if _in_model(release, m))
 
 
+# Why a release model has no headline at all (no accountant analyses it with these options), not "too little noise"
+NO_ACCOUNTANT = (
+    "no accountant analyses this release model with these options (clipped records ‖x‖ ≤ Cx, ‖y‖ ≤ Cy are "
+    "analysed for uniform mixing, not class-centric mixing)"
+)
 OTHER_RELEASE = "not for the chosen release model"  # a guarantee of another release (other sampling or data bound)
 
 
@@ -93,10 +125,9 @@ def epsilon_table(
     With ``model`` (a release model the user chose) the rows of that model come first, and a row about another
     release says so in its guarantee: its bound holds for that release, not the chosen one.
     """
-    if model is not None and model not in RELEASE_MODELS:
-        raise ValueError(f"Unknown release model {model!r}. Choose one of: {', '.join(RELEASE_MODELS)}.")
+    _check_model(model)
     rows = []
-    for label, name, variant in _variants(setting):
+    for label, name, variant in _variants(setting, model):
         r = _epsilon(name, pld_accuracy, variant, delta)
         analysed = release_model_of(get_accountant(name, **_options(name, pld_accuracy)).release_for(variant))
         guarantee = r.guarantee if model in (None, analysed) else f"{r.guarantee}, {OTHER_RELEASE}"
@@ -196,15 +227,18 @@ def epsilon_curves(
     sigma_ratio: float = 1.0,
     accountants: Sequence[str] | None = None,
     pld_accuracy: float = 0.2,
+    model: str | None = None,
 ) -> pd.DataFrame:
-    """Long table (accountant, axis value, epsilon, upper_bound) for plotting.
+    """Long table (accountant, axis value, epsilon, upper_bound) for plotting; one curve per row of
+    :func:`epsilon_table` with the same ``model``.
 
     Curves use pld-poisson's first grid (no refinement budget): still a rigorous upper bound at every
     point, a little looser than the table's refined value, and about five times faster for a live page.
     """
+    _check_model(model)
     values = list(values) if values is not None else default_axis_values(setting, axis, points=CURVE_POINTS)
     rows = []
-    for label, name, variant in _variants(setting):
+    for label, name, variant in _variants(setting, model):
         if accountants is not None and name not in accountants:
             continue
         results = epsilon_curve(
@@ -276,6 +310,13 @@ class ReleaseReading:
     result: EpsilonResult | None = None  # the headline accountant's result on it
 
 
+def no_headline_text(reading: ReleaseReading) -> str:
+    """Why a release model has no headline epsilon, in one sentence (only when ``reading.accountant`` is None)."""
+    if reading.guarantee == NO_ACCOUNTANT:
+        return f"No headline: {NO_ACCOUNTANT}."
+    return "No accountant gives a finite rigorous bound for this release (too little noise)."
+
+
 def release_reading(
     setting: MixingSetting,
     delta: float,
@@ -290,11 +331,9 @@ def release_reading(
     if model not in RELEASE_MODELS:
         raise ValueError(f"Unknown release model {model!r}. Choose one of: {', '.join(RELEASE_MODELS)}.")
     best = None
-    for _, name, variant in _variants(setting):
-        acc = get_accountant(name, **_options(name, pld_accuracy))
-        release = acc.release_for(variant)
-        if not _in_model(release, model):
-            continue
+    analysed = model_accountants(setting, model)
+    for name, variant in analysed.items():
+        release = get_accountant(name, **_options(name, pld_accuracy)).release_for(variant)
         r = _epsilon(name, pld_accuracy, variant, delta)
         if r.upper_bound and (best is None or r.epsilon < best[0].epsilon):
             best = (r, release)
@@ -305,7 +344,7 @@ def release_reading(
             None,
             math.inf,
             delta,
-            "no rigorous bound for this release",
+            NO_ACCOUNTANT if not analysed else "no rigorous bound for this release",
             None,
             alphas,
             tuple(0.0 for _ in alphas),

@@ -51,7 +51,9 @@ class MixingSetting:
     neighbouring relation, False is DP-CDA's same-class swap (features only).
     ``not_covered`` names what puts the release outside every accountant's
     assumptions (e.g. normalisation from the private data); its epsilons are
-    then never labelled upper bounds.
+    then never labelled upper bounds. ``clip_records`` describes uniform mixing
+    of records clipped to ||x|| <= clip_x and ||y|| <= clip_y instead of [0,1]
+    data (DPFMix App. E.3's DPMix, preprocessing "clip"); rdp-wor analyses it.
     """
 
     n: int
@@ -67,6 +69,7 @@ class MixingSetting:
     class_sizes: tuple[int, ...] | None = None
     protect_labels: bool = True
     not_covered: str | None = None
+    clip_records: bool = False  # without replacement on records clipped to ||x|| <= clip_x, ||y|| <= clip_y
 
     def __post_init__(self) -> None:
         for name in ("n", "l", "T", "dx", "dy"):
@@ -89,6 +92,18 @@ class MixingSetting:
             raise ValueError(f"class sizes sum to {sum(self.class_sizes)}, not n={self.n}.")
         if not isinstance(self.protect_labels, bool):
             raise ValueError(f"protect_labels must be True or False. Found {self.protect_labels!r}.")
+        if not isinstance(self.clip_records, bool):
+            raise ValueError(f"clip_records must be True or False. Found {self.clip_records!r}.")
+        if self.clip_records and self.clip is not None:
+            raise ValueError(
+                "clip c (DP-CDA: z-scored features clipped, one-hot labels) and clipped records (||x|| <= Cx, "
+                "||y|| <= Cy) describe two different releases; give one."
+            )
+        if self.clip_records and self.class_sizes is not None:
+            raise ValueError(
+                "clipped records (||x|| <= Cx, ||y|| <= Cy) describe uniform mixing; class-centric mixing clips "
+                "z-scored features with DP-CDA's clip c."
+            )
         if not self.protect_labels and self.class_sizes is None:
             raise ValueError(
                 "Leaving labels unprotected (a same-class swap) only applies to class-centric mixing: give class sizes."
@@ -176,7 +191,8 @@ class Accountant(ABC):
         else:
             unit = bounds == DataBounds.unit_box(setting.dx, setting.dy)
             private = setting.not_covered == PRIVATE_NORMALISATION
-            preprocessing = "unit" if unit else ("zscore-private" if private else "zscore")
+            clipped = setting.clip_records and bounds == DataBounds.clipped(setting.clip_x, setting.clip_y)
+            preprocessing = "unit" if unit else "clip" if clipped else ("zscore-private" if private else "zscore")
             mechanism = Mechanism.DPMIX if setting.class_sizes is None else Mechanism.CLASS_CENTRIC
         class_centric = mechanism is Mechanism.CLASS_CENTRIC
         return MixingRelease.made_by(

@@ -104,7 +104,8 @@ class RdpWorAccountant(Accountant):
     """Tight RDP for sampling without replacement (WBK 2019, Thm. 27), via dp_accounting; never above lee2019.
 
     Replace-one adjacency, gamma = l/n; the bounds are those of lee2019 ([0,1]^d)
-    unless a DP-CDA clip c is given. At one order Thm. 27 is never above Thm. 9 (the
+    unless a DP-CDA clip c is given, or clipped records (||x|| <= Cx, ||y|| <= Cy: DPFMix
+    App. E.3's DPMix; the theorem holds for any bounded sensitivity). At one order Thm. 27 is never above Thm. 9 (the
     extra min{., 2 e^{(j-1) eps(j)}} term) and the improved RDP -> DP conversion is never
     above the classic one; orders cost O(alpha^2) Python steps, so they start at
     ``orders`` (up to 64) and, while the best order is the largest tried and still
@@ -146,6 +147,8 @@ class RdpWorAccountant(Accountant):
         self.max_order = max(int(max_order), max(self.orders))
 
     def bounds_for(self, setting: MixingSetting) -> DataBounds:
+        if setting.clip_records:
+            return DataBounds.clipped(setting.clip_x, setting.clip_y)
         if setting.clip is not None:
             return DataBounds.clipped_one_hot(setting.clip)
         return DataBounds.unit_box(setting.dx, setting.dy)
