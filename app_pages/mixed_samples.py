@@ -42,9 +42,11 @@ DEFAULTS = {
     "seed": 0,
     "clip": 1.0,
     "features": "pixels",
+    "dpmix_prep": "unit",
 }
 MECHANISM_HELP = {
-    "dpmix": "DPMix (Lee et al. 2019): ℓ distinct records from the whole dataset, pixels in [0,1].",
+    "dpmix": "DPMix (Lee et al. 2019): ℓ distinct records from the whole dataset, pixels in [0,1] (or records "
+    "clipped to unit norm, as DPFMix runs it: see Records).",
     "class-centric": "Class-centric (thesis §4.2, DP-CDA): ℓ records of one class.",
     "poisson": "Poisson mixing (DPFMix): each record joins with probability m/n; the sum is divided by m.",
     "local": "No mixing (ℓ = 1): each released point is one record plus noise — the baseline.",
@@ -148,7 +150,23 @@ if mechanism == "class-centric":
         help="Off: the DP-CDA paper's reading (a neighbour swaps a record within its class); the record's "
         "label is then not protected, and every ε says so.",
     )
-prep = st.session_state[K + "prep"] if mechanism == "class-centric" else "unit"
+DPMIX_PREP_LABELS = {
+    "unit": "[0,1] pixels (DPMix, thesis §4.1)",
+    "clip": "records clipped to ‖x‖ ≤ 1, ‖y‖ ≤ 1 (DPFMix App. E.3's DPMix)",
+}
+if mechanism == "dpmix":
+    c3.selectbox(
+        "Records",
+        list(DPMIX_PREP_LABELS),
+        key=K + "dpmix_prep",
+        format_func=DPMIX_PREP_LABELS.get,
+        help="DPFMix runs DPMix for its uniform-sampling row on records clipped to unit L2 norm ('If not "
+        "specified, we set Cx = Cy = 1'): a record then moves a point by 2/ℓ instead of √d/ℓ, so the same ε "
+        "needs about a tenth of the noise.",
+    )
+prep = {"class-centric": st.session_state[K + "prep"], "dpmix": st.session_state[K + "dpmix_prep"]}.get(
+    mechanism, "unit"
+)
 public_z = public_zscore_constants(dataset.name)
 if prep in ("zscore", "zscore-private"):
     c3.number_input("c — L2 clip after z-scoring", min_value=1e-6, step=0.1, key=K + "clip")

@@ -188,3 +188,24 @@ def test_feature_mixing_preview_shows_feature_maps():
 
     png = Image.open(io.BytesIO(preview_png(p)))  # the page's PNG download: digits and feature maps in one grid
     assert png.size[1] > 63 * 3
+
+
+def test_dpmix_on_clipped_records_on_the_page(at):
+    """DPFMix App. E.3's DPMix: l distinct records clipped to ||x||, ||y|| <= 1; the page's epsilons are those of
+    exactly that release (not [0,1] pixels), and the images are min-max scaled for display."""
+    from dpmix_core.privacy.accountants import get_accountant
+    from dpmix_core.privacy.release import MixingRelease
+
+    at.selectbox(key="mix_mechanism").set_value("dpmix").run()
+    unit = float(eps_table(at).set_index("accountant").loc["rdp-wor", "ε"].replace(",", ""))
+    at.selectbox(key="mix_dpmix_prep").set_value("clip").run()
+    assert not at.exception and not at.error
+    table = eps_table(at).set_index("accountant")
+    assert table["assumptions"].str.contains(r"x: \|\|.\|\|_2 <= 1, y: \|\|.\|\|_2 <= 1").all()
+    n = load_embedded().n_train
+    release = MixingRelease.dpmix(n=n, l=32, T=1000, sigma_x=0.2, sigma_y=0.2, dx=784, dy=10, clip=(1.0, 1.0))
+    expected = get_accountant("rdp-wor").epsilon(release, 1e-5).epsilon
+    assert float(table.loc["rdp-wor", "ε"]) == pytest.approx(expected, rel=0.01) and expected < unit / 10
+    assert any("min-max scaled for display" in c.value for c in at.caption)
+    at.selectbox(key="mix_mechanism").set_value("class-centric").run()  # the choice belongs to uniform mixing
+    assert not at.exception and "class-centric" in eps_table(at)["assumptions"].iloc[0]
