@@ -68,7 +68,10 @@ def main() -> None:
     changes = {
         "σ change (new table, cached curve)": ("acc_sigma_x", [0.05 + 0.001 * i for i in range(args.repeats)]),
         "class-centric toggle (accountant set changes)": ("acc_class_centric", [True, False] * args.repeats),
-        "release model (headline's accountant set changes)": ("acc_model", ["dpcda", "poisson", "dpmix"] * 9),
+        "release model (headline's accountant set changes)": (
+            "acc_model",
+            ["dpcda", "poisson", "dpmix-clip", "dpmix"] * 9,
+        ),
     }
     for label, (key, values) in changes.items():
         times = []
