@@ -66,6 +66,7 @@ def test_report_of_uniform_mixing_on_clipped_records(tmp_path, capsys):
     assert main([*ARGS, "--model", "dpmix-clip", "--out", str(out)]) == 0
     page = re.sub(r"<script.*?</script>", "", out.read_text(), flags=re.S)
     assert "rdp-wor (clipped x, y)" in page and "(x: ||.||_2 &lt;= 1, y: ||.||_2 &lt;= 1)" in page
+    assert "<th>clip_records</th><td>True</td>" in page  # the settings are the headline release's
     cc = tmp_path / "cc.html"
     assert main([*ARGS, "--model", "dpmix-clip", "--classes", "10", "--out", str(cc)]) == 0
     assert "No headline: no accountant analyses this release model" in cc.read_text()

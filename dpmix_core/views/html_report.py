@@ -26,6 +26,7 @@ from dpmix_core.views.reports import (
     curve_anchor,
     epsilon_curves,
     epsilon_table,
+    model_accountants,
     no_headline_text,
     release_reading,
 )
@@ -102,7 +103,9 @@ def accountant_report(setting: MixingSetting, delta: float, model: str, *, pld_a
     reading = release_reading(setting, delta, model, pld_accuracy=pld_accuracy)
     table = epsilon_table(setting, delta, pld_accuracy=pld_accuracy, model=model)
     table = table.drop(columns=[c for c in ("epsilon", "reference", "upper_bound") if c in table.columns])
-    settings = {f.name: getattr(setting, f.name) for f in fields(setting)}
+    # the settings of the release the headline speaks for (rdp-wor's bounds follow the model: clip_records, clip)
+    shown = model_accountants(setting, model).get(reading.accountant or "", setting)
+    settings = {f.name: getattr(shown, f.name) for f in fields(shown)}
     settings.update(delta=delta, release_model=RELEASE_MODELS[model])
     printed = (
         f"n = {setting.n:,}, ℓ = {setting.l}, T = {setting.T:,}, σx = {setting.sigma_x:.4g}, "
