@@ -70,3 +70,13 @@ def test_report_of_uniform_mixing_on_clipped_records(tmp_path, capsys):
     cc = tmp_path / "cc.html"
     assert main([*ARGS, "--model", "dpmix-clip", "--classes", "10", "--out", str(cc)]) == 0
     assert "No headline: no accountant analyses this release model" in cc.read_text()
+
+
+def test_report_of_an_uncovered_release_says_why_it_has_no_headline(tmp_path, capsys):
+    """Private normalisation: no upper bound, and the reason is that, not "too little noise"."""
+    out = tmp_path / "r.html"
+    args = [*ARGS, "--classes", "10", "--clip", "1", "--private-normalisation", "--model", "dpcda"]
+    assert main([*args, "--out", str(out)]) == 0
+    text = re.sub(r"<script.*?</script>", "", out.read_text(), flags=re.S)
+    assert "No ε is an upper bound for this release (not covered: normalisation constants computed" in text
+    assert "too little noise" not in text

@@ -310,10 +310,21 @@ class ReleaseReading:
     result: EpsilonResult | None = None  # the headline accountant's result on it
 
 
+def _why_no_headline(analysed: dict[str, MixingSetting], setting: MixingSetting) -> str:
+    if not analysed:
+        return NO_ACCOUNTANT
+    if setting.not_covered is not None:
+        return f"not covered: {setting.not_covered}"
+    return "no rigorous bound for this release"
+
+
 def no_headline_text(reading: ReleaseReading) -> str:
-    """Why a release model has no headline epsilon, in one sentence (only when ``reading.accountant`` is None)."""
+    """Why a release model has no headline epsilon, in one sentence (only when ``reading.accountant`` is None):
+    no accountant analyses it, the release is not covered, or every bound is infinite (too little noise)."""
     if reading.guarantee == NO_ACCOUNTANT:
         return f"No headline: {NO_ACCOUNTANT}."
+    if reading.guarantee.startswith("not covered"):
+        return f"No ε is an upper bound for this release ({reading.guarantee})."
     return "No accountant gives a finite rigorous bound for this release (too little noise)."
 
 
@@ -344,7 +355,7 @@ def release_reading(
             None,
             math.inf,
             delta,
-            NO_ACCOUNTANT if not analysed else "no rigorous bound for this release",
+            _why_no_headline(analysed, setting),
             None,
             alphas,
             tuple(0.0 for _ in alphas),
