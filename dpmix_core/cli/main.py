@@ -123,13 +123,6 @@ def _setting(args: argparse.Namespace, sigma_x: float = 1.0, sigma_y: float = 1.
     if class_sizes is None and (args.features_only or args.label_may_change):
         flag = "--features-only" if args.features_only else "--label-may-change"
         raise CliError(f"{flag} applies to class-centric accounting: give --classes K or --class-sizes")
-    if args.clip_records and args.clip is not None:
-        raise CliError(
-            "--clip-records (||x|| <= Cx, ||y|| <= Cy) and --clip (DP-CDA: z-scored x clipped to c, one-hot y) "
-            "describe two different releases; give one"
-        )
-    if args.clip_records and class_sizes is not None:
-        raise CliError("--clip-records describes uniform mixing; class-centric mixing clips z-scored x with --clip")
     if args.features_only and args.label_may_change:
         raise CliError("--features-only and --label-may-change contradict each other; pick one")
     return MixingSetting(

@@ -339,10 +339,8 @@ def release_reading(
 ) -> ReleaseReading:
     """The tightest rigorous epsilon among the accountants of one release model, its privacy profile
     (RDP of the release's dp_accounting event) and the f-DP trade-off curve it implies."""
-    if model not in RELEASE_MODELS:
-        raise ValueError(f"Unknown release model {model!r}. Choose one of: {', '.join(RELEASE_MODELS)}.")
     best = None
-    analysed = model_accountants(setting, model)
+    analysed = model_accountants(setting, model)  # refuses an unknown model
     for name, variant in analysed.items():
         release = get_accountant(name, **_options(name, pld_accuracy)).release_for(variant)
         r = _epsilon(name, pld_accuracy, variant, delta)
