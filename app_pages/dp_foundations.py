@@ -8,6 +8,7 @@ import streamlit as st
 from app_pages.shared.widgets import chart, loaded_or_stop, table_download
 from dpmix_core.data import Dataset, default_dataset
 from dpmix_core.teaching import (
+    CLIPPED_MODELS,
     EFFECT_MODELS,
     LABEL_ADJACENCY,
     REPLACE_ONE_LONG,
@@ -18,6 +19,7 @@ from dpmix_core.teaching import (
     PCAComparison,
     dp_histograms,
     dp_mean_images,
+    effect_model,
     gaussian_method_for,
     histogram_figure,
     label_accuracy_figure,
@@ -49,8 +51,17 @@ DEFAULTS = {
     "mix_model": "poisson",
 }
 # where the mixing lesson starts for each release model: a published release
+UNIT_CLIP = {"mix_cx": 1.0, "mix_cy": 1.0}
 MIX_STARTS = {
-    "poisson": {"mix_n": 60000, "mix_m": 64, "mix_T": 60000, "mix_sx": 0.0263, "mix_sy": 0.0263, "mix_delta": 1e-5},
+    "poisson": {
+        "mix_n": 60000,
+        "mix_m": 64,
+        "mix_T": 60000,
+        "mix_sx": 0.0263,
+        "mix_sy": 0.0263,
+        "mix_delta": 1e-5,
+        **UNIT_CLIP,
+    },
     "without-replacement": {
         "mix_n": 60000,
         "mix_m": 256,
@@ -59,10 +70,22 @@ MIX_STARTS = {
         "mix_sy": 0.0711,
         "mix_delta": 1 / 60000,
     },
-}  # DPFMix Table 3 (pld-poisson eps = 1 at delta = 1e-5); thesis 4.1 (lee2019 eps = 15 at delta = 1/n)
+    "without-replacement-clipped": {
+        "mix_n": 60000,
+        "mix_m": 64,
+        "mix_T": 60000,
+        "mix_sx": 0.0581,
+        "mix_sy": 0.0581,
+        "mix_delta": 1e-5,
+        **UNIT_CLIP,
+    },
+}  # DPFMix Table 3 (pld-poisson eps = 1 at delta = 1e-5); thesis 4.1 (lee2019 eps = 15 at delta = 1/n); DPFMix
+# Table 1's uniform row on clipped records (rdp-wor eps = 2 at delta = 1e-5, the accountant page's preset)
 MIX_START_TEXT = {
     "poisson": "DPFMix Table 3's release (MNIST, m = 64, T = 60,000, noise calibrated to ε = 1 with pld-poisson)",
     "without-replacement": "the thesis §4.1 release (MNIST pixels, ℓ = 256, T = 10,000, σ = 0.0711: ε = 15 by lee2019)",
+    "without-replacement-clipped": "DPFMix Table 1's uniform row on records clipped to ‖x‖, ‖y‖ ≤ 1 (MNIST, m = 64, "
+    "T = 60,000, σ = 0.0581: ε = 2 by rdp-wor)",
 }
 
 
@@ -135,7 +158,7 @@ def cached_pca(seed: int) -> PCAComparison:
 def _init_state() -> None:
     for key, value in DEFAULTS.items():
         st.session_state.setdefault(K + key, value)
-    for key, value in MIX_STARTS[st.session_state[K + "mix_model"]].items():
+    for key, value in (UNIT_CLIP | MIX_STARTS[st.session_state[K + "mix_model"]]).items():
         st.session_state.setdefault(K + key, value)
 
 
@@ -362,19 +385,24 @@ def _pca_section(ds: Dataset, seed: int) -> None:
 
 
 @st.cache_data(show_spinner="Accounting for each stage…", max_entries=64)
-def cached_effects(model: str, n: int, m: int, T: int, sigma_x: float, sigma_y: float, delta: float) -> MixingEffects:
-    return mixing_effects(n=n, m=m, T=T, sigma_x=sigma_x, sigma_y=sigma_y, delta=delta, model=model)
+def cached_effects(
+    model: str, n: int, m: int, T: int, sigma_x: float, sigma_y: float, delta: float, clip: tuple[float, float]
+) -> MixingEffects:
+    clips = {"clip_x": clip[0], "clip_y": clip[1]}
+    return mixing_effects(n=n, m=m, T=T, sigma_x=sigma_x, sigma_y=sigma_y, delta=delta, model=model, **clips)
 
 
 def _use_shared_release() -> None:
     """Copy the release last set on the Privacy accountant or Mixed samples page into the lesson's controls."""
     shared: SharedRelease = st.session_state[SHARED_RELEASE_KEY]
-    if shared.mechanism == "poisson":
-        st.session_state[K + "mix_model"] = "poisson"
-    elif shared.mechanism == "dpmix":
-        st.session_state[K + "mix_model"] = "without-replacement"
+    model = effect_model(shared.mechanism, shared.clip)
+    if model is None:  # the button is not offered then; a stale click does nothing
+        return
+    st.session_state[K + "mix_model"] = model
     values = {"mix_n": shared.n, "mix_m": shared.l, "mix_T": shared.T, "mix_delta": shared.delta}
     values |= {"mix_sx": max(shared.sigma_x, 1e-4), "mix_sy": max(shared.sigma_y, 1e-4)}  # the boxes' minimum
+    if shared.clip is not None:
+        values |= {"mix_cx": shared.clip[0], "mix_cy": shared.clip[1]}
     for key, value in values.items():
         st.session_state[K + key] = value
 
@@ -395,7 +423,14 @@ def _mixing_section() -> None:
     )
     st.caption(f"It starts at {MIX_START_TEXT[model]}.")
     if isinstance(shared := st.session_state.get(SHARED_RELEASE_KEY), SharedRelease):
-        st.button(f"Use the release set on {shared.label()}", on_click=_use_shared_release, key=K + "mix_shared")
+        if effect_model(shared.mechanism, shared.clip) is None:
+            st.caption(
+                f"The release set on {shared.label()} is not one of this lesson's release models "
+                f"({'class-centric mixing' if shared.mechanism == 'class-centric' else shared.mechanism or 'DP-CDA'}), "
+                "so it is not copied here: the same numbers would describe another release, with another ε."
+            )
+        else:
+            st.button(f"Use the release set on {shared.label()}", on_click=_use_shared_release, key=K + "mix_shared")
     c1, c2, c3, c4, c5 = st.columns(5)
     n = c1.number_input("n — records (public)", min_value=1, max_value=10**9, step=1000, key=K + "mix_n")
     m_options = sorted({*MIX_M, int(st.session_state[K + "mix_m"])})  # a copied release's m is offered too
@@ -403,16 +438,23 @@ def _mixing_section() -> None:
     T = c3.select_slider("T — points released", sorted({*MIX_T, int(st.session_state[K + "mix_T"])}), key=K + "mix_T")
     sigma_x = c4.number_input("σx", min_value=1e-4, max_value=100.0, format="%.4f", step=0.005, key=K + "mix_sx")
     sigma_y = c5.number_input("σy", min_value=1e-4, max_value=100.0, format="%.4f", step=0.005, key=K + "mix_sy")
+    clip = (1.0, 1.0)
+    if model in CLIPPED_MODELS:
+        d1, d2, _ = st.columns([1, 1, 3])
+        cx = d1.number_input("Cx — ‖x‖ clip (public)", min_value=1e-4, max_value=1e4, step=0.1, key=K + "mix_cx")
+        cy = d2.number_input("Cy — ‖y‖ clip (public)", min_value=1e-4, max_value=1e4, step=0.1, key=K + "mix_cy")
+        clip = (float(cx), float(cy))
     delta = float(st.session_state[K + "mix_delta"])
     try:
-        effects = cached_effects(model, int(n), int(m), int(T), float(sigma_x), float(sigma_y), delta)
+        effects = cached_effects(model, int(n), int(m), int(T), float(sigma_x), float(sigma_y), delta, clip)
     except ValueError as exc:
         st.error(str(exc))
         return
     chart(
         mixing_effects_figure(effects),
         K + "chart_mixing",
-        {"n": n, "m": m, "T": T, "σx": sigma_x, "σy": sigma_y, "δ": delta, "accountant": effects.accountant},
+        {"n": n, "m": m, "T": T, "σx": sigma_x, "σy": sigma_y, "δ": delta, "accountant": effects.accountant}
+        | ({"Cx": clip[0], "Cy": clip[1]} if model in CLIPPED_MODELS else {}),
     )
     for sentence in effects.sentences():
         st.markdown(f"- {sentence}")

@@ -227,6 +227,7 @@ st.session_state[SHARED_RELEASE_KEY] = SharedRelease(
     sigma_y=used.sigma_y,
     delta=used.delta,
     mechanism=used.mechanism,
+    clip=used.record_clip,
 )
 st.subheader("Privacy of the full release")
 st.write(f"σx = {used.sigma_x:.4g}, σy = {used.sigma_y:.4g}, T = {used.T:,} points, δ = {used.delta:.2g}.")

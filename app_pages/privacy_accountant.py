@@ -47,7 +47,6 @@ from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
 K = "acc_"  # session-state prefix of this page's widgets
 SOLVE_SIGMA, SOLVE_T = "σ (least noise for this T)", "T (most points at this σ)"
-SHARED_MECHANISM = {"dpmix": "dpmix", "poisson": "poisson"}  # release model -> the mechanism other pages can make
 DEFAULTS = {
     "n": "60000",  # counts and delta are typed as text: 1e9 and 1.5e-5 parse exactly, nothing is clamped
     "l": "256",
@@ -583,15 +582,8 @@ st.write(
 with controls_area():
     setting, delta = _controls()
 if setting is not None:
-    st.session_state[SHARED_RELEASE_KEY] = SharedRelease(
-        page="Privacy accountant",
-        n=setting.n,
-        l=setting.l,
-        T=setting.T,
-        sigma_x=setting.sigma_x,
-        sigma_y=setting.sigma_y,
-        delta=delta,
-        mechanism=SHARED_MECHANISM.get(st.session_state.get(K + "model", "dpmix")),  # the headline's release model
+    st.session_state[SHARED_RELEASE_KEY] = SharedRelease.of_model(  # the headline's release model
+        "Privacy accountant", setting, delta, st.session_state.get(K + "model", "dpmix")
     )
     reading = _headline(setting, delta)
     _table(setting, delta)

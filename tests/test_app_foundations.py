@@ -98,16 +98,55 @@ def test_mixing_lesson_switches_to_dpmix_at_the_thesis_release(at):
 
 
 def test_mixing_lesson_takes_the_release_set_on_the_accountant_page(at):
+    """A Poisson release with Cx = 2 arrives with its clip: the lesson's release is the page's, its eps pld-poisson's."""
+    from dpmix_core.privacy.accountants import get_accountant
+    from dpmix_core.privacy.release import MixingRelease
     from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
-    shared = SharedRelease(page="Privacy accountant", n=50000, l=100, T=3000, sigma_x=0.5, sigma_y=1.0, delta=2e-5)
+    sizes = dict(n=50000, l=100, T=3000, sigma_x=0.5, sigma_y=1.0)
+    shared = SharedRelease(page="Privacy accountant", **sizes, delta=2e-5, mechanism="poisson", clip=(2.0, 1.0))
     at.session_state[SHARED_RELEASE_KEY] = shared
     at.run()
     at.button(key="fnd_mix_shared").click().run()
-    assert not at.exception and not at.error
+    assert not at.exception and not at.error and at.number_input(key="fnd_mix_cx").value == 2.0
     stages = frame_with(at, "what is released").set_index("stage")
     assert stages.loc["composition", "points T"] == 3000 and "m = 100" in stages.loc["averaging", "what is released"]
     assert any("δ = 2e-05" in c.value and "n=50000" in c.value for c in at.caption)
+    release = MixingRelease.poisson(n=50000, m=100, T=3000, sigma_x=0.5, sigma_y=1.0, clip_x=2.0, clip_y=1.0)
+    expected = get_accountant("pld-poisson").epsilon(release, 2e-5).epsilon
+    assert stages.loc["composition", "ε"] == f"{expected:.3g}"
+
+
+@pytest.mark.parametrize("mechanism", [None, "class-centric"])
+def test_a_release_the_lesson_has_no_model_of_is_not_copied_into_another(at, mechanism):
+    """DP-CDA's model (no mechanism) and class-centric mixing: the same sizes under the lesson's models would be another
+    release with another eps, so there is no button, and a caption says why."""
+    from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
+
+    at.session_state[SHARED_RELEASE_KEY] = SharedRelease(
+        page="Privacy accountant", n=50000, l=100, T=3000, sigma_x=0.5, sigma_y=1.0, delta=2e-5, mechanism=mechanism
+    )
+    at.run()
+    assert not at.exception and not [b for b in at.button if b.key == "fnd_mix_shared"]
+    assert any("is not one of this lesson's release models" in c.value for c in at.caption)
+
+
+def test_the_accountant_pages_clipped_records_preset_arrives_with_its_epsilon():
+    """DPFMix's uniform row on clipped records: the lesson's release stage is the accountant page's headline (eps 2 by
+    rdp-wor on ||x||, ||y|| <= 1), not the [0,1] release the same sigma would be on (eps in the thousands)."""
+    acc = AppTest.from_file(str(Path(PAGE).parent / "privacy_accountant.py"), default_timeout=120).run()
+    acc.selectbox(key="acc_preset").set_value("DPFMix's uniform row (MNIST, m=64, eps=2, clipped records)").run()
+    from dpmix_core.views.shared_release import SHARED_RELEASE_KEY
+
+    shared = acc.session_state[SHARED_RELEASE_KEY]
+    assert shared.mechanism == "dpmix" and shared.clip == (1.0, 1.0)
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state[SHARED_RELEASE_KEY] = shared
+    at.run()
+    at.button(key="fnd_mix_shared").click().run()
+    assert not at.exception and at.session_state["fnd_mix_model"] == "without-replacement-clipped"
+    stages = frame_with(at, "what is released").set_index("stage")
+    assert stages.loc["composition", "points T"] == 60000 and 1.9 < float(stages.loc["composition", "ε"]) <= 2.0
 
 
 def test_the_accountant_pages_dpmix_release_arrives_in_the_lesson_as_dpmix():

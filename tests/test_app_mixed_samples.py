@@ -207,5 +207,9 @@ def test_dpmix_on_clipped_records_on_the_page(at):
     expected = get_accountant("rdp-wor").epsilon(release, 1e-5).epsilon
     assert float(table.loc["rdp-wor", "ε"]) == pytest.approx(expected, rel=0.01) and expected < unit / 10
     assert any("min-max scaled for display" in c.value for c in at.caption)
+    from dpmix_core.views.shared_release import SHARED_RELEASE_KEY
+
+    shared = at.session_state[SHARED_RELEASE_KEY]  # other pages account the release on its clipped bounds
+    assert shared.mechanism == "dpmix" and shared.clip == (1.0, 1.0)
     at.selectbox(key="mix_mechanism").set_value("class-centric").run()  # the choice belongs to uniform mixing
     assert not at.exception and "class-centric" in eps_table(at)["assumptions"].iloc[0]

@@ -9,7 +9,7 @@ from scipy import optimize, special
 
 from dpmix_core.privacy.accountants import get_accountant
 from dpmix_core.privacy.release import MixingRelease
-from dpmix_core.teaching import mixing_effects, mixing_effects_figure
+from dpmix_core.teaching import CLIPPED_MODELS, EFFECT_MODELS, effect_model, mixing_effects, mixing_effects_figure
 
 TABLE3 = dict(n=60000, m=64, T=60000, sigma_x=0.0263, sigma_y=0.0263, delta=1e-5)  # DPFMix Table 3 at eps = 1
 
@@ -65,8 +65,33 @@ def test_the_without_replacement_model_is_dpmix_under_rdp_wor():
     )
 
 
+def test_the_clipped_without_replacement_model_is_dpfmix_uniform_row_under_rdp_wor():
+    """DPFMix App. E.3's DPMix (records clipped to ||x|| <= Cx, ||y|| <= Cy): its stage is rdp-wor's epsilon of that
+    release (eps 2 at the accountant page's preset), and z is its own: 1 / sqrt((2Cx/(m sx))^2 + (2Cy/(m sy))^2)."""
+    row = dict(n=60000, m=64, T=60000, sigma_x=0.0581, sigma_y=0.0581, delta=1e-5)
+    effects = mixing_effects(**row, model="without-replacement-clipped")
+    release = MixingRelease.dpmix(n=60000, l=64, T=60000, sigma_x=0.0581, sigma_y=0.0581, dx=784, dy=10, clip=(1, 1))
+    composed = effects.stage("composition")
+    assert effects.accountant == "rdp-wor" and effects.release == release
+    assert composed.epsilon == pytest.approx(get_accountant("rdp-wor").epsilon(release, 1e-5).epsilon, rel=1e-9)
+    assert 1.9 < composed.epsilon <= 2.0
+    assert effects.stage("averaging").z == pytest.approx(1 / math.hypot(2 / (64 * 0.0581), 2 / (64 * 0.0581)))
+    wider = mixing_effects(**row, model="without-replacement-clipped", clip_x=2.0)  # a wider clip: more sensitivity
+    assert wider.stage("composition").epsilon > composed.epsilon
+    unit = mixing_effects(**row, model="without-replacement")  # the same noise on [0,1] pixels
+    assert unit.stage("composition").epsilon > 100 * composed.epsilon
+
+
+def test_the_lesson_model_of_a_shared_release():
+    assert effect_model("poisson", (1.0, 1.0)) == "poisson"
+    assert effect_model("dpmix", None) == "without-replacement"
+    assert effect_model("dpmix", (1.0, 1.0)) == "without-replacement-clipped"
+    assert effect_model("class-centric", None) is None and effect_model(None, None) is None
+    assert {m for m in EFFECT_MODELS if m != "without-replacement"} == CLIPPED_MODELS
+
+
 @given(
-    model=st.sampled_from(["poisson", "without-replacement"]),
+    model=st.sampled_from(sorted(EFFECT_MODELS)),
     m=st.sampled_from([1, 4, 64, 512]),
     T=st.sampled_from([1, 10, 1000, 60000]),
     sigma=st.floats(0.005, 2.0),

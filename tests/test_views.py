@@ -1,5 +1,6 @@
 """Plain data for pages: curves cached by what they depend on, the typed shared release."""
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -59,6 +60,32 @@ def test_shared_release_is_validated():
     assert "ℓ = 4" in r.label()
     with pytest.raises(ValueError, match="T must be a positive integer"):
         SharedRelease(page="x", n=10, l=1, T=0, sigma_x=0.1, sigma_y=0.1, delta=1e-5)
+    clipped = SharedRelease(
+        page="x", n=10, l=2, T=5, sigma_x=0.1, sigma_y=0.1, delta=1e-5, mechanism="dpmix", clip=(1, 2)
+    )
+    assert clipped.clip == (1.0, 2.0) and "‖x‖ ≤ 1, ‖y‖ ≤ 2" in clipped.label()
+    for bad in ((1.0,), (0.0, 1.0), (1.0, math.inf), (True, 1.0), ("1", 1.0)):
+        with pytest.raises(ValueError, match="clip must be two positive finite bounds"):
+            SharedRelease(page="x", n=10, l=2, T=5, sigma_x=0.1, sigma_y=0.1, delta=1e-5, clip=bad)
+
+
+@pytest.mark.parametrize(
+    ("model", "class_centric", "mechanism", "clip"),
+    [
+        ("dpmix", False, "dpmix", None),
+        ("dpmix-clip", False, "dpmix", (2.0, 0.5)),
+        ("poisson", False, "poisson", (2.0, 0.5)),
+        ("dpcda", False, None, None),
+        ("dpmix", True, "class-centric", None),
+        ("dpmix-clip", True, "class-centric", None),
+    ],
+)
+def test_the_accountant_pages_release_is_shared_with_its_bounds(model, class_centric, mechanism, clip):
+    """What another page needs to account the same release: the mechanism and, for clipped records, (Cx, Cy)."""
+    setting = replace(S, clip_x=2.0, clip_y=0.5, class_sizes=(6000,) * 10 if class_centric else None)
+    shared = SharedRelease.of_model("Privacy accountant", setting, 1e-5, model)
+    assert (shared.mechanism, shared.clip) == (mechanism, clip)
+    assert (shared.n, shared.l, shared.T, shared.sigma_x, shared.delta) == (S.n, S.l, S.T, S.sigma_x, 1e-5)
 
 
 def test_epsilon_curve_figure_drops_enormous_points_and_keeps_the_marker_on_its_line():

@@ -79,6 +79,14 @@ class SynthesisConfig:
         return self.mechanism == "local" or (self.mechanism == "class-centric" and self.preprocessing == "unit")
 
     @property
+    def record_clip(self) -> tuple[float, float] | None:
+        """(Cx, Cy) that bound the mixed records, ||x|| <= Cx and ||y|| <= Cy (poisson; dpmix "clip"); None where the
+        records are not clipped to them (dpmix on [0,1], class-centric, which clips x to c, local, label-laplace)."""
+        if self.mechanism == "poisson" or (self.mechanism == "dpmix" and self.preprocessing == "clip"):
+            return (self.clip_x, self.clip_y)
+        return None
+
+    @property
     def zscore_clipped(self) -> bool:
         """Whether the release z-scores records and then clips them to ||x|| <= c (class-centric "zscore" or
         "zscore-private", DP-CDA Algorithm 1 steps 1-6): the clip a run's ``test_inputs="unclipped"`` lifts."""

@@ -63,9 +63,11 @@ from dpmix_core.teaching.laplace_vs_gaussian import (
     release_table,
 )
 from dpmix_core.teaching.mixing_effects import (
+    CLIPPED_MODELS,
     EFFECT_MODELS,
     EffectStage,
     MixingEffects,
+    effect_model,
     mixing_effects,
     mixing_effects_figure,
 )
@@ -103,9 +105,11 @@ __all__ = [
     "histogram_figure",
     "pca_grid_figure",
     "image_mosaic",
+    "CLIPPED_MODELS",
     "EFFECT_MODELS",
     "EffectStage",
     "MixingEffects",
+    "effect_model",
     "mixing_effects",
     "mixing_effects_figure",
 ]

@@ -1,6 +1,6 @@
 """Lesson: why a random-mixing release is private -- averaging, subsampling and composition, one at a time.
 
-Two release models (``model``):
+Three release models (``model``):
 
 * ``"poisson"`` -- Poisson mixing (DPFMix Alg. 1): each of T points sums the records that joined it (each record
   independently with probability q = m/n, n the stated public size), every record clipped to ||x|| <= Cx and
@@ -9,6 +9,9 @@ Two release models (``model``):
 * ``"without-replacement"`` -- DPMix (Lee et al. 2019): each point is the mean of exactly m distinct records
   (rate m/n), features in [0,1]^dx and one-hot labels, plus the same noise; neighbours replace one record;
   accounted by ``rdp-wor`` (WBK 2019 via dp_accounting).
+* ``"without-replacement-clipped"`` -- the same mixing of m distinct records, each clipped to ||x|| <= Cx and
+  ||y|| <= Cy instead of lying in [0,1] (DPFMix App. E.3's DPMix, its Table 1 uniform row); replace-one; ``rdp-wor``
+  on the clipped bounds (a record moves a point by 2C/m instead of sqrt(d)/m).
 
 Its epsilon is the product of three effects, which the lesson separates by accounting for *the same noise* on
 smaller releases, each a ``dp_accounting`` event of one subsampled Gaussian:
@@ -40,13 +43,36 @@ from dpmix_core.privacy.release import MixingRelease, Sampling
 from dpmix_core.teaching.common import _layout
 from dpmix_core.views.privacy_scale import format_epsilon
 
-__all__ = ["EFFECT_MODELS", "EffectStage", "MixingEffects", "mixing_effects", "mixing_effects_figure"]
+__all__ = [
+    "CLIPPED_MODELS",
+    "EFFECT_MODELS",
+    "EffectStage",
+    "effect_model",
+    "MixingEffects",
+    "mixing_effects",
+    "mixing_effects_figure",
+]
 
 # release model -> (its accountant, how the lesson names it)
 EFFECT_MODELS = {
     "poisson": ("pld-poisson", "Poisson mixing (DPFMix), add/remove-one"),
     "without-replacement": ("rdp-wor", "mixing m distinct records (DPMix), replace-one"),
+    "without-replacement-clipped": (
+        "rdp-wor",
+        "mixing m distinct records clipped to ‖x‖ ≤ Cx, ‖y‖ ≤ Cy (DPFMix App. E.3's DPMix), replace-one",
+    ),
 }
+CLIPPED_MODELS = frozenset({"poisson", "without-replacement-clipped"})  # the models whose records Cx, Cy bound
+
+
+def effect_model(mechanism: str | None, clip: tuple[float, float] | None) -> str | None:
+    """The lesson's model of a release made by ``mechanism`` ("poisson", "dpmix"), its records clipped to ``clip`` =
+    (Cx, Cy) or in [0,1] (None); None where the lesson has no model of that release (DP-CDA's, class-centric)."""
+    if mechanism == "poisson":
+        return "poisson"
+    if mechanism == "dpmix":
+        return "without-replacement" if clip is None else "without-replacement-clipped"
+    return None
 
 
 @dataclass(frozen=True)
@@ -126,8 +152,9 @@ def mixing_effects(
 ) -> MixingEffects:
     """The lesson's stages for mixing m records (expected, for Poisson) out of n into T points.
 
-    ``clip_x`` / ``clip_y`` bound the records of the Poisson model; ``dx`` / ``dy`` are the feature and label
-    dimensions of the without-replacement model (its data in [0,1]^dx x [0,1]^dy). ValueError: bad input.
+    ``clip_x`` / ``clip_y`` bound the records of the clipped models (:data:`CLIPPED_MODELS`); ``dx`` / ``dy`` are the
+    feature and label dimensions of the without-replacement model (its data in [0,1]^dx x [0,1]^dy). ValueError: bad
+    input.
     """
     if model not in EFFECT_MODELS:
         raise ValueError(f"model must be one of {', '.join(EFFECT_MODELS)}. Found {model!r}.")
@@ -138,8 +165,9 @@ def mixing_effects(
         release = MixingRelease.poisson(n=n, m=m, T=T, sigma_x=sigma_x, sigma_y=sigma_y, **clips)
         alone = MixingRelease.poisson(n=n, m=1, T=T, sigma_x=sigma_x, sigma_y=sigma_y, **clips)
     else:
-        release = MixingRelease.dpmix(n=n, l=m, T=T, sigma_x=sigma_x, sigma_y=sigma_y, dx=dx, dy=dy)
-        alone = MixingRelease.dpmix(n=n, l=1, T=T, sigma_x=sigma_x, sigma_y=sigma_y, dx=dx, dy=dy)
+        clip = (clip_x, clip_y) if model == "without-replacement-clipped" else None
+        release = MixingRelease.dpmix(n=n, l=m, T=T, sigma_x=sigma_x, sigma_y=sigma_y, dx=dx, dy=dy, clip=clip)
+        alone = MixingRelease.dpmix(n=n, l=1, T=T, sigma_x=sigma_x, sigma_y=sigma_y, dx=dx, dy=dy, clip=clip)
     z, z_alone, q = release.noise_multiplier(), alone.noise_multiplier(), release.sampling_rate
     accountant = EFFECT_MODELS[model][0]
     acc = get_accountant(accountant)
