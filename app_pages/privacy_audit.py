@@ -46,8 +46,8 @@ def _use_shared() -> None:
         st.session_state[K + "mia_l"] = format_count(shared.l)  # a typed count (text)
         st.session_state[K + "re_l"] = shared.l
     st.session_state[K + "re_sigma"] = shared.sigma_x
-    if shared.mechanism == "poisson":
-        st.session_state[K + "mech"] = "poisson"
+    if shared.mechanism in ("dpmix", "poisson"):  # the audit's own mechanisms
+        st.session_state[K + "mech"] = shared.mechanism
 
 
 def _empirical() -> None:
@@ -237,7 +237,13 @@ st.write(
 )
 dataset = loaded_or_stop(cached_dataset)
 if isinstance(shared := st.session_state.get(SHARED_RELEASE_KEY), SharedRelease):
-    st.button(f"Use the release set on {shared.label()}", on_click=_use_shared, key=K + "use_shared")
+    st.button(
+        f"Use the release set on {shared.label()}",
+        on_click=_use_shared,
+        key=K + "use_shared",
+        help="Copies n, ℓ, T and σ (and the mechanism, DPMix or Poisson). Each tab then runs its own mechanism on its "
+        "own data (the ε check: a canary among 16 features), so every ε here is of that release.",
+    )
 tab1, tab2, tab3 = st.tabs(["Empirical ε check", "Membership inference", "Re-identification"])
 with tab1:
     _empirical()

@@ -75,6 +75,21 @@ def test_controls_shared_with_the_accountant_page():
         at.text_input(key="aud_l").value,
         at.text_input(key="aud_T").value,
     ) == ("200", "2", "3")
+    assert at.selectbox(key="aud_mech").value == "dpmix"  # the accountant page's default model is DPMix's
+
+
+def test_a_shared_dpmix_release_switches_the_audit_back_from_poisson(at):
+    from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
+
+    at.selectbox(key="aud_mech").set_value("poisson").run()
+    shared = SharedRelease(
+        page="Mixed samples", n=300, l=4, T=5, sigma_x=2.0, sigma_y=2.0, delta=1e-5, mechanism="dpmix"
+    )
+    at.session_state[SHARED_RELEASE_KEY] = shared
+    at.run()
+    at.button(key="aud_use_shared").click().run()
+    assert not at.exception and at.selectbox(key="aud_mech").value == "dpmix"
+    assert at.text_input(key="aud_n").value == "300"
 
 
 def test_audit_counts_accept_scientific_notation_and_refuse_bad_entries_visibly(at):
