@@ -394,9 +394,9 @@ def test_a_log_gets_epochs_at_most_once_a_minute_and_every_run_that_ends():
     now[0] = 62
     bar(1, 2, 1, 0, "epoch 4/200")  # a run ended: logged at once
     assert log.text.splitlines() == [
-        "[....] 0/2  done 0  running 2  failed 0  · epoch 1/200, 1/200",
-        "[....] 0/2  done 0  running 2  failed 0  · epoch 3/200, 3/200",
-        "[##..] 1/2  done 1  running 1  failed 0  · epoch 4/200",
+        "[....] 0/2  done 0  running 2  failed or cancelled 0  · epoch 1/200, 1/200",
+        "[....] 0/2  done 0  running 2  failed or cancelled 0  · epoch 3/200, 3/200",
+        "[##..] 1/2  done 1  running 1  failed or cancelled 0  · epoch 4/200",
     ]
 
 
@@ -407,4 +407,4 @@ def test_a_terminal_line_is_redrawn_in_place_and_cleared_to_its_end():
     bar(0, 1, 1, 0, "epoch 2/200")
     bar(1, 1, 0, 0, "")
     assert term.text.count("\r") == 3 and term.text.count("\x1b[K") == 3 and term.text.endswith("\n")
-    assert "\r[....] 0/1  done 0  running 1  failed 0  · epoch 2/200\x1b[K" in term.text
+    assert "\r[....] 0/1  done 0  running 1  failed or cancelled 0  · epoch 2/200\x1b[K" in term.text

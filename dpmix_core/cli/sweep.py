@@ -65,7 +65,7 @@ class TextProgress:
         filled = int(self.width * finished / total) if total else self.width
         line = (
             f"[{'#' * filled}{'.' * (self.width - filled)}] {finished}/{total}"
-            f"  done {done}  running {running}  failed {failed}" + (f"  · {detail}" if detail else "")
+            f"  done {done}  running {running}  failed or cancelled {failed}" + (f"  · {detail}" if detail else "")
         )
         if self.tty:
             self.stream.write("\r" + line + "\x1b[K")  # clear what a longer line left on the right
