@@ -9,7 +9,7 @@ import pytest
 from fake_jobs import executions
 
 from dpmix_core.cli.sweep import TextProgress, add_sweep_arguments, cli_sweep
-from dpmix_core.experiments.sweeps import export_csv, run_sweep, running_detail, submit_sweep
+from dpmix_core.experiments.sweeps import export_csv, run_sweep, running_detail, submit_sweep, waiting_detail
 from dpmix_core.runtime.store import ResultStore, config_key
 
 
@@ -366,6 +366,21 @@ def test_running_detail_names_epochs_and_the_longest_estimate(store):
     store.claim(runs[5].id)
     store.update_progress(runs[5].id, {"phase": "synthesis"})  # running, no epoch, no estimate yet
     assert running_detail(store, [runs[5].id]) == ""
+
+
+def test_waiting_detail_says_why_queued_runs_do_not_start(store):
+    """A second sweep on the same store waits for the first one's runs (max_parallel counts every launcher's)."""
+    be = fake_jobs.backend(store, max_parallel=1)
+    other, mine = (store.submit("fake_jobs:slow", {"x": x}) for x in range(2))
+    assert waiting_detail(store, [mine.id], be) == ""  # nothing running: nothing to wait for
+    store.claim(other.id, backend="local", host=be.host)
+    assert waiting_detail(store, [mine.id], be) == (
+        "waiting: 1 run(s) of another sweep or launcher are running on this backend (at most 1 at once here, "
+        "counting theirs: --max-parallel); these start as slots free up"
+    )
+    assert waiting_detail(store, [mine.id, other.id], be) == ""  # a run of this sweep is not a wait
+    store.finish(other.id, {"value": 1})
+    assert waiting_detail(store, [mine.id], be) == ""
 
 
 class _Stream:

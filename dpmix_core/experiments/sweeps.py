@@ -36,6 +36,7 @@ __all__ = [
     "keep_widest_repeats",
     "run_sweep",
     "running_detail",
+    "waiting_detail",
     "submit_sweep",
 ]
 
@@ -168,7 +169,10 @@ def run_sweep(
             counts = store.counts(run_ids=run_ids)
             failed = counts["failed"] + counts["cancelled"] + counts["interrupted"]
             if progress is not None:
-                detail = running_detail(store, run_ids) if counts["running"] else ""
+                if counts["running"]:
+                    detail = running_detail(store, run_ids)
+                else:
+                    detail = waiting_detail(store, run_ids, backend) if counts["queued"] else ""
                 progress(counts["done"], total, counts["running"], failed, detail)
             if counts["queued"] + counts["running"] == 0:
                 break
@@ -215,6 +219,27 @@ def running_detail(store: ResultStore, run_ids: Iterable[int]) -> str:
     if etas:
         parts.append(f"the running {'one' if len(etas) == 1 else 'ones'} done in ≈ {format_duration(max(etas))}")
     return "; ".join(parts)
+
+
+def waiting_detail(store: ResultStore, run_ids: Iterable[int], backend: Backend) -> str:
+    """Why queued runs among ``run_ids`` do not start, for a progress line, when other runs of the same backend hold
+    its slots ("" otherwise): a backend's ``max_parallel`` bounds its running runs on a host across every launcher
+    sharing the store, so a second sweep waits for the first one's runs."""
+    mine = set(run_ids)
+    host = getattr(backend, "host", None)
+    others = [
+        run
+        for run in store.list_runs(status="running", backend=backend.name)
+        if run.id not in mine and (host is None or run.host == host)
+    ]
+    if not others:
+        return ""
+    limit = getattr(backend, "max_parallel", None)
+    at_once = f" (at most {limit} at once here, counting theirs: --max-parallel)" if limit else ""
+    return (
+        f"waiting: {len(others)} run(s) of another sweep or launcher are running on this backend{at_once}; "
+        "these start as slots free up"
+    )
 
 
 def collapsed_runs(store: ResultStore, run_ids: Iterable[int]) -> int:
