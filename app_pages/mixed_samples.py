@@ -15,9 +15,8 @@ from app_pages.shared.widgets import (
 )
 from dpmix_core.data import public_zscore_constants
 from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
-from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.synthesis.export import npz_bytes, privacy_card
-from dpmix_core.synthesis.pipeline import SynthesisConfig, release_refusal, synthesize
+from dpmix_core.synthesis.pipeline import SynthesisConfig, calibration_accountants, release_refusal, synthesize
 from dpmix_core.synthesis.previews import PREVIEW_MECHANISMS, mixing_preview
 from dpmix_core.views.exports import preview_png
 from dpmix_core.views.privacy_scale import format_epsilon
@@ -130,7 +129,10 @@ target_value = sigma_value = None
 if use_target:
     c2.number_input("Target ε", step=0.5, key=K + "target")
     target_value = real_check(c2, st.session_state[K + "target"], "target ε", minimum=1e-3)
-    c2.selectbox("Accountant", list(ACCOUNTANTS), key=K + "accountant")
+    options = calibration_accountants(mechanism)  # those of the mechanism's sampling: another would refuse it
+    if st.session_state[K + "accountant"] not in options:
+        st.session_state[K + "accountant"] = options[0]
+    c2.selectbox("Accountant", options, key=K + "accountant")
 else:
     c2.number_input("σx — feature noise std", step=0.01, format="%.4f", key=K + "sigma_x")
     sigma_value = real_check(c2, st.session_state[K + "sigma_x"], "σx", minimum=0.0)

@@ -71,6 +71,19 @@ def test_calibrate_to_target(at):
     assert float(table.loc["rdp-wor", "ε"]) <= 20.0
 
 
+def test_calibration_offers_the_accountants_of_the_mechanisms_sampling(at):
+    """Poisson mixing is calibrated by pld-poisson first (a rigorous bound; the CLT last), uniform mixing by rdp-wor:
+    an accountant of the other sampling scheme, which would refuse the release, is not offered."""
+    at.checkbox(key="mix_use_target").check().run()
+    assert at.selectbox(key="mix_accountant").options == ["rdp-wor", "lee2019", "dpcda"]
+    at.selectbox(key="mix_mechanism").set_value("poisson").run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="mix_accountant").options == ["pld-poisson", "rdp-poisson", "gdp-clt"]
+    assert at.selectbox(key="mix_accountant").value == "pld-poisson"  # rdp-wor was picked: not Poisson's
+    table = eps_table(at).set_index("accountant")
+    assert float(table.loc["pld-poisson", "ε"]) <= at.number_input(key="mix_target").value * (1 + 1e-3)
+
+
 def test_bad_input_is_an_error_next_to_controls(at):
     at.text_input(key="mix_l").input("1000").run()  # classes have 400 records
     assert not at.exception and any("fewer than l=1000" in e.value for e in at.error)

@@ -354,3 +354,21 @@ def test_a_huge_sigma_ratio_does_not_overflow_sigma_y(name):
     assert math.isfinite(huge.sigma_y) and huge.sigma_x == pytest.approx(ref.sigma_x, rel=1e-4)
     again = acc.epsilon(acc.release_for(replace(setting, sigma_x=huge.sigma_x, sigma_y=huge.sigma_y)), 1e-5)
     assert again.epsilon == huge.result.epsilon <= 1.0
+
+
+@pytest.mark.parametrize("mechanism", ["dpmix", "class-centric", "poisson", "local"])
+def test_a_mechanism_is_calibrated_by_the_accountants_that_cover_its_release(mechanism):
+    """calibration_accountants offers exactly those that support the planned release (the rest refuse it), tightest
+    rigorous first; label-laplace has no sigma to calibrate."""
+    from dpmix_core.data import default_dataset
+    from dpmix_core.synthesis.pipeline import SynthesisConfig, calibration_accountants, planned_release
+
+    offered = calibration_accountants(mechanism)
+    release = planned_release(SynthesisConfig(mechanism=mechanism, l=4, T=10, sigma_x=1.0), default_dataset())
+    assert offered == [name for name in offered if get_accountant(name).supports(release)]
+    assert {name for name in ACCOUNTANTS if get_accountant(name).supports(release)} == set(offered)
+    assert offered[0] == ("pld-poisson" if mechanism == "poisson" else "rdp-wor")  # the tightest rigorous bound
+    assert "gdp-clt" not in offered[:-1]  # the CLT approximation, where offered, comes last
+    assert calibration_accountants("label-laplace") == []
+    with pytest.raises(ValueError, match="Unknown mechanism"):
+        calibration_accountants("dp-sgd")

@@ -26,6 +26,7 @@ __all__ = [
     "PREPROCESSING",
     "SynthesisConfig",
     "Synthesis",
+    "calibration_accountants",
     "guarantee_label",
     "synthesize",
     "planned_release",
@@ -253,6 +254,25 @@ def _feature_dim(config: SynthesisConfig, dataset: Dataset) -> int:
         return dataset.feature_dim
     c, h, w = scattering_shape(dataset.x_train.shape[1:])
     return c * h * w
+
+
+# tightest rigorous bound first; the CLT approximation last (offered, never the first choice)
+CALIBRATION_ORDER = ("pld-poisson", "rdp-wor", "rdp-poisson", "lee2019", "dpcda", "gdp-clt")
+
+
+def calibration_accountants(mechanism: str) -> list[str]:
+    """The accountants that can calibrate sigma for ``mechanism``'s release: those of its sampling scheme (Poisson for
+    "poisson", without replacement for the others), in :data:`CALIBRATION_ORDER`; none for label-laplace (no sigma).
+    Any other accountant refuses the release with one line (UnsupportedReleaseError)."""
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"Unknown mechanism {mechanism!r}. Choose one of: {', '.join(MECHANISMS)}.")
+    if mechanism == "label-laplace":
+        return []
+    from dpmix_core.privacy.accountants import ACCOUNTANTS  # lazy: dp_accounting and scipy cost ~1 s to import
+    from dpmix_core.privacy.release import Sampling
+
+    sampling = Sampling.POISSON if mechanism == "poisson" else Sampling.WITHOUT_REPLACEMENT
+    return [name for name in CALIBRATION_ORDER if ACCOUNTANTS[name].sampling is sampling]
 
 
 def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
