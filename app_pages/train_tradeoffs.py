@@ -11,6 +11,7 @@ from dpmix_core.experiments.release_files import CardCheck, ReleaseFile, save_re
 from dpmix_core.experiments.runtime_estimate import estimate_sweep_runtime
 from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_series, solve_epsilon
 from dpmix_core.experiments.trade_offs import (
+    AUTO_ACCOUNTANT,
     REPRODUCED_WITHIN_PTS,
     available_training_datasets,
     cancel_runs,
@@ -176,7 +177,14 @@ def _sweep_builder(datasets: dict[str, str]):
     T = _typed(c2, "T", "T", "4000", lambda t: parse_count(t, name="T", maximum=1_000_000))
     sigma = _typed(c2, "σx (when not on the axis)", "sigma", "0.7", lambda t: parse_real(t, name="σx", minimum=0.0))
     accountant = c2.selectbox(
-        "Accountant for target ε", list(ACCOUNTANTS), index=list(ACCOUNTANTS).index("rdp-wor"), key=K + "accountant"
+        "Accountant for target ε",
+        [AUTO_ACCOUNTANT, *ACCOUNTANTS],
+        key=K + "accountant",
+        format_func=lambda name: (
+            "auto: the tightest rigorous one of each mechanism" if name == AUTO_ACCOUNTANT else name
+        ),
+        help="auto calibrates Poisson mixing with pld-poisson and the other mechanisms with rdp-wor, so the series "
+        "meet at the same certified ε. A named accountant must cover every mechanism's sampling scheme.",
     )
     delta = _typed(
         c2, "δ", "delta", "1e-05", lambda t: parse_real(t, name="δ", minimum=0.0, maximum=0.5, strict_minimum=True)

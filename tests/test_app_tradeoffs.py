@@ -74,6 +74,20 @@ def test_a_scatternet_model_builds_a_feature_release_or_says_which_mechanism(at)
     assert not at.exception and not at.error and any("runs**, estimated" in m.value for m in at.markdown)
 
 
+def test_a_target_epsilon_sweep_over_both_sampling_schemes_needs_an_accountant_for_each(at):
+    """auto (the default) calibrates Poisson with pld-poisson and class-centric with rdp-wor; rdp-wor alone cannot
+    calibrate Poisson mixing and is refused next to the controls, before anything is queued."""
+    at.radio(key="tr_mode").set_value("Build your own").run()
+    assert at.selectbox(key="tr_accountant").value == "auto"
+    at.multiselect(key="tr_mechs").set_value(["class-centric", "poisson"])
+    at.selectbox(key="tr_axis").set_value("target ε")
+    at.text_input(key="tr_values").input("2.0").run()
+    assert not at.exception and not at.error and any("runs**, estimated" in m.value for m in at.markdown)
+    at.selectbox(key="tr_accountant").set_value("rdp-wor").run()
+    assert not at.exception and any("rdp-wor cannot calibrate poisson's release" in e.value for e in at.error)
+    assert not any("runs**, estimated" in m.value for m in at.markdown)
+
+
 def test_the_closed_form_model_is_offered_and_refuses_a_dp_sgd_baseline(at):
     at.radio(key="tr_mode").set_value("Build your own").run()
     at.selectbox(key="tr_model").set_value("corrected-lsq").run()

@@ -62,6 +62,29 @@ def test_a_custom_sweep_of_the_closed_form_model_has_one_step_runs_and_no_dp_sgd
         custom_spec(mechanisms=("dpmix",), model="corrected-lsq", baselines=("dp-sgd",), **knobs)
 
 
+def test_a_custom_sweep_calibrates_each_mechanism_with_an_accountant_that_covers_it():
+    """'auto': pld-poisson for Poisson mixing, rdp-wor for uniform and class-centric mixing, so one sweep compares them
+    at the same certified epsilon; a named accountant that cannot calibrate a mechanism's release is refused in one line
+    before any run is queued (it used to fail in the background)."""
+    import pytest
+
+    from dpmix_core.experiments.trade_offs import AUTO_ACCOUNTANT, custom_spec
+
+    knobs = dict(axis="target_epsilon", values=(2.0,), repeats=1, model="linear", loss="ce", epochs=1, l=16, T=200)
+    knobs.update(sigma=0.5, delta=1e-5, dataset="embedded")
+    mechanisms = ("dpmix", "poisson", "class-centric")
+    spec = custom_spec(mechanisms=mechanisms, accountant=AUTO_ACCOUNTANT, **knobs)
+    chosen = {r.synthesis.mechanism: r.synthesis.accountant for r in spec.runs()}
+    assert chosen == {"dpmix": "rdp-wor", "poisson": "pld-poisson", "class-centric": "rdp-wor"}
+    with pytest.raises(ValueError, match="rdp-wor cannot calibrate poisson's release") as exc:
+        custom_spec(mechanisms=mechanisms, accountant="rdp-wor", **knobs)
+    assert "\n" not in str(exc.value) and "pld-poisson, rdp-poisson, gdp-clt" in str(exc.value)
+    same = custom_spec(mechanisms=("dpmix",), accountant="lee2019", **knobs)  # a named one that covers it is kept
+    assert {r.synthesis.accountant for r in same.runs()} == {"lee2019"}
+    on_sigma = custom_spec(mechanisms=mechanisms, accountant="rdp-wor", **{**knobs, "axis": "sigma"})
+    assert len(on_sigma.runs()) == 3  # sigma given: nothing is calibrated, nothing to refuse
+
+
 def test_a_sweep_at_one_axis_value_puts_its_series_side_by_side():
     """Models on one release file: no curve to draw, so the series are the (categorical) x-axis."""
     import pandas as pd

@@ -44,6 +44,7 @@ __all__ = [
     "Launch",
     "available_training_datasets",
     "custom_spec",
+    "AUTO_ACCOUNTANT",
     "release_file_spec",
     "release_model_choices",
     "estimate_minutes",
@@ -65,6 +66,9 @@ __all__ = [
     "REPRODUCED_WITHIN_PTS",
     "with_dataset",
 ]
+
+# custom_spec's accountant that calibrates each mechanism with the tightest rigorous bound of its sampling scheme
+AUTO_ACCOUNTANT = "auto"
 
 # A job kind is part of a stored run's identity (the store refuses a key under another kind), so it keeps the
 # spelling stores were written with; the worker resolves it to its current home (runtime.worker.MOVED_KINDS).
@@ -535,6 +539,9 @@ def custom_spec(
 ) -> SweepSpec:
     """A sweep built from the page's controls: one series per mechanism, plus baselines on the same model.
 
+    ``accountant`` calibrates the target-epsilon axis: :data:`AUTO_ACCOUNTANT` gives each mechanism the tightest
+    rigorous accountant of its sampling scheme (pld-poisson for poisson, rdp-wor for the others); a named one must
+    cover every mechanism's release on that axis (ValueError with one line otherwise, before any run is queued).
     A ScatterNet model (scatter-linear, scatter-cnn) makes it a feature release: every record's ScatterNet
     features are normalised, clipped and mixed (DPFMix App. E.2), which the Poisson mechanism supports.
     corrected-lsq is fitted in closed form on pixel releases (its epochs are unused) and has no DP-SGD baseline.
@@ -552,8 +559,9 @@ def custom_spec(
             f"model {model!r} trains on released ScatterNet features, which only the poisson mechanism releases "
             "here: pick poisson alone, or a pixel model."
         )
+    accountants = {m: _calibrating_accountant(m, accountant, axis) for m in mechanisms}
     synthesis = SynthesisConfig(
-        mechanisms[0], l=l, T=T, sigma_x=sigma, accountant=accountant, delta=delta, features=features
+        mechanisms[0], l=l, T=T, sigma_x=sigma, accountant=accountants[mechanisms[0]], delta=delta, features=features
     )
     base = RunConfig(
         "mixing",
@@ -566,7 +574,7 @@ def custom_spec(
         train_limit=train_limit,
         dpsgd_delta=delta,
     )
-    series = [Series(m, {"synthesis.mechanism": m}) for m in mechanisms]
+    series = [Series(m, {"synthesis.mechanism": m, "synthesis.accountant": accountants[m]}) for m in mechanisms]
     if "non-private" in baselines:
         series.append(Series("non-private", {"method": "non-private", "synthesis": None}))
     if "dp-sgd" in baselines:
@@ -589,6 +597,22 @@ def custom_spec(
         repeats=repeats,
         title=f"Custom sweep over {AXIS_TITLES.get(axis, axis)} ({', '.join(mechanisms)})",
     )
+
+
+def _calibrating_accountant(mechanism: str, accountant: str, axis: str) -> str:
+    """The accountant of ``mechanism``'s series: the tightest rigorous one of its sampling for AUTO_ACCOUNTANT, else
+    ``accountant``, which must cover the release where it calibrates (the target-epsilon axis)."""
+    from dpmix_core.synthesis.pipeline import calibration_accountants
+
+    offered = calibration_accountants(mechanism)
+    if accountant == AUTO_ACCOUNTANT:
+        return offered[0]
+    if axis == "target_epsilon" and accountant not in offered:
+        raise ValueError(
+            f"{accountant} cannot calibrate {mechanism}'s release (another sampling scheme): use "
+            f"{', '.join(offered)}, or '{AUTO_ACCOUNTANT}' (the tightest rigorous bound of each mechanism)."
+        )
+    return accountant
 
 
 def release_model_choices(release: ReleaseFile) -> tuple[tuple[str, ...], tuple[str, ...]]:
