@@ -180,9 +180,7 @@ def _sweep_builder(datasets: dict[str, str]):
         "Accountant for target ε",
         [AUTO_ACCOUNTANT, *ACCOUNTANTS],
         key=K + "accountant",
-        format_func=lambda name: (
-            "auto: the tightest rigorous one of each mechanism" if name == AUTO_ACCOUNTANT else name
-        ),
+        format_func=lambda name: "auto (tightest per mechanism)" if name == AUTO_ACCOUNTANT else name,
         help="auto calibrates Poisson mixing with pld-poisson and the other mechanisms with rdp-wor, so the series "
         "meet at the same certified ε. A named accountant must cover every mechanism's sampling scheme.",
     )
