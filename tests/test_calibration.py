@@ -372,3 +372,17 @@ def test_a_mechanism_is_calibrated_by_the_accountants_that_cover_its_release(mec
     assert calibration_accountants("label-laplace") == []
     with pytest.raises(ValueError, match="Unknown mechanism"):
         calibration_accountants("dp-sgd")
+
+
+def test_a_release_config_refuses_an_accountant_that_cannot_calibrate_it():
+    """SynthesisConfig checks a target epsilon's accountant against the mechanism's sampling scheme at construction:
+    synthesize, train and every sweep spec refuse it in one line before any data is loaded or run queued."""
+    from dpmix_core.synthesis.pipeline import SynthesisConfig
+
+    with pytest.raises(ValueError, match="'rdp-wor' cannot calibrate a poisson release.*pld-poisson"):
+        SynthesisConfig(mechanism="poisson", l=4, T=10, target_epsilon=1.0, accountant="rdp-wor")
+    with pytest.raises(ValueError, match="'pld-poisson' cannot calibrate a dpmix release.*rdp-wor, lee2019, dpcda"):
+        SynthesisConfig(mechanism="dpmix", l=4, T=10, target_epsilon=1.0, accountant="pld-poisson")
+    with pytest.raises(ValueError, match="'nope' cannot calibrate"):
+        SynthesisConfig(mechanism="dpmix", l=4, T=10, target_epsilon=1.0, accountant="nope")
+    SynthesisConfig(mechanism="poisson", l=4, T=10, sigma_x=1.0, accountant="rdp-wor")  # nothing to calibrate

@@ -3,11 +3,22 @@
 ``dpmix_core.privacy.accountants`` pulls in dp_accounting and scipy (about a second);
 the command line builds its parser and checks ``--accountant`` from this tuple
 and loads the accountants only when a command computes an epsilon. A test
-checks that it lists exactly ``dpmix_core.privacy.accountants.ACCOUNTANTS``, in order.
+checks that it lists exactly ``dpmix_core.privacy.accountants.ACCOUNTANTS``, in order,
+and that ``ACCOUNTANT_SAMPLING`` is each one's ``sampling`` (the ``Sampling`` values).
 """
 
 from __future__ import annotations
 
-__all__ = ["ACCOUNTANT_NAMES"]
+__all__ = ["ACCOUNTANT_NAMES", "ACCOUNTANT_SAMPLING"]
 
 ACCOUNTANT_NAMES: tuple[str, ...] = ("lee2019", "dpcda", "gdp-clt", "rdp-poisson", "pld-poisson", "rdp-wor")
+
+# the sampling scheme each accountant analyses: which releases it can calibrate (synthesis.calibration_accountants)
+ACCOUNTANT_SAMPLING: dict[str, str] = {
+    "lee2019": "without-replacement",
+    "dpcda": "without-replacement",
+    "gdp-clt": "poisson",
+    "rdp-poisson": "poisson",
+    "pld-poisson": "poisson",
+    "rdp-wor": "without-replacement",
+}

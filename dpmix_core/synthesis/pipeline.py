@@ -18,6 +18,7 @@ from dpmix_core.mechanisms import (
     poisson_mix,
 )
 from dpmix_core.mechanisms.mixing import PREPROCESSING
+from dpmix_core.privacy.accountant_names import ACCOUNTANT_SAMPLING
 from dpmix_core.privacy.release import CLAMP_NEEDS_UNIT_BOX, PRIVATE_NORMALISATION, MixingRelease, Protects
 from dpmix_core.resources.limits import Cost, LimitExceeded, Limits, check_cost, limits_from_env, mixing_cost
 
@@ -115,6 +116,11 @@ class SynthesisConfig:
                 raise ValueError("Give sigma_x (and sigma_y), or a target epsilon with an accountant.")
         elif self.accountant is None:
             raise ValueError("A target epsilon needs an accountant to calibrate with (e.g. rdp-wor, pld-poisson).")
+        elif self.accountant not in (offered := calibration_accountants(self.mechanism)):
+            raise ValueError(
+                f"{self.accountant!r} cannot calibrate a {self.mechanism} release (it analyses another sampling scheme, "
+                f"or no such accountant): use one of {', '.join(offered)}."
+            )
         if self.preprocessing not in PREPROCESSING:
             raise ValueError(f"preprocessing must be one of {', '.join(PREPROCESSING)}. Found {self.preprocessing!r}.")
         if self.preprocessing == "clip" and self.mechanism != "dpmix":
@@ -268,11 +274,8 @@ def calibration_accountants(mechanism: str) -> list[str]:
         raise ValueError(f"Unknown mechanism {mechanism!r}. Choose one of: {', '.join(MECHANISMS)}.")
     if mechanism == "label-laplace":
         return []
-    from dpmix_core.privacy.accountants import ACCOUNTANTS  # lazy: dp_accounting and scipy cost ~1 s to import
-    from dpmix_core.privacy.release import Sampling
-
-    sampling = Sampling.POISSON if mechanism == "poisson" else Sampling.WITHOUT_REPLACEMENT
-    return [name for name in CALIBRATION_ORDER if ACCOUNTANTS[name].sampling is sampling]
+    sampling = "poisson" if mechanism == "poisson" else "without-replacement"
+    return [name for name in CALIBRATION_ORDER if ACCOUNTANT_SAMPLING[name] == sampling]
 
 
 def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
