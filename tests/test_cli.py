@@ -268,3 +268,18 @@ def test_uniform_mixing_of_clipped_records_from_the_command_line(capsys):
     for extra, message in ((["--clip", "1"], "two different releases"), (["--classes", "10"], "uniform mixing")):
         code, out, err = run(capsys, "epsilon", "--accountant", "rdp-wor", *argv, *SIGMA, *extra)
         assert code == 2 and not out and err.count("\n") == 1 and message in err
+
+
+def test_synthesize_calibrates_with_the_tightest_accountant_of_the_mechanism_by_default(capsys, tmp_path):
+    """--target-epsilon without --accountant: pld-poisson for Poisson mixing (the card's pld-poisson epsilon meets the
+    target), rdp-wor for the others; an accountant of the other sampling scheme exits 2 with one line."""
+    out = str(tmp_path / "r.npz")
+    argv = ["synthesize", "--mechanism", "poisson", "--l", "16", "--T", "100", "--target-epsilon", "1", "--out", out]
+    code, stdout, _ = run(capsys, *argv, "--json")
+    card = json.loads(stdout)
+    assert code == 0 and card["parameters"]["accountant"] == "pld-poisson"
+    assert 0.9 < {e["accountant"]: e["epsilon"] for e in card["epsilons"]}["pld-poisson"] <= 1.0
+    code, stdout, _ = run(capsys, *[a if a != "poisson" else "dpmix" for a in argv], "--json")
+    assert code == 0 and json.loads(stdout)["parameters"]["accountant"] == "rdp-wor"
+    code, _, err = run(capsys, *argv, "--accountant", "rdp-wor")
+    assert code == 2 and "'rdp-wor' cannot calibrate a poisson release" in err and err.count("\n") == 1

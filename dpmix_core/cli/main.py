@@ -404,7 +404,11 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
     p.add_argument("--sigma-y", type=finite_float, help="default: sigma-ratio * sigma-x")
     p.add_argument("--sigma-ratio", type=finite_float, default=1.0)
     p.add_argument("--target-epsilon", type=finite_float, help="calibrate sigma to this epsilon")
-    p.add_argument("--accountant", help="accountant used for --target-epsilon")
+    p.add_argument(
+        "--accountant",
+        help="accountant used for --target-epsilon (default: the tightest rigorous one of the mechanism's sampling, "
+        "pld-poisson for poisson, rdp-wor otherwise)",
+    )
     p.add_argument("--delta", type=finite_float, default=1e-5)
     p.add_argument(
         "--preprocessing",
@@ -479,10 +483,13 @@ def _synthesis_config(args: argparse.Namespace, clamp_by_default: bool = False):
     negative released values to 0 where the user left --clamp-negative unset and the release is [0,1]-scaled."""
     from dataclasses import replace
 
-    from dpmix_core.synthesis.pipeline import SynthesisConfig
+    from dpmix_core.synthesis.pipeline import MECHANISMS, SynthesisConfig, calibration_accountants
 
     if args.accountant is not None and args.accountant not in ACCOUNTANT_NAMES:
         raise CliError(f"unknown accountant {args.accountant!r}; choose one of: {', '.join(ACCOUNTANT_NAMES)}")
+    accountant = args.accountant
+    if accountant is None and args.target_epsilon is not None and args.mechanism in MECHANISMS:
+        accountant = next(iter(calibration_accountants(args.mechanism)), None)  # the tightest rigorous one
     config = SynthesisConfig(
         mechanism=args.mechanism,
         l=args.l,
@@ -491,7 +498,7 @@ def _synthesis_config(args: argparse.Namespace, clamp_by_default: bool = False):
         sigma_y=args.sigma_y,
         sigma_ratio=args.sigma_ratio,
         target_epsilon=args.target_epsilon,
-        accountant=args.accountant,
+        accountant=accountant,
         delta=args.delta,
         preprocessing=args.preprocessing,
         clip=args.clip,
