@@ -46,8 +46,10 @@ def _use_shared() -> None:
         st.session_state[K + "mia_l"] = format_count(shared.l)  # a typed count (text)
         st.session_state[K + "re_l"] = shared.l
     st.session_state[K + "re_sigma"] = shared.sigma_x
-    if shared.mechanism in ("dpmix", "poisson"):  # the audit's own mechanisms
-        st.session_state[K + "mech"] = shared.mechanism
+    if (
+        mechanism := {"dpmix": "dpmix", "local": "dpmix", "poisson": "poisson"}.get(shared.mechanism or "")
+    ) is not None:
+        st.session_state[K + "mech"] = mechanism  # the audit's own mechanisms (local perturbation: DPMix, l = 1)
 
 
 def _empirical() -> None:

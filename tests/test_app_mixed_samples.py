@@ -71,6 +71,15 @@ def test_calibrate_to_target(at):
     assert float(table.loc["rdp-wor", "ε"]) <= 20.0
 
 
+def test_local_perturbation_is_shared_as_one_record_per_point(at):
+    """'no mixing' leaves the ℓ box unused: the release other pages take has ℓ = 1, not the box's value."""
+    from dpmix_core.views.shared_release import SHARED_RELEASE_KEY
+
+    at.selectbox(key="mix_mechanism").set_value("local").run()
+    shared = at.session_state[SHARED_RELEASE_KEY]
+    assert not at.exception and (shared.mechanism, shared.l, shared.clip) == ("local", 1, None)
+
+
 def test_calibration_offers_the_accountants_of_the_mechanisms_sampling(at):
     """Poisson mixing is calibrated by pld-poisson first (a rigorous bound; the CLT last), uniform mixing by rdp-wor:
     an accountant of the other sampling scheme, which would refuse the release, is not offered."""

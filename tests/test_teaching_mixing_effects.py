@@ -86,6 +86,7 @@ def test_the_lesson_model_of_a_shared_release():
     assert effect_model("poisson", (1.0, 1.0)) == "poisson"
     assert effect_model("dpmix", None) == "without-replacement"
     assert effect_model("dpmix", (1.0, 1.0)) == "without-replacement-clipped"
+    assert effect_model("local", None) == "without-replacement"  # DPMix with one record per point
     assert effect_model("class-centric", None) is None and effect_model(None, None) is None
     assert {m for m in EFFECT_MODELS if m != "without-replacement"} == CLIPPED_MODELS
 

@@ -81,6 +81,12 @@ class SynthesisConfig:
         return self.mechanism == "local" or (self.mechanism == "class-centric" and self.preprocessing == "unit")
 
     @property
+    def mix_degree(self) -> int:
+        """Records per released point: 1 for local perturbation (which leaves ``l`` unused), else ``l`` (Poisson:
+        the expected m)."""
+        return 1 if self.mechanism == "local" else self.l
+
+    @property
     def record_clip(self) -> tuple[float, float] | None:
         """(Cx, Cy) that bound the mixed records, ||x|| <= Cx and ||y|| <= Cy (poisson; dpmix "clip"); None where the
         records are not clipped to them (dpmix on [0,1], class-centric, which clips x to c, local, label-laplace)."""
@@ -175,11 +181,10 @@ def release_description(
     parameters and sizes give the description back, and its epsilons can be recomputed.
     """
     if config.mechanism in ("dpmix", "local"):
-        l = 1 if config.mechanism == "local" else config.l
         clip = (config.clip_x, config.clip_y) if config.preprocessing == "clip" else None
         return MixingRelease.dpmix(
             n=n,
-            l=l,
+            l=config.mix_degree,
             T=config.T,
             sigma_x=sigma_x,
             sigma_y=sigma_y,
@@ -307,7 +312,7 @@ def release_cost(config: SynthesisConfig, dataset: Dataset) -> Cost:
     if config.mechanism == "label-laplace":
         T, l = dataset.n_train, 1
     else:
-        T, l = config.T, 1 if config.mechanism == "local" else config.l
+        T, l = config.T, config.mix_degree
     d = dataset.feature_dim if config.mechanism == "label-laplace" else _feature_dim(config, dataset)
     return mixing_cost(T=T, l=l, d=d, k=dataset.num_classes, n=dataset.n_train)
 

@@ -70,7 +70,7 @@ def effect_model(mechanism: str | None, clip: tuple[float, float] | None) -> str
     (Cx, Cy) or in [0,1] (None); None where the lesson has no model of that release (DP-CDA's, class-centric)."""
     if mechanism == "poisson":
         return "poisson"
-    if mechanism == "dpmix":
+    if mechanism in ("dpmix", "local"):  # local perturbation is DPMix with one record per point
         return "without-replacement" if clip is None else "without-replacement-clipped"
     return None
 
