@@ -425,9 +425,9 @@ def _mixing_section() -> None:
     if isinstance(shared := st.session_state.get(SHARED_RELEASE_KEY), SharedRelease):
         if effect_model(shared.mechanism, shared.clip) is None:
             st.caption(
-                f"The release set on {shared.label()} is not one of this lesson's release models "
-                f"({'class-centric mixing' if shared.mechanism == 'class-centric' else shared.mechanism or 'DP-CDA'}), "
-                "so it is not copied here: the same numbers would describe another release, with another ε."
+                f"The release set on {shared.label()} (DP-CDA's or class-centric mixing) is not one of this lesson's "
+                "release models, so it is not copied here: the same numbers would describe another release, with "
+                "another ε."
             )
         else:
             st.button(f"Use the release set on {shared.label()}", on_click=_use_shared_release, key=K + "mix_shared")

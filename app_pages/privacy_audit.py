@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.shared.widgets import controls_area, count_box, headline_area, loaded_or_stop, table_download
-from dpmix_core.audit import AuditConfig, run_audit
+from dpmix_core.audit import AuditConfig, audit_mechanism, run_audit
 from dpmix_core.audit.membership import job_config
 from dpmix_core.audit.reidentification import nearest_records
 from dpmix_core.data import default_dataset
@@ -46,10 +46,8 @@ def _use_shared() -> None:
         st.session_state[K + "mia_l"] = format_count(shared.l)  # a typed count (text)
         st.session_state[K + "re_l"] = shared.l
     st.session_state[K + "re_sigma"] = shared.sigma_x
-    if (
-        mechanism := {"dpmix": "dpmix", "local": "dpmix", "poisson": "poisson"}.get(shared.mechanism or "")
-    ) is not None:
-        st.session_state[K + "mech"] = mechanism  # the audit's own mechanisms (local perturbation: DPMix, l = 1)
+    if (mechanism := audit_mechanism(shared.mechanism)) is not None:
+        st.session_state[K + "mech"] = mechanism
 
 
 def _empirical() -> None:

@@ -107,3 +107,10 @@ def test_membership_counts_are_typed_and_a_bad_one_launches_nothing(at):
     at.text_input(key="aud_mia_T").input("0").run()
     assert any(e.value.startswith("invalid: T") for e in at.error)
     assert not [b for b in at.button if b.key == "aud_mia_run"]
+
+
+def test_the_audit_mechanism_of_a_release_from_another_page():
+    from dpmix_core.audit import audit_mechanism
+
+    assert [audit_mechanism(m) for m in ("dpmix", "local", "poisson")] == ["dpmix", "dpmix", "poisson"]
+    assert audit_mechanism("class-centric") is None and audit_mechanism(None) is None

@@ -386,3 +386,6 @@ def test_a_release_config_refuses_an_accountant_that_cannot_calibrate_it():
     with pytest.raises(ValueError, match="'nope' cannot calibrate"):
         SynthesisConfig(mechanism="dpmix", l=4, T=10, target_epsilon=1.0, accountant="nope")
     SynthesisConfig(mechanism="poisson", l=4, T=10, sigma_x=1.0, accountant="rdp-wor")  # nothing to calibrate
+    # none given: the tightest rigorous accountant of the mechanism's sampling (what the card then records)
+    assert SynthesisConfig(mechanism="poisson", l=4, T=10, target_epsilon=1.0).accountant == "pld-poisson"
+    assert SynthesisConfig(mechanism="class-centric", l=4, T=10, target_epsilon=1.0).accountant == "rdp-wor"

@@ -63,6 +63,7 @@ if TYPE_CHECKING:  # scipy and the accountants (dp_accounting) load where used: 
 
 __all__ = [
     "MECHANISMS",
+    "audit_mechanism",
     "AuditConfig",
     "AuditResult",
     "audit_dataset",
@@ -74,6 +75,14 @@ __all__ = [
 ]
 
 MECHANISMS = ("dpmix", "poisson")
+
+
+def audit_mechanism(release_mechanism: str | None) -> str | None:
+    """The audit's mechanism for a release another page made: "dpmix" for DPMix and local perturbation (DPMix with
+    l = 1), "poisson" for Poisson mixing; None for those the audit does not simulate (class-centric, DP-CDA's)."""
+    return {"dpmix": "dpmix", "local": "dpmix", "poisson": "poisson"}.get(release_mechanism or "")
+
+
 TEST_NAME = "log-likelihood ratio of the T points along the whitened canary direction"
 VIOLATION_TOLERANCE = 1e-6
 _CHUNK_ELEMENTS = 2_000_000  # trials x T normals generated at once

@@ -483,13 +483,10 @@ def _synthesis_config(args: argparse.Namespace, clamp_by_default: bool = False):
     negative released values to 0 where the user left --clamp-negative unset and the release is [0,1]-scaled."""
     from dataclasses import replace
 
-    from dpmix_core.synthesis.pipeline import MECHANISMS, SynthesisConfig, calibration_accountants
+    from dpmix_core.synthesis.pipeline import SynthesisConfig
 
     if args.accountant is not None and args.accountant not in ACCOUNTANT_NAMES:
         raise CliError(f"unknown accountant {args.accountant!r}; choose one of: {', '.join(ACCOUNTANT_NAMES)}")
-    accountant = args.accountant
-    if accountant is None and args.target_epsilon is not None and args.mechanism in MECHANISMS:
-        accountant = next(iter(calibration_accountants(args.mechanism)), None)  # the tightest rigorous one
     config = SynthesisConfig(
         mechanism=args.mechanism,
         l=args.l,
@@ -498,7 +495,7 @@ def _synthesis_config(args: argparse.Namespace, clamp_by_default: bool = False):
         sigma_y=args.sigma_y,
         sigma_ratio=args.sigma_ratio,
         target_epsilon=args.target_epsilon,
-        accountant=accountant,
+        accountant=args.accountant,
         delta=args.delta,
         preprocessing=args.preprocessing,
         clip=args.clip,

@@ -602,16 +602,12 @@ def custom_spec(
 def _calibrating_accountant(mechanism: str, accountant: str, axis: str) -> str:
     """The accountant of ``mechanism``'s series: the tightest rigorous one of its sampling for AUTO_ACCOUNTANT, else
     ``accountant``, which must cover the release where it calibrates (the target-epsilon axis)."""
-    from dpmix_core.synthesis.pipeline import calibration_accountants
+    from dpmix_core.synthesis.pipeline import calibration_accountants, calibration_refusal
 
-    offered = calibration_accountants(mechanism)
     if accountant == AUTO_ACCOUNTANT:
-        return offered[0]
-    if axis == "target_epsilon" and accountant not in offered:
-        raise ValueError(
-            f"{accountant} cannot calibrate {mechanism}'s release (another sampling scheme): use "
-            f"{', '.join(offered)}, or '{AUTO_ACCOUNTANT}' (the tightest rigorous bound of each mechanism)."
-        )
+        return calibration_accountants(mechanism)[0]
+    if axis == "target_epsilon" and (refusal := calibration_refusal(mechanism, accountant)) is not None:
+        raise ValueError(f"{refusal} Or '{AUTO_ACCOUNTANT}': the tightest rigorous bound of each mechanism.")
     return accountant
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "SynthesisConfig",
     "Synthesis",
     "calibration_accountants",
+    "calibration_refusal",
     "guarantee_label",
     "synthesize",
     "planned_release",
@@ -119,14 +120,11 @@ class SynthesisConfig:
             )
         if self.target_epsilon is None:
             if self.sigma_x is None:
-                raise ValueError("Give sigma_x (and sigma_y), or a target epsilon with an accountant.")
-        elif self.accountant is None:
-            raise ValueError("A target epsilon needs an accountant to calibrate with (e.g. rdp-wor, pld-poisson).")
-        elif self.accountant not in (offered := calibration_accountants(self.mechanism)):
-            raise ValueError(
-                f"{self.accountant!r} cannot calibrate a {self.mechanism} release (it analyses another sampling scheme, "
-                f"or no such accountant): use one of {', '.join(offered)}."
-            )
+                raise ValueError("Give sigma_x (and sigma_y), or a target epsilon.")
+        elif self.accountant is None:  # the tightest rigorous accountant of the mechanism's sampling
+            object.__setattr__(self, "accountant", calibration_accountants(self.mechanism)[0])
+        elif (refusal := calibration_refusal(self.mechanism, self.accountant)) is not None:
+            raise ValueError(refusal)
         if self.preprocessing not in PREPROCESSING:
             raise ValueError(f"preprocessing must be one of {', '.join(PREPROCESSING)}. Found {self.preprocessing!r}.")
         if self.preprocessing == "clip" and self.mechanism != "dpmix":
@@ -283,6 +281,17 @@ def calibration_accountants(mechanism: str) -> list[str]:
     return [name for name in CALIBRATION_ORDER if ACCOUNTANT_SAMPLING[name] == sampling]
 
 
+def calibration_refusal(mechanism: str, accountant: str) -> str | None:
+    """Why ``accountant`` cannot calibrate ``mechanism``'s release, in one line (None when it can)."""
+    offered = calibration_accountants(mechanism)
+    if accountant in offered:
+        return None
+    return (
+        f"{accountant!r} cannot calibrate a {mechanism} release (it analyses another sampling scheme, or no such "
+        f"accountant): use one of {', '.join(offered)}."
+    )
+
+
 def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
     """The config with explicit sigmas: a target epsilon is calibrated on the exact release for this dataset."""
     if config.mechanism == "label-laplace":
@@ -292,8 +301,7 @@ def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
         from dpmix_core.privacy.accountants import get_accountant  # lazy: dp_accounting and scipy cost ~1 s to import
         from dpmix_core.privacy.calibration import REPRODUCIBLE, calibrate_sigma
 
-        if config.accountant is None:
-            raise ValueError("A target epsilon needs an accountant to calibrate with (e.g. rdp-wor, pld-poisson).")
+        assert config.accountant is not None  # SynthesisConfig sets the mechanism's tightest one when none is given
         cal = calibrate_sigma(
             get_accountant(config.accountant),
             planned_release(config, dataset),
