@@ -114,7 +114,7 @@ def test_same_seed_same_release(ds):
     [
         (dict(mechanism="mixup"), "Unknown mechanism"),
         (dict(mechanism="dpmix"), "sigma_x"),
-        (dict(mechanism="dpmix", target_epsilon=1.0), "accountant"),
+        (dict(mechanism="poisson", target_epsilon=1.0, accountant="rdp-wor"), "cannot calibrate a poisson release"),
         (dict(mechanism="dpmix", sigma_x=1.0, sigma_ratio=0.0), "lambda"),
     ],
 )
