@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from dpmix_core.cli.main import main
+from dpmix_core.cli.main import ALL_HEADER, main
+from dpmix_core.privacy.accountant_names import ACCOUNTANT_NAMES
 from dpmix_core.privacy.accountants import MixingSetting, get_accountant
 
 BASE = ["--n", "60000", "--l", "256", "--T", "10000", "--delta", str(1 / 60000)]
@@ -27,6 +28,33 @@ def test_epsilon_json_thesis(capsys):
     assert obj["accountant"] == "lee2019" and obj["delta"] == pytest.approx(1 / 60000)
     assert obj["epsilon"] == pytest.approx(15.00, abs=0.01)
     assert obj["guarantee"] == "rigorous upper bound"
+
+
+def test_accounting_defaults_are_the_apps(capsys):
+    """Without --accountant, --sigma-y and --delta: every accountant, lambda = 1 and delta = 1e-5, as on the app."""
+    argv = ["--n", "60000", "--l", "256", "--T", "10000", "--sigma-x", "0.0711"]
+    code, out, _ = run(capsys, "epsilon", *argv, "--json")
+    assert code == 0
+    objs = json.loads(out)
+    assert [o["accountant"] for o in objs] == list(ACCOUNTANT_NAMES)
+    explicit = main(["epsilon", *argv, "--sigma-y", "0.0711", "--delta", "1e-5", "--accountant", "all", "--json"])
+    assert explicit == 0 and json.loads(capsys.readouterr().out) == objs
+    assert all(o["delta"] == 1e-5 for o in objs)
+    lee = get_accountant("lee2019")
+    by_hand = lee.epsilon(lee.release_for(MixingSetting(n=60000, l=256, T=10000, sigma_x=0.0711, sigma_y=0.0711)), 1e-5)
+    assert objs[0]["epsilon"] == pytest.approx(by_hand.epsilon)
+    # a different sigma_y is honoured (not overwritten by the lambda = 1 default)
+    code, out, _ = run(capsys, "epsilon", *argv, "--sigma-y", "1.0", "--accountant", "lee2019", "--json")
+    assert json.loads(out)["epsilon"] != pytest.approx(by_hand.epsilon)
+
+
+def test_text_output_of_every_accountant_says_the_releases_differ(capsys):
+    argv = ["--n", "60000", "--l", "256", "--T", "10000"]
+    for command, extra in (("epsilon", ["--sigma-x", "0.0711"]), ("calibrate", ["--target-epsilon", "15"])):
+        code, out, _ = run(capsys, command, *argv, *extra)
+        assert code == 0 and out.splitlines()[0] == ALL_HEADER
+        code, out, _ = run(capsys, command, *argv, *extra, "--accountant", "rdp-wor")
+        assert code == 0 and ALL_HEADER not in out
 
 
 def test_all_prints_a_list_with_every_accountant(capsys):
@@ -283,3 +311,18 @@ def test_synthesize_calibrates_with_the_tightest_accountant_of_the_mechanism_by_
     assert code == 0 and json.loads(stdout)["parameters"]["accountant"] == "rdp-wor"
     code, _, err = run(capsys, *argv, "--accountant", "rdp-wor")
     assert code == 2 and "'rdp-wor' cannot calibrate a poisson release" in err and err.count("\n") == 1
+
+
+def test_audit_sigma_y_defaults_to_sigma_x(capsys):
+    argv = ["audit", "--mechanism", "dpmix", "--n", "50", "--l", "4", "--T", "5", "--sigma-x", "0.5"]
+    argv += ["--trials", "200", "--json"]
+
+    def audit(*extra: str) -> dict:
+        assert main([*argv, *extra]) == 0
+        result = json.loads(capsys.readouterr().out)
+        result.pop("seconds")
+        return result
+
+    implicit = audit()
+    assert audit("--sigma-y", "0.5") == implicit
+    assert audit("--sigma-y", "5") != implicit

@@ -23,7 +23,7 @@ def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--l", type=positive_int, required=True, help="mix degree l (m for poisson)")
     parser.add_argument("--T", type=positive_int, required=True, help="number of synthetic points")
     parser.add_argument("--sigma-x", type=finite_float, required=True)
-    parser.add_argument("--sigma-y", type=finite_float, required=True)
+    parser.add_argument("--sigma-y", type=finite_float, default=None, help="default: --sigma-x (lambda = 1)")
     parser.add_argument("--trials", type=positive_int, default=10_000, help="runs per neighbouring dataset")
     parser.add_argument("--d", type=positive_int, default=16, help="feature dimension of the audit dataset")
     parser.add_argument("--num-classes", type=positive_int, default=2)
@@ -47,7 +47,7 @@ def cli_audit(args: argparse.Namespace) -> int:
         l=args.l,
         T=args.T,
         sigma_x=args.sigma_x,
-        sigma_y=args.sigma_y,
+        sigma_y=args.sigma_x if args.sigma_y is None else args.sigma_y,
         d=args.d,
         num_classes=args.num_classes,
         trials=args.trials,

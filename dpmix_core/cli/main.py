@@ -73,15 +73,17 @@ def add_setting_arguments(
     """The data options shared by every accounting command."""
     names = ", ".join([*ACCOUNTANT_NAMES, "all"])
     if with_accountant:
-        parser.add_argument("--accountant", required=True, help=f"one of: {names}")
+        parser.add_argument("--accountant", default="all", help=f"one of: {names} (default: all)")
     parser.add_argument("--n", type=positive_int, required=True, help="records in the private dataset")
     parser.add_argument("--l", type=positive_int, required=True, help="mix degree l (Poisson: expected batch m)")
     if with_T:
         parser.add_argument("--T", type=positive_int, required=True, help="number of synthetic points released")
     if with_sigma:
         parser.add_argument("--sigma-x", type=finite_float, required=True, help="feature noise std")
-        parser.add_argument("--sigma-y", type=finite_float, required=True, help="label noise std")
-    parser.add_argument("--delta", type=finite_float, required=True)
+        parser.add_argument(
+            "--sigma-y", type=finite_float, default=None, help="label noise std (default: --sigma-x, lambda = 1)"
+        )
+    parser.add_argument("--delta", type=finite_float, default=1e-5, help="default: 1e-5, as the app's")
     parser.add_argument("--dx", type=positive_int, default=784, help="feature dimension ([0,1]^dx bounds)")
     parser.add_argument("--dy", type=positive_int, default=10, help="label dimension ([0,1]^dy bounds)")
     parser.add_argument("--clip", type=finite_float, default=None, help="DP-CDA L2 clip c (default 1)")
@@ -125,12 +127,15 @@ def _setting(args: argparse.Namespace, sigma_x: float = 1.0, sigma_y: float = 1.
         raise CliError(f"{flag} applies to class-centric accounting: give --classes K or --class-sizes")
     if args.features_only and args.label_may_change:
         raise CliError("--features-only and --label-may-change contradict each other; pick one")
+    if hasattr(args, "sigma_x"):  # epsilon, max-points, report: the user's noise; --sigma-y defaults to lambda = 1
+        sigma_x = args.sigma_x
+        sigma_y = args.sigma_x if args.sigma_y is None else args.sigma_y
     return MixingSetting(
         n=args.n,
         l=args.l,
         T=getattr(args, "T", 1),  # max-points searches T
-        sigma_x=getattr(args, "sigma_x", sigma_x),
-        sigma_y=getattr(args, "sigma_y", sigma_y),
+        sigma_x=sigma_x,
+        sigma_y=sigma_y,
         dx=args.dx,
         dy=args.dy,
         clip=args.clip,
@@ -168,6 +173,12 @@ def _print_text(result: EpsilonResult, extra: str = "") -> None:
     print(line)
 
 
+ALL_HEADER = (
+    "every accountant, each on the release its paper analyses (second line: sampling, adjacency, bounds); "
+    "compare epsilons only between lines that describe the same release"
+)
+
+
 def _emit(objs: list[dict], as_list: bool) -> None:
     print(json.dumps(objs if as_list else objs[0], indent=None, allow_nan=False))
 
@@ -193,6 +204,8 @@ def cmd_epsilon(args: argparse.Namespace) -> int:
     if args.json:
         _emit([r.to_json() for r in results], args.accountant == "all")
     else:
+        if len(results) > 1:
+            print(ALL_HEADER)
         for r in results:
             _print_text(r)
     return 0
@@ -219,6 +232,8 @@ def _emit_solved(answers: list[tuple[str, Any]], args: argparse.Namespace, extra
         objs = [a.to_json() if not isinstance(a, str) else {"accountant": n, "error": a} for n, a in answers]
         _emit(objs, args.accountant == "all")
         return
+    if len(answers) > 1:
+        print(ALL_HEADER)
     for name, answer in answers:
         if isinstance(answer, str):
             print(f"{name:12s} no answer: {answer}")
