@@ -16,7 +16,13 @@ from app_pages.shared.widgets import (
 from dpmix_core.data import public_zscore_constants
 from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
 from dpmix_core.synthesis.export import npz_bytes, privacy_card
-from dpmix_core.synthesis.pipeline import SynthesisConfig, calibration_accountants, release_refusal, synthesize
+from dpmix_core.synthesis.pipeline import (
+    MECHANISM_DESCRIPTIONS,
+    SynthesisConfig,
+    calibration_accountants,
+    release_refusal,
+    synthesize,
+)
 from dpmix_core.synthesis.previews import PREVIEW_MECHANISMS, mixing_preview
 from dpmix_core.views.exports import preview_png
 from dpmix_core.views.privacy_scale import format_epsilon
@@ -42,13 +48,6 @@ DEFAULTS = {
     "clip": 1.0,
     "features": "pixels",
     "dpmix_prep": "unit",
-}
-MECHANISM_HELP = {
-    "dpmix": "DPMix (Lee et al. 2019): ℓ distinct records from the whole dataset, pixels in [0,1] (or records "
-    "clipped to unit norm, as DPFMix runs it: see Records).",
-    "class-centric": "Class-centric (thesis §4.2, DP-CDA): ℓ records of one class.",
-    "poisson": "Poisson mixing (DPFMix): each record joins with probability m/n; the sum is divided by m.",
-    "local": "No mixing (ℓ = 1): each released point is one record plus noise — the baseline.",
 }
 FEATURE_LABELS = {
     "pixels": "pixels (‖x‖ clipped to Cx = 1)",
@@ -106,7 +105,7 @@ if needs_feature_range(dataset):
 
 c1, c2, c3 = controls_area().columns(3)  # collapsed when presenting
 mechanism = c1.selectbox("Mechanism", PREVIEW_MECHANISMS, key=K + "mechanism")
-c1.caption(MECHANISM_HELP[mechanism])
+c1.caption(MECHANISM_DESCRIPTIONS[mechanism])
 feature_choice = mechanism == "poisson" and dataset.x_train.ndim >= 3  # images: DPFMix mixes ScatterNet features
 if feature_choice:
     c1.selectbox(

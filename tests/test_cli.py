@@ -326,3 +326,15 @@ def test_audit_sigma_y_defaults_to_sigma_x(capsys):
     implicit = audit()
     assert audit("--sigma-y", "0.5") == implicit
     assert audit("--sigma-y", "5") != implicit
+
+
+def test_mechanism_help_describes_every_mechanism(capsys):
+    from dpmix_core.synthesis.pipeline import MECHANISM_DESCRIPTIONS, MECHANISMS
+
+    assert set(MECHANISM_DESCRIPTIONS) == set(MECHANISMS)
+    for command in ("synthesize", "train"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+        for name in MECHANISMS:
+            assert f"{name}: {MECHANISM_DESCRIPTIONS[name]}" in text.replace("- ", "-")

@@ -406,13 +406,20 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
 def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bool = True) -> None:
     """Dataset and mechanism options shared by ``synthesize`` and ``train``."""
     from dpmix_core.data import DATASET_NAMES
-    from dpmix_core.synthesis.pipeline import MECHANISMS, PREPROCESSING
+    from dpmix_core.synthesis.pipeline import MECHANISM_DESCRIPTIONS, MECHANISMS, PREPROCESSING
 
     src = p.add_mutually_exclusive_group()
     src.add_argument("--dataset", default="embedded", choices=DATASET_NAMES, help="default: embedded MNIST sample")
     src.add_argument("--data-file", help="your own CSV (label column + numeric features) or .npz (x, y)")
     p.add_argument("--data-dir", help="folder with the official dataset files (or set DPMIX_DATA_DIR)")
-    p.add_argument("--mechanism", required=mechanism_required, default="dpmix", choices=MECHANISMS)
+    p.add_argument(
+        "--mechanism",
+        required=mechanism_required,
+        default="dpmix",
+        choices=MECHANISMS,
+        help=("" if mechanism_required else "default: dpmix. ")
+        + " ".join(f"{name}: {MECHANISM_DESCRIPTIONS[name]}" for name in MECHANISMS),
+    )
     p.add_argument("--l", type=positive_int, default=256, help="mix degree (Poisson: expected batch m)")
     p.add_argument("--T", type=positive_int, default=10000, help="number of synthetic points")
     p.add_argument("--sigma-x", type=finite_float)

@@ -24,6 +24,7 @@ from dpmix_core.resources.limits import Cost, LimitExceeded, Limits, check_cost,
 
 __all__ = [
     "MECHANISMS",
+    "MECHANISM_DESCRIPTIONS",
     "PREPROCESSING",
     "SynthesisConfig",
     "Synthesis",
@@ -40,6 +41,16 @@ __all__ = [
 ]
 
 MECHANISMS = ("dpmix", "class-centric", "poisson", "local", "label-laplace")
+# One sentence per mechanism: what a released point is (the CLI's --mechanism help and the Mixed samples page).
+MECHANISM_DESCRIPTIONS: dict[str, str] = {
+    "dpmix": "DPMix (Lee et al. 2019): ℓ distinct records from the whole dataset, pixels in [0,1] (or records "
+    "clipped to unit norm, as DPFMix runs it).",
+    "class-centric": "Class-centric (thesis §4.2, DP-CDA): ℓ records of one class.",
+    "poisson": "Poisson mixing (DPFMix): each record joins with probability m/n; the sum is divided by m.",
+    "local": "No mixing (ℓ = 1): each released point is one record plus noise — the baseline.",
+    "label-laplace": "Label-only Laplace (baseline): every record's real features as they are, its one-hot label "
+    "plus Laplace noise at label ε; features not protected.",
+}
 
 
 @dataclass(frozen=True)
