@@ -338,3 +338,12 @@ def test_mechanism_help_describes_every_mechanism(capsys):
         text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
         for name in MECHANISMS:
             assert f"{name}: {MECHANISM_DESCRIPTIONS[name]}" in text.replace("- ", "-")
+
+
+def test_version(capsys):
+    import dpmix_core
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"DPMix Studio {dpmix_core.__version__}"

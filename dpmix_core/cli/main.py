@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+import dpmix_core
 from dpmix_core.cli.argtypes import finite_float, nonnegative_int, positive_int
 from dpmix_core.privacy.accountant_names import ACCOUNTANT_NAMES
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
@@ -900,9 +901,11 @@ def _add_sweep_report(sub) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m dpmix_core",
-        description="DPMix Studio core: privacy accounting for mixing.",
+        description="DPMix Studio core: differentially private data release by random mixing (accounting, "
+        "releases with their privacy cards, training, sweeps, audits, reports).",
         epilog="--debug (anywhere): print the traceback of an error too",
     )
+    parser.add_argument("--version", action="version", version=f"DPMix Studio {dpmix_core.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("epsilon", help="epsilon of a mixing release under one or all accountants")
     add_setting_arguments(p, with_sigma=True)
