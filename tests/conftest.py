@@ -7,6 +7,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(_name, "1")
 
+# Hermetic datasets: no test sees this machine's /usr/share/datasets (Debian's dataset packages) unless it sets
+# DPMIX_SYSTEM_DATA_DIRS itself.
+os.environ.setdefault("DPMIX_SYSTEM_DATA_DIRS", "")
+
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(

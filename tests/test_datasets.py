@@ -4,6 +4,7 @@ import gzip
 import hashlib
 import http.server
 import io
+import os
 import socket
 import struct
 import tarfile
@@ -29,7 +30,9 @@ from dpmix_core.data import (
     load_dataset,
     load_embedded,
     load_user_data,
+    locate_dataset,
 )
+from dpmix_core.data.catalog import SYSTEM_DATA_DIRS, system_data_dirs
 from dpmix_core.data.formats import CIFAR_BATCHES, IDX_FILES, parse_cifar_batch, parse_idx
 
 SHARED_DATA = Path(__file__).parents[2] / "shared" / "data"
@@ -96,6 +99,7 @@ def isolated_env(tmp_path, monkeypatch):
     for var in ("DPMIX_DATA_DIR", "DPMIX_MIRROR"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("DPMIX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DPMIX_SYSTEM_DATA_DIRS", "")  # not this machine's /usr/share/datasets
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
     return tmp_path / "cache"
 
@@ -175,6 +179,44 @@ def test_fashion_mnist_needs_its_own_subfolder(tmp_path):
     dataset = load_dataset("fashion-mnist", data_dir=tmp_path, download=False)
     _assert_same(dataset, arrays)
     assert dataset.label_names[9] == "Ankle boot"
+
+
+def test_system_dataset_folder_is_read_after_the_data_folder_and_cache(tmp_path, monkeypatch, isolated_env):
+    """Debian's dataset-fashion-mnist puts the IDX files in /usr/share/datasets/fashion-mnist/: found with no set-up."""
+    system, mine = _tiny(21), _tiny(22)
+    _write_idx(tmp_path / "system" / "fashion-mnist", system)
+    monkeypatch.setenv("DPMIX_SYSTEM_DATA_DIRS", os.pathsep.join([str(tmp_path / "absent"), str(tmp_path / "system")]))
+    assert system_data_dirs() == [tmp_path / "system"]  # folders that do not exist are skipped
+    dataset = load_dataset("fashion-mnist", download=False)
+    _assert_same(dataset, system)
+    assert dataset.source.startswith(f"system folder {tmp_path / 'system' / 'fashion-mnist'}")
+    assert locate_dataset("fashion-mnist") == dataset.source
+    _write_idx(tmp_path / "mine" / "fashion-mnist", mine)  # the user's own folder comes first
+    _assert_same(load_dataset("fashion-mnist", data_dir=tmp_path / "mine", download=False), mine)
+    with pytest.raises(DatasetUnavailableError) as info:  # the message lists the system folder it searched
+        load_dataset("mnist", download=False)
+    assert f"not found in {isolated_env}, {tmp_path / 'system'} (download disabled)" in str(info.value)
+    monkeypatch.setenv("DPMIX_SYSTEM_DATA_DIRS", "")  # empty: no system folder
+    assert system_data_dirs() == [] and locate_dataset("fashion-mnist") is None
+
+
+def test_system_dataset_folders_default_to_usr_share_datasets(monkeypatch):
+    monkeypatch.delenv("DPMIX_SYSTEM_DATA_DIRS")
+    assert SYSTEM_DATA_DIRS == (Path("/usr/share/datasets"),)
+    assert system_data_dirs() == [p for p in SYSTEM_DATA_DIRS if p.is_dir()]
+
+
+def test_locate_dataset_reads_nothing(tmp_path):
+    (tmp_path / "mnist.npz").write_bytes(b"not an npz")  # located, although loading it would fail
+    assert locate_dataset("mnist", data_dir=tmp_path) == f"local file {tmp_path / 'mnist.npz'}"
+    with pytest.raises(DatasetError, match="cannot read"):
+        load_dataset("mnist", data_dir=tmp_path, download=False)
+    assert locate_dataset("cifar10", data_dir=tmp_path) is None
+    assert locate_dataset("embedded") is not None
+    with pytest.raises(DatasetError, match="Unknown dataset"):
+        locate_dataset("svhn")
+    with pytest.raises(DatasetError, match="does not exist"):
+        locate_dataset("mnist", data_dir=tmp_path / "absent")
 
 
 @pytest.mark.parametrize("layout", ["folder", "archive"])

@@ -112,3 +112,57 @@ def test_a_sweep_at_one_axis_value_puts_its_series_side_by_side():
     assert trade_off_figure(two, "T").layout.xaxis.type == "log"  # a curve: the axis stays numeric
     published = (Published("linear", 600.0, 0.8, "paper"),)
     assert trade_off_figure(agg, "T", published=published).layout.xaxis.type == "log"  # stars need the axis
+
+
+def test_a_preset_on_another_dataset_keeps_only_that_datasets_published_numbers():
+    """DP-CDA Table 2 printed FashionMNIST and CIFAR10 rows: NAME@dataset draws those; MNIST numbers never."""
+    from dpmix_core.experiments.presets import get_preset
+    from dpmix_core.experiments.trade_offs import with_dataset
+
+    full, quick = get_preset("dpcda-table2"), get_preset("dpcda-table2-quick")
+    assert all("(MNIST)" in p.source for p in full.published)
+    for spec in (full, quick):
+        fashion = with_dataset(spec, "fashion-mnist")
+        assert fashion.name == f"{spec.name}@fashion-mnist"
+        cells = {(p.series, p.value): round(p.accuracy * 100, 2) for p in fashion.published}
+        assert cells == {
+            ("eps = inf (no noise)", 4.0): 84.54,
+            ("eps = 20", 4.0): 67.91,
+            ("eps = 10", 1.0): 36.19,
+            ("eps = 10", 4.0): 67.48,
+        }
+        assert all(p.source == "DP-CDA Table 2 (FashionMNIST)" for p in fashion.published)
+        assert {p.source for p in with_dataset(spec, "cifar10").published} == {"DP-CDA Table 2 (CIFAR10)"}
+        assert with_dataset(spec, "embedded").published == ()  # a sample of MNIST: not the paper's setting
+        assert with_dataset(spec, "mnist", data_dir="/elsewhere").published == spec.published
+    assert with_dataset(get_preset("dpfmix-table1"), "fashion-mnist").published == ()  # no such row printed
+
+
+def test_training_data_lists_every_official_dataset_on_disk(tmp_path, monkeypatch):
+    import gzip
+    import struct
+
+    import numpy as np
+
+    from dpmix_core.data.formats import IDX_FILES
+    from dpmix_core.experiments.trade_offs import available_training_datasets
+
+    monkeypatch.setenv("DPMIX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("DPMIX_DATA_DIR", raising=False)
+    assert list(available_training_datasets(str(tmp_path))) == ["embedded"]
+    folder = tmp_path / "fashion-mnist"
+    folder.mkdir()
+    for name in IDX_FILES:  # present is enough: the list reads no file
+        (folder / name).write_bytes(
+            gzip.compress(bytes([0, 0, 8, 1]) + struct.pack(">I", 1) + np.zeros(1, "u1").tobytes())
+        )
+    listed = available_training_datasets(str(tmp_path))
+    assert list(listed) == ["fashion-mnist", "embedded"]
+    assert (
+        listed["fashion-mnist"]
+        == f"full Fashion-MNIST (60,000 train / 10,000 test) from local folder {folder} (IDX .gz files)"
+    )
+    monkeypatch.setenv("DPMIX_SYSTEM_DATA_DIRS", str(tmp_path))  # the same files as a system folder
+    assert "system folder" in available_training_datasets()["fashion-mnist"]
+    # a data folder that does not exist fails every load: nothing but the sample is offered
+    assert list(available_training_datasets(str(tmp_path / "absent"))) == ["embedded"]

@@ -7,7 +7,9 @@
 
 ``load_dataset("mnist", data_dir=...)`` looks in the data folder (or
 ``DPMIX_DATA_DIR``), then the cache (``DPMIX_CACHE_DIR`` or ``~/.cache/dpmix``),
-then downloads and verifies the official files. ``default_dataset()`` is full
+then the system's dataset folders (``/usr/share/datasets``: Debian's
+``dataset-fashion-mnist`` package), then downloads and verifies the official
+files; ``locate_dataset`` says where it would read from, reading nothing. ``default_dataset()`` is full
 MNIST when it is already on disk, else the embedded sample.
 """
 
@@ -20,11 +22,14 @@ from dpmix_core.data.base import (
 )
 from dpmix_core.data.catalog import (
     DATASET_NAMES,
+    DATASET_TITLES,
     MIRRORS,
+    OFFICIAL_SPLIT_SIZES,
     PUBLIC_ZSCORE_CONSTANTS,
     cache_dir,
     default_dataset,
     load_dataset,
+    locate_dataset,
     public_zscore_constants,
 )
 from dpmix_core.data.download import Mirror, Progress, RemoteFile
@@ -33,6 +38,9 @@ from dpmix_core.data.user import load_user_data
 
 __all__ = [
     "DATASET_NAMES",
+    "DATASET_TITLES",
+    "OFFICIAL_SPLIT_SIZES",
+    "locate_dataset",
     "PUBLIC_ZSCORE_CONSTANTS",
     "public_zscore_constants",
     "MIRRORS",

@@ -5,7 +5,11 @@ Where the files are looked for, in order:
 1. the data folder: the ``data_dir`` argument, else the ``DPMIX_DATA_DIR``
    environment variable;
 2. the cache: ``DPMIX_CACHE_DIR``, else ``~/.cache/dpmix``;
-3. a download from the mirror in :data:`MIRRORS` (or ``base_url`` /
+3. the system's dataset folders, read-only: ``DPMIX_SYSTEM_DATA_DIRS``
+   (``os.pathsep``-separated; empty: none), else :data:`SYSTEM_DATA_DIRS`,
+   where Debian's dataset packages install (``apt install dataset-fashion-mnist``
+   puts the four IDX files in ``/usr/share/datasets/fashion-mnist/``);
+4. a download from the mirror in :data:`MIRRORS` (or ``base_url`` /
    ``DPMIX_MIRROR``) into the cache, verified against the SHA-256 in the table.
 
 In each folder the files may sit directly in it or in a subfolder named after
@@ -47,7 +51,18 @@ from dpmix_core.data.formats import (
     read_keras_npz,
 )
 
-__all__ = ["DATASET_NAMES", "MIRRORS", "cache_dir", "load_dataset", "default_dataset"]
+__all__ = [
+    "DATASET_NAMES",
+    "DATASET_TITLES",
+    "MIRRORS",
+    "OFFICIAL_SPLIT_SIZES",
+    "SYSTEM_DATA_DIRS",
+    "cache_dir",
+    "load_dataset",
+    "locate_dataset",
+    "default_dataset",
+    "system_data_dirs",
+]
 
 DATASET_NAMES = ("mnist", "fashion-mnist", "cifar10", "embedded")
 CIFAR_ARCHIVE = "cifar-10-binary.tar.gz"
@@ -96,6 +111,7 @@ class _Spec:
     image_shape: tuple[int, ...]
     class_names: tuple[str, ...]
     hint: str  # what the user should put in a data folder
+    split_sizes: tuple[int, int]  # the official (train, test) records
 
 
 def _npz(filename: str) -> _Layout:
@@ -115,6 +131,7 @@ _SPECS = {
         (28, 28),
         tuple(str(d) for d in range(10)),
         "mnist.npz or the IDX .gz files",
+        (60000, 10000),
     ),
     "fashion-mnist": _Spec(
         "Fashion-MNIST",
@@ -122,6 +139,7 @@ _SPECS = {
         (28, 28),
         ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"),
         "fashion-mnist.npz (or the IDX .gz files in a fashion-mnist/ subfolder)",
+        (60000, 10000),
     ),
     "cifar10": _Spec(
         "CIFAR-10",
@@ -129,15 +147,30 @@ _SPECS = {
         (32, 32, 3),
         ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"),
         f"{CIFAR_ARCHIVE} or the extracted {CIFAR_BIN_DIR} folder (binary version)",
+        (50000, 10000),
     ),
 }
 # Downloads go to cache_dir() / <name>; each mirror's files must form one of the
 # layouts in that subfolder (IDX files for the MNISTs, the archive for CIFAR-10).
+OFFICIAL_SPLIT_SIZES: dict[str, tuple[int, int]] = {name: spec.split_sizes for name, spec in _SPECS.items()}
+DATASET_TITLES: dict[str, str] = {name: spec.title for name, spec in _SPECS.items()}
 
 
 def cache_dir() -> Path:
     """The download cache: ``DPMIX_CACHE_DIR``, else ``~/.cache/dpmix``."""
     return Path(os.environ.get("DPMIX_CACHE_DIR") or Path.home() / ".cache" / "dpmix").expanduser()
+
+
+# Where the system's package manager puts datasets (Debian: the dataset-* packages, FHS /usr/share).
+SYSTEM_DATA_DIRS: tuple[Path, ...] = (Path("/usr/share/datasets"),)
+
+
+def system_data_dirs() -> list[Path]:
+    """The system's dataset folders that exist: ``DPMIX_SYSTEM_DATA_DIRS`` (``os.pathsep``-separated, empty: none) if
+    set, else :data:`SYSTEM_DATA_DIRS`."""
+    text = os.environ.get("DPMIX_SYSTEM_DATA_DIRS")
+    folders = SYSTEM_DATA_DIRS if text is None else tuple(Path(p) for p in text.split(os.pathsep) if p.strip())
+    return [folder for folder in folders if folder.is_dir()]
 
 
 def _data_dirs(data_dir: str | Path | None) -> list[Path]:
@@ -212,10 +245,32 @@ def load_dataset(
         raise DatasetError(f"Unknown dataset {name!r}; choose one of {', '.join(DATASET_NAMES)}.")
     spec = _SPECS[key]
     data_dirs = _data_dirs(data_dir)
-    found = _find(spec, data_dirs, "local") or _find(spec, [cache_dir()], "cache")
+    found = _find_offline(spec, data_dirs)
     if found is None:
         found = _download(key, spec, data_dirs, download, progress, base_url)
     return _to_dataset(key, spec, _read(key, found), found.source)
+
+
+def _find_offline(spec: _Spec, data_dirs: list[Path]) -> _Found | None:
+    """The files in the data folder, else the cache, else a system folder (steps 1-3 of the module docstring)."""
+    return (
+        _find(spec, data_dirs, "local")
+        or _find(spec, [cache_dir()], "cache")
+        or _find(spec, system_data_dirs(), "system")
+    )
+
+
+def locate_dataset(name: str, *, data_dir: str | Path | None = None) -> str | None:
+    """Where :func:`load_dataset` would read ``name`` from without downloading (its ``source``), or None: nothing is
+    read or fetched, so a file found here can still fail to parse. Raises DatasetError for an unknown name or a
+    data folder that does not exist."""
+    key = name.strip().lower()
+    if key == "embedded":
+        return "embedded MNIST sample"
+    if key not in _SPECS:
+        raise DatasetError(f"Unknown dataset {name!r}; choose one of {', '.join(DATASET_NAMES)}.")
+    found = _find_offline(_SPECS[key], _data_dirs(data_dir))
+    return None if found is None else found.source
 
 
 def _read(key: str, found: _Found) -> Splits:
@@ -228,7 +283,7 @@ def _download(
     key: str, spec: _Spec, data_dirs: list[Path], download: bool, progress: Progress | None, base_url: str | None
 ) -> _Found:
     """Fetch the mirror's files into the cache, or raise a DatasetUnavailableError that says what to do."""
-    searched = ", ".join(str(folder) for folder in [*data_dirs, cache_dir()])
+    searched = ", ".join(str(folder) for folder in [*data_dirs, cache_dir(), *system_data_dirs()])
     advice = f"Put {spec.hint} in a folder and pass --data-dir / set DPMIX_DATA_DIR."
     if not download:
         raise DatasetUnavailableError(f"{spec.title} not found in {searched} (download disabled). {advice}")
@@ -247,7 +302,8 @@ def _download(
 
 
 def default_dataset(data_dir: str | Path | None = None) -> Dataset:
-    """Full MNIST if it is in the data folder or the cache (never downloads), else the embedded sample."""
+    """Full MNIST if it is in the data folder, the cache or a system folder (never downloads), else the embedded
+    sample."""
     try:
         return load_dataset("mnist", data_dir=data_dir, download=False)
     except DatasetUnavailableError:

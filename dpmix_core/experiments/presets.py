@@ -16,6 +16,7 @@ import math
 from dataclasses import asdict, replace
 from typing import Any
 
+from dpmix_core.data import OFFICIAL_SPLIT_SIZES
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.spec import Published, Series, SweepSpec
 from dpmix_core.synthesis.pipeline import SynthesisConfig
@@ -26,6 +27,7 @@ __all__ = [
     "PRESETS",
     "preset_names",
     "get_preset",
+    "published_on",
     "estimate_seconds",
     "estimate_sweep_seconds",
     "QUICK_LIMIT_S",
@@ -84,12 +86,7 @@ SCATTER_SPS = 2000.0  # ScatterNet J=2, L=8 images/s (first run only: features a
 MIX_OPS_PER_S = 2.5e9  # gathered feature values per second when mixing (T * l * d)
 OVERHEAD_S = 2.0  # imports, dataset load, calibration, privacy card
 FEATURE_BYTES_PER_S = 1e9  # reading cached ScatterNet features and copying them (split, clip, tensors)
-SPLIT_SIZES = {
-    "mnist": (60000, 10000),
-    "fashion-mnist": (60000, 10000),
-    "cifar10": (50000, 10000),
-    "embedded": (4000, 1000),
-}
+SPLIT_SIZES = {**OFFICIAL_SPLIT_SIZES, "embedded": (4000, 1000)}
 FEATURE_DIMS = {"mnist": 784, "fashion-mnist": 784, "cifar10": 3072, "embedded": 784}
 
 
@@ -938,6 +935,31 @@ DEMO_PRESET = "thesis-4.2-sigma-quick"
 def preset_names(*, quick: bool | None = None) -> list[str]:
     """Preset names (all, only quick, or only full)."""
     return [n for n, s in PRESETS.items() if quick is None or s.quick == quick]
+
+
+# What the papers printed for a preset's protocol on another dataset (DP-CDA Table 2's FashionMNIST and CIFAR10 rows;
+# the same cells as the MNIST preset's published points): drawn next to NAME@dataset's runs, as the MNIST ones are.
+_PUBLISHED_ELSEWHERE: dict[tuple[str, str], tuple[Published, ...]] = {
+    ("dpcda-table2", "fashion-mnist"): (
+        _published("eps = inf (no noise)", "DP-CDA Table 2 (FashionMNIST)", {4: 84.54})
+        + _published("eps = 20", "DP-CDA Table 2 (FashionMNIST)", {4: 67.91})
+        + _published("eps = 10", "DP-CDA Table 2 (FashionMNIST)", {1: 36.19, 4: 67.48})
+    ),
+    ("dpcda-table2", "cifar10"): (
+        _published("eps = inf (no noise)", "DP-CDA Table 2 (CIFAR10)", {4: 62.41})
+        + _published("eps = 20", "DP-CDA Table 2 (CIFAR10)", {4: 23.15})
+        + _published("eps = 10", "DP-CDA Table 2 (CIFAR10)", {1: 10.01, 4: 23.13})
+    ),
+}
+
+
+def published_on(spec: SweepSpec, dataset: str) -> tuple[Published, ...]:
+    """The numbers a paper printed for ``spec`` (a preset, or its quick variant) on ``dataset``: the spec's own on its
+    dataset, those of :data:`_PUBLISHED_ELSEWHERE` on another, else none (a paper's MNIST numbers are not a
+    reference for another dataset)."""
+    if dataset == spec.base.dataset:
+        return spec.published
+    return _PUBLISHED_ELSEWHERE.get((spec.full_variant or spec.name, dataset), ())
 
 
 def get_preset(name: str) -> SweepSpec:

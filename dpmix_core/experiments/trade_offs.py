@@ -16,9 +16,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpmix_core.data import DATASET_NAMES, DatasetError, load_dataset
+from dpmix_core.data import (
+    DATASET_NAMES,
+    DATASET_TITLES,
+    OFFICIAL_SPLIT_SIZES,
+    DatasetError,
+    load_dataset,
+    locate_dataset,
+)
 from dpmix_core.experiments.config import RunConfig, run_key
-from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
+from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset, published_on
 from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
 from dpmix_core.experiments.results import aggregate, all_collapsed
 from dpmix_core.experiments.spec import Published, SweepSpec, axis_value, load_spec
@@ -94,14 +101,19 @@ class Launch:
 
 
 def available_training_datasets(data_dir: str | None = None) -> dict[str, str]:
-    """name -> description of datasets usable offline: full MNIST if on disk, always the embedded sample."""
+    """name -> description of the datasets usable offline: each official one whose files are on this machine (data
+    folder, cache or a system folder; located, not read), and always the embedded sample."""
     out = {}
-    try:
-        ds = load_dataset("mnist", data_dir=data_dir, download=False)
-        n_test = 0 if ds.y_test is None else len(ds.y_test)
-        out["mnist"] = f"full MNIST ({ds.n_train:,} train / {n_test:,} test) from {ds.source}"
-    except (DatasetError, ValueError):
-        pass
+    for name in DATASET_NAMES:
+        if name == "embedded":
+            continue
+        try:
+            source = locate_dataset(name, data_dir=data_dir)
+        except DatasetError:  # a data folder that does not exist: none of its datasets is available
+            source = None
+        if source is not None:
+            n_train, n_test = OFFICIAL_SPLIT_SIZES[name]
+            out[name] = f"full {DATASET_TITLES[name]} ({n_train:,} train / {n_test:,} test) from {source}"
     out["embedded"] = "embedded MNIST sample (4,000 train / 1,000 test; offline, for demos)"
     return out
 
@@ -114,7 +126,7 @@ def with_dataset(spec: SweepSpec, dataset: str, data_dir: str | None = None) -> 
     if dataset == "embedded":  # 4,000 records: keep l and T meaningful, never above what exists
         base = replace(base, train_limit=None, test_limit=None)
     name = spec.name if spec.name.endswith(f"@{dataset}") else f"{spec.name}@{dataset}"
-    return replace(spec, name=name, base=base, published=())  # the papers' numbers are for the preset's dataset
+    return replace(spec, name=name, base=base, published=published_on(spec, dataset))
 
 
 def estimate_minutes(spec: SweepSpec, max_parallel: int | None = None) -> float:
