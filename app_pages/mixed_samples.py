@@ -14,7 +14,13 @@ from app_pages.shared.widgets import (
     thumbnail_px,
 )
 from dpmix_core.data import public_zscore_constants
-from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
+from dpmix_core.data.choice import (
+    app_dataset,
+    available_datasets,
+    default_choice,
+    describe_dataset,
+    needs_feature_range,
+)
 from dpmix_core.synthesis.export import npz_bytes, privacy_card
 from dpmix_core.synthesis.pipeline import (
     MECHANISM_DESCRIPTIONS,
@@ -55,9 +61,14 @@ FEATURE_LABELS = {
 }
 
 
+@st.cache_data(show_spinner=False, ttl=60)
+def cached_datasets() -> dict[str, str]:
+    return available_datasets()
+
+
 @st.cache_resource(show_spinner="Loading data…", max_entries=4)  # bounded: uploads are not kept forever
-def cached_dataset(upload: bytes | None, filename: str | None):
-    return app_dataset(upload, filename)
+def cached_dataset(upload: bytes | None, filename: str | None, name: str | None):
+    return app_dataset(upload, filename, name)
 
 
 @st.cache_data(
@@ -86,14 +97,24 @@ st.write(
     "average and what is actually released."
 )
 
+datasets = cached_datasets()
+name = None
+if len(datasets) > 1:  # another official dataset on disk (DPMIX_DATA_DIR, the cache, /usr/share/datasets)
+    st.session_state.setdefault(K + "dataset", default_choice(datasets))
+    name = st.selectbox("Data", list(datasets), format_func=datasets.get, key=K + "dataset")
 with st.expander("Use your own data (CSV with a label column, or .npz with x and y)"):
     upload = st.file_uploader("Dataset file", type=["csv", "npz"], key=K + "upload")
-dataset = loaded_or_stop(cached_dataset, upload.getvalue() if upload else None, upload.name if upload else None)
+    if upload is not None and name is not None:
+        st.caption("The uploaded file is used instead of the data picked above; remove it to go back.")
+dataset = loaded_or_stop(cached_dataset, upload.getvalue() if upload else None, upload.name if upload else None, name)
 st.caption(f"Data: {describe_dataset(dataset)}")
 dataset_key = upload.file_id if upload else dataset.source
+public_z = public_zscore_constants(dataset.name)
 if st.session_state.get(K + "data_key") != dataset_key:  # new data: z-scoring only where public constants exist
     st.session_state[K + "data_key"] = dataset_key
-    if public_zscore_constants(dataset.name) is None and st.session_state[K + "prep"] == "zscore":
+    # the new data's documented constants, or empty for an upload (never the previous dataset's)
+    st.session_state[K + "z_mean"], st.session_state[K + "z_std"] = public_z if public_z else (None, None)
+    if public_z is None and st.session_state[K + "prep"] == "zscore":
         st.session_state[K + "prep"] = "unit"
 feature_range = None
 if needs_feature_range(dataset):
@@ -168,19 +189,20 @@ if mechanism == "dpmix":
 prep = {"class-centric": st.session_state[K + "prep"], "dpmix": st.session_state[K + "dpmix_prep"]}.get(
     mechanism, "unit"
 )
-public_z = public_zscore_constants(dataset.name)
 if prep in ("zscore", "zscore-private"):
     c3.number_input("c — L2 clip after z-scoring", min_value=1e-6, step=0.1, key=K + "clip")
 if prep == "zscore":
+    for key, constant in zip(("z_mean", "z_std"), public_z or (None, None)):
+        st.session_state.setdefault(K + key, constant)  # Streamlit drops a widget's state while it is hidden
     z1, z2 = c3.columns(2)
     z1.number_input(
         "public mean",
-        value=None if public_z is None else public_z[0],
+        value=None,  # the session state holds the dataset's constants
         key=K + "z_mean",
         help="A constant that does not depend on the private data (built-in datasets: the documented "
         "normalisation constants, in pixel units).",
     )
-    z2.number_input("public std", value=None if public_z is None else public_z[1], min_value=1e-9, key=K + "z_std")
+    z2.number_input("public std", value=None, min_value=1e-9, key=K + "z_std")
 if prep == "zscore-private":
     c3.error(
         "Not covered: normalisation constants computed from the private data move every released point. "

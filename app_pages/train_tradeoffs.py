@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.shared.widgets import chart, table_download
+from dpmix_core.data.choice import available_datasets, default_choice
 from dpmix_core.experiments.presets import DEMO_PRESET, get_preset, preset_names
 from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, QuickVsFull, quick_vs_full
 from dpmix_core.experiments.release_files import CardCheck, ReleaseFile, save_release_upload, verify_card
@@ -13,7 +14,6 @@ from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_serie
 from dpmix_core.experiments.trade_offs import (
     AUTO_ACCOUNTANT,
     REPRODUCED_WITHIN_PTS,
-    available_training_datasets,
     cancel_runs,
     custom_spec,
     default_sweep,
@@ -54,7 +54,7 @@ def store() -> ResultStore:
 
 @st.cache_data(show_spinner=False, ttl=60)
 def cached_datasets() -> dict[str, str]:
-    return available_training_datasets()
+    return available_datasets()
 
 
 def _launch(spec) -> None:
@@ -150,7 +150,10 @@ def _sweep_builder(datasets: dict[str, str]):
     )
     if mode == "Models on a release file":
         return _release_file_builder()
-    dataset = st.selectbox("Training data", list(datasets), format_func=datasets.get, key=K + "dataset")
+    names = list(datasets)
+    dataset = st.selectbox(
+        "Training data", names, index=names.index(default_choice(datasets)), format_func=datasets.get, key=K + "dataset"
+    )
     if mode == "Published preset":
         names = preset_names()
         name = st.selectbox(

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from dpmix_core.data import load_embedded
@@ -235,3 +236,40 @@ def test_dpmix_on_clipped_records_on_the_page(at):
     assert shared.mechanism == "dpmix" and shared.clip == (1.0, 1.0)
     at.selectbox(key="mix_mechanism").set_value("class-centric").run()  # the choice belongs to uniform mixing
     assert not at.exception and "class-centric" in eps_table(at)["assumptions"].iloc[0]
+
+
+@pytest.fixture
+def fresh_dataset_list():
+    """The pages cache the list of datasets on disk for a minute: start and leave with an empty cache."""
+    st.cache_data.clear()
+    yield
+    st.cache_data.clear()
+
+
+def test_data_picker_offers_every_official_dataset_on_disk(tmp_path, monkeypatch, fresh_dataset_list):
+    """With Fashion-MNIST and CIFAR-10 in DPMIX_DATA_DIR, the page offers them beside the sample, and mixes each."""
+    from fake_datasets import tiny_arrays, write_cifar_tar, write_idx_folder
+
+    write_idx_folder(tmp_path / "fashion-mnist", tiny_arrays(1, n_train=600, n_test=50))
+    write_cifar_tar(tmp_path / "cifar-10-binary.tar.gz", tiny_arrays(2, shape=(32, 32, 3), n_train=600, n_test=50))
+    monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("DPMIX_CACHE_DIR", str(tmp_path / "cache"))
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert not at.exception and not at.error
+    picker = at.selectbox(key="mix_dataset")
+    assert picker.options == [
+        "full Fashion-MNIST (60,000 train / 10,000 test) from local folder "
+        f"{tmp_path / 'fashion-mnist'} (IDX .gz files)",
+        f"full CIFAR-10 (50,000 train / 10,000 test) from local file {tmp_path / 'cifar-10-binary.tar.gz'}",
+        "embedded MNIST sample (4,000 train / 1,000 test; offline, for demos)",
+    ]
+    assert picker.value == "embedded"  # no full MNIST here: the sample, as before
+    picker.set_value("fashion-mnist").run()
+    assert not at.exception and not at.error
+    assert any(f"local folder {tmp_path / 'fashion-mnist'}" in c.value for c in at.caption)
+    assert at.number_input(key="mix_z_mean").value == pytest.approx(0.2860 * 255)  # its public constants
+    assert "pool N_min-1=59" in eps_table(at)["assumptions"].iloc[0]  # class-centric: 60 records a class
+    at.selectbox(key="mix_dataset").set_value("cifar10").run()
+    assert not at.exception and not at.error
+    assert any("600 training records of shape 32×32×3" in c.value for c in at.caption)
+    assert len(eps_table(at)) == 3

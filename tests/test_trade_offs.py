@@ -144,25 +144,25 @@ def test_training_data_lists_every_official_dataset_on_disk(tmp_path, monkeypatc
 
     import numpy as np
 
+    from dpmix_core.data.choice import available_datasets
     from dpmix_core.data.formats import IDX_FILES
-    from dpmix_core.experiments.trade_offs import available_training_datasets
 
     monkeypatch.setenv("DPMIX_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("DPMIX_DATA_DIR", raising=False)
-    assert list(available_training_datasets(str(tmp_path))) == ["embedded"]
+    assert list(available_datasets(str(tmp_path))) == ["embedded"]
     folder = tmp_path / "fashion-mnist"
     folder.mkdir()
     for name in IDX_FILES:  # present is enough: the list reads no file
         (folder / name).write_bytes(
             gzip.compress(bytes([0, 0, 8, 1]) + struct.pack(">I", 1) + np.zeros(1, "u1").tobytes())
         )
-    listed = available_training_datasets(str(tmp_path))
+    listed = available_datasets(str(tmp_path))
     assert list(listed) == ["fashion-mnist", "embedded"]
     assert (
         listed["fashion-mnist"]
         == f"full Fashion-MNIST (60,000 train / 10,000 test) from local folder {folder} (IDX .gz files)"
     )
     monkeypatch.setenv("DPMIX_SYSTEM_DATA_DIRS", str(tmp_path))  # the same files as a system folder
-    assert "system folder" in available_training_datasets()["fashion-mnist"]
+    assert "system folder" in available_datasets()["fashion-mnist"]
     # a data folder that does not exist fails every load: nothing but the sample is offered
-    assert list(available_training_datasets(str(tmp_path / "absent"))) == ["embedded"]
+    assert list(available_datasets(str(tmp_path / "absent"))) == ["embedded"]

@@ -16,14 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpmix_core.data import (
-    DATASET_NAMES,
-    DATASET_TITLES,
-    OFFICIAL_SPLIT_SIZES,
-    DatasetError,
-    load_dataset,
-    locate_dataset,
-)
+from dpmix_core.data import DATASET_NAMES, DatasetError, load_dataset
 from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset, published_on
 from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
@@ -49,7 +42,6 @@ __all__ = [
     "pump_local",
     "JOB_KIND",
     "Launch",
-    "available_training_datasets",
     "custom_spec",
     "AUTO_ACCOUNTANT",
     "release_file_spec",
@@ -98,24 +90,6 @@ class Launch:
     run_ids: tuple[int, ...]
     reused: int  # runs already done in the store: not recomputed
     location: str
-
-
-def available_training_datasets(data_dir: str | None = None) -> dict[str, str]:
-    """name -> description of the datasets usable offline: each official one whose files are on this machine (data
-    folder, cache or a system folder; located, not read), and always the embedded sample."""
-    out = {}
-    for name in DATASET_NAMES:
-        if name == "embedded":
-            continue
-        try:
-            source = locate_dataset(name, data_dir=data_dir)
-        except DatasetError:  # a data folder that does not exist: none of its datasets is available
-            source = None
-        if source is not None:
-            n_train, n_test = OFFICIAL_SPLIT_SIZES[name]
-            out[name] = f"full {DATASET_TITLES[name]} ({n_train:,} train / {n_test:,} test) from {source}"
-    out["embedded"] = "embedded MNIST sample (4,000 train / 1,000 test; offline, for demos)"
-    return out
 
 
 def with_dataset(spec: SweepSpec, dataset: str, data_dir: str | None = None) -> SweepSpec:
@@ -647,7 +621,7 @@ def release_file_spec(
     The axis is T with the release's own value (a release file has one setting; the series are the
     comparison). ``epochs`` applies to gradient-trained models; closed-form ones are fitted once.
     ``display_name``: the file's name for the title (an upload is stored under its hash). ``available``: the
-    datasets this machine has (:func:`available_training_datasets`); a release of another one is refused here,
+    datasets this machine has (:func:`dpmix_core.data.choice.available_datasets`); a release of another one is refused here,
     before its runs would fail in the background. ``description``: the sweep's (default: the file and its hash;
     the page passes :func:`dpmix_core.views.release_card.release_summary`).
     """
