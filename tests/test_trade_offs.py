@@ -124,6 +124,8 @@ def test_a_preset_on_another_dataset_keeps_only_that_datasets_published_numbers(
     for spec in (full, quick):
         fashion = with_dataset(spec, "fashion-mnist")
         assert fashion.name == f"{spec.name}@fashion-mnist"
+        assert fashion.title == f"{spec.title} (on Fashion-MNIST)"  # its charts say which data
+        assert with_dataset(fashion, "fashion-mnist").title == fashion.title
         cells = {(p.series, p.value): round(p.accuracy * 100, 2) for p in fashion.published}
         assert cells == {
             ("eps = inf (no noise)", 4.0): 84.54,
@@ -134,6 +136,7 @@ def test_a_preset_on_another_dataset_keeps_only_that_datasets_published_numbers(
         assert all(p.source == "DP-CDA Table 2 (FashionMNIST)" for p in fashion.published)
         assert {p.source for p in with_dataset(spec, "cifar10").published} == {"DP-CDA Table 2 (CIFAR10)"}
         assert with_dataset(spec, "embedded").published == ()  # a sample of MNIST: not the paper's setting
+        assert with_dataset(spec, "embedded").title.endswith("(on the embedded MNIST sample)")
         assert with_dataset(spec, "mnist", data_dir="/elsewhere").published == spec.published
     assert with_dataset(get_preset("dpfmix-table1"), "fashion-mnist").published == ()  # no such row printed
 

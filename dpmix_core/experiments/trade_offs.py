@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpmix_core.data import DATASET_NAMES, DatasetError, load_dataset
+from dpmix_core.data import DATASET_NAMES, DATASET_TITLES, DatasetError, load_dataset
 from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset, published_on
 from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
@@ -100,7 +100,9 @@ def with_dataset(spec: SweepSpec, dataset: str, data_dir: str | None = None) -> 
     if dataset == "embedded":  # 4,000 records: keep l and T meaningful, never above what exists
         base = replace(base, train_limit=None, test_limit=None)
     name = spec.name if spec.name.endswith(f"@{dataset}") else f"{spec.name}@{dataset}"
-    return replace(spec, name=name, base=base, published=published_on(spec, dataset))
+    where = f" (on {DATASET_TITLES.get(dataset, 'the embedded MNIST sample')})"  # a chart's title says the data
+    title = spec.title if not spec.title or spec.title.endswith(where) else spec.title + where
+    return replace(spec, name=name, title=title, base=base, published=published_on(spec, dataset))
 
 
 def estimate_minutes(spec: SweepSpec, max_parallel: int | None = None) -> float:
