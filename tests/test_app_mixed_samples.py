@@ -273,3 +273,19 @@ def test_data_picker_offers_every_official_dataset_on_disk(tmp_path, monkeypatch
     assert not at.exception and not at.error
     assert any("600 training records of shape 32×32×3" in c.value for c in at.caption)
     assert len(eps_table(at)) == 3
+
+
+def test_a_broken_dataset_on_disk_gets_one_line_not_a_traceback(tmp_path, monkeypatch, fresh_dataset_list):
+    from dpmix_core.data.formats import IDX_FILES
+
+    (tmp_path / "fashion-mnist").mkdir()
+    for name in IDX_FILES:  # located (the files exist) but not readable
+        (tmp_path / "fashion-mnist" / name).write_bytes(b"not gzip")
+    monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("DPMIX_CACHE_DIR", str(tmp_path / "cache"))
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert not at.exception and not at.error  # starts on the sample
+    at.selectbox(key="mix_dataset").set_value("fashion-mnist").run()
+    assert not at.exception
+    assert len(at.error) == 1 and "fashion-mnist" in at.error[0].value.lower()
+    assert not at.dataframe  # nothing computed from other data
