@@ -240,10 +240,13 @@ def test_dpmix_on_clipped_records_on_the_page(at):
 
 @pytest.fixture
 def fresh_dataset_list():
-    """The pages cache the list of datasets on disk for a minute: start and leave with an empty cache."""
+    """The pages cache the list of datasets on disk for a minute and the loaded datasets by name: start and leave
+    with empty caches (another test's files under the same name must not be served)."""
     st.cache_data.clear()
+    st.cache_resource.clear()
     yield
     st.cache_data.clear()
+    st.cache_resource.clear()
 
 
 def test_data_picker_offers_every_official_dataset_on_disk(tmp_path, monkeypatch, fresh_dataset_list):
