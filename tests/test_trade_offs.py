@@ -141,6 +141,36 @@ def test_a_preset_on_another_dataset_keeps_only_that_datasets_published_numbers(
     assert with_dataset(get_preset("dpfmix-table1"), "fashion-mnist").published == ()  # no such row printed
 
 
+def test_a_preset_on_another_dataset_z_scores_with_that_datasets_public_constants():
+    """DP-CDA's preset bakes in MNIST's documented mean/std; on Fashion-MNIST they must become its own
+    (0.2860/0.3530 of 255), in every run and the run keys, while constants a user stated stay as stated."""
+    from dataclasses import replace
+
+    from dpmix_core.data import public_zscore_constants
+    from dpmix_core.experiments.config import run_key
+    from dpmix_core.experiments.presets import get_preset
+    from dpmix_core.experiments.spec import load_spec
+    from dpmix_core.experiments.trade_offs import with_dataset
+
+    spec = get_preset("dpcda-table2")
+    assert spec.base.synthesis.zscore_constants == public_zscore_constants("mnist")
+    fashion = with_dataset(spec, "fashion-mnist")
+    assert [round(v / 255, 4) for v in fashion.base.synthesis.zscore_constants] == [0.2860, 0.3530]
+    assert {cfg.synthesis.zscore_constants for cfg in fashion.runs()} == {public_zscore_constants("fashion-mnist")}
+    assert not {run_key(c) for c in fashion.runs()} & {run_key(c) for c in spec.runs()}  # a new release: new keys
+    assert with_dataset(fashion, "mnist").base == spec.base  # and back
+    cifar = with_dataset(fashion, "cifar10")
+    assert cifar.base.synthesis.zscore_constants == public_zscore_constants("cifar10")
+    # a spec file written with MNIST's constants spelled out (docs/specs/*.json) moves the same way
+    assert with_dataset(load_spec(spec.to_dict()), "fashion-mnist").base == fashion.base
+    stated = replace(
+        spec, base=replace(spec.base, synthesis=replace(spec.base.synthesis, zscore_constants=(40.0, 80.0)))
+    )
+    assert with_dataset(stated, "fashion-mnist").base.synthesis.zscore_constants == (40.0, 80.0)
+    unit = get_preset("thesis-4.2-l")  # [0,1] features: no constants to move
+    assert with_dataset(unit, "fashion-mnist").base.synthesis.zscore_constants is None
+
+
 def test_training_data_lists_every_official_dataset_on_disk(tmp_path, monkeypatch):
     import gzip
     import struct

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from dpmix_core.data import DATASET_NAMES
+from dpmix_core.data import DATASET_NAMES, public_zscore_constants
 from dpmix_core.synthesis.pipeline import MECHANISMS, SynthesisConfig, resolve_preprocessing
 from dpmix_core.training.names import (
     BATCHNORM_MODELS,
@@ -43,6 +43,7 @@ from dpmix_core.training.names import (
 
 __all__ = [
     "check_sha256",
+    "on_dataset",
     "RunConfig",
     "run_key",
     "NON_IDENTITY_FIELDS",
@@ -581,6 +582,24 @@ class RunConfig:
 
     def replace(self, **changes) -> RunConfig:
         return replace(self, **changes)
+
+
+def on_dataset(config: RunConfig, dataset: str, data_dir: str | None = None) -> RunConfig:
+    """The same run on another dataset, with the public z-score constants of the data it now reads.
+
+    A config built for one dataset carries that dataset's documented constants (resolved in
+    ``__post_init__``); moved as it is, Fashion-MNIST would be z-scored with MNIST's mean and std. Constants
+    that were the old dataset's documented ones are re-resolved for the new dataset; constants the user
+    stated (any other pair) are kept.
+    """
+    syn = config.synthesis
+    if isinstance(syn, SynthesisConfig) and syn.zscore_constants is not None:
+        documented = public_zscore_constants(config.dataset)
+        if documented is not None and all(
+            math.isclose(a, b, rel_tol=1e-12) for a, b in zip(syn.zscore_constants, documented, strict=True)
+        ):
+            syn = replace(syn, zscore_constants=None)  # __post_init__ resolves the new dataset's
+    return replace(config, dataset=dataset, data_dir=data_dir, synthesis=syn)
 
 
 def _normalised_synthesis(syn: SynthesisConfig) -> SynthesisConfig:

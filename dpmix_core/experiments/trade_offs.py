@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpmix_core.data import DATASET_NAMES, DATASET_TITLES, DatasetError, load_dataset
-from dpmix_core.experiments.config import RunConfig, run_key
+from dpmix_core.experiments.config import RunConfig, on_dataset, run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset, published_on
 from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
 from dpmix_core.experiments.results import aggregate, all_collapsed
@@ -96,7 +96,7 @@ def with_dataset(spec: SweepSpec, dataset: str, data_dir: str | None = None) -> 
     """The same sweep on another dataset (the name records it, so results never mix)."""
     if spec.base.dataset == dataset and spec.base.data_dir == data_dir:
         return spec
-    base = replace(spec.base, dataset=dataset, data_dir=data_dir)
+    base = on_dataset(spec.base, dataset, data_dir)  # public z-score constants follow the data
     if dataset == "embedded":  # 4,000 records: keep l and T meaningful, never above what exists
         base = replace(base, train_limit=None, test_limit=None)
     name = spec.name if spec.name.endswith(f"@{dataset}") else f"{spec.name}@{dataset}"
