@@ -149,10 +149,11 @@ def test_a_preset_on_another_dataset_z_scores_with_that_datasets_public_constant
     from dpmix_core.data import public_zscore_constants
     from dpmix_core.experiments.config import run_key
     from dpmix_core.experiments.presets import get_preset
-    from dpmix_core.experiments.spec import load_spec
+    from dpmix_core.experiments.spec import Series, load_spec
     from dpmix_core.experiments.trade_offs import with_dataset
 
     spec = get_preset("dpcda-table2")
+    fashion_constants = public_zscore_constants("fashion-mnist")
     assert spec.base.synthesis.zscore_constants == public_zscore_constants("mnist")
     fashion = with_dataset(spec, "fashion-mnist")
     assert [round(v / 255, 4) for v in fashion.base.synthesis.zscore_constants] == [0.2860, 0.3530]
@@ -167,6 +168,12 @@ def test_a_preset_on_another_dataset_z_scores_with_that_datasets_public_constant
         spec, base=replace(spec.base, synthesis=replace(spec.base.synthesis, zscore_constants=(40.0, 80.0)))
     )
     assert with_dataset(stated, "fashion-mnist").base.synthesis.zscore_constants == (40.0, 80.0)
+    # one spec comparing the datasets: a series that switches the data gets that data's constants too
+    both = replace(
+        spec, series=(*spec.series[:1], Series("on Fashion-MNIST", {"dataset": "fashion-mnist"})), published=()
+    )
+    by_label = {cfg.label: cfg.synthesis.zscore_constants for cfg in both.runs()}
+    assert by_label == {spec.series[0].name: public_zscore_constants("mnist"), "on Fashion-MNIST": fashion_constants}
     unit = get_preset("thesis-4.2-l")  # [0,1] features: no constants to move
     assert with_dataset(unit, "fashion-mnist").base.synthesis.zscore_constants is None
 

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dpmix_core.experiments.config import RunConfig, run_key
+from dpmix_core.experiments.config import RunConfig, on_dataset, run_key
 from dpmix_core.resources.limits import check_sweep_cost
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.training.names import METHODS
@@ -360,6 +360,9 @@ class SweepSpec:
         for s in self._series():
             try:
                 series_base = _apply(base, s.overrides)
+                if series_base.get("dataset") != base.get("dataset"):  # a series on other data: its own constants
+                    moved = RunConfig.from_dict({**series_base, "dataset": base.get("dataset")})
+                    series_base = on_dataset(moved, series_base["dataset"], series_base.get("data_dir")).to_dict()
                 series_base["label"] = s.name
                 for value in self.values:
                     with_value = apply_axis(series_base, self.axis, value)
