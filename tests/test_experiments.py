@@ -778,6 +778,12 @@ SPEC_VARIANTS = {
     "dpcda-table2-test-unclipped-lr1e-4": ("dpcda-table2", ("lr", "test_inputs")),
     "dpcda-table2-paper-release-test-unclipped": ("dpcda-table2", ("test_inputs", *_PAPER_RELEASE)),
     "dpcda-table2-paper-release-test-unclipped-lr1e-4": ("dpcda-table2", ("lr", "test_inputs", *_PAPER_RELEASE)),
+    # between the two: the paper's private z-score, but labels protected (the covered release's sigma; not covered)
+    "dpcda-table2-private-zscore-labels-protected-test-unclipped-lr1e-4": (
+        "dpcda-table2",
+        ("lr", "test_inputs", "synthesis.preprocessing", "synthesis.zscore_constants"),
+    ),
+    "dpcda-table2-gn-test-unclipped-lr1e-4": ("dpcda-table2", ("model", "lr", "test_inputs")),
     "dpfmix-table1-thesis-cnn": ("dpfmix-table1", ("model", "lr", "input_norm")),  # ran before the preset dropped rms
     "dpfmix-table1-m-bf16": ("dpfmix-table1-m", ("precision",)),  # bfloat16 training (PERFORMANCE.md)
     "dpfmix-table1-clipped-uniform-bf16": ("dpfmix-table1", ("precision",)),  # the clipped uniform row, bfloat16
