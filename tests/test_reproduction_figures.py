@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "make_reproduction_figures.py"
-
 
 @pytest.fixture(scope="module")
-def figures():
-    spec = importlib.util.spec_from_file_location("make_reproduction_figures", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def figures(bench_script):
+    return bench_script("make_reproduction_figures")
 
 
 def _agg() -> pd.DataFrame:
@@ -114,11 +106,9 @@ def test_the_combined_figure_lists_a_collapsed_point_but_does_not_plot_it(figure
     assert plotted == [[2.0, 4.0]]  # certified eps of l = 2 and l = 4; the collapsed l = 1 is not drawn
 
 
-def test_the_gpu_sweeps_driver_reads_a_job_as_a_shell_line():
+def test_the_gpu_sweeps_driver_reads_a_job_as_a_shell_line(bench_script):
     """bench/gpu_sweeps.py: a series name with spaces stays one argument; a malformed job stops with one line."""
-    spec = importlib.util.spec_from_file_location("gpu_sweeps", SCRIPT.parent / "gpu_sweeps.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = bench_script("gpu_sweeps")
     name, args = module.parse_job("p:preset:dpfmix-table1 --series 'Poisson / gdp-clt' --values 1 --seeds 1 2")
     assert name == "p" and args == [
         "preset:dpfmix-table1",
@@ -160,18 +150,10 @@ def test_the_best_m_table_chooses_on_even_rows_and_names_the_chosen_release_cert
     assert [row.split(" | ")[0] for row in both] == ["| Poisson, eps = 1", "| uniform"]
 
 
-def test_the_trajectory_script_finds_runs_that_release_no_mixture():
+def test_the_trajectory_script_finds_runs_that_release_no_mixture(bench_script):
     """bench/epoch_trajectory.py picks a run by its target epsilon as the sweep axis reads it: DP-SGD's too (it
     looked only at a release's synthesis.target_epsilon and said "no run" for DP-SGD)."""
-    import sys
-
-    sys.path.insert(0, str(SCRIPT.parent))  # the script imports its neighbour set_fields
-    try:
-        spec = importlib.util.spec_from_file_location("epoch_trajectory", SCRIPT.parent / "epoch_trajectory.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
+    module = bench_script("epoch_trajectory")
     run = module.pick_run("all-methods-quick", 1.0, "DP-SGD")
     assert run.method == "dp-sgd" and run.dpsgd_epsilon == 1.0
     assert module.pick_run("dpfmix-table1", 2.0, "Poisson").synthesis.target_epsilon == 2.0
