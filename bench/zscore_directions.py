@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from dpmix_core.data import load_dataset, public_zscore_constants  # noqa: E402
+from dpmix_core.mechanisms.mixing import column_mean, column_std  # noqa: E402
 
 CHUNK = 10_000
 
@@ -40,9 +41,9 @@ def _unit_rows(x: np.ndarray) -> np.ndarray:
 
 
 def _per_pixel(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-pixel mean and std of the rows of x; a constant pixel keeps std 1 (as the mechanism does)."""
-    mean = x.mean(axis=0)
-    std = x.std(axis=0)
+    """Per-pixel mean and std of the rows of x as the mechanism computes them; a constant pixel keeps std 1."""
+    mean = column_mean(x)
+    std = column_std(x, mean)
     return mean, np.where(std == 0, 1.0, std)
 
 
