@@ -784,6 +784,11 @@ SPEC_VARIANTS = {
         ("lr", "test_inputs", "synthesis.preprocessing", "synthesis.zscore_constants"),
     ),
     "dpcda-table2-gn-test-unclipped-lr1e-4": ("dpcda-table2", ("model", "lr", "test_inputs")),
+    # the covered per-pixel z-score: public per-pixel constants from a file (the test split's even rows)
+    "dpcda-table2-public-pixel-zscore-test-unclipped-lr1e-4": (
+        "dpcda-table2",
+        ("lr", "test_inputs", *(f"synthesis.zscore_constants{s}" for s in ("", "_file", "_sha256"))),
+    ),
     "dpfmix-table1-thesis-cnn": ("dpfmix-table1", ("model", "lr", "input_norm")),  # ran before the preset dropped rms
     "dpfmix-table1-m-bf16": ("dpfmix-table1-m", ("precision",)),  # bfloat16 training (PERFORMANCE.md)
     "dpfmix-table1-clipped-uniform-bf16": ("dpfmix-table1", ("precision",)),  # the clipped uniform row, bfloat16

@@ -450,6 +450,12 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
         "feature (default: the built-in dataset's documented constants; uploads must state them)",
     )
     p.add_argument(
+        "--zscore-constants-file",
+        metavar="FILE.npz",
+        help="class-centric zscore: per-feature PUBLIC mean and std from a file (make one from a public split "
+        "with the zscore-constants command); the numbers' sha256 goes into the run's identity and the card",
+    )
+    p.add_argument(
         "--features-only",
         action="store_true",
         help="class-centric: account for DP-CDA's same-class swap; labels NOT protected "
@@ -523,6 +529,7 @@ def _synthesis_config(args: argparse.Namespace, clamp_by_default: bool = False):
         preprocessing=args.preprocessing,
         clip=args.clip,
         zscore_constants=args.zscore_constants,
+        zscore_constants_file=args.zscore_constants_file,
         protect_labels=not args.features_only,
         public_n=args.public_n,
         clip_x=args.clip_x,
@@ -831,6 +838,16 @@ def _add_solve_epsilon(sub) -> None:
     p.set_defaults(func=cli_solve_epsilon)
 
 
+def _add_zscore_constants(sub) -> None:
+    from dpmix_core.cli.zscore_constants import add_zscore_constants_arguments, cli_zscore_constants
+
+    p = sub.add_parser(
+        "zscore-constants", help="per-feature public z-score constants from a dataset's test split (FILE.npz)"
+    )
+    add_zscore_constants_arguments(p)
+    p.set_defaults(func=cli_zscore_constants)
+
+
 def _add_verify(sub) -> None:
     from dpmix_core.cli.verify import add_verify_arguments, cli_verify
 
@@ -933,6 +950,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_best_release(sub)
     _add_solve_epsilon(sub)
     _add_verify(sub)
+    _add_zscore_constants(sub)
     return parser
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from dpmix_core.data import DATASET_NAMES, public_zscore_constants
+from dpmix_core.resources.files import check_sha256
 from dpmix_core.synthesis.pipeline import MECHANISMS, SynthesisConfig, resolve_preprocessing
 from dpmix_core.training.names import (
     BATCHNORM_MODELS,
@@ -42,7 +43,6 @@ from dpmix_core.training.names import (
 )
 
 __all__ = [
-    "check_sha256",
     "on_dataset",
     "RunConfig",
     "run_key",
@@ -109,13 +109,17 @@ def identity_synthesis(syn: dict) -> dict:
     """The synthesis part of a run's identity, spelled as v0.1 spelled it wherever the release is the same.
 
     New fields are left out while they hold the value that reproduces v0.1
-    (``public_n`` None; ``features`` "pixels"; ``protect_labels`` on mechanisms that ignore it or
+    (``public_n`` and ``zscore_constants_sha256`` None; ``features`` "pixels"; ``protect_labels`` on mechanisms that ignore it or
     False for class-centric), fields a mechanism ignores keep v0.1's default,
     and "zscore-private" is v0.1's "zscore" without constants: keys of stored
-    runs stay valid, and a release that differs gets a new key.
+    runs stay valid, and a release that differs gets a new key. A constants file's path is never identity
+    (the same numbers elsewhere are the same run); its sha256 is.
     """
     out = dict(syn)
     mechanism = out.get("mechanism")
+    out.pop("zscore_constants_file", None)  # where the constants lie; their sha256 is what they are
+    if out.get("zscore_constants_sha256") is None:
+        out.pop("zscore_constants_sha256", None)
     if out.get("public_n") is None:
         out.pop("public_n", None)
     if out.get("features") == "pixels":
@@ -127,13 +131,6 @@ def identity_synthesis(syn: dict) -> dict:
     elif out.get("preprocessing") == "zscore-private":
         out["preprocessing"] = "zscore"
     return out
-
-
-def check_sha256(name: str, value: object) -> str:
-    """``value`` if it is a SHA-256 hex digest (64 lower-case hex digits), else ValueError naming ``name``."""
-    if not (isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)):
-        raise ValueError(f"{name} must be 64 lower-case hex digits. Found {value!r}.")
-    return value
 
 
 def _is_int(value: object) -> bool:
@@ -393,10 +390,16 @@ class RunConfig:
                 raise ValueError(
                     f"method 'label-laplace' needs synthesis.mechanism 'label-laplace'. Found {syn.mechanism!r}."
                 )
-            if syn.mechanism == "class-centric" and syn.preprocessing == "zscore" and syn.zscore_constants is None:
+            if (
+                syn.mechanism == "class-centric"
+                and syn.preprocessing == "zscore"
+                and syn.zscore_constants is None
+                and syn.zscore_constants_file is None
+            ):
                 if self.features != "pixels":
                     raise ValueError(
-                        "z-scoring scattering features needs public constants (zscore_constants); the datasets' "
+                        "z-scoring scattering features needs public constants (zscore_constants, or a "
+                        "zscore_constants_file of per-feature ones); the datasets' "
                         "documented constants are for pixels. Use preprocessing 'unit' with feature_range, or 'poisson'."
                     )
                 syn = resolve_preprocessing(syn, self.dataset)

@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 
 from dpmix_core.data import DATASET_NAMES
-from dpmix_core.experiments.config import check_sha256, synthesis_from_dict
+from dpmix_core.experiments.config import synthesis_from_dict
 from dpmix_core.privacy.checks import check_positive_int, check_sigma
-from dpmix_core.resources.files import write_files_atomically
+from dpmix_core.resources.files import check_sha256, write_files_atomically
 from dpmix_core.resources.limits import LimitExceeded, Limits, limits_from_env
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 

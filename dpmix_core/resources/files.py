@@ -24,6 +24,7 @@ from typing import IO
 
 __all__ = [
     "check_new_file",
+    "check_sha256",
     "file_mode",
     "make_temp_dir",
     "remove_own_temp",
@@ -47,6 +48,13 @@ def _umask() -> int:
 def file_mode(*, directory: bool = False) -> int:
     """The mode a new file (0666) or folder (0777) gets under the current umask."""
     return (0o777 if directory else 0o666) & ~_umask()
+
+
+def check_sha256(name: str, value: object) -> str:
+    """``value`` if it is a SHA-256 hex digest (64 lower-case hex digits), else ValueError naming ``name``."""
+    if not (isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)):
+        raise ValueError(f"{name} must be 64 lower-case hex digits. Found {value!r}.")
+    return value
 
 
 def check_new_file(path: str | os.PathLike, *, what: str = "output") -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -20,7 +21,9 @@ from dpmix_core.mechanisms import (
 from dpmix_core.mechanisms.mixing import PREPROCESSING
 from dpmix_core.privacy.accountant_names import ACCOUNTANT_SAMPLING
 from dpmix_core.privacy.release import CLAMP_NEEDS_UNIT_BOX, PRIVATE_NORMALISATION, MixingRelease, Protects
+from dpmix_core.resources.files import check_sha256
 from dpmix_core.resources.limits import Cost, LimitExceeded, Limits, check_cost, limits_from_env, mixing_cost
+from dpmix_core.synthesis.public_constants import ZScoreConstants, read_zscore_constants
 
 __all__ = [
     "MECHANISMS",
@@ -33,6 +36,7 @@ __all__ = [
     "guarantee_label",
     "synthesize",
     "planned_release",
+    "public_zscore_arrays",
     "release_cost",
     "release_description",
     "release_refusal",
@@ -71,6 +75,10 @@ class SynthesisConfig:
     preprocessing: str = "unit"
     clip: float = 1.0  # class-centric c
     zscore_constants: tuple[float, float] | None = None  # public (mean, std) for every feature ("zscore")
+    # "zscore" with per-feature public constants from a file (synthesis.public_constants); the path is where they
+    # lie, the sha256 of the numbers is what they are (filled in from the file when not given)
+    zscore_constants_file: str | None = None
+    zscore_constants_sha256: str | None = None
     protect_labels: bool = True  # class-centric: replace-one incl. labels; False: same-class swap (features only)
     public_n: int | None = None  # Poisson: the stated n that sets the rate m/n; None: the dataset's size
     clip_x: float = 1.0  # Poisson (and dpmix "clip") Cx
@@ -150,6 +158,7 @@ class SynthesisConfig:
                 )
             if not self.zscore_constants[1] > 0:
                 raise ValueError(f"z-score std must be positive. Found {self.zscore_constants[1]}.")
+        self._check_constants_file()
         if not isinstance(self.protect_labels, bool):
             raise ValueError(f"protect_labels must be True or False. Found {self.protect_labels!r}.")
         if not self.protect_labels and self.mechanism != "class-centric":
@@ -164,6 +173,26 @@ class SynthesisConfig:
                 raise ValueError("a stated public n sets the Poisson rate m/n; it applies to mechanism 'poisson' only.")
         if not (math.isfinite(self.sigma_ratio) and self.sigma_ratio > 0):
             raise ValueError(f"sigma ratio lambda must be positive. Found {self.sigma_ratio}.")
+
+    def _check_constants_file(self) -> None:
+        """A constants file goes with class-centric "zscore" alone; without its sha256, the numbers are read now."""
+        if self.zscore_constants_file is None:
+            if self.zscore_constants_sha256 is not None:
+                raise ValueError("zscore_constants_sha256 names the numbers of a zscore_constants_file; give the file.")
+            return
+        if self.mechanism != "class-centric" or self.preprocessing != "zscore":
+            raise ValueError(
+                "a z-score constants file applies to class-centric preprocessing 'zscore' only "
+                f"(found {self.mechanism!r}, {self.preprocessing!r})."
+            )
+        if self.zscore_constants is not None:
+            raise ValueError("give z-score constants once: one (mean, std) pair or a per-feature file, not both.")
+        path = str(Path(self.zscore_constants_file).expanduser().resolve())
+        object.__setattr__(self, "zscore_constants_file", path)
+        if self.zscore_constants_sha256 is None:
+            object.__setattr__(self, "zscore_constants_sha256", read_zscore_constants(path).sha256)
+        else:
+            check_sha256("zscore_constants_sha256", self.zscore_constants_sha256)
 
 
 @dataclass(frozen=True)
@@ -246,7 +275,12 @@ def resolve_preprocessing(config: SynthesisConfig, dataset_name: str) -> Synthes
     Raises ValueError when the dataset has none (uploads): the user must state
     public constants, or opt in to "zscore-private" (never covered).
     """
-    if config.mechanism != "class-centric" or config.preprocessing != "zscore" or config.zscore_constants is not None:
+    if (
+        config.mechanism != "class-centric"
+        or config.preprocessing != "zscore"
+        or config.zscore_constants is not None
+        or config.zscore_constants_file is not None
+    ):
         return config
     constants = public_zscore_constants(dataset_name) if config.features == "pixels" else None  # pixel constants
     if constants is None:
@@ -256,6 +290,28 @@ def resolve_preprocessing(config: SynthesisConfig, dataset_name: str) -> Synthes
             "to 'zscore-private' (statistics of the private data; then no epsilon is covered)."
         )
     return replace(config, zscore_constants=constants)
+
+
+def public_zscore_arrays(config: SynthesisConfig, d: int) -> ZScoreConstants | None:
+    """The public per-feature (mean, std) of a resolved class-centric "zscore" config on d features; None otherwise.
+
+    One (mean, std) pair is repeated over the d features; a constants file is read and must hold the numbers
+    its sha256 names, for exactly d features. Raises ValueError with one line otherwise.
+    """
+    if config.mechanism != "class-centric" or config.preprocessing != "zscore":
+        return None
+    if config.zscore_constants_file is not None:
+        constants = read_zscore_constants(config.zscore_constants_file, sha256=config.zscore_constants_sha256)
+        if constants.dim != d:
+            raise ValueError(
+                f"the z-score constants file {config.zscore_constants_file!r} has {constants.dim} features; "
+                f"the data has {d}."
+            )
+        return constants
+    if config.zscore_constants is None:
+        raise ValueError("class-centric 'zscore' needs its public constants resolved (resolve_preprocessing).")
+    mean, std = config.zscore_constants
+    return ZScoreConstants(np.full(d, mean), np.full(d, std), "one public (mean, std) for every feature")
 
 
 def planned_release(config: SynthesisConfig, dataset: Dataset) -> MixingRelease:
@@ -417,10 +473,13 @@ def synthesize(
         num_classes=k, release=release, seed=config.seed, device=config.device, feature_range=config.feature_range
     )
     if config.mechanism == "class-centric":
-        if config.zscore_constants is not None:
-            mean, std = config.zscore_constants
-            common.update(mean=np.full(X.shape[1], mean), std=np.full(X.shape[1], std))
+        constants = public_zscore_arrays(config, X.shape[1])
+        if constants is not None:
+            common.update(mean=constants.mean, std=constants.std)
         data = class_centric_mix(X, y, **common)
+        if config.zscore_constants_file is not None and constants is not None:
+            note = f"per-feature public z-score constants: {constants.source} (sha256 {constants.sha256[:12]}...)"
+            data = replace(data, notes=tuple(data.notes) + (note,))
     elif config.mechanism == "poisson":
         data = poisson_mix(X, y, **common)
     else:

@@ -18,7 +18,7 @@ import numpy as np
 
 from dpmix_core.data import Dataset
 from dpmix_core.mechanisms.mixing import clip_rows, column_mean, column_std, unit_features
-from dpmix_core.synthesis.pipeline import SynthesisConfig
+from dpmix_core.synthesis.pipeline import SynthesisConfig, public_zscore_arrays
 
 __all__ = [
     "SUBSET_SEED",
@@ -108,12 +108,10 @@ def release_feature_map(
     if mech == "class-centric":
         x_train = flat(x_train)
         d = x_train.shape[1]
-        if config.zscore_constants is not None:
-            mean = np.full(d, config.zscore_constants[0])
-            std = np.full(d, config.zscore_constants[1])
-        elif config.preprocessing != "zscore-private":
-            raise ValueError("class-centric 'zscore' needs its public constants resolved (synthesis.resolve_sigma).")
-        else:  # the statistics the mechanism computed from the private training set (not covered)
+        constants = public_zscore_arrays(config, d)
+        if constants is not None:
+            mean, std = constants.mean, constants.std
+        else:  # "zscore-private": the statistics the mechanism computed from the private training set (not covered)
             train32 = x_train.astype(np.float32)
             mean = column_mean(train32)
             std = column_std(train32, mean)
