@@ -13,7 +13,7 @@ from app_pages.shared.widgets import (
     table_download,
     thumbnail_px,
 )
-from dpmix_core.data import public_zscore_constants
+from dpmix_core.data import cache_dir, public_zscore_constants
 from dpmix_core.data.choice import (
     app_dataset,
     available_datasets,
@@ -30,6 +30,11 @@ from dpmix_core.synthesis.pipeline import (
     synthesize,
 )
 from dpmix_core.synthesis.previews import PREVIEW_MECHANISMS, mixing_preview
+from dpmix_core.synthesis.public_constants import (
+    stored_zscore_constants,
+    zscore_constants_from_bytes,
+    zscore_constants_from_test_split,
+)
 from dpmix_core.views.exports import preview_png
 from dpmix_core.views.privacy_scale import format_epsilon
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
@@ -54,6 +59,7 @@ DEFAULTS = {
     "clip": 1.0,
     "features": "pixels",
     "dpmix_prep": "unit",
+    "z_source": "one",
 }
 FEATURE_LABELS = {
     "pixels": "pixels (‖x‖ clipped to Cx = 1)",
@@ -82,6 +88,19 @@ def cached_preview(_dataset, dataset_key: str, config: SynthesisConfig):
 def cached_export(_dataset, dataset_key: str, config: SynthesisConfig) -> bytes:
     synthesis = synthesize(config, _dataset)
     return npz_bytes(synthesis, privacy_card(synthesis))
+
+
+@st.cache_data(show_spinner="Computing the public per-feature constants…", max_entries=8)
+def cached_constants_file(_dataset, dataset_key: str, upload: bytes | None, filename: str | None) -> tuple[str, str]:
+    """(path, what they are) of the per-feature constants (an upload, else the test split's even rows), kept by
+    their sha256."""
+    constants = (
+        zscore_constants_from_bytes(upload, filename or "upload").fitting(_dataset.feature_dim, repr(filename))
+        if upload is not None
+        else zscore_constants_from_test_split(_dataset, "even")
+    )
+    path = stored_zscore_constants(constants, cache_dir() / "zscore-constants")
+    return str(path), f"{constants.dim} per-feature means and stds: {constants.source}; sha256 {constants.sha256[:12]}…"
 
 
 def _new_draw() -> None:
@@ -191,7 +210,42 @@ prep = {"class-centric": st.session_state[K + "prep"], "dpmix": st.session_state
 )
 if prep in ("zscore", "zscore-private"):
     c3.number_input("c — L2 clip after z-scoring", min_value=1e-6, step=0.1, key=K + "clip")
+Z_SOURCES = {
+    "one": "one mean and std for every feature",
+    "test": "per feature: the test split's even rows",
+    "file": "per feature: from a file (.npz)",
+}
+z_sources = [s for s in Z_SOURCES if s != "test" or dataset.x_test is not None]  # uploads may lack a test split
+if st.session_state[K + "z_source"] not in z_sources:
+    st.session_state[K + "z_source"] = "one"
+constants_file = None
 if prep == "zscore":
+    c3.selectbox(
+        "Public constants",
+        z_sources,
+        key=K + "z_source",
+        format_func=Z_SOURCES.get,
+        help="DP-CDA z-scores every pixel with its own mean and std. Taken from the private training set, that "
+        "is not covered; taken from public data (the test split's even rows, or your file of per-feature mean "
+        "and std), it is, and it is the per-pixel z-score of the paper.",
+    )
+if prep == "zscore" and st.session_state[K + "z_source"] != "one":
+    z_upload = None
+    if st.session_state[K + "z_source"] == "file":
+        z_upload = c3.file_uploader("Constants (.npz with arrays mean and std)", type=["npz"], key=K + "z_file")
+    if z_upload is not None or st.session_state[K + "z_source"] == "test":
+        try:
+            constants_file, constants_text = cached_constants_file(
+                dataset, dataset_key, z_upload.getvalue() if z_upload else None, z_upload.name if z_upload else None
+            )
+        except ValueError as exc:
+            c3.error(str(exc))
+            st.stop()
+        c3.caption(constants_text)
+    else:
+        c3.info("Upload a file of per-feature public constants, or choose another source.")
+        st.stop()
+elif prep == "zscore":
     for key, constant in zip(("z_mean", "z_std"), public_z or (None, None)):
         st.session_state.setdefault(K + key, constant)  # Streamlit drops a widget's state while it is hidden
     z1, z2 = c3.columns(2)
@@ -232,8 +286,12 @@ try:
         features=features,
         # empty fields: the dataset's documented constants, or the library's one-line refusal for an upload
         zscore_constants=(ss[K + "z_mean"], ss[K + "z_std"])
-        if prep == "zscore" and ss.get(K + "z_mean") is not None and ss.get(K + "z_std") is not None
+        if prep == "zscore"
+        and constants_file is None
+        and ss.get(K + "z_mean") is not None
+        and ss.get(K + "z_std") is not None
         else None,
+        zscore_constants_file=constants_file,
     )
     preview = cached_preview(dataset, dataset_key, config)
 except ValueError as exc:

@@ -292,3 +292,18 @@ def test_a_broken_dataset_on_disk_gets_one_line_not_a_traceback(tmp_path, monkey
     assert not at.exception
     assert len(at.error) == 1 and "fashion-mnist" in at.error[0].value.lower()
     assert not at.dataframe  # nothing computed from other data
+
+
+def test_per_pixel_public_constants_on_the_page(at, tmp_path, monkeypatch):
+    """The test split's even rows give per-pixel constants on the page: covered, with the same epsilons."""
+    monkeypatch.setenv("DPMIX_CACHE_DIR", str(tmp_path))
+    one = eps_table(at).set_index("accountant")["ε"]
+    at.selectbox(key="mix_z_source").set_value("test").run()
+    assert not at.exception and not at.error and not at.warning
+    assert any("784 per-feature means and stds: embedded test split, even rows" in c.value for c in at.caption)
+    assert set(eps_table(at)["guarantee"]) == {"rigorous upper bound"}
+    assert list(eps_table(at).set_index("accountant")["ε"]) == list(one)  # the accounting ignores which constants
+    assert len(list((tmp_path / "zscore-constants").glob("*.npz"))) == 1  # kept by the numbers' sha256
+    at.selectbox(key="mix_z_source").set_value("file").run()  # nothing uploaded yet: says so, computes nothing
+    assert not at.exception and any("Upload a file of per-feature public constants" in i.value for i in at.info)
+    assert not at.dataframe

@@ -302,12 +302,7 @@ def public_zscore_arrays(config: SynthesisConfig, d: int) -> ZScoreConstants | N
         return None
     if config.zscore_constants_file is not None:
         constants = read_zscore_constants(config.zscore_constants_file, sha256=config.zscore_constants_sha256)
-        if constants.dim != d:
-            raise ValueError(
-                f"the z-score constants file {config.zscore_constants_file!r} has {constants.dim} features; "
-                f"the data has {d}."
-            )
-        return constants
+        return constants.fitting(d, f"the z-score constants file {config.zscore_constants_file!r}")
     if config.zscore_constants is None:
         raise ValueError("class-centric 'zscore' needs its public constants resolved (resolve_preprocessing).")
     mean, std = config.zscore_constants

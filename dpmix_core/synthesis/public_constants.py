@@ -22,6 +22,7 @@ a file is never half-written.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import zipfile
 from dataclasses import dataclass
@@ -37,7 +38,9 @@ __all__ = [
     "ROWS",
     "ZScoreConstants",
     "read_zscore_constants",
+    "stored_zscore_constants",
     "write_zscore_constants",
+    "zscore_constants_from_bytes",
     "zscore_constants_from_test_split",
 ]
 
@@ -75,6 +78,12 @@ class ZScoreConstants:
     def dim(self) -> int:
         return int(self.mean.size)
 
+    def fitting(self, d: int, where: str) -> ZScoreConstants:
+        """These constants if they have d features, else ValueError: "``where`` has D features; the data has d"."""
+        if self.dim != d:
+            raise ValueError(f"{where} has {self.dim} features; the data has {d}.")
+        return self
+
     @property
     def sha256(self) -> str:
         """SHA-256 of the numbers (their shape, then float64 little-endian mean and std): the constants' identity."""
@@ -93,26 +102,48 @@ def read_zscore_constants(path: str | os.PathLike, *, sha256: str | None = None)
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"z-score constants file {str(path)!r} not found.")
-    if not zipfile.is_zipfile(path):
-        raise ValueError(f"z-score constants file {str(path)!r} is not a readable .npz (arrays mean and std).")
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {key: npz[key] for key in ("mean", "std", "source") if key in npz.files}
-    except (OSError, zipfile.BadZipFile, EOFError, ValueError) as exc:  # ValueError: an object (pickled) array
-        raise ValueError(f"z-score constants file {str(path)!r} is not a readable .npz ({exc}).") from exc
-    missing = [key for key in ("mean", "std") if key not in arrays]
-    if missing:
-        raise ValueError(
-            f"z-score constants file {str(path)!r} lacks {', '.join(missing)} (it needs arrays mean and std)."
-        )
-    source = str(arrays["source"]) if "source" in arrays else f"file {path.name}"
-    constants = ZScoreConstants(arrays["mean"], arrays["std"], source)
+    constants = _parse(path, f"z-score constants file {str(path)!r}", f"file {path.name}")
     if sha256 is not None and constants.sha256 != sha256:
         raise ValueError(
             f"z-score constants file {str(path)!r} holds other numbers than the run or release names "
             f"(sha256 {constants.sha256[:12]}..., expected {sha256[:12]}...): the file changed."
         )
     return constants
+
+
+def zscore_constants_from_bytes(data: bytes, name: str) -> ZScoreConstants:
+    """The constants in an uploaded .npz (``name``: the file's name, for messages and a missing ``source``)."""
+    return _parse(io.BytesIO(data), f"z-score constants file {name!r}", f"file {name}")
+
+
+def _parse(source: Path | io.BytesIO, where: str, default_source: str) -> ZScoreConstants:
+    if not zipfile.is_zipfile(source):
+        raise ValueError(f"{where} is not a readable .npz (arrays mean and std).")
+    if isinstance(source, io.BytesIO):
+        source.seek(0)
+    try:
+        with np.load(source, allow_pickle=False) as npz:
+            arrays = {key: npz[key] for key in ("mean", "std", "source") if key in npz.files}
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError) as exc:  # ValueError: an object (pickled) array
+        raise ValueError(f"{where} is not a readable .npz ({exc}).") from exc
+    missing = [key for key in ("mean", "std") if key not in arrays]
+    if missing:
+        raise ValueError(f"{where} lacks {', '.join(missing)} (it needs arrays mean and std).")
+    text = str(arrays["source"]) if "source" in arrays else default_source
+    return ZScoreConstants(arrays["mean"], arrays["std"], text)
+
+
+def stored_zscore_constants(constants: ZScoreConstants, folder: str | os.PathLike) -> Path:
+    """``folder``/<sha256>.npz holding ``constants``, written once (content-addressed: never another file's path)."""
+    path = Path(folder) / f"{constants.sha256}.npz"
+    if path.is_file():
+        try:
+            if read_zscore_constants(path).sha256 == constants.sha256:
+                return path
+        except ValueError:
+            pass  # a damaged copy: replaced atomically below
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_zscore_constants(path, constants)
 
 
 def write_zscore_constants(path: str | os.PathLike, constants: ZScoreConstants) -> Path:
