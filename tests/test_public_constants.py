@@ -30,7 +30,9 @@ from dpmix_core.synthesis.pipeline import (
 from dpmix_core.synthesis.public_constants import (
     ZScoreConstants,
     read_zscore_constants,
+    stored_zscore_constants,
     write_zscore_constants,
+    zscore_constants_from_bytes,
     zscore_constants_from_test_split,
 )
 from dpmix_core.training.data import release_feature_map
@@ -214,3 +216,21 @@ def test_cli_writes_the_constants_and_releases_with_them(tmp_path, capsys, even)
     assert err.startswith("error: z-score constants file") and "not found" in err and "\n" not in err
     assert main(["zscore-constants", "--dataset", "embedded", "--out", str(tmp_path / "c.json")]) == 2
     assert "--out must end in .npz" in capsys.readouterr().err
+
+
+def test_uploaded_bytes_and_the_content_addressed_copy(tmp_path, even):
+    """An upload is read like a file; the page keeps it as <sha256>.npz, written once, a damaged copy replaced."""
+    path = write_zscore_constants(tmp_path / "up.npz", even)
+    up = zscore_constants_from_bytes(path.read_bytes(), "up.npz")
+    assert up.sha256 == even.sha256 and up.source == even.source
+    with pytest.raises(ValueError, match="'junk.npz' is not a readable .npz"):
+        zscore_constants_from_bytes(b"junk", "junk.npz")
+    with pytest.raises(ValueError, match="'up.npz' has 784 features; the data has 3072"):
+        up.fitting(3072, "'up.npz'")
+    folder = tmp_path / "store"
+    kept = stored_zscore_constants(up, folder)
+    assert kept == folder / f"{even.sha256}.npz" and read_zscore_constants(kept, sha256=even.sha256)
+    before = kept.stat().st_mtime_ns
+    assert stored_zscore_constants(up, folder) == kept and kept.stat().st_mtime_ns == before  # not rewritten
+    kept.write_bytes(b"damaged")
+    assert read_zscore_constants(stored_zscore_constants(up, folder)).sha256 == even.sha256
