@@ -109,11 +109,12 @@ def identity_synthesis(syn: dict) -> dict:
     """The synthesis part of a run's identity, spelled as v0.1 spelled it wherever the release is the same.
 
     New fields are left out while they hold the value that reproduces v0.1
-    (``public_n`` and ``zscore_constants_sha256`` None; ``features`` "pixels"; ``protect_labels`` on mechanisms that ignore it or
-    False for class-centric), fields a mechanism ignores keep v0.1's default,
-    and "zscore-private" is v0.1's "zscore" without constants: keys of stored
-    runs stay valid, and a release that differs gets a new key. A constants file's path is never identity
-    (the same numbers elsewhere are the same run); its sha256 is.
+    (``public_n`` and ``zscore_constants_sha256`` None; ``features`` "pixels";
+    ``protect_labels`` on mechanisms that ignore it or False for class-centric),
+    fields a mechanism ignores keep v0.1's default, and "zscore-private" is
+    v0.1's "zscore" without constants: keys of stored runs stay valid, and a
+    release that differs gets a new key. A constants file's path is never
+    identity (the same numbers elsewhere are the same run); its sha256 is.
     """
     out = dict(syn)
     mechanism = out.get("mechanism")
