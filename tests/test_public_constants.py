@@ -86,8 +86,9 @@ def test_the_identity_is_the_numbers_not_the_file(tmp_path, even):
 @pytest.mark.parametrize(
     ("mean", "std", "source", "match"),
     [
-        (np.zeros(3), np.ones(4), "x", "one shape"),
-        (np.zeros((2, 2)), np.ones((2, 2)), "x", "one shape"),
+        (np.zeros(3), np.ones(4), "x", r"std must have shape \(3,\)"),
+        (np.zeros((2, 2)), np.ones((2, 2)), "x", r"mean must have shape \(4,\)"),
+        (np.zeros(0), np.ones(0), "x", "at least one feature"),
         (np.array([0.0, np.nan]), np.ones(2), "x", "mean must be finite"),
         (np.zeros(2), np.array([1.0, -1.0]), "x", "std must be >= 0"),
         (np.zeros(2), np.ones(2), "two\nlines", "one line"),
@@ -234,3 +235,15 @@ def test_uploaded_bytes_and_the_content_addressed_copy(tmp_path, even):
     assert stored_zscore_constants(up, folder) == kept and kept.stat().st_mtime_ns == before  # not rewritten
     kept.write_bytes(b"damaged")
     assert read_zscore_constants(stored_zscore_constants(up, folder)).sha256 == even.sha256
+
+
+def test_the_mechanism_checks_its_vectors_with_the_same_rule(ds, even):
+    """class_centric_mix and ZScoreConstants share one check: shape (d,), finite, std >= 0."""
+    cfg = SynthesisConfig("class-centric", l=4, T=200, sigma_x=0.3, preprocessing="zscore")
+    release = planned_release(cfg, ds)
+    X = ds.x_train.reshape(ds.n_train, -1)
+    bad_std = even.std.copy()
+    bad_std[3] = -1.0
+    for mean, std, match in [(even.mean, bad_std, "std must be >= 0"), (even.mean[:10], even.std, r"shape \(784,\)")]:
+        with pytest.raises(ValueError, match=match):
+            class_centric_mix(X, ds.y_train, num_classes=10, release=release, seed=0, mean=mean, std=std)

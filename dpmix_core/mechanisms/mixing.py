@@ -41,6 +41,7 @@ __all__ = [
     "local_perturbation",
     "class_centric_mix",
     "poisson_mix",
+    "check_zscore_vectors",
     "clip_rows",
     "column_mean",
     "column_std",
@@ -529,16 +530,10 @@ def _zscore_clip(
     if mean is None:
         mean = column_mean(feats)
         private.append("mean")
-    else:
-        mean = _check_vector("mean", mean, d)
     if std is None:
         std = column_std(feats, mean)
         private.append("std")
-    else:
-        std = _check_vector("std", std, d)
-        if (std < 0).any():
-            j = int(np.argmax(std < 0))
-            raise ValueError(f"std must be >= 0. Found {std[j]} at feature {j}.")
+    mean, std = check_zscore_vectors(mean, std, d)
     zero = std == 0
     std = np.where(zero, 1.0, std)
     feats -= mean.astype(np.float32)
@@ -574,14 +569,21 @@ def column_std(feats: np.ndarray, mean: np.ndarray, rows: int = 8192) -> np.ndar
     return np.sqrt(total / len(feats))
 
 
-def _check_vector(name: str, v: object, d: int) -> np.ndarray:
-    a = np.asarray(v, dtype=np.float64)
-    if a.shape != (d,):
-        raise ValueError(f"{name} must have shape ({d},) to match X. Found shape {a.shape}.")
-    if not np.isfinite(a).all():
-        j = int(np.argmax(~np.isfinite(a)))
-        raise ValueError(f"{name} must be finite. Found {a[j]} at feature {j}.")
-    return a
+def check_zscore_vectors(mean: object, std: object, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, std) as float64 vectors of shape (d,), finite, std >= 0 (0 only centres); else one-line ValueError."""
+    out = []
+    for name, v in (("mean", mean), ("std", std)):
+        a = np.asarray(v, dtype=np.float64)
+        if a.shape != (d,):
+            raise ValueError(f"{name} must have shape ({d},) to match the features. Found shape {a.shape}.")
+        if not np.isfinite(a).all():
+            j = int(np.argmax(~np.isfinite(a)))
+            raise ValueError(f"{name} must be finite. Found {a[j]} at feature {j}.")
+        out.append(a)
+    if (out[1] < 0).any():
+        j = int(np.argmax(out[1] < 0))
+        raise ValueError(f"std must be >= 0. Found {out[1][j]} at feature {j}.")
+    return out[0], out[1]
 
 
 def clip_rows(feats: np.ndarray, radius: float) -> np.ndarray:

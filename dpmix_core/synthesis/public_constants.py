@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from dpmix_core.data import Dataset
-from dpmix_core.mechanisms.mixing import column_mean, column_std
+from dpmix_core.mechanisms.mixing import check_zscore_vectors, column_mean, column_std
 from dpmix_core.resources.files import write_files_atomically
 
 __all__ = [
@@ -56,19 +56,12 @@ class ZScoreConstants:
     source: str
 
     def __post_init__(self) -> None:
-        mean = np.asarray(self.mean, dtype=np.float64)
-        std = np.asarray(self.std, dtype=np.float64)
-        if mean.ndim != 1 or mean.size == 0 or std.shape != mean.shape:
-            raise ValueError(
-                f"z-score constants need mean and std of one shape (d,). Found {mean.shape} and {std.shape}."
-            )
-        for name, a in (("mean", mean), ("std", std)):
-            if not np.isfinite(a).all():
-                j = int(np.argmax(~np.isfinite(a)))
-                raise ValueError(f"z-score constants: {name} must be finite. Found {a[j]} at feature {j}.")
-        if (std < 0).any():
-            j = int(np.argmax(std < 0))
-            raise ValueError(f"z-score constants: std must be >= 0. Found {std[j]} at feature {j}.")
+        try:
+            mean, std = check_zscore_vectors(self.mean, self.std, np.size(self.mean))
+        except ValueError as exc:
+            raise ValueError(f"z-score constants: {exc}") from None
+        if mean.size == 0:
+            raise ValueError("z-score constants: mean and std need at least one feature.")
         if not isinstance(self.source, str) or "\n" in self.source:
             raise ValueError(f"z-score constants: source must be one line of text. Found {self.source!r}.")
         object.__setattr__(self, "mean", mean)
