@@ -789,6 +789,10 @@ SPEC_VARIANTS = {
         "dpcda-table2",
         ("lr", "test_inputs", *(f"synthesis.zscore_constants{s}" for s in ("", "_file", "_sha256"))),
     ),
+    "dpcda-table2-public-pixel-zscore-l-test-unclipped-lr1e-4": (  # the same along the whole l axis
+        "dpcda-table2",
+        ("lr", "test_inputs", *(f"synthesis.zscore_constants{s}" for s in ("", "_file", "_sha256"))),
+    ),
     "dpcda-table2-quick-public-pixel-zscore": (
         "dpcda-table2-quick",
         tuple(f"synthesis.zscore_constants{s}" for s in ("", "_file", "_sha256")),
