@@ -30,13 +30,14 @@ from dpmix_core.experiments.trade_offs import (
     sweep_published,
     sweep_results,
     sweep_run_ids,
+    sweep_test_rows,
     unreadable_runs,
     with_dataset,
 )
 from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.runtime.jobs import default_max_parallel
 from dpmix_core.runtime.store import ResultStore, StoreError
-from dpmix_core.training.names import CLOSED_FORM_MODELS, LOSSES, MODELS
+from dpmix_core.training.names import CLOSED_FORM_MODELS, LOSSES, MODELS, TEST_ROWS
 from dpmix_core.training.protocols import PROTOCOLS
 from dpmix_core.views.accuracy_figure import FULL_PROTOCOL_CAPTION, MARKERS_CAPTION, epsilon_columns, trade_off_figure
 from dpmix_core.views.inputs import parse_count, parse_real
@@ -337,7 +338,19 @@ def _results_panel(query_sweep: int | None) -> None:
         format_func=names.get,
         key=K + "show",
     )
-    agg, axis, title = sweep_results(store(), chosen)
+    declared = sweep_test_rows(store(), chosen)  # the sweep's own reading, until the user picks another
+    test_rows = st.radio(
+        "Accuracy on the test split's",
+        TEST_ROWS,
+        index=TEST_ROWS.index(declared),
+        format_func=lambda rows: f"{rows} rows" + (" (the sweep's)" if rows == declared else ""),
+        horizontal=True,
+        key=K + f"rows_{chosen}",
+        help="A release whose public constants came from one half of the test split (e.g. the even rows) is read "
+        "on the other half, which never touched them. Runs stored without per-half accuracy are left out of a "
+        "half.",
+    )
+    agg, axis, title = sweep_results(store(), chosen, test_rows=test_rows)
     if unreadable := unreadable_runs(store(), chosen):
         st.warning(
             f"{len(unreadable)} run(s) of this sweep could not be read and are left out: "
@@ -345,7 +358,11 @@ def _results_panel(query_sweep: int | None) -> None:
         )
     _watch_panel(chosen)
     if agg.empty:
-        st.info("No finished runs in this sweep yet.")
+        st.info(
+            "No finished runs in this sweep yet."
+            if test_rows == "all"
+            else f"No finished run of this sweep has an accuracy on the {test_rows} test rows (yet)."
+        )
         return
     eps_cols = epsilon_columns(agg)
     c1, c2 = st.columns(2)
@@ -397,7 +414,7 @@ def _results_panel(query_sweep: int | None) -> None:
         key=K + "csv",
     )
     _solve_epsilon_panel(agg, axis)
-    _report_panel(chosen, metric, None if second == "(none)" else second)
+    _report_panel(chosen, metric, None if second == "(none)" else second, test_rows)
 
 
 def _quick_vs_full_panel(sweep: int, check: QuickVsFull) -> None:
@@ -411,12 +428,12 @@ def _quick_vs_full_panel(sweep: int, check: QuickVsFull) -> None:
         table_download(check.table, K + "quick_vs_full", f"sweep_{sweep}_quick_vs_full")
 
 
-def _report_panel(sweep: int, metric: str, epsilon_column: str | None) -> None:
+def _report_panel(sweep: int, metric: str, epsilon_column: str | None, test_rows: str) -> None:
     """A one-file HTML report of the sweep shown (figure, reading, tables), for a deck or an e-mail."""
     st.subheader("Share")
     if st.button("Prepare a one-file HTML report of this sweep (reading, figure, tables)", key=K + "report"):
         try:
-            page = sweep_report(store(), sweep, metric=metric, epsilon_column=epsilon_column)
+            page = sweep_report(store(), sweep, metric=metric, epsilon_column=epsilon_column, test_rows=test_rows)
         except ValueError as exc:
             st.error(str(exc))
             return

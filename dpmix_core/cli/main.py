@@ -897,7 +897,13 @@ def cmd_sweep_report(args: argparse.Namespace) -> int:
         raise CliError(f"--out must end in .html. Found {out.name!r}")
     check_new_file(out, what="--out")  # before any work
     sweep: int | str = int(args.sweep) if args.sweep.isdigit() else args.sweep
-    page = sweep_report(ResultStore.existing(args.store), sweep, metric=args.metric, epsilon_column=args.epsilon_axis)
+    page = sweep_report(
+        ResultStore.existing(args.store),
+        sweep,
+        metric=args.metric,
+        epsilon_column=args.epsilon_axis,
+        test_rows=args.test_rows,
+    )
     write_files_atomically({out: page.encode("utf-8")})
     print(f"wrote {out} ({len(page) / 1e6:.1f} MB, self-contained: opens offline)")
     return 0
@@ -912,6 +918,14 @@ def _add_sweep_report(sub) -> None:
     p.add_argument("--store", help="results store (default: $DPMIX_STORE or ~/.cache/dpmix/results.sqlite)")
     p.add_argument("--metric", choices=["test_accuracy", "test_mse"], default="test_accuracy")
     p.add_argument("--epsilon-axis", help="an accountant's epsilon on a second axis, e.g. pld-poisson")
+    from dpmix_core.training.names import TEST_ROWS
+
+    p.add_argument(
+        "--test-rows",
+        choices=TEST_ROWS,
+        help="accuracy on every test row or on one half (default: what the sweep's spec reports; odd when the even "
+        "rows gave the release's public constants)",
+    )
     p.set_defaults(func=cmd_sweep_report)
 
 

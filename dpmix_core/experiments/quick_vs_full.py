@@ -284,7 +284,7 @@ def quick_vs_full(store: ResultStore, sweep: int | str) -> QuickVsFull | None:
     # sigma = 0.7, which thesis-4.2-sigma leaves to thesis-4.2-l)
     full_points = sweep_points(replace(full, values=spec.values))
     rows_full = _full_rows(store, full_points, set(quick))
-    fulls = _sides(aggregate(rows_full, axis=full.axis)) if rows_full else {}
+    fulls = _sides(aggregate(rows_full, axis=full.axis, test_rows=spec.test_rows)) if rows_full else {}
     rows = []
     for point, q in quick.items():
         f = fulls.get(point)

@@ -9,6 +9,7 @@ import pandas as pd
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.spec import AXES, axis_value
 from dpmix_core.synthesis.pipeline import guarantee_label
+from dpmix_core.training.names import TEST_ROWS
 
 __all__ = [
     "aggregate",
@@ -17,6 +18,7 @@ __all__ = [
     "infer_axis",
     "partly_collapsed",
     "runs_per_point",
+    "accuracy_on_rows",
     "GROUP_COLUMNS",
     "PROJECTION_ONLY",
 ]
@@ -35,6 +37,21 @@ def _eps_number(value: object) -> float | None:
 # DP-PCA's baseline protocol privatises the projection only: the classifier is fitted non-privately on the
 # projected private records (experiments.methods.DpPca), so its model is no private release of features and labels.
 PROJECTION_ONLY = "projection only; the classifier is trained on the private records"
+
+
+def accuracy_on_rows(result: dict, test_rows: str = "all") -> float | None:
+    """A finished run's test accuracy on every row of the test split, or on its even or odd rows (the run's
+    ``test_accuracy_halves``: [even, odd]); None when the run has no such number (not finished, a regression
+    task, or a run stored before the halves were recorded)."""
+    if test_rows not in TEST_ROWS:
+        raise ValueError(f"test_rows must be one of {', '.join(TEST_ROWS)}. Found {test_rows!r}.")
+    if test_rows == "all":
+        value = result.get("test_accuracy")
+    else:
+        halves = result.get("test_accuracy_halves")
+        half = ("even", "odd").index(test_rows)
+        value = halves[half] if isinstance(halves, (list, tuple)) and len(halves) == 2 else None
+    return None if value is None else float(value)
 
 
 def _guarantee(cfg: RunConfig) -> str:
@@ -59,7 +76,7 @@ def infer_axis(configs: list[RunConfig]) -> str | None:
     return None
 
 
-def aggregate(rows: list[dict], axis: str | None = None) -> pd.DataFrame:
+def aggregate(rows: list[dict], axis: str | None = None, *, test_rows: str = "all") -> pd.DataFrame:
     """One row per (label, method, mechanism, axis value) of finished runs.
 
     ``rows``: ``{"config": RunConfig.to_dict(), "result": run_job(...) output}``
@@ -67,6 +84,8 @@ def aggregate(rows: list[dict], axis: str | None = None) -> pd.DataFrame:
     axis name; by default each row's ``"axis"`` key, else the axis along which
     the runs vary. ``label`` is the series name (RunConfig.label), so two
     series of one method (e.g. DP-CDA at eps = 20 and eps = 10) stay apart.
+    ``test_rows``: the accuracy on every test row, or on the even or odd rows
+    only (:func:`accuracy_on_rows`; runs without that number are skipped).
 
     Columns: label, method, mechanism, axis, axis_value, test_accuracy_mean /
     _std / _count, test_mse_mean / _std / _count, seconds_mean, one
@@ -83,9 +102,9 @@ def aggregate(rows: list[dict], axis: str | None = None) -> pd.DataFrame:
     finished = []
     for row in rows:
         result = row.get("result") if isinstance(row, dict) else None
-        if not isinstance(result, dict) or result.get("test_accuracy") is None:
+        if not isinstance(result, dict) or (accuracy := accuracy_on_rows(result, test_rows)) is None:
             continue
-        finished.append((RunConfig.from_dict(row["config"]), result, row.get("axis")))
+        finished.append((RunConfig.from_dict(row["config"]), {**result, "test_accuracy": accuracy}, row.get("axis")))
     columns = [
         "label",
         "method",

@@ -9,6 +9,7 @@ A spec file (TOML or JSON) looks like::
     repeats = 3                        # seeds base.seed .. base.seed + repeats - 1
     methods = ["mixing", "non-private"]  # optional: one series per method
     mechanisms = ["class-centric"]       # optional: one series per mechanism (mixing runs)
+    test_rows = "all"                  # optional: all | even | odd, the test rows its results are read on
 
     [base]                             # a RunConfig (see dpmix_core.experiments.config)
     method = "mixing"
@@ -59,7 +60,7 @@ from typing import Any
 from dpmix_core.experiments.config import RunConfig, on_dataset, run_key
 from dpmix_core.resources.limits import check_sweep_cost
 from dpmix_core.synthesis.pipeline import SynthesisConfig
-from dpmix_core.training.names import METHODS
+from dpmix_core.training.names import METHODS, TEST_ROWS
 
 __all__ = [
     "AXES",
@@ -89,6 +90,7 @@ _SPEC_KEYS = (
     "quick",
     "full_variant",
     "published",
+    "test_rows",
 )
 
 
@@ -289,6 +291,8 @@ class SweepSpec:
 
     ``quick`` marks the fast variant of a preset (``full_variant`` names the full one);
     ``published`` holds the numbers the paper printed for points of this sweep (drawn next to ours).
+    ``test_rows`` says which rows of the test split its results report (:data:`TEST_ROWS`; "odd" when the even
+    rows gave the release's public constants).
     Validated on construction: every run it expands to is a valid RunConfig.
     """
 
@@ -303,6 +307,7 @@ class SweepSpec:
     quick: bool = False
     full_variant: str | None = None
     published: tuple[Published, ...] = ()
+    test_rows: str = "all"
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -338,6 +343,8 @@ class SweepSpec:
                     f"published point for unknown series {p.series!r}; series: {', '.join(sorted(names))}."
                 )
         object.__setattr__(self, "published", published)
+        if self.test_rows not in TEST_ROWS:
+            raise ValueError(f"test_rows must be one of {', '.join(TEST_ROWS)}. Found {self.test_rows!r}.")
         check_sweep_cost(len(self._series()) * len(values) * self.repeats)  # before any list is built
         self._expand(repeats=1)  # every run must be valid (a run's seed never makes it invalid)
 
@@ -393,6 +400,8 @@ class SweepSpec:
             out["series"] = [{"name": s.name, **s.overrides} for s in self.series]
         if self.published:
             out["published"] = [p.to_dict() for p in self.published]
+        if self.test_rows != "all":  # specs that report every row keep the JSON they were stored with
+            out["test_rows"] = self.test_rows
         return out
 
     @classmethod
@@ -425,6 +434,7 @@ class SweepSpec:
             quick=bool(d.get("quick", False)),
             full_variant=d.get("full_variant"),
             published=tuple(_published_from(d.get("published", []))),
+            test_rows=d.get("test_rows", "all"),
         )
 
 

@@ -57,6 +57,7 @@ __all__ = [
     "unreadable_runs",
     "run_table",
     "sweep_results",
+    "sweep_test_rows",
     "sweep_rows",
     "sweep_run_ids",
     "sweep_published",
@@ -422,15 +423,32 @@ def sweep_rows(store: ResultStore, sweep: int | str) -> list[dict]:
     return rows
 
 
-def sweep_results(store: ResultStore, sweep: int | str) -> tuple[pd.DataFrame, str | None, str]:
-    """(aggregated results, axis, title) of a stored sweep (see :func:`sweep_rows`): loads instantly."""
+def sweep_test_rows(store: ResultStore, sweep: int | str) -> str:
+    """The test rows a stored sweep's spec reports ("all", or "even" / "odd" when the other half gave the
+    release's public constants); "all" for a sweep without a loadable spec."""
+    stored = store.get_sweep(sweep)
+    spec = None if stored is None else stored_spec(stored)
+    return "all" if spec is None else spec.test_rows
+
+
+def sweep_results(
+    store: ResultStore, sweep: int | str, *, test_rows: str | None = None
+) -> tuple[pd.DataFrame, str | None, str]:
+    """(aggregated results, axis, title) of a stored sweep (see :func:`sweep_rows`): loads instantly.
+
+    ``test_rows``: the accuracy on every test row or on one half (results.TEST_ROWS); None: the rows its spec
+    reports (:func:`sweep_test_rows`). The title names a half.
+    """
     rows = sweep_rows(store, sweep)
     stored = store.get_sweep(sweep)
     if stored is None:
         raise ValueError(f"No sweep {sweep!r} in the results store.")
     spec = stored_spec(stored)
     axis, title = (spec.axis, spec.title or spec.name) if spec is not None else (None, stored.name)
-    return aggregate(rows, axis=axis), axis, title
+    rows_read = (spec.test_rows if spec is not None else "all") if test_rows is None else test_rows
+    if rows_read != "all":
+        title = f"{title} (accuracy on the {rows_read} test rows)"
+    return aggregate(rows, axis=axis, test_rows=rows_read), axis, title
 
 
 REPRODUCED_WITHIN_PTS = 3.0  # issue 5: a miss of more than 3 points is investigated

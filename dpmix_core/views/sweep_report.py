@@ -28,6 +28,7 @@ from dpmix_core.experiments.trade_offs import (
     sweep_results,
     sweep_rows,
     sweep_run_ids,
+    sweep_test_rows,
 )
 from dpmix_core.privacy.accountants import ACCOUNTANTS, get_accountant
 from dpmix_core.runtime.store import ResultStore
@@ -178,8 +179,11 @@ def _collapsed_table(rows: list[dict], axis: str | None) -> pd.DataFrame:
     )
 
 
-def _settings(store: ResultStore, stored, agg: pd.DataFrame, axis: str | None, rows: list[dict], statuses) -> dict:
-    """The report's "Settings" table: which sweep and store, axis, series, datasets, models, epochs, run counts."""
+def _settings(
+    store: ResultStore, stored, agg: pd.DataFrame, axis: str | None, rows: list[dict], statuses, test_rows: str
+) -> dict:
+    """The report's "Settings" table: which sweep and store, axis, series, datasets, models, epochs, run counts,
+    which test rows the accuracy is measured on."""
     spec = stored_spec(stored)
     configs = [row.get("config") or {} for row in rows]
     settings = {
@@ -191,6 +195,7 @@ def _settings(store: ResultStore, stored, agg: pd.DataFrame, axis: str | None, r
         "models": ", ".join(sorted({str(c.get("model")) for c in configs})),
         "epochs": ", ".join(str(e) for e in sorted({int(c.get("epochs") or 0) for c in configs})),
         "runs": ", ".join(f"{count} {status}" for status, count in sorted(statuses.items())),
+        "test rows": "every row of the test split" if test_rows == "all" else f"the {test_rows} rows of the test split",
     }
     if spec is not None and spec.description:
         settings["what the sweep is"] = spec.description
@@ -203,15 +208,18 @@ def sweep_report(
     *,
     metric: str = "test_accuracy",
     epsilon_column: str | None = None,
+    test_rows: str | None = None,
 ) -> str:
-    """The report of one stored sweep; ``epsilon_column`` (an accountant, e.g. "pld-poisson") goes on a second axis.
+    """The report of one stored sweep; ``epsilon_column`` (an accountant, e.g. "pld-poisson") goes on a second axis;
+    ``test_rows`` ("all", "even", "odd"; None: what the sweep's spec reports) picks the test rows of the accuracy.
 
     ValueError (one line): unknown sweep, no finished run yet, or an epsilon the sweep does not have.
     """
     stored = store.get_sweep(sweep)
     if stored is None:
         raise ValueError(f"No sweep {sweep!r} in the results store.")
-    agg, axis, title = sweep_results(store, stored.id)
+    test_rows = sweep_test_rows(store, stored.id) if test_rows is None else test_rows
+    agg, axis, title = sweep_results(store, stored.id, test_rows=test_rows)
     if agg.empty:
         raise ValueError(f"sweep {stored.name!r} has no finished run yet: nothing to report.")
     if epsilon_column is not None:
@@ -228,7 +236,7 @@ def sweep_report(
     statuses = Counter(run.status for run in store.list_runs(ids=sweep_run_ids(store, stored.id)))
     published = sweep_published(store, stored.id)
     comparison = published_comparison(agg, published)  # the papers' own numbers (reference points have none)
-    settings = _settings(store, stored, agg, axis, rows, statuses)
+    settings = _settings(store, stored, agg, axis, rows, statuses, test_rows)
     check = quick_vs_full(store, stored.id)  # a quick preset: its full protocol's stored runs, point by point
     full_points = check.table if check is not None and check.full_runs else None
     sections = [
