@@ -1,6 +1,8 @@
+import pytest
+
+
 def test_published_reference_points_are_drawn_as_not_ours_and_get_no_verdict():
     import pandas as pd
-    import pytest
 
     from dpmix_core.experiments.presets import PRESETS
     from dpmix_core.experiments.spec import Published, load_spec
@@ -33,7 +35,6 @@ def test_published_reference_points_are_drawn_as_not_ours_and_get_no_verdict():
 
 def test_a_custom_sweep_on_a_scatternet_model_releases_features():
     """scatter-linear / scatter-cnn train on ScatterNet features: the page's sweep releases features, not pixels."""
-    import pytest
 
     from dpmix_core.experiments.trade_offs import custom_spec
 
@@ -50,7 +51,6 @@ def test_a_custom_sweep_on_a_scatternet_model_releases_features():
 
 
 def test_a_custom_sweep_of_the_closed_form_model_has_one_step_runs_and_no_dp_sgd():
-    import pytest
 
     from dpmix_core.experiments.trade_offs import custom_spec
 
@@ -66,7 +66,6 @@ def test_a_custom_sweep_calibrates_each_mechanism_with_an_accountant_that_covers
     """'auto': pld-poisson for Poisson mixing, rdp-wor for uniform and class-centric mixing, so one sweep compares them
     at the same certified epsilon; a named accountant that cannot calibrate a mechanism's release is refused in one line
     before any run is queued (it used to fail in the background)."""
-    import pytest
 
     from dpmix_core.experiments.trade_offs import AUTO_ACCOUNTANT, custom_spec
 
@@ -117,10 +116,12 @@ def test_a_sweep_at_one_axis_value_puts_its_series_side_by_side():
 def test_a_preset_on_another_dataset_keeps_only_that_datasets_published_numbers():
     """DP-CDA Table 2 printed FashionMNIST and CIFAR10 rows: NAME@dataset draws those; MNIST numbers never."""
     from dpmix_core.experiments.presets import get_preset
+    from dpmix_core.experiments.spec import load_spec
     from dpmix_core.experiments.trade_offs import with_dataset
 
     full, quick = get_preset("dpcda-table2"), get_preset("dpcda-table2-quick")
-    assert all("(MNIST)" in p.source for p in full.published)
+    assert all("(MNIST)" in p.source for p in full.published_for("mnist"))
+    assert {p.dataset for p in full.published} == {"", "fashion-mnist", "cifar10"}  # one list, tagged by dataset
     for spec in (full, quick):
         fashion = with_dataset(spec, "fashion-mnist")
         assert fashion.name == f"{spec.name}@fashion-mnist"
@@ -137,8 +138,27 @@ def test_a_preset_on_another_dataset_keeps_only_that_datasets_published_numbers(
         assert {p.source for p in with_dataset(spec, "cifar10").published} == {"DP-CDA Table 2 (CIFAR10)"}
         assert with_dataset(spec, "embedded").published == ()  # a sample of MNIST: not the paper's setting
         assert with_dataset(spec, "embedded").title.endswith("(on the embedded MNIST sample)")
-        assert with_dataset(spec, "mnist", data_dir="/elsewhere").published == spec.published
+        assert with_dataset(spec, "mnist", data_dir="/elsewhere").published == spec.published_for("mnist")
+        assert load_spec(fashion.to_dict()).published == fashion.published  # the tag survives a stored spec
     assert with_dataset(get_preset("dpfmix-table1"), "fashion-mnist").published == ()  # no such row printed
+
+
+@pytest.mark.parametrize(
+    "name", ["dpcda-table2-public-pixel-zscore-test-unclipped-lr1e-4", "dpcda-table2-quick-public-pixel-zscore"]
+)
+def test_a_documented_spec_run_on_fashion_mnist_is_compared_with_the_papers_fashion_mnist_row(name):
+    """docs/specs variants of DP-CDA Table 2 carry its rows tagged by dataset: `--dataset fashion-mnist` compares."""
+    from pathlib import Path
+
+    from dpmix_core.experiments.spec import load_spec
+    from dpmix_core.experiments.trade_offs import with_dataset
+
+    spec = load_spec(Path(__file__).resolve().parents[1] / "docs" / "specs" / f"{name}.json")
+    fashion = with_dataset(spec, "fashion-mnist")
+    cells = {(p.series, p.value): round(p.accuracy * 100, 2) for p in fashion.published}
+    assert cells[("eps = 20", 4.0)] == 67.91 and cells[("eps = 10", 4.0)] == 67.48
+    assert {p.source for p in fashion.published} == {"DP-CDA Table 2 (FashionMNIST)"}
+    assert {p.source for p in spec.published_for("mnist")} == {"DP-CDA Table 2 (MNIST)"}
 
 
 def test_a_preset_on_another_dataset_z_scores_with_that_datasets_public_constants():

@@ -27,7 +27,6 @@ __all__ = [
     "PRESETS",
     "preset_names",
     "get_preset",
-    "published_on",
     "estimate_seconds",
     "estimate_sweep_seconds",
     "QUICK_LIMIT_S",
@@ -173,9 +172,9 @@ def _quick(
     )
 
 
-def _published(series: str, source: str, points: dict) -> tuple[Published, ...]:
-    """{axis value: published accuracy in %} -> Published points (fractions)."""
-    return tuple(Published(series, value, acc / 100, source) for value, acc in points.items())
+def _published(series: str, source: str, points: dict, dataset: str = "") -> tuple[Published, ...]:
+    """{axis value: published accuracy in %} -> Published points (fractions), for ``dataset`` (empty: the preset's)."""
+    return tuple(Published(series, value, acc / 100, source, dataset=dataset) for value, acc in points.items())
 
 
 # Not the thesis's protocol: a softmax-linear model on the same release. For l = 256 a mixture is close to Gaussian
@@ -416,10 +415,16 @@ def _dpcda_table2() -> tuple[SweepSpec, SweepSpec]:
         values=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
         series=series,
         repeats=3,
-        published=(
+        published=(  # its FashionMNIST and CIFAR10 rows go with NAME@dataset's runs (SweepSpec.published_for)
             _published("eps = inf (no noise)", "DP-CDA Table 2 (MNIST)", {4: 94.62})
             + _published("eps = 20", "DP-CDA Table 2 (MNIST)", {4: 78.07})
             + _published("eps = 10", "DP-CDA Table 2 (MNIST)", {1: 10.81, 4: 78.08})
+            + _published("eps = inf (no noise)", "DP-CDA Table 2 (FashionMNIST)", {4: 84.54}, "fashion-mnist")
+            + _published("eps = 20", "DP-CDA Table 2 (FashionMNIST)", {4: 67.91}, "fashion-mnist")
+            + _published("eps = 10", "DP-CDA Table 2 (FashionMNIST)", {1: 36.19, 4: 67.48}, "fashion-mnist")
+            + _published("eps = inf (no noise)", "DP-CDA Table 2 (CIFAR10)", {4: 62.41}, "cifar10")
+            + _published("eps = 20", "DP-CDA Table 2 (CIFAR10)", {4: 23.15}, "cifar10")
+            + _published("eps = 10", "DP-CDA Table 2 (CIFAR10)", {1: 10.01, 4: 23.13}, "cifar10")
         ),
         title="DP-CDA Table 2: accuracy vs l x eps in {inf, 20, 10} (class-centric, z-score, c=1, dpcda accountant)",
         description=(
@@ -935,31 +940,6 @@ DEMO_PRESET = "thesis-4.2-sigma-quick"
 def preset_names(*, quick: bool | None = None) -> list[str]:
     """Preset names (all, only quick, or only full)."""
     return [n for n, s in PRESETS.items() if quick is None or s.quick == quick]
-
-
-# What the papers printed for a preset's protocol on another dataset (DP-CDA Table 2's FashionMNIST and CIFAR10 rows;
-# the same cells as the MNIST preset's published points): drawn next to NAME@dataset's runs, as the MNIST ones are.
-_PUBLISHED_ELSEWHERE: dict[tuple[str, str], tuple[Published, ...]] = {
-    ("dpcda-table2", "fashion-mnist"): (
-        _published("eps = inf (no noise)", "DP-CDA Table 2 (FashionMNIST)", {4: 84.54})
-        + _published("eps = 20", "DP-CDA Table 2 (FashionMNIST)", {4: 67.91})
-        + _published("eps = 10", "DP-CDA Table 2 (FashionMNIST)", {1: 36.19, 4: 67.48})
-    ),
-    ("dpcda-table2", "cifar10"): (
-        _published("eps = inf (no noise)", "DP-CDA Table 2 (CIFAR10)", {4: 62.41})
-        + _published("eps = 20", "DP-CDA Table 2 (CIFAR10)", {4: 23.15})
-        + _published("eps = 10", "DP-CDA Table 2 (CIFAR10)", {1: 10.01, 4: 23.13})
-    ),
-}
-
-
-def published_on(spec: SweepSpec, dataset: str) -> tuple[Published, ...]:
-    """The numbers a paper printed for ``spec`` (a preset, or its quick variant) on ``dataset``: the spec's own on its
-    dataset, those of :data:`_PUBLISHED_ELSEWHERE` on another, else none (a paper's MNIST numbers are not a
-    reference for another dataset)."""
-    if dataset == spec.base.dataset:
-        return spec.published
-    return _PUBLISHED_ELSEWHERE.get((spec.full_variant or spec.name, dataset), ())
 
 
 def get_preset(name: str) -> SweepSpec:

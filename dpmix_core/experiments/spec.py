@@ -257,7 +257,8 @@ class Published:
 
     ``reference=True`` marks a published point of a method this sweep does not run (e.g. the state
     of the art for the same epsilon, Dockhorn et al. 2022): drawn for orientation, labelled
-    "published, not ours", and never given a verdict.
+    "published, not ours", and never given a verdict. ``dataset`` names the data the number is for
+    (e.g. DP-CDA Table 2's FashionMNIST row); empty: the sweep's own (its base run's dataset).
     """
 
     series: str
@@ -265,6 +266,7 @@ class Published:
     accuracy: float
     source: str = ""
     reference: bool = False
+    dataset: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.series, str) or not self.series:
@@ -276,12 +278,16 @@ class Published:
         object.__setattr__(self, "accuracy", accuracy)
         if not isinstance(self.reference, bool):
             raise ValueError(f"published reference must be true or false. Found {self.reference!r}.")
+        if not isinstance(self.dataset, str):
+            raise ValueError(f"published dataset must be a dataset's name. Found {self.dataset!r}.")
 
     def to_dict(self) -> dict:
         value = "inf" if isinstance(self.value, float) and math.isinf(self.value) else self.value
         out = {"series": self.series, "value": value, "accuracy": self.accuracy, "source": self.source}
         if self.reference:  # only when set: specs stored before the flag keep their identity
             out["reference"] = True
+        if self.dataset:  # likewise
+            out["dataset"] = self.dataset
         return out
 
 
@@ -350,6 +356,11 @@ class SweepSpec:
 
     def _series(self) -> tuple[Series, ...]:
         return self.series or (Series(self.base.label or self.base.method, {}),)
+
+    def published_for(self, dataset: str) -> tuple[Published, ...]:
+        """The published points for ``dataset``: those naming it, and the untagged ones when it is the sweep's own
+        (a paper's MNIST numbers are no reference for another dataset, nor for a sample of MNIST)."""
+        return tuple(p for p in self.published if (p.dataset or self.base.dataset) == dataset)
 
     @property
     def series_names(self) -> tuple[str, ...]:
@@ -443,9 +454,17 @@ def _published_from(raw) -> list[Published]:
         raise ValueError("published must be a list of tables with series, value, accuracy (and source).")
     out = []
     for entry in raw:
-        if not isinstance(entry, dict) or set(entry) - {"series", "value", "accuracy", "source", "reference"}:
+        if not isinstance(entry, dict) or set(entry) - {
+            "series",
+            "value",
+            "accuracy",
+            "source",
+            "reference",
+            "dataset",
+        }:
             raise ValueError(
-                f"each published point is a table with series, value, accuracy, source (and reference). Found {entry!r}."
+                "each published point is a table with series, value, accuracy, source (and reference, dataset). "
+                f"Found {entry!r}."
             )
         try:
             out.append(Published(**entry))

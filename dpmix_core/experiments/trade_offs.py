@@ -18,7 +18,7 @@ import pandas as pd
 
 from dpmix_core.data import DATASET_NAMES, DATASET_TITLES, DatasetError, load_dataset
 from dpmix_core.experiments.config import RunConfig, on_dataset, run_key
-from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset, published_on
+from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
 from dpmix_core.experiments.results import aggregate, all_collapsed
 from dpmix_core.experiments.spec import Published, SweepSpec, axis_value, load_spec
@@ -103,7 +103,7 @@ def with_dataset(spec: SweepSpec, dataset: str, data_dir: str | None = None) -> 
     name = spec.name if spec.name.endswith(f"@{dataset}") else f"{spec.name}@{dataset}"
     where = f" (on {DATASET_TITLES.get(dataset, 'the embedded MNIST sample')})"  # a chart's title says the data
     title = spec.title if not spec.title or spec.title.endswith(where) else spec.title + where
-    return replace(spec, name=name, title=title, base=base, published=published_on(spec, dataset))
+    return replace(spec, name=name, title=title, base=base, published=spec.published_for(dataset))
 
 
 def estimate_minutes(spec: SweepSpec, max_parallel: int | None = None) -> float:
@@ -455,10 +455,10 @@ REPRODUCED_WITHIN_PTS = 3.0  # issue 5: a miss of more than 3 points is investig
 
 
 def sweep_published(store: ResultStore, sweep: int | str) -> tuple[Published, ...]:
-    """The paper's numbers stored with the sweep's spec (empty for sweeps without any)."""
+    """The paper's numbers stored with the sweep's spec for the sweep's dataset (empty for sweeps without any)."""
     stored = store.get_sweep(sweep)
     spec = None if stored is None else stored_spec(stored)
-    return () if spec is None else spec.published
+    return () if spec is None else spec.published_for(spec.base.dataset)
 
 
 def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) -> pd.DataFrame:
