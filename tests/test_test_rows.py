@@ -100,7 +100,12 @@ def stored(spec, tmp_path):
             store.claim(run.id)
             store.finish(
                 run.id,
-                {"test_accuracy": accuracy, "test_accuracy_halves": halves, "epsilon": {"rdp-wor": 2.0}, "delta": 1e-5},
+                {
+                    "test_accuracy": accuracy,
+                    "test_accuracy_halves": halves,
+                    "epsilon": {"rdp-wor": 64 / l},
+                    "delta": 1e-5,
+                },
             )
     return store, spec
 
@@ -154,3 +159,14 @@ def test_the_page_reads_the_sweeps_rows_and_lets_the_user_pick_another(stored, t
     assert any("(accuracy on the odd test rows)" in str(c.proto) for c in at.get("plotly_chart"))
     rows.set_value("all").run()
     assert not at.exception and not at.error and _shown_accuracy(at, 128.0) == pytest.approx(0.72)
+
+
+def test_solve_epsilon_reads_the_same_rows(stored, capsys):
+    store, spec = stored
+    argv = ["solve-epsilon", "--sweep", spec.name, "--accuracy", "65", "--store", str(store.path), "--json"]
+    best = {}
+    for rows in (None, "odd", "all"):
+        assert main([*argv, *(["--test-rows", rows] if rows else [])]) == 0
+        (answer,) = json.loads(capsys.readouterr().out)
+        best[rows] = answer["best_accuracy"]
+    assert best[None] == best["odd"] == pytest.approx(0.70) and best["all"] == pytest.approx(0.72)

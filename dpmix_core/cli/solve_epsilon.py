@@ -6,6 +6,7 @@ import argparse
 import json
 
 from dpmix_core.cli.argtypes import finite_float
+from dpmix_core.training.names import TEST_ROWS
 
 __all__ = ["add_solve_epsilon_arguments", "cli_solve_epsilon"]
 
@@ -17,6 +18,11 @@ def add_solve_epsilon_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--series", help="one series of the sweep (default: every series with a curve)")
     parser.add_argument(
         "--epsilon", dest="epsilon_name", help="'target epsilon' or an accountant (default: the first rigorous one)"
+    )
+    parser.add_argument(
+        "--test-rows",
+        choices=TEST_ROWS,
+        help="read the accuracy on every test row or on one half (default: what the sweep's spec reports)",
     )
     parser.add_argument("--store", help="results store (default: $DPMIX_STORE or ~/.cache/dpmix/results.sqlite)")
     parser.add_argument("--json", action="store_true", help="print a list of JSON answers")
@@ -30,7 +36,14 @@ def cli_solve_epsilon(args: argparse.Namespace) -> int:
     accuracy = args.accuracy / 100 if 1 < args.accuracy <= 100 else args.accuracy  # 90 means 90 %
     store = ResultStore.existing(args.store)
     sweep: int | str = int(args.sweep) if args.sweep.isdigit() else args.sweep
-    answers = sweep_epsilon_answers(store, sweep, accuracy=accuracy, series=args.series, epsilon_name=args.epsilon_name)
+    answers = sweep_epsilon_answers(
+        store,
+        sweep,
+        accuracy=accuracy,
+        series=args.series,
+        epsilon_name=args.epsilon_name,
+        test_rows=args.test_rows,
+    )
     if args.json:
         print(json.dumps([a.to_dict() for a in answers], allow_nan=False))
     else:

@@ -296,20 +296,27 @@ def _collapsed_runs(rows: pd.DataFrame) -> int:
 
 
 def sweep_epsilon_answers(
-    store, sweep: int | str, *, accuracy: float, series: str | None = None, epsilon_name: str | None = None
+    store,
+    sweep: int | str,
+    *,
+    accuracy: float,
+    series: str | None = None,
+    epsilon_name: str | None = None,
+    test_rows: str | None = None,
 ) -> list[EpsilonAnswer]:
     """:func:`solve_epsilon` for one series (or every series with a curve) of a sweep in a results store.
 
     Args:
         store: a :class:`~dpmix_core.runtime.store.ResultStore`.
         sweep: its id or name.
+        test_rows: the test rows the accuracy is read on ("all", "even", "odd"; None: the sweep spec's).
 
     Returns:
         One answer per series; ValueError (one line) when the sweep is unknown or has no curve.
     """
     from dpmix_core.experiments.trade_offs import sweep_results  # lazy: plotly
 
-    agg, axis, _ = sweep_results(store, sweep)
+    agg, axis, _ = sweep_results(store, sweep, test_rows=test_rows)
     if agg.empty:
         raise ValueError(f"sweep {sweep!r} has no finished runs yet.")
     choices = epsilon_choices(agg, axis)
