@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.shared.widgets import chart, table_download
+from dpmix_core.data import TEST_ROWS
 from dpmix_core.data.choice import available_datasets, default_choice
 from dpmix_core.experiments.presets import DEMO_PRESET, get_preset, preset_names
 from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, QuickVsFull, quick_vs_full
@@ -37,7 +38,7 @@ from dpmix_core.experiments.trade_offs import (
 from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.runtime.jobs import default_max_parallel
 from dpmix_core.runtime.store import ResultStore, StoreError
-from dpmix_core.training.names import CLOSED_FORM_MODELS, LOSSES, MODELS, TEST_ROWS
+from dpmix_core.training.names import CLOSED_FORM_MODELS, LOSSES, MODELS
 from dpmix_core.training.protocols import PROTOCOLS
 from dpmix_core.views.accuracy_figure import FULL_PROTOCOL_CAPTION, MARKERS_CAPTION, epsilon_columns, trade_off_figure
 from dpmix_core.views.inputs import parse_count, parse_real

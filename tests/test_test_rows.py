@@ -10,10 +10,12 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from dpmix_core.cli.main import main
+from dpmix_core.data import TEST_ROWS, pick_rows
 from dpmix_core.experiments.results import accuracy_on_rows, aggregate
 from dpmix_core.experiments.spec import SweepSpec, load_spec
 
@@ -25,6 +27,13 @@ RESULTS = {
     (128, 1): (0.74, [0.78, 0.70]),
     (32, 0): (0.60, [0.50, 0.70]),
 }
+
+
+def test_the_halves_of_a_test_split_are_its_even_and_odd_rows():
+    x = np.arange(5)
+    assert [pick_rows(x, rows).tolist() for rows in TEST_ROWS] == [[0, 1, 2, 3, 4], [0, 2, 4], [1, 3]]
+    with pytest.raises(ValueError, match="rows must be one of all, even, odd. Found 'first'"):
+        pick_rows(x, "first")
 
 
 def test_a_result_reads_every_row_or_one_half():

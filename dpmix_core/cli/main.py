@@ -918,7 +918,7 @@ def _add_sweep_report(sub) -> None:
     p.add_argument("--store", help="results store (default: $DPMIX_STORE or ~/.cache/dpmix/results.sqlite)")
     p.add_argument("--metric", choices=["test_accuracy", "test_mse"], default="test_accuracy")
     p.add_argument("--epsilon-axis", help="an accountant's epsilon on a second axis, e.g. pld-poisson")
-    from dpmix_core.training.names import TEST_ROWS
+    from dpmix_core.data import TEST_ROWS
 
     p.add_argument(
         "--test-rows",

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from dpmix_core.cli.argtypes import finite_float
-from dpmix_core.training.names import TEST_ROWS
+from dpmix_core.data import TEST_ROWS
 
 __all__ = ["add_solve_epsilon_arguments", "cli_solve_epsilon"]
 

@@ -14,14 +14,13 @@ __all__ = ["add_zscore_constants_arguments", "cli_zscore_constants"]
 
 def add_zscore_constants_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``zscore-constants`` (wire with ``set_defaults(func=cli_zscore_constants)``)."""
-    from dpmix_core.data import DATASET_NAMES
-    from dpmix_core.synthesis.public_constants import ROWS
+    from dpmix_core.data import DATASET_NAMES, TEST_ROWS
 
     parser.add_argument("--dataset", choices=DATASET_NAMES, default="mnist")
     parser.add_argument("--data-dir", help="folder holding the dataset (default: $DPMIX_DATA_DIR, the cache)")
     parser.add_argument(
         "--rows",
-        choices=ROWS,
+        choices=TEST_ROWS,
         default="all",
         help="rows of the test split: all, or even / odd (fix the constants on one half, report accuracy on the "
         "other: a run's test_accuracy_halves)",

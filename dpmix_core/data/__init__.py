@@ -14,11 +14,13 @@ MNIST when it is already on disk, else the embedded sample.
 """
 
 from dpmix_core.data.base import (
+    TEST_ROWS,
     ChecksumMismatchError,
     Dataset,
     DatasetError,
     DatasetUnavailableError,
     check_class_sizes,
+    pick_rows,
 )
 from dpmix_core.data.catalog import (
     DATASET_NAMES,
@@ -37,6 +39,8 @@ from dpmix_core.data.embedded import load_embedded
 from dpmix_core.data.user import load_user_data
 
 __all__ = [
+    "TEST_ROWS",
+    "pick_rows",
     "DATASET_NAMES",
     "DATASET_TITLES",
     "OFFICIAL_SPLIT_SIZES",

@@ -11,8 +11,21 @@ __all__ = [
     "DatasetUnavailableError",
     "ChecksumMismatchError",
     "Dataset",
+    "TEST_ROWS",
     "check_class_sizes",
+    "pick_rows",
 ]
+
+# Rows of a test split: every row, or one half (rows 0, 2, 4, ... or 1, 3, 5, ...). Public constants fixed on one
+# half are scored on the other, which never touched them (a run's test_accuracy_halves: [even rows, odd rows]).
+TEST_ROWS = ("all", "even", "odd")
+
+
+def pick_rows(x, rows: str):
+    """``x`` (anything sliceable along its first axis) at ``rows`` (:data:`TEST_ROWS`); ValueError otherwise."""
+    if rows not in TEST_ROWS:
+        raise ValueError(f"rows must be one of {', '.join(TEST_ROWS)}. Found {rows!r}.")
+    return x if rows == "all" else x[TEST_ROWS.index(rows) - 1 :: 2]
 
 
 class DatasetError(ValueError):

@@ -6,10 +6,10 @@ import math
 
 import pandas as pd
 
+from dpmix_core.data import TEST_ROWS
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.spec import AXES, axis_value
 from dpmix_core.synthesis.pipeline import guarantee_label
-from dpmix_core.training.names import TEST_ROWS
 
 __all__ = [
     "aggregate",

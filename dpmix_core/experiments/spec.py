@@ -57,10 +57,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dpmix_core.data import TEST_ROWS
 from dpmix_core.experiments.config import RunConfig, on_dataset, run_key
 from dpmix_core.resources.limits import check_sweep_cost
 from dpmix_core.synthesis.pipeline import SynthesisConfig
-from dpmix_core.training.names import METHODS, TEST_ROWS
+from dpmix_core.training.names import METHODS
 
 __all__ = [
     "AXES",

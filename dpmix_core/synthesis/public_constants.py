@@ -30,12 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
-from dpmix_core.data import Dataset
+from dpmix_core.data import Dataset, pick_rows
 from dpmix_core.mechanisms.mixing import check_zscore_vectors, column_mean, column_std
 from dpmix_core.resources.files import write_files_atomically
 
 __all__ = [
-    "ROWS",
     "ZScoreConstants",
     "read_zscore_constants",
     "stored_zscore_constants",
@@ -43,8 +42,6 @@ __all__ = [
     "zscore_constants_from_bytes",
     "zscore_constants_from_test_split",
 ]
-
-ROWS = ("all", "even", "odd")  # which rows of a public split give the constants (even/odd: score on the other half)
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,12 +157,10 @@ def zscore_constants_from_test_split(dataset: Dataset, rows: str = "all") -> ZSc
     statistics are the mechanism's own (:func:`~dpmix_core.mechanisms.mixing.column_mean`,
     :func:`~dpmix_core.mechanisms.mixing.column_std`), as ``zscore-private`` computes them on the training split.
     """
-    if rows not in ROWS:
-        raise ValueError(f"rows must be one of {', '.join(ROWS)}. Found {rows!r}.")
     if dataset.x_test is None:
         raise ValueError(f"{dataset.name} has no test split to take public constants from.")
     x = dataset.x_test.reshape(len(dataset.x_test), -1)
-    picked = x if rows == "all" else x[0::2] if rows == "even" else x[1::2]
+    picked = pick_rows(x, rows)
     if len(picked) < 2:
         raise ValueError(f"{dataset.name}'s test split has {len(x)} rows: too few for per-feature statistics.")
     feats = picked.astype(np.float32)

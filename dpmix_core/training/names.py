@@ -28,8 +28,4 @@ INITS = ("torch", "keras")  # weight initialisation: torch.nn defaults, or Tenso
 # what the real test split goes through: the release's own feature map, or that map without its clip (DP-CDA's
 # class-centric z-score: the paper tests on "the original test partition", and the clip bounds the private records)
 TEST_INPUTS = ("release", "unclipped")
-# which rows of the real test split a result reads: every row, or one half. A release whose public constants came from
-# one half (e.g. `zscore-constants --rows even`) reports the other half, which never touched them (a run's
-# test_accuracy_halves: [even rows, odd rows])
-TEST_ROWS = ("all", "even", "odd")
 DPSGD_ACCOUNTANTS = ("pld-poisson", "rdp-poisson")

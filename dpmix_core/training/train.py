@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 from torch import nn
 
+from dpmix_core.data import pick_rows
 from dpmix_core.training.cancel import Cancelled, StopCheck
 from dpmix_core.training.checkpoint import Checkpointer, data_fingerprint, model_spec
 from dpmix_core.training.names import OPTIMIZERS, PRECISIONS, SCHEDULES
@@ -604,7 +605,7 @@ def evaluate(
         correct = pred == labels.to(out.device)
         share = float(torch.bincount(pred).max()) / len(pred)
     correct = correct.float()
-    halves = [float(correct[i::2].mean()) if len(correct[i::2]) else None for i in (0, 1)]
+    halves = [float(half.mean()) if len(half := pick_rows(correct, rows)) else None for rows in ("even", "odd")]
     return {
         "accuracy": float(correct.mean()),
         "accuracy_halves": halves,
