@@ -32,8 +32,8 @@ from dpmix_core.synthesis.pipeline import (
 from dpmix_core.synthesis.previews import PREVIEW_MECHANISMS, mixing_preview
 from dpmix_core.synthesis.public_constants import (
     stored_zscore_constants,
+    test_split_constants_file,
     zscore_constants_from_bytes,
-    zscore_constants_from_test_split,
 )
 from dpmix_core.views.exports import preview_png
 from dpmix_core.views.privacy_scale import format_epsilon
@@ -94,12 +94,14 @@ def cached_export(_dataset, dataset_key: str, config: SynthesisConfig) -> bytes:
 def cached_constants_file(_dataset, dataset_key: str, upload: bytes | None, filename: str | None) -> tuple[str, str]:
     """(path, what they are) of the per-feature constants (an upload, else the test split's even rows), kept by
     their sha256."""
-    constants = (
-        zscore_constants_from_bytes(upload, filename or "upload").fitting(_dataset.feature_dim, repr(filename))
-        if upload is not None
-        else zscore_constants_from_test_split(_dataset, "even")
-    )
-    path = stored_zscore_constants(constants, cache_dir() / "zscore-constants")
+    folder = cache_dir() / "zscore-constants"
+    if upload is None:
+        path, constants = test_split_constants_file(_dataset, "even", folder)
+    else:
+        constants = zscore_constants_from_bytes(upload, filename or "upload").fitting(
+            _dataset.feature_dim, repr(filename)
+        )
+        path = stored_zscore_constants(constants, folder)
     return str(path), f"{constants.dim} per-feature means and stds: {constants.source}; sha256 {constants.sha256[:12]}…"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.shared.widgets import chart, table_download
-from dpmix_core.data import TEST_ROWS
+from dpmix_core.data import TEST_ROWS, cache_dir, load_dataset
 from dpmix_core.data.choice import available_datasets, default_choice
 from dpmix_core.experiments.presets import DEMO_PRESET, get_preset, preset_names
 from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, QuickVsFull, quick_vs_full
@@ -38,6 +38,7 @@ from dpmix_core.experiments.trade_offs import (
 from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.runtime.jobs import default_max_parallel
 from dpmix_core.runtime.store import ResultStore, StoreError
+from dpmix_core.synthesis.public_constants import test_split_constants_file
 from dpmix_core.training.names import CLOSED_FORM_MODELS, LOSSES, MODELS
 from dpmix_core.training.protocols import PROTOCOLS
 from dpmix_core.views.accuracy_figure import FULL_PROTOCOL_CAPTION, MARKERS_CAPTION, epsilon_columns, trade_off_figure
@@ -48,6 +49,11 @@ from dpmix_core.views.sweep_report import sweep_report
 K = "tr_"
 ACTIVE = ("queued", "running")
 AXES = {"σx": "sigma", "ℓ": "l", "T": "T", "target ε": "target_epsilon"}
+RECORDS = {  # what the class-centric series mix
+    "unit": "[0,1] pixels (the thesis)",
+    "zscore": "z-scored with the dataset's public mean and std, ‖x‖ ≤ 1 (DP-CDA)",
+    "zscore-test-even": "z-scored per pixel, constants from the test split's even rows (read on the odd rows)",
+}
 
 
 def store() -> ResultStore:
@@ -57,6 +63,13 @@ def store() -> ResultStore:
 @st.cache_data(show_spinner=False, ttl=60)
 def cached_datasets() -> dict[str, str]:
     return available_datasets()
+
+
+@st.cache_data(show_spinner="Computing per-pixel constants from the test split's even rows…", max_entries=4, ttl=600)
+def cached_test_constants(dataset: str) -> tuple[str, str]:
+    """(file, what it holds) of the per-pixel public constants of ``dataset``'s test split, even rows."""
+    path, constants = test_split_constants_file(load_dataset(dataset), "even", cache_dir() / "zscore-constants")
+    return str(path), f"{constants.dim} per-pixel means and stds: {constants.source}; sha256 {constants.sha256[:12]}…"
 
 
 def _launch(spec) -> None:
@@ -172,6 +185,24 @@ def _sweep_builder(datasets: dict[str, str]):
     mechanisms = c1.multiselect(
         "Mechanisms", ["dpmix", "class-centric", "poisson", "local"], default=["class-centric"], key=K + "mechs"
     )
+    records, constants_file = "unit", None
+    if "class-centric" in mechanisms:
+        records = c1.selectbox(
+            "Class-centric records",
+            list(RECORDS),
+            format_func=RECORDS.get,
+            key=K + "records",
+            help="DP-CDA z-scores every pixel and clips each record to ‖x‖ ≤ 1. Its constants must be public for "
+            "ε to hold: the dataset's documented mean and std, or per-pixel ones from half of the test split (the "
+            "results are then read on the other half, which never touched them).",
+        )
+    if records == "zscore-test-even":
+        try:
+            constants_file, constants_text = cached_test_constants(dataset)
+        except (ValueError, OSError) as exc:
+            c1.error(str(exc))
+            return None
+        c1.caption(constants_text)
     axis_label = c1.selectbox("Axis", list(AXES), key=K + "axis")
     values_text = c1.text_input("Values (comma-separated)", "0.2, 0.7, 1.5, 3.0", key=K + "values")
     baselines = c1.multiselect(
@@ -217,6 +248,9 @@ def _sweep_builder(datasets: dict[str, str]):
             delta=delta,
             dataset=dataset,
             baselines=tuple(baselines),
+            preprocessing="unit" if records == "unit" else "zscore",
+            zscore_constants_file=constants_file,
+            test_rows="odd" if records == "zscore-test-even" else "all",
         )
     except ValueError as exc:
         st.error(str(exc) if "could not convert" not in str(exc) else f"Values must be numbers: {values_text!r}.")
@@ -359,10 +393,12 @@ def _results_panel(query_sweep: int | None) -> None:
         )
     _watch_panel(chosen)
     if agg.empty:
+        finished = test_rows != "all" and not sweep_results(store(), chosen, test_rows="all")[0].empty
         st.info(
-            "No finished runs in this sweep yet."
-            if test_rows == "all"
-            else f"No finished run of this sweep has an accuracy on the {test_rows} test rows (yet)."
+            f"No finished run of this sweep has an accuracy on the {test_rows} test rows (they were stored before "
+            "runs recorded one): read all rows."
+            if finished
+            else "No finished runs in this sweep yet."
         )
         return
     eps_cols = epsilon_columns(agg)

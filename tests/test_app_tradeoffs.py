@@ -107,6 +107,25 @@ def test_a_target_epsilon_sweep_over_both_sampling_schemes_needs_an_accountant_f
     assert not any("runs**, estimated" in m.value for m in at.markdown)
 
 
+def test_class_centric_records_can_be_dp_cdas_z_scored_ones(at, tmp_path, monkeypatch):
+    """[0,1] pixels by default; DP-CDA's z-score with the dataset's public pair, or per-pixel constants from the
+    test split's even rows (computed once, kept by their sha256 in the cache); hidden without class-centric."""
+    import streamlit as st
+
+    monkeypatch.setenv("DPMIX_CACHE_DIR", str(tmp_path / "cache"))
+    st.cache_data.clear()
+    at.radio(key="tr_mode").set_value("Build your own").run()
+    assert at.selectbox(key="tr_records").value == "unit"
+    for records in ("zscore", "zscore-test-even"):
+        at.selectbox(key="tr_records").set_value(records).run()
+        assert not at.exception and not at.error and any("runs**, estimated" in m.value for m in at.markdown)
+    assert any("784 per-pixel means and stds: embedded test split, even rows" in c.value for c in at.caption)
+    assert len(list((tmp_path / "cache" / "zscore-constants").glob("*.npz"))) == 1
+    at.multiselect(key="tr_mechs").set_value(["dpmix"]).run()
+    assert not at.exception and not at.error and not [s for s in at.selectbox if s.key == "tr_records"]
+    st.cache_data.clear()
+
+
 def test_the_closed_form_model_is_offered_and_refuses_a_dp_sgd_baseline(at):
     at.radio(key="tr_mode").set_value("Build your own").run()
     at.selectbox(key="tr_model").set_value("corrected-lsq").run()

@@ -226,3 +226,45 @@ def test_training_data_lists_every_official_dataset_on_disk(tmp_path, monkeypatc
     assert "system folder" in available_datasets()["fashion-mnist"]
     # a data folder that does not exist fails every load: nothing but the sample is offered
     assert list(available_datasets(str(tmp_path / "absent"))) == ["embedded"]
+
+
+def test_a_custom_sweep_z_scores_the_class_centric_records_as_dp_cda_or_says_why_not(tmp_path):
+    """DP-CDA's records from the page: z-scored with public constants and clipped to ||x|| <= 1, for the class-centric
+    series only; per-pixel constants from the test split's even rows make a sweep read on the odd rows."""
+    from fake_datasets import tiny_arrays, write_idx_folder
+
+    from dpmix_core.data import load_dataset
+    from dpmix_core.experiments.trade_offs import AUTO_ACCOUNTANT, custom_spec
+    from dpmix_core.synthesis.public_constants import read_zscore_constants, test_split_constants_file
+
+    knobs = dict(axis="sigma", values=(0.5,), repeats=1, model="linear", loss="ce", epochs=1, l=4, T=200, sigma=0.5)
+    knobs.update(accountant=AUTO_ACCOUNTANT, delta=1e-5, dataset="embedded")
+    unit = custom_spec(mechanisms=("class-centric", "dpmix"), **knobs)
+    dpcda = custom_spec(mechanisms=("class-centric", "dpmix"), preprocessing="zscore", **knobs)
+    assert dpcda.name != unit.name and dpcda.test_rows == "all"
+    records = {r.synthesis.mechanism: (r.synthesis.preprocessing, r.synthesis.clip) for r in dpcda.runs()}
+    assert records == {"class-centric": ("zscore", 1.0), "dpmix": ("unit", 1.0)}
+    assert {r.synthesis.zscore_constants for r in dpcda.runs() if r.synthesis.mechanism == "class-centric"} == {
+        (0.1307 * 255, 0.3081 * 255)  # the embedded sample is MNIST's: its documented constants, in pixel units
+    }
+    write_idx_folder(tmp_path / "fashion-mnist", tiny_arrays(3, n_train=60, n_test=20))
+    path, constants = test_split_constants_file(
+        load_dataset("fashion-mnist", data_dir=tmp_path, download=False), "even", tmp_path / "constants"
+    )
+    assert path.name == f"{constants.sha256}.npz" and read_zscore_constants(path).sha256 == constants.sha256
+    per_pixel = custom_spec(
+        mechanisms=("class-centric",),
+        preprocessing="zscore",
+        zscore_constants_file=str(path),
+        test_rows="odd",
+        **{**knobs, "dataset": "fashion-mnist"},
+    )
+    assert per_pixel.test_rows == "odd" and per_pixel.name not in (unit.name, dpcda.name)
+    assert {r.synthesis.zscore_constants_sha256 for r in per_pixel.runs()} == {constants.sha256}
+    for kwargs, message in (
+        ({"mechanisms": ("dpmix",), "preprocessing": "zscore"}, "add class-centric, or keep"),
+        ({"mechanisms": ("class-centric",), "preprocessing": "clip"}, "'unit' or 'zscore'. Found 'clip'"),
+        ({"mechanisms": ("class-centric",), "zscore_constants_file": str(path)}, "needs z-scored class-centric"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            custom_spec(**kwargs, **knobs)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpmix_core.data import DATASET_NAMES, DATASET_TITLES, DatasetError, load_dataset
+from dpmix_core.data import DATASET_NAMES, DATASET_TITLES, DatasetError, load_dataset, public_zscore_constants
 from dpmix_core.experiments.config import RunConfig, on_dataset, run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
@@ -542,6 +542,9 @@ def custom_spec(
     dataset: str,
     baselines: tuple[str, ...] = (),
     train_limit: int | None = None,
+    preprocessing: str = "unit",
+    zscore_constants_file: str | None = None,
+    test_rows: str = "all",
 ) -> SweepSpec:
     """A sweep built from the page's controls: one series per mechanism, plus baselines on the same model.
 
@@ -551,9 +554,14 @@ def custom_spec(
     A ScatterNet model (scatter-linear, scatter-cnn) makes it a feature release: every record's ScatterNet
     features are normalised, clipped and mixed (DPFMix App. E.2), which the Poisson mechanism supports.
     corrected-lsq is fitted in closed form on pixel releases (its epochs are unused) and has no DP-SGD baseline.
+    ``preprocessing`` is the class-centric series' records: "unit" ([0,1] pixels, the thesis) or "zscore" (DP-CDA:
+    z-scored with public constants, the dataset's documented pair or ``zscore_constants_file``'s per-feature ones,
+    and clipped to ||x|| <= 1); the other mechanisms keep theirs. ``test_rows``: the test rows the sweep is read
+    on ("odd" when the even rows gave the constants).
     """
     if not mechanisms:
         raise ValueError("Pick at least one mechanism.")
+    _check_class_centric_records(mechanisms, dataset, preprocessing, zscore_constants_file)
     from dpmix_core.experiments.config import RunConfig
     from dpmix_core.experiments.spec import Series
     from dpmix_core.synthesis.pipeline import SynthesisConfig
@@ -580,7 +588,18 @@ def custom_spec(
         train_limit=train_limit,
         dpsgd_delta=delta,
     )
-    series = [Series(m, {"synthesis.mechanism": m, "synthesis.accountant": accountants[m]}) for m in mechanisms]
+    records = {"synthesis.preprocessing": preprocessing, "synthesis.zscore_constants_file": zscore_constants_file}
+    series = [
+        Series(
+            m,
+            {
+                "synthesis.mechanism": m,
+                "synthesis.accountant": accountants[m],
+                **(records if m == "class-centric" and preprocessing != "unit" else {}),
+            },
+        )
+        for m in mechanisms
+    ]
     if "non-private" in baselines:
         series.append(Series("non-private", {"method": "non-private", "synthesis": None}))
     if "dp-sgd" in baselines:
@@ -591,9 +610,12 @@ def custom_spec(
         if axis != "target_epsilon":
             raise ValueError("DP-SGD is compared at equal epsilon: use the target ε axis.")
         series.append(Series("DP-SGD (Opacus)", {"method": "dp-sgd", "synthesis": None}))
-    ident = hashlib.sha256(f"{run_key(base)}|{axis}|{values}|{repeats}|{mechanisms}|{baselines}".encode()).hexdigest()[
-        :10
-    ]
+    # a sweep's name is its runs and reading; the defaults add nothing, so sweeps named before keep their names
+    records_id = "" if preprocessing == "unit" else f"|{preprocessing}|{zscore_constants_file}"
+    rows_id = "" if test_rows == "all" else f"|{test_rows}"
+    ident = hashlib.sha256(
+        f"{run_key(base)}|{axis}|{values}|{repeats}|{mechanisms}|{baselines}{records_id}{rows_id}".encode()
+    ).hexdigest()[:10]
     return SweepSpec(
         name=f"custom-{axis}-{ident}",
         base=base,
@@ -602,7 +624,25 @@ def custom_spec(
         series=tuple(series),
         repeats=repeats,
         title=f"Custom sweep over {AXIS_TITLES.get(axis, axis)} ({', '.join(mechanisms)})",
+        test_rows=test_rows,
     )
+
+
+def _check_class_centric_records(
+    mechanisms: tuple[str, ...], dataset: str, preprocessing: str, zscore_constants_file: str | None
+) -> None:
+    """ValueError (one line) unless the class-centric records can be made as asked, before any run is queued."""
+    if preprocessing not in ("unit", "zscore"):
+        raise ValueError(f"class-centric records are 'unit' or 'zscore'. Found {preprocessing!r}.")
+    if preprocessing == "zscore" and "class-centric" not in mechanisms:
+        raise ValueError("z-scored records are DP-CDA's class-centric mixing: add class-centric, or keep [0,1] pixels.")
+    if zscore_constants_file is not None and preprocessing != "zscore":
+        raise ValueError("a z-score constants file needs z-scored class-centric records.")
+    if preprocessing == "zscore" and zscore_constants_file is None and public_zscore_constants(dataset) is None:
+        raise ValueError(
+            f"{dataset!r} has no documented public z-score constants: take per-pixel constants from its test split, "
+            "or keep [0,1] pixels."
+        )
 
 
 def _calibrating_accountant(mechanism: str, accountant: str, axis: str) -> str:

@@ -38,6 +38,7 @@ __all__ = [
     "ZScoreConstants",
     "read_zscore_constants",
     "stored_zscore_constants",
+    "test_split_constants_file",
     "write_zscore_constants",
     "zscore_constants_from_bytes",
     "zscore_constants_from_test_split",
@@ -168,3 +169,10 @@ def zscore_constants_from_test_split(dataset: Dataset, rows: str = "all") -> ZSc
     std = column_std(feats, mean)
     what = "all rows" if rows == "all" else f"{rows} rows"
     return ZScoreConstants(mean, std, f"{dataset.name} test split, {what} ({len(picked)} of {len(x)} images)")
+
+
+def test_split_constants_file(dataset: Dataset, rows: str, folder: str | os.PathLike) -> tuple[Path, ZScoreConstants]:
+    """The per-feature constants of ``dataset``'s test split at ``rows`` (:func:`zscore_constants_from_test_split`),
+    kept under ``folder`` by their sha256 (:func:`stored_zscore_constants`): the file a run's config names."""
+    constants = zscore_constants_from_test_split(dataset, rows)
+    return stored_zscore_constants(constants, folder), constants
