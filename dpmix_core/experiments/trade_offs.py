@@ -226,7 +226,12 @@ def narrow_spec(
                 f"values {unknown} are not on the {spec.axis} axis of {spec.name!r} "
                 f"({', '.join(str(v) for v in spec.values)})."
             )
-        spec = replace(spec, values=tuple(w for w in spec.values if any(_same(v, w) for v in values)))
+        kept = tuple(w for w in spec.values if any(_same(v, w) for v in values))
+        spec = replace(  # the paper's numbers at the values it runs (a reference point stays: it is no verdict)
+            spec,
+            values=kept,
+            published=tuple(p for p in spec.published if p.reference or any(_same(p.value, w) for w in kept)),
+        )
     if series:
         unknown = [name for name in series if name not in spec.series_names]
         if unknown:
