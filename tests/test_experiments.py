@@ -793,6 +793,10 @@ SPEC_VARIANTS = {
         "dpcda-table2",
         ("lr", "test_inputs", *(f"synthesis.zscore_constants{s}" for s in ("", "_file", "_sha256"))),
     ),
+    "dpcda-table2-public-pixel-zscore-l-lr1e-4": (  # the same release and training, the preset's clipped test loader
+        "dpcda-table2",
+        ("lr", *(f"synthesis.zscore_constants{s}" for s in ("", "_file", "_sha256"))),
+    ),
     "dpcda-table2-quick-public-pixel-zscore": (
         "dpcda-table2-quick",
         tuple(f"synthesis.zscore_constants{s}" for s in ("", "_file", "_sha256")),
