@@ -297,7 +297,7 @@ def test_the_dpcda_preset_carries_table_2_as_the_paper_prints_it():
 
 
 def test_a_narrowed_sweep_keeps_the_papers_numbers_at_the_values_it_runs():
-    """`sweep preset:dpcda-table2 --values 4`: its published-vs-ours lists l = 4, not 27 pending cells."""
+    """A piece of a sweep (narrow_spec, as for its series) carries the paper's numbers at the values it runs only."""
     from dpmix_core.experiments.presets import get_preset
     from dpmix_core.experiments.trade_offs import narrow_spec
 
