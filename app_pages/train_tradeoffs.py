@@ -248,9 +248,8 @@ def _sweep_builder(datasets: dict[str, str]):
             delta=delta,
             dataset=dataset,
             baselines=tuple(baselines),
-            preprocessing="unit" if records == "unit" else "zscore",
+            records=records,
             zscore_constants_file=constants_file,
-            test_rows="odd" if records == "zscore-test-even" else "all",
         )
     except ValueError as exc:
         st.error(str(exc) if "could not convert" not in str(exc) else f"Values must be numbers: {values_text!r}.")

@@ -24,18 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from dpmix_core.data import load_dataset, pick_rows  # noqa: E402
+from dpmix_core.mechanisms.mixing import zscore_clip  # noqa: E402
 from dpmix_core.synthesis.public_constants import read_zscore_constants  # noqa: E402
-
-
-def zscored(x: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
-    """Rows z-scored feature-wise; a feature with std 0 is only centred, as the mechanism does."""
-    return (x.reshape(len(x), -1).astype(np.float32) - mean) / np.where(std == 0, 1.0, std)
-
-
-def clipped(x: np.ndarray, c: float = 1.0) -> np.ndarray:
-    """Each row scaled down to ||x|| <= c."""
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.maximum(norms / c, 1.0)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -52,8 +42,10 @@ def main(argv: list[str] | None = None) -> None:
         p.error("give one --sigma per --l")
     data = load_dataset(args.dataset, data_dir=args.data_dir)
     constants = read_zscore_constants(args.constants)
-    records = clipped(zscored(data.x_train, constants.mean, constants.std))
-    test = np.linalg.norm(zscored(pick_rows(data.x_test, "odd"), constants.mean, constants.std), axis=1)
+    flat = data.x_train.reshape(len(data.x_train), -1)
+    records, _ = zscore_clip(flat, constants.mean, constants.std, 1.0)  # the mechanism's own preprocessing
+    odd = pick_rows(data.x_test, "odd").reshape(-1, flat.shape[1])
+    test = np.linalg.norm(zscore_clip(odd, constants.mean, constants.std, np.inf)[0], axis=1)  # z-scored, not clipped
     rng = np.random.default_rng(args.seed)
     by_class = [np.flatnonzero(data.y_train == k) for k in range(int(data.y_train.max()) + 1)]
     d = records.shape[1]

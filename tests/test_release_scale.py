@@ -11,14 +11,6 @@ def bench(bench_script):
     return bench_script("release_scale")
 
 
-def test_z_scored_records_are_clipped_to_the_unit_ball_and_a_flat_pixel_is_only_centred(bench):
-    x = np.array([[10.0, 3.0, 0.0], [0.0, 3.0, 0.5]])
-    z = bench.zscored(x, np.array([5.0, 3.0, 0.0]), np.array([5.0, 0.0, 0.25]))
-    assert z.tolist() == [[1.0, 0.0, 0.0], [-1.0, 0.0, 2.0]]  # pixel 1 (std 0) centred, not divided
-    c = bench.clipped(np.array([[3.0, 4.0], [0.3, 0.4]]))
-    assert np.linalg.norm(c, axis=1) == pytest.approx([1.0, 0.5])  # a short row is left as it is
-
-
 def test_a_released_point_is_as_large_as_its_noise_and_the_test_images_are_measured(bench, tmp_path, capsys):
     from fake_datasets import tiny_arrays, write_idx_folder
 

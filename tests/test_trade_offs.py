@@ -239,8 +239,9 @@ def test_a_custom_sweep_z_scores_the_class_centric_records_as_dp_cda_or_says_why
     knobs = dict(axis="sigma", values=(0.5,), repeats=1, model="linear", loss="ce", epochs=1, l=4, T=200, sigma=0.5)
     knobs.update(accountant=AUTO_ACCOUNTANT, delta=1e-5, dataset="embedded")
     unit = custom_spec(mechanisms=("class-centric", "dpmix"), **knobs)
-    dpcda = custom_spec(mechanisms=("class-centric", "dpmix"), preprocessing="zscore", **knobs)
+    dpcda = custom_spec(mechanisms=("class-centric", "dpmix"), records="zscore", **knobs)
     assert dpcda.name != unit.name and dpcda.test_rows == "all"
+    assert unit.name == "custom-sigma-22d31c7078"  # the default names a sweep as before the records choice existed
     records = {r.synthesis.mechanism: (r.synthesis.preprocessing, r.synthesis.clip) for r in dpcda.runs()}
     assert records == {"class-centric": ("zscore", 1.0), "dpmix": ("unit", 1.0)}
     assert {r.synthesis.zscore_constants for r in dpcda.runs() if r.synthesis.mechanism == "class-centric"} == {
@@ -253,17 +254,17 @@ def test_a_custom_sweep_z_scores_the_class_centric_records_as_dp_cda_or_says_why
     assert path.name == f"{constants.sha256}.npz" and read_zscore_constants(path).sha256 == constants.sha256
     per_pixel = custom_spec(
         mechanisms=("class-centric",),
-        preprocessing="zscore",
+        records="zscore-test-even",
         zscore_constants_file=str(path),
-        test_rows="odd",
         **{**knobs, "dataset": "fashion-mnist"},
     )
     assert per_pixel.test_rows == "odd" and per_pixel.name not in (unit.name, dpcda.name)
     assert {r.synthesis.zscore_constants_sha256 for r in per_pixel.runs()} == {constants.sha256}
     for kwargs, message in (
-        ({"mechanisms": ("dpmix",), "preprocessing": "zscore"}, "add class-centric, or keep"),
-        ({"mechanisms": ("class-centric",), "preprocessing": "clip"}, "'unit' or 'zscore'. Found 'clip'"),
-        ({"mechanisms": ("class-centric",), "zscore_constants_file": str(path)}, "needs z-scored class-centric"),
+        ({"mechanisms": ("dpmix",), "records": "zscore"}, "add class-centric, or keep"),
+        ({"mechanisms": ("class-centric",), "records": "clip"}, "one of unit, zscore, zscore-test-even. Found 'clip'"),
+        ({"mechanisms": ("class-centric",), "zscore_constants_file": str(path)}, "need the test split's constants"),
+        ({"mechanisms": ("class-centric",), "records": "zscore-test-even"}, "need the test split's constants"),
     ):
         with pytest.raises(ValueError, match=message):
             custom_spec(**kwargs, **knobs)

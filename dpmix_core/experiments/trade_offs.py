@@ -57,6 +57,7 @@ __all__ = [
     "unreadable_runs",
     "run_table",
     "sweep_results",
+    "CLASS_CENTRIC_RECORDS",
     "sweep_test_rows",
     "sweep_rows",
     "sweep_run_ids",
@@ -547,9 +548,8 @@ def custom_spec(
     dataset: str,
     baselines: tuple[str, ...] = (),
     train_limit: int | None = None,
-    preprocessing: str = "unit",
+    records: str = "unit",
     zscore_constants_file: str | None = None,
-    test_rows: str = "all",
 ) -> SweepSpec:
     """A sweep built from the page's controls: one series per mechanism, plus baselines on the same model.
 
@@ -559,14 +559,17 @@ def custom_spec(
     A ScatterNet model (scatter-linear, scatter-cnn) makes it a feature release: every record's ScatterNet
     features are normalised, clipped and mixed (DPFMix App. E.2), which the Poisson mechanism supports.
     corrected-lsq is fitted in closed form on pixel releases (its epochs are unused) and has no DP-SGD baseline.
-    ``preprocessing`` is the class-centric series' records: "unit" ([0,1] pixels, the thesis) or "zscore" (DP-CDA:
-    z-scored with public constants, the dataset's documented pair or ``zscore_constants_file``'s per-feature ones,
-    and clipped to ||x|| <= 1); the other mechanisms keep theirs. ``test_rows``: the test rows the sweep is read
-    on ("odd" when the even rows gave the constants).
+    ``records`` are the class-centric series' (:data:`CLASS_CENTRIC_RECORDS`; the other mechanisms keep theirs):
+    "unit" ([0,1] pixels, the thesis), "zscore" (DP-CDA: z-scored with the dataset's documented public mean and std,
+    clipped to ||x|| <= 1) or "zscore-test-even" (z-scored per pixel with ``zscore_constants_file``, the constants of
+    the test split's even rows, public_constants.test_split_constants_file; the sweep is then read on the odd rows,
+    which never touched them).
     """
     if not mechanisms:
         raise ValueError("Pick at least one mechanism.")
-    _check_class_centric_records(mechanisms, dataset, preprocessing, zscore_constants_file)
+    _check_class_centric_records(mechanisms, dataset, records, zscore_constants_file)
+    preprocessing = "unit" if records == "unit" else "zscore"
+    test_rows = "odd" if records == "zscore-test-even" else "all"
     from dpmix_core.experiments.config import RunConfig
     from dpmix_core.experiments.spec import Series
     from dpmix_core.synthesis.pipeline import SynthesisConfig
@@ -593,14 +596,14 @@ def custom_spec(
         train_limit=train_limit,
         dpsgd_delta=delta,
     )
-    records = {"synthesis.preprocessing": preprocessing, "synthesis.zscore_constants_file": zscore_constants_file}
+    class_centric = {"synthesis.preprocessing": preprocessing, "synthesis.zscore_constants_file": zscore_constants_file}
     series = [
         Series(
             m,
             {
                 "synthesis.mechanism": m,
                 "synthesis.accountant": accountants[m],
-                **(records if m == "class-centric" and preprocessing != "unit" else {}),
+                **(class_centric if m == "class-centric" and records != "unit" else {}),
             },
         )
         for m in mechanisms
@@ -616,10 +619,9 @@ def custom_spec(
             raise ValueError("DP-SGD is compared at equal epsilon: use the target ε axis.")
         series.append(Series("DP-SGD (Opacus)", {"method": "dp-sgd", "synthesis": None}))
     # a sweep's name is its runs and reading; the defaults add nothing, so sweeps named before keep their names
-    records_id = "" if preprocessing == "unit" else f"|{preprocessing}|{zscore_constants_file}"
-    rows_id = "" if test_rows == "all" else f"|{test_rows}"
+    records_id = "" if records == "unit" else f"|{records}|{zscore_constants_file}"
     ident = hashlib.sha256(
-        f"{run_key(base)}|{axis}|{values}|{repeats}|{mechanisms}|{baselines}{records_id}{rows_id}".encode()
+        f"{run_key(base)}|{axis}|{values}|{repeats}|{mechanisms}|{baselines}{records_id}".encode()
     ).hexdigest()[:10]
     return SweepSpec(
         name=f"custom-{axis}-{ident}",
@@ -633,17 +635,20 @@ def custom_spec(
     )
 
 
+CLASS_CENTRIC_RECORDS = ("unit", "zscore", "zscore-test-even")  # what a custom sweep's class-centric series mix
+
+
 def _check_class_centric_records(
-    mechanisms: tuple[str, ...], dataset: str, preprocessing: str, zscore_constants_file: str | None
+    mechanisms: tuple[str, ...], dataset: str, records: str, zscore_constants_file: str | None
 ) -> None:
     """ValueError (one line) unless the class-centric records can be made as asked, before any run is queued."""
-    if preprocessing not in ("unit", "zscore"):
-        raise ValueError(f"class-centric records are 'unit' or 'zscore'. Found {preprocessing!r}.")
-    if preprocessing == "zscore" and "class-centric" not in mechanisms:
+    if records not in CLASS_CENTRIC_RECORDS:
+        raise ValueError(f"class-centric records are one of {', '.join(CLASS_CENTRIC_RECORDS)}. Found {records!r}.")
+    if records != "unit" and "class-centric" not in mechanisms:
         raise ValueError("z-scored records are DP-CDA's class-centric mixing: add class-centric, or keep [0,1] pixels.")
-    if zscore_constants_file is not None and preprocessing != "zscore":
-        raise ValueError("a z-score constants file needs z-scored class-centric records.")
-    if preprocessing == "zscore" and zscore_constants_file is None and public_zscore_constants(dataset) is None:
+    if (zscore_constants_file is not None) != (records == "zscore-test-even"):
+        raise ValueError("per-pixel records ('zscore-test-even') need the test split's constants file, and only they.")
+    if records == "zscore" and public_zscore_constants(dataset) is None:
         raise ValueError(
             f"{dataset!r} has no documented public z-score constants: take per-pixel constants from its test split, "
             "or keep [0,1] pixels."

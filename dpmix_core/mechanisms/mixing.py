@@ -42,6 +42,7 @@ __all__ = [
     "class_centric_mix",
     "poisson_mix",
     "check_zscore_vectors",
+    "zscore_clip",
     "clip_rows",
     "column_mean",
     "column_std",
@@ -320,7 +321,7 @@ def _class_centric_features(
             "preprocessing='zscore' needs public mean and std (constants that do not depend on the private "
             "data); use preprocessing='zscore-private' to compute them from X (then no epsilon is covered)."
         )
-    feats, z_notes = _zscore_clip(X, mean, std, release.bounds.x.radius)
+    feats, z_notes = zscore_clip(X, mean, std, release.bounds.x.radius)
     return feats, 1.0, list(z_notes)
 
 
@@ -519,7 +520,7 @@ def unit_features(X: np.ndarray, feature_range: tuple[float, float] | None) -> t
     return feats, 1.0, f"features: min-max scaled with the public bounds ({lo:g}, {hi:g}); values outside clipped"
 
 
-def _zscore_clip(
+def zscore_clip(
     X: np.ndarray, mean: np.ndarray | None, std: np.ndarray | None, clip: float
 ) -> tuple[np.ndarray, list[str]]:
     """DP-CDA preprocessing: feature-wise z-score, then each row clipped to ||x|| <= c."""
