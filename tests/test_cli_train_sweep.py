@@ -473,8 +473,13 @@ def test_train_test_inputs_reaches_the_run_and_is_refused_where_nothing_is_clipp
     code = main(["train", *zscore, *TINY, "--test-inputs", "unclipped", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["config"]["test_inputs"] == "unclipped"
+    readings = out["runs"][0]["test_accuracy_by_inputs"]  # the same model read through both loaders
+    assert readings["unclipped"]["accuracy"] == out["runs"][0]["test_accuracy"] and "release" in readings
     assert main(["train", *zscore, *TINY, "--test-inputs", "unclipped"]) == 0
-    assert "note: test images z-scored as the release's records but not clipped" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "note: test images z-scored as the release's records but not clipped" in printed
+    other = f"the same model(s) read with --test-inputs release: {100 * readings['release']['accuracy']:.2f} %"
+    assert other in printed and "--test-inputs unclipped:" not in printed
     code = main(["train", "--mechanism", "dpmix", *TINY, "--test-inputs", "unclipped"])
     err = capsys.readouterr().err
     assert code == 2 and "test_inputs 'unclipped'" in err and err.count("\n") == 1 and "Traceback" not in err

@@ -1020,7 +1020,27 @@ def test_unclipped_test_inputs_are_the_release_map_without_its_clip():
     assert np.linalg.norm(kept["x_test"].reshape(len(kept["x_test"]), -1), axis=1).min() > 10
     assert any("not clipped" in note for note in result["notes"])
     kept_release: dict = {}
-    run_config(cfg, keep=kept_release)
+    own = run_config(cfg, keep=kept_release)
     assert np.allclose(
         np.linalg.norm(kept_release["x_test"].reshape(len(kept_release["x_test"]), -1), axis=1), 1.0, atol=1e-5
     )
+    # one trained model read through both loaders: training never reads the test split, so a seed trains the same
+    # weights under either, and each run's other reading is the other run's own
+    for run, other in ((own, result), (result, own)):
+        readings = run["test_accuracy_by_inputs"]
+        assert list(readings) == ["release", "unclipped"]
+        mine = readings[run["config"].get("test_inputs", "release")]
+        theirs = readings[other["config"].get("test_inputs", "release")]
+        assert mine == {"accuracy": run["test_accuracy"], "halves": run["test_accuracy_halves"]}
+        assert theirs == {"accuracy": other["test_accuracy"], "halves": other["test_accuracy_halves"]}
+
+
+def test_a_release_with_one_test_loader_has_no_readings_by_inputs():
+    """Only a clipped class-centric z-score release has a second test loader; the other runs record None."""
+    from dpmix_core.experiments.config import RunConfig
+    from dpmix_core.experiments.runner import run_config
+    from dpmix_core.synthesis.pipeline import SynthesisConfig
+
+    syn = SynthesisConfig(mechanism="class-centric", l=4, T=200, sigma_x=0.3, sigma_y=0.3)  # [0,1] pixels: no clip
+    assert run_config(RunConfig("mixing", model="linear", synthesis=syn, **SMALL))["test_accuracy_by_inputs"] is None
+    assert run_config(RunConfig("non-private", model="linear", **SMALL))["test_accuracy_by_inputs"] is None

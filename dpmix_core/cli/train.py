@@ -202,6 +202,7 @@ def _summary(base: RunConfig, results: list[dict]) -> dict:
                 "test_accuracy": res["test_accuracy"],
                 "test_mse": res["test_mse"],
                 "test_accuracy_bn_recalibrated": res.get("test_accuracy_bn_recalibrated"),  # a diagnostic
+                "test_accuracy_by_inputs": res.get("test_accuracy_by_inputs"),  # the same model through each loader
                 "seconds": res["seconds"],
                 "collapsed": bool(res.get("collapsed")),
                 "best_epoch": res.get("best_epoch"),

@@ -25,9 +25,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpmix_core.experiments.config import RunConfig
+from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.training import data as D
 from dpmix_core.training.checkpoint import Checkpointer
-from dpmix_core.training.names import CLOSED_FORM_MODELS
+from dpmix_core.training.names import CLOSED_FORM_MODELS, TEST_INPUTS
 from dpmix_core.training.names import METHODS as METHOD_NAMES
 from dpmix_core.training.train import FitResult, OptimSettings, StopCheck
 
@@ -94,12 +95,32 @@ class Privacy:
 
 @dataclass(frozen=True)
 class TrainingSet:
-    """What the model trains on (before the validation split) and how test records map into its space."""
+    """What the model trains on (before the validation split) and how test records map into its space.
+
+    ``test_map`` is the run's own test loader (``RunConfig.test_inputs``); ``other_test_maps`` holds the other
+    loaders that apply to the release, by their ``test_inputs`` name (a clipped class-centric z-score release:
+    the test split with and without the clip), so one trained model is read through each (the runner's
+    ``test_accuracy_by_inputs``).
+    """
 
     x: np.ndarray
     y: np.ndarray
     test_map: Callable[[np.ndarray], np.ndarray]
     privacy: Privacy
+    other_test_maps: dict[str, Callable[[np.ndarray], np.ndarray]] = field(default_factory=dict)
+
+
+def release_test_maps(
+    syn: SynthesisConfig, x_train: np.ndarray, test_inputs: str
+) -> tuple[Callable[[np.ndarray], np.ndarray], dict[str, Callable[[np.ndarray], np.ndarray]]]:
+    """(the test loader ``test_inputs`` of the release made with ``syn``, the other loaders that apply to it by name).
+
+    Only a clipped class-centric z-score release has more than one (``TEST_INPUTS``: with the release's clip, and
+    without it); every other release has its own feature map only.
+    """
+    names = TEST_INPUTS if syn.zscore_clipped else ("release",)
+    maps = {name: D.release_feature_map(syn, x_train, clip=name == "release") for name in names}
+    return maps.pop(test_inputs), maps
 
 
 def real_records(config: RunConfig, ds, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -225,8 +246,8 @@ class Mixing(Method):
         synthesis, card = _synthesize(ctx, ds, raw_ds, released_features)
         ctx.extra["sigma_x"], ctx.extra["sigma_y"] = synthesis.config.sigma_x, synthesis.config.sigma_y
         privacy = Privacy({e["accountant"]: e["epsilon"] for e in card["epsilons"]}, synthesis.config.delta, card)
-        test_map = D.release_feature_map(synthesis.config, ds.x_train, clip=ctx.config.test_inputs == "release")
-        return TrainingSet(synthesis.data.x, synthesis.data.y, test_map, privacy)
+        test_map, others = release_test_maps(synthesis.config, ds.x_train, ctx.config.test_inputs)
+        return TrainingSet(synthesis.data.x, synthesis.data.y, test_map, privacy, others)
 
 
 def release_file_training_set(ctx: RunContext, ds) -> TrainingSet:
@@ -272,8 +293,8 @@ def release_file_training_set(ctx: RunContext, ds) -> TrainingSet:
         "validation split and the model's initialisation, never the release"
     )
     privacy = Privacy({e["accountant"]: e["epsilon"] for e in card["epsilons"]}, card["delta"], card)
-    test_map = D.release_feature_map(syn, ds.x_train, clip=config.test_inputs == "release")
-    return TrainingSet(release.x, release.y, test_map, privacy)
+    test_map, others = release_test_maps(syn, ds.x_train, config.test_inputs)
+    return TrainingSet(release.x, release.y, test_map, privacy, others)
 
 
 class LabelLaplace(Method):

@@ -24,6 +24,8 @@ trained from epoch 0) and a note saying so.
 
 The result always has: test_accuracy, test_mse (None for classification),
 test_accuracy_halves (accuracy on the even and on the odd test rows: select on one, report the other),
+test_accuracy_by_inputs (a clipped class-centric z-score release: {test_inputs name: {accuracy, halves}} of the
+same trained model on the test split through each loader, with and without the release's clip; else None),
 collapsed (True when the model did not learn: the constant predictor or chance accuracy; collapse_reason says why),
 test_accuracy_bn_recalibrated (models with BatchNorm: the accuracy with its statistics re-estimated on the
 unlabelled test inputs, a diagnostic of the release/test shift, never the result; else None),
@@ -50,6 +52,7 @@ from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.methods import RunContext, get_method
 from dpmix_core.training.checkpoint import Checkpointer
 from dpmix_core.training.collapse import COLLAPSE_CAUSE, collapse_reason, shift_note
+from dpmix_core.training.names import TEST_INPUTS
 from dpmix_core.training.precision import check_precision
 from dpmix_core.training.train import Cancelled, OptimSettings, StopCheck
 
@@ -204,6 +207,7 @@ def run_config(
     test_x = ds.x_test if ds.x_test is not None else x_test_raw
     test_y = ds.y_test if ds.y_test is not None else y_test_raw
     x_test = training.test_map(test_x)
+    other_tests = {name: test_map(test_x) for name, test_map in training.other_test_maps.items()}
     if config.test_inputs == "unclipped":
         assert config.synthesis is not None  # RunConfig allows "unclipped" only for class-centric z-score releases
         notes.append(
@@ -224,10 +228,13 @@ def run_config(
         )
     (x_tr, x_va, x_test), input_shape, projected = method.project(ctx, (x_tr, x_va, x_test), input_shape)
     privacy = projected or privacy
+    if projected is not None:  # a private projection is fitted for the run's own test loader only
+        other_tests = {}
 
     if config.input_norm == "rms":
         scale = np.float32(D.rms_scale(x_tr))
         x_tr, x_va, x_test = x_tr * scale, x_va * scale, x_test * scale
+        other_tests = {name: x * scale for name, x in other_tests.items()}
         extra["input_scale"] = float(scale)
 
     # ---------------------------------------------------------------- model and training
@@ -275,6 +282,7 @@ def run_config(
     metrics, val_final, recalibrated, collapsed = _evaluate(
         ctx, model, fit_res, (xtest, ytest), y_va=y_va, num_classes=k
     )
+    by_inputs = _readings_by_inputs(ctx, model, metrics, {n: to(x) for n, x in other_tests.items()}, ytest, k)
     seconds = time.perf_counter() - t_start
     prog.phase(
         "done",
@@ -292,6 +300,7 @@ def run_config(
         "test_accuracy": metrics["accuracy"],
         "test_mse": metrics["mse"] if regression else None,
         "test_accuracy_halves": metrics["accuracy_halves"],
+        "test_accuracy_by_inputs": by_inputs,
         "val_accuracy": val_final,
         "collapsed": collapsed is not None,
         "collapse_reason": collapsed,
@@ -385,6 +394,25 @@ def _evaluate(ctx: RunContext, model, fit_res, test, *, y_va: np.ndarray, num_cl
     if note is not None:
         ctx.notes.append(note)
     return metrics, val_final, recalibrated, collapsed
+
+
+def _readings_by_inputs(
+    ctx: RunContext, model, metrics: dict, other_tests: dict[str, Any], ytest, num_classes: int
+) -> dict[str, dict] | None:
+    """{test_inputs name: {"accuracy", "halves"}} of the trained model on the test split through each loader that
+    applies to the release, the run's own (``metrics``) included, in ``TEST_INPUTS`` order; None when only the
+    run's own applies (every release but a clipped class-centric z-score one)."""
+    from dpmix_core.training.train import evaluate
+
+    if not other_tests:
+        return None
+    t0 = time.perf_counter()
+    readings = {ctx.config.test_inputs: {"accuracy": metrics["accuracy"], "halves": metrics["accuracy_halves"]}}
+    for name, xtest in other_tests.items():
+        m = evaluate(model, xtest, ytest, task=ctx.config.task, num_classes=num_classes)
+        readings[name] = {"accuracy": m["accuracy"], "halves": m["accuracy_halves"]}
+    ctx.tick("evaluate", t0)
+    return {name: readings[name] for name in TEST_INPUTS if name in readings}
 
 
 def checkpointer(reporter: Reporter, config: RunConfig) -> Checkpointer | None:
