@@ -15,6 +15,7 @@ from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_serie
 from dpmix_core.experiments.trade_offs import (
     AUTO_ACCOUNTANT,
     REPRODUCED_WITHIN_PTS,
+    TEST_INPUTS_TITLES,
     cancel_runs,
     custom_spec,
     default_sweep,
@@ -31,6 +32,7 @@ from dpmix_core.experiments.trade_offs import (
     sweep_published,
     sweep_results,
     sweep_run_ids,
+    sweep_test_inputs,
     sweep_test_rows,
     unreadable_runs,
     with_dataset,
@@ -384,7 +386,22 @@ def _results_panel(query_sweep: int | None) -> None:
         "on the other half, which never touched them. Runs stored without per-half accuracy are left out of a "
         "half.",
     )
-    agg, axis, title = sweep_results(store(), chosen, test_rows=test_rows)
+    own_inputs, loaders = sweep_test_inputs(store(), chosen)
+    test_inputs = own_inputs
+    if len(loaders) > 1:  # a clipped class-centric z-score release: the same models read with or without the clip
+        test_inputs = st.radio(
+            "Test images",
+            loaders,
+            index=loaders.index(own_inputs),
+            format_func=lambda name: TEST_INPUTS_TITLES[name] + (" (the sweep's)" if name == own_inputs else ""),
+            horizontal=True,
+            key=K + f"inputs_{chosen}",
+            help="The test split goes through the release's z-score and its clip to ||x|| <= c, or through the "
+            "z-score only (DP-CDA's 'original test partition' read either way). Training never reads the test "
+            "split, so both readings are of the same trained models; runs stored before both were recorded are "
+            "left out of the other one.",
+        )
+    agg, axis, title = sweep_results(store(), chosen, test_rows=test_rows, test_inputs=test_inputs)
     if unreadable := unreadable_runs(store(), chosen):
         st.warning(
             f"{len(unreadable)} run(s) of this sweep could not be read and are left out: "
@@ -392,10 +409,10 @@ def _results_panel(query_sweep: int | None) -> None:
         )
     _watch_panel(chosen)
     if agg.empty:
-        finished = test_rows != "all" and not sweep_results(store(), chosen, test_rows="all")[0].empty
+        finished = not sweep_results(store(), chosen, test_rows="all")[0].empty
         st.info(
-            f"No finished run of this sweep has an accuracy on the {test_rows} test rows (they were stored before "
-            "runs recorded one): read all rows."
+            "No finished run of this sweep has this reading (they were stored before runs recorded it): read all "
+            "rows, or the sweep's own test images."
             if finished
             else "No finished runs in this sweep yet."
         )
@@ -450,7 +467,7 @@ def _results_panel(query_sweep: int | None) -> None:
         key=K + "csv",
     )
     _solve_epsilon_panel(agg, axis)
-    _report_panel(chosen, metric, None if second == "(none)" else second, test_rows)
+    _report_panel(chosen, metric, None if second == "(none)" else second, (test_rows, test_inputs))
 
 
 def _quick_vs_full_panel(sweep: int, check: QuickVsFull) -> None:
@@ -464,12 +481,20 @@ def _quick_vs_full_panel(sweep: int, check: QuickVsFull) -> None:
         table_download(check.table, K + "quick_vs_full", f"sweep_{sweep}_quick_vs_full")
 
 
-def _report_panel(sweep: int, metric: str, epsilon_column: str | None, test_rows: str) -> None:
+def _report_panel(sweep: int, metric: str, epsilon_column: str | None, reading: tuple[str, str]) -> None:
     """A one-file HTML report of the sweep shown (figure, reading, tables), for a deck or an e-mail."""
     st.subheader("Share")
     if st.button("Prepare a one-file HTML report of this sweep (reading, figure, tables)", key=K + "report"):
         try:
-            page = sweep_report(store(), sweep, metric=metric, epsilon_column=epsilon_column, test_rows=test_rows)
+            test_rows, test_inputs = reading
+            page = sweep_report(
+                store(),
+                sweep,
+                metric=metric,
+                epsilon_column=epsilon_column,
+                test_rows=test_rows,
+                test_inputs=test_inputs,
+            )
         except ValueError as exc:
             st.error(str(exc))
             return

@@ -1031,8 +1031,11 @@ def test_unclipped_test_inputs_are_the_release_map_without_its_clip():
         assert list(readings) == ["release", "unclipped"]
         mine = readings[run["config"].get("test_inputs", "release")]
         theirs = readings[other["config"].get("test_inputs", "release")]
-        assert mine == {"accuracy": run["test_accuracy"], "halves": run["test_accuracy_halves"]}
-        assert theirs == {"accuracy": other["test_accuracy"], "halves": other["test_accuracy_halves"]}
+        for reading, source in ((mine, run), (theirs, other)):
+            assert (
+                reading["accuracy"] == source["test_accuracy"] and reading["halves"] == source["test_accuracy_halves"]
+            )
+            assert reading["collapsed"] == source["collapsed"]  # the collapse test read on that loader's predictions
 
 
 def test_a_release_with_one_test_loader_has_no_readings_by_inputs():

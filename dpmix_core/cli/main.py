@@ -915,6 +915,7 @@ def cmd_sweep_report(args: argparse.Namespace) -> int:
         metric=args.metric,
         epsilon_column=args.epsilon_axis,
         test_rows=args.test_rows,
+        test_inputs=args.test_inputs,
     )
     write_files_atomically({out: page.encode("utf-8")})
     print(f"wrote {out} ({len(page) / 1e6:.1f} MB, self-contained: opens offline)")
@@ -931,12 +932,19 @@ def _add_sweep_report(sub) -> None:
     p.add_argument("--metric", choices=["test_accuracy", "test_mse"], default="test_accuracy")
     p.add_argument("--epsilon-axis", help="an accountant's epsilon on a second axis, e.g. pld-poisson")
     from dpmix_core.data import TEST_ROWS
+    from dpmix_core.training.names import TEST_INPUTS
 
     p.add_argument(
         "--test-rows",
         choices=TEST_ROWS,
         help="accuracy on every test row or on one half (default: what the sweep's spec reports; odd when the even "
         "rows gave the release's public constants)",
+    )
+    p.add_argument(
+        "--test-inputs",
+        choices=TEST_INPUTS,
+        help="read the trained models through this test loader (default: the sweep's; a clipped class-centric "
+        "z-score release's runs record both: with the release's clip and without it)",
     )
     p.set_defaults(func=cmd_sweep_report)
 

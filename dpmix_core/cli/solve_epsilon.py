@@ -7,6 +7,7 @@ import json
 
 from dpmix_core.cli.argtypes import finite_float
 from dpmix_core.data import TEST_ROWS
+from dpmix_core.training.names import TEST_INPUTS
 
 __all__ = ["add_solve_epsilon_arguments", "cli_solve_epsilon"]
 
@@ -23,6 +24,12 @@ def add_solve_epsilon_arguments(parser: argparse.ArgumentParser) -> None:
         "--test-rows",
         choices=TEST_ROWS,
         help="read the accuracy on every test row or on one half (default: what the sweep's spec reports)",
+    )
+    parser.add_argument(
+        "--test-inputs",
+        choices=TEST_INPUTS,
+        help="read the trained models through this test loader (default: each run's own; a clipped class-centric "
+        "z-score release's runs record both: with the release's clip and without it)",
     )
     parser.add_argument("--store", help="results store (default: $DPMIX_STORE or ~/.cache/dpmix/results.sqlite)")
     parser.add_argument("--json", action="store_true", help="print a list of JSON answers")
@@ -43,6 +50,7 @@ def cli_solve_epsilon(args: argparse.Namespace) -> int:
         series=args.series,
         epsilon_name=args.epsilon_name,
         test_rows=args.test_rows,
+        test_inputs=args.test_inputs,
     )
     if args.json:
         print(json.dumps([a.to_dict() for a in answers], allow_nan=False))

@@ -10,6 +10,7 @@ from dpmix_core.data import TEST_ROWS
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.spec import AXES, axis_value
 from dpmix_core.synthesis.pipeline import guarantee_label
+from dpmix_core.training.names import TEST_INPUTS
 
 __all__ = [
     "aggregate",
@@ -19,6 +20,7 @@ __all__ = [
     "partly_collapsed",
     "runs_per_point",
     "accuracy_on_rows",
+    "reading",
     "GROUP_COLUMNS",
     "PROJECTION_ONLY",
 ]
@@ -39,16 +41,42 @@ def _eps_number(value: object) -> float | None:
 PROJECTION_ONLY = "projection only; the classifier is trained on the private records"
 
 
-def accuracy_on_rows(result: dict, test_rows: str = "all") -> float | None:
+def reading(result: dict, test_inputs: str | None = None, *, own: str | None = None) -> dict | None:
+    """A finished run's result as read through the test loader ``test_inputs`` (``TEST_INPUTS``; None: the run's
+    own, ``own``, by default its config's): test_accuracy, test_accuracy_halves and collapsed taken from that
+    loader's entry of the run's ``test_accuracy_by_inputs``. None when the run has no reading through it (a
+    release with one loader, or a run stored before both were recorded)."""
+    if test_inputs is not None and test_inputs not in TEST_INPUTS:
+        raise ValueError(f"test_inputs must be one of {', '.join(TEST_INPUTS)}. Found {test_inputs!r}.")
+    if own is None:
+        own = (result.get("config") or {}).get("test_inputs", "release")
+    if test_inputs is None or test_inputs == own:
+        return result
+    other = (result.get("test_accuracy_by_inputs") or {}).get(test_inputs)
+    if not isinstance(other, dict):
+        return None
+    return {
+        **result,
+        "test_accuracy": other.get("accuracy"),
+        "test_accuracy_halves": other.get("halves"),
+        "collapsed": bool(other.get("collapsed")),
+    }
+
+
+def accuracy_on_rows(result: dict, test_rows: str = "all", test_inputs: str | None = None) -> float | None:
     """A finished run's test accuracy on every row of the test split, or on its even or odd rows (the run's
-    ``test_accuracy_halves``: [even, odd]); None when the run has no such number (not finished, a regression
-    task, or a run stored before the halves were recorded)."""
+    ``test_accuracy_halves``: [even, odd]), through the test loader ``test_inputs`` (None: the run's own;
+    :func:`reading`); None when the run has no such number (not finished, a regression task, or a run stored
+    before the halves or that loader's reading were recorded)."""
     if test_rows not in TEST_ROWS:
         raise ValueError(f"test_rows must be one of {', '.join(TEST_ROWS)}. Found {test_rows!r}.")
+    read = reading(result, test_inputs)
+    if read is None:
+        return None
     if test_rows == "all":
-        value = result.get("test_accuracy")
+        value = read.get("test_accuracy")
     else:
-        halves = result.get("test_accuracy_halves")
+        halves = read.get("test_accuracy_halves")
         half = ("even", "odd").index(test_rows)
         value = halves[half] if isinstance(halves, (list, tuple)) and len(halves) == 2 else None
     return None if value is None else float(value)
@@ -76,7 +104,9 @@ def infer_axis(configs: list[RunConfig]) -> str | None:
     return None
 
 
-def aggregate(rows: list[dict], axis: str | None = None, *, test_rows: str = "all") -> pd.DataFrame:
+def aggregate(
+    rows: list[dict], axis: str | None = None, *, test_rows: str = "all", test_inputs: str | None = None
+) -> pd.DataFrame:
     """One row per (label, method, mechanism, axis value) of finished runs.
 
     ``rows``: ``{"config": RunConfig.to_dict(), "result": run_job(...) output}``
@@ -85,7 +115,9 @@ def aggregate(rows: list[dict], axis: str | None = None, *, test_rows: str = "al
     the runs vary. ``label`` is the series name (RunConfig.label), so two
     series of one method (e.g. DP-CDA at eps = 20 and eps = 10) stay apart.
     ``test_rows``: the accuracy on every test row, or on the even or odd rows
-    only (:func:`accuracy_on_rows`; runs without that number are skipped).
+    only (:func:`accuracy_on_rows`; runs without that number are skipped). ``test_inputs``: through which test
+    loader (None: each run's own; another: the same trained model's reading through it, its collapse included,
+    :func:`reading`; runs without that reading are skipped).
 
     Columns: label, method, mechanism, axis, axis_value, test_accuracy_mean /
     _std / _count, test_mse_mean / _std / _count, seconds_mean, one
@@ -102,9 +134,12 @@ def aggregate(rows: list[dict], axis: str | None = None, *, test_rows: str = "al
     finished = []
     for row in rows:
         result = row.get("result") if isinstance(row, dict) else None
-        if not isinstance(result, dict) or (accuracy := accuracy_on_rows(result, test_rows)) is None:
+        own = (row.get("config") or {}).get("test_inputs", "release")
+        if not isinstance(result, dict) or (read := reading(result, test_inputs, own=own)) is None:
             continue
-        finished.append((RunConfig.from_dict(row["config"]), {**result, "test_accuracy": accuracy}, row.get("axis")))
+        if (accuracy := accuracy_on_rows(read, test_rows)) is None:
+            continue
+        finished.append((RunConfig.from_dict(row["config"]), {**read, "test_accuracy": accuracy}, row.get("axis")))
     columns = [
         "label",
         "method",

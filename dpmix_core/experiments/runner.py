@@ -24,8 +24,8 @@ trained from epoch 0) and a note saying so.
 
 The result always has: test_accuracy, test_mse (None for classification),
 test_accuracy_halves (accuracy on the even and on the odd test rows: select on one, report the other),
-test_accuracy_by_inputs (a clipped class-centric z-score release: {test_inputs name: {accuracy, halves}} of the
-same trained model on the test split through each loader, with and without the release's clip; else None),
+test_accuracy_by_inputs (a clipped class-centric z-score release: {test_inputs name: {accuracy, halves, collapsed}}
+of the same trained model on the test split through each loader, with and without the release's clip; else None),
 collapsed (True when the model did not learn: the constant predictor or chance accuracy; collapse_reason says why),
 test_accuracy_bn_recalibrated (models with BatchNorm: the accuracy with its statistics re-estimated on the
 unlabelled test inputs, a diagnostic of the release/test shift, never the result; else None),
@@ -282,7 +282,8 @@ def run_config(
     metrics, val_final, recalibrated, collapsed = _evaluate(
         ctx, model, fit_res, (xtest, ytest), y_va=y_va, num_classes=k
     )
-    by_inputs = _readings_by_inputs(ctx, model, metrics, {n: to(x) for n, x in other_tests.items()}, ytest, k)
+    others = {name: to(x) for name, x in other_tests.items()}
+    by_inputs = _readings_by_inputs(ctx, model, fit_res, (metrics, collapsed), others, ytest, y_va=y_va, num_classes=k)
     seconds = time.perf_counter() - t_start
     prog.phase(
         "done",
@@ -377,42 +378,57 @@ def _evaluate(ctx: RunContext, model, fit_res, test, *, y_va: np.ndarray, num_cl
         recalibrated = rec["accuracy"]
         ctx.tick("evaluate", t0)
     y_test = ytest.cpu().numpy()
-    collapsed = (
-        None
-        if regression
-        else collapse_reason(
-            fit_res.history,
-            val_majority=_majority_rate(y_va),
-            prediction_share=metrics["prediction_share"],
-            cause=shift_note(metrics["accuracy"], recalibrated, collapsed=True) or COLLAPSE_CAUSE,
-            test_accuracy=metrics["accuracy"],
-            test_majority=_majority_rate(y_test),
-            test_rows=len(y_test),
-        )
-    )
+    cause = shift_note(metrics["accuracy"], recalibrated, collapsed=True) or COLLAPSE_CAUSE
+    collapsed = _collapse(config, fit_res, metrics, y_va=y_va, y_test=y_test, cause=cause)
     note = collapsed or shift_note(metrics["accuracy"], recalibrated, collapsed=False)
     if note is not None:
         ctx.notes.append(note)
     return metrics, val_final, recalibrated, collapsed
 
 
+def _collapse(config: RunConfig, fit_res, metrics: dict, *, y_va, y_test: np.ndarray, cause: str) -> str | None:
+    """Why the trained model did not learn, read on one test loader's ``metrics`` (None: it learned, or regression)."""
+    if config.task == "regression":
+        return None
+    return collapse_reason(
+        fit_res.history,
+        val_majority=_majority_rate(y_va),
+        prediction_share=metrics["prediction_share"],
+        cause=cause,
+        test_accuracy=metrics["accuracy"],
+        test_majority=_majority_rate(y_test),
+        test_rows=len(y_test),
+    )
+
+
 def _readings_by_inputs(
-    ctx: RunContext, model, metrics: dict, other_tests: dict[str, Any], ytest, num_classes: int
+    ctx: RunContext, model, fit_res, own: tuple[dict, str | None], others: dict[str, Any], ytest, *, y_va, num_classes
 ) -> dict[str, dict] | None:
-    """{test_inputs name: {"accuracy", "halves"}} of the trained model on the test split through each loader that
-    applies to the release, the run's own (``metrics``) included, in ``TEST_INPUTS`` order; None when only the
-    run's own applies (every release but a clipped class-centric z-score one)."""
+    """{test_inputs name: {"accuracy", "halves", "collapsed"}} of the trained model on the test split through each
+    loader that applies to the release, in ``TEST_INPUTS`` order; the run's own is ``own`` = (its metrics, its
+    collapse reason). None when only the run's own applies (every release but a clipped class-centric z-score one).
+
+    A loader's "collapsed" is the run's collapse test read on that loader's predictions: BatchNorm statistics that do
+    not fit one loader's scale can make the same model a constant predictor there and not on the other.
+    """
     from dpmix_core.training.train import evaluate
 
-    if not other_tests:
+    if not others:
         return None
     t0 = time.perf_counter()
-    readings = {ctx.config.test_inputs: {"accuracy": metrics["accuracy"], "halves": metrics["accuracy_halves"]}}
-    for name, xtest in other_tests.items():
+    metrics, collapsed = own
+    readings = {ctx.config.test_inputs: _reading(metrics, collapsed)}
+    y_test = ytest.cpu().numpy()
+    for name, xtest in others.items():
         m = evaluate(model, xtest, ytest, task=ctx.config.task, num_classes=num_classes)
-        readings[name] = {"accuracy": m["accuracy"], "halves": m["accuracy_halves"]}
+        readings[name] = _reading(m, _collapse(ctx.config, fit_res, m, y_va=y_va, y_test=y_test, cause=COLLAPSE_CAUSE))
     ctx.tick("evaluate", t0)
     return {name: readings[name] for name in TEST_INPUTS if name in readings}
+
+
+def _reading(metrics: dict, collapsed: str | None) -> dict:
+    """One test loader's reading of the trained model: accuracy, [even, odd] halves, collapsed."""
+    return {"accuracy": metrics["accuracy"], "halves": metrics["accuracy_halves"], "collapsed": collapsed is not None}
 
 
 def checkpointer(reporter: Reporter, config: RunConfig) -> Checkpointer | None:

@@ -303,6 +303,7 @@ def sweep_epsilon_answers(
     series: str | None = None,
     epsilon_name: str | None = None,
     test_rows: str | None = None,
+    test_inputs: str | None = None,
 ) -> list[EpsilonAnswer]:
     """:func:`solve_epsilon` for one series (or every series with a curve) of a sweep in a results store.
 
@@ -310,13 +311,14 @@ def sweep_epsilon_answers(
         store: a :class:`~dpmix_core.runtime.store.ResultStore`.
         sweep: its id or name.
         test_rows: the test rows the accuracy is read on ("all", "even", "odd"; None: the sweep spec's).
+        test_inputs: the test loader the trained models are read through (``TEST_INPUTS``; None: each run's own).
 
     Returns:
         One answer per series; ValueError (one line) when the sweep is unknown or has no curve.
     """
     from dpmix_core.experiments.trade_offs import sweep_results  # lazy: plotly
 
-    agg, axis, _ = sweep_results(store, sweep, test_rows=test_rows)
+    agg, axis, _ = sweep_results(store, sweep, test_rows=test_rows, test_inputs=test_inputs)
     if agg.empty:
         raise ValueError(f"sweep {sweep!r} has no finished runs yet.")
     choices = epsilon_choices(agg, axis)

@@ -35,6 +35,7 @@ from dpmix_core.resources.limits import (
 from dpmix_core.runtime.jobs import LocalProcessBackend, default_max_parallel
 from dpmix_core.runtime.store import RETRYABLE_STATUSES, ResultStore, Run
 from dpmix_core.training.collapse import shift_note
+from dpmix_core.training.names import TEST_INPUTS
 
 __all__ = [
     "default_sweep",
@@ -59,6 +60,8 @@ __all__ = [
     "sweep_results",
     "CLASS_CENTRIC_RECORDS",
     "sweep_test_rows",
+    "sweep_test_inputs",
+    "TEST_INPUTS_TITLES",
     "sweep_rows",
     "sweep_run_ids",
     "sweep_published",
@@ -437,13 +440,35 @@ def sweep_test_rows(store: ResultStore, sweep: int | str) -> str:
     return "all" if spec is None else spec.test_rows
 
 
+# how each test loader (RunConfig.test_inputs) reads, for a title or a control
+TEST_INPUTS_TITLES = {
+    "release": "through the release's map, its clip included",
+    "unclipped": "z-scored as the release's records, not clipped",
+}
+
+
+def sweep_test_inputs(store: ResultStore, sweep: int | str) -> tuple[str, tuple[str, ...]]:
+    """(the test loader a stored sweep's spec reads through, every loader its finished runs can be read through, in
+    ``TEST_INPUTS`` order): a clipped class-centric z-score release's runs record the same trained model through
+    both (the runner's ``test_accuracy_by_inputs``); ("release", ("release",)) for a sweep without a spec."""
+    stored = store.get_sweep(sweep)
+    spec = None if stored is None else stored_spec(stored)
+    own = "release" if spec is None else spec.base.test_inputs
+    seen = {own}
+    for row in sweep_rows(store, sweep):
+        seen.update((row.get("result") or {}).get("test_accuracy_by_inputs") or {})
+    return own, tuple(name for name in TEST_INPUTS if name in seen)
+
+
 def sweep_results(
-    store: ResultStore, sweep: int | str, *, test_rows: str | None = None
+    store: ResultStore, sweep: int | str, *, test_rows: str | None = None, test_inputs: str | None = None
 ) -> tuple[pd.DataFrame, str | None, str]:
     """(aggregated results, axis, title) of a stored sweep (see :func:`sweep_rows`): loads instantly.
 
     ``test_rows``: the accuracy on every test row or on one half (results.TEST_ROWS); None: the rows its spec
-    reports (:func:`sweep_test_rows`). The title names a half.
+    reports (:func:`sweep_test_rows`). ``test_inputs``: the test loader (``TEST_INPUTS``) the trained models are
+    read through; None: each run's own (:func:`results.reading`; runs without that reading are left out). The
+    title names a half, and a loader other than the spec's.
     """
     rows = sweep_rows(store, sweep)
     stored = store.get_sweep(sweep)
@@ -454,7 +479,10 @@ def sweep_results(
     rows_read = (spec.test_rows if spec is not None else "all") if test_rows is None else test_rows
     if rows_read != "all":
         title = f"{title} (accuracy on the {rows_read} test rows)"
-    return aggregate(rows, axis=axis, test_rows=rows_read), axis, title
+    own = "release" if spec is None else spec.base.test_inputs
+    if test_inputs is not None and test_inputs != own:
+        title = f"{title} (test images {TEST_INPUTS_TITLES.get(test_inputs, test_inputs)})"
+    return aggregate(rows, axis=axis, test_rows=rows_read, test_inputs=test_inputs), axis, title
 
 
 REPRODUCED_WITHIN_PTS = 3.0  # issue 5: a miss of more than 3 points is investigated

@@ -22,12 +22,14 @@ from dpmix_core.experiments.spec import axis_value
 from dpmix_core.experiments.trade_offs import (
     AXIS_TITLES,
     REPRODUCED_WITHIN_PTS,
+    TEST_INPUTS_TITLES,
     published_comparison,
     stored_spec,
     sweep_published,
     sweep_results,
     sweep_rows,
     sweep_run_ids,
+    sweep_test_inputs,
     sweep_test_rows,
 )
 from dpmix_core.privacy.accountants import ACCOUNTANTS, get_accountant
@@ -180,10 +182,18 @@ def _collapsed_table(rows: list[dict], axis: str | None) -> pd.DataFrame:
 
 
 def _settings(
-    store: ResultStore, stored, agg: pd.DataFrame, axis: str | None, rows: list[dict], statuses, test_rows: str
+    store: ResultStore,
+    stored,
+    agg: pd.DataFrame,
+    axis: str | None,
+    rows: list[dict],
+    statuses,
+    test_rows: str,
+    test_inputs: tuple[str, str],
 ) -> dict:
     """The report's "Settings" table: which sweep and store, axis, series, datasets, models, epochs, run counts,
-    which test rows the accuracy is measured on."""
+    which test rows the accuracy is measured on and through which test loader (``test_inputs``: (the one read,
+    the sweep's own))."""
     spec = stored_spec(stored)
     configs = [row.get("config") or {} for row in rows]
     settings = {
@@ -196,10 +206,19 @@ def _settings(
         "epochs": ", ".join(str(e) for e in sorted({int(c.get("epochs") or 0) for c in configs})),
         "runs": ", ".join(f"{count} {status}" for status, count in sorted(statuses.items())),
         "test rows": "every row of the test split" if test_rows == "all" else f"the {test_rows} rows of the test split",
+        "test images": _test_images(*test_inputs),
     }
     if spec is not None and spec.description:
         settings["what the sweep is"] = spec.description
     return settings
+
+
+def _test_images(read: str, own: str) -> str:
+    """The settings' "test images" line: the loader the accuracy is read through, and whether it is the sweep's."""
+    how = TEST_INPUTS_TITLES.get(read, read)
+    if read == own:
+        return how
+    return f"{how} (the same trained models as the sweep's own reading, {TEST_INPUTS_TITLES.get(own, own)})"
 
 
 def sweep_report(
@@ -209,9 +228,11 @@ def sweep_report(
     metric: str = "test_accuracy",
     epsilon_column: str | None = None,
     test_rows: str | None = None,
+    test_inputs: str | None = None,
 ) -> str:
     """The report of one stored sweep; ``epsilon_column`` (an accountant, e.g. "pld-poisson") goes on a second axis;
-    ``test_rows`` ("all", "even", "odd"; None: what the sweep's spec reports) picks the test rows of the accuracy.
+    ``test_rows`` ("all", "even", "odd"; None: what the sweep's spec reports) picks the test rows of the accuracy,
+    ``test_inputs`` (``TEST_INPUTS``; None: the sweep's) the test loader its trained models are read through.
 
     ValueError (one line): unknown sweep, no finished run yet, or an epsilon the sweep does not have.
     """
@@ -219,7 +240,9 @@ def sweep_report(
     if stored is None:
         raise ValueError(f"No sweep {sweep!r} in the results store.")
     test_rows = sweep_test_rows(store, stored.id) if test_rows is None else test_rows
-    agg, axis, title = sweep_results(store, stored.id, test_rows=test_rows)
+    own_inputs = sweep_test_inputs(store, stored.id)[0]
+    test_inputs = own_inputs if test_inputs is None else test_inputs
+    agg, axis, title = sweep_results(store, stored.id, test_rows=test_rows, test_inputs=test_inputs)
     if agg.empty:
         raise ValueError(f"sweep {stored.name!r} has no finished run yet: nothing to report.")
     if epsilon_column is not None:
@@ -236,7 +259,7 @@ def sweep_report(
     statuses = Counter(run.status for run in store.list_runs(ids=sweep_run_ids(store, stored.id)))
     published = sweep_published(store, stored.id)
     comparison = published_comparison(agg, published)  # the papers' own numbers (reference points have none)
-    settings = _settings(store, stored, agg, axis, rows, statuses, test_rows)
+    settings = _settings(store, stored, agg, axis, rows, statuses, test_rows, (test_inputs, own_inputs))
     check = quick_vs_full(store, stored.id)  # a quick preset: its full protocol's stored runs, point by point
     full_points = check.table if check is not None and check.full_runs else None
     sections = [
