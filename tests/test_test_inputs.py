@@ -101,7 +101,7 @@ def test_a_stored_sweep_reads_its_own_loader_unless_told_otherwise(stored):
     row = agg.set_index("axis_value").loc[4.0]
     assert row["test_accuracy_mean"] == pytest.approx(0.65) and row["collapsed"] == 0  # learned through this loader
     assert _accuracy(agg, 32.0) == pytest.approx(0.51)
-    assert title.endswith(f"(test images {TEST_INPUTS_TITLES['unclipped']})")
+    assert title.endswith(f"(the same models read with test images {TEST_INPUTS_TITLES['unclipped']})")
     assert _accuracy(sweep_results(store, spec.name, test_rows="odd", test_inputs="unclipped")[0], 4.0) == 0.645
     old = [
         {**r, "result": {k: v for k, v in r["result"].items() if k != "test_accuracy_by_inputs"}}

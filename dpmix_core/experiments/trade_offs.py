@@ -481,7 +481,7 @@ def sweep_results(
         title = f"{title} (accuracy on the {rows_read} test rows)"
     own = "release" if spec is None else spec.base.test_inputs
     if test_inputs is not None and test_inputs != own:
-        title = f"{title} (test images {TEST_INPUTS_TITLES.get(test_inputs, test_inputs)})"
+        title = f"{title} (the same models read with test images {TEST_INPUTS_TITLES.get(test_inputs, test_inputs)})"
     return aggregate(rows, axis=axis, test_rows=rows_read, test_inputs=test_inputs), axis, title
 
 
