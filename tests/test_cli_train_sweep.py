@@ -480,6 +480,9 @@ def test_train_test_inputs_reaches_the_run_and_is_refused_where_nothing_is_clipp
     assert "note: test images z-scored as the release's records but not clipped" in printed
     other = f"the same model(s) read with --test-inputs release: {100 * readings['release']['accuracy']:.2f} %"
     assert other in printed and "--test-inputs unclipped:" not in printed
+    assert main(["train", *zscore, *TINY, "--test-inputs", "release-scale"]) == 0
+    printed = capsys.readouterr().out
+    assert "then scaled to the released points' median norm" in printed and "--test-inputs unclipped:" in printed
     code = main(["train", "--mechanism", "dpmix", *TINY, "--test-inputs", "unclipped"])
     err = capsys.readouterr().err
     assert code == 2 and "test_inputs 'unclipped'" in err and err.count("\n") == 1 and "Traceback" not in err

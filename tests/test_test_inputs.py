@@ -57,7 +57,7 @@ def test_a_result_reads_its_own_loader_or_the_other_with_its_collapse():
     assert accuracy_on_rows({**_result(RESULTS[4, 1], "unclipped"), "config": {"test_inputs": "unclipped"}}) == 0.64
     old = {k: v for k, v in result.items() if k != "test_accuracy_by_inputs"}  # stored before both were recorded
     assert reading(old, "unclipped") is None and accuracy_on_rows(old, "all", "unclipped") is None
-    with pytest.raises(ValueError, match="test_inputs must be one of release, unclipped. Found 'raw'"):
+    with pytest.raises(ValueError, match=f"test_inputs must be one of {', '.join(TEST_INPUTS)}. Found 'raw'"):
         reading(result, "raw")
 
 
@@ -152,3 +152,26 @@ def test_the_page_offers_the_other_loader_only_where_the_runs_have_it(stored, tm
     loaders.set_value("unclipped").run()
     assert not at.exception and not at.error and _accuracy(table(), 4.0) == pytest.approx(0.65)
     assert any("test images z-scored" in str(c.proto) for c in at.get("plotly_chart"))
+
+
+def test_the_release_scale_is_the_released_points_median_norm_over_the_clip():
+    import numpy as np
+
+    from dpmix_core.training.data import release_scale
+
+    x = np.zeros((5, 4), dtype=np.float32)
+    x[:, 0] = [3.0, -4.0, 10.0, 1.0, 2.0]  # norms 3, 4, 10, 1, 2: median 3
+    assert release_scale(x, 1.0) == pytest.approx(3.0) and release_scale(x, 2.0) == pytest.approx(1.5)
+    assert release_scale(x.reshape(5, 2, 2), 1.0) == pytest.approx(3.0)  # image-shaped points are flattened
+    with pytest.raises(ValueError, match="no points"):
+        release_scale(x[:0], 1.0)
+
+
+def test_a_release_without_a_clip_refuses_the_other_loaders_in_one_line():
+    from dpmix_core.experiments.config import RunConfig
+    from dpmix_core.synthesis.pipeline import SynthesisConfig
+
+    syn = SynthesisConfig(mechanism="dpmix", l=4, T=200, sigma_x=0.3, sigma_y=0.3)
+    for loader, what in (("unclipped", "lifts the clip of"), ("release-scale", "rescales the clipped test images of")):
+        with pytest.raises(ValueError, match=f"test_inputs '{loader}' {what} a class-centric z-score release"):
+            RunConfig("mixing", dataset="embedded", synthesis=syn, test_inputs=loader)

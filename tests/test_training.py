@@ -1024,17 +1024,22 @@ def test_unclipped_test_inputs_are_the_release_map_without_its_clip():
     assert np.allclose(
         np.linalg.norm(kept_release["x_test"].reshape(len(kept_release["x_test"]), -1), axis=1), 1.0, atol=1e-5
     )
-    # one trained model read through both loaders: training never reads the test split, so a seed trains the same
-    # weights under either, and each run's other reading is the other run's own
-    for run, other in ((own, result), (result, own)):
+    kept_scaled: dict = {}
+    scaled = run_config(cfg.replace(test_inputs="release-scale"), keep=kept_scaled)
+    scale = scaled["release_scale"]  # the released points' median norm over the clip (1): their noise dominates
+    assert scale == own["release_scale"] == result["release_scale"] and scale > 2
+    assert np.allclose(kept_scaled["x_test"], kept_release["x_test"] * scale, rtol=1e-5)
+    assert any(f"multiplied by {scale:.4g}" in note for note in scaled["notes"])
+    # one trained model read through every loader: training never reads the test split, so a seed trains the same
+    # weights under each, and each run's other readings are the other runs' own
+    runs = (own, result, scaled)
+    for run in runs:
         readings = run["test_accuracy_by_inputs"]
-        assert list(readings) == ["release", "unclipped"]
-        mine = readings[run["config"].get("test_inputs", "release")]
-        theirs = readings[other["config"].get("test_inputs", "release")]
-        for reading, source in ((mine, run), (theirs, other)):
-            assert (
-                reading["accuracy"] == source["test_accuracy"] and reading["halves"] == source["test_accuracy_halves"]
-            )
+        assert list(readings) == ["release", "unclipped", "release-scale"]
+        for source in runs:
+            reading = readings[source["config"].get("test_inputs", "release")]
+            assert reading["accuracy"] == source["test_accuracy"]
+            assert reading["halves"] == source["test_accuracy_halves"]
             assert reading["collapsed"] == source["collapsed"]  # the collapse test read on that loader's predictions
 
 

@@ -644,6 +644,11 @@ def cmd_train(args: argparse.Namespace) -> int:
                 "note: test images z-scored as the release's records but not clipped to ||x|| <= c "
                 "(--test-inputs unclipped); the release and its epsilon are unchanged"
             )
+        elif args.test_inputs == "release-scale":
+            print(
+                "note: test images z-scored and clipped as the release's records, then scaled to the released "
+                "points' median norm (--test-inputs release-scale); the release and its epsilon are unchanged"
+            )
         guarantees = summary.get("guarantee") or {}
         for name, eps in summary["epsilon"].items():
             label = f"  [{guarantees[name]}]" if name in guarantees else ""
@@ -731,7 +736,7 @@ def _add_train(sub) -> None:
         choices=TEST_INPUTS,
         help="the real test split through the release's own feature map (release, the default) or, for a "
         "class-centric z-score release, z-scored without its clip (unclipped: DP-CDA's test partition read as "
-        "z-scored only)",
+        "z-scored only) or clipped and scaled to the released points' median norm (release-scale)",
     )
     p.add_argument(
         "--precision",

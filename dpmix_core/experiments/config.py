@@ -214,11 +214,14 @@ class RunConfig:
     ``precision``: "fp32", or "bf16" (forward passes under bfloat16 autocast, :mod:`dpmix_core.training.precision`:
     1.1-2.9x faster on a CPU with native bfloat16, refused on one without); in the identity only when "bf16". DP-SGD
     keeps float32; a closed-form model has no forward pass to speed up (set to "fp32").
-    ``test_inputs``: "release" (the test split through the release's own feature map, its clip included) or
-    "unclipped" (class-centric z-score releases only: z-scored, not clipped to ``synthesis.clip``). DP-CDA clips
-    the private records it mixes (Algorithm 1, step 6) and evaluates on "the original test partition ... unmixed
-    and noise-free" (Sec. 4) without saying whether its test loader clips; "unclipped" is the reading that it does
-    not. In the identity only when "unclipped".
+    ``test_inputs``: "release" (the test split through the release's own feature map, its clip included),
+    "unclipped" (class-centric z-score releases only: z-scored, not clipped to ``synthesis.clip``) or
+    "release-scale" (the same releases: z-scored, clipped, then multiplied by the released points' median norm over
+    ``synthesis.clip``, a factor read off the release alone). DP-CDA clips the private records it mixes (Algorithm 1,
+    step 6) and evaluates on "the original test partition ... unmixed and noise-free" (Sec. 4) without saying
+    whether its test loader clips; "unclipped" is the reading that it does not; "release-scale" puts the test
+    images at the scale of the training inputs, whose noise dominates their norm, so that the running statistics
+    of a BatchNorm CNN fit them. In the identity only when not "release".
     ``input_norm="rms"`` divides all inputs (train, validation, test) by the
     root-mean-square of the training inputs: post-processing for released
     data, not allowed for DP-SGD (it would read the private data).
@@ -484,9 +487,10 @@ class RunConfig:
                     f"label_task {syn.label_task!r} needs loss "
                     f"{'mse' if syn.label_task == 'regression' else 'kl, ce or gkl'}; found loss {self.loss!r}."
                 )
-        if self.test_inputs == "unclipped" and not (self.method == "mixing" and syn is not None and syn.zscore_clipped):
+        if self.test_inputs != "release" and not (self.method == "mixing" and syn is not None and syn.zscore_clipped):
+            what = "lifts the clip of" if self.test_inputs == "unclipped" else "rescales the clipped test images of"
             raise ValueError(
-                "test_inputs 'unclipped' lifts the clip of a class-centric z-score release (DP-CDA); this run's "
+                f"test_inputs {self.test_inputs!r} {what} a class-centric z-score release (DP-CDA); this run's "
                 "test inputs have no such clip: use 'release'."
             )
         if self.method == "mixing" and self.features == "scattering" and syn is not None:

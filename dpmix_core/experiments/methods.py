@@ -28,7 +28,7 @@ from dpmix_core.experiments.config import RunConfig
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.training import data as D
 from dpmix_core.training.checkpoint import Checkpointer
-from dpmix_core.training.names import CLOSED_FORM_MODELS, TEST_INPUTS
+from dpmix_core.training.names import CLOSED_FORM_MODELS
 from dpmix_core.training.names import METHODS as METHOD_NAMES
 from dpmix_core.training.train import FitResult, OptimSettings, StopCheck
 
@@ -111,16 +111,38 @@ class TrainingSet:
 
 
 def release_test_maps(
-    syn: SynthesisConfig, x_train: np.ndarray, test_inputs: str
+    syn: SynthesisConfig, x_train: np.ndarray, test_inputs: str, scale: float | None = None
 ) -> tuple[Callable[[np.ndarray], np.ndarray], dict[str, Callable[[np.ndarray], np.ndarray]]]:
     """(the test loader ``test_inputs`` of the release made with ``syn``, the other loaders that apply to it by name).
 
-    Only a clipped class-centric z-score release has more than one (``TEST_INPUTS``: with the release's clip, and
-    without it); every other release has its own feature map only.
+    Only a clipped class-centric z-score release has more than one (``TEST_INPUTS``: with the release's clip,
+    without it, and clipped then multiplied by ``scale``, :func:`~dpmix_core.training.data.release_scale`); every
+    other release has its own feature map only.
     """
-    names = TEST_INPUTS if syn.zscore_clipped else ("release",)
-    maps = {name: D.release_feature_map(syn, x_train, clip=name == "release") for name in names}
+    if not syn.zscore_clipped:
+        return D.release_feature_map(syn, x_train), {}
+    if scale is None:
+        raise ValueError("a clipped class-centric z-score release needs the released points' scale for its loaders.")
+    clipped = D.release_feature_map(syn, x_train)
+    factor = np.float32(scale)
+    maps = {
+        "release": clipped,
+        "unclipped": D.release_feature_map(syn, x_train, clip=False),
+        "release-scale": lambda x: clipped(x) * factor,
+    }
     return maps.pop(test_inputs), maps
+
+
+def run_test_loaders(
+    ctx: RunContext, syn: SynthesisConfig, x_train: np.ndarray, released_x: np.ndarray
+) -> tuple[Callable[[np.ndarray], np.ndarray], dict[str, Callable[[np.ndarray], np.ndarray]]]:
+    """:func:`release_test_maps` for the run's release (``released_x``: its points); the factor of the
+    "release-scale" loader goes to the run's result (``release_scale``)."""
+    scale = None
+    if syn.zscore_clipped:
+        scale = D.release_scale(released_x, syn.clip)
+        ctx.extra["release_scale"] = scale
+    return release_test_maps(syn, x_train, ctx.config.test_inputs, scale)
 
 
 def real_records(config: RunConfig, ds, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -246,7 +268,7 @@ class Mixing(Method):
         synthesis, card = _synthesize(ctx, ds, raw_ds, released_features)
         ctx.extra["sigma_x"], ctx.extra["sigma_y"] = synthesis.config.sigma_x, synthesis.config.sigma_y
         privacy = Privacy({e["accountant"]: e["epsilon"] for e in card["epsilons"]}, synthesis.config.delta, card)
-        test_map, others = release_test_maps(synthesis.config, ds.x_train, ctx.config.test_inputs)
+        test_map, others = run_test_loaders(ctx, synthesis.config, ds.x_train, synthesis.data.x)
         return TrainingSet(synthesis.data.x, synthesis.data.y, test_map, privacy, others)
 
 
@@ -293,7 +315,7 @@ def release_file_training_set(ctx: RunContext, ds) -> TrainingSet:
         "validation split and the model's initialisation, never the release"
     )
     privacy = Privacy({e["accountant"]: e["epsilon"] for e in card["epsilons"]}, card["delta"], card)
-    test_map, others = release_test_maps(syn, ds.x_train, config.test_inputs)
+    test_map, others = run_test_loaders(ctx, syn, ds.x_train, release.x)
     return TrainingSet(release.x, release.y, test_map, privacy, others)
 
 

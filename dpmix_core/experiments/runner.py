@@ -214,6 +214,12 @@ def run_config(
             f"test inputs z-scored as the release's records but not clipped to ||x|| <= {config.synthesis.clip:g} "
             "(DP-CDA's 'original test partition' read as z-scoring only); the release and its epsilon are unchanged"
         )
+    elif config.test_inputs == "release-scale":
+        notes.append(
+            f"test inputs z-scored and clipped as the release's records, then multiplied by {extra['release_scale']:.4g} "
+            "(the released points' median norm over the clip: the scale the model's inputs had); the release and its "
+            "epsilon are unchanged"
+        )
     y_test = torch.as_tensor(test_y.astype(np.float32) if regression else test_y.astype(np.int64))
 
     rng_split = np.random.default_rng(int(seeds[0]))

@@ -444,6 +444,7 @@ def sweep_test_rows(store: ResultStore, sweep: int | str) -> str:
 TEST_INPUTS_TITLES = {
     "release": "through the release's map, its clip included",
     "unclipped": "z-scored as the release's records, not clipped",
+    "release-scale": "z-scored and clipped, then scaled to the released points' median norm",
 }
 
 

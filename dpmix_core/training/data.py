@@ -27,6 +27,7 @@ __all__ = [
     "flat",
     "pixels01",
     "release_feature_map",
+    "release_scale",
     "one_hot",
     "split_validation",
     "rms_scale",
@@ -77,6 +78,19 @@ def pixels01(x: np.ndarray) -> np.ndarray:
         out *= np.float32(1 / 255)
         return out
     return x.astype(np.float32, copy=True)
+
+
+def release_scale(released_x: np.ndarray, clip: float) -> float:
+    """The factor of the "release-scale" test loader: the released points' median norm over the clip radius ``clip``
+    (a clipped test image of norm ``clip`` then has the median released norm; read off the release alone).
+
+    A released DP-CDA point is the mean of l clipped records plus noise whose norm, sigma * sqrt(d), dominates at
+    small l; a BatchNorm CNN's running statistics fit that scale, not the clipped test images' (REPRODUCTION 3b).
+    """
+    if len(released_x) == 0:
+        raise ValueError("the release has no points to read its scale from.")
+    x = flat(np.asarray(released_x, dtype=np.float32))
+    return float(np.median(np.sqrt(np.einsum("ij,ij->i", x, x))) / clip)
 
 
 def release_feature_map(

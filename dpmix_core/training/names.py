@@ -25,7 +25,8 @@ SCHEDULES = ("constant", "step", "multistep", "cosine", "plateau")
 INPUT_NORMS = ("none", "rms")
 PRECISIONS = ("fp32", "bf16")  # training arithmetic: float32, or bfloat16 autocast (training.precision)
 INITS = ("torch", "keras")  # weight initialisation: torch.nn defaults, or TensorFlow/Keras defaults (the thesis)
-# what the real test split goes through: the release's own feature map, or that map without its clip (DP-CDA's
-# class-centric z-score: the paper tests on "the original test partition", and the clip bounds the private records)
-TEST_INPUTS = ("release", "unclipped")
+# what the real test split goes through: the release's own feature map, that map without its clip (DP-CDA's
+# class-centric z-score: the paper tests on "the original test partition", and the clip bounds the private records),
+# or that map rescaled to the released points' median norm (the scale a BatchNorm CNN's running statistics fit)
+TEST_INPUTS = ("release", "unclipped", "release-scale")
 DPSGD_ACCOUNTANTS = ("pld-poisson", "rdp-poisson")
