@@ -733,7 +733,7 @@ def test_trade_off_ticks_are_the_sweeps_own_axis_values_and_published_points():
 
 
 def test_a_long_trade_off_title_is_wrapped_not_cut_and_downloads_under_one_line():
-    from dpmix_core.views.accuracy_figure import TITLE_WIDTH, trade_off_figure, wrap_title
+    from dpmix_core.views.accuracy_figure import TITLE_LINE_PX, TITLE_WIDTH, trade_off_figure, wrap_title
     from dpmix_core.views.exports import chart_export
 
     title = "QUICK — All methods vs epsilon at delta = 1e-5: mixing (uniform, class-centric, Poisson, features), "
@@ -747,6 +747,11 @@ def test_a_long_trade_off_title_is_wrapped_not_cut_and_downloads_under_one_line(
     assert len(lines) >= 2 and all(len(line) <= TITLE_WIDTH for line in lines)
     assert " ".join(lines) == title  # every word kept, in order
     assert long.layout.margin.t > short.layout.margin.t and long.layout.height > short.layout.height
+    # the title hangs from the top of the figure and the top margin holds every line, so it never covers the plot
+    assert (long.layout.title.yref, long.layout.title.y, long.layout.title.yanchor) == ("container", 1, "top")
+    for fig in (short, long):
+        n_lines = fig.layout.title.text.count("<br>") + 1
+        assert fig.layout.margin.t >= fig.layout.title.pad.t + TITLE_LINE_PX * n_lines
     assert wrap_title("short") == "short" and short.layout.title.text == "short"
     export = chart_export(long)
     assert export.title == title and "br" not in export.file_stem.split("_")

@@ -288,20 +288,22 @@ def trade_off_figure(
     elif len(finite):
         xaxis.update(axis_ticks([float(v) for v in finite["axis_value"]] + [p.value for p in published]))
     lines = wrap_title(title)
-    fig.update_layout(
-        title=lines,
+    extra_lines = lines.count("<br>")
+    fig.update_layout(  # the title hangs from the top (below the modebar), so more lines push the plot down
+        title={"text": lines, "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": TITLE_PAD_PX}},
         xaxis=xaxis,
         yaxis={"title": "test accuracy (%)" if percent else "test MSE", "type": "linear" if percent else "log"},
         font={"size": 15},
         legend={"orientation": "h", "y": -0.25},
-        margin={"l": 10, "r": 10, "t": 50 + TITLE_LINE_PX * lines.count("<br>"), "b": 10},
-        height=480 + TITLE_LINE_PX * lines.count("<br>"),
+        margin={"l": 10, "r": 10, "t": TITLE_PAD_PX + TITLE_LINE_PX * (extra_lines + 1) + 8, "b": 10},
+        height=480 + TITLE_LINE_PX * extra_lines,
     )
     return fig
 
 
 TITLE_WIDTH = 70  # characters per title line at the figure's font size: a longer title is wrapped, never cut
-TITLE_LINE_PX = 22  # the extra top margin one more title line needs
+TITLE_LINE_PX = 21  # the top margin one title line needs (the title font is 1.2 x 15 px, line height 1.3 em)
+TITLE_PAD_PX = 36  # above the title: room for the modebar
 MAX_LABELLED_TICKS = 12
 
 
