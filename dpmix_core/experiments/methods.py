@@ -99,8 +99,8 @@ class TrainingSet:
 
     ``test_map`` is the run's own test loader (``RunConfig.test_inputs``); ``other_test_maps`` holds the other
     loaders that apply to the release, by their ``test_inputs`` name (a clipped class-centric z-score release:
-    the test split with and without the clip), so one trained model is read through each (the runner's
-    ``test_accuracy_by_inputs``).
+    the test split without the clip, and clipped then rescaled to the released points' median norm), so one
+    trained model is read through each (the runner's ``test_accuracy_by_inputs``).
     """
 
     x: np.ndarray

@@ -25,7 +25,8 @@ trained from epoch 0) and a note saying so.
 The result always has: test_accuracy, test_mse (None for classification),
 test_accuracy_halves (accuracy on the even and on the odd test rows: select on one, report the other),
 test_accuracy_by_inputs (a clipped class-centric z-score release: {test_inputs name: {accuracy, halves, collapsed}}
-of the same trained model on the test split through each loader, with and without the release's clip; else None),
+of the same trained model on the test split through each loader: with the release's clip, without it, and clipped
+then multiplied by release_scale, the released points' median norm over the clip, also in the result; else None),
 collapsed (True when the model did not learn: the constant predictor or chance accuracy; collapse_reason says why),
 test_accuracy_bn_recalibrated (models with BatchNorm: the accuracy with its statistics re-estimated on the
 unlabelled test inputs, a diagnostic of the release/test shift, never the result; else None),
