@@ -37,6 +37,7 @@ from dpmix_core.experiments.trade_offs import (  # noqa: E402
     sweep_rows,
 )
 from dpmix_core.runtime.store import ResultStore  # noqa: E402
+from dpmix_core.training.names import TEST_INPUTS  # noqa: E402
 
 REPORT_ORDER = (
     "thesis-4.1",
@@ -612,6 +613,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sweeps", nargs="*", help="only these sweeps (default: all; the all-methods chart: --all-methods)")
     p.add_argument("--all-methods", action="store_true", help="redraw the all-methods chart from --sweeps too")
     p.add_argument("--data-dir", help="directory with mnist.npz: also draw the DP-PCA component grid (item 7)")
+    p.add_argument(
+        "--test-inputs",
+        choices=TEST_INPUTS,
+        help="read the sweeps' trained models through this test loader (default: each run's own); the figure's file "
+        "name gets -TEST_INPUTS",
+    )
     args = p.parse_args(argv)
     store = ResultStore(args.store)
     out = Path(args.out)
@@ -622,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
         if store.get_sweep(sweep) is None:
             print(f"## {sweep}\n\n_not in the store (pending)_\n")
             continue
-        agg, axis, title = sweep_results(store, sweep)
+        agg, axis, title = sweep_results(store, sweep, test_inputs=args.test_inputs)
         counts = run_counts(store, sweep)
         total = sum(counts.values())
         status = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
@@ -638,7 +645,7 @@ def main(argv: list[str] | None = None) -> int:
         if sweep.startswith("dpfmix-table1-m"):
             print("best m per cell:\n\n" + best_m_table(store, sweep) + "\n")
         print(training_summary(store, sweep, axis) + "\n")
-        path = out / f"{sweep}.png"
+        path = out / (f"{sweep}-{args.test_inputs}.png" if args.test_inputs else f"{sweep}.png")
         figure(agg, axis, title, sweep, path, published)
         print(f"figure: {path}\n")
         tables[sweep] = (agg, axis)

@@ -175,3 +175,16 @@ def test_a_release_without_a_clip_refuses_the_other_loaders_in_one_line():
     for loader, what in (("unclipped", "lifts the clip of"), ("release-scale", "rescales the clipped test images of")):
         with pytest.raises(ValueError, match=f"test_inputs '{loader}' {what} a class-centric z-score release"):
             RunConfig("mixing", dataset="embedded", synthesis=syn, test_inputs=loader)
+
+
+def test_the_reproduction_figures_read_the_chosen_loader(stored, bench_script, tmp_path, capsys):
+    store, spec = stored
+    figures = bench_script("make_reproduction_figures")
+    out = tmp_path / "figs"
+    argv = ["--store", str(store.path), "--out", str(out), "--sweeps", spec.name]
+    assert figures.main([*argv, "--test-inputs", "unclipped"]) == 0
+    printed = capsys.readouterr().out
+    assert (out / f"{spec.name}-unclipped.png").exists() and not (out / f"{spec.name}.png").exists()
+    assert TEST_INPUTS_TITLES["unclipped"] in printed and "65.00" in printed
+    assert figures.main(argv) == 0 and (out / f"{spec.name}.png").exists()
+    assert "58.00" in capsys.readouterr().out
