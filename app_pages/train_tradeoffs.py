@@ -25,6 +25,7 @@ from dpmix_core.experiments.trade_offs import (
     release_file_spec,
     release_model_choices,
     run_table,
+    runs_left_out,
     spec_problem,
     sweep_axis,
     sweep_choices,
@@ -417,6 +418,11 @@ def _results_panel(query_sweep: int | None) -> None:
             else "No finished runs in this sweep yet."
         )
         return
+    if left_out := runs_left_out(store(), chosen, agg):
+        st.caption(
+            f"{left_out} finished run(s) of this sweep have no reading on these test rows or test images (stored "
+            "before runs recorded one) and are left out."
+        )
     eps_cols = epsilon_columns(agg)
     c1, c2 = st.columns(2)
     metric = c1.radio(

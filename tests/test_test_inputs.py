@@ -188,3 +188,27 @@ def test_the_reproduction_figures_read_the_chosen_loader(stored, bench_script, t
     assert TEST_INPUTS_TITLES["unclipped"] in printed and "65.00" in printed
     assert figures.main(argv) == 0 and (out / f"{spec.name}.png").exists()
     assert "58.00" in capsys.readouterr().out
+
+
+def test_runs_without_the_chosen_reading_are_counted_as_left_out(stored, tmp_path, monkeypatch):
+    from dpmix_core.experiments.trade_offs import runs_left_out, sweep_jobs, sweep_results
+    from dpmix_core.views.sweep_report import sweep_report
+
+    store, spec = stored
+    sweep = store.get_sweep(spec.name)
+    for kind, config, key in sweep_jobs(spec):  # l = 32, seed 1: a run stored before the readings were recorded
+        if config["label"] == SERIES and (config["synthesis"]["l"], config["seed"] - spec.base.seed) == (32, 1):
+            run = store.submit(kind, config, key, sweep=sweep.id)
+            store.claim(run.id)
+            old = _result(RESULTS[32, 0], epsilon=2.5)
+            store.finish(run.id, {k: v for k, v in old.items() if k != "test_accuracy_by_inputs"})
+    own, other = (sweep_results(store, spec.name, test_inputs=t)[0] for t in ("release", "unclipped"))
+    assert runs_left_out(store, spec.name, own) == 0 and runs_left_out(store, spec.name, other) == 1
+    assert "Also not in it: 1 finished run(s)" in sweep_report(store, spec.name, test_inputs="unclipped")
+    assert "Also not in it" not in sweep_report(store, spec.name)
+    monkeypatch.setenv("DPMIX_STORE", str(store.path))
+    monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path / "no-data"))
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert not any("left out" in c.value for c in at.caption if "finished run(s)" in c.value)
+    next(r for r in at.radio if r.label == "Test images").set_value("unclipped").run()
+    assert not at.exception and any("1 finished run(s) of this sweep have no reading" in c.value for c in at.caption)

@@ -20,7 +20,7 @@ from dpmix_core.data import DATASET_NAMES, DATASET_TITLES, DatasetError, load_da
 from dpmix_core.experiments.config import RunConfig, on_dataset, run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
-from dpmix_core.experiments.results import aggregate, all_collapsed
+from dpmix_core.experiments.results import aggregate, all_collapsed, runs_per_point
 from dpmix_core.experiments.spec import Published, SweepSpec, axis_value, load_spec
 from dpmix_core.experiments.sweeps import RunSpec, submit_sweep
 from dpmix_core.resources.limits import (
@@ -61,6 +61,7 @@ __all__ = [
     "CLASS_CENTRIC_RECORDS",
     "sweep_test_rows",
     "sweep_test_inputs",
+    "runs_left_out",
     "TEST_INPUTS_TITLES",
     "sweep_rows",
     "sweep_run_ids",
@@ -484,6 +485,12 @@ def sweep_results(
     if test_inputs is not None and test_inputs != own:
         title = f"{title} (the same models read with test images {TEST_INPUTS_TITLES.get(test_inputs, test_inputs)})"
     return aggregate(rows, axis=axis, test_rows=rows_read, test_inputs=test_inputs), axis, title
+
+
+def runs_left_out(store: ResultStore, sweep: int | str, agg: pd.DataFrame) -> int:
+    """Finished runs of a stored sweep that its aggregate ``agg`` (:func:`sweep_results`) leaves out: those with no
+    reading on the chosen test rows or test images (stored before runs recorded one)."""
+    return max(0, len(sweep_rows(store, sweep)) - int(runs_per_point(agg).sum()))
 
 
 REPRODUCED_WITHIN_PTS = 3.0  # issue 5: a miss of more than 3 points is investigated

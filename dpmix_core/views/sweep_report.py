@@ -24,6 +24,7 @@ from dpmix_core.experiments.trade_offs import (
     REPRODUCED_WITHIN_PTS,
     TEST_INPUTS_TITLES,
     published_comparison,
+    runs_left_out,
     stored_spec,
     sweep_published,
     sweep_results,
@@ -90,9 +91,12 @@ def _point(row: pd.Series) -> str:
     )
 
 
-def sweep_reading(agg: pd.DataFrame, axis: str | None, statuses: Counter, comparison: pd.DataFrame | None) -> str:
+def sweep_reading(
+    agg: pd.DataFrame, axis: str | None, statuses: Counter, comparison: pd.DataFrame | None, *, left_out: int = 0
+) -> str:
     """The report's plain-language paragraph: what finished, the best private point, the non-private reference,
-    collapsed points, runs not in the report, and how many published points were reproduced."""
+    collapsed points, runs not in the report (``left_out``: finished runs with no reading on the chosen test rows or
+    test images), and how many published points were reproduced."""
     dead = all_collapsed(agg)
     axis_title = AXIS_TITLES.get(axis or "", axis or "the axis")
     runs = int(runs_per_point(agg).sum())
@@ -131,6 +135,11 @@ def sweep_reading(agg: pd.DataFrame, axis: str | None, statuses: Counter, compar
     failed = sum(statuses[s] for s in ("failed", "cancelled"))
     if pending or failed:
         parts.append(f"Not in this report: {pending} run(s) still queued or running and {failed} failed or cancelled.")
+    if left_out:
+        parts.append(
+            f"Also not in it: {left_out} finished run(s) with no reading on these test rows or test images (stored "
+            "before runs recorded one)."
+        )
     if comparison is not None and len(comparison):
         verdicts = Counter(comparison["verdict"])
         parts.append(
@@ -263,7 +272,10 @@ def sweep_report(
     check = quick_vs_full(store, stored.id)  # a quick preset: its full protocol's stored runs, point by point
     full_points = check.table if check is not None and check.full_runs else None
     sections = [
-        Section("In plain language", sweep_reading(agg, axis, statuses, comparison)),
+        Section(
+            "In plain language",
+            sweep_reading(agg, axis, statuses, comparison, left_out=runs_left_out(store, stored.id, agg)),
+        ),
         Section(
             "Accuracy versus privacy",
             figure=trade_off_figure(
