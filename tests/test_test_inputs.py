@@ -69,18 +69,17 @@ def spec():
 
 
 @pytest.fixture
-def stored(spec, tmp_path):
-    from dpmix_core.experiments.trade_offs import sweep_jobs
+def stored(spec, tmp_path, finished_sweep):
     from dpmix_core.runtime.store import ResultStore
 
-    store = ResultStore(tmp_path / "results.sqlite")
-    sweep = store.create_sweep(spec.name, spec.to_dict())
-    for kind, config, key in sweep_jobs(spec):
+    def result_for(config: dict) -> dict | None:
         l, seed = config["synthesis"]["l"], config["seed"] - spec.base.seed
-        if config["label"] == SERIES and (l, seed) in RESULTS:
-            run = store.submit(kind, config, key, sweep=sweep.id)
-            store.claim(run.id)
-            store.finish(run.id, _result(RESULTS[l, seed], epsilon=80 / l))
+        if config["label"] != SERIES or (l, seed) not in RESULTS:
+            return None
+        return _result(RESULTS[l, seed], epsilon=80 / l)
+
+    store = ResultStore(tmp_path / "results.sqlite")
+    finished_sweep(store, spec, result_for)
     return store, spec
 
 

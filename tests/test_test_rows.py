@@ -95,27 +95,23 @@ def test_a_spec_declares_its_rows_and_keeps_them_through_json_and_another_datase
 
 
 @pytest.fixture
-def stored(spec, tmp_path):
-    from dpmix_core.experiments.trade_offs import sweep_jobs
+def stored(spec, tmp_path, finished_sweep):
     from dpmix_core.runtime.store import ResultStore
 
-    store = ResultStore(tmp_path / "results.sqlite")
-    sweep = store.create_sweep(spec.name, spec.to_dict())
-    for kind, config, key in sweep_jobs(spec):
+    def result_for(config: dict) -> dict | None:
         l, seed = config["synthesis"]["l"], config["seed"] - spec.base.seed
-        if (l, seed) in RESULTS:
-            accuracy, halves = RESULTS[l, seed]
-            run = store.submit(kind, config, key, sweep=sweep.id)
-            store.claim(run.id)
-            store.finish(
-                run.id,
-                {
-                    "test_accuracy": accuracy,
-                    "test_accuracy_halves": halves,
-                    "epsilon": {"rdp-wor": 64 / l},
-                    "delta": 1e-5,
-                },
-            )
+        if (l, seed) not in RESULTS:
+            return None
+        accuracy, halves = RESULTS[l, seed]
+        return {
+            "test_accuracy": accuracy,
+            "test_accuracy_halves": halves,
+            "epsilon": {"rdp-wor": 64 / l},
+            "delta": 1e-5,
+        }
+
+    store = ResultStore(tmp_path / "results.sqlite")
+    finished_sweep(store, spec, result_for)
     return store, spec
 
 
