@@ -389,7 +389,7 @@ def _results_panel(query_sweep: int | None) -> None:
     )
     own_inputs, loaders = sweep_test_inputs(store(), chosen)
     test_inputs = own_inputs
-    if len(loaders) > 1:  # a clipped class-centric z-score release: the same models read with or without the clip
+    if len(loaders) > 1:  # a clipped class-centric z-score release: the same models read through each loader
         test_inputs = st.radio(
             "Test images",
             loaders,
@@ -397,10 +397,11 @@ def _results_panel(query_sweep: int | None) -> None:
             format_func=lambda name: TEST_INPUTS_TITLES[name] + (" (the sweep's)" if name == own_inputs else ""),
             horizontal=True,
             key=K + f"inputs_{chosen}",
-            help="The test split goes through the release's z-score and its clip to ||x|| <= c, or through the "
-            "z-score only (DP-CDA's 'original test partition' read either way). Training never reads the test "
-            "split, so both readings are of the same trained models; runs stored before both were recorded are "
-            "left out of the other one.",
+            help="The test split goes through the release's z-score and its clip to ||x|| <= c, through the "
+            "z-score only (DP-CDA's 'original test partition' read either way), or through the clip and then a "
+            "factor that puts the images at the released points' median norm (read off the release, no test "
+            "labels). Training never reads the test split, so every reading is of the same trained models; runs "
+            "stored before a reading was recorded are left out of it.",
         )
     agg, axis, title = sweep_results(store(), chosen, test_rows=test_rows, test_inputs=test_inputs)
     if unreadable := unreadable_runs(store(), chosen):

@@ -949,7 +949,7 @@ def _add_sweep_report(sub) -> None:
         "--test-inputs",
         choices=TEST_INPUTS,
         help="read the trained models through this test loader (default: the sweep's; a clipped class-centric "
-        "z-score release's runs record both: with the release's clip and without it)",
+        "z-score release's runs record each: with the release's clip, without it, and at the release's scale)",
     )
     p.set_defaults(func=cmd_sweep_report)
 

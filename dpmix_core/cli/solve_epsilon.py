@@ -29,7 +29,7 @@ def add_solve_epsilon_arguments(parser: argparse.ArgumentParser) -> None:
         "--test-inputs",
         choices=TEST_INPUTS,
         help="read the trained models through this test loader (default: each run's own; a clipped class-centric "
-        "z-score release's runs record both: with the release's clip and without it)",
+        "z-score release's runs record each: with the release's clip, without it, and at the release's scale)",
     )
     parser.add_argument("--store", help="results store (default: $DPMIX_STORE or ~/.cache/dpmix/results.sqlite)")
     parser.add_argument("--json", action="store_true", help="print a list of JSON answers")

@@ -452,7 +452,7 @@ TEST_INPUTS_TITLES = {
 def sweep_test_inputs(store: ResultStore, sweep: int | str) -> tuple[str, tuple[str, ...]]:
     """(the test loader a stored sweep's spec reads through, every loader its finished runs can be read through, in
     ``TEST_INPUTS`` order): a clipped class-centric z-score release's runs record the same trained model through
-    both (the runner's ``test_accuracy_by_inputs``); ("release", ("release",)) for a sweep without a spec."""
+    each (the runner's ``test_accuracy_by_inputs``); ("release", ("release",)) for a sweep without a spec."""
     stored = store.get_sweep(sweep)
     spec = None if stored is None else stored_spec(stored)
     own = "release" if spec is None else spec.base.test_inputs
