@@ -449,13 +449,17 @@ TEST_INPUTS_TITLES = {
 }
 
 
+def _own_test_inputs(spec: SweepSpec | None) -> str:
+    """The test loader a sweep's spec reads through ("release" without a spec)."""
+    return "release" if spec is None else spec.base.test_inputs
+
+
 def sweep_test_inputs(store: ResultStore, sweep: int | str) -> tuple[str, tuple[str, ...]]:
     """(the test loader a stored sweep's spec reads through, every loader its finished runs can be read through, in
     ``TEST_INPUTS`` order): a clipped class-centric z-score release's runs record the same trained model through
     each (the runner's ``test_accuracy_by_inputs``); ("release", ("release",)) for a sweep without a spec."""
     stored = store.get_sweep(sweep)
-    spec = None if stored is None else stored_spec(stored)
-    own = "release" if spec is None else spec.base.test_inputs
+    own = _own_test_inputs(None if stored is None else stored_spec(stored))
     seen = {own}
     for row in sweep_rows(store, sweep):
         seen.update((row.get("result") or {}).get("test_accuracy_by_inputs") or {})
@@ -481,8 +485,7 @@ def sweep_results(
     rows_read = (spec.test_rows if spec is not None else "all") if test_rows is None else test_rows
     if rows_read != "all":
         title = f"{title} (accuracy on the {rows_read} test rows)"
-    own = "release" if spec is None else spec.base.test_inputs
-    if test_inputs is not None and test_inputs != own:
+    if test_inputs is not None and test_inputs != _own_test_inputs(spec):
         title = f"{title} (the same models read with test images {TEST_INPUTS_TITLES.get(test_inputs, test_inputs)})"
     return aggregate(rows, axis=axis, test_rows=rows_read, test_inputs=test_inputs), axis, title
 

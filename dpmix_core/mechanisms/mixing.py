@@ -44,6 +44,7 @@ __all__ = [
     "check_zscore_vectors",
     "zscore_clip",
     "clip_rows",
+    "row_norms",
     "column_mean",
     "column_std",
     "clipped_features",
@@ -587,9 +588,14 @@ def check_zscore_vectors(mean: object, std: object, d: int) -> tuple[np.ndarray,
     return out[0], out[1]
 
 
+def row_norms(feats: np.ndarray) -> np.ndarray:
+    """||x|| of each row of (n, d) ``feats``, accumulated in float64 without a squared copy."""
+    return np.sqrt(np.einsum("ij,ij->i", feats, feats, dtype=np.float64))
+
+
 def clip_rows(feats: np.ndarray, radius: float) -> np.ndarray:
     """x <- x * min(1, c / ||x||) row by row (in place on float32)."""
-    norms = np.sqrt(np.einsum("ij,ij->i", feats, feats, dtype=np.float64))
+    norms = row_norms(feats)
     factor = np.minimum(1.0, radius / np.maximum(norms, 1e-300))
     feats *= factor[:, None].astype(feats.dtype)
     return feats

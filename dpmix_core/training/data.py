@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from dpmix_core.data import Dataset
-from dpmix_core.mechanisms.mixing import clip_rows, column_mean, column_std, unit_features
+from dpmix_core.mechanisms.mixing import clip_rows, column_mean, column_std, row_norms, unit_features
 from dpmix_core.synthesis.pipeline import SynthesisConfig, public_zscore_arrays
 
 __all__ = [
@@ -89,8 +89,7 @@ def release_scale(released_x: np.ndarray, clip: float) -> float:
     """
     if len(released_x) == 0:
         raise ValueError("the release has no points to read its scale from.")
-    x = flat(np.asarray(released_x, dtype=np.float32))
-    return float(np.median(np.sqrt(np.einsum("ij,ij->i", x, x))) / clip)
+    return float(np.median(row_norms(flat(np.asarray(released_x)))) / clip)
 
 
 def release_feature_map(
