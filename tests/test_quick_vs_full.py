@@ -165,20 +165,30 @@ def test_a_quick_point_the_full_preset_leaves_to_another_is_run_by_that_one(tmp_
     assert quick_vs_full(store, whole.id).sentence().endswith(expected)  # only the points that have results
 
 
-def test_every_quick_preset_names_a_full_protocol_with_the_quick_points():
-    """Each quick preset's points exist in its full protocol (at the quick's axis values: the full preset may
-    leave one to another preset), else nothing could be compared."""
+def test_every_quick_preset_and_quick_spec_file_names_a_full_protocol_with_the_quick_points(monkeypatch):
+    """Each quick preset's (and documented quick spec file's) points exist in its full protocol (at the quick's
+    axis values: the full preset may leave one to another preset), else nothing could be compared. The one
+    exception is declared: the per-pixel l grid's full file runs the noisy series only (REPRODUCTION 3b), so the
+    quick's eps = inf points say "no full-protocol point"."""
     from dataclasses import replace
 
     from dpmix_core.experiments.presets import preset_names
     from dpmix_core.experiments.quick_vs_full import sweep_points
+    from dpmix_core.experiments.spec import load_spec
 
-    for name in preset_names(quick=True):
-        quick = get_preset(name)
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(root)  # spec files name their files from the repository root
+    files = [load_spec(p) for p in sorted((root / "docs" / "specs").glob("*.json"))]
+    quick_files = [spec for spec in files if spec.quick]
+    assert [spec.name for spec in quick_files] == ["dpcda-table2-quick-public-pixel-zscore"]
+    for quick in [get_preset(name) for name in preset_names(quick=True)] + quick_files:
+        name = quick.name
+        noisy_only = quick in quick_files  # the per-pixel l grid's full file runs eps = 20 and 10 only
         full = full_protocol(quick)
         assert full is not None and not full.quick, name
         missing = set(sweep_points(quick)) - set(sweep_points(replace(full, values=quick.values)))
-        assert not missing, (name, sorted(missing, key=str)[:3])
+        expected = {(s, v) for s, v in sweep_points(quick) if noisy_only and s == "eps = inf (no noise)"}
+        assert missing == expected, (name, sorted(missing, key=str)[:3])
 
 
 def test_a_quick_on_another_dataset_compares_with_the_full_protocol_on_that_dataset():
@@ -285,3 +295,65 @@ def test_the_chart_draws_the_full_protocol_as_open_diamonds_in_the_series_colour
     page = sweep_report(store, "dpfmix-table1-quick")
     assert '"diamond-open"' in page and "Open diamonds: the full protocol" in page
     assert "Open diamonds" not in sweep_report(store, "my full re-run")
+
+
+QUICK_FILE = "docs/specs/dpcda-table2-quick-public-pixel-zscore.json"
+FULL_FILE = "docs/specs/dpcda-table2-public-pixel-zscore-l-lr1e-4.json"
+
+
+def _odd_rows(accuracy: float) -> dict:
+    """A finished run's result read on the odd test rows (the even rows gave the public constants)."""
+    return {"test_accuracy": 0.5, "test_accuracy_halves": [0.5, accuracy / 100], "collapsed": False, "delta": 1e-5}
+
+
+def test_a_quick_spec_file_is_compared_with_the_full_spec_file_it_names(tmp_path, monkeypatch, finished_sweep):
+    """The quick per-pixel l grid names its full protocol by file (no preset holds either): the page, the report
+    and the CLI compare the two point by point, and say which file to run where the full one has no runs."""
+    from dpmix_core.experiments.spec import load_spec
+    from dpmix_core.experiments.trade_offs import with_dataset
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])  # spec files name their files from the repository root
+    quick = load_spec(QUICK_FILE)
+    assert quick.quick and quick.full_variant == FULL_FILE
+    quick = narrow_spec(with_dataset(quick, "fashion-mnist"), series=["eps = 20"], values=[8, 512])
+    full = full_protocol(quick)
+    assert (
+        full is not None and not full.quick and full.name == "dpcda-table2-public-pixel-zscore-l-lr1e-4@fashion-mnist"
+    )
+    store = ResultStore(tmp_path / "results.sqlite")
+    finished_sweep(store, quick, lambda c: _odd_rows(61.00 if c["synthesis"]["l"] == 8 else 58.84))
+    before = quick_vs_full(store, quick.name)
+    assert before.full_name == FULL_FILE and before.full_runs == 0
+    run = f"python -m dpmix_core sweep {FULL_FILE} --series 'eps = 20' --values 8 512 --dataset fashion-mnist"
+    assert f"run it with {run} (far" in before.sentence()
+    # the full protocol's seeds 0 and 1 at l = 8, run by the file's own sweep (REPRODUCTION 3b: 65.14 and 66.82 %)
+    full_runs = narrow_spec(with_dataset(load_spec(FULL_FILE), "fashion-mnist"), values=[8], repeats=2)
+    finished_sweep(
+        store, full_runs, lambda c: _odd_rows(65.14 if c["seed"] == 0 else 66.82) if c["label"] == "eps = 20" else None
+    )
+    out = quick_vs_full(store, quick.name).table.set_index("axis value")
+    assert out.loc[8.0, "full (%)"] == pytest.approx(65.98) and out.loc[8.0, "full seeds"] == 2
+    assert out.loc[8.0, "gap (pts)"] == pytest.approx(61.00 - 65.98) and out.loc[8.0, "verdict"] == "within 5 points"
+    assert out.loc[512.0, "verdict"] == "full protocol not run"
+    monkeypatch.setenv("DPMIX_STORE", str(store.path))
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.query_params["sweep"] = str(store.get_sweep(quick.name).id)
+    at.run()
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert f"1 of 1 points compared are within 5 points of the full protocol (`{FULL_FILE}`, 2 finished runs" in text
+
+
+def test_a_full_spec_file_that_no_longer_loads_gives_no_comparison(tmp_path, monkeypatch, finished_sweep):
+    from dataclasses import replace
+
+    from dpmix_core.experiments.spec import SweepSpec
+
+    quick = narrow_spec(get_preset("dpfmix-table1-quick"), series=[SERIES], values=[1.0], repeats=1)
+    moved = replace(quick, name="moved full", full_variant=str(tmp_path / "gone.json"))
+    store = ResultStore(tmp_path / "results.sqlite")
+    finished_sweep(store, moved, lambda c: {"test_accuracy": 0.5, "collapsed": False, "delta": 1e-5})
+    assert full_protocol(moved) is None and quick_vs_full(store, "moved full") is None
+    for bad in ("", "  ", 3):
+        with pytest.raises(ValueError, match="full_variant names a preset or a spec file"):
+            SweepSpec.from_dict({**quick.to_dict(), "full_variant": bad})

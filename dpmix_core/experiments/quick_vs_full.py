@@ -32,7 +32,7 @@ import pandas as pd
 from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.presets import get_preset, preset_names
 from dpmix_core.experiments.results import aggregate, all_collapsed
-from dpmix_core.experiments.spec import SweepSpec, axis_value
+from dpmix_core.experiments.spec import SweepSpec, axis_value, is_spec_file, load_spec
 from dpmix_core.experiments.trade_offs import narrow_spec, stored_spec, sweep_results, with_dataset
 from dpmix_core.runtime.store import ResultStore
 
@@ -70,7 +70,7 @@ COLUMNS = [  # what decides the verdict first (a page's table is read left to ri
 class QuickVsFull:
     """The comparison of one stored quick sweep with its full protocol.
 
-    ``full_name``: the full preset's name; ``table``: one row per point of the quick sweep (:data:`COLUMNS`);
+    ``full_name``: the full preset's name, or the path of the spec file that holds it; ``table``: one row per point of the quick sweep (:data:`COLUMNS`);
     ``full_runs``: how many finished runs of the full protocol the store holds for those points; ``command``:
     the ``python -m dpmix_core sweep`` arguments that run the full protocol there (default: the whole preset);
     ``elsewhere``: the arguments for the quick's points the full preset does not list, run by another full
@@ -99,6 +99,10 @@ class QuickVsFull:
             "points": points,
         }
 
+    def _source(self) -> str:
+        """The ``sweep`` argument that runs the whole full protocol: its spec file, else ``preset:NAME``."""
+        return shlex.quote(self.full_name) if is_spec_file(self.full_name) else "preset:" + self.full_name
+
     def sentence(self, *, markdown: bool = False) -> str:
         """One line: how many points are within the target, or what to run to find out (``markdown``: names and
         the command as code spans, for the page; plain text for the terminal and the HTML report)."""
@@ -107,9 +111,7 @@ class QuickVsFull:
         compared = ~verdicts.isin(["full protocol not run", "no full-protocol point"])
         if not compared.any():
             commands = ([self.command] if self.command else []) + list(self.elsewhere)
-            runs = " and ".join(
-                code(f"python -m dpmix_core sweep {c}") for c in commands or ["preset:" + self.full_name]
-            )
+            runs = " and ".join(code(f"python -m dpmix_core sweep {c}") for c in commands or [self._source()])
             return (
                 f"The full protocol ({code(self.full_name)}) has no finished run at these points in this store; "
                 f"run it with {runs} (far longer than the quick)."
@@ -123,14 +125,20 @@ class QuickVsFull:
 
 
 def full_protocol(quick: SweepSpec) -> SweepSpec | None:
-    """The full preset a quick spec previews, on the quick's dataset (None: not a quick preset's variant)."""
+    """The full protocol a quick spec previews, on the quick's dataset (None: not a quick variant, or its full
+    preset or spec file no longer loads)."""
     if not quick.quick or not quick.full_variant:
         return None
     try:
-        full = get_preset(quick.full_variant)
-    except ValueError:  # a spec file that calls itself quick but names no preset
+        full = _full_spec(quick.full_variant)
+    except ValueError:  # a spec file that calls itself quick but names no preset, or a moved or broken file
         return None
     return with_dataset(full, quick.base.dataset, quick.base.data_dir)
+
+
+def _full_spec(full_variant: str) -> SweepSpec:
+    """The full protocol ``full_variant`` names, as written: a spec file, else a preset."""
+    return load_spec(full_variant) if is_spec_file(full_variant) else get_preset(full_variant)
 
 
 Point = tuple[str, float | None]  # (series, axis value; None for a series the axis does not move)
@@ -145,11 +153,12 @@ def sweep_points(spec: SweepSpec) -> dict[Point, RunConfig]:
     return {(cfg.label, _value(axis_value(cfg, spec.axis))): cfg for cfg in replace(spec, repeats=1).runs()}
 
 
-def full_command(quick: SweepSpec, full: SweepSpec) -> str:
+def full_command(quick: SweepSpec, full: SweepSpec, source: str | None = None) -> str:
     """``sweep`` arguments for the full protocol at a (possibly narrowed) quick spec's series, values, dataset
-    ("" when none of the quick's axis values is a point of the full preset)."""
-    name = full.name.split("@")[0]
-    parts = [f"preset:{name}"]
+    ("" when none of the quick's axis values is a point of the full protocol). ``source``: the spec file that
+    holds ``full`` (None: the preset named like it)."""
+    own = _full_spec(source or full.name.split("@")[0])
+    parts = [shlex.quote(source) if source else f"preset:{own.name}"]
     series = [s for s in quick.series_names if s in full.series_names]
     if series and set(series) != set(full.series_names):
         parts += ["--series", *(shlex.quote(s) for s in series)]
@@ -158,7 +167,7 @@ def full_command(quick: SweepSpec, full: SweepSpec) -> str:
         return ""  # none of the quick's points is the full preset's (another preset runs them: other_full_commands)
     if len(values) < len(full.values):
         parts += ["--values", *values]
-    if full.base.dataset != get_preset(name).base.dataset:
+    if full.base.dataset != own.base.dataset:
         parts += ["--dataset", full.base.dataset]
     return " ".join(parts)
 
@@ -273,13 +282,15 @@ def quick_vs_full(store: ResultStore, sweep: int | str) -> QuickVsFull | None:
     full = None if spec is None else full_protocol(spec)
     if spec is None or full is None:
         return None
+    source = spec.full_variant if spec.full_variant and is_spec_file(spec.full_variant) else None
+    full_name = source or full.name
     quick_agg, _, _ = sweep_results(store, stored.id)
     if quick_agg.empty:
-        command, elsewhere = full_command(spec, full), other_full_commands(spec, full)
-        return QuickVsFull(full.name, pd.DataFrame(columns=COLUMNS), 0, command, elsewhere)
+        command, elsewhere = full_command(spec, full, source), other_full_commands(spec, full)
+        return QuickVsFull(full_name, pd.DataFrame(columns=COLUMNS), 0, command, elsewhere)
     quick = _sides(quick_agg)
     ran = _ran(spec, quick)  # what to run is the full protocol at the points the quick has results for
-    command, elsewhere = full_command(ran, full), other_full_commands(ran, full)
+    command, elsewhere = full_command(ran, full, source), other_full_commands(ran, full)
     # the full protocol at the quick's axis values, listed in the full preset or not (e.g. thesis-4.2-sigma-quick's
     # sigma = 0.7, which thesis-4.2-sigma leaves to thesis-4.2-l)
     full_points = sweep_points(replace(full, values=spec.values))
@@ -308,4 +319,4 @@ def quick_vs_full(store: ResultStore, sweep: int | str) -> QuickVsFull | None:
                 "verdict": verdict,
             }
         )
-    return QuickVsFull(full.name, pd.DataFrame(rows, columns=COLUMNS), len(rows_full), command, elsewhere)
+    return QuickVsFull(full_name, pd.DataFrame(rows, columns=COLUMNS), len(rows_full), command, elsewhere)

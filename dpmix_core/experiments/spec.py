@@ -70,6 +70,8 @@ __all__ = [
     "Series",
     "Published",
     "SweepSpec",
+    "SPEC_FILE_SUFFIXES",
+    "is_spec_file",
     "load_spec",
     "axis_value",
     "apply_axis",
@@ -296,7 +298,8 @@ class Published:
 class SweepSpec:
     """A sweep: ``base`` run, ``axis`` with ``values``, ``series`` to compare, ``repeats`` seeds each.
 
-    ``quick`` marks the fast variant of a preset (``full_variant`` names the full one);
+    ``quick`` marks the fast variant of a protocol (``full_variant`` names the full one: a preset, or the path of
+    a spec file, a .toml or .json, from the folder the CLI or app runs in);
     ``published`` holds the numbers the paper printed for points of this sweep (drawn next to ours).
     ``test_rows`` says which rows of the test split its results report (:data:`TEST_ROWS`; "odd" when the even
     rows gave the release's public constants).
@@ -350,6 +353,8 @@ class SweepSpec:
                     f"published point for unknown series {p.series!r}; series: {', '.join(sorted(names))}."
                 )
         object.__setattr__(self, "published", published)
+        if self.full_variant is not None and (not isinstance(self.full_variant, str) or not self.full_variant.strip()):
+            raise ValueError(f"full_variant names a preset or a spec file. Found {self.full_variant!r}.")
         if self.test_rows not in TEST_ROWS:
             raise ValueError(f"test_rows must be one of {', '.join(TEST_ROWS)}. Found {self.test_rows!r}.")
         check_sweep_cost(len(self._series()) * len(values) * self.repeats)  # before any list is built
@@ -505,6 +510,14 @@ def _series_from(d: dict, base: RunConfig) -> tuple[Series, ...]:
         else:
             out.append(Series(method, {"method": method}))
     return tuple(out)
+
+
+SPEC_FILE_SUFFIXES = (".toml", ".json")
+
+
+def is_spec_file(name: str) -> bool:
+    """Whether ``name`` is a spec file's path (it ends in .toml or .json) rather than a preset's name."""
+    return Path(name).suffix.lower() in SPEC_FILE_SUFFIXES
 
 
 def load_spec(source: str | Path | dict) -> SweepSpec:
