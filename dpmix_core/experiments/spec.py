@@ -10,6 +10,8 @@ A spec file (TOML or JSON) looks like::
     methods = ["mixing", "non-private"]  # optional: one series per method
     mechanisms = ["class-centric"]       # optional: one series per mechanism (mixing runs)
     test_rows = "all"                  # optional: all | even | odd, the test rows its results are read on
+    quick = true                       # optional: a fast preview of a full protocol, the one named by
+    full_variant = "docs/specs/full.json"  # a preset's name or a spec file's path (from where the CLI runs)
 
     [base]                             # a RunConfig (see dpmix_core.experiments.config)
     method = "mixing"
