@@ -437,7 +437,8 @@ def _results_panel(query_sweep: int | None) -> None:
         "ε on a second axis", ["(none)", *eps_cols], key=K + "eps2", format_func=lambda c: c.removeprefix("epsilon_")
     )
     published = sweep_published(store(), chosen)
-    check = quick_vs_full(store(), chosen)  # a quick preset: its full protocol's stored runs, point by point
+    # a quick preset: its full protocol's stored runs, point by point, read like the chart
+    check = quick_vs_full(store(), chosen, test_rows=test_rows, test_inputs=test_inputs)
     fig = trade_off_figure(
         agg,
         axis,

@@ -357,3 +357,45 @@ def test_a_full_spec_file_that_no_longer_loads_gives_no_comparison(tmp_path, mon
     for bad in ("", "  ", 3):
         with pytest.raises(ValueError, match="full_variant names a preset or a spec file"):
             SweepSpec.from_dict({**quick.to_dict(), "full_variant": bad})
+
+
+def _read_through(release: float, release_scale: float) -> dict:
+    """A result (odd rows, %) read through the clipped loader (its own) and at the release's scale."""
+    by_inputs = {
+        "release": {"accuracy": 0.5, "halves": [0.5, release / 100], "collapsed": False},
+        "release-scale": {"accuracy": 0.6, "halves": [0.6, release_scale / 100], "collapsed": False},
+    }
+    return {**_odd_rows(release), "test_accuracy_by_inputs": by_inputs}
+
+
+def test_both_sides_are_read_through_the_test_images_and_rows_shown(tmp_path, monkeypatch, finished_sweep):
+    """The quick per-pixel l grid's clipped reading misses its full protocol by 20 points at l = 4 while the same
+    models read at the release's scale agree (this session's runs: 37.62 and 63.90 % for the quick, seed 0): the
+    comparison follows the chosen reading on both sides, so the diamonds sit next to the points plotted."""
+    from dpmix_core.experiments.spec import load_spec
+    from dpmix_core.experiments.trade_offs import with_dataset
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    quick = narrow_spec(with_dataset(load_spec(QUICK_FILE), "fashion-mnist"), series=["eps = 20"], values=[4, 128])
+    full = narrow_spec(with_dataset(load_spec(FULL_FILE), "fashion-mnist"), series=["eps = 20"], values=[4, 128])
+    quick_reads = {4: (37.62, 63.90), 128: (61.48, 65.06)}
+    full_reads = {4: (57.22, 66.10), 128: (66.58, 66.64)}
+    store = ResultStore(tmp_path / "results.sqlite")
+    finished_sweep(store, quick, lambda c: _read_through(*quick_reads[c["synthesis"]["l"]]))
+    finished_sweep(store, full, lambda c: _read_through(*full_reads[c["synthesis"]["l"]]))
+    own = quick_vs_full(store, quick.name).table.set_index("axis value")
+    assert own["gap (pts)"].tolist() == pytest.approx([37.62 - 57.22, 61.48 - 66.58])
+    assert own["verdict"].tolist() == ["quick below", "quick below"]
+    scaled = quick_vs_full(store, quick.name, test_inputs="release-scale").table.set_index("axis value")
+    assert scaled["gap (pts)"].tolist() == pytest.approx([63.90 - 66.10, 65.06 - 66.64])
+    assert scaled["verdict"].tolist() == ["within 5 points", "within 5 points"]
+    every_row = quick_vs_full(store, quick.name, test_rows="all", test_inputs="release-scale").table
+    assert every_row["gap (pts)"].tolist() == pytest.approx([0.0, 0.0])  # 60 % on every row on both sides
+    monkeypatch.setenv("DPMIX_STORE", str(store.path))
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.query_params["sweep"] = str(store.get_sweep(quick.name).id)
+    at.run()
+    next(r for r in at.radio if r.label == "Test images").set_value("release-scale").run()
+    assert not at.exception
+    table = next(df.value for df in at.dataframe if "quick (%)" in getattr(df.value, "columns", []))
+    assert table["verdict"].tolist() == ["within 5 points", "within 5 points"]

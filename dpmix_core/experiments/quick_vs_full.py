@@ -268,12 +268,15 @@ def _sides(agg: pd.DataFrame) -> dict[Point, _Side]:
     return out
 
 
-def quick_vs_full(store: ResultStore, sweep: int | str) -> QuickVsFull | None:
+def quick_vs_full(
+    store: ResultStore, sweep: int | str, *, test_rows: str | None = None, test_inputs: str | None = None
+) -> QuickVsFull | None:
     """A stored quick sweep's points next to its full protocol's (None: the sweep is not a quick preset's).
 
     Only finished runs count on both sides; a point whose runs all collapsed has no number (its verdict says
     so). The quick sweep's own aggregation (:func:`dpmix_core.experiments.trade_offs.sweep_results`) gives
-    its side, so the two tables on the page agree.
+    its side, so the two tables on the page agree. ``test_rows`` / ``test_inputs``: the reading shown (the
+    sweep's own by default), the same on both sides, so the full protocol's points sit next to the plotted ones.
     """
     stored = store.get_sweep(sweep)
     if stored is None:
@@ -284,7 +287,7 @@ def quick_vs_full(store: ResultStore, sweep: int | str) -> QuickVsFull | None:
         return None
     source = spec.full_variant if spec.full_variant and is_spec_file(spec.full_variant) else None
     full_name = source or full.name
-    quick_agg, _, _ = sweep_results(store, stored.id)
+    quick_agg, _, _ = sweep_results(store, stored.id, test_rows=test_rows, test_inputs=test_inputs)
     if quick_agg.empty:
         command, elsewhere = full_command(spec, full, source), other_full_commands(spec, full)
         return QuickVsFull(full_name, pd.DataFrame(columns=COLUMNS), 0, command, elsewhere)
@@ -295,7 +298,10 @@ def quick_vs_full(store: ResultStore, sweep: int | str) -> QuickVsFull | None:
     # sigma = 0.7, which thesis-4.2-sigma leaves to thesis-4.2-l)
     full_points = sweep_points(replace(full, values=spec.values))
     rows_full = _full_rows(store, full_points, set(quick))
-    fulls = _sides(aggregate(rows_full, axis=full.axis, test_rows=spec.test_rows)) if rows_full else {}
+    rows_read = spec.test_rows if test_rows is None else test_rows
+    fulls = (
+        _sides(aggregate(rows_full, axis=full.axis, test_rows=rows_read, test_inputs=test_inputs)) if rows_full else {}
+    )
     rows = []
     for point, q in quick.items():
         f = fulls.get(point)

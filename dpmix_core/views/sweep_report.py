@@ -269,7 +269,8 @@ def sweep_report(
     published = sweep_published(store, stored.id)
     comparison = published_comparison(agg, published)  # the papers' own numbers (reference points have none)
     settings = _settings(store, stored, agg, axis, rows, statuses, test_rows, (test_inputs, own_inputs))
-    check = quick_vs_full(store, stored.id)  # a quick preset: its full protocol's stored runs, point by point
+    # a quick preset: its full protocol's stored runs, point by point, read like the report
+    check = quick_vs_full(store, stored.id, test_rows=test_rows, test_inputs=test_inputs)
     full_points = check.table if check is not None and check.full_runs else None
     sections = [
         Section(
