@@ -368,21 +368,27 @@ def _read_through(release: float, release_scale: float) -> dict:
     return {**_odd_rows(release), "test_accuracy_by_inputs": by_inputs}
 
 
-def test_both_sides_are_read_through_the_test_images_and_rows_shown(tmp_path, monkeypatch, finished_sweep):
-    """The quick per-pixel l grid's clipped reading misses its full protocol by 20 points at l = 4 while the same
-    models read at the release's scale agree (this session's runs: 37.62 and 63.90 % for the quick, seed 0): the
-    comparison follows the chosen reading on both sides, so the diamonds sit next to the points plotted."""
+def _read_through_store(tmp_path, monkeypatch, finished_sweep):
+    """A store with the quick per-pixel l grid and its full file at l = 4 and 128, eps = 20, two readings each (on
+    the files' own dataset, so that `sweep` finds every run done without reading any data)."""
     from dpmix_core.experiments.spec import load_spec
-    from dpmix_core.experiments.trade_offs import with_dataset
 
-    monkeypatch.chdir(Path(__file__).resolve().parents[1])
-    quick = narrow_spec(with_dataset(load_spec(QUICK_FILE), "fashion-mnist"), series=["eps = 20"], values=[4, 128])
-    full = narrow_spec(with_dataset(load_spec(FULL_FILE), "fashion-mnist"), series=["eps = 20"], values=[4, 128])
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])  # spec files name their files from the repository root
+    quick = narrow_spec(load_spec(QUICK_FILE), series=["eps = 20"], values=[4, 128])
+    full = narrow_spec(load_spec(FULL_FILE), series=["eps = 20"], values=[4, 128])
     quick_reads = {4: (37.62, 63.90), 128: (61.48, 65.06)}
     full_reads = {4: (57.22, 66.10), 128: (66.58, 66.64)}
     store = ResultStore(tmp_path / "results.sqlite")
     finished_sweep(store, quick, lambda c: _read_through(*quick_reads[c["synthesis"]["l"]]))
     finished_sweep(store, full, lambda c: _read_through(*full_reads[c["synthesis"]["l"]]))
+    return store, quick
+
+
+def test_both_sides_are_read_through_the_test_images_and_rows_shown(tmp_path, monkeypatch, finished_sweep):
+    """The quick per-pixel l grid's clipped reading misses its full protocol by 20 points at l = 4 while the same
+    models read at the release's scale agree (this session's runs: 37.62 and 63.90 % for the quick, seed 0): the
+    comparison follows the chosen reading on both sides, so the diamonds sit next to the points plotted."""
+    store, quick = _read_through_store(tmp_path, monkeypatch, finished_sweep)
     own = quick_vs_full(store, quick.name).table.set_index("axis value")
     assert own["gap (pts)"].tolist() == pytest.approx([37.62 - 57.22, 61.48 - 66.58])
     assert own["verdict"].tolist() == ["quick below", "quick below"]
@@ -399,3 +405,29 @@ def test_both_sides_are_read_through_the_test_images_and_rows_shown(tmp_path, mo
     assert not at.exception
     table = next(df.value for df in at.dataframe if "quick (%)" in getattr(df.value, "columns", []))
     assert table["verdict"].tolist() == ["within 5 points", "within 5 points"]
+
+
+def test_the_sweep_cli_prints_the_comparison_through_every_test_loader(tmp_path, monkeypatch, capsys, finished_sweep):
+    """After a quick sweep the terminal shows each reading's verdict, the sweep's own first, so a quick that previews
+    its full protocol on one loader only is seen without opening the page."""
+    import json
+
+    from dpmix_core.cli.main import main
+    from dpmix_core.experiments.quick_vs_full import quick_vs_full_by_test_inputs
+
+    store, quick = _read_through_store(tmp_path, monkeypatch, finished_sweep)
+    checks = quick_vs_full_by_test_inputs(store, quick.name)
+    assert list(checks) == ["release", "release-scale"]  # the sweep's own loader first, then TEST_INPUTS order
+    argv = ["sweep", QUICK_FILE, "--series", "eps = 20", "--values", "4", "128"]
+    assert main([*argv, "--store", str(store.path)]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("quick vs full")]
+    assert len(lines) == 2 and lines[0].startswith("quick vs full: 0 of 2 points compared are within 5 points")
+    assert "median norm (sweep-report --test-inputs release-scale): 2 of 2 points compared" in lines[1]
+    assert main([*argv, "--store", str(store.path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["quick_vs_full"]["summary"].startswith("0 of 2")
+    assert {k: v["summary"][:6] for k, v in out["quick_vs_full_by_test_inputs"].items()} == {
+        "release": "0 of 2",
+        "release-scale": "2 of 2",
+    }
+    assert quick_vs_full_by_test_inputs(store, "dpcda-table2-public-pixel-zscore-l-lr1e-4") == {}

@@ -177,9 +177,12 @@ def cli_sweep(
     exported = None
     if getattr(args, "export", None):
         exported = export_csv(store, summary.sweep_id, args.export)
-    from dpmix_core.experiments.quick_vs_full import quick_vs_full
+    from dpmix_core.experiments.quick_vs_full import quick_vs_full_by_test_inputs
+    from dpmix_core.experiments.trade_offs import TEST_INPUTS_TITLES
 
-    check = quick_vs_full(store, summary.sweep_id)  # a quick preset: how far from its full protocol's stored runs
+    # a quick variant: how far from its full protocol's stored runs, through each test loader its runs were read by
+    checks = quick_vs_full_by_test_inputs(store, summary.sweep_id)
+    own = next(iter(checks.values()), None)
     if getattr(args, "json", False):
         print(
             json.dumps(
@@ -188,7 +191,8 @@ def cli_sweep(
                     "store": str(store.path),
                     "export": args.export,
                     "exported_rows": exported,
-                    "quick_vs_full": None if check is None else check.to_json(),
+                    "quick_vs_full": None if own is None else own.to_json(),
+                    "quick_vs_full_by_test_inputs": {loader: c.to_json() for loader, c in checks.items()},
                 }
             )
         )
@@ -196,8 +200,9 @@ def cli_sweep(
         print(summary.line())
         if warning := summary.collapse_warning():
             print(warning)
-        if check is not None:
-            print(f"quick vs full: {check.sentence()}")
+        for i, (loader, check) in enumerate(checks.items()):
+            reading = "" if i == 0 else f", test images {TEST_INPUTS_TITLES[loader]} (sweep-report --test-inputs {loader})"
+            print(f"quick vs full{reading}: {check.sentence()}")
         if exported is not None:
             print(f"wrote {exported} row(s) to {args.export}")
         for run in store.list_runs(sweep=summary.sweep_id, status=("failed", "cancelled", "interrupted"), limit=20):

@@ -33,7 +33,13 @@ from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.presets import get_preset, preset_names
 from dpmix_core.experiments.results import aggregate, all_collapsed
 from dpmix_core.experiments.spec import SweepSpec, axis_value, is_spec_file, load_spec
-from dpmix_core.experiments.trade_offs import narrow_spec, stored_spec, sweep_results, with_dataset
+from dpmix_core.experiments.trade_offs import (
+    narrow_spec,
+    stored_spec,
+    sweep_results,
+    sweep_test_inputs,
+    with_dataset,
+)
 from dpmix_core.runtime.store import ResultStore
 
 __all__ = [
@@ -44,6 +50,7 @@ __all__ = [
     "full_protocol",
     "other_full_commands",
     "quick_vs_full",
+    "quick_vs_full_by_test_inputs",
     "sweep_points",
 ]
 
@@ -326,3 +333,18 @@ def quick_vs_full(
             }
         )
     return QuickVsFull(full_name, pd.DataFrame(rows, columns=COLUMNS), len(rows_full), command, elsewhere)
+
+
+def quick_vs_full_by_test_inputs(store: ResultStore, sweep: int | str) -> dict[str, QuickVsFull]:
+    """{test loader: the comparison read through it} for every loader a stored quick sweep's runs were read
+    through, the sweep's own first ({} when the sweep is not a quick variant). A clipped class-centric z-score
+    quick can preview its full protocol on one loader and not on another (REPRODUCTION 3b): the terminal shows
+    every reading, not only the one the page opens on."""
+    own, loaders = sweep_test_inputs(store, sweep)
+    out: dict[str, QuickVsFull] = {}
+    for loader in (own, *(name for name in loaders if name != own)):
+        check = quick_vs_full(store, sweep, test_inputs=loader)
+        if check is None:
+            return {}
+        out[loader] = check
+    return out
