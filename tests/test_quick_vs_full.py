@@ -53,6 +53,16 @@ def _stores(tmp_path, *, full_seeds: int = 5) -> ResultStore:
     return store
 
 
+def _page(store: ResultStore, sweep: str, monkeypatch) -> AppTest:
+    """Train & trade-offs opened on a stored sweep (no exception raised)."""
+    monkeypatch.setenv("DPMIX_STORE", str(store.path))
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.query_params["sweep"] = str(store.get_sweep(sweep).id)
+    at.run()
+    assert not at.exception
+    return at
+
+
 def test_the_clipped_uniform_quick_is_compared_with_app_e_point_by_point(tmp_path):
     """The report's own numbers: +28.4 / +14.9 / +1.0 / -1.0 (REPRODUCTION, the quick-vs-full table)."""
     out = quick_vs_full(_stores(tmp_path), "dpfmix-table1-quick")
@@ -212,13 +222,7 @@ def test_the_store_filters_runs_by_identity_key(tmp_path):
 
 
 def test_the_page_shows_the_quick_next_to_its_full_protocol(tmp_path, monkeypatch):
-    store = _stores(tmp_path)
-    monkeypatch.setenv("DPMIX_STORE", str(store.path))
-    sweep = store.get_sweep("dpfmix-table1-quick")
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    at.query_params["sweep"] = str(sweep.id)
-    at.run()
-    assert not at.exception
+    at = _page(_stores(tmp_path), "dpfmix-table1-quick", monkeypatch)
     text = " ".join(m.value for m in at.markdown)
     assert "Quick vs its full protocol" in text and "2 of 4 points compared are within 5 points" in text
     tables = [df.value for df in at.dataframe]
@@ -259,11 +263,7 @@ def test_the_page_says_what_to_run_when_the_store_has_no_full_protocol(tmp_path,
     store = ResultStore(tmp_path / "results.sqlite")
     quick = narrow_spec(get_preset("dpfmix-table1-quick"), series=[SERIES], values=[1.0], repeats=1)
     _finish(store, quick, lambda eps, seed: 50.0)
-    monkeypatch.setenv("DPMIX_STORE", str(store.path))
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    at.query_params["sweep"] = str(store.get_sweep(quick.name).id)
-    at.run()
-    assert not at.exception
+    at = _page(store, quick.name, monkeypatch)
     text = " ".join(m.value for m in at.markdown)
     assert (
         "has no finished run at these points" in text
@@ -335,11 +335,7 @@ def test_a_quick_spec_file_is_compared_with_the_full_spec_file_it_names(tmp_path
     assert out.loc[8.0, "full (%)"] == pytest.approx(65.98) and out.loc[8.0, "full seeds"] == 2
     assert out.loc[8.0, "gap (pts)"] == pytest.approx(61.00 - 65.98) and out.loc[8.0, "verdict"] == "within 5 points"
     assert out.loc[512.0, "verdict"] == "full protocol not run"
-    monkeypatch.setenv("DPMIX_STORE", str(store.path))
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    at.query_params["sweep"] = str(store.get_sweep(quick.name).id)
-    at.run()
-    assert not at.exception
+    at = _page(store, quick.name, monkeypatch)
     text = " ".join(m.value for m in at.markdown)
     assert f"1 of 1 points compared are within 5 points of the full protocol (`{FULL_FILE}`, 2 finished runs" in text
 
@@ -397,10 +393,7 @@ def test_both_sides_are_read_through_the_test_images_and_rows_shown(tmp_path, mo
     assert scaled["verdict"].tolist() == ["within 5 points", "within 5 points"]
     every_row = quick_vs_full(store, quick.name, test_rows="all", test_inputs="release-scale").table
     assert every_row["gap (pts)"].tolist() == pytest.approx([0.0, 0.0])  # 60 % on every row on both sides
-    monkeypatch.setenv("DPMIX_STORE", str(store.path))
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    at.query_params["sweep"] = str(store.get_sweep(quick.name).id)
-    at.run()
+    at = _page(store, quick.name, monkeypatch)
     next(r for r in at.radio if r.label == "Test images").set_value("release-scale").run()
     assert not at.exception
     table = next(df.value for df in at.dataframe if "quick (%)" in getattr(df.value, "columns", []))
