@@ -77,10 +77,10 @@ COLUMNS = [  # what decides the verdict first (a page's table is read left to ri
 class QuickVsFull:
     """The comparison of one stored quick sweep with its full protocol.
 
-    ``full_name``: the full preset's name, or the path of the spec file that holds it; ``table``: one row per point of the quick sweep (:data:`COLUMNS`);
-    ``full_runs``: how many finished runs of the full protocol the store holds for those points; ``command``:
-    the ``python -m dpmix_core sweep`` arguments that run the full protocol there (default: the whole preset);
-    ``elsewhere``: the arguments for the quick's points the full preset does not list, run by another full
+    ``full_name``: the full preset's name, or the path of the spec file that holds it; ``table``: one row per
+    point of the quick sweep (:data:`COLUMNS`); ``full_runs``: how many finished runs of the full protocol the
+    store holds for those points; ``command``: the ``python -m dpmix_core sweep`` arguments that run the full
+    protocol there (default: the whole preset or spec file); ``elsewhere``: the arguments for the quick's points the full preset does not list, run by another full
     preset (:func:`other_full_commands`).
     """
 
@@ -282,8 +282,9 @@ def quick_vs_full(
 
     Only finished runs count on both sides; a point whose runs all collapsed has no number (its verdict says
     so). The quick sweep's own aggregation (:func:`dpmix_core.experiments.trade_offs.sweep_results`) gives
-    its side, so the two tables on the page agree. ``test_rows`` / ``test_inputs``: the reading shown (the
-    sweep's own by default), the same on both sides, so the full protocol's points sit next to the plotted ones.
+    its side, so the two tables on the page agree. ``test_rows`` / ``test_inputs``: the reading shown, the same
+    on both sides, so the full protocol's points sit next to the plotted ones (None: the quick spec's test rows,
+    and each run read through its own loader).
     """
     stored = store.get_sweep(sweep)
     if stored is None:
