@@ -200,8 +200,9 @@ def cli_sweep(
         print(summary.line())
         if warning := summary.collapse_warning():
             print(warning)
-        for i, (loader, check) in enumerate(checks.items()):
-            reading = "" if i == 0 else f", test images {TEST_INPUTS_TITLES[loader]} (sweep-report --test-inputs {loader})"
+        for i, (loader, check) in enumerate(checks.items()):  # the sweep's own reading first, unlabelled
+            title = TEST_INPUTS_TITLES[loader]
+            reading = "" if i == 0 else f", test images {title} (sweep-report --test-inputs {loader})"
             print(f"quick vs full{reading}: {check.sentence()}")
         if exported is not None:
             print(f"wrote {exported} row(s) to {args.export}")

@@ -80,8 +80,8 @@ class QuickVsFull:
     ``full_name``: the full preset's name, or the path of the spec file that holds it; ``table``: one row per
     point of the quick sweep (:data:`COLUMNS`); ``full_runs``: how many finished runs of the full protocol the
     store holds for those points; ``command``: the ``python -m dpmix_core sweep`` arguments that run the full
-    protocol there (default: the whole preset or spec file); ``elsewhere``: the arguments for the quick's points the full preset does not list, run by another full
-    preset (:func:`other_full_commands`).
+    protocol there (default: the whole preset or spec file); ``elsewhere``: the arguments for the quick's points
+    the full preset does not list, run by another full preset (:func:`other_full_commands`).
     """
 
     full_name: str
