@@ -8,7 +8,7 @@ from app_pages.shared.widgets import chart, table_download
 from dpmix_core.data import TEST_ROWS, cache_dir, load_dataset
 from dpmix_core.data.choice import available_datasets, default_choice
 from dpmix_core.experiments.presets import DEMO_PRESET, get_preset, preset_names
-from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, QuickVsFull, quick_vs_full
+from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, QuickVsFull, quick_vs_full_by_test_inputs
 from dpmix_core.experiments.release_files import CardCheck, ReleaseFile, save_release_upload, verify_card
 from dpmix_core.experiments.runtime_estimate import estimate_sweep_runtime
 from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_series, solve_epsilon
@@ -437,8 +437,9 @@ def _results_panel(query_sweep: int | None) -> None:
         "ε on a second axis", ["(none)", *eps_cols], key=K + "eps2", format_func=lambda c: c.removeprefix("epsilon_")
     )
     published = sweep_published(store(), chosen)
-    # a quick preset: its full protocol's stored runs, point by point, read like the chart
-    check = quick_vs_full(store(), chosen, test_rows=test_rows, test_inputs=test_inputs)
+    # a quick variant: its full protocol's stored runs, point by point, through each test loader (the chart's first)
+    checks = quick_vs_full_by_test_inputs(store(), chosen, test_rows=test_rows)
+    check = checks.get(test_inputs)
     fig = trade_off_figure(
         agg,
         axis,
@@ -465,7 +466,7 @@ def _results_panel(query_sweep: int | None) -> None:
         st.dataframe(comparison, hide_index=True, width="stretch")
         table_download(comparison, K + "published", f"sweep_{chosen}_published_vs_ours")
     if check is not None:
-        _quick_vs_full_panel(chosen, check)
+        _quick_vs_full_panel(chosen, check, {name: c for name, c in checks.items() if name != test_inputs})
     st.dataframe(agg, hide_index=True, width="stretch")
     st.download_button(
         "Download results (CSV)",
@@ -478,12 +479,23 @@ def _results_panel(query_sweep: int | None) -> None:
     _report_panel(chosen, metric, None if second == "(none)" else second, (test_rows, test_inputs))
 
 
-def _quick_vs_full_panel(sweep: int, check: QuickVsFull) -> None:
-    """A quick preset's points next to its full protocol's runs in the store (open diamonds in the chart)."""
+def _quick_vs_full_panel(sweep: int, check: QuickVsFull, others: dict[str, QuickVsFull]) -> None:
+    """A quick preset's points next to its full protocol's runs in the store (open diamonds in the chart), and how
+    the same comparison comes out through the other test images its runs were read with."""
     st.markdown(
         f"**Quick vs its full protocol** (a quick run takes a minute or less; the target is {QUICK_WITHIN_PTS:g} "
         f"points or less at each point): {check.sentence(markdown=True)}"
     )
+    tallies = [(TEST_INPUTS_TITLES[name], c.tally()) for name, c in others.items()]
+    if any(compared for _, (_, compared) in tallies):
+        st.caption(
+            "Through the other test images (pick them under Test images above): "
+            + "; ".join(
+                f"{title}: {agree} of {compared} points within {QUICK_WITHIN_PTS:g}"
+                for title, (agree, compared) in tallies
+            )
+            + "."
+        )
     if check.full_runs:
         st.dataframe(check.table, hide_index=True, width="stretch")
         table_download(check.table, K + "quick_vs_full", f"sweep_{sweep}_quick_vs_full")

@@ -394,10 +394,14 @@ def test_both_sides_are_read_through_the_test_images_and_rows_shown(tmp_path, mo
     every_row = quick_vs_full(store, quick.name, test_rows="all", test_inputs="release-scale").table
     assert every_row["gap (pts)"].tolist() == pytest.approx([0.0, 0.0])  # 60 % on every row on both sides
     at = _page(store, quick.name, monkeypatch)
+    other = "Through the other test images (pick them under Test images above): z-scored and clipped, then scaled"
+    assert f"{other} to the released points' median norm: 2 of 2 points within 5." in [c.value for c in at.caption]
     next(r for r in at.radio if r.label == "Test images").set_value("release-scale").run()
     assert not at.exception
     table = next(df.value for df in at.dataframe if "quick (%)" in getattr(df.value, "columns", []))
     assert table["verdict"].tolist() == ["within 5 points", "within 5 points"]
+    clipped = "through the release's map, its clip included: 0 of 2 points within 5."
+    assert any(c.value.endswith(clipped) for c in at.caption)
 
 
 def test_the_sweep_cli_prints_the_comparison_through_every_test_loader(tmp_path, monkeypatch, capsys, finished_sweep):

@@ -110,24 +110,28 @@ class QuickVsFull:
         """The ``sweep`` argument that runs the whole full protocol: its spec file, else ``preset:NAME``."""
         return shlex.quote(self.full_name) if is_spec_file(self.full_name) else "preset:" + self.full_name
 
+    def tally(self) -> tuple[int, int]:
+        """(points within the target or both collapsed, points compared: both sides have finished runs)."""
+        verdicts = self.table["verdict"]
+        compared = ~verdicts.isin(["full protocol not run", "no full-protocol point"])
+        return int(verdicts.isin([WITHIN, "both collapsed"]).sum()), int(compared.sum())
+
     def sentence(self, *, markdown: bool = False) -> str:
         """One line: how many points are within the target, or what to run to find out (``markdown``: names and
         the command as code spans, for the page; plain text for the terminal and the HTML report)."""
         code = (lambda t: f"`{t}`") if markdown else (lambda t: t)
-        verdicts = self.table["verdict"]
-        compared = ~verdicts.isin(["full protocol not run", "no full-protocol point"])
-        if not compared.any():
+        agree, compared = self.tally()
+        if not compared:
             commands = ([self.command] if self.command else []) + list(self.elsewhere)
             runs = " and ".join(code(f"python -m dpmix_core sweep {c}") for c in commands or [self._source()])
             return (
                 f"The full protocol ({code(self.full_name)}) has no finished run at these points in this store; "
                 f"run it with {runs} (far longer than the quick)."
             )
-        agree = verdicts.isin([WITHIN, "both collapsed"]).sum()
         return (
-            f"{agree} of {int(compared.sum())} points compared are within {QUICK_WITHIN_PTS:g} points of the full "
+            f"{agree} of {compared} points compared are within {QUICK_WITHIN_PTS:g} points of the full "
             f"protocol ({code(self.full_name)}, {self.full_runs} finished runs in this store)"
-            + ("." if agree == compared.sum() else ": the others preview it badly (verdict column).")
+            + ("." if agree == compared else ": the others preview it badly (verdict column).")
         )
 
 
@@ -336,15 +340,17 @@ def quick_vs_full(
     return QuickVsFull(full_name, pd.DataFrame(rows, columns=COLUMNS), len(rows_full), command, elsewhere)
 
 
-def quick_vs_full_by_test_inputs(store: ResultStore, sweep: int | str) -> dict[str, QuickVsFull]:
+def quick_vs_full_by_test_inputs(
+    store: ResultStore, sweep: int | str, *, test_rows: str | None = None
+) -> dict[str, QuickVsFull]:
     """{test loader: the comparison read through it} for every loader a stored quick sweep's runs were read
     through, the sweep's own first ({} when the sweep is not a quick variant). A clipped class-centric z-score
-    quick can preview its full protocol on one loader and not on another (REPRODUCTION 3b): the terminal shows
-    every reading, not only the one the page opens on."""
+    quick can preview its full protocol on one loader and not on another (REPRODUCTION 3b): the terminal and the
+    page show every reading, not only the one shown."""
     own, loaders = sweep_test_inputs(store, sweep)
     out: dict[str, QuickVsFull] = {}
     for loader in (own, *(name for name in loaders if name != own)):
-        check = quick_vs_full(store, sweep, test_inputs=loader)
+        check = quick_vs_full(store, sweep, test_rows=test_rows, test_inputs=loader)
         if check is None:
             return {}
         out[loader] = check
