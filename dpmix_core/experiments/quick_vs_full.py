@@ -36,7 +36,7 @@ from dpmix_core.experiments.spec import SweepSpec, axis_value, is_spec_file, loa
 from dpmix_core.experiments.trade_offs import (
     narrow_spec,
     stored_spec,
-    sweep_results,
+    sweep_rows,
     sweep_test_inputs,
     with_dataset,
 )
@@ -268,6 +268,8 @@ class _Side(NamedTuple):
 
 def _sides(agg: pd.DataFrame) -> dict[Point, _Side]:
     """{(series, axis value): its aggregated side} (:func:`~dpmix_core.experiments.results.aggregate`'s rule)."""
+    if agg.empty:
+        return {}
     dead = all_collapsed(agg)
     out = {}
     for i, row in agg.iterrows():
@@ -285,11 +287,32 @@ def quick_vs_full(
     """A stored quick sweep's points next to its full protocol's (None: the sweep is not a quick preset's).
 
     Only finished runs count on both sides; a point whose runs all collapsed has no number (its verdict says
-    so). The quick sweep's own aggregation (:func:`dpmix_core.experiments.trade_offs.sweep_results`) gives
-    its side, so the two tables on the page agree. ``test_rows`` / ``test_inputs``: the reading shown, the same
-    on both sides, so the full protocol's points sit next to the plotted ones (None: the quick spec's test rows,
+    so). The quick side is the sweep's rows aggregated as :func:`dpmix_core.experiments.trade_offs.sweep_results`
+    does, so the two tables on the page agree. ``test_rows`` / ``test_inputs``: the reading shown, the same on
+    both sides, so the full protocol's points sit next to the plotted ones (None: the quick spec's test rows,
     and each run read through its own loader).
     """
+    found = _comparisons(store, sweep, test_rows, (test_inputs,))
+    return None if found is None else found[test_inputs]
+
+
+def quick_vs_full_by_test_inputs(
+    store: ResultStore, sweep: int | str, *, test_rows: str | None = None
+) -> dict[str, QuickVsFull]:
+    """{test loader: :func:`quick_vs_full` read through it} for every loader a stored quick sweep's runs were
+    read through, the sweep's own first ({} when the sweep is not a quick variant). A clipped class-centric
+    z-score quick can preview its full protocol on one loader and not on another (REPRODUCTION 3b): the
+    terminal and the page show every reading, not only the one on screen."""
+    own, loaders = sweep_test_inputs(store, sweep)
+    found = _comparisons(store, sweep, test_rows, (own, *(name for name in loaders if name != own)))
+    return {} if found is None else {str(loader): check for loader, check in found.items()}
+
+
+def _comparisons(
+    store: ResultStore, sweep: int | str, test_rows: str | None, loaders: tuple[str | None, ...]
+) -> dict[str | None, QuickVsFull] | None:
+    """:func:`quick_vs_full` through each of ``loaders``; the sweep, both specs and the full protocol's stored
+    runs are read once for all of them."""
     stored = store.get_sweep(sweep)
     if stored is None:
         raise ValueError(f"No sweep {sweep!r} in the results store.")
@@ -298,22 +321,44 @@ def quick_vs_full(
     if spec is None or full is None:
         return None
     source = spec.full_variant if spec.full_variant and is_spec_file(spec.full_variant) else None
+    rows_read = spec.test_rows if test_rows is None else test_rows
+    quick_rows = sweep_rows(store, stored.id)
+    quicks = {
+        loader: _sides(aggregate(quick_rows, axis=spec.axis, test_rows=rows_read, test_inputs=loader))
+        for loader in loaders
+    }
+    # the full protocol at the quick's axis values, listed in the full preset or not (e.g. thesis-4.2-sigma-quick's
+    # sigma = 0.7, which thesis-4.2-sigma leaves to thesis-4.2-l), at every point some reading has results for
+    full_points = sweep_points(replace(full, values=spec.values))
+    rows_full = _full_rows(store, full_points, set().union(*quicks.values()))
+    out = {}
+    for loader, quick in quicks.items():
+        at_points = [row for row in rows_full if _point(row["config"], full.axis) in quick]
+        fulls = _sides(aggregate(at_points, axis=full.axis, test_rows=rows_read, test_inputs=loader))
+        out[loader] = _comparison(spec, full, source, quick, full_points, fulls, len(at_points))
+    return out
+
+
+def _point(config: dict, axis: str) -> Point:
+    return str(config["label"]), _value(axis_value(config, axis))
+
+
+def _comparison(
+    spec: SweepSpec,
+    full: SweepSpec,
+    source: str | None,
+    quick: dict[Point, _Side],
+    full_points: dict[Point, RunConfig],
+    fulls: dict[Point, _Side],
+    full_runs: int,
+) -> QuickVsFull:
+    """One reading's table: the quick's points (``quick``) next to the full protocol's (``fulls``)."""
     full_name = source or full.name
-    quick_agg, _, _ = sweep_results(store, stored.id, test_rows=test_rows, test_inputs=test_inputs)
-    if quick_agg.empty:
+    if not quick:
         command, elsewhere = full_command(spec, full, source), other_full_commands(spec, full)
         return QuickVsFull(full_name, pd.DataFrame(columns=COLUMNS), 0, command, elsewhere)
-    quick = _sides(quick_agg)
     ran = _ran(spec, quick)  # what to run is the full protocol at the points the quick has results for
     command, elsewhere = full_command(ran, full, source), other_full_commands(ran, full)
-    # the full protocol at the quick's axis values, listed in the full preset or not (e.g. thesis-4.2-sigma-quick's
-    # sigma = 0.7, which thesis-4.2-sigma leaves to thesis-4.2-l)
-    full_points = sweep_points(replace(full, values=spec.values))
-    rows_full = _full_rows(store, full_points, set(quick))
-    rows_read = spec.test_rows if test_rows is None else test_rows
-    fulls = (
-        _sides(aggregate(rows_full, axis=full.axis, test_rows=rows_read, test_inputs=test_inputs)) if rows_full else {}
-    )
     rows = []
     for point, q in quick.items():
         f = fulls.get(point)
@@ -337,21 +382,4 @@ def quick_vs_full(
                 "verdict": verdict,
             }
         )
-    return QuickVsFull(full_name, pd.DataFrame(rows, columns=COLUMNS), len(rows_full), command, elsewhere)
-
-
-def quick_vs_full_by_test_inputs(
-    store: ResultStore, sweep: int | str, *, test_rows: str | None = None
-) -> dict[str, QuickVsFull]:
-    """{test loader: the comparison read through it} for every loader a stored quick sweep's runs were read
-    through, the sweep's own first ({} when the sweep is not a quick variant). A clipped class-centric z-score
-    quick can preview its full protocol on one loader and not on another (REPRODUCTION 3b): the terminal and the
-    page show every reading, not only the one shown."""
-    own, loaders = sweep_test_inputs(store, sweep)
-    out: dict[str, QuickVsFull] = {}
-    for loader in (own, *(name for name in loaders if name != own)):
-        check = quick_vs_full(store, sweep, test_rows=test_rows, test_inputs=loader)
-        if check is None:
-            return {}
-        out[loader] = check
-    return out
+    return QuickVsFull(full_name, pd.DataFrame(rows, columns=COLUMNS), full_runs, command, elsewhere)
