@@ -437,7 +437,7 @@ def _results_panel(query_sweep: int | None) -> None:
         "ε on a second axis", ["(none)", *eps_cols], key=K + "eps2", format_func=lambda c: c.removeprefix("epsilon_")
     )
     published = sweep_published(store(), chosen)
-    # a quick variant: its full protocol's stored runs, point by point, through each test loader (the chart's first)
+    # a quick variant: its full protocol's stored runs, point by point, through each test loader (the chart's: check)
     checks = quick_vs_full_by_test_inputs(store(), chosen, test_rows=test_rows)
     check = checks.get(test_inputs)
     fig = trade_off_figure(
