@@ -320,6 +320,10 @@ def test_spec_files_must_exist_and_parse(tmp_path):
     bad.write_text("name = ")
     with pytest.raises(ValueError, match="cannot parse"):
         load_spec(bad)
+    other = tmp_path / "spec.yaml"
+    other.write_text("name: s")
+    with pytest.raises(ValueError, match=r"spec files must end in \.toml or \.json\. Found 'spec.yaml'"):
+        load_spec(other)
     yaml = tmp_path / "spec.yaml"
     yaml.write_text("name: x")
     with pytest.raises(ValueError, match=".toml or .json"):

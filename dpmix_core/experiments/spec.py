@@ -531,15 +531,11 @@ def load_spec(source: str | Path | dict) -> SweepSpec:
     path = Path(source)
     if not path.is_file():
         raise ValueError(f"spec file {str(path)!r} does not exist.")
+    if not is_spec_file(path.name):
+        raise ValueError(f"spec files must end in {' or '.join(SPEC_FILE_SUFFIXES)}. Found {path.name!r}.")
     text = path.read_text(encoding="utf-8")
-    suffix = path.suffix.lower()
     try:
-        if suffix == ".toml":
-            data: Any = tomllib.loads(text)
-        elif suffix == ".json":
-            data = json.loads(text)
-        else:
-            raise ValueError(f"spec files must end in .toml or .json. Found {path.name!r}.")
+        data: Any = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"cannot parse {path.name}: {exc}") from None
     return SweepSpec.from_dict(data)
