@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -159,6 +161,19 @@ def test_the_trajectory_script_finds_runs_that_release_no_mixture(bench_script):
     assert module.pick_run("dpfmix-table1", 2.0, "Poisson").synthesis.target_epsilon == 2.0
     with pytest.raises(SystemExit, match="no run of a series named like 'nothing'"):
         module.pick_run("all-methods-quick", 1.0, "nothing")
+
+
+def test_the_trajectory_script_takes_a_spec_file_an_axis_value_and_a_dataset(bench_script):
+    """bench/epoch_trajectory.py reads a spec file as sweep does (preset: prefix too), picks the run at --value on
+    the spec's own axis, and moves it to --dataset as sweep --dataset does."""
+    module = bench_script("epoch_trajectory")
+    spec = str(Path(__file__).resolve().parents[1] / "docs/specs/dpcda-table2-public-pixel-zscore-l-lr1e-4.json")
+    run = module.pick_run(spec, 20.0, "", value=2, dataset="fashion-mnist")
+    assert (run.synthesis.l, run.synthesis.target_epsilon, run.dataset) == (2, 20.0, "fashion-mnist")
+    assert module.pick_run(spec, 10.0, "", value=512).synthesis.l == 512
+    assert module.pick_run("preset:dpcda-table2", 10.0, "", value=8).synthesis.l == 8
+    with pytest.raises(SystemExit, match="at target epsilon 20.0 and l = 3"):
+        module.pick_run(spec, 20.0, "", value=3)
 
 
 def test_a_few_sweeps_leave_the_all_methods_chart_alone(figures, tmp_path, capsys):
