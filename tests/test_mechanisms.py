@@ -24,6 +24,7 @@ from dpmix_core.mechanisms import (
     dpmix,
     gaussian_delta,
     gaussian_sigma,
+    hard_label_agreement,
     laplace_label_release,
     local_perturbation,
     pca_sensitivity,
@@ -351,7 +352,41 @@ def test_class_centric_hard_labels_and_determinism():
     b = class_centric_mix(X, y, num_classes=3, release=release, seed=7)
     assert np.array_equal(a.x, b.x) and np.array_equal(a.y, b.y)
     assert set(np.unique(a.y)) == {0.0, 1.0} and (a.y.sum(axis=1) == 1).all()
-    assert any("argmax" in s for s in a.notes)
+    assert any("argmax" in s and f"about {100 * hard_label_agreement(1.0, 3):.0f} % of them" in s for s in a.notes)
+
+
+@pytest.mark.parametrize("sigma", [0.05, 0.3, 0.7071, 1.0, 3.0])
+def test_hard_label_agreement_with_two_classes_is_the_closed_form(sigma):
+    """K = 2: the label is right when sigma (Z_1 - Z_0) < 1, i.e. with probability Phi(1 / (sigma sqrt 2))."""
+    assert hard_label_agreement(sigma, 2) == pytest.approx(stats.norm.cdf(1 / (sigma * math.sqrt(2))), abs=1e-9)
+
+
+def test_hard_label_agreement_matches_monte_carlo_and_its_limits():
+    """DP-CDA's Fashion-MNIST l = 1 release (sigma_y = 1.061, ten classes): about a third of its labels are right."""
+    rng = np.random.default_rng(0)
+    for sigma, k in ((1.061, 10), (0.563, 10), (0.3, 100)):
+        noisy = sigma * rng.standard_normal((200_000, k))
+        noisy[:, 0] += 1.0
+        share = float((noisy.argmax(axis=1) == 0).mean())
+        p = hard_label_agreement(sigma, k)
+        assert abs(p - share) < 4 * math.sqrt(p * (1 - p) / 200_000)
+    assert hard_label_agreement(1.061, 10) == pytest.approx(0.3229, abs=1e-4)
+    assert hard_label_agreement(0.0, 10) == 1.0 and hard_label_agreement(1e-4, 10) == pytest.approx(1.0)
+    assert hard_label_agreement(1e6, 10) == pytest.approx(0.1, abs=1e-5)
+
+
+@given(st.floats(0.01, 50.0), st.floats(0.01, 50.0), st.integers(2, 200))
+def test_hard_label_agreement_falls_with_noise_and_classes(s1, s2, k):
+    lo, hi = sorted((s1, s2))
+    p = hard_label_agreement(lo, k)
+    assert 1 / k <= hard_label_agreement(hi, k) <= p + 1e-9 <= 1 + 1e-9
+    assert hard_label_agreement(lo, k + 1) <= p + 1e-9
+
+
+@pytest.mark.parametrize("bad", [(-0.1, 10), (math.nan, 10), (math.inf, 10), (1.0, 1), (1.0, 2.0), (True, 10)])
+def test_hard_label_agreement_refuses_bad_input(bad):
+    with pytest.raises(ValueError, match="must be"):
+        hard_label_agreement(*bad)
 
 
 @pytest.mark.parametrize("preprocessing", ["zscore", "unit"])

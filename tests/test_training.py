@@ -437,6 +437,47 @@ def test_collapse_reason_flags_test_accuracy_at_or_below_chance():
     assert collapse_reason(learned, test_accuracy=0.05, **{**kw, "test_rows": 0}) is None  # no split: no reading
 
 
+def test_selection_note_says_when_early_stopping_chose_on_a_split_at_chance():
+    """The line is the collapse test's, p + 3 sqrt(p (1 - p) / n): with p = 0.1 and n = 6000 it is 11.16 %."""
+    from dpmix_core.training.collapse import selection_note
+
+    def history(best: float) -> list[dict]:
+        return [{"val_accuracy": 0.100}, {"val_accuracy": best}, {"val_accuracy": 0.104}]
+
+    kw = {"best_epoch": 2, "val_majority": 0.1, "val_rows": 6000}
+    note = selection_note(history(0.1116), **kw)
+    assert note is not None and note.startswith("early stopping had no signal")
+    assert "best 11.2 % against the majority-class rate 10.0 % of its 6000 points" in note and "epoch 2" in note
+    assert "labels are the true class" not in note
+    assert selection_note(history(0.1117), **kw) is None  # clearly above chance: the choice read something
+    labelled = selection_note(history(0.1116), **kw, label_agreement=0.3229)
+    assert labelled is not None and "only about 32 % of the release's labels are the true class" in labelled
+    assert "labels are the true class" not in selection_note(history(0.1116), **kw, label_agreement=0.95)
+    assert selection_note(history(0.1116), **{**kw, "best_epoch": None}) is None  # no early stopping: no choice
+    assert selection_note(history(0.1116), **{**kw, "val_majority": None}) is None
+    assert selection_note([{"val_accuracy": None}], **kw) is None
+    # a small split widens the line: 200 points at p = 0.5 -> 60.6 %
+    assert selection_note(history(0.60), **{**kw, "val_majority": 0.5, "val_rows": 200}) is not None
+
+
+def test_a_run_that_early_stops_on_a_validation_split_at_chance_says_so():
+    """Class-centric l = 1 with sigma 5 on hard labels (13 % of them the true class): early stopping's pick is
+    flagged in the run's notes with the labels' agreement; without noise it is not."""
+    from dpmix_core.mechanisms.mixing import hard_label_agreement
+
+    def run(sigma: float) -> dict:
+        syn = SynthesisConfig(
+            "class-centric", l=1, T=1000, sigma_x=sigma, sigma_y=sigma, preprocessing="zscore", hard_labels=True
+        )
+        config = RunConfig("mixing", synthesis=syn, model="linear", lr=1e-2, early_stopping=2, val_fraction=0.2)
+        return run_config(config.replace(**{**SMALL, "epochs": 3}))
+
+    notes = [n for n in run(5.0)["notes"] if n.startswith("early stopping had no signal")]
+    assert len(notes) == 1
+    assert f"only about {100 * hard_label_agreement(5.0, 10):.0f} % of the release's labels" in notes[0]
+    assert not any("no signal" in n for n in run(0.0)["notes"])
+
+
 def test_run_with_too_large_lr_is_marked_collapsed_and_a_learning_run_is_not():
     base = RunConfig("non-private", model="thesis-cnn", loss="ce", **{**SMALL, "epochs": 3})
     bad = run_config(base.replace(optimizer="sgd", lr=50.0, momentum=0.0))

@@ -52,7 +52,7 @@ import dpmix_core
 from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.methods import RunContext, get_method
 from dpmix_core.training.checkpoint import Checkpointer
-from dpmix_core.training.collapse import COLLAPSE_CAUSE, collapse_reason, shift_note
+from dpmix_core.training.collapse import COLLAPSE_CAUSE, collapse_reason, selection_note, shift_note
 from dpmix_core.training.names import TEST_INPUTS
 from dpmix_core.training.precision import check_precision
 from dpmix_core.training.train import Cancelled, OptimSettings, StopCheck
@@ -378,6 +378,16 @@ def _evaluate(ctx: RunContext, model, fit_res, test, *, y_va: np.ndarray, num_cl
             f"{'stopped after' if fit_res.stopped_early else 'ran'} {len(fit_res.history)} epochs, "
             f"kept the weights of epoch {fit_res.best_epoch} (best validation accuracy)"
         )
+        if not regression:
+            blind = selection_note(
+                fit_res.history,
+                best_epoch=fit_res.best_epoch,
+                val_majority=_majority_rate(y_va),
+                val_rows=len(y_va),
+                label_agreement=_label_agreement(ctx, num_classes),
+            )
+            if blind is not None:
+                ctx.notes.append(blind)
     recalibrated = None
     if not regression and has_batchnorm(model) and xtest.shape[0] >= 2:
         t0 = time.perf_counter()
@@ -391,6 +401,17 @@ def _evaluate(ctx: RunContext, model, fit_res, test, *, y_va: np.ndarray, num_cl
     if note is not None:
         ctx.notes.append(note)
     return metrics, val_final, recalibrated, collapsed
+
+
+def _label_agreement(ctx: RunContext, num_classes: int) -> float | None:
+    """Share of the release's hard labels that are the true class (None: soft labels, or no release noise known)."""
+    from dpmix_core.mechanisms.mixing import hard_label_agreement
+
+    syn = ctx.config.synthesis
+    sigma_y = ctx.extra.get("sigma_y")
+    if not getattr(syn, "hard_labels", False) or sigma_y is None or num_classes < 2:
+        return None
+    return hard_label_agreement(float(sigma_y), num_classes)
 
 
 def _collapse(config: RunConfig, fit_res, metrics: dict, *, y_va, y_test: np.ndarray, cause: str) -> str | None:

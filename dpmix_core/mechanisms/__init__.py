@@ -29,6 +29,7 @@ from dpmix_core.mechanisms.label_dp import laplace_label_release
 from dpmix_core.mechanisms.mixing import (
     class_centric_mix,
     dpmix,
+    hard_label_agreement,
     local_perturbation,
     poisson_mix,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "dpmix",
     "gaussian_delta",
     "gaussian_sigma",
+    "hard_label_agreement",
     "laplace_label_release",
     "local_perturbation",
     "mean_sensitivity",

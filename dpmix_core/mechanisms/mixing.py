@@ -15,6 +15,8 @@ sampling, gather-and-sum, noise) is in :mod:`.engine` / :mod:`.sampling`;
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from dpmix_core.mechanisms._checks import (
@@ -40,6 +42,7 @@ __all__ = [
     "dpmix",
     "local_perturbation",
     "class_centric_mix",
+    "hard_label_agreement",
     "poisson_mix",
     "check_zscore_vectors",
     "zscore_clip",
@@ -290,11 +293,37 @@ def class_centric_mix(
         )
     if release.hard_labels:
         y_out = np.eye(k, dtype=np.float32)[np.argmax(y_out, axis=1)]
-        notes.append("hard labels: one-hot of the argmax of the noisy label (DP-CDA Eq. 1; post-processing)")
+        notes.append(
+            "hard labels: one-hot of the argmax of the noisy label (DP-CDA Eq. 1; post-processing); at "
+            f"sigma_y={release.sigma_y:g} about {100 * hard_label_agreement(release.sigma_y, k):.0f} % of them are "
+            "the true class"
+        )
     else:
         notes.append("soft labels: one-hot class label plus noise")
     _clamp_negatives(x_out, y_out, release, notes)  # after the argmax: hard labels read the unclamped noisy label
     return SyntheticData(x_out, y_out, release, tuple(notes))
+
+
+def hard_label_agreement(sigma_y: float, num_classes: int) -> float:
+    """P(argmax(e_k + N(0, sigma_y^2 I_K)) = k): the share of hard labels (DP-CDA Eq. 1) that are the true class.
+
+    The true coordinate is 1 + sigma_y Z_0, the others sigma_y Z_j, so the label is right when every Z_j is below
+    Z_0 + 1 / sigma_y: the probability is the integral of phi(z) Phi(z + 1 / sigma_y)^(K - 1) over z (log-space
+    Phi, so K and 1 / sigma_y of any size stay finite). 1 at sigma_y = 0, falling to 1 / K as sigma_y grows.
+    """
+    if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2:
+        raise ValueError(f"num_classes must be an integer >= 2. Found {num_classes!r}.")
+    if not isinstance(sigma_y, int | float) or isinstance(sigma_y, bool) or not math.isfinite(sigma_y) or sigma_y < 0:
+        raise ValueError(f"sigma_y must be a finite number >= 0. Found {sigma_y!r}.")
+    if sigma_y == 0:
+        return 1.0
+    from scipy.integrate import quad
+    from scipy.special import log_ndtr
+    from scipy.stats import norm
+
+    shift = 1.0 / sigma_y
+    value, _ = quad(lambda z: math.exp(norm.logpdf(z) + (num_classes - 1) * log_ndtr(z + shift)), -np.inf, np.inf)
+    return float(min(1.0, max(1.0 / num_classes, value)))
 
 
 def _class_centric_features(

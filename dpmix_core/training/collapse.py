@@ -3,7 +3,8 @@
 No torch import: the runner passes plain numbers (the per-epoch history, the
 majority-class rate of the validation labels, the largest share of one
 predicted class on the test split, and the test accuracy with the test split's
-majority-class rate and size). :func:`shift_note` says when a BatchNorm model
+majority-class rate and size). :func:`selection_note` says when early stopping
+kept an epoch chosen on a validation split at chance. :func:`shift_note` says when a BatchNorm model
 scores clearly more with its statistics re-estimated on the test inputs
 (:mod:`dpmix_core.training.batchnorm`): the release's statistics, not the
 learning, are then what fails on clean inputs.
@@ -22,6 +23,7 @@ __all__ = [
     "COLLAPSE_CAUSE",
     "SHIFT_NOTE_GAP",
     "collapse_reason",
+    "selection_note",
     "shift_note",
 ]
 
@@ -80,6 +82,41 @@ def collapse_reason(
             f"and the training loss stayed at its initial value; {cause}."
         )
     return None
+
+
+def selection_note(
+    history: list[dict],
+    *,
+    best_epoch: int | None,
+    val_majority: float | None,
+    val_rows: int,
+    label_agreement: float | None = None,
+) -> str | None:
+    """None unless early stopping kept epoch ``best_epoch`` on a validation split at chance; else a note saying so.
+
+    At chance: the best validation accuracy is at most the split's majority-class rate p plus CHANCE_SDS binomial
+    standard deviations, sqrt(p (1 - p) / val_rows), as :func:`collapse_reason` reads the test split. The epoch
+    kept is then an arbitrary one, whatever the test split says of it. ``label_agreement`` (the share of the
+    release's labels that are the true class, e.g. hard labels under noise) is quoted when given and below 0.9.
+    """
+    vals = [float(h["val_accuracy"]) for h in history if h.get("val_accuracy") is not None]
+    if best_epoch is None or val_majority is None or val_rows < 1 or not vals:
+        return None
+    chance = val_majority + CHANCE_SDS * math.sqrt(val_majority * (1 - val_majority) / val_rows)
+    if max(vals) > chance:
+        return None
+    labels = ""
+    if label_agreement is not None and label_agreement < 0.9:
+        labels = (
+            f"; only about {100 * label_agreement:.0f} % of the release's labels are the true class (the argmax of "
+            "a one-hot label under its noise): about what a perfect model would score on that split"
+        )
+    return (
+        f"early stopping had no signal: the release's validation accuracy never rose clearly above chance (best "
+        f"{100 * max(vals):.1f} % against the majority-class rate {100 * val_majority:.1f} % of its {val_rows} points), "
+        f"so epoch {best_epoch}, the one kept, is as good a pick as any{labels}. A fixed number of epochs, more "
+        "points (T) or less noise gives the choice something to read"
+    )
 
 
 SHIFT_NOTE_GAP = 0.05  # recalibrated accuracy this much above the protocol's: say so in the run's notes
