@@ -118,6 +118,19 @@ def test_train_defaults_follow_the_model_paper_and_collapse_is_said(capsys):
     assert code == 0 and "WARNING: 1 of 1 run(s) collapsed" in text and "learning rate" in text
 
 
+def test_train_says_when_early_stopping_chose_on_a_validation_split_at_chance(capsys):
+    """l = 1 with sigma 5 on hard labels: the release's validation split is at chance, so the epoch kept is
+    arbitrary; the text says so in one line and the JSON carries each run's sentence."""
+    blind = ["--mechanism", "class-centric", "--l", "1", "--T", "1000", "--sigma-x", "5", "--sigma-y", "5"]
+    args = ["train", *TINY, *blind, "--hard-labels", "--early-stopping", "2", "--epochs", "3", "--val-fraction", "0.2"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "note (1 of 1 run(s)): early stopping had no signal" in text and "labels are the true class" in text
+    assert main([*args, "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)["runs"][0]
+    assert run["selection_note"].startswith("early stopping had no signal")
+
+
 def test_train_clamps_a_unit_release_for_the_thesis_cnn_as_the_thesis_does_and_says_so(capsys):
     """The thesis's code ends its release with X[X < 0] = 0: train's default for its CNN, where the release allows it."""
     from dpmix_core.training.protocols import PROTOCOLS

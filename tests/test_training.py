@@ -472,10 +472,12 @@ def test_a_run_that_early_stops_on_a_validation_split_at_chance_says_so():
         config = RunConfig("mixing", synthesis=syn, model="linear", lr=1e-2, early_stopping=2, val_fraction=0.2)
         return run_config(config.replace(**{**SMALL, "epochs": 3}))
 
-    notes = [n for n in run(5.0)["notes"] if n.startswith("early stopping had no signal")]
-    assert len(notes) == 1
+    blind = run(5.0)
+    notes = [n for n in blind["notes"] if n.startswith("early stopping had no signal")]
+    assert notes == [blind["selection_note"]]
     assert f"only about {100 * hard_label_agreement(5.0, 10):.0f} % of the release's labels" in notes[0]
-    assert not any("no signal" in n for n in run(0.0)["notes"])
+    learned = run(0.0)
+    assert learned["selection_note"] is None and not any("no signal" in n for n in learned["notes"])
 
 
 def test_run_with_too_large_lr_is_marked_collapsed_and_a_learning_run_is_not():

@@ -634,6 +634,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         if summary["collapsed"]:
             print(f"WARNING: {summary['collapsed']} of {summary['repeats']} run(s) {summary['collapse_reason']}")
         _print_batchnorm_shift(summary)
+        blind = [r["selection_note"] for r in summary["runs"] if r.get("selection_note")]
+        if blind:
+            print(f"note ({len(blind)} of {summary['repeats']} run(s)): {blind[0]}")
         if synthesis is not None and synthesis.clamp_negative and args.clamp_negative is None and args.release is None:
             print(
                 f"note: negative released values set to 0, as {model}'s paper does (post-processing, same epsilon); "

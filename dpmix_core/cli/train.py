@@ -205,6 +205,7 @@ def _summary(base: RunConfig, results: list[dict]) -> dict:
                 "test_accuracy_by_inputs": res.get("test_accuracy_by_inputs"),  # the same model through each loader
                 "seconds": res["seconds"],
                 "collapsed": bool(res.get("collapsed")),
+                "selection_note": res.get("selection_note"),  # early stopping chose on a split at chance
                 "best_epoch": res.get("best_epoch"),
                 "epochs_run": res.get("epochs_run"),
                 "resumed_from_epoch": res.get("resumed_from_epoch"),

@@ -28,6 +28,7 @@ test_accuracy_by_inputs (a clipped class-centric z-score release: {test_inputs n
 of the same trained model on the test split through each loader: with the release's clip, without it, and clipped
 then multiplied by release_scale, the released points' median norm over the clip, also in the result; else None),
 collapsed (True when the model did not learn: the constant predictor or chance accuracy; collapse_reason says why),
+selection_note (early stopping chose its epoch on a validation split at chance: a sentence saying so; else None),
 test_accuracy_bn_recalibrated (models with BatchNorm: the accuracy with its statistics re-estimated on the
 unlabelled test inputs, a diagnostic of the release/test shift, never the result; else None),
 epsilon ({accountant: value or "inf"}), delta, seconds,
@@ -289,6 +290,7 @@ def run_config(
     metrics, val_final, recalibrated, collapsed = _evaluate(
         ctx, model, fit_res, (xtest, ytest), y_va=y_va, num_classes=k
     )
+    no_signal = _selection(ctx, fit_res, y_va=y_va, num_classes=k)
     others = {name: to(x) for name, x in other_tests.items()}
     by_inputs = _readings_by_inputs(ctx, model, fit_res, (metrics, collapsed), others, ytest, y_va=y_va, num_classes=k)
     seconds = time.perf_counter() - t_start
@@ -312,6 +314,7 @@ def run_config(
         "val_accuracy": val_final,
         "collapsed": collapsed is not None,
         "collapse_reason": collapsed,
+        "selection_note": no_signal,
         "test_accuracy_bn_recalibrated": recalibrated,
         "best_epoch": fit_res.best_epoch,
         "epochs_run": len(fit_res.history),
@@ -378,16 +381,6 @@ def _evaluate(ctx: RunContext, model, fit_res, test, *, y_va: np.ndarray, num_cl
             f"{'stopped after' if fit_res.stopped_early else 'ran'} {len(fit_res.history)} epochs, "
             f"kept the weights of epoch {fit_res.best_epoch} (best validation accuracy)"
         )
-        if not regression:
-            blind = selection_note(
-                fit_res.history,
-                best_epoch=fit_res.best_epoch,
-                val_majority=_majority_rate(y_va),
-                val_rows=len(y_va),
-                label_agreement=_label_agreement(ctx, num_classes),
-            )
-            if blind is not None:
-                ctx.notes.append(blind)
     recalibrated = None
     if not regression and has_batchnorm(model) and xtest.shape[0] >= 2:
         t0 = time.perf_counter()
@@ -401,6 +394,23 @@ def _evaluate(ctx: RunContext, model, fit_res, test, *, y_va: np.ndarray, num_cl
     if note is not None:
         ctx.notes.append(note)
     return metrics, val_final, recalibrated, collapsed
+
+
+def _selection(ctx: RunContext, fit_res, *, y_va: np.ndarray, num_classes: int) -> str | None:
+    """:func:`selection_note` for the run (None: no early stopping, a regression, or a choice that read something);
+    the note also goes to ``ctx.notes``."""
+    if fit_res.best_epoch is None or ctx.config.task == "regression":
+        return None
+    note = selection_note(
+        fit_res.history,
+        best_epoch=fit_res.best_epoch,
+        val_majority=_majority_rate(y_va),
+        val_rows=len(y_va),
+        label_agreement=_label_agreement(ctx, num_classes),
+    )
+    if note is not None:
+        ctx.notes.append(note)
+    return note
 
 
 def _label_agreement(ctx: RunContext, num_classes: int) -> float | None:
