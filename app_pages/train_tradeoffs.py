@@ -10,6 +10,7 @@ from dpmix_core.data.choice import available_datasets, default_choice
 from dpmix_core.experiments.presets import DEMO_PRESET, get_preset, preset_names
 from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, QuickVsFull, quick_vs_full_by_test_inputs
 from dpmix_core.experiments.release_files import CardCheck, ReleaseFile, save_release_upload, verify_card
+from dpmix_core.experiments.results import no_signal_note
 from dpmix_core.experiments.runtime_estimate import estimate_sweep_runtime
 from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_series, solve_epsilon
 from dpmix_core.experiments.trade_offs import (
@@ -456,6 +457,8 @@ def _results_panel(query_sweep: int | None) -> None:
         "(gdp-clt is an approximation; the others are upper bounds)."
         + (f" {FULL_PROTOCOL_CAPTION}" if check is not None and check.full_runs else "")
     )
+    if blind := no_signal_note(agg):
+        st.caption(blind)
     comparison = published_comparison(agg, published)  # the papers' own numbers (reference points have none)
     if len(comparison):
         st.markdown(

@@ -1,5 +1,6 @@
 """One-file HTML report of a stored sweep: honest reading, every table, refusals in one line (CLI and page)."""
 
+import html
 import re
 from collections import Counter
 from pathlib import Path
@@ -148,6 +149,41 @@ def test_the_page_offers_the_report_of_the_sweep_it_shows(stored, tmp_path, monk
     at.button(key="tr_report").click().run()
     assert not at.exception and not at.error
     assert [b for b in at.get("download_button") if "Download the report" in b.proto.label]
+
+
+def test_runs_whose_early_stopping_had_no_signal_are_counted_and_named_in_the_report_and_the_page(
+    tmp_path, monkeypatch, finished_sweep
+):
+    """Two of three seeds at l = 1 kept an epoch chosen on a validation split at chance: the aggregate counts them
+    (a learned run, so still a result), and the report's reading and the page's caption name the point."""
+    from dpmix_core.experiments.presets import get_preset
+    from dpmix_core.experiments.results import aggregate, no_signal_note
+    from dpmix_core.experiments.trade_offs import narrow_spec
+    from dpmix_core.runtime.store import ResultStore
+    from dpmix_core.views.sweep_report import sweep_report
+
+    spec = narrow_spec(get_preset("dpcda-table2-quick"), series=["eps = 20"], values=[1, 8], repeats=3)
+    store = ResultStore(tmp_path / "results.sqlite")
+
+    def result(config: dict) -> dict:
+        blind = config["synthesis"]["l"] == 1 and config["seed"] < 2
+        note = "early stopping had no signal: ..." if blind else None
+        return {"test_accuracy": 0.2 if config["synthesis"]["l"] == 1 else 0.8, "selection_note": note, "delta": 1e-5}
+
+    finished_sweep(store, spec, result)
+    agg = aggregate([{"config": r.config, "result": r.result} for r in store.list_runs()], axis="l")
+    assert agg.set_index("axis_value")["no_signal"].to_dict() == {1.0: 2, 8.0: 0}
+    sentence = no_signal_note(agg)
+    assert sentence.startswith("At 1 point(s) early stopping chose the epoch on a validation split at chance")
+    assert "eps = 20, l = 1: 2 of 3 run(s)" in sentence and "l = 8" not in sentence
+    assert no_signal_note(agg.assign(no_signal=0)) == "" and no_signal_note(agg.drop(columns="no_signal")) == ""
+    assert html.escape(sentence) in sweep_report(store, spec.name)
+    monkeypatch.setenv("DPMIX_STORE", str(store.path))
+    monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path / "no-data"))
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params["sweep"] = str(store.get_sweep(spec.name).id)
+    at.run()
+    assert not at.exception and any(sentence == c.value for c in at.caption)
 
 
 def test_a_sweep_with_only_other_methods_published_points_has_no_empty_comparison(tmp_path, monkeypatch):

@@ -17,6 +17,7 @@ __all__ = [
     "all_collapsed",
     "collapsed_note",
     "infer_axis",
+    "no_signal_note",
     "partly_collapsed",
     "runs_per_point",
     "accuracy_on_rows",
@@ -130,6 +131,8 @@ def aggregate(
     predictor (result["collapsed"]). They are left out of the mean whenever the
     group has a run that learned; a group whose runs all collapsed keeps their
     mean so that plots can show it, with a distinct marker, as collapsed.
+    ``no_signal``: how many of the group's runs kept an epoch that early stopping chose on a validation split at
+    chance (result["selection_note"]): their accuracy is that of an arbitrary epoch.
     """
     finished = []
     for row in rows:
@@ -157,6 +160,7 @@ def aggregate(
         "guarantee",
         "collapsed",
         "runs",
+        "no_signal",
     ]
     if not finished:
         return pd.DataFrame(columns=columns)
@@ -176,6 +180,7 @@ def aggregate(
             "delta": result.get("delta"),
             "guarantee": _guarantee(cfg),
             "collapsed": bool(result.get("collapsed")),
+            "no_signal": bool(result.get("selection_note")),
         }
         for name, value in (result.get("epsilon") or {}).items():
             rec[f"epsilon_{name}"] = _eps_number(value)
@@ -186,7 +191,7 @@ def aggregate(
     out = []
     for key, g in df.groupby(list(GROUP_COLUMNS), dropna=False, sort=True):
         label, method, mechanism, value = key
-        n_collapsed, n_runs = int(g["collapsed"].sum()), int(len(g))
+        n_collapsed, n_runs, n_blind = int(g["collapsed"].sum()), int(len(g)), int(g["no_signal"].sum())
         if n_collapsed < len(g):  # collapsed runs are no result: the mean is over the runs that learned
             g = g[~g["collapsed"]]
         acc = g["test_accuracy"].astype(float)
@@ -208,6 +213,7 @@ def aggregate(
             "guarantee": "; ".join(sorted(set(g["guarantee"]))),
             "collapsed": n_collapsed,
             "runs": n_runs,
+            "no_signal": n_blind,
         }
         for col in eps_cols:
             vals = g[col].dropna().astype(float)
@@ -243,3 +249,27 @@ def collapsed_note(row: pd.Series) -> str:
     if not bool(partly_collapsed(pd.DataFrame([row])).iloc[0]):
         return ""
     return f"{int(row['collapsed'])} of {int(row['runs'])} runs collapsed, left out of the mean"
+
+
+def no_signal_note(agg: pd.DataFrame, *, limit: int = 4) -> str:
+    """One sentence naming the points with runs whose early stopping chose its epoch on a validation split at
+    chance (``no_signal``), the first ``limit`` of them; "" when there are none (or an aggregate from before)."""
+    if "no_signal" not in agg.columns:
+        return ""
+    hit = agg[agg["no_signal"].fillna(0) > 0]
+    if hit.empty:
+        return ""
+    axis = next((a for a in agg.get("axis", pd.Series(dtype=object)) if isinstance(a, str) and a), None)
+
+    def where(row: pd.Series) -> str:
+        value = row["axis_value"]
+        at = "" if axis is None or value is None or pd.isna(value) else f", {axis} = {float(value):g}"
+        return f"{row['label']}{at}: {int(row['no_signal'])} of {int(row['runs'])} run(s)"
+
+    points = "; ".join(where(row) for _, row in hit.head(limit).iterrows())
+    more = f"; and {len(hit) - limit} more point(s)" if len(hit) > limit else ""
+    return (
+        f"At {len(hit)} point(s) early stopping chose the epoch on a validation split at chance ({points}{more}): "
+        "the release's own labels gave it nothing to read, so those accuracies are of an arbitrary epoch (each "
+        "run's notes say why)."
+    )

@@ -17,7 +17,13 @@ import pandas as pd
 
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, quick_vs_full
-from dpmix_core.experiments.results import all_collapsed, collapsed_note, partly_collapsed, runs_per_point
+from dpmix_core.experiments.results import (
+    all_collapsed,
+    collapsed_note,
+    no_signal_note,
+    partly_collapsed,
+    runs_per_point,
+)
 from dpmix_core.experiments.spec import axis_value
 from dpmix_core.experiments.trade_offs import (
     AXIS_TITLES,
@@ -131,6 +137,8 @@ def sweep_reading(
             "is the mean of the runs that learned, drawn with an open marker: the accuracy of a run that learns, "
             "not of every run."
         )
+    if blind := no_signal_note(agg):
+        parts.append(blind)
     pending = sum(statuses[s] for s in ("queued", "running", "interrupted"))
     failed = sum(statuses[s] for s in ("failed", "cancelled"))
     if pending or failed:
