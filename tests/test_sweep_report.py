@@ -166,13 +166,16 @@ def test_runs_whose_early_stopping_had_no_signal_are_counted_and_named_in_the_re
     store = ResultStore(tmp_path / "results.sqlite")
 
     def result(config: dict) -> dict:
-        blind = config["synthesis"]["l"] == 1 and config["seed"] < 2
-        note = "early stopping had no signal: ..." if blind else None
-        return {"test_accuracy": 0.2 if config["synthesis"]["l"] == 1 else 0.8, "selection_note": note, "delta": 1e-5}
+        l, seed = config["synthesis"]["l"], config["seed"]
+        note = "early stopping had no signal: ..." if (l == 1 and seed < 2) or (l == 8 and seed == 2) else None
+        dead = l == 8 and seed == 2  # a collapsed run is counted as collapsed, not as a result of an arbitrary epoch
+        accuracy = 0.1 if dead else (0.2 if l == 1 else 0.8)
+        return {"test_accuracy": accuracy, "selection_note": note, "collapsed": dead, "delta": 1e-5}
 
     finished_sweep(store, spec, result)
     agg = aggregate([{"config": r.config, "result": r.result} for r in store.list_runs()], axis="l")
     assert agg.set_index("axis_value")["no_signal"].to_dict() == {1.0: 2, 8.0: 0}
+    assert agg.set_index("axis_value")["collapsed"].to_dict() == {1.0: 0, 8.0: 1}
     sentence = no_signal_note(agg)
     assert sentence.startswith("At 1 point(s) early stopping chose the epoch on a validation split at chance")
     assert "eps = 20, l = 1: 2 of 3 run(s)" in sentence and "l = 8" not in sentence

@@ -131,8 +131,9 @@ def aggregate(
     predictor (result["collapsed"]). They are left out of the mean whenever the
     group has a run that learned; a group whose runs all collapsed keeps their
     mean so that plots can show it, with a distinct marker, as collapsed.
-    ``no_signal``: how many of the group's runs kept an epoch that early stopping chose on a validation split at
-    chance (result["selection_note"]): their accuracy is that of an arbitrary epoch.
+    ``no_signal``: how many of the group's runs that learned kept an epoch that early stopping chose on a
+    validation split at chance (result["selection_note"]): their accuracy is that of an arbitrary epoch (a
+    collapsed run is no result either way, and is counted as collapsed).
     """
     finished = []
     for row in rows:
@@ -180,7 +181,7 @@ def aggregate(
             "delta": result.get("delta"),
             "guarantee": _guarantee(cfg),
             "collapsed": bool(result.get("collapsed")),
-            "no_signal": bool(result.get("selection_note")),
+            "no_signal": bool(result.get("selection_note")) and not result.get("collapsed"),
         }
         for name, value in (result.get("epsilon") or {}).items():
             rec[f"epsilon_{name}"] = _eps_number(value)
