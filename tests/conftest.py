@@ -47,19 +47,8 @@ def bench_script():
 
 @pytest.fixture
 def finished_sweep():
-    """``finished_sweep(store, spec, result_for)``: the spec's sweep in ``store``, with a finished run for every run
-    config ``result_for(config)`` gives a result for (None: no run); returns the stored sweep."""
+    """``finished_sweep(store, spec, result_for)``: fake_jobs.finish_sweep (the spec's sweep in ``store``, with a
+    finished run for every run config ``result_for(config)`` gives a result for; returns the stored sweep)."""
+    from fake_jobs import finish_sweep
 
-    def make(store, spec, result_for):
-        from dpmix_core.experiments.trade_offs import sweep_jobs
-
-        sweep = store.create_sweep(spec.name, spec.to_dict())
-        for kind, config, key in sweep_jobs(spec):
-            result = result_for(config)
-            if result is not None:
-                run = store.submit(kind, config, key, sweep=sweep.id)
-                store.claim(run.id)
-                store.finish(run.id, result)
-        return sweep
-
-    return make
+    return finish_sweep

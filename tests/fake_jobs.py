@@ -187,3 +187,18 @@ def killed_run(config, reporter):
             reporter.progress(**fields)
 
     return run_job(config, Dies())
+
+
+def finish_sweep(store: ResultStore, spec, result_for, *, name: str | None = None):
+    """The spec's sweep in ``store`` (under ``name``, by default the spec's), with a finished run for every run
+    config ``result_for(config)`` gives a result for (None: no run); returns the stored sweep."""
+    from dpmix_core.experiments.trade_offs import sweep_jobs
+
+    sweep = store.create_sweep(name or spec.name, spec.to_dict())
+    for kind, config, key in sweep_jobs(spec):
+        result = result_for(config)
+        if result is not None:
+            run = store.submit(kind, config, key, sweep=sweep.id)
+            store.claim(run.id)
+            store.finish(run.id, result)
+    return sweep

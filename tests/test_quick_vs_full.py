@@ -5,6 +5,7 @@ from statistics import mean
 
 import pandas as pd
 import pytest
+from fake_jobs import finish_sweep
 from streamlit.testing.v1 import AppTest
 
 from dpmix_core.experiments.presets import get_preset
@@ -31,16 +32,16 @@ FULL = {
 
 
 def _finish(store: ResultStore, spec, accuracy, *, sweep_name: str | None = None) -> None:
-    """Run ``spec``'s jobs into the store as done, with ``accuracy(eps, seed)`` in % (None: collapsed at 11.49 %)."""
-    sweep = store.create_sweep(sweep_name or spec.name, spec.to_dict())
-    for kind, config, key in sweep_jobs(spec):
+    """Run ``spec``'s jobs into the store as done, with ``accuracy(eps, seed)`` in % (None: collapsed at 11.49 %;
+    False: not run)."""
+
+    def result(config: dict) -> dict | None:
         acc = accuracy(config["synthesis"]["target_epsilon"], config["seed"])
-        if acc is False:  # not run
-            continue
-        run = store.submit(kind, config, key, sweep=sweep.id)
-        store.claim(run.id)
-        result = {"test_accuracy": (11.49 if acc is None else acc) / 100, "collapsed": acc is None, "delta": 1e-5}
-        store.finish(run.id, result)
+        if acc is False:
+            return None
+        return {"test_accuracy": (11.49 if acc is None else acc) / 100, "collapsed": acc is None, "delta": 1e-5}
+
+    finish_sweep(store, spec, result, name=sweep_name)
 
 
 def _stores(tmp_path, *, full_seeds: int = 5) -> ResultStore:
