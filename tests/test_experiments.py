@@ -806,6 +806,10 @@ SPEC_VARIANTS = {
         "dpcda-table2",
         ("lr", *(f"synthesis.zscore_constants{s}" for s in ("", "_file", "_sha256"))),
     ),
+    "dpcda-table2-public-pixel-zscore-l12-no-early-stopping-lr1e-4": (  # l = 1, 2: all 30 epochs, no early stopping
+        "dpcda-table2",
+        ("lr", "early_stopping", *(f"synthesis.zscore_constants{s}" for s in ("", "_file", "_sha256"))),
+    ),
     "dpcda-table2-quick-public-pixel-zscore": (
         "dpcda-table2-quick",
         tuple(f"synthesis.zscore_constants{s}" for s in ("", "_file", "_sha256")),
