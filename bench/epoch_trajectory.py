@@ -35,17 +35,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from set_fields import parse_set  # noqa: E402  (bench/ is on sys.path when a script runs)
 
 from dpmix_core.experiments.config import RunConfig  # noqa: E402
-from dpmix_core.experiments.presets import get_preset  # noqa: E402
 from dpmix_core.experiments.runner import run_config  # noqa: E402
-from dpmix_core.experiments.spec import SweepSpec, axis_value, is_spec_file, load_spec  # noqa: E402
-from dpmix_core.experiments.trade_offs import with_dataset  # noqa: E402
+from dpmix_core.experiments.spec import SweepSpec, axis_value, is_spec_file  # noqa: E402
+from dpmix_core.experiments.trade_offs import cli_spec  # noqa: E402
 from dpmix_core.training.train import evaluate  # noqa: E402
 
 
 def sweep_spec(preset: str, dataset: str | None = None) -> SweepSpec:
     """A preset by name (``preset:`` optional) or a spec file, moved to ``dataset`` as ``sweep --dataset`` does."""
-    spec = load_spec(preset) if is_spec_file(preset) else get_preset(preset.removeprefix("preset:"))
-    return spec if dataset is None else with_dataset(spec, dataset)
+    named = preset.startswith("preset:") or is_spec_file(preset)
+    return cli_spec(preset if named else f"preset:{preset}", dataset)
 
 
 def pick_run(

@@ -1,6 +1,7 @@
 """One-file HTML report of a stored sweep: honest reading, every table, refusals in one line (CLI and page)."""
 
 import html
+import math
 import re
 from collections import Counter
 from pathlib import Path
@@ -180,6 +181,7 @@ def test_runs_whose_early_stopping_had_no_signal_are_counted_and_named_in_the_re
     assert sentence.startswith("At 1 point(s) early stopping chose the epoch on a validation split at chance")
     assert "eps = 20, l = 1: 2 of 3 run(s)" in sentence and "l = 8" not in sentence
     assert no_signal_note(agg.assign(no_signal=0)) == "" and no_signal_note(agg.drop(columns="no_signal")) == ""
+    assert "eps = 20, l = ∞: 2 of 3 run(s)" in no_signal_note(agg.assign(axis_value=[math.inf, 8.0]))
     assert html.escape(sentence) in sweep_report(store, spec.name)
     monkeypatch.setenv("DPMIX_STORE", str(store.path))
     monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path / "no-data"))

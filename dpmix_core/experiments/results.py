@@ -264,7 +264,10 @@ def no_signal_note(agg: pd.DataFrame, *, limit: int = 4) -> str:
 
     def where(row: pd.Series) -> str:
         value = row["axis_value"]
-        at = "" if axis is None or value is None or pd.isna(value) else f", {axis} = {float(value):g}"
+        if axis is None or value is None or pd.isna(value):
+            at = ""
+        else:
+            at = f", {axis} = " + ("∞" if math.isinf(float(value)) else f"{float(value):g}")
         return f"{row['label']}{at}: {int(row['no_signal'])} of {int(row['runs'])} run(s)"
 
     points = "; ".join(where(row) for _, row in hit.head(limit).iterrows())

@@ -38,6 +38,7 @@ from dpmix_core.training.collapse import shift_note
 from dpmix_core.training.names import TEST_INPUTS
 
 __all__ = [
+    "cli_spec",
     "default_sweep",
     "cancel_runs",
     "pump_local",
@@ -169,6 +170,13 @@ def sweep_jobs(spec: SweepSpec) -> list[RunSpec]:
     return [(JOB_KIND, cfg.to_dict(), run_key(cfg)) for cfg in spec.runs()]
 
 
+def cli_spec(text: str, dataset: str | None = None) -> SweepSpec:
+    """The spec ``sweep SPEC`` names (a .toml/.json spec file, or ``preset:NAME``), on ``dataset`` where given
+    (:func:`with_dataset`)."""
+    spec = get_preset(text.removeprefix("preset:")) if text.startswith("preset:") else load_spec(text)
+    return spec if dataset is None else with_dataset(spec, dataset)
+
+
 def expand_cli_spec(
     text: str,
     *,
@@ -189,9 +197,8 @@ def expand_cli_spec(
     ``dataset`` runs the same protocol on another dataset (a sweep of its own,
     ``NAME@dataset``).
     """
-    spec = get_preset(text.removeprefix("preset:")) if text.startswith("preset:") else load_spec(text)
+    spec = cli_spec(text, dataset)
     if dataset is not None:
-        spec = with_dataset(spec, dataset)
         try:  # fail before queueing anything (finds it in DPMIX_DATA_DIR or the cache, or downloads it once)
             load_dataset(dataset, data_dir=spec.base.data_dir)
         except DatasetError as exc:

@@ -16,6 +16,7 @@ import math
 
 __all__ = [
     "CHANCE_SDS",
+    "chance_line",
     "ONE_CLASS_SHARE",
     "VAL_MARGIN",
     "LOSS_DROP",
@@ -37,6 +38,12 @@ COLLAPSE_CAUSE = (
     "likely cause: learning rate too high or too low for this model, or noise too large for this "
     "release; try the model's paper defaults (no --lr override), more points (T) or less noise"
 )
+
+
+def chance_line(majority: float, rows: int) -> float:
+    """The highest accuracy still read as chance on a split of ``rows`` labels whose most frequent class has share
+    ``majority``: majority + CHANCE_SDS binomial standard deviations, sqrt(majority (1 - majority) / rows)."""
+    return majority + CHANCE_SDS * math.sqrt(majority * (1 - majority) / rows)
 
 
 def collapse_reason(
@@ -65,8 +72,7 @@ def collapse_reason(
             f"(the constant predictor); {cause}."
         )
     if test_accuracy is not None and test_majority is not None and test_rows:
-        chance = test_majority + CHANCE_SDS * math.sqrt(test_majority * (1 - test_majority) / test_rows)
-        if test_accuracy <= chance:
+        if test_accuracy <= chance_line(test_majority, test_rows):
             return (
                 f"collapsed: test accuracy {100 * test_accuracy:.2f} % is no better than always predicting the most "
                 f"frequent class ({100 * test_majority:.2f} % of the {test_rows} test rows); {cause}."
@@ -94,16 +100,15 @@ def selection_note(
 ) -> str | None:
     """None unless early stopping kept epoch ``best_epoch`` on a validation split at chance; else a note saying so.
 
-    At chance: the best validation accuracy is at most the split's majority-class rate p plus CHANCE_SDS binomial
-    standard deviations, sqrt(p (1 - p) / val_rows), as :func:`collapse_reason` reads the test split. The epoch
+    At chance: the best validation accuracy is at most :func:`chance_line` of the split (its majority-class rate
+    plus CHANCE_SDS binomial standard deviations), the line :func:`collapse_reason` reads the test split with. The epoch
     kept is then an arbitrary one, whatever the test split says of it. ``label_agreement`` (the share of the
     release's labels that are the true class, e.g. hard labels under noise) is quoted when given and below 0.9.
     """
     vals = [float(h["val_accuracy"]) for h in history if h.get("val_accuracy") is not None]
     if best_epoch is None or val_majority is None or val_rows < 1 or not vals:
         return None
-    chance = val_majority + CHANCE_SDS * math.sqrt(val_majority * (1 - val_majority) / val_rows)
-    if max(vals) > chance:
+    if max(vals) > chance_line(val_majority, val_rows):
         return None
     labels = ""
     if label_agreement is not None and label_agreement < 0.9:
