@@ -366,6 +366,11 @@ def _class_centric_thesis(mix_degree: int = 128, T: int = 12000, sigma: float = 
 # stay at chance, the full protocol's schedule needs its 30 epochs.
 # Without noise the paper's lr 1e-3 learns in 8 epochs (l = 4: 93.4 %, full protocol 95.5 %; at 1e-4: 88.0 %).
 _DPCDA_QUICK_PROTOCOL: dict[str, Any] = {"lr": 1e-4, "schedule": "constant", "early_stopping": None}
+# With noise, 12 epochs at batch 32 (the full runs' Adam 1e-4): at l = 4, seeds 0-2, eps = 20 / 10, they score
+# 75.81 / 73.80 % at the release's scale (the full protocol 77.11 / 75.11 % on the same seeds), 67.28 / 62.06 % on the
+# clipped loader (full, 7 seeds: 65.38 / 64.30 %), 59-66 s a run on 1 thread two at once (2026-11-29). The 8 epochs at
+# batch 128 the grid ran with before scored 68.28 / 66.85 and 47.61-61.16 % there (REPRODUCTION §3).
+_DPCDA_QUICK_NOISY: dict[str, Any] = {"epochs": 12, "batch_size": 32}
 
 
 # DP-CDA Table 2 as printed (mean over 10 runs, in %): {dataset: {l: (eps = inf, eps = 20, eps = 10)}}
@@ -484,14 +489,17 @@ def _dpcda_table2() -> tuple[SweepSpec, SweepSpec]:
         full,
         base={
             "synthesis": replace(_syn(base), T=10000),
-            "epochs": 8,
             **_DPCDA_QUICK_PROTOCOL,
+            **_DPCDA_QUICK_NOISY,
         },
-        series=(Series(series[0].name, {**series[0].overrides, "lr": 1e-3}), *series[1:]),
-        note="T=10000 points (1000 per class), 8 epochs at a constant Adam lr (the paper's 1e-3 without noise; 1e-4 "
-        "with noise, where 1e-3 stays at the constant predictor), no early stopping, one seed. Its l = 4 cells with "
-        "noise score 15-21 points under the full protocol run at Adam 1e-4 (the BatchNorm shift decides them; "
-        "docs/REPRODUCTION.md).",
+        series=(
+            Series(series[0].name, {**series[0].overrides, "lr": 1e-3, "epochs": 8, "batch_size": 128}),
+            *series[1:],
+        ),
+        note="T=10000 points (1000 per class), a constant Adam lr and no early stopping, one seed: without noise 8 "
+        "epochs at batch 128 and the paper's lr 1e-3; with noise, where 1e-3 stays at the constant predictor, 12 "
+        "epochs at batch 32 and lr 1e-4 (the full runs' lr), within 2 points of the full protocol at Adam 1e-4 at "
+        "l = 4 on the release's scale (docs/REPRODUCTION.md §3).",
     )
     return full, quick
 
