@@ -368,8 +368,9 @@ def _class_centric_thesis(mix_degree: int = 128, T: int = 12000, sigma: float = 
 _DPCDA_QUICK_PROTOCOL: dict[str, Any] = {"lr": 1e-4, "schedule": "constant", "early_stopping": None}
 # With noise, 12 epochs at batch 32 (the full runs' Adam 1e-4): at l = 4, seeds 0-2, eps = 20 / 10, they score
 # 75.81 / 73.80 % at the release's scale (the full protocol 77.11 / 75.11 % on the same seeds), 67.28 / 62.06 % on the
-# clipped loader (full, 7 seeds: 65.38 / 64.30 %), 59-66 s a run on 1 thread two at once (2026-11-29). The 8 epochs at
-# batch 128 the grid ran with before scored 68.28 / 66.85 and 47.61-61.16 % there (REPRODUCTION §3).
+# clipped loader (full: 74.16 / 70.06 % on the same seeds, 65.38 / 64.30 % over 7; the BatchNorm shift), 41 s a run
+# on 2 threads (2026-11-29). The 8 epochs at batch 128 the grid ran with before scored 68.28 / 66.85 % and 49.37 /
+# 42.98 % there (REPRODUCTION §3).
 _DPCDA_QUICK_NOISY: dict[str, Any] = {"epochs": 12, "batch_size": 32}
 
 
