@@ -429,3 +429,26 @@ def test_the_sweep_cli_prints_the_comparison_through_every_test_loader(tmp_path,
         "release-scale": "2 of 2",
     }
     assert quick_vs_full_by_test_inputs(store, "dpcda-table2-public-pixel-zscore-l-lr1e-4") == {}
+
+
+def test_a_full_protocol_whose_every_run_collapsed_draws_no_diamond_and_breaks_nothing(tmp_path, monkeypatch):
+    """dpcda-table2-quick against the paper's Adam 1e-3 at l = 4 (REPRODUCTION §3): no full point has a number, so
+    the chart has no full-protocol marker, while the report and the page still open and say 'full collapsed'."""
+    from dpmix_core.experiments.trade_offs import sweep_results
+    from dpmix_core.views.accuracy_figure import trade_off_figure
+    from dpmix_core.views.sweep_report import sweep_report
+
+    store = ResultStore(tmp_path / "results.sqlite")
+    quick = narrow_spec(get_preset("dpfmix-table1-quick"), series=[SERIES], values=[1.0, 2.0], repeats=1)
+    _finish(store, quick, lambda eps, seed: 50.0)
+    full = narrow_spec(get_preset("dpfmix-table1"), series=[SERIES], values=[1.0, 2.0], repeats=2)
+    _finish(store, full, lambda eps, seed: None)  # every full run collapsed
+    check = quick_vs_full(store, quick.name)
+    assert check.full_runs == 4 and list(check.table["verdict"]) == ["full collapsed", "full collapsed"]
+    agg, axis, _ = sweep_results(store, quick.name)
+    fig = trade_off_figure(agg, axis, full_protocol=check.table)
+    assert [t.name for t in fig.data if t.name == SERIES] == [SERIES]
+    assert not [t for t in fig.data if (t.name or "").startswith("full protocol")]
+    assert "full collapsed" in sweep_report(store, quick.name)
+    at = _page(store, quick.name, monkeypatch)
+    assert any("full collapsed" in df.value.to_string() for df in at.dataframe if "verdict" in df.value.columns)

@@ -125,7 +125,8 @@ def trade_off_figure(
     mean, std = f"{metric}_mean", f"{metric}_std"
     percent = metric == "test_accuracy"
     scale = 100.0 if percent else 1.0
-    finite = agg[agg["axis_value"].map(lambda v: v is not None and not pd.isna(v) and math.isfinite(v))]
+    # .astype(bool): an empty mask of another dtype would select columns, not rows (pandas), and lose them all
+    finite = agg[agg["axis_value"].map(lambda v: v is not None and not pd.isna(v) and math.isfinite(v)).astype(bool)]
     single = finite["axis_value"].nunique() == 1 and not published and len(finite) > 0
     if single:  # one point per series: the series are the x-axis
         value = finite["axis_value"].iloc[0]
@@ -239,7 +240,8 @@ def trade_off_figure(
             )
     if percent and full_protocol is not None:
         known = full_protocol.dropna(subset=["full (%)", "axis value"])
-        known = known[known["axis value"].map(lambda v: math.isfinite(float(v)))]  # eps = inf: no place on the axis
+        # eps = inf: no place on the axis; .astype(bool) keeps the columns when no full point has a number
+        known = known[known["axis value"].map(lambda v: math.isfinite(float(v))).astype(bool)]
         for series, part in known.groupby("series", sort=False):
             fig.add_trace(
                 go.Scatter(
