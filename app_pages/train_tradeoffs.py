@@ -45,7 +45,7 @@ from dpmix_core.runtime.store import ResultStore, StoreError
 from dpmix_core.synthesis.public_constants import test_split_constants_file
 from dpmix_core.training.names import CLOSED_FORM_MODELS, LOSSES, MODELS
 from dpmix_core.training.protocols import PROTOCOLS
-from dpmix_core.views.accuracy_figure import FULL_PROTOCOL_CAPTION, MARKERS_CAPTION, epsilon_columns, trade_off_figure
+from dpmix_core.views.accuracy_figure import MARKERS_CAPTION, epsilon_columns, full_protocol_caption, trade_off_figure
 from dpmix_core.views.inputs import parse_count, parse_real
 from dpmix_core.views.release_card import release_summary
 from dpmix_core.views.sweep_report import sweep_report
@@ -455,7 +455,7 @@ def _results_panel(query_sweep: int | None) -> None:
         "Error bars: ±1 standard deviation over repeats (seeds). Dotted lines: runs the axis does not move "
         f"(e.g. non-private). {MARKERS_CAPTION} ε columns: mean per point, from each accountant that applies "
         "(gdp-clt is an approximation; the others are upper bounds)."
-        + (f" {FULL_PROTOCOL_CAPTION}" if check is not None and check.full_runs else "")
+        + (f" {caption}" if (caption := full_protocol_caption(None if check is None else check.table)) else "")
     )
     if blind := no_signal_note(agg):
         st.caption(blind)

@@ -449,6 +449,8 @@ def test_a_full_protocol_whose_every_run_collapsed_draws_no_diamond_and_breaks_n
     fig = trade_off_figure(agg, axis, full_protocol=check.table)
     assert [t.name for t in fig.data if t.name == SERIES] == [SERIES]
     assert not [t for t in fig.data if (t.name or "").startswith("full protocol")]
-    assert "full collapsed" in sweep_report(store, quick.name)
+    page = sweep_report(store, quick.name)
+    assert "full collapsed" in page and "Open diamonds" not in page  # the caption names no marker it did not draw
     at = _page(store, quick.name, monkeypatch)
+    assert not [c for c in at.caption if "Open diamonds" in c.value]
     assert any("full collapsed" in df.value.to_string() for df in at.dataframe if "verdict" in df.value.columns)

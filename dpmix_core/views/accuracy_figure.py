@@ -65,6 +65,24 @@ PARTLY_COLLAPSED_NAME = "open marker: some runs collapsed (mean of the others)" 
 FULL_PROTOCOL_CAPTION = (
     "Open diamonds: the full protocol's finished runs in this store (mean ± 1 std), which this quick previews."
 )
+
+
+def full_protocol_points(table: pd.DataFrame | None) -> pd.DataFrame:
+    """The rows of a quick-vs-full table (QuickVsFull.table) the chart draws as open diamonds: a full-protocol
+    number at a finite axis value (eps = inf has no place on the axis; a point whose full runs all collapsed has
+    no number). Empty for None."""
+    if table is None:
+        return pd.DataFrame(columns=["series", "axis value", "full (%)", "full ± std", "full seeds"])
+    known = table.dropna(subset=["full (%)", "axis value"])
+    # .astype(bool): an empty mask of another dtype would select columns, not rows (pandas), and lose them all
+    return known[known["axis value"].map(lambda v: math.isfinite(float(v))).astype(bool)]
+
+
+def full_protocol_caption(table: pd.DataFrame | None) -> str:
+    """FULL_PROTOCOL_CAPTION where the chart draws a full-protocol point (:func:`full_protocol_points`), else ""."""
+    return FULL_PROTOCOL_CAPTION if len(full_protocol_points(table)) else ""
+
+
 MARKERS_CAPTION = (
     "Grey crosses: every run of the point collapsed (no result). Open markers: some of its runs collapsed; "
     "the point is the mean of the runs that learned (hover for how many were left out)."
@@ -239,10 +257,7 @@ def trade_off_figure(
                 )
             )
     if percent and full_protocol is not None:
-        known = full_protocol.dropna(subset=["full (%)", "axis value"])
-        # eps = inf: no place on the axis; .astype(bool) keeps the columns when no full point has a number
-        known = known[known["axis value"].map(lambda v: math.isfinite(float(v))).astype(bool)]
-        for series, part in known.groupby("series", sort=False):
+        for series, part in full_protocol_points(full_protocol).groupby("series", sort=False):
             fig.add_trace(
                 go.Scatter(
                     x=[str(series)] * len(part) if single else part["axis value"],

@@ -41,7 +41,7 @@ from dpmix_core.experiments.trade_offs import (
 )
 from dpmix_core.privacy.accountants import ACCOUNTANTS, get_accountant
 from dpmix_core.runtime.store import ResultStore
-from dpmix_core.views.accuracy_figure import FULL_PROTOCOL_CAPTION, MARKERS_CAPTION, epsilon_columns, trade_off_figure
+from dpmix_core.views.accuracy_figure import MARKERS_CAPTION, epsilon_columns, full_protocol_caption, trade_off_figure
 from dpmix_core.views.html_report import Section, html_report
 
 __all__ = ["EPSILON_READINGS", "epsilon_readings", "sweep_reading", "sweep_report"]
@@ -293,7 +293,7 @@ def sweep_report(
             caption="Error bars: ±1 standard deviation over seeds. Dotted lines: runs the axis does not move "
             f"(e.g. non-private). {MARKERS_CAPTION} Open stars: the papers' numbers; grey markers "
             "named 'published, not ours': other methods' published results."
-            + (f" {FULL_PROTOCOL_CAPTION}" if full_points is not None else ""),
+            + (f" {caption}" if (caption := full_protocol_caption(full_points)) else ""),
         ),
     ]
     if len(comparison):
