@@ -811,9 +811,9 @@ SPEC_VARIANTS = {
         "dpcda-table2",
         ("lr", "early_stopping", *(f"synthesis.zscore_constants{s}" for s in ("", "_file", "_sha256"))),
     ),
-    "dpcda-table2-quick-public-pixel-zscore": (  # ran with the quick's earlier 8 epochs at batch 128 with noise too
+    "dpcda-table2-quick-public-pixel-zscore": (
         "dpcda-table2-quick",
-        ("epochs", "batch_size", *(f"synthesis.zscore_constants{s}" for s in ("", "_file", "_sha256"))),
+        tuple(f"synthesis.zscore_constants{s}" for s in ("", "_file", "_sha256")),
     ),
     "dpfmix-table1-thesis-cnn": ("dpfmix-table1", ("model", "lr", "input_norm")),  # ran before the preset dropped rms
     "dpfmix-table1-m-bf16": ("dpfmix-table1-m", ("precision",)),  # bfloat16 training (PERFORMANCE.md)
