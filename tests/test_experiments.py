@@ -418,7 +418,7 @@ def test_dpcda_table2_grid():
 
 def test_dpcda_table2_quick_uses_the_papers_lr_only_without_noise():
     """Without noise Adam 1e-3 learns in 8 epochs at batch 128; with noise it stays at the constant predictor, and
-    12 epochs at batch 32 and the full runs' 1e-4 come within 2 points of them at l = 4 (REPRODUCTION §3)."""
+    12 epochs at batch 32 at the full runs' 1e-4 come within 2 points of those runs at l = 4 (REPRODUCTION §3)."""
     full_lrs = {r.lr for r in get_preset("dpcda-table2").runs()}
     quick = get_preset("dpcda-table2-quick").runs()
     by_eps: dict[float, set[tuple[float, int, int]]] = {}

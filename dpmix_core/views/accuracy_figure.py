@@ -65,6 +65,10 @@ PARTLY_COLLAPSED_NAME = "open marker: some runs collapsed (mean of the others)" 
 FULL_PROTOCOL_CAPTION = (
     "Open diamonds: the full protocol's finished runs in this store (mean ± 1 std), which this quick previews."
 )
+MARKERS_CAPTION = (
+    "Grey crosses: every run of the point collapsed (no result). Open markers: some of its runs collapsed; "
+    "the point is the mean of the runs that learned (hover for how many were left out)."
+)
 
 
 def full_protocol_points(table: pd.DataFrame | None) -> pd.DataFrame:
@@ -81,12 +85,6 @@ def full_protocol_points(table: pd.DataFrame | None) -> pd.DataFrame:
 def full_protocol_caption(table: pd.DataFrame | None) -> str:
     """FULL_PROTOCOL_CAPTION where the chart draws a full-protocol point (:func:`full_protocol_points`), else ""."""
     return FULL_PROTOCOL_CAPTION if len(full_protocol_points(table)) else ""
-
-
-MARKERS_CAPTION = (
-    "Grey crosses: every run of the point collapsed (no result). Open markers: some of its runs collapsed; "
-    "the point is the mean of the runs that learned (hover for how many were left out)."
-)
 
 
 def _solid(symbol: str) -> str:
