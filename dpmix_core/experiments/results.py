@@ -16,6 +16,7 @@ __all__ = [
     "aggregate",
     "all_collapsed",
     "collapsed_note",
+    "format_axis_value",
     "infer_axis",
     "no_signal_note",
     "partly_collapsed",
@@ -252,6 +253,13 @@ def collapsed_note(row: pd.Series) -> str:
     return f"{int(row['collapsed'])} of {int(row['runs'])} runs collapsed, left out of the mean"
 
 
+def format_axis_value(value) -> str:
+    """An axis value or epsilon as printed: 1e-05, 128, ∞, or — for none (a run the axis does not describe)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+        return "—"
+    return "∞" if math.isinf(value) else f"{value:g}"
+
+
 def no_signal_note(agg: pd.DataFrame, *, limit: int = 4) -> str:
     """One sentence naming the points with runs whose early stopping chose its epoch on a validation split at
     chance (``no_signal``), the first ``limit`` of them; "" when there are none (or an aggregate from before)."""
@@ -264,10 +272,7 @@ def no_signal_note(agg: pd.DataFrame, *, limit: int = 4) -> str:
 
     def where(row: pd.Series) -> str:
         value = row["axis_value"]
-        if axis is None or value is None or pd.isna(value):
-            at = ""
-        else:
-            at = f", {axis} = " + ("∞" if math.isinf(float(value)) else f"{float(value):g}")
+        at = "" if axis is None or value is None or pd.isna(value) else f", {axis} = {format_axis_value(float(value))}"
         return f"{row['label']}{at}: {int(row['no_signal'])} of {int(row['runs'])} run(s)"
 
     points = "; ".join(where(row) for _, row in hit.head(limit).iterrows())

@@ -71,12 +71,10 @@ MARKERS_CAPTION = (
 )
 
 
-def full_protocol_points(table: pd.DataFrame | None) -> pd.DataFrame:
+def full_protocol_points(table: pd.DataFrame) -> pd.DataFrame:
     """The rows of a quick-vs-full table (QuickVsFull.table) the chart draws as open diamonds: a full-protocol
     number at a finite axis value (eps = inf has no place on the axis; a point whose full runs all collapsed has
-    no number). Empty for None."""
-    if table is None:
-        return pd.DataFrame(columns=["series", "axis value", "full (%)", "full ± std", "full seeds"])
+    no number)."""
     known = table.dropna(subset=["full (%)", "axis value"])
     # .astype(bool): an empty mask of another dtype would select columns, not rows (pandas), and lose them all
     return known[known["axis value"].map(lambda v: math.isfinite(float(v))).astype(bool)]
@@ -84,7 +82,7 @@ def full_protocol_points(table: pd.DataFrame | None) -> pd.DataFrame:
 
 def full_protocol_caption(table: pd.DataFrame | None) -> str:
     """FULL_PROTOCOL_CAPTION where the chart draws a full-protocol point (:func:`full_protocol_points`), else ""."""
-    return FULL_PROTOCOL_CAPTION if len(full_protocol_points(table)) else ""
+    return FULL_PROTOCOL_CAPTION if table is not None and len(full_protocol_points(table)) else ""
 
 
 def _solid(symbol: str) -> str:

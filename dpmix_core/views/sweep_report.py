@@ -20,6 +20,7 @@ from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, quick_vs_full
 from dpmix_core.experiments.results import (
     all_collapsed,
     collapsed_note,
+    format_axis_value,
     no_signal_note,
     partly_collapsed,
     runs_per_point,
@@ -80,13 +81,6 @@ def epsilon_readings(agg: pd.DataFrame, rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["ε column", "how to read it"])
 
 
-def _format_value(value) -> str:
-    """An axis value or epsilon as printed: 1e-05, 128, ∞, or — for none (a run the axis does not describe)."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
-        return "—"
-    return "∞" if math.isinf(value) else f"{value:g}"
-
-
 def _point(row: pd.Series) -> str:
     spread = "" if pd.isna(row["test_accuracy_std"]) else f" ± {100 * row['test_accuracy_std']:.2f}"
     lost = collapsed_note(row)
@@ -111,12 +105,12 @@ def sweep_reading(
     values = sorted({float(v) for v in agg.loc[finite, "axis_value"]})
     parts = [
         f"{runs} finished run(s), up to {seeds} seed(s) a point, in {agg['label'].nunique()} series"
-        + (f" over {axis_title} = {', '.join(_format_value(v) for v in values)}." if values else ".")
+        + (f" over {axis_title} = {', '.join(format_axis_value(v) for v in values)}." if values else ".")
     ]
     learned = agg[~dead & agg["test_accuracy_mean"].notna()]
     private = learned[(learned["guarantee"] == "covered") & finite[learned.index]]
     best = [
-        f"{_format_value(value)} → {_point(part.loc[part['test_accuracy_mean'].idxmax()])}"
+        f"{format_axis_value(value)} → {_point(part.loc[part['test_accuracy_mean'].idxmax()])}"
         for value, part in private.groupby("axis_value", sort=True)
     ]
     if best:
@@ -165,7 +159,7 @@ def _results_table(agg: pd.DataFrame) -> pd.DataFrame:
         {
             "series": agg["label"],
             "method": agg["method"],
-            "axis value": agg["axis_value"].map(_format_value),
+            "axis value": agg["axis_value"].map(format_axis_value),
             "test accuracy (%)": (100 * agg["test_accuracy_mean"]).round(2),
             "± std": (100 * agg["test_accuracy_std"]).map(lambda v: "" if pd.isna(v) else f"{v:.2f}"),
             "seeds": agg["test_accuracy_count"].astype(int),
@@ -176,7 +170,7 @@ def _results_table(agg: pd.DataFrame) -> pd.DataFrame:
     )
     for column in epsilon_columns(agg):
         table[f"ε {column.removeprefix('epsilon_')}"] = pd.to_numeric(agg[column], errors="coerce").map(
-            lambda v: "" if pd.isna(v) else _format_value(float(f"{v:.4g}"))
+            lambda v: "" if pd.isna(v) else format_axis_value(float(f"{v:.4g}"))
         )
     return table
 
@@ -190,7 +184,7 @@ def _collapsed_table(rows: list[dict], axis: str | None) -> pd.DataFrame:
             config = row.get("config") or {}
             value = axis_value(RunConfig.from_dict(config), axis) if axis else None
             seen[
-                (config.get("label"), "" if value is None else _format_value(value), result.get("collapse_reason"))
+                (config.get("label"), "" if value is None else format_axis_value(value), result.get("collapse_reason"))
             ] += 1
     return pd.DataFrame(
         [{"series": s, "axis value": v, "runs": n, "why": why} for (s, v, why), n in seen.items()],
