@@ -781,6 +781,7 @@ _PAPER_RELEASE = ("synthesis.preprocessing", "synthesis.zscore_constants", "synt
 SPEC_VARIANTS = {
     "dpcda-table2-lr1e-4": ("dpcda-table2", ("lr",)),
     "dpcda-table2-gn-lr1e-4": ("dpcda-table2", ("model", "lr")),
+    "dpcda-table2-l12-no-early-stopping-lr1e-4": ("dpcda-table2", ("lr", "early_stopping")),  # l = 1, 2, 30 epochs
     # the paper's own release (private feature-wise z-score, labels not protected): "not covered", see REPRODUCTION §3
     "dpcda-table2-paper-release-lr1e-3": ("dpcda-table2", _PAPER_RELEASE),
     "dpcda-table2-paper-release-lr1e-4": ("dpcda-table2", ("lr", *_PAPER_RELEASE)),
