@@ -21,7 +21,6 @@ from dpmix_core.experiments.trade_offs import (
     custom_spec,
     default_sweep,
     launch_sweep,
-    published_comparison,
     pump_local,
     release_file_spec,
     release_model_choices,
@@ -30,6 +29,7 @@ from dpmix_core.experiments.trade_offs import (
     spec_problem,
     sweep_axis,
     sweep_choices,
+    sweep_comparison,
     sweep_id_from_query,
     sweep_published,
     sweep_results,
@@ -459,7 +459,7 @@ def _results_panel(query_sweep: int | None) -> None:
     )
     if blind := no_signal_note(agg):
         st.caption(blind)
-    comparison = published_comparison(agg, published)  # the papers' own numbers (reference points have none)
+    comparison = sweep_comparison(store(), chosen, agg)  # the papers' own numbers (reference points have none)
     if len(comparison):
         st.markdown(
             "**Published vs ours** (open stars in the plot): a gap of more than "

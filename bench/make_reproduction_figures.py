@@ -31,7 +31,7 @@ import pandas as pd  # noqa: E402
 from dpmix_core.experiments.results import all_collapsed, collapsed_note, partly_collapsed  # noqa: E402
 from dpmix_core.experiments.trade_offs import (  # noqa: E402
     AXIS_TITLES,
-    published_comparison,
+    sweep_comparison,
     sweep_published,
     sweep_results,
     sweep_rows,
@@ -640,7 +640,7 @@ def main(argv: list[str] | None = None) -> int:
         sigmas = sigma_by_group(store, sweep, axis, agg)
         published = sweep_published(store, sweep)
         if published:
-            print("published vs ours:\n\n" + comparison_markdown(published_comparison(agg, published)) + "\n")
+            print("published vs ours:\n\n" + comparison_markdown(sweep_comparison(store, sweep, agg)) + "\n")
         print(markdown_table(agg, axis, sigmas) + "\n")
         if sweep.startswith("dpfmix-table1-m"):
             print("best m per cell:\n\n" + best_m_table(store, sweep) + "\n")

@@ -299,6 +299,35 @@ def test_published_comparison_verdicts():
     assert published_comparison(agg, published)["collapsed runs"].tolist() == [0, 0, 0]  # no column: none counted
 
 
+def test_a_published_point_the_sweep_never_runs_is_not_pending():
+    """A spec for l = 1 and 2 that carries the paper's whole row: its other values get no verdict (not "pending")
+    unless the store has results there; the values it runs keep theirs, finished or not."""
+    import pandas as pd
+
+    from dpmix_core.experiments.spec import Published
+    from dpmix_core.experiments.trade_offs import published_comparison
+
+    agg = pd.DataFrame(
+        {
+            "label": ["a", "a"],
+            "axis_value": [2.0, 8.0],  # 8: a result from an earlier spec of the same sweep
+            "test_accuracy_mean": [0.60, 0.71],
+            "test_accuracy_std": [0.01, 0.01],
+            "test_accuracy_count": [3, 3],
+        }
+    )
+    published = tuple(Published("a", float(v), 0.7) for v in (1, 2, 4, 8))
+    assert published_comparison(agg, published)["verdict"].tolist() == [
+        "pending",
+        "not reproduced",
+        "pending",
+        "reproduced",
+    ]
+    table = published_comparison(agg, published, axis_values=(1, 2))
+    assert table["axis value"].tolist() == [1.0, 2.0, 8.0]  # 4: never run by this sweep, no row
+    assert table["verdict"].tolist() == ["pending", "not reproduced", "reproduced"]
+
+
 def test_one_rerun_completes_a_sweep_whose_driver_and_worker_were_killed(store, tmp_path):
     """#14 §5: a run left 'running' by a dead worker (driver killed too) is detected before queuing,
     so the very first re-run re-queues and runs it."""

@@ -513,8 +513,22 @@ def sweep_published(store: ResultStore, sweep: int | str) -> tuple[Published, ..
     return () if spec is None else spec.published_for(spec.base.dataset)
 
 
-def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) -> pd.DataFrame:
+def sweep_comparison(store: ResultStore, sweep: int | str, agg: pd.DataFrame) -> pd.DataFrame:
+    """:func:`published_comparison` of a stored sweep's aggregate ``agg`` with the paper's numbers stored with it, at
+    the axis values its spec runs (and any other value it has results at)."""
+    stored = store.get_sweep(sweep)
+    spec = None if stored is None else stored_spec(stored)
+    return published_comparison(agg, sweep_published(store, sweep), None if spec is None else spec.values)
+
+
+def published_comparison(
+    agg: pd.DataFrame, published: tuple[Published, ...], axis_values: tuple | list | None = None
+) -> pd.DataFrame:
     """One row per published point: the paper's accuracy, ours (mean ± std over n seeds), the gap and a verdict.
+
+    ``axis_values`` (the values the sweep runs): a published point at another value, where ``agg`` has no result
+    either, gets no row: the sweep will never run it, so it is not "pending" (a spec for l = 1 and 2 that carries the
+    paper's whole row; the chart still draws it as a reference). None: every point gets a row.
 
     Verdict: "reproduced" within REPRODUCED_WITHIN_PTS points, "not reproduced" further below, "above the
     paper" further above (a better number is not a miss, but it is not the paper's either), "pending" while
@@ -529,6 +543,8 @@ def published_comparison(agg: pd.DataFrame, published: tuple[Published, ...]) ->
         if p.reference:  # another method's published number: shown on the chart, no verdict
             continue
         match = agg[(agg["label"] == p.series) & agg["axis_value"].map(lambda v, p=p: _same(v, p.value))]
+        if axis_values is not None and not len(match) and not any(_same(p.value, v) for v in axis_values):
+            continue  # a value this sweep does not run: no verdict to wait for
         ours = match.iloc[0] if len(match) else None
         n = int(ours["test_accuracy_count"]) if ours is not None else 0
         lost = int(ours["collapsed"]) if ours is not None and "collapsed" in ours and pd.notna(ours["collapsed"]) else 0

@@ -30,9 +30,9 @@ from dpmix_core.experiments.trade_offs import (
     AXIS_TITLES,
     REPRODUCED_WITHIN_PTS,
     TEST_INPUTS_TITLES,
-    published_comparison,
     runs_left_out,
     stored_spec,
+    sweep_comparison,
     sweep_published,
     sweep_results,
     sweep_rows,
@@ -269,7 +269,7 @@ def sweep_report(
     rows = sweep_rows(store, stored.id)
     statuses = Counter(run.status for run in store.list_runs(ids=sweep_run_ids(store, stored.id)))
     published = sweep_published(store, stored.id)
-    comparison = published_comparison(agg, published)  # the papers' own numbers (reference points have none)
+    comparison = sweep_comparison(store, stored.id, agg)  # the papers' own numbers (reference points have none)
     settings = _settings(store, stored, agg, axis, rows, statuses, test_rows, (test_inputs, own_inputs))
     # a quick preset: its full protocol's stored runs, point by point, read like the report
     check = quick_vs_full(store, stored.id, test_rows=test_rows, test_inputs=test_inputs)
