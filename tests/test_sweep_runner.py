@@ -328,6 +328,27 @@ def test_a_published_point_the_sweep_never_runs_is_not_pending():
     assert table["verdict"].tolist() == ["pending", "not reproduced", "reproduced"]
 
 
+def test_a_stored_sweep_is_compared_at_the_values_its_spec_runs(tmp_path):
+    """sweep_comparison reads the values off the stored spec: the report of an l = 2 sweep that carries DP-CDA's
+    whole printed row gives one verdict, not nine 'without a result yet', and the chart keeps the row's stars."""
+    from dataclasses import replace
+
+    from dpmix_core.experiments.presets import get_preset
+    from dpmix_core.experiments.trade_offs import narrow_spec, sweep_comparison, sweep_published, sweep_results
+    from dpmix_core.views.sweep_report import sweep_report
+
+    full = get_preset("dpcda-table2")
+    spec = narrow_spec(full, values=[2], series=["eps = 20"], repeats=1)
+    spec = replace(spec, published=tuple(p for p in full.published_for("mnist") if p.series == "eps = 20"))
+    store = ResultStore(tmp_path / "results.sqlite")
+    fake_jobs.finish_sweep(store, spec, lambda config: {"test_accuracy": 0.55, "collapsed": False, "delta": 1e-5})
+    agg, _, _ = sweep_results(store, spec.name)
+    table = sweep_comparison(store, spec.name, agg)
+    assert table["axis value"].tolist() == [2] and table["verdict"].tolist() == ["not reproduced"]
+    assert len(sweep_published(store, spec.name)) == 10  # the whole row stays on the chart
+    assert "0 of 1 published point(s)" in sweep_report(store, spec.name)
+
+
 def test_one_rerun_completes_a_sweep_whose_driver_and_worker_were_killed(store, tmp_path):
     """#14 §5: a run left 'running' by a dead worker (driver killed too) is detected before queuing,
     so the very first re-run re-queues and runs it."""
