@@ -26,7 +26,7 @@ from dpmix_core.views.accounting_presets import ACCOUNTING_PRESETS
 from dpmix_core.views.background import shared_background
 from dpmix_core.views.budget import budget_table, dp_pca_budget_item, dpsgd_budget_item, label_budget_item
 from dpmix_core.views.exports import latex_text
-from dpmix_core.views.figures import epsilon_curve_figure, fdp_tradeoff_figure, profile_figure
+from dpmix_core.views.figures import CURVE_CAPTION, epsilon_curve_figure, fdp_tradeoff_figure, profile_figure
 from dpmix_core.views.html_report import accountant_report
 from dpmix_core.views.inputs import format_count, format_real
 from dpmix_core.views.privacy_scale import DEPLOYMENTS, format_epsilon, headline
@@ -349,10 +349,7 @@ def _curves(setting: MixingSetting, delta: float) -> None:
         K + "chart_curve",
         _settings(setting, delta),
     )
-    st.caption(
-        "Solid: rigorous upper bounds. Dashed: the CLT approximation, or every ε of a release no accountant "
-        "covers. Missing points: ε infinite or above 10⁶ (no noise, or too little for the bound to hold)."
-    )
+    st.caption(CURVE_CAPTION)
 
 
 def _settings(setting: MixingSetting, delta: float) -> dict:

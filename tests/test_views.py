@@ -110,6 +110,28 @@ def test_epsilon_curve_figure_drops_enormous_points_and_keeps_the_marker_on_its_
     assert line.x0 == 0.1 and label.x == pytest.approx(math.log10(0.1)) and label.text == "current"
 
 
+def test_curves_of_another_release_are_marked_and_drawn_thin_and_dotted():
+    """The curves' accountants that bound another release than the chosen model (as the table says) are no bound
+    for it: the figure draws them dotted and thin and its legend says so; the chosen release's stay solid."""
+    curves = epsilon_curves(S, 1e-5, axis="sigma", values=[0.0711], model="dpmix")
+    chosen = dict(zip(curves["accountant"], curves["chosen"]))
+    table = epsilon_table(S, 1e-5, model="dpmix")
+    in_table = dict(zip(table["accountant"], table["release analysed"].str.endswith("(chosen)")))
+    assert chosen == in_table  # the same verdict as the table's, per accountant
+    assert chosen["lee2019"] and chosen["rdp-wor"] and not chosen["pld-poisson"] and not chosen["dpcda"]
+    assert epsilon_curves(S, 1e-5, axis="sigma", values=[0.0711])["chosen"].all()  # no model: nothing is "other"
+
+    from dpmix_core.views.figures import epsilon_curve_figure
+
+    traces = {t.name: t for t in epsilon_curve_figure(curves, "sigma", delta=1e-5).data}
+    assert traces["lee2019"].line.dash == "solid" and traces["lee2019"].line.width == 2.5
+    assert traces["pld-poisson (another release)"].line.dash == "dot"
+    assert traces["gdp-clt (approx., another release)"].line.width < traces["rdp-wor"].line.width
+    clipped = epsilon_curves(replace(S, clip=1.0), 1e-5, axis="sigma", values=[0.0711], model="dpmix")
+    names = [t.name for t in epsilon_curve_figure(clipped, "sigma", delta=1e-5).data]
+    assert "rdp-wor (clipped; another release)" in names and "rdp-wor" in names  # one bracket, both tags
+
+
 def test_second_axis_offers_only_accountants_with_numbers():
     import pandas as pd
 

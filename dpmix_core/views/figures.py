@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from dpmix_core.privacy.accountants import ENORMOUS_EPSILON
 
-__all__ = ["epsilon_curve_figure", "profile_figure", "fdp_tradeoff_figure", "AXIS_TITLES"]
+__all__ = ["CURVE_CAPTION", "epsilon_curve_figure", "profile_figure", "fdp_tradeoff_figure", "AXIS_TITLES"]
 
 AXIS_TITLES = {
     "sigma": "noise σx (std of feature noise, in feature units)",
@@ -28,21 +28,38 @@ _COLORS = {
 }
 
 
+# Under every epsilon-curve figure (page and HTML report): what each line style means
+CURVE_CAPTION = (
+    "Solid: rigorous upper bounds for the chosen release. Dashed: the CLT approximation, or every ε of a release no "
+    "accountant covers. Thin dotted: an accountant of another release (other sampling or data bound), for "
+    "comparison: no bound for this one. Missing points: ε infinite or above 10⁶ (no noise, or too little for the "
+    "bound to hold)."
+)
+
+
 def epsilon_curve_figure(curves: pd.DataFrame, axis: str, *, delta: float, current: float | None = None) -> go.Figure:
-    """epsilon vs one knob, log-log, one line per accountant; approximations dashed."""
+    """epsilon vs one knob, log-log, one line per accountant; approximations dashed, and thin and dotted the
+    accountants of another release than the chosen one (``chosen`` False in ``curves``; no column: all chosen)."""
     fig = go.Figure()
     for name, part in curves.groupby("accountant", sort=False):
         # infinite or enormous epsilons (no noise, or a bound that diverges) are left out: they would stretch
         # the axis to 1e200 and protect nothing anyway
         finite = part[part["epsilon"].map(lambda e: math.isfinite(e) and 0 < e <= ENORMOUS_EPSILON)]
         dashed = not bool(part["upper_bound"].iloc[0])
+        other = "chosen" in part and not bool(part["chosen"].iloc[0])
+        tags = [tag for tag, on in (("approx.", dashed), ("another release", other)) if on]
         fig.add_trace(
             go.Scatter(
                 x=finite[axis],
                 y=finite["epsilon"],
                 mode="lines",
-                name=f"{name}{' (approx.)' if dashed else ''}",
-                line={"color": _COLORS.get(name), "dash": "dash" if dashed else "solid", "width": 2.5},
+                name=_tagged(str(name), tags),
+                opacity=0.75 if other else 1.0,
+                line={
+                    "color": _COLORS.get(name),
+                    "dash": "dot" if other else "dash" if dashed else "solid",
+                    "width": 1.5 if other else 2.5,
+                },
             )
         )
     if current is not None and current > 0:
@@ -78,6 +95,15 @@ def epsilon_curve_figure(curves: pd.DataFrame, axis: str, *, delta: float, curre
         height=430,
     )
     return fig
+
+
+def _tagged(name: str, tags: list[str]) -> str:
+    """A legend name with its tags in brackets: "pld-poisson (another release)", "rdp-wor (clipped; approx.)"."""
+    if not tags:
+        return name
+    if name.endswith(")"):
+        return f"{name[:-1]}; {', '.join(tags)})"
+    return f"{name} ({', '.join(tags)})"
 
 
 def fdp_tradeoff_figure(alphas, beta_bound, gdp_beta, *, mu: float, title: str) -> go.Figure:

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 import dpmix_core
 from dpmix_core.privacy.accountants import MixingSetting
 from dpmix_core.privacy.statement import privacy_statement
-from dpmix_core.views.figures import epsilon_curve_figure, fdp_tradeoff_figure, profile_figure
+from dpmix_core.views.figures import CURVE_CAPTION, epsilon_curve_figure, fdp_tradeoff_figure, profile_figure
 from dpmix_core.views.privacy_scale import headline
 from dpmix_core.views.reports import (
     RELEASE_MODELS,
@@ -132,7 +132,7 @@ def accountant_report(setting: MixingSetting, delta: float, model: str, *, pld_a
     if math.isfinite(ratio) and ratio * 100 * anchor.sigma_x < 1e300:  # the grid sweeps sigma_x to 10x its decade
         curves = epsilon_curves(anchor, delta, axis="sigma", sigma_ratio=ratio, pld_accuracy=pld_accuracy, model=model)
         figure = epsilon_curve_figure(curves, "sigma", delta=delta, current=setting.sigma_x)
-        sections.append(Section("ε as a function of the noise", figure=figure, caption=printed))
+        sections.append(Section("ε as a function of the noise", figure=figure, caption=f"{printed}. {CURVE_CAPTION}"))
     else:
         sections.append(
             Section(

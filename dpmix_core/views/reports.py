@@ -117,6 +117,11 @@ NO_ACCOUNTANT = (
 OTHER_RELEASE = "not for the chosen release model"  # a guarantee of another release (other sampling or data bound)
 
 
+def _release_analysed(name: str, pld_accuracy: float, variant: MixingSetting) -> str:
+    """The release model whose release accountant ``name`` analyses from the what-if ``variant``."""
+    return release_model_of(get_accountant(name, **_options(name, pld_accuracy)).release_for(variant))
+
+
 def epsilon_table(
     setting: MixingSetting, delta: float, *, pld_accuracy: float = 0.1, model: str | None = None
 ) -> pd.DataFrame:
@@ -129,7 +134,7 @@ def epsilon_table(
     rows = []
     for label, name, variant in _variants(setting, model):
         r = _epsilon(name, pld_accuracy, variant, delta)
-        analysed = release_model_of(get_accountant(name, **_options(name, pld_accuracy)).release_for(variant))
+        analysed = _release_analysed(name, pld_accuracy, variant)
         guarantee = r.guarantee if model in (None, analysed) else f"{r.guarantee}, {OTHER_RELEASE}"
         notes = [r.reason] if r.reason else []
         details = dict(r.details)
@@ -229,8 +234,9 @@ def epsilon_curves(
     pld_accuracy: float = 0.2,
     model: str | None = None,
 ) -> pd.DataFrame:
-    """Long table (accountant, axis value, epsilon, upper_bound) for plotting; one curve per row of
-    :func:`epsilon_table` with the same ``model``.
+    """Long table (accountant, axis value, epsilon, upper_bound, release analysed, chosen) for plotting; one curve
+    per row of :func:`epsilon_table` with the same ``model``. ``chosen``: the accountant analyses the release of
+    ``model`` (every curve when ``model`` is None); the others bound another release, as the table says.
 
     Curves use pld-poisson's first grid (no refinement budget): still a rigorous upper bound at every
     point, a little looser than the table's refined value, and about five times faster for a live page.
@@ -241,6 +247,7 @@ def epsilon_curves(
     for label, name, variant in _variants(setting, model):
         if accountants is not None and name not in accountants:
             continue
+        analysed = _release_analysed(name, pld_accuracy, variant)
         results = epsilon_curve(
             name,
             variant,
@@ -258,6 +265,8 @@ def epsilon_curves(
                     "epsilon": r.epsilon,
                     "upper_bound": r.upper_bound,
                     "guarantee": r.guarantee,
+                    "release analysed": analysed,
+                    "chosen": model in (None, analysed),
                 }
             )
     return pd.DataFrame(rows)
