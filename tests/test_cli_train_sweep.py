@@ -381,6 +381,31 @@ def test_sweep_on_another_dataset_is_its_own_sweep_without_the_papers_numbers(tm
     assert ResultStore().list_runs() == []
 
 
+def test_a_preset_on_a_dataset_that_is_not_here_fails_once_before_queueing(tmp_path, capsys, monkeypatch):
+    """No --dataset: the preset's own MNIST, not here and not downloadable, is one line and exit 2 before the store
+    is touched (it was one 'MNIST not found' failure per run, 8 for dp-pca-quick)."""
+    import socket
+
+    from dpmix_core.data.catalog import MIRRORS, Mirror
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setitem(MIRRORS, "mnist", Mirror(f"http://127.0.0.1:{port}/", MIRRORS["mnist"].files))
+    for var in ("DPMIX_DATA_DIR", "DPMIX_MIRROR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("DPMIX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DPMIX_SYSTEM_DATA_DIRS", "")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
+    code = main(["sweep", "preset:dp-pca-quick"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: MNIST not found") and err.count("\n") == 1
+    assert not (tmp_path / "r.sqlite").exists()
+    assert main(["sweep", "preset:dp-pca-quick", "--dataset", "embedded", "--values", "1"]) == 0
+    assert (tmp_path / "r.sqlite").exists()  # a dataset that is here goes on to run
+
+
 def test_train_reports_the_batchnorm_diagnostic_and_says_when_it_is_far_above(capsys, monkeypatch):
     import dpmix_core.cli.train as cli_train
 

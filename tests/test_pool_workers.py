@@ -251,3 +251,46 @@ def test_a_real_run_gives_the_same_result_in_a_pool_as_in_its_own_process(tmp_pa
     assert trace(results[True]) == trace(results[False]) and len(trace(results[True])) == 1
     assert results[True]["test_accuracy"] == results[False]["test_accuracy"]
     assert results[True]["epsilon"] == results[False]["epsilon"]
+
+
+def test_ctrl_c_on_a_sweep_stops_its_queue_not_its_run_in_hand(store, tmp_path):
+    """Ctrl-C on `sweep`: the launcher returns and exits; its pool worker finishes the run in hand and takes no
+    new one (it used to drain the whole queue in the background after "interrupted"); a re-run resumes the rest."""
+    marker = tmp_path / "marker"
+    configs = [{"marker": str(marker), "x": x, "epochs": 4, "step_s": 0.25} for x in range(3)]
+    code = (
+        "import fake_jobs; from dpmix_core.runtime.store import ResultStore, config_key; "
+        "from dpmix_core.experiments.sweeps import run_sweep\n"
+        f"store = ResultStore({str(store.path)!r})\n"
+        f"runs = [('fake_jobs:slow', c, config_key(c)) for c in {configs!r}]\n"
+        "def ctrl_c(*_):\n    raise KeyboardInterrupt\n"
+        "s = run_sweep(store, 's', runs, backend=fake_jobs.backend(store, max_parallel=1), poll_s=0.05,"
+        " progress=ctrl_c)\n"
+        "print(s.interrupted, s.counts['queued'], s.counts['running'])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{fake_jobs.TESTS_DIR}"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "2", "1"]  # the launcher has exited: one run in hand, two queued
+    wait_for(lambda: "taking no new run" in pool_log_path(store).read_text(), timeout=20)
+    assert store.counts(sweep="s")["done"] == 1 and store.counts(sweep="s")["queued"] == 2 and executions(marker) == 1
+    mgr = JobManager(store, backend=fake_jobs.backend(store, max_parallel=1))  # the same command again: resumes
+    runs = drain(mgr, [r.id for r in store.list_runs(sweep="s")])
+    assert [r.status for r in runs] == ["done"] * 3 and executions(marker) == 3
+
+
+def test_a_pool_worker_follows_its_launcher_only_when_told(monkeypatch):
+    """launcher_gone: re-parented (the launcher exited) or, started through a wrapper, the launcher's pid gone."""
+    from dpmix_core.runtime.worker import launcher_gone
+
+    parent = os.getppid()
+    assert not launcher_gone(None, parent)  # no launcher to follow: drains the queue
+    assert not launcher_gone(parent, parent)  # still our parent
+    assert not launcher_gone(os.getpid(), parent)  # not our parent (a wrapper between), but alive
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    assert launcher_gone(dead.pid, parent)  # not our parent and no longer running
+    monkeypatch.setattr(os, "getppid", lambda: 1)  # re-parented to init: the launcher has exited
+    assert launcher_gone(parent, parent)
+    with pytest.raises(ValueError, match="launcher_pid"):
+        PoolSettings(launcher_pid=0)

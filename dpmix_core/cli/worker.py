@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-runs", type=int, help="--pool: exit after this many runs")
     parser.add_argument("--first-run", type=int, help="--pool: a run claimed for this worker, run first")
     parser.add_argument("--cache-mb", type=float, default=2048, help="--pool: memo kept across runs, in MiB")
+    parser.add_argument(
+        "--launcher-pid", type=int, help="--pool: take no new run once this process (the launcher) has exited"
+    )
     args = parser.parse_args(argv)  # exits with code 2 on a usage error
     if args.pool == (args.run_id is not None):
         parser.print_usage(sys.stderr)
@@ -53,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
             idle_exit_s=args.idle_exit,
             max_runs=args.max_runs,
             cache_bytes=int(args.cache_mb * 2**20),
+            launcher_pid=args.launcher_pid,
         )
     except ValueError as exc:
         log(str(exc))

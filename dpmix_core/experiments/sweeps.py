@@ -97,7 +97,10 @@ class SweepSummary:
             f" {self.reused} reused, {self.new} new, {self.requeued} re-queued; {self.elapsed_s:.1f} s"
         )
         if self.interrupted:
-            text += " - interrupted: run the same command again to resume"
+            text += (
+                " - interrupted: the runs in hand finish in the background, no new run starts;"
+                " run the same command again to resume"
+            )
         return text
 
 
@@ -153,8 +156,9 @@ def run_sweep(
     ``runs``: ``(kind, config, key)`` tuples (key None: the default key). Done runs are reused; a
     re-run of the same sweep resumes it. ``progress(done, total, running, failed, detail)`` is called after
     every pump (``failed`` counts failed + cancelled + interrupted; ``detail``: :func:`running_detail`). Ctrl-C (KeyboardInterrupt)
-    returns at once with ``interrupted=True``: queued runs stay queued, running workers finish in the
-    background and store their results; a re-run picks everything up.
+    returns at once with ``interrupted=True``: running workers finish their run in the background and store
+    its result; queued runs stay queued once this process has exited (as ``sweep`` does: a local pool worker
+    takes no new run after its launcher is gone); a re-run picks everything up.
     """
     t0 = time.monotonic()
     backend = backend or LocalProcessBackend(store)

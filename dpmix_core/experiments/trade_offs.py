@@ -16,7 +16,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpmix_core.data import DATASET_NAMES, DATASET_TITLES, DatasetError, load_dataset, public_zscore_constants
+from dpmix_core.data import (
+    DATASET_NAMES,
+    DATASET_TITLES,
+    DatasetError,
+    load_dataset,
+    locate_dataset,
+    public_zscore_constants,
+)
 from dpmix_core.experiments.config import RunConfig, on_dataset, run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
@@ -51,6 +58,7 @@ __all__ = [
     "estimate_minutes",
     "expand_cli_spec",
     "narrow_spec",
+    "check_job_datasets",
     "check_seeds",
     "sweep_jobs",
     "sweep_id_from_query",
@@ -210,6 +218,19 @@ def expand_cli_spec(
     if seeds:
         jobs = [job for job in jobs if job[1]["seed"] in seeds]
     return spec.name, jobs, stored.to_dict()
+
+
+def check_job_datasets(jobs: list[RunSpec]) -> None:
+    """ValueError (the loader's one line) unless every dataset the runs train on is here: in DPMIX_DATA_DIR, the
+    run's data_dir, the cache or a system folder, or downloaded once now. ``sweep`` calls it before queueing
+    anything, so a preset on MNIST without a copy fails once, not once per run."""
+    wanted = {(config.get("dataset"), config.get("data_dir")) for _, config, _ in jobs if config.get("dataset")}
+    for name, data_dir in sorted(wanted, key=str):
+        try:
+            if locate_dataset(name, data_dir=data_dir) is None:  # not here: found nowhere, so fetch it once now
+                load_dataset(name, data_dir=data_dir)
+        except DatasetError as exc:
+            raise ValueError(str(exc)) from None
 
 
 def check_seeds(spec: SweepSpec, seeds: list | tuple, repeats: int | None = None) -> None:

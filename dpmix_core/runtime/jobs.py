@@ -290,10 +290,14 @@ def pool_command(
     backend: str = "local",
     first_run: int | None = None,
     python: str | None = None,
+    launcher_pid: int | None = None,
 ) -> list[str]:
     """The command line of a long-lived pool worker (``runtime.worker.serve``); ``first_run``: a run
-    the launcher claimed for it (it runs that one first)."""
+    the launcher claimed for it (it runs that one first); ``launcher_pid``: it takes no new run once that
+    process has exited."""
     first = [] if first_run is None else ["--first-run", str(int(first_run))]
+    if launcher_pid is not None:
+        first += ["--launcher-pid", str(int(launcher_pid))]
     return [
         python or sys.executable,
         "-m",
@@ -498,7 +502,9 @@ class LocalProcessBackend:
 
     ``pool=True`` (issue #16): ``pump`` starts up to ``max_parallel`` ``python -m dpmix_core.cli.worker
     --pool`` processes, each of which claims queued runs one after another and exits after
-    ``idle_exit_s`` without work, keeping imports and a memo of up to ``cache_mb`` MiB across runs.
+    ``idle_exit_s`` without work, keeping imports and a memo of up to ``cache_mb`` MiB across runs. A
+    worker claims no new run once this process has exited (its run in hand finishes): the queue belongs to
+    a live launcher, so Ctrl-C on ``sweep`` leaves queued runs queued for the next ``pump``.
     ``pool=False``: one ``python -m dpmix_core.cli.worker RUN_ID`` process per run, claimed by ``pump``.
 
     ``max_parallel`` (default: cores) bounds running runs of this backend on this host across every
@@ -667,6 +673,7 @@ class LocalProcessBackend:
                 backend=self.name,
                 first_run=run.id,
                 python=self.python,
+                launcher_pid=os.getpid(),  # Ctrl-C on a sweep (or a stopped server) stops the queue, not the run
             )
             env = worker_env(self.threads_per_worker, extra_pythonpath=self.extra_pythonpath, env=self.env)
             try:

@@ -28,8 +28,9 @@ before the job is imported, and ``torch.set_num_threads`` once torch is loaded b
 A pool worker claims the oldest queued run of its backend itself (under its own pid, bounded by
 ``max_running``), writes that run's output to the run's own log file, runs it exactly as above, and
 keeps its imports, the embedded dataset and a bounded memo of derived arrays (ScatterNet features;
-:mod:`dpmix_core.resources.memo`) for the next run. It exits 0 when idle for ``idle_exit_s``, or
-with the run's exit code after a run ended by a signal.
+:mod:`dpmix_core.resources.memo`) for the next run. It exits 0 when idle for ``idle_exit_s``, or once
+the process that launched it (``--launcher-pid``) has exited, before claiming another run, or with the
+run's exit code after a run ended by a signal.
 
 Exit codes (of a per-run worker; a pool worker uses them for the run that stopped it):
     0  done: result stored
@@ -386,6 +387,9 @@ class PoolSettings:
     of workers and launchers never exceed it). ``idle_exit_s``: it exits after this long with nothing
     to claim (``poll_s`` between looks). ``max_runs``: it exits after this many runs (None: no
     limit). ``cache_bytes``: the bound of the memo it keeps across runs (0: keep nothing).
+    ``launcher_pid``: the process that started it (a ``sweep`` in a terminal, the app's server); once that
+    process has exited it claims no new run and exits, so Ctrl-C on a sweep, a closed terminal or a stopped
+    server leaves the queued runs queued (the run in hand finishes and is stored). None: it drains the queue.
     """
 
     backend: str = "local"
@@ -395,6 +399,7 @@ class PoolSettings:
     poll_s: float = 0.2
     max_runs: int | None = None
     cache_bytes: int = 2 << 30
+    launcher_pid: int | None = None
 
     def __post_init__(self) -> None:
         if not self.backend:
@@ -407,6 +412,25 @@ class PoolSettings:
             raise ValueError(f"max_runs must be >= 1 (or None). Found {self.max_runs}.")
         if self.cache_bytes < 0:
             raise ValueError(f"cache_bytes must be >= 0. Found {self.cache_bytes}.")
+        if self.launcher_pid is not None and self.launcher_pid < 1:
+            raise ValueError(f"launcher_pid must be a process id >= 1 (or None). Found {self.launcher_pid}.")
+
+
+def launcher_gone(launcher_pid: int | None, parent_at_start: int) -> bool:
+    """Whether the process that started this worker has exited: this process was re-parented (its parent is no
+    longer the launcher), or, when the launcher was not its parent (started through a wrapper), that pid is gone.
+    None: no launcher to follow."""
+    if launcher_pid is None:
+        return False
+    if parent_at_start == launcher_pid:
+        return os.getppid() != launcher_pid
+    try:
+        os.kill(launcher_pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
 
 
 def _run_log(store: ResultStore, run_id: int, pid: int) -> Path:
@@ -455,6 +479,7 @@ def serve(store: ResultStore, settings: PoolSettings | None = None, *, heartbeat
     """
     settings = settings or PoolSettings()
     pid = os.getpid()
+    parent_at_start = os.getppid()
     threads = _apply_thread_env()
     memo = ArrayMemo(MemoLimits(max_bytes=settings.cache_bytes))
     signals = _Signals()
@@ -470,6 +495,9 @@ def serve(store: ResultStore, settings: PoolSettings | None = None, *, heartbeat
                 if run is None:
                     log(f"run {settings.first_run} is not runnable by this worker; taking queued runs")
                     continue
+            elif launcher_gone(settings.launcher_pid, parent_at_start):
+                log(f"launcher {settings.launcher_pid} has exited: taking no new run (the queued ones stay queued)")
+                break
             else:
                 run = store.claim(backend=settings.backend, host=HOST, pid=pid, max_running=settings.max_running)
             if run is None:
