@@ -382,8 +382,8 @@ def test_sweep_on_another_dataset_is_its_own_sweep_without_the_papers_numbers(tm
 
 
 def test_a_preset_on_a_dataset_that_is_not_here_fails_once_before_queueing(tmp_path, capsys, monkeypatch):
-    """No --dataset: the preset's own MNIST, not here and not downloadable, is one line and exit 2 before the store
-    is touched (it was one 'MNIST not found' failure per run, 8 for dp-pca-quick)."""
+    """No --dataset: the preset's own MNIST, not here and not downloadable, is one line and exit 2 before any run
+    is queued (it was one 'MNIST not found' failure per run, 8 for dp-pca-quick)."""
     import socket
 
     from dpmix_core.data.catalog import MIRRORS, Mirror
@@ -401,9 +401,9 @@ def test_a_preset_on_a_dataset_that_is_not_here_fails_once_before_queueing(tmp_p
     code = main(["sweep", "preset:dp-pca-quick"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: MNIST not found") and err.count("\n") == 1
-    assert not (tmp_path / "r.sqlite").exists()
+    assert ResultStore().list_runs() == []
     assert main(["sweep", "preset:dp-pca-quick", "--dataset", "embedded", "--values", "1"]) == 0
-    assert (tmp_path / "r.sqlite").exists()  # a dataset that is here goes on to run
+    assert [run.status for run in ResultStore().list_runs()] == ["done"]  # a dataset that is here goes on to run
 
 
 def test_train_reports_the_batchnorm_diagnostic_and_says_when_it_is_far_above(capsys, monkeypatch):

@@ -799,11 +799,10 @@ def _add_sweep(sub) -> None:
 
 
 def _expand_sweep(text: str, args: argparse.Namespace):
-    """The sweep named on the command line, its datasets checked before anything is queued (trade_offs loads
-    pandas and plotly: only when a sweep runs)."""
-    from dpmix_core.experiments.trade_offs import check_job_datasets, expand_cli_spec
+    """The sweep named on the command line (trade_offs loads pandas and plotly: only when a sweep runs)."""
+    from dpmix_core.experiments.trade_offs import expand_cli_spec
 
-    name, jobs, spec = expand_cli_spec(
+    return expand_cli_spec(
         text,
         repeats=_checked_repeats(args.repeats),
         values=args.values,
@@ -811,8 +810,6 @@ def _expand_sweep(text: str, args: argparse.Namespace):
         seeds=args.seeds,
         dataset=args.dataset,
     )
-    check_job_datasets(jobs)
-    return name, jobs, spec
 
 
 def _checked_repeats(repeats: int | None) -> int | None:

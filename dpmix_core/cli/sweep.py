@@ -156,8 +156,11 @@ def cli_sweep(
             store_problem(default_store_path() if getattr(args, "store", None) is None else Path(args.store), exc)
             or exc
         ) from None
+    from dpmix_core.experiments.trade_offs import check_job_datasets
     from dpmix_core.runtime.backends import make_backend
 
+    if backend_name == "local":  # before queueing: a dataset not here fails once, not once per run (a Ray
+        check_job_datasets(runs, store)  # cluster's workers read their own data folders)
     options = {} if threads is None else {"threads_per_worker": threads}
     try:
         backend = make_backend(

@@ -40,7 +40,7 @@ from dpmix_core.resources.limits import (
     mixing_cost,
 )
 from dpmix_core.runtime.jobs import LocalProcessBackend, default_max_parallel
-from dpmix_core.runtime.store import RETRYABLE_STATUSES, ResultStore, Run
+from dpmix_core.runtime.store import RETRYABLE_STATUSES, ResultStore, Run, config_key
 from dpmix_core.training.collapse import shift_note
 from dpmix_core.training.names import TEST_INPUTS
 
@@ -220,11 +220,16 @@ def expand_cli_spec(
     return spec.name, jobs, stored.to_dict()
 
 
-def check_job_datasets(jobs: list[RunSpec]) -> None:
+def check_job_datasets(jobs: list[RunSpec], store: ResultStore | None = None) -> None:
     """ValueError (the loader's one line) unless every dataset the runs train on is here: in DPMIX_DATA_DIR, the
     run's data_dir, the cache or a system folder, or downloaded once now. ``sweep`` calls it before queueing
-    anything, so a preset on MNIST without a copy fails once, not once per run."""
-    wanted = {(config.get("dataset"), config.get("data_dir")) for _, config, _ in jobs if config.get("dataset")}
+    anything, so a preset on MNIST without a copy fails once, not once per run. ``store``: runs done there are
+    reused, not run, so their datasets are not needed (a finished sweep reports without its data)."""
+    if store is not None:
+        keys = [key or config_key(config) for _, config, key in jobs]
+        done = {run.key for run in store.list_runs(keys=keys, status="done")}
+        jobs = [job for job, key in zip(jobs, keys, strict=True) if key not in done]
+    wanted = {(str(config["dataset"]), config.get("data_dir")) for _, config, _ in jobs if config.get("dataset")}
     for name, data_dir in sorted(wanted, key=str):
         try:
             if locate_dataset(name, data_dir=data_dir) is None:  # not here: found nowhere, so fetch it once now
