@@ -37,6 +37,7 @@ from dpmix_core.experiments.trade_offs import (
     sweep_test_inputs,
     sweep_test_rows,
     unreadable_runs,
+    waiting_without_worker,
     with_dataset,
 )
 from dpmix_core.privacy.accountants import ACCOUNTANTS
@@ -85,6 +86,7 @@ def _launch(spec) -> None:
         return
     st.session_state[K + "run_ids"] = list(launch.run_ids)
     st.session_state[K + "sweep"] = launch.sweep_id
+    st.session_state[K + "pumping"] = True  # launched here: this session starts its workers
     st.session_state[K + "show"] = launch.sweep_id  # the Results panel follows what was just launched
     st.session_state[K + "launch_error"] = None
     st.query_params["sweep"] = str(launch.sweep_id)
@@ -276,22 +278,46 @@ def _launch_panel(spec) -> None:
 
 
 def _progress_panel() -> None:
-    """The runs this browser session launched (or found again through ?sweep=): live, and pumped from here."""
+    """The runs this browser session launched (pumped from here), or found again through ?sweep= (a reload, a
+    shared link: watched, and resumed here only when asked)."""
     ids = st.session_state.get(K + "run_ids") or []
     if ids:
         sweep = st.session_state.get(K + "sweep")
-        _live_runs(ids, axis=None if sweep is None else sweep_axis(store(), sweep), key="progress", pump=True)
+        pump = bool(st.session_state.get(K + "pumping"))
+        _live_runs(ids, axis=None if sweep is None else sweep_axis(store(), sweep), key="progress", pump=pump)
+        if not pump:
+            _resume_offer(ids, "progress")
 
 
 def _watch_panel(sweep: int) -> None:
     """A shown sweep's runs still queued or running that this session did not launch (a `sweep` in a terminal,
-    another browser): watched live, not pumped (whoever launched them runs them)."""
+    another browser): watched live, not started from here (whoever launched them runs them) unless resumed."""
     ids = sweep_run_ids(store(), sweep)
     if set(ids) <= set(st.session_state.get(K + "run_ids") or []):
         return  # already live in the progress panel above
     if any(store().counts(run_ids=ids)[status] for status in ACTIVE):
         st.caption("This sweep still has runs queued or running (launched elsewhere: a terminal or another browser).")
         _live_runs(ids, axis=sweep_axis(store(), sweep), key=f"watch_{sweep}", pump=False)
+        _resume_offer(ids, f"watch_{sweep}")
+
+
+def _resume_offer(ids: list[int], key: str) -> None:
+    """Queued runs that no worker takes (their launcher stopped): said, and started here only on a click."""
+    waiting = waiting_without_worker(store(), ids)
+    if not waiting:
+        return
+    st.info(
+        f"{waiting} run(s) of this sweep are queued and none is running: whoever launched them stopped (Ctrl-C on "
+        "`sweep`, or the app's server was restarted). Nothing starts until you resume them."
+    )
+    st.button(f"Resume the {waiting} queued run(s) here", on_click=_resume, args=(ids,), key=K + key + "_resume")
+
+
+def _resume(ids: list[int]) -> None:
+    """Button callback: start this server's workers for the queued runs; the progress panel pumps from now on."""
+    pump_local(store(), max_parallel=st.session_state.get(K + "parallel"))
+    if ids == st.session_state.get(K + "run_ids"):
+        st.session_state[K + "pumping"] = True
 
 
 def _live_runs(ids: list[int], *, axis: str | None, key: str, pump: bool) -> None:
@@ -303,8 +329,8 @@ def _live_runs(ids: list[int], *, axis: str | None, key: str, pump: bool) -> Non
 
     @st.fragment(run_every=2.0 if active else None)
     def live() -> None:
-        if pump:
-            pump_local(s, max_parallel=st.session_state.get(K + "parallel"))
+        # a watcher notices dead and stale workers too (their runs are not "running" forever), starting nothing
+        pump_local(s, max_parallel=st.session_state.get(K + "parallel"), start=pump)
         current = run_table(s, ids, axis=axis)
         still = current["status"].isin(ACTIVE).any()
         if active and (not still or (current["status"] == "done").sum() > done):

@@ -309,6 +309,27 @@ def test_a_sweep_running_elsewhere_is_watched_live_not_run_from_the_page(tmp_pat
     assert at.selectbox(key="tr_show").format_func(sweep.id) == f"{spec.name} (#{sweep.id}, local)"
 
 
+def test_a_link_to_a_stopped_sweep_starts_nothing_until_resumed(tmp_path, monkeypatch):
+    """?sweep= of a sweep whose launcher stopped (Ctrl-C on `sweep`): its queued runs are shown and said to wait;
+    opening the link starts no worker (it used to resume them at once); the button does, and they finish."""
+    from dpmix_core.experiments.trade_offs import narrow_spec, sweep_jobs, with_dataset
+    from dpmix_core.runtime.store import ResultStore
+
+    spec = narrow_spec(with_dataset(get_preset("dp-pca-quick"), "embedded"), values=[1.0, 10.0])
+    store = ResultStore(tmp_path / "results.sqlite")
+    sweep = store.create_sweep(spec.name, spec.to_dict())
+    ids = [store.submit(*job, sweep=sweep.id).id for job in sweep_jobs(spec)]
+    at = _page(tmp_path, monkeypatch, sweep=str(sweep.id))
+    assert not at.exception and set(at.dataframe[0].value["status"]) == {"queued"}
+    assert any("2 run(s) of this sweep are queued and none is running" in i.value for i in at.info)
+    time.sleep(1.0)
+    assert [store.get(i).status for i in ids] == ["queued", "queued"]  # nothing started by opening the link
+    next(b for b in at.button if b.label == "Resume the 2 queued run(s) here").click().run()
+    assert not at.exception and at.session_state["tr_pumping"]
+    _wait_until_finished(at)
+    assert [store.get(i).status for i in ids] == ["done", "done"]
+
+
 @pytest.fixture(scope="module")
 def release_npz(tmp_path_factory) -> Path:
     """A small DPMix release of the embedded sample, as the Mixed samples page's download writes it."""

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import fake_jobs
@@ -143,6 +144,24 @@ def test_sigterm_without_cancel_fails_cleanly(store):
     os.kill(pid, signal.SIGTERM)
     failed = wait_for(status_is(store, run.id, *FINAL), pump=mgr)
     assert failed.status == "failed" and failed.error == "worker terminated by SIGTERM"
+
+
+def test_a_watching_pump_notices_a_dead_worker_and_starts_nothing(store):
+    """pump(start=False), what a page watching someone else's sweep does: a killed worker's run stops showing
+    'running', and the queued run is left for its launcher (no worker started)."""
+    mgr = manager(store, max_parallel=1)
+    victim = mgr.submit("fake_jobs:slow", {"epochs": 400, "step_s": 0.05})
+    pid = wait_for(lambda: store.get(victim.id).progress.get("epoch") and store.get(victim.id).pid, pump=mgr)
+    waiting = mgr.submit("fake_jobs:quick", {"x": 1}, start=False)
+    watcher = fake_jobs.backend(store, max_parallel=1)
+    os.kill(pid, signal.SIGKILL)
+    watching = types.SimpleNamespace(pump=lambda: watcher.pump(start=False))
+    killed = wait_for(status_is(store, victim.id, *FINAL), pump=watching)
+    assert killed.status == "interrupted" and f"worker process {pid}" in killed.error
+    time.sleep(0.5)
+    watcher.pump(start=False)
+    assert store.get(waiting.id).status == "queued"  # a pool worker of the launcher's would have taken it
+    assert watcher.pump().started == [waiting.id]  # asked to start: it does
 
 
 def test_kill_9_marks_interrupted_and_leaves_other_results_alone(store):

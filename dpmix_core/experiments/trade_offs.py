@@ -49,6 +49,7 @@ __all__ = [
     "default_sweep",
     "cancel_runs",
     "pump_local",
+    "waiting_without_worker",
     "JOB_KIND",
     "Launch",
     "custom_spec",
@@ -324,9 +325,17 @@ def default_sweep(store: ResultStore) -> int | None:
     return sweeps[-1].id if sweeps else None
 
 
-def pump_local(store: ResultStore, max_parallel: int | None = None) -> None:
-    """One scheduling step of this machine's workers: start queued runs, notice finished or dead ones."""
-    LocalProcessBackend(store, max_parallel=max_parallel).pump()
+def pump_local(store: ResultStore, max_parallel: int | None = None, *, start: bool = True) -> None:
+    """One scheduling step of this machine's workers: notice finished or dead runs and (``start``) start queued
+    ones; ``start=False`` for a page that watches runs someone else launched."""
+    LocalProcessBackend(store, max_parallel=max_parallel).pump(start=start)
+
+
+def waiting_without_worker(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> int:
+    """How many of ``run_ids`` are queued while none of them runs: their launcher stopped (Ctrl-C on ``sweep``, a
+    stopped app server), so nothing takes them until someone resumes them (0 otherwise)."""
+    counts = store.counts(run_ids=run_ids)
+    return 0 if counts["running"] else counts["queued"]
 
 
 def cancel_runs(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> int:

@@ -580,7 +580,9 @@ class LocalProcessBackend:
         a worker still alive ``cancel_grace_s`` later gets SIGTERM, then SIGKILL (from ``pump``)."""
         return self.store.request_cancel(run_id)
 
-    def pump(self) -> PumpReport:
+    def pump(self, *, start: bool = True) -> PumpReport:
+        """Notice stale, dead and over-grace cancelled runs; with ``start``, also start workers for queued runs
+        (``start=False``: keep what a watcher shows honest without starting work it did not ask for)."""
         report = PumpReport(counts={}, max_parallel=self.max_parallel)
         now = time.time()
         # 1. Heartbeat gone stale -> interrupted; stop the process if it is somehow still here.
@@ -610,6 +612,10 @@ class LocalProcessBackend:
                 if _signal_worker(run, sig, self.store.path):
                     report.signalled.append(run.id)
         # 3. Start queued runs while fewer than max_parallel run here.
+        if not start:
+            self._forget_exited_children()
+            report.counts = self.store.counts()
+            return report
         if self.pool:
             report.started = self._start_pool_workers()
             self._forget_exited_children()
