@@ -24,6 +24,7 @@ from dpmix_core.experiments.trade_offs import (
     pump_local,
     release_file_spec,
     release_model_choices,
+    resume_runs,
     run_table,
     runs_left_out,
     spec_problem,
@@ -302,20 +303,22 @@ def _watch_panel(sweep: int) -> None:
 
 
 def _resume_offer(ids: list[int], key: str) -> None:
-    """Queued runs that no worker takes (their launcher stopped): said, and started here only on a click."""
+    """Runs that no worker takes (their launcher stopped): said, and run here only on a click."""
     waiting = waiting_without_worker(store(), ids)
     if not waiting:
         return
+    total = sum(waiting.values())
     st.info(
-        f"{waiting} run(s) of this sweep are queued and none is running: whoever launched them stopped (Ctrl-C on "
-        "`sweep`, or the app's server was restarted). Nothing starts until you resume them."
+        f"{total} run(s) of this sweep wait ({', '.join(f'{n} {status}' for status, n in waiting.items())}) and none "
+        "is running: whoever launched them stopped (Ctrl-C on `sweep`, or the app's server was restarted). Nothing "
+        "starts until you resume them; an interrupted run continues from its last checkpoint."
     )
-    st.button(f"Resume the {waiting} queued run(s) here", on_click=_resume, args=(ids,), key=K + key + "_resume")
+    st.button(f"Resume the {total} run(s) here", on_click=_resume, args=(ids,), key=K + key + "_resume")
 
 
 def _resume(ids: list[int]) -> None:
-    """Button callback: start this server's workers for the queued runs; the progress panel pumps from now on."""
-    pump_local(store(), max_parallel=st.session_state.get(K + "parallel"))
+    """Button callback: what a re-run of the sweep does, on this server; the progress panel pumps from now on."""
+    resume_runs(store(), ids, max_parallel=st.session_state.get(K + "parallel"))
     if ids == st.session_state.get(K + "run_ids"):
         st.session_state[K + "pumping"] = True
 

@@ -321,10 +321,14 @@ def test_a_link_to_a_stopped_sweep_starts_nothing_until_resumed(tmp_path, monkey
     ids = [store.submit(*job, sweep=sweep.id).id for job in sweep_jobs(spec)]
     at = _page(tmp_path, monkeypatch, sweep=str(sweep.id))
     assert not at.exception and set(at.dataframe[0].value["status"]) == {"queued"}
-    assert any("2 run(s) of this sweep are queued and none is running" in i.value for i in at.info)
+    assert any("2 run(s) of this sweep wait (2 queued) and none is running" in i.value for i in at.info)
     time.sleep(1.0)
     assert [store.get(i).status for i in ids] == ["queued", "queued"]  # nothing started by opening the link
-    next(b for b in at.button if b.label == "Resume the 2 queued run(s) here").click().run()
+    stopped = store.claim(ids[0])  # its worker was killed: interrupted, as a re-run of `sweep` would find it
+    assert stopped is not None and store.mark_interrupted(ids[0], "worker process 1 is gone")
+    at.run()
+    assert any("2 run(s) of this sweep wait (1 queued, 1 interrupted)" in i.value for i in at.info)
+    next(b for b in at.button if b.label == "Resume the 2 run(s) here").click().run()
     assert not at.exception and at.session_state["tr_pumping"]
     _wait_until_finished(at)
     assert [store.get(i).status for i in ids] == ["done", "done"]

@@ -29,7 +29,7 @@ from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
 from dpmix_core.experiments.results import aggregate, all_collapsed, runs_per_point
 from dpmix_core.experiments.spec import Published, SweepSpec, axis_value, load_spec
-from dpmix_core.experiments.sweeps import RunSpec, submit_sweep
+from dpmix_core.experiments.sweeps import DEFAULT_RETRY, RunSpec, submit_sweep
 from dpmix_core.resources.limits import (
     LimitExceeded,
     Limits,
@@ -50,6 +50,7 @@ __all__ = [
     "cancel_runs",
     "pump_local",
     "waiting_without_worker",
+    "resume_runs",
     "JOB_KIND",
     "Launch",
     "custom_spec",
@@ -331,11 +332,23 @@ def pump_local(store: ResultStore, max_parallel: int | None = None, *, start: bo
     LocalProcessBackend(store, max_parallel=max_parallel).pump(start=start)
 
 
-def waiting_without_worker(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> int:
-    """How many of ``run_ids`` are queued while none of them runs: their launcher stopped (Ctrl-C on ``sweep``, a
-    stopped app server), so nothing takes them until someone resumes them (0 otherwise)."""
+RESUMED = ("queued", *DEFAULT_RETRY)  # what a re-run of `sweep` runs again (interrupted runs from their checkpoint)
+
+
+def waiting_without_worker(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> dict[str, int]:
+    """``{status: count}`` of ``run_ids`` that a re-run would run (queued, interrupted) while none of them runs:
+    their launcher stopped (Ctrl-C on ``sweep``, a stopped app server), so nothing takes them until someone resumes
+    them. Empty while one runs or none waits."""
     counts = store.counts(run_ids=run_ids)
-    return 0 if counts["running"] else counts["queued"]
+    return {} if counts["running"] else {status: counts[status] for status in RESUMED if counts[status]}
+
+
+def resume_runs(store: ResultStore, run_ids: list[int] | tuple[int, ...], max_parallel: int | None = None) -> None:
+    """What a re-run of the sweep does for ``run_ids``: interrupted runs queued again (each continues from its
+    checkpoint), then this machine's workers started for the queued ones."""
+    stopped = store.list_runs(ids=run_ids, status=DEFAULT_RETRY)
+    store.submit_many([(run.kind, run.config, run.key) for run in stopped], requeue=DEFAULT_RETRY)
+    pump_local(store, max_parallel=max_parallel)
 
 
 def cancel_runs(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> int:
