@@ -353,6 +353,22 @@ def test_sweep_piece_by_series_and_seeds_runs_the_specs_own_runs(tmp_path, capsy
     assert len(ResultStore().list_runs()) == 8  # nothing queued by a refused pick
 
 
+def _offline(monkeypatch, tmp_path, dataset: str) -> None:
+    """No data folder, an empty cache, and ``dataset``'s mirror a closed local port: a download fails at once."""
+    import socket
+
+    from dpmix_core.data.catalog import MIRRORS, Mirror
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setitem(MIRRORS, dataset, Mirror(f"http://127.0.0.1:{port}/", MIRRORS[dataset].files))
+    for var in ("DPMIX_DATA_DIR", "DPMIX_MIRROR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("DPMIX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+
+
 def test_sweep_on_another_dataset_is_its_own_sweep_without_the_papers_numbers(tmp_path, capsys, monkeypatch):
     from dpmix_core.experiments.trade_offs import expand_cli_spec
 
@@ -363,18 +379,7 @@ def test_sweep_on_another_dataset_is_its_own_sweep_without_the_papers_numbers(tm
     code = main(["sweep", "preset:dp-pca-quick", "--dataset", "nope"])
     assert code == 2 and "invalid choice" in capsys.readouterr().err
     # offline: a clear one-line error before anything is queued (the mirror is a closed local port)
-    import socket
-
-    from dpmix_core.data.catalog import MIRRORS, Mirror
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    monkeypatch.setitem(MIRRORS, "fashion-mnist", Mirror(f"http://127.0.0.1:{port}/", MIRRORS["fashion-mnist"].files))
-    for var in ("DPMIX_DATA_DIR", "DPMIX_MIRROR"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("DPMIX_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    _offline(monkeypatch, tmp_path, "fashion-mnist")
     code = main(["sweep", "preset:dp-pca-quick", "--dataset", "fashion-mnist"])
     err = capsys.readouterr().err
     assert code == 2 and "Fashion-MNIST not found" in err and "--data-dir" in err and err.count("\n") == 1
@@ -384,19 +389,8 @@ def test_sweep_on_another_dataset_is_its_own_sweep_without_the_papers_numbers(tm
 def test_a_preset_on_a_dataset_that_is_not_here_fails_once_before_queueing(tmp_path, capsys, monkeypatch):
     """No --dataset: the preset's own MNIST, not here and not downloadable, is one line and exit 2 before any run
     is queued (it was one 'MNIST not found' failure per run, 8 for dp-pca-quick)."""
-    import socket
-
-    from dpmix_core.data.catalog import MIRRORS, Mirror
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    monkeypatch.setitem(MIRRORS, "mnist", Mirror(f"http://127.0.0.1:{port}/", MIRRORS["mnist"].files))
-    for var in ("DPMIX_DATA_DIR", "DPMIX_MIRROR"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("DPMIX_CACHE_DIR", str(tmp_path / "cache"))
+    _offline(monkeypatch, tmp_path, "mnist")
     monkeypatch.setenv("DPMIX_SYSTEM_DATA_DIRS", "")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
     monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
     code = main(["sweep", "preset:dp-pca-quick"])
     err = capsys.readouterr().err
