@@ -265,7 +265,7 @@ def epsilon_curves(
                     "epsilon": r.epsilon,
                     "upper_bound": r.upper_bound,
                     "guarantee": r.guarantee,
-                    "release analysed": analysed,
+                    "release analysed": RELEASE_MODEL_NAMES[analysed],
                     "chosen": model in (None, analysed),
                 }
             )
