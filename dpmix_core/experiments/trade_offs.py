@@ -207,12 +207,7 @@ def expand_cli_spec(
     ``dataset`` runs the same protocol on another dataset (a sweep of its own,
     ``NAME@dataset``).
     """
-    spec = cli_spec(text, dataset)
-    if dataset is not None:
-        try:  # fail before queueing anything (finds it in DPMIX_DATA_DIR or the cache, or downloads it once)
-            load_dataset(dataset, data_dir=spec.base.data_dir)
-        except DatasetError as exc:
-            raise ValueError(str(exc)) from None
+    spec = cli_spec(text, dataset)  # whether the dataset is here: check_job_datasets, before anything is queued
     if seeds:
         check_seeds(spec, seeds, repeats)
     stored = spec if repeats is None or repeats <= spec.repeats else replace(spec, repeats=repeats)
