@@ -124,7 +124,14 @@ if len(datasets) > 1:  # another official dataset on disk (DPMIX_DATA_DIR, the c
     st.session_state.setdefault(K + "dataset", default_choice(datasets))
     name = st.selectbox("Data", list(datasets), format_func=datasets.get, key=K + "dataset")
 with st.expander("Use your own data (CSV with a label column, or .npz with x and y)"):
-    upload = st.file_uploader("Dataset file", type=["csv", "npz"], key=K + "upload")
+    upload = st.file_uploader(
+        "Dataset file",
+        type=["csv", "npz"],
+        key=K + "upload",
+        help="CSV: a header row, a column named 'label' (else the first column) holding integer labels or class "
+        "names, and numeric feature columns. .npz: arrays x (n, ...) and y (n,). The release's card says which "
+        "class each label column holds.",
+    )
     if upload is not None and name is not None:
         st.caption("The uploaded file is used instead of the data picked above; remove it to go back.")
 dataset = loaded_or_stop(cached_dataset, upload.getvalue() if upload else None, upload.name if upload else None, name)
@@ -337,8 +344,9 @@ st.subheader("Per class: records → noise-free mixture → released point")
 st.caption(preview.display_note + " Uniform mixing groups points by the class with the largest label share.")
 for cls in preview.classes if not preview.images else ():
     st.markdown(f"**class {cls.label}**")
-    st.dataframe(cls.rows(), hide_index=True, width="stretch")
-    table_download(cls.rows(), K + f"class_{cls.label}", f"dpmix_preview_class_{cls.label}")
+    rows = cls.rows(dataset.feature_names)
+    st.dataframe(rows, hide_index=True, width="stretch")
+    table_download(rows, K + f"class_{cls.label}", f"dpmix_preview_class_{cls.label}")
 thumb = thumbnail_px()
 for cls in preview.classes if preview.images else ():
     cols = st.columns([4, 2, 2])

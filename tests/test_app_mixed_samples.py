@@ -125,6 +125,9 @@ def test_upload_and_feature_range_rules(tmp_path):
     ds = app_dataset(csv.encode(), "mine.csv")
     assert ds.n_train == 20 and needs_feature_range(ds) and "20 training records" in describe_dataset(ds)
     assert not needs_feature_range(load_embedded())
+    assert describe_dataset(ds).endswith("2 classes") and describe_dataset(load_embedded()).endswith("10 classes")
+    pets = app_dataset(("label,a\n" + "\n".join(f"{('cat', 'bird')[i % 2]},{i}" for i in range(8))).encode(), "p.csv")
+    assert describe_dataset(pets).endswith("2 classes (bird, cat)")
     with pytest.raises(ValueError, match="not a number"):
         app_dataset(b"label,a\n1,x\n0,1\n", "bad.csv")
     # tabular data gets a tabular preview: records, noise-free mixtures and released rows, with its epsilons
@@ -132,6 +135,7 @@ def test_upload_and_feature_range_rules(tmp_path):
     assert not p.images and p.epsilons
     table = p.classes[0].rows()
     assert list(table.columns) == ["row", "x0", "x1"] and set(table["row"]) >= {"record", "released"}
+    assert ds.feature_names == ("a", "b") and list(p.classes[0].rows(ds.feature_names).columns) == ["row", "a", "b"]
 
 
 def test_tabular_upload_on_the_page(tmp_path):

@@ -369,8 +369,18 @@ def test_user_csv_remaps_labels():
     assert dataset.label_names == ("3", "7") and dataset.y_train.tolist() == [1, 0, 1]
     assert dataset.x_train.dtype == np.float32 and dataset.x_train.tolist() == [[0.5, 1], [1.5, 2], [2.5, 3]]
     assert dataset.x_test is None and dataset.source == "uploaded file mine.csv (3 records, 2 features)"
+    assert dataset.feature_names == ("px1", "px2")
     first_column = load_user_data(b"y,a\n1,0\n2,0\n", "other.csv")  # no "label" column: the first one
     assert first_column.label_names == ("1", "2")
+
+
+def test_user_csv_and_npz_take_class_names():
+    csv = b"height, species\n1.5, setosa\n2.5,virginica\n0.5, setosa\n3.0,versicolor\n2.0,virginica\n1.0,setosa\n"
+    dataset = load_user_data(csv, "iris.csv", label_column="species")
+    assert dataset.label_names == ("setosa", "versicolor", "virginica") and dataset.num_classes == 3
+    assert dataset.y_train.tolist() == [0, 2, 0, 1, 2, 0] and dataset.x_train[:, 0].tolist() == [1.5, 2.5, 0.5, 3, 2, 1]
+    npz = load_user_data(_npz_bytes(x=np.eye(3), y=np.array(["dog", "cat", "dog"])), "pets.npz")
+    assert npz.label_names == ("cat", "dog") and npz.y_train.tolist() == [1, 0, 1]
 
 
 def test_user_npz_and_path_input(tmp_path):
@@ -405,7 +415,19 @@ def _npy_bytes() -> bytes:
         ("d.csv", b"label,px1\n1,0\n2,0\n", {"label_column": "target"}, "label column 'target' not found; the columns"),
         ("d.csv", b"label\n1\n2\n", {}, "no feature columns besides the label column 'label'"),
         ("d.csv", b"label,px1\n1,0\n2.5,0\n", {}, "row 3, column 'label': 2.5 is not an integer label."),
-        ("d.csv", b"label,px1\n1,0\ncat,0\n", {}, "row 3, column 'label': 'cat' is not an integer label."),
+        (
+            "d.csv",
+            b"label,px1\n1,0\ncat,0\n",
+            {},
+            "row 3, column 'label': 'cat' is not an integer label, but row 2 holds the number '1'; use class names",
+        ),
+        ("d.csv", b"label,px1\ncat,0\n,1\ndog,0\n", {}, "d.csv: row 3, column 'label': missing label (empty)."),
+        (
+            "d.csv",
+            b"id,px1\np1,0\np2,0\np3,1\np4,1\np5,1\n",
+            {},
+            "column 'id' holds 5 different names in 5 records: an identifier, not a class label",
+        ),
         ("d.csv", b"label,px1\n1,0\n2,0\n", {"max_bytes": 10}, "d.csv is larger than the limit of 10 bytes."),
         ("d.csv", b"label,px1\n1,0\n2,0\n3,0\n", {"max_rows": 2}, "more than 2 rows"),
         ("d.csv", b"label,px1\n4,0\n4,1\n", {}, "every record has label 4; at least 2 classes are needed."),
@@ -416,7 +438,9 @@ def _npy_bytes() -> bytes:
         ("d.npz", _npz_bytes(x=np.zeros((2, 3))), {}, "needs arrays 'x' and 'y'; found x"),
         ("d.npz", _npz_bytes(x=np.array([[0.0, np.nan]]), y=[1]), {}, "d.npz: x row 0, column 1: missing value"),
         ("d.npz", _npz_bytes(x=np.zeros((2, 2)), y=[0.0, 1.5]), {}, "y[1]: 1.5 is not an integer label"),
-        ("d.npz", _npz_bytes(x=np.zeros((2, 2)), y=["a", "b"]), {}, "array 'y' has dtype <U1; expected numbers"),
+        ("d.npz", _npz_bytes(x=np.zeros((2, 2)), y=[b"a", b"b"]), {}, "array 'y' has dtype |S1; expected integer"),
+        ("d.npz", _npz_bytes(x=np.zeros((2, 2)), y=["a", " "]), {}, "d.npz: y[1]: empty class name."),
+        ("d.npz", _npz_bytes(x=np.array([["a", "b"]]), y=[0]), {}, "array 'x' has dtype <U1; expected numbers"),
         ("d.npz", _npz_bytes(x=np.zeros((3, 2)), y=[0, 1]), {}, "found (3, 2), (2,)"),
         ("d.npz", _npz_bytes(x=np.array([None, 1]), y=[0, 1]), {}, "not a readable .npz archive"),
         ("d.npz", b"not a zip", {}, "not a readable .npz archive"),
@@ -444,6 +468,8 @@ def test_dataset_checks_its_arrays():
         Dataset("d", x, np.array([0, 1]), None, None, 2, "test")
     with pytest.raises(DatasetError, match=r"must lie in 0\.\.1"):
         Dataset("d", x, np.array([0, 1, 2]), None, None, 2, "test")
+    with pytest.raises(DatasetError, match="feature_names must name 2 features. Found 1."):
+        Dataset("d", x, np.array([0, 1, 0]), None, None, 2, "test", feature_names=("a",))
 
 
 # --- the real thing, where this checkout has it ----------------------------------------------

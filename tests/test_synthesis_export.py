@@ -206,6 +206,35 @@ def test_cli_synthesize_user_csv(tmp_path, capsys):
     assert code == 2 and "public bounds" in capsys.readouterr().err
 
 
+def test_cli_synthesize_class_names_and_a_negative_feature_range(tmp_path, capsys):
+    """Class names in the label column reach the card (which class each label column holds), and
+    ``--feature-range -1,1`` is read as the pair, not as an option."""
+    rng = np.random.default_rng(0)
+    rows = ["a,b,label"] + [f"{rng.normal():.3f},{rng.normal():.3f},{('dog', 'cat', 'bird')[i % 3]}" for i in range(60)]
+    (tmp_path / "pets.csv").write_text("\n".join(rows))
+    args = ["synthesize", "--data-file", str(tmp_path / "pets.csv"), "--mechanism", "dpmix", "--l", "5", "--T", "10"]
+    code = main([*args, "--sigma-x", "0.5", "--out", str(tmp_path / "o.csv"), "--feature-range", "-3,3"])
+    out = capsys.readouterr().out
+    assert code == 0 and "label columns: y0 = bird, y1 = cat, y2 = dog (the list of classes" in out
+    card = json.loads((tmp_path / "o.card.json").read_text())
+    assert card["released"]["label_classes"] == ["bird", "cat", "dog"] and card["parameters"]["feature_range"] == [
+        -3,
+        3,
+    ]
+    assert any(c.startswith("label columns: y0 = bird") for c in card["caveats"])
+    assert card["released"]["feature_names"] == ["a", "b"]
+    released = np.loadtxt(tmp_path / "o.csv", delimiter=",", skiprows=1)
+    assert released.shape == (10, 5)  # y0..y2 then x0, x1
+
+
+def test_card_names_label_columns_only_when_the_classes_have_names(ds):
+    digits = synthesize(SynthesisConfig(mechanism="dpmix", l=4, T=10, sigma_x=1.0), ds)
+    card = privacy_card(digits)
+    assert card["released"]["label_classes"] == [str(k) for k in range(10)]
+    assert not any(c.startswith("label columns") for c in card["caveats"])  # 0..9 are their own names
+    assert "feature_names" not in card["released"]  # pixels have no names
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [

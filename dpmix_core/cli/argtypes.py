@@ -4,11 +4,28 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["MAX_INT", "positive_int", "nonnegative_int", "finite_float", "positive_float"]
+__all__ = ["MAX_INT", "positive_int", "nonnegative_int", "finite_float", "positive_float", "attach_negative_pairs"]
 
 MAX_INT = 10**18  # larger counts are typos (and overflow int64 arrays); refused with one line
+
+
+NEGATIVE_PAIR = re.compile(r"-\.?\d[^,]*,")  # "-5,5", "-0.5,1e3": a LO,HI pair that starts with a minus
+
+
+def attach_negative_pairs(argv: list[str]) -> list[str]:
+    """``--feature-range -5,5`` as ``--feature-range=-5,5``: argparse reads a value that starts with "-" and is not
+    a plain negative number as an option and says "expected one argument". No option looks like "-5,", so only
+    such values are joined to the option before them."""
+    out: list[str] = []
+    for token in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and NEGATIVE_PAIR.match(token):
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
 
 
 def positive_int(text: str) -> int:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import dpmix_core
-from dpmix_core.cli.argtypes import finite_float, nonnegative_int, positive_int
+from dpmix_core.cli.argtypes import attach_negative_pairs, finite_float, nonnegative_int, positive_int
 from dpmix_core.privacy.accountant_names import ACCOUNTANT_NAMES
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
 from dpmix_core.training.collapse import shift_note
@@ -368,7 +368,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     from dpmix_core.data import load_dataset, load_user_data
     from dpmix_core.privacy.release import MixingRelease
     from dpmix_core.synthesis.epsilon_job import background_epsilons
-    from dpmix_core.synthesis.export import check_output_path, privacy_card, write_release
+    from dpmix_core.synthesis.export import check_output_path, label_columns_note, privacy_card, write_release
     from dpmix_core.synthesis.pipeline import planned_release, synthesize
 
     if args.memmap is not None:
@@ -399,6 +399,8 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     else:
         print(f"wrote {data_path} ({synthesis.data.num_points} points) and {card_path}")
         print(f"dataset: {dataset.source}, n={dataset.n_train}")
+        if (note := label_columns_note(synthesis)) is not None:
+            print(note)
         for e in card["epsilons"]:
             eps = e["epsilon"] if isinstance(e["epsilon"], str) else _format_eps(e["epsilon"])
             print(f"  {e['accountant']:12s} eps={eps}  [{e['guarantee']}]")
@@ -1045,7 +1047,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     line and exit code 2 (``--debug``: the traceback too)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
-    argv = [a for a in argv if a != "--debug"]
+    argv = attach_negative_pairs([a for a in argv if a != "--debug"])
     try:
         args = build_parser().parse_args(argv)
         func: Callable[[argparse.Namespace], int] = args.func

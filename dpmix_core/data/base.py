@@ -64,8 +64,10 @@ class Dataset:
     ``x_train`` is uint8 images, shape (n, H, W) or (n, H, W, 3), for the
     built-in datasets and float32 (n, d) for uploads. Labels are int64 in
     ``0..num_classes-1``; ``label_names[k]`` is the display name of class k
-    (for uploads: the original label value). ``source`` says where the data
-    came from, in words. Arrays are stored as read-only views.
+    (for uploads: the original label value). ``feature_names`` names the
+    flattened features (a CSV upload's column headers; empty: x0, x1, ...).
+    ``source`` says where the data came from, in words. Arrays are stored as
+    read-only views.
     """
 
     name: str
@@ -76,6 +78,7 @@ class Dataset:
     num_classes: int
     source: str
     label_names: tuple[str, ...] = ()
+    feature_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.num_classes < 2:
@@ -85,6 +88,10 @@ class Dataset:
         names = self.label_names or tuple(str(k) for k in range(self.num_classes))
         if len(names) != self.num_classes:
             raise DatasetError(f"label_names must name {self.num_classes} classes. Found {len(names)}.")
+        if self.feature_names and len(self.feature_names) != int(np.prod(self.x_train.shape[1:])):
+            raise DatasetError(
+                f"feature_names must name {int(np.prod(self.x_train.shape[1:]))} features. Found {len(self.feature_names)}."
+            )
         fields = {
             "label_names": names,
             "x_train": _read_only(self.x_train),

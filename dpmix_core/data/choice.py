@@ -62,7 +62,13 @@ def app_dataset(upload: bytes | None = None, filename: str | None = None, name: 
 
 def describe_dataset(dataset: Dataset) -> str:
     shape = "×".join(str(s) for s in dataset.x_train.shape[1:])
-    return f"{dataset.source} — {dataset.n_train:,} training records of shape {shape}, {dataset.num_classes} classes"
+    names = dataset.label_names
+    named = bool(names) and names != tuple(str(k) for k in range(len(names)))  # digits are their own names
+    listed = f" ({', '.join(names[:6])}{', ...' if len(names) > 6 else ''})" if named else ""
+    return (
+        f"{dataset.source} — {dataset.n_train:,} training records of shape {shape}, {dataset.num_classes} classes"
+        + listed
+    )
 
 
 def needs_feature_range(dataset: Dataset) -> bool:

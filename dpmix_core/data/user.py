@@ -1,11 +1,14 @@
 """Bring your own data: a labelled ``.csv`` or ``.npz`` file, validated cell by cell.
 
 CSV: a header row, one label column (``label_column``, else the column named
-"label", else the first column) and numeric feature columns. Rows in messages
+"label", else the first column) and numeric feature columns (their headers become
+``Dataset.feature_names``). Labels are integers or class names ("cat", "dog"),
+one kind throughout. Rows in messages
 are numbered as in a spreadsheet: the header is row 1, the first record row 2.
-NPZ: arrays ``x`` (n, ...) numeric and ``y`` (n,) integer labels, read with
-``allow_pickle=False``. Labels are remapped to 0..K-1; ``Dataset.label_names``
-keeps the original values. Features become float32 (n, d).
+NPZ: arrays ``x`` (n, ...) numeric and ``y`` (n,) integer labels or class-name
+strings, read with ``allow_pickle=False``. Labels are remapped to 0..K-1 in
+sorted order; ``Dataset.label_names`` keeps the original values (a release's
+card lists them, so its label columns can be read). Features become float32 (n, d).
 """
 
 from __future__ import annotations
@@ -117,7 +120,11 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _parse_csv(data: bytes, filename: str, label_column: str | None, max_rows: int) -> tuple[np.ndarray, np.ndarray]:
+def _parse_csv(
+    data: bytes, filename: str, label_column: str | None, max_rows: int
+) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """Features (n, d) float32, labels (n,) (int64, or str class names when no label is a number) and the
+    feature columns' names."""
     import pandas as pd  # only needed for uploads
 
     _check_csv_shape(data, filename, max_rows)
@@ -143,25 +150,65 @@ def _parse_csv(data: bytes, filename: str, label_column: str | None, max_rows: i
         raise DatasetError(f"{filename}: the file has a header but no data rows.")
     if len(frame) > max_rows:
         raise DatasetError(f"{filename}: more than {max_rows:,} rows (max_rows).")
+    names = _class_names(frame[label], filename, label)
+    if names is not None:
+        frame[label] = 0  # class names: the label column takes no part in the numeric checks below
     for name in columns:
         if not pd.api.types.is_numeric_dtype(frame[name]):
             numeric = pd.to_numeric(frame[name], errors="coerce")
             i = _first_bad((numeric.isna() & frame[name].notna()).to_numpy())
             if i is not None:
-                kind = "an integer label" if name == label else "a number"
-                raise DatasetError(f"{filename}: row {i + 2}, column '{name}': {frame[name].iloc[i]!r} is not {kind}.")
+                raise DatasetError(
+                    f"{filename}: row {i + 2}, column '{name}': {frame[name].iloc[i]!r} is not a number."
+                )
             frame[name] = numeric
     raw_labels = frame[label].to_numpy()
     values = frame.to_numpy(dtype=np.float64)
     cell = lambda i, j: f"{filename}: row {i + 2}, column '{columns[j]}'"  # noqa: E731
     _check_finite(values, cell)
     _check_float32_range(values, cell)
-    y = _integer_labels(
-        raw_labels if raw_labels.dtype.kind in "iu" else values[:, columns.index(label)],
-        lambda i: f"{filename}: row {i + 2}, column '{label}'",
+    y = (
+        names
+        if names is not None
+        else _integer_labels(
+            raw_labels if raw_labels.dtype.kind in "iu" else values[:, columns.index(label)],
+            lambda i: f"{filename}: row {i + 2}, column '{label}'",
+        )
     )
     x = np.delete(values, columns.index(label), axis=1).astype(np.float32)
-    return x, y
+    return x, y, tuple(c for c in columns if c != label)
+
+
+def _class_names(column, filename: str, label: str) -> np.ndarray | None:
+    """The label column's class names (str array) when no label in it is a number; None when every label is one
+    (integer labels, checked by the caller). A column mixing the two, a missing label, or names so many that most
+    records have one of their own (an identifier column, not a label) are refused."""
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(column):
+        return None
+    text = (pd.to_numeric(column, errors="coerce").isna() & column.notna()).to_numpy()
+    if not text.any():
+        return None
+    where = f"{filename}: row {{}}, column '{label}'"
+    i = _first_bad(column.isna().to_numpy())
+    if i is not None:
+        raise DatasetError(f"{where.format(i + 2)}: missing label (empty).")
+    j = _first_bad(~text)
+    if j is not None:
+        k = int(np.argmax(text))
+        raise DatasetError(
+            f"{where.format(k + 2)}: {column.iloc[k]!r} is not an integer label, but row {j + 2} holds the number "
+            f"{column.iloc[j]!r}; use class names or integer labels throughout."
+        )
+    names = np.array([str(v).strip() for v in column], dtype=str)
+    distinct = len(np.unique(names))
+    if distinct > max(2, len(names) // 2):
+        raise DatasetError(
+            f"{filename}: column '{label}' holds {distinct:,} different names in {len(names):,} records: an "
+            "identifier, not a class label; put the labels in a column named 'label'."
+        )
+    return names
 
 
 def _npz_arrays(data: bytes, filename: str, max_decompressed: int = MAX_DECOMPRESSED) -> dict[str, np.ndarray]:
@@ -178,9 +225,10 @@ def _parse_npz(data: bytes, filename: str, max_rows: int) -> tuple[np.ndarray, n
     if "x" not in arrays or "y" not in arrays:
         raise DatasetError(f"{filename}: needs arrays 'x' and 'y'; found {', '.join(arrays) or 'none'}.")
     x, y = arrays["x"], arrays["y"]
-    for key, array in (("x", x), ("y", y)):
-        if array.dtype.kind not in "biuf":
-            raise DatasetError(f"{filename}: array '{key}' has dtype {array.dtype}; expected numbers.")
+    if x.dtype.kind not in "biuf":
+        raise DatasetError(f"{filename}: array 'x' has dtype {x.dtype}; expected numbers.")
+    if y.dtype.kind not in "biufU":
+        raise DatasetError(f"{filename}: array 'y' has dtype {y.dtype}; expected integer labels or class-name strings.")
     if x.ndim >= 1 and len(x) and math.prod(x.shape) > MAX_CELLS:
         raise DatasetError(f"{filename}: x holds {math.prod(x.shape):,} values, more than the limit of {MAX_CELLS:,}.")
     if x.ndim < 2 or y.ndim != 1 or len(x) != len(y):
@@ -192,6 +240,11 @@ def _parse_npz(data: bytes, filename: str, max_rows: int) -> tuple[np.ndarray, n
     features = x.reshape(len(x), -1)
     _check_finite(features, lambda i, j: f"{filename}: x row {i}, column {j}")
     _check_float32_range(features, lambda i, j: f"{filename}: x row {i}, column {j}")
+    if y.dtype.kind == "U":  # class names
+        i = _first_bad(np.char.strip(y) == "")
+        if i is not None:
+            raise DatasetError(f"{filename}: y[{i}]: empty class name.")
+        return features.astype(np.float32), y
     _check_finite(y[:, None], lambda i, j: f"{filename}: y[{i}]")
     return features.astype(np.float32), _integer_labels(y, lambda i: f"{filename}: y[{i}]")
 
@@ -212,8 +265,9 @@ def load_user_data(
     if not data or data.isspace():
         raise DatasetError(f"{filename}: the file is empty.")
     suffix = Path(filename).suffix.lower()
+    feature_names: tuple[str, ...] = ()
     if suffix == ".csv":
-        x, y = _parse_csv(data, filename, label_column, max_rows)
+        x, y, feature_names = _parse_csv(data, filename, label_column, max_rows)
     elif suffix == ".npz":
         x, y = _parse_npz(data, filename, max_rows)
     else:
@@ -230,4 +284,5 @@ def load_user_data(
         num_classes=len(originals),
         source=f"uploaded file {filename} ({len(y):,} records, {x.shape[1]:,} features)",
         label_names=tuple(str(v) for v in originals),
+        feature_names=feature_names,
     )

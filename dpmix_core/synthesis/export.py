@@ -38,6 +38,8 @@ __all__ = [
     "csv_bytes",
     "check_output_path",
     "card_path_for",
+    "label_columns_named",
+    "label_columns_note",
 ]
 
 GENERAL_CAVEATS = (
@@ -95,6 +97,12 @@ def privacy_card(synthesis: Synthesis, *, epsilons: list[dict] | None = None) ->
         "epsilons": [],
         "caveats": list(data.notes) + list(GENERAL_CAVEATS),
     }
+    if label_columns_named(synthesis):
+        card["released"]["label_classes"] = list(synthesis.label_names)  # label column k (y[:, k], CSV yk) is class k
+    if (note := label_columns_note(synthesis)) is not None:
+        card["caveats"].append(note)
+    if synthesis.feature_names and len(synthesis.feature_names) == data.x.shape[1]:
+        card["released"]["feature_names"] = list(synthesis.feature_names)  # feature column j (x[:, j], CSV xj)
     if isinstance(release, MixingRelease):
         card["release"] = release.to_json()  # the one description the mechanism ran
         card["protects"] = release.protects.value
@@ -117,6 +125,22 @@ def privacy_card(synthesis: Synthesis, *, epsilons: list[dict] | None = None) ->
             }
         )
     return clean_json(card)
+
+
+def label_columns_named(synthesis: Synthesis) -> bool:
+    """Whether the release's label columns are the dataset's classes, one column per class, in order."""
+    return bool(synthesis.label_names) and len(synthesis.label_names) == synthesis.data.y.shape[1]
+
+
+def label_columns_note(synthesis: Synthesis, shown: int = 12) -> str | None:
+    """'label columns: y0 = bird, y1 = cat, ...' (the first ``shown``) when the classes have names other than
+    their numbers 0..K-1 (an upload's labels 3 / 7 / 9 or class names, Fashion-MNIST's); else None."""
+    names = synthesis.label_names
+    if not label_columns_named(synthesis) or names == tuple(str(k) for k in range(len(names))):
+        return None
+    text = ", ".join(f"y{k} = {name}" for k, name in enumerate(names[:shown]))
+    more = f", ... ({len(names)} classes)" if len(names) > shown else ""
+    return f"label columns: {text}{more} (the list of classes is the data's, treated as public)"
 
 
 def write_npz(fh: IO[bytes], synthesis: Synthesis, card: dict) -> None:

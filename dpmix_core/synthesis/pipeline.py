@@ -202,6 +202,8 @@ class Synthesis:
     dataset_name: str
     dataset_source: str
     n: int
+    label_names: tuple[str, ...] = ()  # class k's name (the dataset's; label column k of the release)
+    feature_names: tuple[str, ...] = ()  # feature column j's name where the release keeps the data's features
 
 
 def _sigmas(config: SynthesisConfig) -> tuple[float, float]:
@@ -432,7 +434,7 @@ def synthesize(
             release=replace(release, feature_transform=description),
             notes=(f"features mixed: {description}",) + tuple(inner.data.notes),
         )
-        return Synthesis(data, config, dataset.name, feats.source, dataset.n_train)
+        return Synthesis(data, config, dataset.name, feats.source, dataset.n_train, dataset.label_names)
     X = dataset.x_train.reshape(dataset.n_train, -1)
     y = dataset.y_train
     k = dataset.num_classes
@@ -446,7 +448,9 @@ def synthesize(
             postprocess=True,
             seed=config.seed,
         )
-        return Synthesis(data, config, dataset.name, dataset.source, dataset.n_train)
+        return Synthesis(
+            data, config, dataset.name, dataset.source, dataset.n_train, dataset.label_names, dataset.feature_names
+        )
     config = resolve_sigma(config, dataset)
     sx, sy = _sigmas(config)  # both set by resolve_sigma
     if config.mechanism == "local":
@@ -462,7 +466,9 @@ def synthesize(
             device=config.device,
             feature_range=config.feature_range,
         )
-        return Synthesis(data, config, dataset.name, dataset.source, dataset.n_train)
+        return Synthesis(
+            data, config, dataset.name, dataset.source, dataset.n_train, dataset.label_names, dataset.feature_names
+        )
     release = planned_release(config, dataset)  # the one description: the mechanism runs exactly it
     common: dict = dict(
         num_classes=k, release=release, seed=config.seed, device=config.device, feature_range=config.feature_range
@@ -479,4 +485,6 @@ def synthesize(
         data = poisson_mix(X, y, **common)
     else:
         data = dpmix(X, y, **common)
-    return Synthesis(data, config, dataset.name, dataset.source, dataset.n_train)
+    return Synthesis(
+        data, config, dataset.name, dataset.source, dataset.n_train, dataset.label_names, dataset.feature_names
+    )
