@@ -291,6 +291,12 @@ def test_a_cards_epsilons_are_recomputed_from_its_description(released):
 
     assert "does not follow from its parameters (sigma_x)" in verify_card(_edited(card, more_noise)).reason
 
+    def other_noise(c):  # the parameters say one noise, the description (which the epsilons follow) another
+        c["parameters"]["sigma_y"] = c["release"]["sigma_y"] * 2
+
+    other = verify_card(_edited(card, other_noise))
+    assert not other.matches and "parameters and its release description differ (sigma_y)" in other.reason
+
     def relabel(c):  # an approximation sold as a bound
         c["epsilons"][0]["upper_bound"] = not c["epsilons"][0]["upper_bound"]
 

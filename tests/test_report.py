@@ -1,6 +1,9 @@
 """One-click HTML reports: self-contained, honest, written atomically; bad paths refused before work."""
 
+import html
 import re
+
+import pytest
 
 from dpmix_core.cli.main import main
 
@@ -80,3 +83,74 @@ def test_report_of_an_uncovered_release_says_why_it_has_no_headline(tmp_path, ca
     text = re.sub(r"<script.*?</script>", "", out.read_text(), flags=re.S)
     assert "No ε is an upper bound for this release (not covered: normalisation constants computed" in text
     assert "too little noise" not in text
+
+
+# --- report --release FILE: the what-if read back from a release's card -----------------------------------
+
+
+def _card(tmp_path, name: str, **config) -> tuple:
+    """A release of the embedded sample written by synthesize's own code, and its card as stored."""
+    import json
+
+    from dpmix_core.data import load_embedded
+    from dpmix_core.synthesis.export import write_release
+    from dpmix_core.synthesis.pipeline import SynthesisConfig, synthesize
+
+    data_path, card_path = write_release(synthesize(SynthesisConfig(**config), load_embedded()), tmp_path / name)
+    return data_path, json.loads(card_path.read_text())
+
+
+@pytest.mark.parametrize(
+    ("config", "model"),
+    [
+        (dict(mechanism="dpmix", l=8, T=50, sigma_x=0.5), "dpmix"),
+        (dict(mechanism="dpmix", l=8, T=50, sigma_x=0.5, preprocessing="clip"), "dpmix-clip"),
+        (dict(mechanism="class-centric", l=8, T=50, sigma_x=0.5, preprocessing="zscore", hard_labels=True), "dpcda"),
+        (
+            dict(mechanism="class-centric", l=8, T=50, sigma_x=0.5, preprocessing="zscore", protect_labels=False),
+            "dpcda",
+        ),
+        (dict(mechanism="class-centric", l=8, T=50, sigma_x=0.5), "dpmix"),
+        (dict(mechanism="poisson", l=8, T=500, sigma_x=0.8), "poisson"),
+    ],
+)
+def test_the_card_read_back_is_the_release_it_describes(tmp_path, config, model):
+    """The setting rebuilt from a card gives, under its release model, the card's tightest rigorous epsilon (the
+    card's epsilons were computed on the mechanism's own release description, not from a setting)."""
+    from dpmix_core.views.release_card import card_setting
+    from dpmix_core.views.reports import release_reading
+
+    _, card = _card(tmp_path, "r.npz", **config)
+    setting, found = card_setting(card)
+    reading = release_reading(setting, card["delta"], found, with_curves=False)
+    bounds = [(e["epsilon"], e["accountant"]) for e in card["epsilons"] if e["upper_bound"]]
+    assert found == model and (reading.epsilon, reading.accountant) == min(bounds)
+    assert (setting.n, setting.l, setting.T) == (card["release"]["n"], card["release"]["l"], card["release"]["T"])
+
+
+def test_report_of_a_release_file(tmp_path, capsys):
+    data_path, card = _card(tmp_path, "mine.npz", mechanism="poisson", l=8, T=500, sigma_x=0.8)
+    out = tmp_path / "r.html"
+    assert main(["report", "--release", str(data_path), "--out", str(out)]) == 0
+    assert "release model: poisson (from the card of" in capsys.readouterr().out
+    page = out.read_text()
+    assert "Privacy statement" in page and html.escape(card["statement"]) in page  # the card's own words
+    assert "release_file" in page and "mine.npz" in page and "embedded" in page.lower()
+
+
+def test_report_release_refuses_contradicting_options_and_edited_or_laplace_cards(tmp_path, capsys):
+    import json
+
+    data_path, card = _card(tmp_path, "mine.npz", mechanism="dpmix", l=8, T=50, sigma_x=0.5)
+    assert main(["report", "--release", str(data_path), "--n", "5", "--out", str(tmp_path / "a.html")]) == 2
+    card["release"]["sigma_x"] = card["parameters"]["sigma_x"] = 0.25  # edited: its epsilons no longer follow
+    (tmp_path / "edited.card.json").write_text(json.dumps(card))
+    assert main(["report", "--release", str(tmp_path / "edited.card.json"), "--out", str(tmp_path / "b.html")]) == 2
+    laplace, _ = _card(tmp_path, "lap.npz", mechanism="label-laplace", label_epsilon=1.0)
+    assert main(["report", "--release", str(laplace), "--out", str(tmp_path / "c.html")]) == 2
+    assert main(["report", "--n", "5", "--out", str(tmp_path / "d.html")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 4 and all(line.startswith("error:") for line in err)
+    assert "drop --n" in err[0] and "does not verify" in err[1] and "not a mixing release" in err[2]
+    assert "report needs --l, --T, --sigma-x" in err[3]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".html") == []

@@ -70,18 +70,24 @@ def _class_sizes(text: str) -> tuple[int, ...]:
 
 
 def add_setting_arguments(
-    parser: argparse.ArgumentParser, *, with_sigma: bool, with_accountant: bool = True, with_T: bool = True
+    parser: argparse.ArgumentParser,
+    *,
+    with_sigma: bool,
+    with_accountant: bool = True,
+    with_T: bool = True,
+    required: bool = True,
 ) -> None:
-    """The data options shared by every accounting command."""
+    """The data options shared by every accounting command (``required=False``: the command checks that n, l, T and
+    the noise are given, or come from elsewhere)."""
     names = ", ".join([*ACCOUNTANT_NAMES, "all"])
     if with_accountant:
         parser.add_argument("--accountant", default="all", help=f"one of: {names} (default: all)")
-    parser.add_argument("--n", type=positive_int, required=True, help="records in the private dataset")
-    parser.add_argument("--l", type=positive_int, required=True, help="mix degree l (Poisson: expected batch m)")
+    parser.add_argument("--n", type=positive_int, required=required, help="records in the private dataset")
+    parser.add_argument("--l", type=positive_int, required=required, help="mix degree l (Poisson: expected batch m)")
     if with_T:
-        parser.add_argument("--T", type=positive_int, required=True, help="number of synthetic points released")
+        parser.add_argument("--T", type=positive_int, required=required, help="number of synthetic points released")
     if with_sigma:
-        parser.add_argument("--sigma-x", type=finite_float, required=True, help="feature noise std")
+        parser.add_argument("--sigma-x", type=finite_float, required=required, help="feature noise std")
         parser.add_argument(
             "--sigma-y", type=finite_float, default=None, help="label noise std (default: --sigma-x, lambda = 1)"
         )
@@ -888,22 +894,64 @@ def cmd_report(args: argparse.Namespace) -> int:
     if out.suffix.lower() not in (".html", ".htm"):
         raise CliError(f"--out must end in .html. Found {out.name!r}")
     check_new_file(out, what="--out")  # before any work
-    page = accountant_report(_setting(args), args.delta, args.model)
+    dataset = ""
+    if args.release is not None:
+        setting, delta, model, dataset = _release_file_setting(args)
+    else:
+        missing = [f"--{name.replace('_', '-')}" for name in ("n", "l", "T", "sigma_x") if getattr(args, name) is None]
+        if missing:
+            raise CliError(f"report needs {', '.join(missing)} (the release's sizes and noise), or --release FILE")
+        setting, delta, model = _setting(args), args.delta, args.model
+    about = None if args.release is None else {"release_file": str(args.release), "dataset": dataset}
+    page = accountant_report(setting, delta, model, about=about)
     write_files_atomically({out: page.encode("utf-8")})
     print(f"wrote {out} ({len(page) / 1e6:.1f} MB, self-contained: opens offline)")
+    if args.release is not None:
+        print(f"release model: {model} (from the card of {args.release}), delta = {delta:g}")
     return 0
+
+
+def _release_file_setting(args: argparse.Namespace) -> tuple[MixingSetting, float, str, str]:
+    """The what-if, delta, release model and dataset (in words) of ``report --release FILE``; any option that describes the release is
+    refused (it would contradict the card), as ``train --release`` does."""
+    from dpmix_core.experiments.release_files import read_card
+    from dpmix_core.views.release_card import card_setting
+
+    defaults = argparse.ArgumentParser(add_help=False)
+    add_setting_arguments(defaults, with_sigma=True, with_accountant=False, required=False)
+    defaults.add_argument("--model", default="dpmix")
+    given = [
+        "--" + name.replace("_", "-")
+        for name, default in vars(defaults.parse_args([])).items()
+        if name != "json" and getattr(args, name) != default
+    ]
+    if given:
+        raise CliError(f"--release takes the release's parameters from its card; drop {', '.join(given)}")
+    card = read_card(args.release)
+    try:
+        setting, model = card_setting(card)
+    except ValueError as exc:
+        raise CliError(f"{args.release}: {exc}; report --release covers mixing releases whose card verifies") from None
+    return setting, float(card["delta"]), model, str(card["dataset"].get("source", card["dataset"].get("name", "")))
 
 
 def _add_report(sub) -> None:
     from dpmix_core.views.release_models import RELEASE_MODELS
 
     p = sub.add_parser("report", help="a self-contained HTML report of a release's privacy (for a deck or e-mail)")
-    add_setting_arguments(p, with_sigma=True, with_accountant=False)
+    add_setting_arguments(p, with_sigma=True, with_accountant=False, required=False)
     p.add_argument(
         "--model",
         choices=list(RELEASE_MODELS),
         default="dpmix",
         help="release model of the headline: " + "; ".join(f"{k}: {v}" for k, v in RELEASE_MODELS.items()),
+    )
+    p.add_argument(
+        "--release",
+        metavar="FILE",
+        help="a release made by synthesize (FILE.npz, FILE.csv with FILE.card.json beside it, or FILE.card.json): "
+        "its sizes, noise, bounds, delta and release model come from its card, which must verify; instead of "
+        "--n, --l, --T, --sigma-x and the other options",
     )
     p.add_argument("--out", required=True, help="FILE.html")
     p.set_defaults(func=cmd_report)

@@ -42,6 +42,7 @@ import numpy as np
 from dpmix_core.data import DATASET_NAMES
 from dpmix_core.experiments.config import synthesis_from_dict
 from dpmix_core.privacy.checks import check_positive_int, check_sigma
+from dpmix_core.privacy.release import MixingRelease
 from dpmix_core.resources.files import check_sha256, write_files_atomically
 from dpmix_core.resources.limits import LimitExceeded, Limits, limits_from_env
 from dpmix_core.synthesis.pipeline import SynthesisConfig
@@ -273,12 +274,14 @@ class CardCheck:
     """A card's epsilons recomputed from its own release description (:func:`verify_card`).
 
     ``rows``: one per accountant, ``{"accountant", "card", "recomputed", "upper_bound", "matches"}`` (epsilons
-    as numbers, inf for none); ``matches``: the description and every epsilon agree; ``reason``: one sentence.
+    as numbers, inf for none); ``matches``: the description and every epsilon agree; ``reason``: one sentence;
+    ``release``: the mixing release rebuilt from the card's parameters, when it is the card's description.
     """
 
     matches: bool
     rows: tuple[dict, ...]
     reason: str
+    release: MixingRelease | None = None
 
 
 def verify_card(card: dict, *, rtol: float = 1e-6) -> CardCheck:
@@ -307,6 +310,14 @@ def verify_card(card: dict, *, rtol: float = 1e-6) -> CardCheck:
         return CardCheck(same, ({**row, "upper_bound": True, "matches": same},), reason)
     if not isinstance(stated, dict):
         return CardCheck(False, (), "the card has no release description to recompute its epsilons from.")
+    # the parameters hold the noise the mechanism used (calibrated or given), as the description does
+    noise = [
+        k
+        for k in ("sigma_x", "sigma_y")
+        if None not in (card["parameters"].get(k), stated.get(k)) and card["parameters"][k] != stated[k]
+    ]
+    if noise:
+        return CardCheck(False, (), f"the card's parameters and its release description differ ({', '.join(noise)}).")
     released = card["released"]
     try:
         release = release_description(
@@ -351,8 +362,10 @@ def verify_card(card: dict, *, rtol: float = 1e-6) -> CardCheck:
         )
     bad = [r["accountant"] for r in rows if not r["matches"]]
     if bad:
-        return CardCheck(False, tuple(rows), f"recomputed epsilons differ from the card for {', '.join(bad)}.")
-    return CardCheck(True, tuple(rows), f"all {len(rows)} epsilons on the card recomputed from its description.")
+        reason = f"recomputed epsilons differ from the card for {', '.join(bad)}."
+        return CardCheck(False, tuple(rows), reason, release)
+    reason = f"all {len(rows)} epsilons on the card recomputed from its description."
+    return CardCheck(True, tuple(rows), reason, release)
 
 
 def card_epsilon(value: Any) -> float | None:

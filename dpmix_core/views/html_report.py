@@ -9,7 +9,7 @@ import html
 import importlib.metadata
 import math
 import platform
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 
@@ -97,15 +97,23 @@ def html_report(title: str, sections: Sequence[Section], *, settings: dict | Non
     return "".join(parts)
 
 
-def accountant_report(setting: MixingSetting, delta: float, model: str, *, pld_accuracy: float = 0.2) -> str:
+def accountant_report(
+    setting: MixingSetting,
+    delta: float,
+    model: str,
+    *,
+    pld_accuracy: float = 0.2,
+    about: Mapping[str, str] | None = None,
+) -> str:
     """The Privacy accountant page as a report: headline, privacy statement, every accountant's epsilon, curves,
-    attacker view."""
+    attacker view. ``about``: lines for the settings table first (e.g. the release file it was read from)."""
     reading = release_reading(setting, delta, model, pld_accuracy=pld_accuracy)
     table = epsilon_table(setting, delta, pld_accuracy=pld_accuracy, model=model)
     table = table.drop(columns=[c for c in ("epsilon", "reference", "upper_bound") if c in table.columns])
     # the settings of the release the headline speaks for (rdp-wor's bounds follow the model: clip_records, clip)
     shown = model_accountants(setting, model).get(reading.accountant or "", setting)
-    settings = {f.name: getattr(shown, f.name) for f in fields(shown)}
+    settings: dict[str, object] = dict(about or {})
+    settings.update({f.name: getattr(shown, f.name) for f in fields(shown)})
     settings.update(delta=delta, release_model=RELEASE_MODELS[model])
     printed = (
         f"n = {setting.n:,}, ℓ = {setting.l}, T = {setting.T:,}, σx = {setting.sigma_x:.4g}, "

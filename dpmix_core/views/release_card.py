@@ -1,11 +1,21 @@
-"""A release file's privacy card in one line a person can read (the Train & trade-offs page's release mode)."""
+"""A release file's privacy card read back: in one line a person can read (the Train & trade-offs page's release
+mode), and as the accountant page's what-if (``report --release``)."""
 
 from __future__ import annotations
 
-from dpmix_core.experiments.release_files import ReleaseFile, card_epsilon, release_synthesis
+from dpmix_core.experiments.release_files import (
+    ReleaseFile,
+    card_epsilon,
+    card_synthesis,
+    release_synthesis,
+    verify_card,
+)
+from dpmix_core.privacy.accountants import MixingSetting, get_accountant
+from dpmix_core.privacy.release import Mechanism
 from dpmix_core.views.privacy_scale import format_epsilon
+from dpmix_core.views.reports import model_accountants, release_model_of
 
-__all__ = ["release_summary"]
+__all__ = ["card_setting", "release_summary"]
 
 
 def release_summary(release: ReleaseFile) -> str:
@@ -26,3 +36,51 @@ def release_summary(release: ReleaseFile) -> str:
         f"{card['dataset'].get('name')} · {syn.mechanism}, {syn.features} · T = {release.num_points:,} points of "
         f"{release.x.shape[1]:,} values · σx = {syn.sigma_x:.4g}, σy = {syn.sigma_y:.4g} · {eps}"
     )
+
+
+def card_setting(card: dict) -> tuple[MixingSetting, str]:
+    """The accountant page's what-if (setting, release model) whose release is the card's, exactly.
+
+    The card must verify (:func:`~dpmix_core.experiments.release_files.verify_card`: its description follows from
+    its parameters and every epsilon on it is this version's). ValueError, with the reason, when it does not, when
+    the release is not a mixing release (label-only Laplace), or when no accountant of the model rebuilds the
+    card's release from the setting (post-processing flags aside: hard labels, clamping, which change no epsilon).
+    """
+    check = verify_card(card)
+    if check.release is None and check.matches:  # label-only Laplace: no mixing, epsilon is its parameter
+        raise ValueError(f"not a mixing release ({check.reason[:1].lower()}{check.reason[1:-1]})")
+    if check.release is None or not check.matches:
+        raise ValueError(f"the card does not verify: {check.reason}")
+    release = check.release
+    syn = card_synthesis(card)
+    class_centric = release.mechanism is Mechanism.CLASS_CENTRIC
+    setting = MixingSetting(
+        n=release.n,
+        l=release.mix_degree,
+        T=release.num_points,
+        sigma_x=release.sigma_x,
+        sigma_y=release.sigma_y,
+        dx=int(card["released"]["feature_dim"]),
+        dy=int(card["released"]["label_dim"]),
+        clip=syn.clip if class_centric and release.preprocessing in ("zscore", "zscore-private") else None,
+        clip_x=syn.clip_x,
+        clip_y=syn.clip_y,
+        class_sizes=release.class_sizes,
+        protect_labels=release.protect_labels,
+        not_covered=release.not_covered,
+        clip_records=release.mechanism is Mechanism.DPMIX and release.preprocessing == "clip",
+        feature_transform=release.feature_transform,
+    )
+    model = release_model_of(release)
+    wanted = _accounted(release.to_json())
+    if not any(
+        _accounted(get_accountant(name).release_for(variant).to_json()) == wanted
+        for name, variant in model_accountants(setting, model).items()
+    ):
+        raise ValueError(f"no accountant of the {model} release model describes this {syn.mechanism} release")
+    return setting, model
+
+
+def _accounted(described: dict) -> dict:
+    """A release's description without its post-processing (hard labels, clamping: no epsilon changes)."""
+    return {k: v for k, v in described.items() if k not in ("hard_labels", "clamp_negative")}

@@ -54,6 +54,9 @@ class MixingSetting:
     then never labelled upper bounds. ``clip_records`` describes uniform mixing
     of records clipped to ||x|| <= clip_x and ||y|| <= clip_y instead of [0,1]
     data (DPFMix App. E.3's DPMix, preprocessing "clip"); rdp-wor analyses it.
+    ``feature_transform`` says what was mixed ("pixels", or a public per-record
+    map such as DPFMix's ScatterNet features); it changes no epsilon, only the
+    release's description.
     """
 
     n: int
@@ -70,6 +73,7 @@ class MixingSetting:
     protect_labels: bool = True
     not_covered: str | None = None
     clip_records: bool = False  # without replacement on records clipped to ||x|| <= clip_x, ||y|| <= clip_y
+    feature_transform: str = "pixels"
 
     def __post_init__(self) -> None:
         for name in ("n", "l", "T", "dx", "dy"):
@@ -94,6 +98,8 @@ class MixingSetting:
             raise ValueError(f"protect_labels must be True or False. Found {self.protect_labels!r}.")
         if not isinstance(self.clip_records, bool):
             raise ValueError(f"clip_records must be True or False. Found {self.clip_records!r}.")
+        if not (isinstance(self.feature_transform, str) and self.feature_transform.strip()):
+            raise ValueError(f"feature_transform must describe what was mixed. Found {self.feature_transform!r}.")
         if self.clip_records and self.clip is not None:
             raise ValueError(
                 "clip c (DP-CDA: z-scored features clipped, one-hot labels) and clipped records (||x|| <= Cx, "
@@ -209,6 +215,7 @@ class Accountant(ABC):
             else Protects.FEATURES_AND_LABELS,
             class_sizes=setting.class_sizes if class_centric else None,
             preprocessing=preprocessing,
+            feature_transform=setting.feature_transform,
         )
 
     def supports(self, release: AccountedRelease) -> bool:
