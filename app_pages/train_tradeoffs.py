@@ -285,7 +285,10 @@ def _progress_panel() -> None:
     if ids:
         sweep = st.session_state.get(K + "sweep")
         pump = bool(st.session_state.get(K + "pumping"))
-        _live_runs(ids, axis=None if sweep is None else sweep_axis(store(), sweep), key="progress", pump=pump)
+        found = None if sweep is None else store().get_sweep(sweep)
+        title = "Progress" if found is None else f"Progress of {found.name} (#{found.id})"  # not the preset above
+        axis = None if sweep is None else sweep_axis(store(), sweep)
+        _live_runs(ids, axis=axis, key="progress", pump=pump, title=title)
         if not pump:
             _resume_offer(ids, "progress")
 
@@ -323,7 +326,7 @@ def _resume(ids: list[int]) -> None:
         st.session_state[K + "pumping"] = True
 
 
-def _live_runs(ids: list[int], *, axis: str | None, key: str, pump: bool) -> None:
+def _live_runs(ids: list[int], *, axis: str | None, key: str, pump: bool, title: str = "Progress") -> None:
     """Status counts and one row per run (with its value on the sweep's axis), refreshed every 2 s while any is
     active; the whole page reruns when a run finishes (the plots below gain its point) and once the last one ends."""
     s = store()
@@ -339,7 +342,7 @@ def _live_runs(ids: list[int], *, axis: str | None, key: str, pump: bool) -> Non
         if active and (not still or (current["status"] == "done").sum() > done):
             st.rerun()  # a run finished: redraw the results with it (and stop polling once none is active)
         by_status = current["status"].value_counts().to_dict()
-        st.markdown("**Progress** — " + ", ".join(f"{v} {k}" for k, v in by_status.items()))
+        st.markdown(f"**{title}** — " + ", ".join(f"{v} {k}" for k, v in by_status.items()))
         st.dataframe(
             current,
             hide_index=True,

@@ -322,6 +322,8 @@ def test_a_link_to_a_stopped_sweep_starts_nothing_until_resumed(tmp_path, monkey
     at = _page(tmp_path, monkeypatch, sweep=str(sweep.id))
     assert not at.exception and set(at.dataframe[0].value["status"]) == {"queued"}
     assert any("2 run(s) of this sweep wait (2 queued) and none is running" in i.value for i in at.info)
+    # the progress names the sweep it shows, which is not the preset picked above it
+    assert any(m.value.startswith(f"**Progress of {spec.name} (#{sweep.id})** — 2 queued") for m in at.markdown)
     time.sleep(1.0)
     assert [store.get(i).status for i in ids] == ["queued", "queued"]  # nothing started by opening the link
     stopped = store.claim(ids[0])  # its worker was killed: interrupted, as a re-run of `sweep` would find it

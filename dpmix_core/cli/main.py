@@ -587,7 +587,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     from dpmix_core.training.protocols import PROTOCOLS
 
     if args.data_file is not None:
-        raise CliError("train needs a dataset with an official test split: use --dataset (and --data-dir)")
+        raise CliError(
+            "train scores a model on a dataset's official test split, which --data-file has not: use --dataset "
+            "(and --data-dir), or release your data with synthesize --data-file and train on the released file "
+            "with your own tools (x and y arrays, the card says which column is which)"
+        )
     release_file: dict = _release_file_options(args) if args.release is not None else {}
     features = release_file.pop("features", args.features)
     dataset = release_file.pop("dataset", args.dataset)
