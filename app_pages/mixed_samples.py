@@ -21,6 +21,7 @@ from dpmix_core.data.choice import (
     describe_dataset,
     needs_feature_range,
 )
+from dpmix_core.data.user import csv_columns, default_label_column
 from dpmix_core.synthesis.export import npz_bytes, privacy_card
 from dpmix_core.synthesis.pipeline import (
     MECHANISM_DESCRIPTIONS,
@@ -73,8 +74,8 @@ def cached_datasets() -> dict[str, str]:
 
 
 @st.cache_resource(show_spinner="Loading data…", max_entries=4)  # bounded: uploads are not kept forever
-def cached_dataset(upload: bytes | None, filename: str | None, name: str | None):
-    return app_dataset(upload, filename, name)
+def cached_dataset(upload: bytes | None, filename: str | None, name: str | None, label_column: str | None = None):
+    return app_dataset(upload, filename, name, label_column)
 
 
 @st.cache_data(
@@ -128,15 +129,26 @@ with st.expander("Use your own data (CSV with a label column, or .npz with x and
         "Dataset file",
         type=["csv", "npz"],
         key=K + "upload",
-        help="CSV: a header row, a column named 'label' (else the first column) holding integer labels or class "
-        "names, and numeric feature columns. .npz: arrays x (n, ...) and y (n,). The release's card says which "
+        help="CSV: a header row, a label column (picked below once the file is read) holding integer labels or "
+        "class names, and numeric feature columns. .npz: arrays x (n, ...) and y (n,). The release's card says which "
         "class each label column holds.",
     )
+    label_column = None
+    if upload is not None and upload.name.lower().endswith(".csv") and (columns := csv_columns(upload.getvalue())):
+        label_column = st.selectbox(
+            "Label column",
+            columns,
+            index=columns.index(default_label_column(columns) or columns[0]),
+            key=K + "label_column_" + upload.file_id,  # a new file starts from its own default
+            help="The column holding each record's class; every other column is a numeric feature.",
+        )
     if upload is not None and name is not None:
         st.caption("The uploaded file is used instead of the data picked above; remove it to go back.")
-dataset = loaded_or_stop(cached_dataset, upload.getvalue() if upload else None, upload.name if upload else None, name)
+dataset = loaded_or_stop(
+    cached_dataset, upload.getvalue() if upload else None, upload.name if upload else None, name, label_column
+)
 st.caption(f"Data: {describe_dataset(dataset)}")
-dataset_key = upload.file_id if upload else dataset.source
+dataset_key = f"{upload.file_id}:{label_column}" if upload else dataset.source
 public_z = public_zscore_constants(dataset.name)
 if st.session_state.get(K + "data_key") != dataset_key:  # new data: z-scoring only where public constants exist
     st.session_state[K + "data_key"] = dataset_key

@@ -383,6 +383,16 @@ def test_user_csv_and_npz_take_class_names():
     assert npz.label_names == ("cat", "dog") and npz.y_train.tolist() == [1, 0, 1]
 
 
+def test_csv_columns_offer_the_label_column_load_user_data_takes():
+    from dpmix_core.data.user import csv_columns, default_label_column
+
+    data = b'\xef\xbb\xbfa, "b,c",label\r\n1,2,3\n0,2,4\n'
+    assert csv_columns(data) == ["a", "b,c", "label"] and default_label_column(csv_columns(data)) == "label"
+    assert load_user_data(data, "q.csv", label_column="a").feature_names == ("b,c", "label")
+    assert default_label_column(["y", "a"]) == "y" and default_label_column([]) is None
+    assert csv_columns(b"") == [] and csv_columns(b"\xff\xfe\x00") == []
+
+
 def test_user_npz_and_path_input(tmp_path):
     path = tmp_path / "imgs.npz"
     np.savez(path, x=np.arange(24, dtype=np.uint8).reshape(3, 2, 4), y=np.array([5, 9, 5]))

@@ -227,6 +227,23 @@ def test_cli_synthesize_class_names_and_a_negative_feature_range(tmp_path, capsy
     assert released.shape == (10, 5)  # y0..y2 then x0, x1
 
 
+def test_cli_synthesize_label_column(tmp_path, capsys):
+    rows = ["a,b,species"] + [f"{i % 7 / 7:.3f},{i % 5 / 5:.3f},{('iris', 'rose')[i % 2]}" for i in range(60)]
+    (tmp_path / "f.csv").write_text("\n".join(rows))
+    args = ["synthesize", "--data-file", str(tmp_path / "f.csv"), "--mechanism", "dpmix", "--l", "5", "--T", "10"]
+    args += ["--sigma-x", "0.5", "--feature-range", "0,1"]
+    assert main([*args, "--out", str(tmp_path / "o.npz"), "--label-column", "species"]) == 0
+    card = json.loads((tmp_path / "o.card.json").read_text())
+    assert card["released"]["label_classes"] == ["iris", "rose"] and card["released"]["feature_names"] == ["a", "b"]
+    capsys.readouterr()
+    assert main([*args, "--out", str(tmp_path / "p.npz"), "--label-column", "kind"]) == 2
+    assert "label column 'kind' not found; the columns are 'a', 'b', 'species'" in capsys.readouterr().err
+    plain = ["synthesize", "--mechanism", "dpmix", "--T", "10", "--sigma-x", "1", "--label-column", "species"]
+    assert main([*plain, "--out", str(tmp_path / "q.npz")]) == 2
+    assert "--label-column names a column of a --data-file CSV" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.csv", "o.card.json", "o.npz"]
+
+
 def test_card_names_label_columns_only_when_the_classes_have_names(ds):
     digits = synthesize(SynthesisConfig(mechanism="dpmix", l=4, T=10, sigma_x=1.0), ds)
     card = privacy_card(digits)

@@ -380,11 +380,13 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     if args.memmap is not None:
         return _synthesize_streaming(args)
     check_output_path(args.out)
+    if args.label_column is not None and (args.data_file is None or not args.data_file.lower().endswith(".csv")):
+        raise CliError("--label-column names a column of a --data-file CSV")
     if args.data_file is not None:
         path = args.data_file
         try:
             with open(path, "rb") as fh:
-                dataset = load_user_data(fh, filename=path)
+                dataset = load_user_data(fh, filename=path, label_column=args.label_column)
         except OSError as exc:
             raise CliError(f"cannot read --data-file {path!r}: {exc.strerror}") from None
     else:
@@ -421,6 +423,11 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
     src = p.add_mutually_exclusive_group()
     src.add_argument("--dataset", default="embedded", choices=DATASET_NAMES, help="default: embedded MNIST sample")
     src.add_argument("--data-file", help="your own CSV (label column + numeric features) or .npz (x, y)")
+    p.add_argument(
+        "--label-column",
+        metavar="NAME",
+        help="--data-file CSV: the column holding the labels (default: 'label', else the first column)",
+    )
     p.add_argument("--data-dir", help="folder with the official dataset files (or set DPMIX_DATA_DIR)")
     p.add_argument(
         "--mechanism",

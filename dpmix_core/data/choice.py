@@ -50,11 +50,13 @@ def default_choice(available: dict[str, str]) -> str:
     return "mnist" if "mnist" in available else "embedded"
 
 
-def app_dataset(upload: bytes | None = None, filename: str | None = None, name: str | None = None) -> Dataset:
-    """The user's upload if given, else the dataset ``name`` from disk, else ``default_dataset()`` (both honour
-    DPMIX_DATA_DIR and never download)."""
+def app_dataset(
+    upload: bytes | None = None, filename: str | None = None, name: str | None = None, label_column: str | None = None
+) -> Dataset:
+    """The user's upload if given (a CSV's labels in ``label_column``, else "label", else its first column), else
+    the dataset ``name`` from disk, else ``default_dataset()`` (both honour DPMIX_DATA_DIR and never download)."""
     if upload is not None:
-        return load_user_data(upload, filename=filename or "upload.csv")
+        return load_user_data(upload, filename=filename or "upload.csv", label_column=label_column)
     if name is not None:
         return load_dataset(name, download=False)
     return default_dataset()

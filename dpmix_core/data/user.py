@@ -26,7 +26,7 @@ import numpy as np
 from dpmix_core.data.base import Dataset, DatasetError
 from dpmix_core.data.formats import read_npz
 
-__all__ = ["load_user_data"]
+__all__ = ["csv_columns", "default_label_column", "load_user_data"]
 
 MAX_BYTES = 200_000_000
 MAX_ROWS = 1_000_000
@@ -104,6 +104,26 @@ def _check_csv_shape(data: bytes, filename: str, max_rows: int) -> None:
         )
 
 
+def csv_columns(data: bytes) -> list[str]:
+    """The column names of a CSV's header row, read as :func:`load_user_data` reads them (to pick the label column
+    from); [] when the header cannot be read (load_user_data then says why)."""
+    import pandas as pd
+
+    header = data[: 1 << 20].split(b"\n", 1)[0]
+    if header.count(b",") + 1 > MAX_COLUMNS:
+        return []
+    try:
+        frame = pd.read_csv(io.BytesIO(header), nrows=0, skipinitialspace=True, index_col=False)
+    except ValueError:  # pandas' EmptyDataError / ParserError, UnicodeDecodeError
+        return []
+    return [str(c) for c in frame.columns]
+
+
+def default_label_column(columns: list[str]) -> str | None:
+    """The label column :func:`load_user_data` takes when none is named: "label", else the first column."""
+    return "label" if "label" in columns else (columns[0] if columns else None)
+
+
 def _check_finite(matrix: np.ndarray, where: Callable[[int, int], str]) -> None:
     bad = np.argwhere(~np.isfinite(matrix))
     if len(bad):
@@ -140,7 +160,7 @@ def _parse_csv(
     columns = list(frame.columns)
     if all(_is_number(c) for c in columns):
         raise DatasetError(f"{filename}: the first row looks like data; add a header row naming the columns.")
-    label = label_column if label_column is not None else ("label" if "label" in columns else columns[0])
+    label = label_column if label_column is not None else (default_label_column(columns) or "")
     if label not in columns:
         shown = ", ".join(f"'{c}'" for c in columns[:10]) + (", ..." if len(columns) > 10 else "")
         raise DatasetError(f"{filename}: label column '{label}' not found; the columns are {shown}.")
