@@ -431,7 +431,7 @@ def _npy_bytes() -> bytes:
             {},
             "row 3, column 'label': 'cat' is not an integer label, but row 2 holds the number '1'; use class names",
         ),
-        ("d.csv", b"label,px1\ncat,0\n,1\ndog,0\n", {}, "d.csv: row 3, column 'label': missing label (empty)."),
+        ("d{0}.csv", b"label,px1\ncat,0\n,1\ndog,0\n", {}, "d{0}.csv: row 3, column 'label': missing label (empty)."),
         (
             "d.csv",
             b"id,px1\np1,0\np2,0\np3,1\np4,1\np5,1\n",

@@ -567,6 +567,20 @@ def _synthesis_config(args: argparse.Namespace, clamp_by_default: bool = False):
 _RELEASE_FILE_KEEPS = ("data_dir", "seed", "device", "json")  # release options that --release still uses
 
 
+def _options_given(
+    args: argparse.Namespace, add_arguments: Callable[[argparse.ArgumentParser], None], keep: Sequence[str]
+) -> list[str]:
+    """The options among those ``add_arguments`` adds (but ``keep``) that the user set to other than their defaults,
+    as typed ("--sigma-x"): what a --release FILE, whose card holds them, refuses."""
+    defaults = argparse.ArgumentParser(add_help=False)
+    add_arguments(defaults)
+    return [
+        "--" + name.replace("_", "-")
+        for name, default in vars(defaults.parse_args([])).items()
+        if name not in keep and getattr(args, name) != default
+    ]
+
+
 def _release_file_options(args: argparse.Namespace) -> dict:
     """--release FILE: the run's dataset, release parameters and file identity, all from the file's card.
 
@@ -574,13 +588,7 @@ def _release_file_options(args: argparse.Namespace) -> dict:
     """
     from dpmix_core.experiments.release_files import check_release_memory, read_release, release_run_options
 
-    defaults = argparse.ArgumentParser(add_help=False)
-    _add_release_arguments(defaults, mechanism_required=False)
-    given = [
-        "--" + name.replace("_", "-")
-        for name, default in vars(defaults.parse_args([])).items()
-        if name not in _RELEASE_FILE_KEEPS and getattr(args, name) != default
-    ]
+    given = _options_given(args, lambda p: _add_release_arguments(p, mechanism_required=False), _RELEASE_FILE_KEEPS)
     if given:
         raise CliError(f"--release takes the release's parameters from its card; drop {', '.join(given)}")
     if args.method != "mixing":
@@ -923,19 +931,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _release_file_setting(args: argparse.Namespace) -> tuple[MixingSetting, float, str, str]:
-    """The what-if, delta, release model and dataset (in words) of ``report --release FILE``; any option that describes the release is
-    refused (it would contradict the card), as ``train --release`` does."""
+    """The what-if, delta, release model and dataset (in words) of ``report --release FILE``; an option that
+    describes the release is refused (it would contradict the card), as ``train --release`` does."""
     from dpmix_core.experiments.release_files import read_card
     from dpmix_core.views.release_card import card_setting
 
-    defaults = argparse.ArgumentParser(add_help=False)
-    add_setting_arguments(defaults, with_sigma=True, with_accountant=False, required=False)
-    defaults.add_argument("--model", default="dpmix")
-    given = [
-        "--" + name.replace("_", "-")
-        for name, default in vars(defaults.parse_args([])).items()
-        if name != "json" and getattr(args, name) != default
-    ]
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        add_setting_arguments(parser, with_sigma=True, with_accountant=False, required=False)
+        parser.add_argument("--model", default="dpmix")
+
+    given = _options_given(args, add_arguments, keep=("json",))
     if given:
         raise CliError(f"--release takes the release's parameters from its card; drop {', '.join(given)}")
     card = read_card(args.release)

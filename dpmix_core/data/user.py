@@ -210,15 +210,15 @@ def _class_names(column, filename: str, label: str) -> np.ndarray | None:
     text = (pd.to_numeric(column, errors="coerce").isna() & column.notna()).to_numpy()
     if not text.any():
         return None
-    where = f"{filename}: row {{}}, column '{label}'"
+    where = lambda i: f"{filename}: row {i + 2}, column '{label}'"  # noqa: E731
     i = _first_bad(column.isna().to_numpy())
     if i is not None:
-        raise DatasetError(f"{where.format(i + 2)}: missing label (empty).")
+        raise DatasetError(f"{where(i)}: missing label (empty).")
     j = _first_bad(~text)
     if j is not None:
         k = int(np.argmax(text))
         raise DatasetError(
-            f"{where.format(k + 2)}: {column.iloc[k]!r} is not an integer label, but row {j + 2} holds the number "
+            f"{where(k)}: {column.iloc[k]!r} is not an integer label, but row {j + 2} holds the number "
             f"{column.iloc[j]!r}; use class names or integer labels throughout."
         )
     names = np.array([str(v).strip() for v in column], dtype=str)
@@ -226,7 +226,8 @@ def _class_names(column, filename: str, label: str) -> np.ndarray | None:
     if distinct > max(2, len(names) // 2):
         raise DatasetError(
             f"{filename}: column '{label}' holds {distinct:,} different names in {len(names):,} records: an "
-            "identifier, not a class label; put the labels in a column named 'label'."
+            "identifier, not a class label; name the column that holds the labels (--label-column, or the "
+            "Label column picker)."
         )
     return names
 
