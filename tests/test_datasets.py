@@ -379,6 +379,7 @@ def test_user_csv_and_npz_take_class_names():
     dataset = load_user_data(csv, "iris.csv", label_column="species")
     assert dataset.label_names == ("setosa", "versicolor", "virginica") and dataset.num_classes == 3
     assert dataset.y_train.tolist() == [0, 2, 0, 1, 2, 0] and dataset.x_train[:, 0].tolist() == [1.5, 2.5, 0.5, 3, 2, 1]
+    assert load_user_data(b"label,a\nx,1\ny,2\nz,3\nx,4\n", "toy.csv").num_classes == 3  # tiny, not an identifier
     npz = load_user_data(_npz_bytes(x=np.eye(3), y=np.array(["dog", "cat", "dog"])), "pets.npz")
     assert npz.label_names == ("cat", "dog") and npz.y_train.tolist() == [1, 0, 1]
 
@@ -436,7 +437,7 @@ def _npy_bytes() -> bytes:
             "d.csv",
             b"id,px1\np1,0\np2,0\np3,1\np4,1\np5,1\n",
             {},
-            "column 'id' holds 5 different names in 5 records: an identifier, not a class label",
+            "column 'id' holds a different name in each of its 5 records: an identifier, not a class label",
         ),
         ("d.csv", b"label,px1\n1,0\n2,0\n", {"max_bytes": 10}, "d.csv is larger than the limit of 10 bytes."),
         ("d.csv", b"label,px1\n1,0\n2,0\n3,0\n", {"max_rows": 2}, "more than 2 rows"),

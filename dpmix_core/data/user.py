@@ -201,8 +201,8 @@ def _parse_csv(
 
 def _class_names(column, filename: str, label: str) -> np.ndarray | None:
     """The label column's class names (str array) when no label in it is a number; None when every label is one
-    (integer labels, checked by the caller). A column mixing the two, a missing label, or names so many that most
-    records have one of their own (an identifier column, not a label) are refused."""
+    (integer labels, checked by the caller). A column mixing the two, a missing label, or a different name for every
+    record (an identifier column, not a label) are refused."""
     import pandas as pd
 
     if pd.api.types.is_numeric_dtype(column):
@@ -222,10 +222,9 @@ def _class_names(column, filename: str, label: str) -> np.ndarray | None:
             f"{column.iloc[j]!r}; use class names or integer labels throughout."
         )
     names = np.array([str(v).strip() for v in column], dtype=str)
-    distinct = len(np.unique(names))
-    if distinct > max(2, len(names) // 2):
+    if len(names) > 2 and len(np.unique(names)) == len(names):
         raise DatasetError(
-            f"{filename}: column '{label}' holds {distinct:,} different names in {len(names):,} records: an "
+            f"{filename}: column '{label}' holds a different name in each of its {len(names):,} records: an "
             "identifier, not a class label; name the column that holds the labels (--label-column, or the "
             "Label column picker)."
         )
