@@ -398,7 +398,7 @@ def test_user_npz_and_path_input(tmp_path):
     path = tmp_path / "imgs.npz"
     np.savez(path, x=np.arange(24, dtype=np.uint8).reshape(3, 2, 4), y=np.array([5, 9, 5]))
     dataset = load_user_data(path, "imgs.npz")
-    assert dataset.x_train.shape == (3, 8) and dataset.label_names == ("5", "9")
+    assert dataset.x_train.shape == (3, 2, 4) and dataset.label_names == ("5", "9")  # uint8 images keep their shape
 
 
 def _npz_bytes(**arrays) -> bytes:
@@ -492,3 +492,24 @@ def test_full_mnist_from_shared_folder():
     assert dataset.x_train.shape == (60000, 28, 28) and dataset.x_test.shape == (10000, 28, 28)
     assert dataset.class_counts().tolist() == [5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949]
     assert default_dataset(SHARED_DATA).source == f"local file {SHARED_DATA / 'mnist.npz'}"
+
+
+def test_user_npz_of_uint8_images_stays_images():
+    """uint8 (n, H, W) uploads keep their shape and type, as the built-in datasets: pixels need no stated bounds
+    and preview as images; float or other shapes become (n, d) float32 rows."""
+    from dpmix_core.data.choice import needs_feature_range
+    from dpmix_core.synthesis.pipeline import SynthesisConfig, synthesize
+    from dpmix_core.synthesis.previews import mixing_preview
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, size=(40, 8, 8), dtype=np.uint8)
+    y = np.array(["even", "odd"] * 20)
+    images = load_user_data(_npz_bytes(x=x, y=y), "tiny.npz")
+    assert images.x_train.shape == (40, 8, 8) and images.x_train.dtype == np.uint8 and not needs_feature_range(images)
+    assert images.source == "uploaded file tiny.npz (40 records, 8×8 uint8 images)"
+    assert mixing_preview(images, SynthesisConfig(mechanism="dpmix", l=4, T=20, sigma_x=0.3)).images
+    released = synthesize(SynthesisConfig(mechanism="dpmix", l=4, T=20, sigma_x=0.3), images).data.x
+    assert released.shape == (20, 64)  # mixed as [0,1] pixels, like MNIST's
+    rows = load_user_data(_npz_bytes(x=x.astype(np.float32), y=y), "f.npz")
+    assert rows.x_train.shape == (40, 64) and rows.x_train.dtype == np.float32 and needs_feature_range(rows)
+    assert load_user_data(_npz_bytes(x=x[:, :, :2, None].repeat(2, -1), y=y), "g.npz").x_train.shape == (40, 32)

@@ -1,14 +1,16 @@
 """Bring your own data: a labelled ``.csv`` or ``.npz`` file, validated cell by cell.
 
 CSV: a header row, one label column (``label_column``, else the column named
-"label", else the first column) and numeric feature columns (their headers become
-``Dataset.feature_names``). Labels are integers or class names ("cat", "dog"),
-one kind throughout. Rows in messages
-are numbered as in a spreadsheet: the header is row 1, the first record row 2.
+"label", else the first column) and numeric feature columns (their headers
+become ``Dataset.feature_names``). Labels are integers or class names ("cat",
+"dog"), one kind throughout. Rows in messages are numbered as in a spreadsheet:
+the header is row 1, the first record row 2.
 NPZ: arrays ``x`` (n, ...) numeric and ``y`` (n,) integer labels or class-name
-strings, read with ``allow_pickle=False``. Labels are remapped to 0..K-1 in
-sorted order; ``Dataset.label_names`` keeps the original values (a release's
-card lists them, so its label columns can be read). Features become float32 (n, d).
+strings, read with ``allow_pickle=False``; uint8 images (n, H, W) or
+(n, H, W, 3) keep their shape and type, as the built-in datasets do.
+Labels are remapped to 0..K-1 in sorted order; ``Dataset.label_names`` keeps
+the original values (a release's card lists them, so its label columns can be
+read). Other features become float32 (n, d).
 """
 
 from __future__ import annotations
@@ -260,13 +262,20 @@ def _parse_npz(data: bytes, filename: str, max_rows: int) -> tuple[np.ndarray, n
     features = x.reshape(len(x), -1)
     _check_finite(features, lambda i, j: f"{filename}: x row {i}, column {j}")
     _check_float32_range(features, lambda i, j: f"{filename}: x row {i}, column {j}")
+    records = x if _is_uint8_image(x) else features.astype(np.float32)
     if y.dtype.kind == "U":  # class names
         i = _first_bad(np.char.strip(y) == "")
         if i is not None:
             raise DatasetError(f"{filename}: y[{i}]: empty class name.")
-        return features.astype(np.float32), y
+        return records, y
     _check_finite(y[:, None], lambda i, j: f"{filename}: y[{i}]")
-    return features.astype(np.float32), _integer_labels(y, lambda i: f"{filename}: y[{i}]")
+    return records, _integer_labels(y, lambda i: f"{filename}: y[{i}]")
+
+
+def _is_uint8_image(x: np.ndarray) -> bool:
+    """uint8 records of shape (n, H, W) or (n, H, W, 3): images, kept as the built-in datasets keep theirs (pixels
+    0..255 by their type, so no bounds to state; previewed as images)."""
+    return x.dtype == np.uint8 and (x.ndim == 3 or (x.ndim == 4 and x.shape[-1] == 3))
 
 
 def load_user_data(
@@ -302,7 +311,13 @@ def load_user_data(
         x_test=None,
         y_test=None,
         num_classes=len(originals),
-        source=f"uploaded file {filename} ({len(y):,} records, {x.shape[1]:,} features)",
+        source=f"uploaded file {filename} ({len(y):,} records, {_shape_words(x)})",
         label_names=tuple(str(v) for v in originals),
         feature_names=feature_names,
     )
+
+
+def _shape_words(x: np.ndarray) -> str:
+    if _is_uint8_image(x):
+        return "×".join(str(s) for s in x.shape[1:]) + " uint8 images"
+    return f"{x.shape[1]:,} features"
