@@ -13,6 +13,7 @@ from dpmix_core.views.background import BackgroundResults
 from dpmix_core.views.exports import (
     chart_export,
     figure_data_csv,
+    file_stem,
     latex_text,
     settings_caption,
     table_csv,
@@ -67,6 +68,7 @@ def test_chart_export_needs_a_title_and_carries_the_data():
     fig.update_layout(title="ε as T grows (δ = 1e-05)")
     export = chart_export(fig)
     assert export.file_stem == "as_t_grows_1e_05"
+    assert file_stem("dpmix_preview_class_T-shirt/top") == "dpmix_preview_class_t_shirt_top"  # a user's class name
     csv = export.csv.decode("utf-8-sig").splitlines()
     assert csv == ["trace,x,y", "lee2019,1,3.0", "lee2019,2,4.0"]
     assert b"<html>" in export.html()[:200].lower() or b"<html" in export.html()[:500].lower()

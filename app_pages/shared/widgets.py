@@ -12,7 +12,14 @@ from typing import TypeVar
 import pandas as pd
 import streamlit as st
 
-from dpmix_core.views.exports import chart_export, kaleido_available, settings_caption, table_csv, table_latex
+from dpmix_core.views.exports import (
+    chart_export,
+    file_stem,
+    kaleido_available,
+    settings_caption,
+    table_csv,
+    table_latex,
+)
 from dpmix_core.views.inputs import parse_count, parse_real
 
 T = TypeVar("T")
@@ -46,8 +53,10 @@ def chart(fig, key: str, settings: dict | None = None) -> None:
 
 
 def table_download(table, key: str, name: str) -> None:
-    """Every table on a page can be taken away as CSV (spreadsheets) and as a LaTeX tabular (papers)."""
+    """Every table on a page can be taken away as CSV (spreadsheets) and as a LaTeX tabular (papers); ``name`` may
+    hold a user's class name ("T-shirt/top"): the file is named by its safe stem."""
     frame = pd.DataFrame(table)
+    name = file_stem(name)
     with st.container(horizontal=True):
         st.download_button(
             "Table (CSV)", table_csv(frame), f"{name}.csv", "text/csv", key=key + "_csv", on_click="ignore"
