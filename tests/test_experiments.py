@@ -785,6 +785,10 @@ SPEC_VARIANTS = {
     # the paper's own release (private feature-wise z-score, labels not protected): "not covered", see REPRODUCTION §3
     "dpcda-table2-paper-release-lr1e-3": ("dpcda-table2", _PAPER_RELEASE),
     "dpcda-table2-paper-release-lr1e-4": ("dpcda-table2", ("lr", *_PAPER_RELEASE)),
+    "dpcda-table2-paper-release-l2-no-early-stopping-lr1e-4": (
+        "dpcda-table2",
+        ("lr", "early_stopping", *_PAPER_RELEASE),
+    ),
     "dpcda-table2-test-unclipped": ("dpcda-table2", ("test_inputs",)),  # the same weights, another test loader
     "dpcda-table2-test-unclipped-lr1e-4": ("dpcda-table2", ("lr", "test_inputs")),
     "dpcda-table2-paper-release-test-unclipped": ("dpcda-table2", ("test_inputs", *_PAPER_RELEASE)),
