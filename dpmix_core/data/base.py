@@ -62,7 +62,8 @@ class Dataset:
     """A labelled dataset with an optional test split.
 
     ``x_train`` is uint8 images, shape (n, H, W) or (n, H, W, 3), for the
-    built-in datasets and float32 (n, d) for uploads. Labels are int64 in
+    built-in datasets and uploads of such images, and float32 (n, d) for other
+    uploads. Labels are int64 in
     ``0..num_classes-1``; ``label_names[k]`` is the display name of class k
     (for uploads: the original label value). ``feature_names`` names the
     flattened features (a CSV upload's column headers; empty: x0, x1, ...).
