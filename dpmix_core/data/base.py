@@ -13,12 +13,19 @@ __all__ = [
     "Dataset",
     "TEST_ROWS",
     "check_class_sizes",
+    "named_classes",
     "pick_rows",
 ]
 
 # Rows of a test split: every row, or one half (rows 0, 2, 4, ... or 1, 3, 5, ...). Public constants fixed on one
 # half are scored on the other, which never touched them (a run's test_accuracy_halves: [even rows, odd rows]).
 TEST_ROWS = ("all", "even", "odd")
+
+
+def named_classes(label_names: tuple[str, ...] | list[str]) -> bool:
+    """Whether classes have names other than their numbers 0..K-1 (an upload's 'cat' / 'dog' or labels 3 / 7 / 9,
+    Fashion-MNIST's; MNIST's digits are their own names): worth saying which class is which."""
+    return bool(label_names) and tuple(label_names) != tuple(str(k) for k in range(len(label_names)))
 
 
 def pick_rows(x, rows: str):
@@ -89,10 +96,8 @@ class Dataset:
         names = self.label_names or tuple(str(k) for k in range(self.num_classes))
         if len(names) != self.num_classes:
             raise DatasetError(f"label_names must name {self.num_classes} classes. Found {len(names)}.")
-        if self.feature_names and len(self.feature_names) != int(np.prod(self.x_train.shape[1:])):
-            raise DatasetError(
-                f"feature_names must name {int(np.prod(self.x_train.shape[1:]))} features. Found {len(self.feature_names)}."
-            )
+        if self.feature_names and len(self.feature_names) != self.feature_dim:
+            raise DatasetError(f"feature_names must name {self.feature_dim} features. Found {len(self.feature_names)}.")
         fields = {
             "label_names": names,
             "x_train": _read_only(self.x_train),

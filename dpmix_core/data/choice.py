@@ -3,7 +3,7 @@ found on disk (Fashion-MNIST, CIFAR-10) when picked; or an upload."""
 
 from __future__ import annotations
 
-from dpmix_core.data.base import Dataset, DatasetError
+from dpmix_core.data.base import Dataset, DatasetError, named_classes
 from dpmix_core.data.catalog import (
     DATASET_NAMES,
     DATASET_TITLES,
@@ -65,8 +65,7 @@ def app_dataset(
 def describe_dataset(dataset: Dataset) -> str:
     shape = "×".join(str(s) for s in dataset.x_train.shape[1:])
     names = dataset.label_names
-    named = bool(names) and names != tuple(str(k) for k in range(len(names)))  # digits are their own names
-    listed = f" ({', '.join(names[:6])}{', ...' if len(names) > 6 else ''})" if named else ""
+    listed = f" ({', '.join(names[:6])}{', ...' if len(names) > 6 else ''})" if named_classes(names) else ""
     return (
         f"{dataset.source} — {dataset.n_train:,} training records of shape {shape}, {dataset.num_classes} classes"
         + listed

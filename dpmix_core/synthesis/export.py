@@ -22,6 +22,7 @@ from typing import IO
 import numpy as np
 
 import dpmix_core
+from dpmix_core.data.base import named_classes
 from dpmix_core.privacy.release import MixingRelease
 from dpmix_core.privacy.statement import card_statement
 from dpmix_core.resources.files import check_new_file, write_files_atomically
@@ -136,7 +137,7 @@ def label_columns_note(synthesis: Synthesis, shown: int = 12) -> str | None:
     """'label columns: y0 = bird, y1 = cat, ...' (the first ``shown``) when the classes have names other than
     their numbers 0..K-1 (an upload's labels 3 / 7 / 9 or class names, Fashion-MNIST's); else None."""
     names = synthesis.label_names
-    if not label_columns_named(synthesis) or names == tuple(str(k) for k in range(len(names))):
+    if not label_columns_named(synthesis) or not named_classes(names):
         return None
     text = ", ".join(f"y{k} = {name}" for k, name in enumerate(names[:shown]))
     more = f", ... ({len(names)} classes)" if len(names) > shown else ""

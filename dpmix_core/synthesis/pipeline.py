@@ -206,6 +206,13 @@ class Synthesis:
     feature_names: tuple[str, ...] = ()  # feature column j's name where the release keeps the data's features
 
 
+def _made(data: SyntheticData, config: SynthesisConfig, dataset: Dataset) -> Synthesis:
+    """The release of ``dataset``'s own features (its class and feature names carry over to the card)."""
+    return Synthesis(
+        data, config, dataset.name, dataset.source, dataset.n_train, dataset.label_names, dataset.feature_names
+    )
+
+
 def _sigmas(config: SynthesisConfig) -> tuple[float, float]:
     sx = 1.0 if config.sigma_x is None else config.sigma_x
     sy = config.sigma_ratio * sx if config.sigma_y is None else config.sigma_y
@@ -448,9 +455,7 @@ def synthesize(
             postprocess=True,
             seed=config.seed,
         )
-        return Synthesis(
-            data, config, dataset.name, dataset.source, dataset.n_train, dataset.label_names, dataset.feature_names
-        )
+        return _made(data, config, dataset)
     config = resolve_sigma(config, dataset)
     sx, sy = _sigmas(config)  # both set by resolve_sigma
     if config.mechanism == "local":
@@ -466,9 +471,7 @@ def synthesize(
             device=config.device,
             feature_range=config.feature_range,
         )
-        return Synthesis(
-            data, config, dataset.name, dataset.source, dataset.n_train, dataset.label_names, dataset.feature_names
-        )
+        return _made(data, config, dataset)
     release = planned_release(config, dataset)  # the one description: the mechanism runs exactly it
     common: dict = dict(
         num_classes=k, release=release, seed=config.seed, device=config.device, feature_range=config.feature_range
@@ -485,6 +488,4 @@ def synthesize(
         data = poisson_mix(X, y, **common)
     else:
         data = dpmix(X, y, **common)
-    return Synthesis(
-        data, config, dataset.name, dataset.source, dataset.n_train, dataset.label_names, dataset.feature_names
-    )
+    return _made(data, config, dataset)
