@@ -136,7 +136,10 @@ CASES = [
     (["train", "--sigma-x", "1", "--epochs", "1e9"], "DPMIX_MAX_JOB_SECONDS"),
     (["train", "--sigma-x", "1", "--l", "4", "--T", "1e9"], "DPMIX_MAX_MEMORY"),
     (["train", "--sigma-x", "1", "--l", "5000"], "must not exceed"),
-    (["train", "--data-file", "bad.csv"], "official test split"),
+    (["train", "--data-file", "bad.csv"], "beyond the float32 range"),
+    (["train", "--data-file", "nothing.csv"], "cannot read the data file"),
+    (["train", "--test-fraction", "0.3"], "holds out records of a --data-file"),
+    (["train", "--data-file", "pickled.npz", "--label-column", "y"], "names a column of a --data-file CSV"),
     (["train", "--method", "dp-sgd"], "target epsilon"),
     # sweep: paths, Ray and the store checked before any work
     (["sweep", "spec.toml", "--export", "folder"], "is a folder"),

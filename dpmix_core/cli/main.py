@@ -597,20 +597,33 @@ def _release_file_options(args: argparse.Namespace) -> dict:
     return release_run_options(read_release(args.release))
 
 
+def _data_file_run_options(args: argparse.Namespace) -> tuple[dict, bool]:
+    """train --data-file FILE: (the run's data-file fields, whether its records are images). Without it,
+    --test-fraction and --label-column have nothing to act on: refused."""
+    from dpmix_core.experiments.run_data import open_data_file
+
+    if args.data_file is None:
+        if args.test_fraction is not None:
+            raise CliError("--test-fraction holds out records of a --data-file; the datasets have their own test split")
+        if args.label_column is not None:
+            raise CliError("--label-column names a column of a --data-file CSV")
+        return {}, True
+    if args.label_column is not None and not args.data_file.lower().endswith(".csv"):
+        raise CliError("--label-column names a column of a --data-file CSV")
+    fraction = 0.2 if args.test_fraction is None else args.test_fraction
+    options, dataset = open_data_file(args.data_file, label_column=args.label_column, test_fraction=fraction)
+    return options, dataset.x_train.ndim >= 3
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from dpmix_core.cli.train import train_repeats
     from dpmix_core.training.protocols import PROTOCOLS
 
-    if args.data_file is not None:
-        raise CliError(
-            "train scores a model on a dataset's official test split, which --data-file has not: use --dataset "
-            "(and --data-dir), or release your data with synthesize --data-file and train on the released file "
-            "with your own tools (x and y arrays, the card says which column is which)"
-        )
     release_file: dict = _release_file_options(args) if args.release is not None else {}
+    own_data, own_images = _data_file_run_options(args)
     features = release_file.pop("features", args.features)
-    dataset = release_file.pop("dataset", args.dataset)
-    model = args.model or ("scatter-linear" if features == "scattering" else "thesis-cnn")
+    dataset = release_file.pop("dataset", own_data.pop("dataset", args.dataset))
+    model = args.model or ("scatter-linear" if features == "scattering" else "thesis-cnn" if own_images else "linear")
     clamps = model in PROTOCOLS and PROTOCOLS[model].clamp_negative
     synthesis = release_file.pop("synthesis", None) or (
         _synthesis_config(args, clamp_by_default=clamps) if args.method in ("mixing", "label-laplace") else None
@@ -631,6 +644,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         val_fraction=args.val_fraction,
         features=features,
         **release_file,
+        **own_data,
     )
     summary = train_repeats(
         method=args.method,
@@ -657,6 +671,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"test accuracy {100 * acc:.2f} % ± {100 * (std or 0):.2f} over {summary['repeats']} run(s), "
             f"{summary['seconds']:.1f} s"
         )
+        if summary.get("data"):
+            print(f"note: {summary['data']['note']}")
         _print_other_test_inputs(summary, summary["config"].get("test_inputs", "release"))
         if summary["collapsed"]:
             print(f"WARNING: {summary['collapsed']} of {summary['repeats']} run(s) {summary['collapse_reason']}")
@@ -725,9 +741,15 @@ def _add_train(sub) -> None:
         default="mixing",
         help="mixing (train on the release) or a baseline on the same model",
     )
-    p.add_argument("--model", choices=MODELS, help="default: thesis-cnn (scatter-linear with --features scattering)")
+    p.add_argument(
+        "--model",
+        choices=MODELS,
+        help="default: thesis-cnn (scatter-linear with --features scattering; linear for a --data-file of features)",
+    )
     p.add_argument("--loss", choices=LOSSES, help="default: the model's paper protocol")
-    p.add_argument("--epochs", type=positive_int, default=5)
+    p.add_argument(
+        "--epochs", type=positive_int, help="default: 5 (50 for the linear model on a --data-file: its protocol)"
+    )
     # training protocol: every option left out takes the model's paper protocol (dpmix_core.training.protocols)
     p.add_argument("--lr", type=finite_float, help="initial learning rate")
     p.add_argument("--batch-size", type=positive_int)
@@ -773,6 +795,13 @@ def _add_train(sub) -> None:
         choices=PRECISIONS,
         help="training arithmetic: fp32 (default), or bf16 (bfloat16 autocast: 1.1-2.9x faster on a CPU with "
         "native bfloat16, refused on one without; a different run from fp32)",
+    )
+    p.add_argument(
+        "--test-fraction",
+        type=finite_float,
+        metavar="F",
+        help="--data-file: the share of its records held out as the test split (default 0.2; stratified, the same "
+        "records for every seed, never released)",
     )
     p.add_argument("--repeats", type=positive_int, default=1, help="runs with seeds seed, seed+1, ...")
     p.add_argument(

@@ -18,7 +18,8 @@ from dpmix_core.resources.files import check_new_file
 from dpmix_core.resources.limits import Limits, check_cost, check_training_cost, limits_from_env
 from dpmix_core.runtime.worker import checkpoint_interval
 from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release, release_cost
-from dpmix_core.training.protocols import protocol_options
+from dpmix_core.training.names import IMAGE_MODELS
+from dpmix_core.training.protocols import protocol_options, train_epochs
 
 __all__ = ["check_before_training", "checkpoint_folder", "train_repeats"]
 
@@ -43,17 +44,22 @@ def check_before_training(base: RunConfig, repeats: int, limits: Limits | None =
     """Everything that can be refused before the first progress line: the precision suits the device, the
     dataset loads and has a test split, the release fits it (l <= n, l <= every class size) and the estimated cost of the
     release and of ``repeats`` trainings is within ``limits`` (ValueError with one line otherwise)."""
-    from dpmix_core.data import load_dataset
+    from dpmix_core.experiments.run_data import load_run_dataset
     from dpmix_core.mechanisms import resolve_device
     from dpmix_core.training.data import subsample
     from dpmix_core.training.precision import check_precision
 
     check_precision(base.precision, resolve_device(base.device))
     limits = limits or limits_from_env()
-    ds = load_dataset(base.dataset, data_dir=base.data_dir)
+    ds = load_run_dataset(base)
     if ds.x_test is None:
         raise ValueError(f"dataset {base.dataset!r} has no test split to evaluate on.")
     ds = subsample(ds, train_limit=base.train_limit, test_limit=base.test_limit)
+    if base.model in IMAGE_MODELS and base.features == "pixels" and ds.x_train.ndim < 3:
+        raise ValueError(
+            f"model {base.model!r} takes images (n, H, W); {ds.name} has {ds.feature_dim:,} features a record: "
+            "use the linear model (or corrected-lsq)."
+        )
     samples = ds.n_train
     if base.release_file is not None and base.synthesis is not None:  # made already: only training costs
         samples = base.synthesis.T
@@ -109,7 +115,7 @@ def train_repeats(
     synthesis: SynthesisConfig | None = None,
     model: str = "thesis-cnn",
     loss: str | None = None,
-    epochs: int = 5,
+    epochs: int | None = None,
     repeats: int = 1,
     seed: int = 0,
     device: str = "auto",
@@ -131,7 +137,8 @@ def train_repeats(
     """
     given = {k: v for k, v in dict(run_options, loss=loss).items() if v is not None}
     mechanism = synthesis.mechanism if synthesis is not None and method in ("mixing", "label-laplace") else None
-    kw = {**protocol_options(model, method=method, mechanism=mechanism), **given}
+    own_data = run_options.get("data_file") is not None
+    kw = {**protocol_options(model, method=method, mechanism=mechanism, own_data=own_data), **given}
     if kw.get("early_stopping") == 0:  # the CLI's --early-stopping 0: train every epoch
         kw["early_stopping"] = None
     if method == "dp-sgd":
@@ -151,7 +158,7 @@ def train_repeats(
         data_dir=None if data_dir is None else str(data_dir),
         synthesis=synthesis if method in ("mixing", "label-laplace") else None,
         model=model,
-        epochs=epochs,
+        epochs=train_epochs(model, own_data=own_data) if epochs is None else epochs,
         seed=seed,
         device=device,
         **kw,
@@ -213,6 +220,7 @@ def _summary(base: RunConfig, results: list[dict]) -> dict:
             for res in results
         ],
         "release_file": first.get("release_file"),  # train --release: the file, its hash and when it was made
+        "data": first.get("data"),  # train --data-file: the file, its hash and the records held out
         "notes": first["notes"],
         "versions": first["versions"],
         "config": base.to_dict(),

@@ -11,6 +11,12 @@ strings, read with ``allow_pickle=False``; uint8 images (n, H, W) or
 Labels are remapped to 0..K-1 in sorted order; ``Dataset.label_names`` keeps
 the original values (a release's card lists them, so its label columns can be
 read). Other features become float32 (n, d).
+
+An upload has no test split. To score a model trained on a release of it,
+:func:`held_out_split` sets aside a stratified share of its records as the
+test split (the same rows for every run seed, :data:`SPLIT_SEED`): they are
+never mixed nor released, so the release's epsilon covers the other records
+and the accuracy read on them is an ordinary, non-private statistic of theirs.
 """
 
 from __future__ import annotations
@@ -26,9 +32,13 @@ from typing import BinaryIO
 import numpy as np
 
 from dpmix_core.data.base import Dataset, DatasetError
+from dpmix_core.data.embedded import stratified_split
 from dpmix_core.data.formats import read_npz
 
-__all__ = ["csv_columns", "default_label_column", "load_user_data"]
+__all__ = ["OWN_DATA", "SPLIT_SEED", "csv_columns", "default_label_column", "held_out_split", "load_user_data"]
+
+OWN_DATA = "file"  # a run's dataset name when it trains on a user's file (RunConfig.data_file)
+SPLIT_SEED = 0  # the held-out split's seed: a file's test rows do not change with the run's seed
 
 MAX_BYTES = 200_000_000
 MAX_ROWS = 1_000_000
@@ -321,3 +331,40 @@ def _shape_words(x: np.ndarray) -> str:
     if _is_uint8_image(x):
         return "×".join(str(s) for s in x.shape[1:]) + " uint8 images"
     return f"{x.shape[1]:,} features"
+
+
+def held_out_split(dataset: Dataset, test_fraction: float, *, seed: int = SPLIT_SEED) -> Dataset:
+    """``dataset`` (an upload: no test split) with round(test_fraction x size) records of each class held out as its
+    test split, chosen with ``seed``; the rest stay the training split a release mixes.
+
+    Raises :class:`DatasetError` (one line) for a fraction outside (0, 1), a dataset that has a test split already,
+    a split that holds out no record, or one that leaves fewer than 2 classes to train on.
+    """
+    if not (isinstance(test_fraction, (int, float)) and 0 < test_fraction < 1):
+        raise DatasetError(f"the test fraction must be between 0 and 1 (e.g. 0.2). Found {test_fraction!r}.")
+    if dataset.x_test is not None:
+        raise DatasetError(f"{dataset.name} has a test split already; only an upload is split.")
+    train, test = stratified_split(dataset.y_train, float(test_fraction), seed)
+    if len(test) == 0:
+        raise DatasetError(
+            f"a test fraction of {test_fraction:g} holds out no record of {dataset.name} ({dataset.n_train:,} records, "
+            f"{dataset.num_classes} classes): raise it."
+        )
+    if len(np.unique(dataset.y_train[train])) < 2:
+        raise DatasetError(
+            f"a test fraction of {test_fraction:g} leaves fewer than 2 classes of {dataset.name} to train on: lower it."
+        )
+    return Dataset(
+        name=dataset.name,
+        x_train=dataset.x_train[train],
+        y_train=dataset.y_train[train],
+        x_test=dataset.x_train[test],
+        y_test=dataset.y_train[test],
+        num_classes=dataset.num_classes,
+        source=(
+            f"{dataset.source}; stratified {len(train):,} train / {len(test):,} held-out test records "
+            f"(test fraction {test_fraction:g}, seed {seed}; the test records are never released)"
+        ),
+        label_names=dataset.label_names,
+        feature_names=dataset.feature_names,
+    )

@@ -9,7 +9,9 @@
 * :mod:`~dpmix_core.experiments.quick_vs_full` — ``quick_vs_full``: a stored quick sweep's points next to its full
   protocol's runs (the 5-point target);
 * :mod:`~dpmix_core.experiments.release_files` — ``read_release``: a release made earlier, read back with its
-  card to train on (``train --release``).
+  card to train on (``train --release``);
+* :mod:`~dpmix_core.experiments.run_data` — ``load_run_dataset``: the dataset a run reads, one's own file split into
+  released and held-out records (``train --data-file``).
 """
 
 from dpmix_core.experiments.config import RunConfig, run_key

@@ -5,7 +5,8 @@ A run is fully described by its config: dataset, method, the release
 label-only Laplace), model, loss, optimizer and schedule, epochs, batch size,
 validation fraction, subsample limits, DP-SGD / DP-PCA parameters and the
 seed. ``device``, ``data_dir`` and the display ``label`` say *where* and *under
-what name* it runs, not *what* runs: they are not part of the identity.
+what name* it runs, not *what* runs: they are not part of the identity. Nor are the
+paths of a release file or of one's own data file: their bytes' SHA-256 is.
 
 No torch import here: configs validate in the app without loading torch.
 """
@@ -21,7 +22,7 @@ import re
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from dpmix_core.data import DATASET_NAMES, public_zscore_constants
+from dpmix_core.data import DATASET_NAMES, OWN_DATA, public_zscore_constants
 from dpmix_core.resources.files import check_sha256
 from dpmix_core.synthesis.pipeline import MECHANISMS, SynthesisConfig, resolve_preprocessing
 from dpmix_core.training.names import (
@@ -52,7 +53,7 @@ __all__ = [
     "upgrade_v1_synthesis",
 ]
 
-NON_IDENTITY_FIELDS = ("device", "data_dir", "label", "release_file")
+NON_IDENTITY_FIELDS = ("device", "data_dir", "label", "release_file", "data_file")
 _RUN_OWNED_SYNTHESIS_FIELDS = ("seed", "device")  # set by the run, not stored in the nested dict
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 _SYNTHESIS_TUPLES = ("zscore_constants", "feature_range")
@@ -231,6 +232,11 @@ class RunConfig:
     ``synthesize`` (:mod:`dpmix_core.experiments.release_files`) instead of
     making one; ``synthesis`` then holds the card's parameters, the hash is the
     release's identity and the path is not (the same bytes elsewhere are the same run).
+    ``data_file`` / ``data_sha256`` / ``label_column`` / ``test_fraction``: train on one's own ``.csv`` or ``.npz``
+    (dataset ``"file"``, read by :func:`~dpmix_core.data.load_user_data` with ``label_column``): a stratified
+    ``test_fraction`` of its records is held out as the test split, the same rows for every seed
+    (:func:`~dpmix_core.data.held_out_split`), and never released; the release mixes the rest. The hash is the
+    data's identity, the path is not; the other two enter the identity only with a data file.
     """
 
     method: str
@@ -271,11 +277,15 @@ class RunConfig:
     data_dir: str | None = None  # not identity
     release_file: str | None = None  # train on this synthesize file instead of making a release (not identity)
     release_sha256: str | None = None  # its bytes' SHA-256: the release's identity
+    data_file: str | None = None  # train on one's own .csv / .npz (dataset "file"; not identity)
+    data_sha256: str | None = None  # its bytes' SHA-256: the data's identity
+    label_column: str | None = None  # a data_file CSV's label column (None: "label", else the first)
+    test_fraction: float = 0.2  # a data_file's records held out as the test split (stratified, never released)
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
         _choice("method", self.method, METHODS)
-        _choice("dataset", self.dataset, DATASET_NAMES)
+        _choice("dataset", self.dataset, (*DATASET_NAMES, OWN_DATA))
         _choice("features", self.features, FEATURES)
         _choice("model", self.model, MODELS)
         _choice("init", self.init, INITS)
@@ -364,6 +374,7 @@ class RunConfig:
         if self.data_dir is not None and not isinstance(self.data_dir, str):
             set_("data_dir", str(self.data_dir))
         self._check_release_file(set_)
+        self._check_data_file(set_)
         self._check_synthesis(set_)
         self._check_combination()
 
@@ -378,6 +389,28 @@ class RunConfig:
             raise ValueError(f"a release file is a mixing release: method must be 'mixing'. Found {self.method!r}.")
         check_sha256("release_sha256", self.release_sha256)
         set_("release_file", str(self.release_file))
+
+    def _check_data_file(self, set_) -> None:
+        if not (_is_real(self.test_fraction) and 0 < self.test_fraction < 1):
+            raise ValueError(f"test_fraction must be between 0 and 1 (e.g. 0.2). Found {self.test_fraction!r}.")
+        set_("test_fraction", float(self.test_fraction))
+        own = self.data_file is not None or self.data_sha256 is not None
+        if not own:
+            if self.dataset == OWN_DATA:
+                raise ValueError(f"dataset {OWN_DATA!r} is one's own file: give data_file and data_sha256.")
+            if self.label_column is not None:
+                raise ValueError("label_column names a column of a data_file CSV; this run has no data file.")
+            return
+        if self.data_file is None or self.data_sha256 is None:
+            raise ValueError("a data file needs both data_file (its path) and data_sha256 (its bytes' hash).")
+        if self.dataset != OWN_DATA:
+            raise ValueError(f"a run on a data file has dataset {OWN_DATA!r}. Found {self.dataset!r}.")
+        if self.release_file is not None:
+            raise ValueError("a run trains on a release file or on a data file, not both.")
+        check_sha256("data_sha256", self.data_sha256)
+        set_("data_file", str(self.data_file))
+        if self.label_column is not None and not isinstance(self.label_column, str):
+            raise ValueError(f"label_column must be a column's name. Found {self.label_column!r}.")
 
     def _check_synthesis(self, set_) -> None:
         syn = self.synthesis
@@ -586,6 +619,9 @@ class RunConfig:
             d.pop("precision")
         if self.release_sha256 is None:
             d.pop("release_sha256")
+        if self.data_sha256 is None:  # the fields of one's own data file, absent from the runs on a named dataset
+            for key in ("data_sha256", "label_column", "test_fraction"):
+                d.pop(key)
         return d
 
     def replace(self, **changes) -> RunConfig:

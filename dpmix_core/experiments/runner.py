@@ -488,19 +488,22 @@ def _load_data(ctx: RunContext):
     transform: the release's own (DPFMix App. E.2: ScatterNet + per-sample GroupNorm, mixed
     by the release) or the model's fixed ScatterNet input (``config.features``).
     """
-    from dpmix_core.data import Dataset, load_dataset
+    from dpmix_core.data import Dataset
+    from dpmix_core.experiments.run_data import held_out_note, load_run_dataset
     from dpmix_core.training import data as D
 
     config, stop = ctx.config, ctx.stop
     stop(force=True)
     ctx.phase("data")
     t0 = time.perf_counter()
-    ds = load_dataset(config.dataset, data_dir=config.data_dir)
+    ds = load_run_dataset(config)
     ds = D.subsample(ds, train_limit=config.train_limit, test_limit=config.test_limit)
     if config.release_file is not None:  # the release is made already: the private training split is not read
         ds = dataclasses.replace(ds, x_train=ds.x_train[:0], y_train=ds.y_train[:0])
     if ds.x_test is None or ds.y_test is None:
         raise ValueError(f"dataset {config.dataset!r} has no test split to evaluate on.")
+    if config.data_file is not None:  # one's own file: which records were held out, in words and numbers
+        ctx.extra["data"] = held_out_note(config, ds)
     x_test_raw = ds.x_test
     ctx.tick("data", t0)
     raw_ds, input_shape = ds, tuple(ds.x_train.shape[1:])

@@ -50,6 +50,7 @@ __all__ = [
     "row_norms",
     "column_mean",
     "column_std",
+    "check_unit_bounds",
     "clipped_features",
     "unit_features",
 ]
@@ -529,18 +530,24 @@ def clipped_features(X: np.ndarray, feature_range: tuple[float, float] | None, c
     return clip_rows(feats, clip_x), note
 
 
+def check_unit_bounds(dtype: np.dtype, feature_range: tuple[float, float] | None) -> None:
+    """Refuse (one line) [0,1] scaling of features that are not uint8 pixels without their public bounds."""
+    if feature_range is None and dtype != np.uint8:
+        raise ValueError(
+            f"X has dtype {dtype}, not uint8 pixels: [0,1] scaling needs the features' public bounds, e.g. "
+            "feature_range=(0.0, 1.0) (the CLI's --feature-range LO,HI); min-max from the private data would not "
+            "be covered by the accountant."
+        )
+
+
 def unit_features(X: np.ndarray, feature_range: tuple[float, float] | None) -> tuple[np.ndarray, float, str]:
     """Features for [0,1] mixing as (table, scale, note): the table divided by ``scale`` lies in [0,1].
 
     uint8 without a range: the raw integers (scale 255), so sums of up to 65793
     values are exact in float32 (float64 beyond). Otherwise min-max with public bounds.
     """
+    check_unit_bounds(X.dtype, feature_range)
     if feature_range is None:
-        if X.dtype != np.uint8:
-            raise ValueError(
-                f"X has dtype {X.dtype}: [0,1] scaling needs public bounds, e.g. feature_range=(0.0, 1.0) "
-                "or (0, 255); min-max from the private data would not be covered by the accountant."
-            )
         return X, 255.0, "features: uint8 pixels divided by 255 (exact integer sums)"
     lo, hi = check_range("feature_range", feature_range)
     feats = np.clip(X, lo, hi).astype(np.float32)

@@ -18,7 +18,7 @@ from dpmix_core.mechanisms import (
     local_perturbation,
     poisson_mix,
 )
-from dpmix_core.mechanisms.mixing import PREPROCESSING
+from dpmix_core.mechanisms.mixing import PREPROCESSING, check_unit_bounds
 from dpmix_core.privacy.accountant_names import ACCOUNTANT_SAMPLING
 from dpmix_core.privacy.release import CLAMP_NEEDS_UNIT_BOX, PRIVATE_NORMALISATION, MixingRelease, Protects
 from dpmix_core.resources.files import check_sha256
@@ -319,7 +319,10 @@ def public_zscore_arrays(config: SynthesisConfig, d: int) -> ZScoreConstants | N
 
 
 def planned_release(config: SynthesisConfig, dataset: Dataset) -> MixingRelease:
-    """The release the mechanism will make on this dataset (before any data is touched)."""
+    """The release the mechanism will make on this dataset (before any data is touched). Raises ValueError (one
+    line) for [0,1] scaling of features that are not uint8 pixels without their public bounds."""
+    if config.unit_scaled and config.features == "pixels":
+        check_unit_bounds(dataset.x_train.dtype, config.feature_range)
     config = resolve_preprocessing(config, dataset.name)
     sx, sy = _sigmas(config)
     d, k = _feature_dim(config, dataset), dataset.num_classes

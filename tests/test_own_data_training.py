@@ -1,0 +1,210 @@
+"""train --data-file: one's own file, split into the records a release mixes and a held-out test split."""
+
+import json
+
+import numpy as np
+import pytest
+
+from dpmix_core.cli.main import main
+from dpmix_core.data import OWN_DATA, Dataset, DatasetError, held_out_split, load_user_data
+from dpmix_core.experiments.config import RunConfig, run_key
+from dpmix_core.experiments.run_data import TRAINED_ON, held_out_note, load_run_dataset, open_data_file
+from dpmix_core.training.names import METHODS
+from dpmix_core.training.protocols import OWN_DATA_LINEAR, TRAIN_EPOCHS, protocol_options, train_epochs
+
+SHA = "0" * 64
+
+
+def _pets(path, n=600, seed=0):
+    """A 3-class CSV whose label column ('species', class names) sits between the features: separable classes."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    x = rng.normal(size=(n, 4)) + 1.5 * y[:, None]
+    names = np.array(["bird", "cat", "dog"])[y]
+    rows = [f"{a:.3f},{b:.3f},{s},{c:.3f},{d:.3f}" for (a, b, c, d), s in zip(x, names, strict=True)]
+    path.write_text("a,b,species,c,d\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def _upload(y, x=None):
+    x = np.arange(len(y) * 2, dtype=np.float32).reshape(len(y), 2) if x is None else x
+    return Dataset("up", x, np.asarray(y), None, None, int(np.max(y)) + 1, "an upload")
+
+
+# --------------------------------------------------------------------------- the split
+
+
+def test_held_out_split_is_stratified_disjoint_and_fixed():
+    y = np.repeat([0, 1, 2], [50, 30, 20])
+    ds = _upload(y)
+    split = held_out_split(ds, 0.2)
+    assert np.bincount(split.y_test).tolist() == [10, 6, 4]  # round(0.2 x each class)
+    assert np.bincount(split.y_train).tolist() == [40, 24, 16]
+    rows = np.concatenate([split.x_train[:, 0], split.x_test[:, 0]]) // 2  # each record's row number
+    assert sorted(rows.tolist()) == list(range(100))  # every record once: train and test are disjoint
+    again = held_out_split(ds, 0.2)
+    assert np.array_equal(again.x_test, split.x_test)  # the same records every time (the split's own seed)
+    assert not np.array_equal(held_out_split(ds, 0.2, seed=1).x_test, split.x_test)
+    assert "held-out" in split.source and split.label_names == ds.label_names
+
+
+@pytest.mark.parametrize(
+    ("y", "fraction", "message"),
+    [
+        ([0, 1, 0, 1], 0.0, "between 0 and 1"),
+        ([0, 1, 0, 1], 1.0, "between 0 and 1"),
+        ([0, 1, 0, 1], float("nan"), "between 0 and 1"),
+        ([0, 1, 0, 1], 0.1, "holds out no record"),
+        ([0, 1, 1, 1], 0.9, "fewer than 2 classes"),
+    ],
+)
+def test_held_out_split_refusals(y, fraction, message):
+    with pytest.raises(DatasetError, match=message):
+        held_out_split(_upload(np.array(y)), fraction)
+
+
+def test_a_dataset_with_a_test_split_is_not_split_again():
+    ds = _upload(np.array([0, 1, 0, 1]))
+    split = held_out_split(ds, 0.5)
+    with pytest.raises(DatasetError, match="has a test split already"):
+        held_out_split(split, 0.5)
+
+
+# --------------------------------------------------------------------------- the run's identity
+
+
+def test_own_data_fields_enter_the_identity_only_with_a_data_file():
+    named = RunConfig("non-private", dataset="embedded", model="linear")
+    assert not {"data_file", "data_sha256", "label_column", "test_fraction"} & set(named.identity())
+    own = RunConfig("non-private", dataset=OWN_DATA, model="linear", data_file="/a/pets.csv", data_sha256=SHA)
+    ident = own.identity()
+    assert ident["data_sha256"] == SHA and ident["test_fraction"] == 0.2 and "data_file" not in ident
+    moved = own.replace(data_file="/elsewhere/pets.csv")
+    assert run_key(moved) == run_key(own)  # the bytes are the identity, not the path
+    assert run_key(own.replace(test_fraction=0.3)) != run_key(own)
+    assert run_key(own.replace(label_column="species")) != run_key(own)
+    assert run_key(own.replace(data_sha256="1" * 64)) != run_key(own)
+    assert RunConfig.from_dict(own.to_dict()) == own
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"dataset": OWN_DATA}, "give data_file and data_sha256"),
+        ({"dataset": OWN_DATA, "data_file": "p.csv"}, "needs both"),
+        ({"dataset": "embedded", "data_file": "p.csv", "data_sha256": SHA}, "dataset 'file'"),
+        ({"dataset": OWN_DATA, "data_file": "p.csv", "data_sha256": "abc"}, "data_sha256"),
+        ({"dataset": "embedded", "label_column": "species"}, "no data file"),
+        ({"dataset": OWN_DATA, "data_file": "p.csv", "data_sha256": SHA, "test_fraction": 1.0}, "between 0 and 1"),
+    ],
+)
+def test_run_config_refuses_an_incomplete_data_file(fields, message):
+    with pytest.raises(ValueError, match=message):
+        RunConfig("non-private", model="linear", **fields)
+
+
+def test_a_file_edited_after_the_run_was_defined_is_refused(tmp_path):
+    path = _pets(tmp_path / "pets.csv")
+    options, dataset = open_data_file(path, label_column="species")
+    config = RunConfig("non-private", model="linear", **options)
+    assert load_run_dataset(config).n_train == dataset.n_train == 479  # 600 records, 121 held out
+    _pets(path, seed=1)
+    with pytest.raises(DatasetError, match="has changed since this run was defined"):
+        load_run_dataset(config)
+
+
+def test_the_held_out_note_names_what_each_method_does_with_the_rest():
+    assert set(TRAINED_ON) == set(METHODS)
+    split = held_out_split(_upload(np.repeat([0, 1], 10)), 0.2)
+    config = RunConfig("non-private", model="linear", dataset=OWN_DATA, data_file="x/pets.csv", data_sha256=SHA)
+    note = held_out_note(config, split)
+    assert (note["train_records"], note["test_records"]) == (16, 4)
+    assert "4 records of pets.csv held out" in note["note"] and "no privacy" in note["note"]
+    assert "not private" in note["note"]
+
+
+# --------------------------------------------------------------------------- the protocol
+
+
+def test_the_linear_model_on_ones_own_file_takes_its_own_protocol():
+    assert protocol_options("linear", own_data=True)["lr"] == OWN_DATA_LINEAR.lr == 1e-2
+    assert protocol_options("linear")["lr"] == 1e-3  # runs on the named datasets keep theirs
+    assert protocol_options("thesis-cnn", own_data=True) == protocol_options("thesis-cnn")
+    assert train_epochs("linear", own_data=True) == 50 and train_epochs("linear") == TRAIN_EPOCHS
+    assert train_epochs("thesis-cnn", own_data=True) == TRAIN_EPOCHS
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def _train(capsys, *argv):
+    code = main(["train", *argv, "--device", "cpu", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_train_on_a_csv_learns_with_the_defaults_and_says_which_records_were_held_out(capsys, tmp_path):
+    path = _pets(tmp_path / "pets.csv")
+    out = _train(capsys, "--data-file", str(path), "--label-column", "species", "--method", "non-private")
+    assert out["config"]["model"] == "linear" and out["config"]["epochs"] == 50  # a CSV of features: linear
+    assert out["dataset"] == OWN_DATA and out["data"]["test_records"] == 121 and out["data"]["train_records"] == 479
+    assert out["test_accuracy"] > 0.85  # MNIST's linear protocol (Adam 1e-3, batch 128, 5 epochs) stays at 0.39
+    assert not out["collapsed"]
+
+
+def test_the_release_on_ones_own_file_is_accounted_on_the_records_it_mixes(capsys, tmp_path):
+    path = _pets(tmp_path / "pets.csv")
+    release = ["--mechanism", "dpmix", "--l", "4", "--T", "500", "--sigma-x", "1", "--sigma-y", "1"]
+    out = _train(
+        capsys, "--data-file", str(path), "--label-column", "species", "--feature-range", "-5,10", *release,
+        "--epochs", "1",
+    )  # fmt: skip
+    assert out["data"]["train_records"] == 479
+    # the epsilon command on n = 479 records (not the file's 600), 4 features, 3 classes
+    acc = ["--accountant", "rdp-wor", "--l", "4", "--T", "500", "--sigma-x", "1", "--sigma-y", "1", "--dx", "4"]
+    assert main(["epsilon", *acc, "--dy", "3", "--delta", "1e-5", "--n", "479", "--json"]) == 0
+    expected = json.loads(capsys.readouterr().out)["epsilon"]
+    assert main(["epsilon", *acc, "--dy", "3", "--delta", "1e-5", "--n", "600", "--json"]) == 0
+    whole_file = json.loads(capsys.readouterr().out)["epsilon"]
+    assert out["epsilon"]["rdp-wor"] == pytest.approx(expected, rel=1e-9) and expected != pytest.approx(whole_file)
+
+
+def test_train_on_an_image_npz_defaults_to_the_thesis_cnn(capsys, tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, size=(60, 28, 28), dtype=np.uint8)
+    np.savez(tmp_path / "digits.npz", x=x, y=np.repeat(["one", "two"], 30))
+    out = _train(capsys, "--data-file", str(tmp_path / "digits.npz"), "--method", "non-private", "--epochs", "1")
+    assert out["config"]["model"] == "thesis-cnn" and out["data"]["test_records"] == 12
+
+
+def test_text_output_prints_the_held_out_note(capsys, tmp_path):
+    path = _pets(tmp_path / "pets.csv", n=100)
+    assert main(["train", "--data-file", str(path), "--label-column", "species", "--method", "non-private"]) == 0
+    out = capsys.readouterr().out
+    assert "note: accuracy on 20 records of pets.csv held out before the release" in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--model", "thesis-cnn", "--method", "non-private"], "takes images"),
+        (["--mechanism", "dpmix", "--sigma-x", "1", "--l", "4", "--T", "10"], "--feature-range LO,HI"),
+        (["--method", "non-private", "--test-fraction", "0.001"], "holds out no record"),
+    ],
+)
+def test_refused_before_the_first_progress_line(capsys, tmp_path, extra, message):
+    path = _pets(tmp_path / "pets.csv", n=100)
+    code = main(["train", "--data-file", str(path), "--label-column", "species", *extra])
+    out, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1 and message in err and not out
+
+
+def test_the_loader_and_the_split_agree_with_the_upload_page(tmp_path):
+    """The file a run reads is the one Mixed samples reads: the same classes and feature names."""
+    path = _pets(tmp_path / "pets.csv", n=50)
+    upload = load_user_data(path.read_bytes(), filename=str(path), label_column="species")
+    _, split = open_data_file(path, label_column="species")
+    assert split.label_names == upload.label_names == ("bird", "cat", "dog")
+    assert split.feature_names == upload.feature_names == ("a", "b", "c", "d")
+    assert split.n_train + len(split.y_test) == upload.n_train
