@@ -5,9 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.shared.widgets import (
+    DATA_FILE_HELP,
     controls_area,
     count_box,
+    data_file_upload,
     delta_box,
+    feature_bounds,
     loaded_or_stop,
     real_check,
     table_download,
@@ -21,7 +24,6 @@ from dpmix_core.data.choice import (
     describe_dataset,
     needs_feature_range,
 )
-from dpmix_core.data.user import csv_columns, default_label_column
 from dpmix_core.synthesis.export import npz_bytes, privacy_card
 from dpmix_core.synthesis.pipeline import (
     MECHANISM_DESCRIPTIONS,
@@ -125,23 +127,9 @@ if len(datasets) > 1:  # another official dataset on disk (DPMIX_DATA_DIR, the c
     st.session_state.setdefault(K + "dataset", default_choice(datasets))
     name = st.selectbox("Data", list(datasets), format_func=datasets.get, key=K + "dataset")
 with st.expander("Use your own data (CSV with a label column, or .npz with x and y)"):
-    upload = st.file_uploader(
-        "Dataset file",
-        type=["csv", "npz"],
-        key=K + "upload",
-        help="CSV: a header row, a label column (picked below once the file is read) holding integer labels or "
-        "class names, and numeric feature columns. .npz: arrays x (n, ...) and y (n,). The release's card says which "
-        "class each label column holds.",
+    upload, label_column = data_file_upload(
+        K, help_text=DATA_FILE_HELP + " The release's card says which class each label column holds."
     )
-    label_column = None
-    if upload is not None and upload.name.lower().endswith(".csv") and (columns := csv_columns(upload.getvalue())):
-        label_column = st.selectbox(
-            "Label column",
-            columns,
-            index=columns.index(default_label_column(columns) or columns[0]),
-            key=K + "label_column_" + upload.file_id,  # a new file starts from its own default
-            help="The column holding each record's class; every other column is a numeric feature.",
-        )
     if upload is not None and name is not None:
         st.caption("The uploaded file is used instead of the data picked above; remove it to go back.")
 dataset = loaded_or_stop(
@@ -156,13 +144,7 @@ if st.session_state.get(K + "data_key") != dataset_key:  # new data: z-scoring o
     st.session_state[K + "z_mean"], st.session_state[K + "z_std"] = public_z if public_z else (None, None)
     if public_z is None and st.session_state[K + "prep"] == "zscore":
         st.session_state[K + "prep"] = "unit"
-feature_range = None
-if needs_feature_range(dataset):
-    r1, r2 = st.columns(2)
-    lo = r1.number_input("Public lower bound of your features", value=0.0, key=K + "lo")
-    hi = r2.number_input("Public upper bound of your features", value=1.0, key=K + "hi")
-    st.caption("Bounds must be known without looking at the private data; values outside are clipped.")
-    feature_range = (lo, hi)
+feature_range = feature_bounds(K) if needs_feature_range(dataset) else None
 
 c1, c2, c3 = controls_area().columns(3)  # collapsed when presenting
 mechanism = c1.selectbox("Mechanism", PREVIEW_MECHANISMS, key=K + "mechanism")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.shared.widgets import chart, table_download
+from app_pages.shared.widgets import chart, data_file_upload, feature_bounds, table_download
 from dpmix_core.data import TEST_ROWS, cache_dir, load_dataset
-from dpmix_core.data.choice import available_datasets, default_choice
+from dpmix_core.data.choice import available_datasets, default_choice, needs_feature_range
 from dpmix_core.experiments.presets import DEMO_PRESET, get_preset, preset_names
 from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, QuickVsFull, quick_vs_full_by_test_inputs
 from dpmix_core.experiments.release_files import CardCheck, ReleaseFile, save_release_upload, verify_card
 from dpmix_core.experiments.results import no_signal_note
+from dpmix_core.experiments.run_data import OwnData, open_data_file, save_data_upload
 from dpmix_core.experiments.runtime_estimate import estimate_sweep_runtime
 from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_series, solve_epsilon
 from dpmix_core.experiments.trade_offs import (
@@ -46,13 +47,14 @@ from dpmix_core.runtime.jobs import default_max_parallel
 from dpmix_core.runtime.store import ResultStore, StoreError
 from dpmix_core.synthesis.public_constants import test_split_constants_file
 from dpmix_core.training.names import CLOSED_FORM_MODELS, LOSSES, MODELS
-from dpmix_core.training.protocols import PROTOCOLS
+from dpmix_core.training.protocols import OWN_DATA_LINEAR, PROTOCOLS, train_epochs
 from dpmix_core.views.accuracy_figure import MARKERS_CAPTION, epsilon_columns, full_protocol_caption, trade_off_figure
 from dpmix_core.views.inputs import parse_count, parse_real
 from dpmix_core.views.release_card import release_summary
 from dpmix_core.views.sweep_report import sweep_report
 
 K = "tr_"
+OWN_FILE = "own file"  # the Training data choice that opens an uploader
 ACTIVE = ("queued", "running")
 AXES = {"σx": "sigma", "ℓ": "l", "T": "T", "target ε": "target_epsilon"}
 RECORDS = {  # what the class-centric series mix
@@ -111,6 +113,37 @@ def saved_release(files: dict[str, bytes], folder: str) -> ReleaseFile:
 @st.cache_data(show_spinner="Recomputing the card's ε…", max_entries=16)
 def card_check(sha256: str, _card: dict) -> CardCheck:
     return verify_card(_card)  # the file's hash is the key: the same bytes have the same card
+
+
+@st.cache_resource(show_spinner="Reading your file…", max_entries=4)
+def saved_data(data: bytes, filename: str, label_column: str | None, test_fraction: float, folder: str) -> OwnData:
+    path = save_data_upload(data, filename, folder)  # kept beside the store: background runs read it from there
+    return open_data_file(path, label_column=label_column, test_fraction=test_fraction)
+
+
+def _own_data() -> OwnData | None:
+    """One's own file for a sweep: uploaded, its label column, the share of records held out as the test split."""
+    upload, label_column = data_file_upload(K + "own_", label="Your data file (.csv or .npz)")
+    fraction = st.slider(
+        "Held-out test share",
+        0.05,
+        0.5,
+        0.2,
+        step=0.05,
+        key=K + "own_test_fraction",
+        help="Records of each class set aside before anything is released: the models are scored on them. They are "
+        "never mixed nor released; the release's ε covers the others only. The same records for every seed.",
+    )
+    if upload is None:
+        st.info("Upload a .csv or .npz to sweep a release of your own data; its held-out records score the models.")
+        return None
+    try:
+        own = saved_data(upload.getvalue(), upload.name, label_column, fraction, str(store().path.parent / "data"))
+    except ValueError as exc:
+        st.error(str(exc))
+        return None
+    st.caption(f"**Data:** {own.dataset.source}. The accuracy read on the held-out records is not itself private.")
+    return own
 
 
 def _release_file_builder():
@@ -172,10 +205,20 @@ def _sweep_builder(datasets: dict[str, str]):
     )
     if mode == "Models on a release file":
         return _release_file_builder()
-    names = list(datasets)
+    names = [*datasets, OWN_FILE]
+    titles = {**datasets, OWN_FILE: "Your own file (.csv / .npz)…"}
     dataset = st.selectbox(
-        "Training data", names, index=names.index(default_choice(datasets)), format_func=datasets.get, key=K + "dataset"
+        "Training data", names, index=names.index(default_choice(datasets)), format_func=titles.get, key=K + "dataset"
     )
+    own, feature_range = None, None
+    if dataset == OWN_FILE:
+        if mode == "Published preset":
+            st.info("The presets reproduce the papers on their datasets: pick *Build your own* to sweep your file.")
+            return None
+        if (own := _own_data()) is None:
+            return None
+        if needs_feature_range(own.dataset):
+            feature_range = feature_bounds(K + "own_")
     if mode == "Published preset":
         names = preset_names()
         name = st.selectbox(
@@ -193,7 +236,7 @@ def _sweep_builder(datasets: dict[str, str]):
         "Mechanisms", ["dpmix", "class-centric", "poisson", "local"], default=["class-centric"], key=K + "mechs"
     )
     records, constants_file = "unit", None
-    if "class-centric" in mechanisms:
+    if "class-centric" in mechanisms and own is None:  # one's own file: [0,1] records with its public bounds
         records = c1.selectbox(
             "Class-centric records",
             list(RECORDS),
@@ -230,11 +273,23 @@ def _sweep_builder(datasets: dict[str, str]):
     delta = _typed(
         c2, "δ", "delta", "1e-05", lambda t: parse_real(t, name="δ", minimum=0.0, maximum=0.5, strict_minimum=True)
     )
-    model = c3.selectbox("Model", MODELS, key=K + "model")
+    features_only = own is not None and own.dataset.x_train.ndim < 3  # a table of features: no image model
+    own_key = "" if own is None else "_own"  # one's own file starts from its own defaults
+    model = c3.selectbox(
+        "Model", MODELS, index=MODELS.index("linear") if features_only else 0, key=K + "model" + own_key
+    )
     if model in CLOSED_FORM_MODELS:
         c3.caption(f"{model}: {PROTOCOLS[model].source}.")
+    elif own is not None and model == "linear":
+        c3.caption(f"linear on your file: {OWN_DATA_LINEAR.source}.")
     loss = c3.selectbox("Loss", LOSSES, index=LOSSES.index("ce"), key=K + "loss")
-    epochs = c3.number_input("Epochs", min_value=1, max_value=1000, value=3, key=K + "epochs")
+    epochs = c3.number_input(
+        "Epochs",
+        min_value=1,
+        max_value=1000,
+        value=3 if own is None else train_epochs(model, own_data=True),
+        key=K + "epochs" + own_key,
+    )
     repeats = c3.number_input("Repeats (seeds)", min_value=1, max_value=100, value=2, key=K + "repeats")
     if None in (l, T, sigma, delta):
         return None
@@ -257,6 +312,8 @@ def _sweep_builder(datasets: dict[str, str]):
             baselines=tuple(baselines),
             records=records,
             zscore_constants_file=constants_file,
+            own=own,
+            feature_range=feature_range,
         )
     except ValueError as exc:
         st.error(str(exc) if "could not convert" not in str(exc) else f"Values must be numbers: {values_text!r}.")

@@ -395,3 +395,61 @@ def test_the_cards_epsilon_can_be_recomputed_next_to_the_release(at, release_npz
     assert set(at.dataframe[0].value["accountant"]) == {"lee2019", "dpcda", "rdp-wor"}
     at.multiselect(key="tr_release_models").set_value(["linear"]).run()  # the answer stays while exploring
     assert any(s.value.startswith("Verified:") for s in at.success)
+
+
+def _chart_titles(at) -> list[str]:
+    import json
+
+    return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+
+
+def _pets_csv(n: int = 240) -> bytes:
+    """A 3-class CSV with class names in a 'species' column between float features in [-5, 10]."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, n)
+    x = np.clip(rng.normal(size=(n, 3)) + 1.5 * y[:, None], -5, 10)
+    names = np.array(["bird", "cat", "dog"])[y]
+    rows = [f"{a:.3f},{s},{b:.3f},{c:.3f}" for (a, b, c), s in zip(x, names, strict=True)]
+    return ("a,species,b,c\n" + "\n".join(rows) + "\n").encode()
+
+
+def test_a_sweep_on_ones_own_file_holds_records_out_and_trains_on_the_rest(at, tmp_path):
+    at.radio(key="tr_mode").set_value("Build your own").run()
+    at.selectbox(key="tr_dataset").set_value("own file").run()
+    assert not at.exception and any("Upload a .csv or .npz" in i.value for i in at.info)
+    assert not [b for b in at.button if b.key == "tr_launch"]  # nothing to launch before a file
+    at.file_uploader(key="tr_own_upload").set_value([("pets.csv", _pets_csv(), "text/csv")]).run()
+    picker = next(s for s in at.selectbox if s.key.startswith("tr_own_label_column_"))
+    picker.set_value("species").run()
+    assert not at.exception
+    assert any("48 held-out test records" in c.value for c in at.caption), [c.value for c in at.caption]
+    assert at.selectbox(key="tr_model_own").value == "linear"  # a table of features: the linear model
+    assert at.number_input(key="tr_epochs_own").value == 50  # its own-data protocol
+    at.multiselect(key="tr_mechs").set_value(["class-centric"])
+    at.text_input(key="tr_l").input("100").run()  # more than a class of the 192 records left to release has
+    assert any("fewer than l=100" in e.value for e in at.error), [e.value for e in at.error]
+    at.number_input(key="tr_own_lo").set_value(-5.0)
+    at.number_input(key="tr_own_hi").set_value(10.0)
+    at.text_input(key="tr_values").input("0.3")
+    at.text_input(key="tr_l").input("4")
+    at.text_input(key="tr_T").input("200")
+    at.number_input(key="tr_epochs_own").set_value(2)
+    at.number_input(key="tr_repeats").set_value(1).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("**2 runs**" in m.value for m in at.markdown)  # class-centric + the non-private baseline
+    at.button(key="tr_launch").click().run()
+    _wait_until_finished(at)
+    at.run()
+    results = at.dataframe[-1].value
+    assert not at.exception and set(results["label"]) == {"class-centric", "non-private"}
+    saved = list((tmp_path / "data").glob("*/*.csv"))  # kept beside the store for the background runs
+    assert len(saved) == 1 and saved[0].name == "pets.csv" and saved[0].read_bytes() == _pets_csv()
+    assert any(t.startswith("Custom sweep") and t.endswith("on pets") for t in _chart_titles(at))
+
+
+def test_ones_own_file_is_not_offered_to_the_papers_presets(at):
+    at.selectbox(key="tr_dataset").set_value("own file").run()
+    assert not at.exception and any("Build your own" in i.value for i in at.info)
+    assert not [b for b in at.button if b.key == "tr_launch"]

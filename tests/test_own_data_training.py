@@ -105,9 +105,9 @@ def test_run_config_refuses_an_incomplete_data_file(fields, message):
 
 def test_a_file_edited_after_the_run_was_defined_is_refused(tmp_path):
     path = _pets(tmp_path / "pets.csv")
-    options, dataset = open_data_file(path, label_column="species")
-    config = RunConfig("non-private", model="linear", **options)
-    assert load_run_dataset(config).n_train == dataset.n_train == 479  # 600 records, 121 held out
+    own = open_data_file(path, label_column="species")
+    config = RunConfig("non-private", model="linear", **own.options)
+    assert load_run_dataset(config).n_train == own.dataset.n_train == 479  # 600 records, 121 held out
     _pets(path, seed=1)
     with pytest.raises(DatasetError, match="has changed since this run was defined"):
         load_run_dataset(config)
@@ -204,7 +204,26 @@ def test_the_loader_and_the_split_agree_with_the_upload_page(tmp_path):
     """The file a run reads is the one Mixed samples reads: the same classes and feature names."""
     path = _pets(tmp_path / "pets.csv", n=50)
     upload = load_user_data(path.read_bytes(), filename=str(path), label_column="species")
-    _, split = open_data_file(path, label_column="species")
+    split = open_data_file(path, label_column="species").dataset
     assert split.label_names == upload.label_names == ("bird", "cat", "dog")
     assert split.feature_names == upload.feature_names == ("a", "b", "c", "d")
     assert split.n_train + len(split.y_test) == upload.n_train
+
+
+def test_an_upload_is_kept_once_under_its_hash_and_its_own_name(tmp_path):
+    from dpmix_core.experiments.run_data import save_data_upload
+
+    data = _pets(tmp_path / "src.csv", n=30).read_bytes()
+    first = save_data_upload(data, "my pets (2024).csv", tmp_path / "kept")
+    assert first.name == "my_pets_2024_.csv" and first.read_bytes() == data
+    stamp = first.stat().st_mtime_ns
+    assert save_data_upload(data, "my pets (2024).csv", tmp_path / "kept") == first
+    assert first.stat().st_mtime_ns == stamp  # the same bytes are not written again
+    other = save_data_upload(data + b"1,2,cat,3,4\n", "my pets (2024).csv", tmp_path / "kept")
+    assert other.parent != first.parent and first.read_bytes() == data  # other bytes: another folder, nothing replaced
+    assert open_data_file(first, label_column="species").dataset.name == "my_pets_2024_"
+    with pytest.raises(DatasetError, match="unsupported file type"):
+        save_data_upload(data, "pets.xlsx", tmp_path / "kept")
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(ValueError, match="cannot keep the upload"):
+        save_data_upload(data, "pets.csv", tmp_path / "a-file")

@@ -1,4 +1,5 @@
-"""Widgets every page shares: a chart with its downloads, a table's CSV and LaTeX downloads, typed numbers.
+"""Widgets every page shares: a chart with its downloads, a table's CSV and LaTeX downloads, typed numbers, one's
+own data file (its uploader, label column and feature bounds).
 
 Streamlit code only (the exports themselves are built by :mod:`dpmix_core.views.exports`); pages import
 these instead of each keeping a copy.
@@ -12,6 +13,7 @@ from typing import TypeVar
 import pandas as pd
 import streamlit as st
 
+from dpmix_core.data.user import csv_columns, default_label_column
 from dpmix_core.views.exports import (
     chart_export,
     file_stem,
@@ -141,3 +143,35 @@ def thumbnail_px() -> int:
     """The width of an image of a record or a released point: doubled on a projector, so the larger type's captions
     fit under it on one line and the digits are seen from the back of a room."""
     return PRESENT_THUMBNAIL_PX if st.session_state.get("present") else THUMBNAIL_PX
+
+
+DATA_FILE_HELP = (
+    "CSV: a header row, a label column (picked below once the file is read) holding integer labels or class names, "
+    "and numeric feature columns. .npz: arrays x (n, ...) and y (n,)."
+)
+
+
+def data_file_upload(prefix: str, *, label: str = "Dataset file", help_text: str = DATA_FILE_HELP):
+    """One's own ``.csv`` / ``.npz`` and, once a CSV is read, its label column: (the upload or None, the column or
+    None). Keys: ``prefix + "upload"``, and ``prefix + "label_column_" + file_id`` (a new file starts from its own
+    default column)."""
+    upload = st.file_uploader(label, type=["csv", "npz"], key=prefix + "upload", help=help_text)
+    label_column = None
+    if upload is not None and upload.name.lower().endswith(".csv") and (columns := csv_columns(upload.getvalue())):
+        label_column = st.selectbox(
+            "Label column",
+            columns,
+            index=columns.index(default_label_column(columns) or columns[0]),
+            key=prefix + "label_column_" + upload.file_id,
+            help="The column holding each record's class; every other column is a numeric feature.",
+        )
+    return upload, label_column
+
+
+def feature_bounds(prefix: str) -> tuple[float, float]:
+    """The public (lower, upper) bounds of one's own float features (keys ``prefix + "lo"`` / ``"hi"``)."""
+    r1, r2 = st.columns(2)
+    lo = r1.number_input("Public lower bound of your features", value=0.0, key=prefix + "lo")
+    hi = r2.number_input("Public upper bound of your features", value=1.0, key=prefix + "hi")
+    st.caption("Bounds must be known without looking at the private data; values outside are clipped.")
+    return float(lo), float(hi)

@@ -611,8 +611,8 @@ def _data_file_run_options(args: argparse.Namespace) -> tuple[dict, bool]:
     if args.label_column is not None and not args.data_file.lower().endswith(".csv"):
         raise CliError("--label-column names a column of a --data-file CSV")
     fraction = 0.2 if args.test_fraction is None else args.test_fraction
-    options, dataset = open_data_file(args.data_file, label_column=args.label_column, test_fraction=fraction)
-    return options, dataset.x_train.ndim >= 3
+    own = open_data_file(args.data_file, label_column=args.label_column, test_fraction=fraction)
+    return dict(own.options), own.dataset.x_train.ndim >= 3
 
 
 def cmd_train(args: argparse.Namespace) -> int:

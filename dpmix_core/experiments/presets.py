@@ -102,12 +102,17 @@ def _batch_factor(model: str, batch_size: int) -> float:
 
 def estimate_seconds(run: RunConfig, *, features_cached: bool = True) -> float:
     """Rough wall time of one run on the 2-core CPU reference machine (seconds)."""
-    n_train, n_test = SPLIT_SIZES[run.dataset]
+    if run.data_file is not None:  # one's own file: its split's sizes
+        from dpmix_core.experiments.run_data import own_data_sizes
+
+        n_train, n_test, d = own_data_sizes(run)
+    else:
+        n_train, n_test = SPLIT_SIZES[run.dataset]
+        d = FEATURE_DIMS[run.dataset]
     if run.train_limit is not None:
         n_train = min(n_train, run.train_limit)
     if run.test_limit is not None:
         n_test = min(n_test, run.test_limit)
-    d = FEATURE_DIMS[run.dataset]
     if run.features == "scattering":
         d = 81 * 49 * (3 if run.dataset == "cifar10" else 1)
     seconds = OVERHEAD_S

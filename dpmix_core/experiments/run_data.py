@@ -2,20 +2,48 @@
 records a release mixes and a held-out test split (:func:`~dpmix_core.data.held_out_split`).
 
 One's own file is read once, its bytes checked against the run's ``data_sha256`` (the run's identity is the data's
-bytes, not its path: a file edited after the run was defined is refused, not silently trained on).
+bytes, not its path: a file edited after the run was defined is refused, not silently trained on). An upload in the
+app is kept in a folder named by its SHA-256 beside the results store (:func:`save_data_upload`), where background runs read it.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from dpmix_core.data import OWN_DATA, Dataset, DatasetError, held_out_split, load_dataset, load_user_data
 from dpmix_core.data.user import MAX_BYTES
 from dpmix_core.experiments.config import RunConfig
+from dpmix_core.resources.files import write_files_atomically
 
-__all__ = ["TRAINED_ON", "held_out_note", "load_run_dataset", "open_data_file"]
+__all__ = [
+    "OwnData",
+    "TRAINED_ON",
+    "held_out_note",
+    "load_run_dataset",
+    "open_data_file",
+    "own_data_sizes",
+    "save_data_upload",
+]
+
+DATA_SUFFIXES = (".csv", ".npz")
+
+
+@dataclass(frozen=True, eq=False)
+class OwnData:
+    """One's own file as a run reads it: ``options``, the RunConfig fields (dataset "file", the path, its SHA-256, the
+    label column and the test fraction), and ``dataset``, the file split into training records and held-out ones."""
+
+    options: dict
+    dataset: Dataset
+
+    def __post_init__(self) -> None:
+        if self.options.get("dataset") != OWN_DATA or self.dataset.x_test is None:
+            raise ValueError("OwnData holds a data file's run options and its split (open_data_file makes both).")
 
 
 def _read(path: str | os.PathLike) -> bytes:
@@ -30,14 +58,14 @@ def _read(path: str | os.PathLike) -> bytes:
 
 
 def _own_dataset(data: bytes, path: str, label_column: str | None, test_fraction: float) -> Dataset:
-    return held_out_split(load_user_data(data, filename=path, label_column=label_column), test_fraction)
+    """The file's records, split; named (in messages and the data's source) by the file's name, not its folder (an
+    upload's is its hash)."""
+    return held_out_split(load_user_data(data, filename=Path(path).name, label_column=label_column), test_fraction)
 
 
-def open_data_file(
-    path: str | os.PathLike, *, label_column: str | None = None, test_fraction: float = 0.2
-) -> tuple[dict, Dataset]:
-    """(RunConfig fields for a run on one's own ``.csv`` / ``.npz`` file: dataset "file", its path, hash, label
-    column and test fraction; the file's dataset, split), DatasetError with one line when it does not parse or split."""
+def open_data_file(path: str | os.PathLike, *, label_column: str | None = None, test_fraction: float = 0.2) -> OwnData:
+    """One's own ``.csv`` / ``.npz`` file, read and split, with the RunConfig fields of a run on it; DatasetError with
+    one line when it does not parse or split."""
     path = str(Path(path).expanduser())
     data = _read(path)
     dataset = _own_dataset(data, path, label_column, test_fraction)
@@ -48,7 +76,43 @@ def open_data_file(
         "label_column": label_column,
         "test_fraction": test_fraction,
     }
-    return options, dataset
+    return OwnData(options, dataset)
+
+
+def save_data_upload(data: bytes, filename: str, folder: str | os.PathLike) -> Path:
+    """An uploaded data file kept as ``folder/<sha256>/<its name>`` (letters, digits, ``.``, ``_`` and ``-`` kept; the
+    name is what pages, cards and messages show), where background runs can read it: written all-or-nothing, once
+    (the same bytes under the same name are not written again; nothing is ever overwritten).
+    ValueError (one line) for a file that is not .csv or .npz, or a folder that cannot hold it."""
+    suffix = Path(filename).suffix.lower()
+    if suffix not in DATA_SUFFIXES:
+        raise DatasetError(f"{filename}: unsupported file type '{suffix}'; upload a .csv or .npz file.")
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(filename).name).strip("._") or "data"
+    if not name.lower().endswith(suffix):
+        name += suffix
+    target = Path(folder) / hashlib.sha256(data).hexdigest() / name
+    try:
+        if not target.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_files_atomically({target: data})
+    except OSError as exc:
+        raise ValueError(f"cannot keep the upload in {str(folder)!r} ({exc.strerror or exc}).") from None
+    return target
+
+
+def own_data_sizes(config: RunConfig) -> tuple[int, int, int]:
+    """(training records, held-out records, features a record) of a run on a data file, read once per file and split
+    (the runtime estimate's numbers; the run itself reads the file again)."""
+    if config.data_file is None:
+        raise ValueError("own_data_sizes reads a run's data file; this run has none.")
+    return _sizes(config.data_file, config.data_sha256, config.label_column, config.test_fraction)
+
+
+@functools.lru_cache(maxsize=8)
+def _sizes(path: str, sha256: str | None, label_column: str | None, test_fraction: float) -> tuple[int, int, int]:
+    del sha256  # part of the cache key: an edited file is read again
+    dataset = _own_dataset(_read(path), path, label_column, test_fraction)
+    return dataset.n_train, 0 if dataset.y_test is None else len(dataset.y_test), dataset.feature_dim
 
 
 def load_run_dataset(config: RunConfig) -> Dataset:

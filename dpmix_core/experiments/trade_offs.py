@@ -28,6 +28,7 @@ from dpmix_core.experiments.config import RunConfig, on_dataset, run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
 from dpmix_core.experiments.results import aggregate, all_collapsed, runs_per_point
+from dpmix_core.experiments.run_data import OwnData
 from dpmix_core.experiments.spec import Published, SweepSpec, axis_value, load_spec
 from dpmix_core.experiments.sweeps import DEFAULT_RETRY, RunSpec, submit_sweep
 from dpmix_core.resources.limits import (
@@ -133,8 +134,13 @@ def spec_problem(
 ) -> str | None:
     """One line saying which limit the sweep would exceed (None when it fits), checked from the spec's
     numbers before its run list is built: the run count, one release (T, l at their largest on the
-    axis) and one training (epochs over T points). ``d``, ``k``, ``n``: the dataset's sizes (MNIST)."""
+    axis) and one training (epochs over T points). ``d``, ``k``, ``n``: the dataset's sizes (MNIST; one's own file:
+    its own ``n`` and ``d``)."""
     limits = limits or limits_from_env()
+    if spec.base.data_file is not None:  # one's own file: its sizes
+        from dpmix_core.experiments.run_data import own_data_sizes
+
+        n, _, d = own_data_sizes(spec.base)
     syn = spec.base.synthesis
     values = [v for v in spec.values if isinstance(v, (int, float)) and math.isfinite(v)]
     T = int(max(values)) if spec.axis == "T" and values else (syn.T if syn is not None else n)
@@ -655,6 +661,8 @@ def custom_spec(
     train_limit: int | None = None,
     records: str = "unit",
     zscore_constants_file: str | None = None,
+    own: OwnData | None = None,
+    feature_range: tuple[float, float] | None = None,
 ) -> SweepSpec:
     """A sweep built from the page's controls: one series per mechanism, plus baselines on the same model.
 
@@ -669,9 +677,18 @@ def custom_spec(
     clipped to ||x|| <= 1) or "zscore-test-even" (z-scored per pixel with ``zscore_constants_file``, the constants of
     the test split's even rows, public_constants.test_split_constants_file; the sweep is then read on the odd rows,
     which never touched them).
+    ``own``: one's own file (:func:`~dpmix_core.experiments.run_data.open_data_file`) instead of ``dataset``: its
+    held-out records are the test split, the linear model takes its own-data protocol, and every mechanism's
+    release is checked on the file before any run is queued (the largest ℓ fits its records or classes; features
+    that are not uint8 pixels have their public ``feature_range`` where a mechanism scales to [0,1]).
     """
     if not mechanisms:
         raise ValueError("Pick at least one mechanism.")
+    if own is not None and records != "unit":
+        raise ValueError(
+            "z-scoring your file's records needs public constants the app does not have: keep [0,1] records "
+            "(the features' public bounds), or use synthesize --zscore-constants in the CLI."
+        )
     _check_class_centric_records(mechanisms, dataset, records, zscore_constants_file)
     preprocessing = "unit" if records == "unit" else "zscore"
     test_rows = "odd" if records == "zscore-test-even" else "all"
@@ -688,18 +705,30 @@ def custom_spec(
         )
     accountants = {m: _calibrating_accountant(m, accountant, axis) for m in mechanisms}
     synthesis = SynthesisConfig(
-        mechanisms[0], l=l, T=T, sigma_x=sigma, accountant=accountants[mechanisms[0]], delta=delta, features=features
+        mechanisms[0],
+        l=l,
+        T=T,
+        sigma_x=sigma,
+        accountant=accountants[mechanisms[0]],
+        delta=delta,
+        features=features,
+        feature_range=feature_range,
     )
+    data: dict = {"dataset": dataset}
+    if own is not None:
+        from dpmix_core.training.protocols import protocol_options
+
+        _check_own_releases(own, synthesis, mechanisms, max(values) if axis == "l" and values else l)
+        data = {**own.options, **protocol_options(model, own_data=True)}
     base = RunConfig(
         "mixing",
-        dataset=dataset,
         features=features,
         synthesis=synthesis,
         model=model,
-        loss=loss,
         epochs=epochs,
         train_limit=train_limit,
         dpsgd_delta=delta,
+        **{**data, "loss": loss},
     )
     class_centric = {"synthesis.preprocessing": preprocessing, "synthesis.zscore_constants_file": zscore_constants_file}
     series = [
@@ -735,9 +764,23 @@ def custom_spec(
         values=tuple(values),
         series=tuple(series),
         repeats=repeats,
-        title=f"Custom sweep over {AXIS_TITLES.get(axis, axis)} ({', '.join(mechanisms)})",
+        title=f"Custom sweep over {AXIS_TITLES.get(axis, axis)} ({', '.join(mechanisms)})"
+        + ("" if own is None else f" on {own.dataset.name}"),
+        description="" if own is None else own.dataset.source,
         test_rows=test_rows,
     )
+
+
+def _check_own_releases(own: OwnData, synthesis, mechanisms: tuple[str, ...], largest_l: float) -> None:
+    """ValueError (one line) unless every mechanism's release can be made on one's own file at the sweep's largest ℓ
+    (its records, or its smallest class for class-centric mixing; public bounds where it scales to [0,1])."""
+    from dpmix_core.synthesis.pipeline import planned_release
+
+    for mechanism in mechanisms:
+        planned_release(
+            replace(synthesis, mechanism=mechanism, l=int(largest_l), target_epsilon=None, accountant=None),
+            own.dataset,
+        )
 
 
 CLASS_CENTRIC_RECORDS = ("unit", "zscore", "zscore-test-even")  # what a custom sweep's class-centric series mix

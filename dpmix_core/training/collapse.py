@@ -72,10 +72,11 @@ def collapse_reason(
             f"(the constant predictor); {cause}."
         )
     if test_accuracy is not None and test_majority is not None and test_rows:
-        if test_accuracy <= chance_line(test_majority, test_rows):
+        if test_accuracy <= (line := chance_line(test_majority, test_rows)):
             return (
                 f"collapsed: test accuracy {100 * test_accuracy:.2f} % is no better than always predicting the most "
-                f"frequent class ({100 * test_majority:.2f} % of the {test_rows} test rows); {cause}."
+                f"frequent class ({100 * test_majority:.2f} % of the {test_rows} test rows; on that many rows up to "
+                f"{100 * line:.2f} % is within {CHANCE_SDS:g} binomial standard deviations of it); {cause}."
             )
     vals = [float(h["val_accuracy"]) for h in history if h.get("val_accuracy") is not None]
     losses = [float(h["loss"]) for h in history if h.get("loss") is not None]
