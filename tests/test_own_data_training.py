@@ -191,6 +191,7 @@ def test_text_output_prints_the_held_out_note(capsys, tmp_path):
         (["--model", "thesis-cnn", "--method", "non-private"], "takes images"),
         (["--mechanism", "dpmix", "--sigma-x", "1", "--l", "4", "--T", "10"], "--feature-range LO,HI"),
         (["--method", "non-private", "--test-fraction", "0.001"], "holds out no record"),
+        (["--method", "dp-pca", "--target-epsilon", "4"], "give --pca-components 4 or fewer"),
     ],
 )
 def test_refused_before_the_first_progress_line(capsys, tmp_path, extra, message):
@@ -227,3 +228,12 @@ def test_an_upload_is_kept_once_under_its_hash_and_its_own_name(tmp_path):
     (tmp_path / "a-file").write_text("")
     with pytest.raises(ValueError, match="cannot keep the upload"):
         save_data_upload(data, "pets.csv", tmp_path / "a-file")
+
+
+def test_dp_pca_on_a_few_features_takes_its_dimensions_from_the_cli(capsys, tmp_path):
+    path = _pets(tmp_path / "pets.csv", n=100)
+    out = _train(
+        capsys, "--data-file", str(path), "--label-column", "species", "--method", "dp-pca", "--target-epsilon", "4",
+        "--pca-components", "3", "--epochs", "1",
+    )  # fmt: skip
+    assert out["config"]["pca_components"] == 3 and "DP-PCA projection's epsilon" in out["data"]["note"]

@@ -642,6 +642,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         precision=args.precision,
         test_inputs=args.test_inputs,
         val_fraction=args.val_fraction,
+        pca_components=args.pca_components,
         features=features,
         **release_file,
         **own_data,
@@ -795,6 +796,12 @@ def _add_train(sub) -> None:
         choices=PRECISIONS,
         help="training arithmetic: fp32 (default), or bf16 (bfloat16 autocast: 1.1-2.9x faster on a CPU with "
         "native bfloat16, refused on one without; a different run from fp32)",
+    )
+    p.add_argument(
+        "--pca-components",
+        type=positive_int,
+        metavar="K",
+        help="--method dp-pca: dimensions of the DP projection (default 50; at most the data's features)",
     )
     p.add_argument(
         "--test-fraction",

@@ -57,8 +57,13 @@ def check_before_training(base: RunConfig, repeats: int, limits: Limits | None =
     ds = subsample(ds, train_limit=base.train_limit, test_limit=base.test_limit)
     if base.model in IMAGE_MODELS and base.features == "pixels" and ds.x_train.ndim < 3:
         raise ValueError(
-            f"model {base.model!r} takes images (n, H, W); {ds.name} has {ds.feature_dim:,} features a record: "
+            f"model {base.model!r} takes images (n, H, W); the data has {ds.feature_dim:,} features a record: "
             "use the linear model (or corrected-lsq)."
+        )
+    if base.method == "dp-pca" and base.pca_components > ds.feature_dim:
+        raise ValueError(
+            f"DP-PCA projects to {base.pca_components} dimensions, more than the data's {ds.feature_dim:,} features: "
+            f"give --pca-components {ds.feature_dim} or fewer."
         )
     samples = ds.n_train
     if base.release_file is not None and base.synthesis is not None:  # made already: only training costs
