@@ -17,6 +17,7 @@ from app_pages.shared.widgets import (
     real_check,
     table_download,
 )
+from dpmix_core.experiments.release_files import card_from_upload
 from dpmix_core.privacy.accountants import MixingSetting, equal_class_sizes, get_accountant
 from dpmix_core.privacy.budget import compose_budget, mixing_item
 from dpmix_core.privacy.calibration import calibrate_sigma, max_points
@@ -30,6 +31,7 @@ from dpmix_core.views.figures import CURVE_CAPTION, epsilon_curve_figure, fdp_tr
 from dpmix_core.views.html_report import accountant_report
 from dpmix_core.views.inputs import format_count, format_real
 from dpmix_core.views.privacy_scale import DEPLOYMENTS, format_epsilon, headline
+from dpmix_core.views.release_card import card_data_note, card_setting, with_card_data
 from dpmix_core.views.reports import (
     NO_ACCOUNTANT,
     RELEASE_MODELS,
@@ -92,18 +94,15 @@ def _init_state() -> None:
         st.session_state.setdefault(K + key, value)
 
 
-def _apply_preset() -> None:
-    preset = ACCOUNTING_PRESETS.get(st.session_state[K + "preset"])
-    if preset is None:
-        return
-    s = preset.setting
-    values = {
+def _setting_values(s: MixingSetting, *, sigma_ratio: float, delta: float, model: str) -> dict:
+    """The controls' values (by key, without the prefix) that describe ``s``."""
+    return {
         "n": format_count(s.n),
         "l": format_count(s.l),
         "T": format_count(s.T),
         "sigma_x": s.sigma_x,
-        "ratio": preset.sigma_ratio,
-        "delta": format_real(preset.delta),
+        "ratio": sigma_ratio,
+        "delta": format_real(delta),
         "dx": format_count(s.dx),
         "dy": format_count(s.dy),
         "clip": s.clip or 1.0,
@@ -113,13 +112,58 @@ def _apply_preset() -> None:
         "classes": format_count(len(s.class_sizes or ()) or 10),
         "protect_labels": s.protect_labels,
         "private_norm": s.not_covered is not None,
-        "model": preset.release_model,
+        "model": model,
     }
+
+
+def _apply_preset() -> None:
+    preset = ACCOUNTING_PRESETS.get(st.session_state[K + "preset"])
+    if preset is None:
+        return
+    s = preset.setting
+    st.session_state.pop(K + "card", None)  # a preset replaces a loaded card
+    values = _setting_values(s, sigma_ratio=preset.sigma_ratio, delta=preset.delta, model=preset.release_model)
     if preset.target_epsilon is not None and preset.calibrate_with is not None:
         cal = cached_calibration(preset.calibrate_with, s, preset.target_epsilon, preset.delta, preset.sigma_ratio)
         values["sigma_x"] = cal.sigma_x
     for key, value in values.items():
         st.session_state[K + key] = value
+
+
+def _load_card() -> None:
+    """Uploader callback: the card's release into the controls (its class sizes and feature transform kept aside,
+    :func:`with_card_data`), or its one-line reason under the uploader."""
+    ss = st.session_state
+    upload = ss.get(K + "card_file")
+    ss.pop(K + "card", None)
+    ss[K + "card_error"] = None
+    if upload is None:
+        return
+    try:
+        card = card_from_upload(upload.getvalue(), upload.name)
+        setting, model = card_setting(card)
+    except ValueError as exc:
+        ss[K + "card_error"] = f"{upload.name}: {exc}"
+        return
+    ratio = setting.sigma_y / setting.sigma_x if setting.sigma_x > 0 else 1.0
+    for key, value in _setting_values(setting, sigma_ratio=ratio, delta=float(card["delta"]), model=model).items():
+        ss[K + key] = value
+    ss[K + "preset"] = "Custom"
+    ss[K + "card"] = (upload.name, setting)
+
+
+def _card_loader() -> None:
+    with st.expander("Open a release's privacy card (FILE.card.json, or the release FILE.npz)"):
+        st.file_uploader(
+            "Privacy card or release",
+            type=["json", "npz"],
+            key=K + "card_file",
+            on_change=_load_card,
+            help="As synthesize and the Mixed samples page write them. The card must verify (its ε recomputed from "
+            "its own parameters); its release then fills the controls, and every what-if starts from it.",
+        )
+        if err := st.session_state.get(K + "card_error"):
+            st.error(err)
 
 
 def _apply_calibrated(sigma_x: float) -> None:
@@ -131,6 +175,7 @@ def _apply_points(T: int) -> None:
 
 
 def _controls() -> tuple[MixingSetting | None, float]:
+    _card_loader()
     st.selectbox(
         "Start from a published setting",
         ["Custom", *ACCOUNTING_PRESETS],
@@ -193,7 +238,10 @@ def _controls() -> tuple[MixingSetting | None, float]:
             protect_labels=ss[K + "protect_labels"] or class_sizes is None,
             not_covered=PRIVATE_NORMALISATION if ss[K + "private_norm"] else None,
         )
-        if class_sizes is not None:
+        if (card := ss.get(K + "card")) is not None:
+            setting, kept = with_card_data(setting, card[1])
+            st.caption(card_data_note(card[0], setting, kept))
+        if setting.class_sizes is not None:
             get_accountant("lee2019").release_for(setting)  # validates l against the class size
     except ValueError as exc:
         st.error(f"invalid: {exc}")

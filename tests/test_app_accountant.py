@@ -331,3 +331,70 @@ def test_uniform_mixing_of_clipped_records_preset(at):
     at.checkbox(key="acc_class_centric").check().run()
     assert not at.exception and any("No headline: no accountant analyses" in w.value for w in at.warning)
     assert any("Nothing to calibrate" in i.value for i in at.info)
+
+
+@pytest.fixture(scope="module")
+def pets_release(tmp_path_factory) -> Path:
+    """A class-centric release of a 3-class CSV with unequal classes (188 / 189 / 223 records), made by synthesize."""
+    import numpy as np
+
+    from dpmix_core.cli.main import main
+
+    folder = tmp_path_factory.mktemp("pets")
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 600)
+    x = np.clip(rng.normal(size=(600, 4)) + 1.5 * y[:, None], -5, 10)
+    rows = [
+        f"{s},{a:.3f},{b:.3f},{c:.3f},{d:.3f}" for (a, b, c, d), s in zip(x, np.array(["b", "c", "d"])[y], strict=True)
+    ]
+    (folder / "pets.csv").write_text("species,a,b,c,d\n" + "\n".join(rows) + "\n")
+    args = ["synthesize", "--data-file", str(folder / "pets.csv"), "--feature-range", "-5,10", "--mechanism"]
+    args += ["class-centric", "--l", "4", "--T", "500", "--target-epsilon", "3", "--out", str(folder / "rel.npz")]
+    assert main(args) == 0
+    return folder / "rel.npz"
+
+
+def _card_epsilons(release: Path) -> dict[str, float]:
+    import json
+
+    card = json.loads(release.with_suffix(".card.json").read_text())
+    return {e["accountant"]: e["epsilon"] for e in card["epsilons"]}
+
+
+@pytest.mark.parametrize("which", ["npz", "card"])
+def test_a_release_card_fills_the_controls_and_reads_exactly_as_on_its_card(at, pets_release, which):
+    path = pets_release if which == "npz" else pets_release.with_suffix(".card.json")
+    at.file_uploader(key="acc_card_file").set_value([(path.name, path.read_bytes(), "application/octet-stream")])
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.text_input(key="acc_n").value == "600" and at.checkbox(key="acc_class_centric").value
+    assert any("From the card of rel" in c.value and "class sizes 188, 189, 223 kept" in c.value for c in at.caption), [
+        c.value for c in at.caption
+    ]
+    t, card = table(at), _card_epsilons(pets_release)
+    chosen = t[t["release analysed"].str.endswith("(chosen)")].index
+    assert set(chosen) == {"lee2019", "rdp-wor"}  # the card's release model's rows ...
+    for name in chosen:  # ... read the card's own numbers: its unequal classes (3 x 200 would read 3.27 / 2.81)
+        assert float(t.loc[name, "ε"]) == pytest.approx(card[name], rel=5e-3), name
+    assert float(at.metric[0].value) == pytest.approx(card["rdp-wor"], rel=5e-3)  # the headline: tightest bound
+    at.text_input(key="acc_n").input("900").run()  # another dataset: the controls' release, equal classes
+    assert any("n, dx or the classes changed" in c.value for c in at.caption)
+    assert float(table(at).loc["lee2019", "ε"]) != pytest.approx(card["lee2019"], rel=5e-3)
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        ("rel.npz", b"not a zip", "not a readable .npz"),
+        ("notes.json", b"{}", "not a privacy card"),
+        ("edited.card.json", None, "does not verify"),
+    ],
+)
+def test_a_card_that_cannot_be_read_or_verified_is_one_error_under_the_uploader(at, pets_release, name, data, message):
+    if data is None:  # the card with its rdp-wor epsilon edited
+        text = pets_release.with_suffix(".card.json").read_text()
+        eps = _card_epsilons(pets_release)["rdp-wor"]
+        data = text.replace(repr(eps), repr(eps / 2), 1).encode()
+    at.file_uploader(key="acc_card_file").set_value([(name, data, "application/octet-stream")]).run()
+    assert not at.exception and len(at.error) == 1 and message in at.error[0].value, [e.value for e in at.error]
+    assert at.text_input(key="acc_n").value == "60000"  # the controls are left as they were

@@ -2,6 +2,7 @@
 
 import html
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -126,6 +127,38 @@ def test_the_card_read_back_is_the_release_it_describes(tmp_path, config, model)
     bounds = [(e["epsilon"], e["accountant"]) for e in card["epsilons"] if e["upper_bound"]]
     assert found == model and (reading.epsilon, reading.accountant) == min(bounds)
     assert (setting.n, setting.l, setting.T) == (card["release"]["n"], card["release"]["l"], card["release"]["T"])
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        dict(mechanism="class-centric", l=8, T=50, sigma_x=0.5),
+        dict(mechanism="dpmix", l=8, T=50, sigma_x=0.5),
+        dict(mechanism="poisson", l=8, T=500, sigma_x=0.8, features="scattering"),
+    ],
+)
+def test_the_accountant_pages_controls_keep_what_they_cannot_hold_from_a_loaded_card(tmp_path, config):
+    """The page holds K equal classes and pixels; with_card_data gives back the card's own class sizes and feature
+    transform while n, dx and the classes still match, and the controls' release once they do not."""
+    from dpmix_core.privacy.accountants import equal_class_sizes
+    from dpmix_core.views.release_card import card_setting, with_card_data
+
+    _, card = _card(tmp_path, "r.npz", **config)
+    setting, _ = card_setting(card)
+    k = len(setting.class_sizes or ())
+    controls = replace(
+        setting,
+        class_sizes=equal_class_sizes(setting.n, k) if k else None,
+        feature_transform="pixels",
+    )
+    assert with_card_data(controls, setting) == (setting, True)
+    bigger = replace(controls, n=2 * setting.n, class_sizes=equal_class_sizes(2 * setting.n, k) if k else None)
+    for changed in (bigger, replace(controls, dx=controls.dx + 1)):
+        assert with_card_data(changed, setting) == (changed, False)
+    if k:  # class-centric: mixing across classes (or another K) is the controls' release
+        assert with_card_data(replace(controls, class_sizes=None), setting)[1] is False
+        fewer = replace(controls, class_sizes=equal_class_sizes(setting.n, k // 2))
+        assert with_card_data(fewer, setting) == (fewer, False)
 
 
 def test_report_of_a_release_file(tmp_path, capsys):

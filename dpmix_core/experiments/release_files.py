@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from dpmix_core.data import DATASET_NAMES
+from dpmix_core.data.formats import read_npz
 from dpmix_core.experiments.config import synthesis_from_dict
 from dpmix_core.privacy.checks import check_positive_int, check_sigma
 from dpmix_core.privacy.release import MixingRelease
@@ -52,6 +53,7 @@ __all__ = [
     "CardCheck",
     "ReleaseFile",
     "card_epsilon",
+    "card_from_upload",
     "card_synthesis",
     "check_release_memory",
     "file_sha256",
@@ -433,6 +435,29 @@ def _read_csv(path: Path, *, label_dim: int) -> tuple[np.ndarray, np.ndarray]:
     if table.shape[1] != len(header):
         raise ValueError(f"{str(path)!r}: rows have {table.shape[1]} values, the header names {len(header)}.")
     return np.ascontiguousarray(table[:, label_dim:]), np.ascontiguousarray(table[:, :label_dim])
+
+
+MAX_CARD_BYTES = 10_000_000  # a privacy card is a few KB; an upload's is read no further than this
+
+
+def card_from_upload(data: bytes, filename: str) -> dict:
+    """The privacy card of an uploaded ``FILE.card.json``, or the one inside a release ``FILE.npz`` (only that member
+    is read, at most :data:`MAX_CARD_BYTES`); ValueError (one line) for anything else."""
+    lower = filename.lower()
+    if lower.endswith(".card.json") or lower.endswith(".json"):
+        if len(data) > MAX_CARD_BYTES:
+            raise ValueError(f"{filename} is larger than a privacy card can be ({MAX_CARD_BYTES:,} bytes).")
+        return _parse_card(data.decode("utf-8", errors="replace"), f"privacy card {filename!r}")
+    if not lower.endswith(".npz"):
+        raise ValueError(
+            f"{filename}: open a release's card (FILE.card.json) or a release FILE.npz, as synthesize writes them."
+        )
+    arrays, members = read_npz(data, filename, ("privacy_card",), max_decompressed=MAX_CARD_BYTES)
+    if not arrays:
+        raise ValueError(
+            f"{filename} holds no privacy card (arrays: {', '.join(sorted(members)) or 'none'}): open its FILE.card.json."
+        )
+    return _parse_card(str(arrays["privacy_card"]), f"the privacy card inside {filename!r}")
 
 
 def _read_card(card_path: Path, data_path: Path) -> dict:

@@ -1,7 +1,9 @@
 """A release file's privacy card read back: in one line a person can read (the Train & trade-offs page's release
-mode), and as the accountant page's what-if (``report --release``)."""
+mode), and as the accountant page's what-if (``report --release``, the page's "Open a release's card")."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from dpmix_core.experiments.release_files import (
     ReleaseFile,
@@ -15,7 +17,7 @@ from dpmix_core.privacy.release import Mechanism
 from dpmix_core.views.privacy_scale import format_epsilon
 from dpmix_core.views.reports import model_accountants, release_model_of
 
-__all__ = ["card_setting", "release_summary"]
+__all__ = ["card_data_note", "card_setting", "release_summary", "with_card_data"]
 
 
 def release_summary(release: ReleaseFile) -> str:
@@ -84,3 +86,34 @@ def card_setting(card: dict) -> tuple[MixingSetting, str]:
 def _accounted(described: dict) -> dict:
     """A release's description without its post-processing (hard labels, clamping: no epsilon changes)."""
     return {k: v for k, v in described.items() if k not in ("hard_labels", "clamp_negative")}
+
+
+def with_card_data(setting: MixingSetting, card: MixingSetting) -> tuple[MixingSetting, bool]:
+    """(``setting`` with what the page's controls cannot hold taken from a loaded card's setting, whether it was).
+
+    The accountant page's controls describe K equal classes and no feature transform. While they still describe
+    the card's data (the card's n and dx; class-centric exactly when the card is, with its number of classes), a
+    what-if keeps the card's own class sizes and feature transform, so the card's release reads exactly as on its
+    card; once n, K, dx or the mixing change, it is the controls' release alone (equal classes, pixels).
+    """
+    same_classes = (setting.class_sizes is None) == (card.class_sizes is None) and (
+        card.class_sizes is None or len(card.class_sizes) == len(setting.class_sizes or ())
+    )
+    if setting.n != card.n or setting.dx != card.dx or not same_classes:
+        return setting, False
+    return replace(setting, class_sizes=card.class_sizes, feature_transform=card.feature_transform), True
+
+
+def card_data_note(name: str, setting: MixingSetting, kept: bool) -> str:
+    """Under the accountant page's controls: whose release they show, and what of the card's they keep (its class
+    sizes, its feature transform) or why not (:func:`with_card_data`)."""
+    if not kept:
+        return (
+            f"From the card of {name}: n, dx or the classes changed, so this is the controls' release (equal classes)."
+        )
+    held = []
+    if setting.class_sizes is not None and len(set(setting.class_sizes)) > 1:
+        held.append(f"its class sizes {', '.join(f'{c:,}' for c in setting.class_sizes)}")
+    if setting.feature_transform != "pixels":
+        held.append(f"what it mixed: {setting.feature_transform}")
+    return f"From the card of {name}" + (f" ({' and '.join(held)} kept)." if held else ".")
