@@ -237,3 +237,10 @@ def test_dp_pca_on_a_few_features_takes_its_dimensions_from_the_cli(capsys, tmp_
         "--pca-components", "3", "--epochs", "1",
     )  # fmt: skip
     assert out["config"]["pca_components"] == 3 and "DP-PCA projection's epsilon" in out["data"]["note"]
+
+
+def test_a_relative_path_is_kept_absolute_for_workers_elsewhere(tmp_path, monkeypatch):
+    _pets(tmp_path / "pets.csv", n=30)
+    monkeypatch.chdir(tmp_path)
+    own = open_data_file("pets.csv", label_column="species")
+    assert own.options["data_file"] == str(tmp_path / "pets.csv")

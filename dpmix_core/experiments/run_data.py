@@ -66,7 +66,7 @@ def _own_dataset(data: bytes, path: str, label_column: str | None, test_fraction
 def open_data_file(path: str | os.PathLike, *, label_column: str | None = None, test_fraction: float = 0.2) -> OwnData:
     """One's own ``.csv`` / ``.npz`` file, read and split, with the RunConfig fields of a run on it; DatasetError with
     one line when it does not parse or split."""
-    path = str(Path(path).expanduser())
+    path = str(Path(path).expanduser().absolute())  # a run in a worker elsewhere finds it too
     data = _read(path)
     dataset = _own_dataset(data, path, label_column, test_fraction)
     options = {
