@@ -244,3 +244,63 @@ def test_a_relative_path_is_kept_absolute_for_workers_elsewhere(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     own = open_data_file("pets.csv", label_column="species")
     assert own.options["data_file"] == str(tmp_path / "pets.csv")
+
+
+def _spec(path, l=4):
+    spec = {
+        "name": "pets-eps",
+        "axis": "target_epsilon",
+        "values": [2, 8],
+        "repeats": 1,
+        "base": {
+            "method": "mixing",
+            "model": "linear",
+            "epochs": 2,
+            "synthesis": {"mechanism": "class-centric", "l": l, "T": 300, "accountant": "rdp-wor", "target_epsilon": 4},
+        },
+        "series": [{"name": "class-centric"}, {"name": "non-private", "method": "non-private", "synthesis": None}],
+    }
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def test_sweep_on_ones_own_file_is_a_sweep_of_its_own_on_the_records_it_may_release(capsys, tmp_path, monkeypatch):
+    from dpmix_core.runtime.store import ResultStore
+
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
+    data = _pets(tmp_path / "pets.csv")
+    args = ["sweep", str(_spec(tmp_path / "spec.json")), "--data-file", str(data), "--label-column", "species"]
+    assert main([*args, "--feature-range", "-5,10", "--max-parallel", "1", "--threads", "1"]) == 0
+    capsys.readouterr()
+    store = ResultStore(tmp_path / "results.sqlite")
+    sha = open_data_file(data, label_column="species").options["data_sha256"]
+    (sweep,) = store.list_sweeps()
+    assert sweep.name == f"pets-eps@pets-{sha[:8]}"
+    runs = store.list_runs()
+    assert len(runs) == 3 and {r.status for r in runs} == {"done"}
+    for run in runs:
+        assert (run.config["dataset"], run.config["data_sha256"], run.config["test_fraction"]) == (OWN_DATA, sha, 0.2)
+        if run.config["method"] == "mixing":
+            assert run.config["synthesis"]["feature_range"] == [-5.0, 10.0]
+            assert run.result["privacy_card"]["dataset"]["n"] == 479  # the 121 held-out records are not in it
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["preset:thesis-4.1-quick", "--data-file", "{data}", "--label-column", "species"], "an image model"),
+        (["{spec}", "--test-fraction", "0.3"], "only with --data-file"),
+        (["{spec}", "--data-file", "{data}", "--label-column", "species"], "--feature-range LO,HI"),
+        (["{big}", "--data-file", "{data}", "--label-column", "species", "--feature-range", "-5,10"], "class 'bird'"),
+    ],
+)
+def test_sweep_on_ones_own_file_is_refused_before_any_run(capsys, tmp_path, monkeypatch, argv, message):
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
+    paths = {
+        "data": str(_pets(tmp_path / "pets.csv")),
+        "spec": str(_spec(tmp_path / "spec.json")),
+        "big": str(_spec(tmp_path / "big.json", l=300)),
+    }
+    code = main(["sweep", *(a.format(**paths) for a in argv)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and message in err, err

@@ -852,19 +852,39 @@ def _add_sweep(sub) -> None:
         metavar="S",
         help="run only these of the sweep's seeds (0..repeats-1 for a preset; with --repeats N, 0..N-1)",
     )
-    p.add_argument(
+    data = p.add_mutually_exclusive_group()
+    data.add_argument(
         "--dataset",
         choices=DATASET_NAMES,
         help="run the protocol on another dataset (its own sweep, NAME@dataset; data from $DPMIX_DATA_DIR, "
         "the cache, or a download)",
     )
+    data.add_argument(
+        "--data-file",
+        metavar="FILE",
+        help="run the protocol on your own CSV / .npz (its own sweep, NAME@FILE-<hash>): a stratified share of its "
+        "records (--test-fraction, 0.2) is held out as the test split and never released",
+    )
+    p.add_argument("--label-column", metavar="NAME", help="--data-file CSV: the column holding the labels")
+    p.add_argument("--test-fraction", type=finite_float, metavar="F", help="--data-file: records held out (0.2)")
+    p.add_argument("--feature-range", type=_range, help="--data-file: public LO,HI bounds of float features")
     p.set_defaults(func=lambda args: cli_sweep(args, expand=lambda text: _expand_sweep(text, args)))
 
 
 def _expand_sweep(text: str, args: argparse.Namespace):
     """The sweep named on the command line (trade_offs loads pandas and plotly: only when a sweep runs)."""
+    from dpmix_core.experiments.run_data import open_data_file
     from dpmix_core.experiments.trade_offs import expand_cli_spec
 
+    own = None
+    if args.data_file is None:
+        given = [o for o, v in (("--label-column", args.label_column), ("--test-fraction", args.test_fraction),
+                                ("--feature-range", args.feature_range)) if v is not None]  # fmt: skip
+        if given:
+            raise CliError(f"{', '.join(given)}: only with --data-file (the datasets have their own test split)")
+    else:
+        fraction = 0.2 if args.test_fraction is None else args.test_fraction
+        own = open_data_file(args.data_file, label_column=args.label_column, test_fraction=fraction)
     return expand_cli_spec(
         text,
         repeats=_checked_repeats(args.repeats),
@@ -872,6 +892,8 @@ def _expand_sweep(text: str, args: argparse.Namespace):
         series=args.series,
         seeds=args.seeds,
         dataset=args.dataset,
+        own=own,
+        feature_range=args.feature_range,
     )
 
 

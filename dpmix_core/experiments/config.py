@@ -628,13 +628,14 @@ class RunConfig:
         return replace(self, **changes)
 
 
-def on_dataset(config: RunConfig, dataset: str, data_dir: str | None = None) -> RunConfig:
+def on_dataset(config: RunConfig, dataset: str, data_dir: str | None = None, **data_file: Any) -> RunConfig:
     """The same run on another dataset, with the public z-score constants of the data it now reads.
 
     A config built for one dataset carries that dataset's documented constants (resolved in
     ``__post_init__``); moved as it is, Fashion-MNIST would be z-scored with MNIST's mean and std. Constants
     that were the old dataset's documented ones are re-resolved for the new dataset; constants the user
-    stated (any other pair) are kept.
+    stated (any other pair) are kept. ``data_file``: the fields of one's own file (dataset "file":
+    ``data_file``, ``data_sha256``, ``label_column``, ``test_fraction``), which has no documented constants.
     """
     syn = config.synthesis
     if isinstance(syn, SynthesisConfig) and syn.zscore_constants is not None:
@@ -643,7 +644,7 @@ def on_dataset(config: RunConfig, dataset: str, data_dir: str | None = None) -> 
             math.isclose(a, b, rel_tol=1e-12) for a, b in zip(syn.zscore_constants, documented, strict=True)
         ):
             syn = replace(syn, zscore_constants=None)  # __post_init__ resolves the new dataset's
-    return replace(config, dataset=dataset, data_dir=data_dir, synthesis=syn)
+    return replace(config, dataset=dataset, data_dir=data_dir, synthesis=syn, **data_file)
 
 
 def _normalised_synthesis(syn: SynthesisConfig) -> SynthesisConfig:

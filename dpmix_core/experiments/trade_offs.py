@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from dpmix_core.data import (
     DATASET_NAMES,
     DATASET_TITLES,
+    OWN_DATA,
+    Dataset,
     DatasetError,
+    check_class_sizes,
     load_dataset,
     locate_dataset,
     public_zscore_constants,
@@ -62,6 +66,8 @@ __all__ = [
     "expand_cli_spec",
     "narrow_spec",
     "check_job_datasets",
+    "check_release_on",
+    "with_data_file",
     "check_seeds",
     "sweep_jobs",
     "sweep_id_from_query",
@@ -121,6 +127,31 @@ def with_dataset(spec: SweepSpec, dataset: str, data_dir: str | None = None) -> 
     where = f" (on {DATASET_TITLES.get(dataset, 'the embedded MNIST sample')})"  # a chart's title says the data
     title = spec.title if not spec.title or spec.title.endswith(where) else spec.title + where
     return replace(spec, name=name, title=title, base=base, published=spec.published_for(dataset))
+
+
+def with_data_file(spec: SweepSpec, own: OwnData, feature_range: tuple[float, float] | None = None) -> SweepSpec:
+    """The same sweep on one's own file (:func:`~dpmix_core.experiments.run_data.open_data_file`): a sweep of its
+    own (``NAME@FILE-<sha256[:8]>``), scored on the file's held-out records, with no published numbers (those are
+    the papers' datasets'). ``feature_range``: the public bounds of float features, where a release scales records
+    to [0,1]. ValueError (one line) for an image model on a table of features, or a release the file cannot make.
+    """
+    from dpmix_core.training.names import IMAGE_MODELS
+
+    fields = {k: v for k, v in own.options.items() if k != "dataset"}
+    base = on_dataset(spec.base, OWN_DATA, None, **fields)
+    if base.synthesis is not None and feature_range is not None:
+        base = replace(base, synthesis=replace(base.synthesis, feature_range=feature_range))
+    images = [run.model for run in spec.runs() if run.model in IMAGE_MODELS and run.features == "pixels"]
+    if images and own.dataset.x_train.ndim < 3:
+        raise ValueError(
+            f"{spec.name} trains {images[0]!r}, an image model, and {own.dataset.name} holds "
+            f"{own.dataset.feature_dim:,} features a record: build a sweep with the linear model instead."
+        )
+    label = f"{own.dataset.name}-{own.options['data_sha256'][:8]}"
+    name = spec.name if spec.name.endswith(f"@{label}") else f"{spec.name}@{label}"
+    where = f" (on {own.dataset.name})"
+    title = spec.title if not spec.title or spec.title.endswith(where) else spec.title + where
+    return replace(spec, name=name, title=title, base=base, published=(), description=own.dataset.source)
 
 
 def estimate_minutes(spec: SweepSpec, max_parallel: int | None = None) -> float:
@@ -186,10 +217,18 @@ def sweep_jobs(spec: SweepSpec) -> list[RunSpec]:
     return [(JOB_KIND, cfg.to_dict(), run_key(cfg)) for cfg in spec.runs()]
 
 
-def cli_spec(text: str, dataset: str | None = None) -> SweepSpec:
+def cli_spec(
+    text: str,
+    dataset: str | None = None,
+    *,
+    own: OwnData | None = None,
+    feature_range: tuple[float, float] | None = None,
+) -> SweepSpec:
     """The spec ``sweep SPEC`` names (a .toml/.json spec file, or ``preset:NAME``), on ``dataset`` where given
-    (:func:`with_dataset`)."""
+    (:func:`with_dataset`), or on one's own file (:func:`with_data_file`)."""
     spec = get_preset(text.removeprefix("preset:")) if text.startswith("preset:") else load_spec(text)
+    if own is not None:
+        return with_data_file(spec, own, feature_range)
     return spec if dataset is None else with_dataset(spec, dataset)
 
 
@@ -201,6 +240,8 @@ def expand_cli_spec(
     series: list | tuple | None = None,
     seeds: list | tuple | None = None,
     dataset: str | None = None,
+    own: OwnData | None = None,
+    feature_range: tuple[float, float] | None = None,
 ) -> tuple[str, list[RunSpec], dict]:
     """``sweep SPEC`` on the command line: a .toml/.json spec file, or ``preset:NAME``.
 
@@ -211,9 +252,10 @@ def expand_cli_spec(
     (``seeds`` then picks among the wider range): the spec returned for the
     store then has those repeats, so the sweep's views show every seed that ran.
     ``dataset`` runs the same protocol on another dataset (a sweep of its own,
-    ``NAME@dataset``).
+    ``NAME@dataset``); ``own`` on one's own file, with the public ``feature_range`` of float features.
     """
-    spec = cli_spec(text, dataset)  # whether the dataset is here: check_job_datasets, before anything is queued
+    spec = cli_spec(text, dataset, own=own, feature_range=feature_range)  # whether the data is here and fits the
+    # releases: check_job_datasets, before anything is queued
     if seeds:
         check_seeds(spec, seeds, repeats)
     stored = spec if repeats is None or repeats <= spec.repeats else replace(spec, repeats=repeats)
@@ -232,13 +274,33 @@ def check_job_datasets(jobs: list[RunSpec], store: ResultStore | None = None) ->
         keys = [key or config_key(config) for _, config, key in jobs]
         done = {run.key for run in store.list_runs(keys=keys, status="done")}
         jobs = [job for job, key in zip(jobs, keys, strict=True) if key not in done]
-    wanted = {(str(config["dataset"]), config.get("data_dir")) for _, config, _ in jobs if config.get("dataset")}
+    _check_own_data_jobs([config for _, config, _ in jobs if config.get("data_file")])
+    wanted = {
+        (str(config["dataset"]), config.get("data_dir"))
+        for _, config, _ in jobs
+        if config.get("dataset") and not config.get("data_file")
+    }
     for name, data_dir in sorted(wanted, key=str):
         try:
             if locate_dataset(name, data_dir=data_dir) is None:  # not here: found nowhere, so fetch it once now
                 load_dataset(name, data_dir=data_dir)
         except DatasetError as exc:
             raise ValueError(str(exc)) from None
+
+
+def _check_own_data_jobs(configs: list[Mapping[str, Any]]) -> None:
+    """ValueError (one line) unless every run on one's own file can read it (its bytes as when the run was defined)
+    and make its release on it (ℓ within its records or classes, public bounds where it scales to [0,1])."""
+    from dpmix_core.experiments.run_data import load_run_dataset
+
+    checked: dict[tuple, Dataset] = {}
+    for config in configs:
+        run = RunConfig.from_dict(dict(config))
+        where = (run.data_file, run.data_sha256, run.label_column, run.test_fraction)
+        if where not in checked:
+            checked[where] = load_run_dataset(run)
+        if run.method == "mixing" and run.synthesis is not None:
+            check_release_on(run.synthesis, checked[where])
 
 
 def check_seeds(spec: SweepSpec, seeds: list | tuple, repeats: int | None = None) -> None:
@@ -772,15 +834,20 @@ def custom_spec(
 
 
 def _check_own_releases(own: OwnData, synthesis, mechanisms: tuple[str, ...], largest_l: float) -> None:
-    """ValueError (one line) unless every mechanism's release can be made on one's own file at the sweep's largest ℓ
-    (its records, or its smallest class for class-centric mixing; public bounds where it scales to [0,1])."""
+    """ValueError (one line) unless every mechanism's release can be made on one's own file at the sweep's largest ℓ."""
+    for mechanism in mechanisms:
+        check_release_on(replace(synthesis, mechanism=mechanism, l=int(largest_l)), own.dataset)
+
+
+def check_release_on(synthesis, dataset: Dataset) -> None:
+    """ValueError (one line) unless ``synthesis``'s release can be made on ``dataset``: ℓ within its records (or its
+    smallest class, class-centric), public bounds where it scales features that are not uint8 pixels to [0,1]. σ is
+    not calibrated (a target ε is checked at a σ of 1: the data's limits do not depend on it)."""
     from dpmix_core.synthesis.pipeline import planned_release
 
-    for mechanism in mechanisms:
-        planned_release(
-            replace(synthesis, mechanism=mechanism, l=int(largest_l), target_epsilon=None, accountant=None),
-            own.dataset,
-        )
+    if synthesis.mechanism == "class-centric":  # names the class (the mechanism's own check numbers it)
+        check_class_sizes(dataset, synthesis.l)
+    planned_release(replace(synthesis, target_epsilon=None, accountant=None, sigma_x=synthesis.sigma_x or 1.0), dataset)
 
 
 CLASS_CENTRIC_RECORDS = ("unit", "zscore", "zscore-test-even")  # what a custom sweep's class-centric series mix
