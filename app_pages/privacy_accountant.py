@@ -17,7 +17,6 @@ from app_pages.shared.widgets import (
     real_check,
     table_download,
 )
-from dpmix_core.experiments.release_files import card_from_upload
 from dpmix_core.privacy.accountants import MixingSetting, equal_class_sizes, get_accountant
 from dpmix_core.privacy.budget import compose_budget, mixing_item
 from dpmix_core.privacy.calibration import calibrate_sigma, max_points
@@ -31,7 +30,7 @@ from dpmix_core.views.figures import CURVE_CAPTION, epsilon_curve_figure, fdp_tr
 from dpmix_core.views.html_report import accountant_report
 from dpmix_core.views.inputs import format_count, format_real
 from dpmix_core.views.privacy_scale import DEPLOYMENTS, format_epsilon, headline
-from dpmix_core.views.release_card import card_data_note, card_setting, with_card_data
+from dpmix_core.views.release_card import card_data_note, read_card_upload, with_card_data
 from dpmix_core.views.reports import (
     NO_ACCOUNTANT,
     RELEASE_MODELS,
@@ -140,16 +139,15 @@ def _load_card() -> None:
     if upload is None:
         return
     try:
-        card = card_from_upload(upload.getvalue(), upload.name)
-        setting, model = card_setting(card)
+        card = read_card_upload(upload.getvalue(), upload.name)
     except ValueError as exc:
         ss[K + "card_error"] = f"{upload.name}: {exc}"
         return
-    ratio = setting.sigma_y / setting.sigma_x if setting.sigma_x > 0 else 1.0
-    for key, value in _setting_values(setting, sigma_ratio=ratio, delta=float(card["delta"]), model=model).items():
+    values = _setting_values(card.setting, sigma_ratio=card.sigma_ratio, delta=card.delta, model=card.model)
+    for key, value in values.items():
         ss[K + key] = value
     ss[K + "preset"] = "Custom"
-    ss[K + "card"] = (upload.name, setting)
+    ss[K + "card"] = (upload.name, card.setting)
 
 
 def _card_loader() -> None:

@@ -3,11 +3,12 @@ mode), and as the accountant page's what-if (``report --release``, the page's "O
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from dpmix_core.experiments.release_files import (
     ReleaseFile,
     card_epsilon,
+    card_from_upload,
     card_synthesis,
     release_synthesis,
     verify_card,
@@ -17,7 +18,7 @@ from dpmix_core.privacy.release import Mechanism
 from dpmix_core.views.privacy_scale import format_epsilon
 from dpmix_core.views.reports import model_accountants, release_model_of
 
-__all__ = ["card_data_note", "card_setting", "release_summary", "with_card_data"]
+__all__ = ["CardReading", "card_data_note", "card_setting", "read_card_upload", "release_summary", "with_card_data"]
 
 
 def release_summary(release: ReleaseFile) -> str:
@@ -117,3 +118,23 @@ def card_data_note(name: str, setting: MixingSetting, kept: bool) -> str:
     if setting.feature_transform != "pixels":
         held.append(f"what it mixed: {setting.feature_transform}")
     return f"From the card of {name}" + (f" ({' and '.join(held)} kept)." if held else ".")
+
+
+@dataclass(frozen=True)
+class CardReading:
+    """An uploaded card as the accountant page's controls take it: the what-if, its release model, λ = σy / σx and
+    δ (the card's)."""
+
+    setting: MixingSetting
+    model: str
+    sigma_ratio: float
+    delta: float
+
+
+def read_card_upload(data: bytes, filename: str) -> CardReading:
+    """A ``FILE.card.json`` or release ``FILE.npz`` upload read into the accountant page's controls
+    (:func:`card_setting`: it must verify); ValueError (one line) otherwise."""
+    card = card_from_upload(data, filename)
+    setting, model = card_setting(card)
+    ratio = setting.sigma_y / setting.sigma_x if setting.sigma_x > 0 else 1.0
+    return CardReading(setting, model, ratio, float(card["delta"]))
