@@ -304,3 +304,16 @@ def test_sweep_on_ones_own_file_is_refused_before_any_run(capsys, tmp_path, monk
     code = main(["sweep", *(a.format(**paths) for a in argv)])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and message in err, err
+
+
+def test_a_release_of_ones_own_file_points_to_training_on_the_file(capsys, tmp_path):
+    """A release of an upload has no public test split (every record may be in it): train --release says where
+    to score models instead."""
+    data = _pets(tmp_path / "pets.csv", n=100)
+    out = tmp_path / "rel.npz"
+    args = ["synthesize", "--data-file", str(data), "--label-column", "species", "--feature-range", "-5,10"]
+    assert main([*args, "--mechanism", "dpmix", "--l", "4", "--T", "50", "--sigma-x", "1", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["train", "--release", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "train --data-file" in err and "holds test records out" in err

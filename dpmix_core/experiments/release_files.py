@@ -207,7 +207,9 @@ def release_run_options(release: ReleaseFile) -> dict[str, Any]:
     if dataset not in DATASET_NAMES:
         raise ValueError(
             f"the card of {release.path!r} names dataset {dataset!r}, which has no public test split here "
-            f"(one of: {', '.join(DATASET_NAMES)}); evaluate it on your own data instead."
+            f"(one of: {', '.join(DATASET_NAMES)}): every record of it may be in the release. To score models on your "
+            "own data, train on the data file itself (train --data-file, or Train & trade-offs → Your own file), "
+            "which holds test records out before it releases the rest."
         )
     syn = release_synthesis(card, where=f"the card of {release.path!r}")
     return {
