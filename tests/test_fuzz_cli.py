@@ -138,7 +138,8 @@ CASES = [
     (["train", "--sigma-x", "1", "--l", "5000"], "must not exceed"),
     (["train", "--data-file", "bad.csv"], "beyond the float32 range"),
     (["train", "--data-file", "nothing.csv"], "cannot read the data file"),
-    (["train", "--test-fraction", "0.3"], "holds out records of a --data-file"),
+    (["train", "--test-fraction", "0.3"], "--test-fraction: only with --data-file"),
+    (["sweep", "spec.toml", "--feature-range", "0,1"], "--feature-range: only with --data-file"),
     (["train", "--data-file", "pickled.npz", "--label-column", "y"], "names a column of a --data-file CSV"),
     (["train", "--method", "dp-sgd"], "target epsilon"),
     # sweep: paths, Ray and the store checked before any work

@@ -597,22 +597,22 @@ def _release_file_options(args: argparse.Namespace) -> dict:
     return release_run_options(read_release(args.release))
 
 
-def _data_file_run_options(args: argparse.Namespace) -> tuple[dict, bool]:
-    """train --data-file FILE: (the run's data-file fields, whether its records are images). Without it,
-    --test-fraction and --label-column have nothing to act on: refused."""
+def _own_data_file(args: argparse.Namespace, *, also: tuple[str, ...] = ()):
+    """--data-file FILE (--label-column, --test-fraction): the file read and split
+    (:class:`~dpmix_core.experiments.run_data.OwnData`); None without it, when the options that describe a data
+    file (and ``also``) have nothing to act on: refused."""
     from dpmix_core.experiments.run_data import open_data_file
 
     if args.data_file is None:
-        if args.test_fraction is not None:
-            raise CliError("--test-fraction holds out records of a --data-file; the datasets have their own test split")
-        if args.label_column is not None:
-            raise CliError("--label-column names a column of a --data-file CSV")
-        return {}, True
+        names = ("label_column", "test_fraction", *also)
+        given = ["--" + name.replace("_", "-") for name in names if getattr(args, name) is not None]
+        if given:
+            raise CliError(f"{', '.join(given)}: only with --data-file (the datasets have their own test split)")
+        return None
     if args.label_column is not None and not args.data_file.lower().endswith(".csv"):
         raise CliError("--label-column names a column of a --data-file CSV")
     fraction = 0.2 if args.test_fraction is None else args.test_fraction
-    own = open_data_file(args.data_file, label_column=args.label_column, test_fraction=fraction)
-    return dict(own.options), own.dataset.x_train.ndim >= 3
+    return open_data_file(args.data_file, label_column=args.label_column, test_fraction=fraction)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -620,7 +620,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     from dpmix_core.training.protocols import PROTOCOLS
 
     release_file: dict = _release_file_options(args) if args.release is not None else {}
-    own_data, own_images = _data_file_run_options(args)
+    own = _own_data_file(args)
+    own_data = {} if own is None else dict(own.options)
+    own_images = own is None or own.dataset.x_train.ndim >= 3
     features = release_file.pop("features", args.features)
     dataset = release_file.pop("dataset", own_data.pop("dataset", args.dataset))
     model = args.model or ("scatter-linear" if features == "scattering" else "thesis-cnn" if own_images else "linear")
@@ -873,18 +875,9 @@ def _add_sweep(sub) -> None:
 
 def _expand_sweep(text: str, args: argparse.Namespace):
     """The sweep named on the command line (trade_offs loads pandas and plotly: only when a sweep runs)."""
-    from dpmix_core.experiments.run_data import open_data_file
     from dpmix_core.experiments.trade_offs import expand_cli_spec
 
-    own = None
-    if args.data_file is None:
-        given = [o for o, v in (("--label-column", args.label_column), ("--test-fraction", args.test_fraction),
-                                ("--feature-range", args.feature_range)) if v is not None]  # fmt: skip
-        if given:
-            raise CliError(f"{', '.join(given)}: only with --data-file (the datasets have their own test split)")
-    else:
-        fraction = 0.2 if args.test_fraction is None else args.test_fraction
-        own = open_data_file(args.data_file, label_column=args.label_column, test_fraction=fraction)
+    own = _own_data_file(args, also=("feature_range",))
     return expand_cli_spec(
         text,
         repeats=_checked_repeats(args.repeats),

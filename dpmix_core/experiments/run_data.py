@@ -152,7 +152,8 @@ def held_out_note(config: RunConfig, dataset: Dataset) -> dict:
         "train_records": dataset.n_train,
         "test_records": n_test,
         "note": (
-            f"accuracy on {n_test:,} records of {Path(str(config.data_file)).name} held out before the release "
+            f"accuracy on {n_test:,} records of {Path(str(config.data_file)).name} held out before anything was "
+            "trained or released "
             f"(test fraction {config.test_fraction:g}, stratified, the same records for every seed); "
             f"{TRAINED_ON[config.method].format(n=dataset.n_train)}. The held-out records were never released, but "
             "the accuracy read on them is not private: publish it as any statistic of those records."
