@@ -32,7 +32,7 @@ from dpmix_core.experiments.config import RunConfig, on_dataset, run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
 from dpmix_core.experiments.results import aggregate, all_collapsed, runs_per_point
-from dpmix_core.experiments.run_data import OwnData
+from dpmix_core.experiments.run_data import OwnData, load_run_dataset, own_data_sizes
 from dpmix_core.experiments.spec import Published, SweepSpec, axis_value, load_spec
 from dpmix_core.experiments.sweeps import DEFAULT_RETRY, RunSpec, submit_sweep
 from dpmix_core.resources.limits import (
@@ -169,8 +169,6 @@ def spec_problem(
     its own ``n`` and ``d``)."""
     limits = limits or limits_from_env()
     if spec.base.data_file is not None:  # one's own file: its sizes
-        from dpmix_core.experiments.run_data import own_data_sizes
-
         n, _, d = own_data_sizes(spec.base)
     syn = spec.base.synthesis
     values = [v for v in spec.values if isinstance(v, (int, float)) and math.isfinite(v)]
@@ -254,8 +252,8 @@ def expand_cli_spec(
     ``dataset`` runs the same protocol on another dataset (a sweep of its own,
     ``NAME@dataset``); ``own`` on one's own file, with the public ``feature_range`` of float features.
     """
-    spec = cli_spec(text, dataset, own=own, feature_range=feature_range)  # whether the data is here and fits the
-    # releases: check_job_datasets, before anything is queued
+    # whether the data is here (and one's own file fits the releases): check_job_datasets, before anything is queued
+    spec = cli_spec(text, dataset, own=own, feature_range=feature_range)
     if seeds:
         check_seeds(spec, seeds, repeats)
     stored = spec if repeats is None or repeats <= spec.repeats else replace(spec, repeats=repeats)
@@ -268,7 +266,8 @@ def expand_cli_spec(
 def check_job_datasets(jobs: list[RunSpec], store: ResultStore | None = None) -> None:
     """ValueError (the loader's one line) unless every dataset the runs train on is here: in DPMIX_DATA_DIR, the
     run's data_dir, the cache or a system folder, or downloaded once now. ``sweep`` calls it before queueing
-    anything, so a preset on MNIST without a copy fails once, not once per run. ``store``: runs done there are
+    anything, so a preset on MNIST without a copy fails once, not once per run; a run on one's own file needs the
+    file as it was when the run was defined, and a release the file can make. ``store``: runs done there are
     reused, not run, so their datasets are not needed (a finished sweep reports without its data)."""
     if store is not None:
         keys = [key or config_key(config) for _, config, key in jobs]
@@ -291,8 +290,6 @@ def check_job_datasets(jobs: list[RunSpec], store: ResultStore | None = None) ->
 def _check_own_data_jobs(configs: list[Mapping[str, Any]]) -> None:
     """ValueError (one line) unless every run on one's own file can read it (its bytes as when the run was defined)
     and make its release on it (ℓ within its records or classes, public bounds where it scales to [0,1])."""
-    from dpmix_core.experiments.run_data import load_run_dataset
-
     checked: dict[tuple, Dataset] = {}
     for config in configs:
         run = RunConfig.from_dict(dict(config))
