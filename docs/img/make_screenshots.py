@@ -1,18 +1,23 @@
 """Screenshots of the pages for the README (headless Chromium + Selenium, as in tests/test_e2e_browser.py).
 
     DPMIX_DATA_DIR=$(mktemp -d) .venv/bin/streamlit run app.py --server.port 8765 --server.headless true &
-    .venv/bin/python docs/img/make_screenshots.py http://127.0.0.1:8765 docs/img
+    .venv/bin/python docs/img/make_screenshots.py http://127.0.0.1:8765 docs/img [NAME.png ...]
 
-Launch dp-pca-quick on Train & trade-offs first for a results chart there.
+Launch dp-pca-quick on Train & trade-offs first for a results chart there. Names after the folder retake only
+those screenshots. The two of one's own data (``train_tradeoffs_own_file.png``, ``privacy_accountant_card.png``)
+upload a small 3-class CSV made here, and a release of it made by ``synthesize``.
 """
 
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
@@ -47,8 +52,81 @@ def _type(d: webdriver.Chrome, label: str, text: str) -> None:
     box.send_keys(text, Keys.ENTER)
 
 
+def _radio(d: webdriver.Chrome, text: str) -> None:
+    next(e for e in d.find_elements(By.CSS_SELECTOR, "[data-testid=stRadio] label") if e.text.strip() == text).click()
+    _settle(d)
+
+
+def _pick(d: webdriver.Chrome, label: str, option: str) -> None:
+    box = next(b for b in d.find_elements(By.CSS_SELECTOR, "[data-testid=stSelectbox]") if b.text.startswith(label))
+    box.find_element(By.CSS_SELECTOR, "button[aria-label=Open]").click()
+    time.sleep(1)
+    next(o for o in d.find_elements(By.CSS_SELECTOR, "[role=option]") if option in o.text).click()
+    _settle(d)
+
+
+def _upload(d: webdriver.Chrome, path: Path) -> None:
+    d.find_element(By.CSS_SELECTOR, "input[type=file]").send_keys(str(path))
+    time.sleep(3)
+    _settle(d, 120)
+
+
+def _own_files(folder: Path) -> tuple[Path, Path]:
+    """A 3-class CSV (class names in a 'species' column, 4 float features in [-5, 10]) and a release of it."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 600)
+    x = np.clip(rng.normal(size=(600, 4)) + 1.5 * y[:, None], -5, 10)
+    names = np.array(["bird", "cat", "dog"])[y]
+    rows = [f"{a:.3f},{b:.3f},{s},{c:.3f},{e:.3f}" for (a, b, c, e), s in zip(x, names, strict=True)]
+    (csv := folder / "pets.csv").write_text("height,weight,species,age,speed\n" + "\n".join(rows) + "\n")
+    release = folder / "pets_release.npz"
+    args = ["synthesize", "--data-file", str(csv), "--label-column", "species", "--feature-range", "-5,10"]
+    args += ["--mechanism", "class-centric", "--l", "4", "--T", "600", "--target-epsilon", "3", "--out", str(release)]
+    subprocess.run([sys.executable, "-m", "dpmix_core", *args], check=True, capture_output=True)
+    return csv, release
+
+
+def _own_data_shots(url: str, out: Path, wanted: set[str]) -> None:
+    """Train & trade-offs on one's own CSV, and the Privacy accountant opened on a release's card."""
+    with tempfile.TemporaryDirectory() as tmp:
+        csv, release = _own_files(Path(tmp))
+        d = _driver(1400, 1700)
+        try:
+            if "train_tradeoffs_own_file.png" in wanted:
+                d.get(url + "/train_tradeoffs")
+                _settle(d)
+                _radio(d, "Build your own")
+                _pick(d, "Training data", "Your own file")
+                _upload(d, csv)
+                _pick(d, "Label column", "species")
+                for label, text in (
+                    ("Public lower bound of your features", "-5"),
+                    ("Public upper bound of your features", "10"),
+                ):
+                    _type(d, label, text)
+                    _settle(d)
+                d.save_screenshot(str(out / "train_tradeoffs_own_file.png"))
+            if "privacy_accountant_card.png" in wanted:
+                d.get(url + "/")
+                _settle(d)
+                next(
+                    e for e in d.find_elements(By.CSS_SELECTOR, "[data-testid=stExpander] summary") if "card" in e.text
+                ).click()
+                _upload(d, release)
+                d.save_screenshot(str(out / "privacy_accountant_card.png"))
+        finally:
+            d.quit()
+
+
+OWN_DATA_SHOTS = {"train_tradeoffs_own_file.png", "privacy_accountant_card.png"}
+
+
 def main() -> None:
     url, out = sys.argv[1], Path(sys.argv[2])
+    wanted = set(sys.argv[3:])
+    _own_data_shots(url, out, wanted & OWN_DATA_SHOTS if wanted else OWN_DATA_SHOTS)
+    if wanted and not wanted - OWN_DATA_SHOTS:
+        return
     d = _driver(1400, 2000)
     try:
         shots = [("privacy_accountant.png", "/", None), ("mixed_samples.png", "/mixed_samples", None)]
@@ -58,6 +136,8 @@ def main() -> None:
             ("mixed_samples_invalid.png", "/mixed_samples", ("δ", "-0.1")),
         ]
         for name, path, edit in shots:
+            if wanted and name not in wanted:
+                continue
             d.get(url + path)
             _settle(d)
             if edit is not None:
@@ -66,6 +146,8 @@ def main() -> None:
             d.save_screenshot(str(out / name))
     finally:
         d.quit()
+    if wanted and "presentation_mode.png" not in wanted:
+        return
     d = _driver(1400, 1000)  # presentation mode: one screen per chart, its settings under it
     try:
         d.get(url + "/?present=1")
