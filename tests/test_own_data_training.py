@@ -4,6 +4,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpmix_core.cli.main import main
 from dpmix_core.data import OWN_DATA, Dataset, DatasetError, held_out_split, load_user_data
@@ -46,6 +48,29 @@ def test_held_out_split_is_stratified_disjoint_and_fixed():
     assert np.array_equal(again.x_test, split.x_test)  # the same records every time (the split's own seed)
     assert not np.array_equal(held_out_split(ds, 0.2, seed=1).x_test, split.x_test)
     assert "held-out" in split.source and split.label_names == ds.label_names
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    counts=st.lists(st.integers(min_value=1, max_value=40), min_size=2, max_size=6),
+    fraction=st.floats(min_value=0.01, max_value=0.99),
+    seed=st.integers(min_value=0, max_value=2**31),
+)
+def test_held_out_split_invariants(counts, fraction, seed):
+    """Any class sizes and fraction: each class sends round(fraction x size) records to the test split, train and test
+    partition the records, and the same seed picks the same records; or the split is refused in one line."""
+    y = np.repeat(np.arange(len(counts)), counts)
+    ds = _upload(np.random.default_rng(seed).permutation(y))
+    try:
+        split = held_out_split(ds, fraction, seed=seed)
+    except DatasetError as exc:
+        assert "holds out no record" in str(exc) or "fewer than 2 classes" in str(exc)
+        return
+    expected = [round(fraction * c) for c in counts]
+    assert np.bincount(split.y_test, minlength=len(counts)).tolist() == expected
+    rows = np.concatenate([split.x_train[:, 0], split.x_test[:, 0]]) // 2
+    assert sorted(rows.tolist()) == list(range(len(y)))
+    assert np.array_equal(held_out_split(ds, fraction, seed=seed).x_test, split.x_test)
 
 
 @pytest.mark.parametrize(
