@@ -313,7 +313,7 @@ def test_sweep_on_ones_own_file_is_a_sweep_of_its_own_on_the_records_it_may_rele
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["preset:thesis-4.1-quick", "--data-file", "{data}", "--label-column", "species"], "an image model"),
+        (["preset:thesis-4.1-quick", "--data-file", "{data}", "--label-column", "species"], "takes images"),
         (["{spec}", "--test-fraction", "0.3"], "only with --data-file"),
         (["{spec}", "--data-file", "{data}", "--label-column", "species"], "--feature-range LO,HI"),
         (["{big}", "--data-file", "{data}", "--label-column", "species", "--feature-range", "-5,10"], "class 'bird'"),
@@ -342,3 +342,27 @@ def test_a_release_of_ones_own_file_points_to_training_on_the_file(capsys, tmp_p
     assert main(["train", "--release", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "train --data-file" in err and "holds test records out" in err
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"model": "thesis-cnn"}, "takes images"),
+        ({"axis": "l", "values": (2.0, 300.0)}, "class 'bird' has"),
+        ({"feature_range": None}, "--feature-range LO,HI"),
+    ],
+)
+def test_the_pages_custom_sweep_checks_every_run_on_the_file(tmp_path, changes, message):
+    """One check (run_data.check_run_on) for train, sweep and the page: an own-file sweep that cannot run is refused
+    next to the controls, not run by run in the background."""
+    from dpmix_core.experiments.trade_offs import custom_spec
+
+    own = open_data_file(_pets(tmp_path / "pets.csv"), label_column="species")
+    kw = dict(
+        mechanisms=("class-centric",), axis="sigma", values=(0.5, 1.0), repeats=3, model="linear", loss="ce",
+        epochs=2, l=4, T=300, sigma=0.7, accountant="auto", delta=1e-5, dataset="embedded",
+        baselines=("non-private",), own=own, feature_range=(-5.0, 10.0),
+    )  # fmt: skip
+    assert len(custom_spec(**kw).series) == 2  # the controls as they are: accepted
+    with pytest.raises(ValueError, match=message):
+        custom_spec(**{**kw, **changes})

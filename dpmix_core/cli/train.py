@@ -18,7 +18,6 @@ from dpmix_core.resources.files import check_new_file
 from dpmix_core.resources.limits import Limits, check_cost, check_training_cost, limits_from_env
 from dpmix_core.runtime.worker import checkpoint_interval
 from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release, release_cost
-from dpmix_core.training.names import IMAGE_MODELS
 from dpmix_core.training.protocols import protocol_options, train_epochs
 
 __all__ = ["check_before_training", "checkpoint_folder", "train_repeats"]
@@ -44,7 +43,7 @@ def check_before_training(base: RunConfig, repeats: int, limits: Limits | None =
     """Everything that can be refused before the first progress line: the precision suits the device, the
     dataset loads and has a test split, the release fits it (l <= n, l <= every class size) and the estimated cost of the
     release and of ``repeats`` trainings is within ``limits`` (ValueError with one line otherwise)."""
-    from dpmix_core.experiments.run_data import load_run_dataset
+    from dpmix_core.experiments.run_data import check_run_on, load_run_dataset
     from dpmix_core.mechanisms import resolve_device
     from dpmix_core.training.data import subsample
     from dpmix_core.training.precision import check_precision
@@ -55,24 +54,14 @@ def check_before_training(base: RunConfig, repeats: int, limits: Limits | None =
     if ds.x_test is None:
         raise ValueError(f"dataset {base.dataset!r} has no test split to evaluate on.")
     ds = subsample(ds, train_limit=base.train_limit, test_limit=base.test_limit)
-    if base.model in IMAGE_MODELS and base.features == "pixels" and ds.x_train.ndim < 3:
-        raise ValueError(
-            f"model {base.model!r} takes images (n, H, W); the data has {ds.feature_dim:,} features a record: "
-            "use the linear model (or corrected-lsq)."
-        )
-    if base.method == "dp-pca" and base.pca_components > ds.feature_dim:
-        raise ValueError(
-            f"DP-PCA projects to {base.pca_components} dimensions, more than the data's {ds.feature_dim:,} features: "
-            f"give --pca-components {ds.feature_dim} or fewer."
-        )
+    check_run_on(base, ds)  # the model suits the data, the release fits it
     samples = ds.n_train
     if base.release_file is not None and base.synthesis is not None:  # made already: only training costs
         samples = base.synthesis.T
     elif base.synthesis is not None:
         if base.method == "mixing":
-            planned_release(base.synthesis, ds)  # raises on l > n or a class smaller than l
-            if base.synthesis.mechanism != "label-laplace":
-                samples = base.synthesis.T
+            planned_release(base.synthesis, ds)  # calibrates sigma: an unreachable target is refused here too
+            samples = base.synthesis.T
         check_cost(release_cost(base.synthesis, ds), limits, change="T or l", job=True)
     check_training_cost(runs=repeats, epochs=base.epochs, n=samples, d=ds.feature_dim, limits=limits)
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from dpmix_core.data import OFFICIAL_SPLIT_SIZES
 from dpmix_core.experiments.config import RunConfig
+from dpmix_core.experiments.run_data import own_data_sizes
 from dpmix_core.experiments.spec import Published, Series, SweepSpec
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.training.names import CLOSED_FORM_MODELS
@@ -103,8 +104,6 @@ def _batch_factor(model: str, batch_size: int) -> float:
 def estimate_seconds(run: RunConfig, *, features_cached: bool = True) -> float:
     """Rough wall time of one run on the 2-core CPU reference machine (seconds)."""
     if run.data_file is not None:  # one's own file: its split's sizes
-        from dpmix_core.experiments.run_data import own_data_sizes
-
         n_train, n_test, d = own_data_sizes(run)
     else:
         n_train, n_test = SPLIT_SIZES[run.dataset]

@@ -446,7 +446,7 @@ def card_from_upload(data: bytes, filename: str) -> dict:
     """The privacy card of an uploaded ``FILE.card.json``, or the one inside a release ``FILE.npz`` (only that member
     is read, at most :data:`MAX_CARD_BYTES`); ValueError (one line) for anything else."""
     lower = filename.lower()
-    if lower.endswith(".card.json") or lower.endswith(".json"):
+    if lower.endswith(".json"):  # FILE.card.json
         if len(data) > MAX_CARD_BYTES:
             raise ValueError(f"{filename} is larger than a privacy card can be ({MAX_CARD_BYTES:,} bytes).")
         return _parse_card(data.decode("utf-8", errors="replace"), f"privacy card {filename!r}")

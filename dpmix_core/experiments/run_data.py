@@ -12,17 +12,29 @@ import functools
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from dpmix_core.data import OWN_DATA, Dataset, DatasetError, held_out_split, load_dataset, load_user_data
+from dpmix_core.data import (
+    OWN_DATA,
+    Dataset,
+    DatasetError,
+    check_class_sizes,
+    held_out_split,
+    load_dataset,
+    load_user_data,
+)
 from dpmix_core.data.user import MAX_BYTES
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.resources.files import write_files_atomically
+from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release
+from dpmix_core.training.names import IMAGE_MODELS
 
 __all__ = [
     "OwnData",
     "TRAINED_ON",
+    "check_release_on",
+    "check_run_on",
     "held_out_note",
     "load_run_dataset",
     "open_data_file",
@@ -127,6 +139,33 @@ def load_run_dataset(config: RunConfig) -> Dataset:
             f"{str(config.data_sha256)[:12]}...); define the run again on the file as it is now."
         )
     return _own_dataset(data, config.data_file, config.label_column, config.test_fraction)
+
+
+def check_release_on(synthesis: SynthesisConfig, dataset: Dataset) -> None:
+    """ValueError (one line) unless ``synthesis``'s release can be made on ``dataset``: ℓ within its records (or its
+    smallest class, class-centric, named), public bounds where it scales features that are not uint8 pixels to
+    [0,1]. σ is not calibrated (a target ε is checked at a σ of 1: the data's limits do not depend on it)."""
+    if synthesis.mechanism == "class-centric":  # names the class (the mechanism's own check numbers it)
+        check_class_sizes(dataset, synthesis.l)
+    planned_release(replace(synthesis, target_epsilon=None, accountant=None, sigma_x=synthesis.sigma_x or 1.0), dataset)
+
+
+def check_run_on(run: RunConfig, dataset: Dataset) -> None:
+    """ValueError (one line) unless ``run`` can train on ``dataset`` (as the run reads it): an image model needs
+    images, DP-PCA at most the data's features, a mixing release one the data can make (:func:`check_release_on`).
+    ``train`` checks it before its first progress line, ``sweep`` and the page before any run is queued."""
+    if run.model in IMAGE_MODELS and run.features == "pixels" and dataset.x_train.ndim < 3:
+        raise ValueError(
+            f"model {run.model!r} takes images (n, H, W); {dataset.name} has {dataset.feature_dim:,} features a "
+            "record: use the linear model (or corrected-lsq)."
+        )
+    if run.method == "dp-pca" and run.pca_components > dataset.feature_dim:
+        raise ValueError(
+            f"DP-PCA projects to {run.pca_components} dimensions, more than the {dataset.feature_dim:,} features of "
+            f"{dataset.name}: give --pca-components {dataset.feature_dim} or fewer."
+        )
+    if run.method == "mixing" and run.synthesis is not None and run.release_file is None:
+        check_release_on(run.synthesis, dataset)
 
 
 # what each method does with the records not held out, and what its epsilon covers

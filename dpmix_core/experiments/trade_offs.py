@@ -23,7 +23,6 @@ from dpmix_core.data import (
     OWN_DATA,
     Dataset,
     DatasetError,
-    check_class_sizes,
     load_dataset,
     locate_dataset,
     public_zscore_constants,
@@ -32,7 +31,7 @@ from dpmix_core.experiments.config import RunConfig, on_dataset, run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
 from dpmix_core.experiments.results import aggregate, all_collapsed, runs_per_point
-from dpmix_core.experiments.run_data import OwnData, load_run_dataset, own_data_sizes
+from dpmix_core.experiments.run_data import OwnData, check_run_on, load_run_dataset, own_data_sizes
 from dpmix_core.experiments.spec import Published, SweepSpec, axis_value, load_spec
 from dpmix_core.experiments.sweeps import DEFAULT_RETRY, RunSpec, submit_sweep
 from dpmix_core.resources.limits import (
@@ -66,7 +65,6 @@ __all__ = [
     "expand_cli_spec",
     "narrow_spec",
     "check_job_datasets",
-    "check_release_on",
     "with_data_file",
     "check_seeds",
     "sweep_jobs",
@@ -133,20 +131,12 @@ def with_data_file(spec: SweepSpec, own: OwnData, feature_range: tuple[float, fl
     """The same sweep on one's own file (:func:`~dpmix_core.experiments.run_data.open_data_file`): a sweep of its
     own (``NAME@FILE-<sha256[:8]>``), scored on the file's held-out records, with no published numbers (those are
     the papers' datasets'). ``feature_range``: the public bounds of float features, where a release scales records
-    to [0,1]. ValueError (one line) for an image model on a table of features, or a release the file cannot make.
+    to [0,1]. Whether its runs can train on the file is checked with its jobs (:func:`check_job_datasets`).
     """
-    from dpmix_core.training.names import IMAGE_MODELS
-
     fields = {k: v for k, v in own.options.items() if k != "dataset"}
     base = on_dataset(spec.base, OWN_DATA, None, **fields)
     if base.synthesis is not None and feature_range is not None:
         base = replace(base, synthesis=replace(base.synthesis, feature_range=feature_range))
-    images = [run.model for run in spec.runs() if run.model in IMAGE_MODELS and run.features == "pixels"]
-    if images and own.dataset.x_train.ndim < 3:
-        raise ValueError(
-            f"{spec.name} trains {images[0]!r}, an image model, and {own.dataset.name} holds "
-            f"{own.dataset.feature_dim:,} features a record: build a sweep with the linear model instead."
-        )
     label = f"{own.dataset.name}-{own.options['data_sha256'][:8]}"
     name = spec.name if spec.name.endswith(f"@{label}") else f"{spec.name}@{label}"
     where = f" (on {own.dataset.name})"
@@ -289,15 +279,14 @@ def check_job_datasets(jobs: list[RunSpec], store: ResultStore | None = None) ->
 
 def _check_own_data_jobs(configs: list[Mapping[str, Any]]) -> None:
     """ValueError (one line) unless every run on one's own file can read it (its bytes as when the run was defined)
-    and make its release on it (ℓ within its records or classes, public bounds where it scales to [0,1])."""
+    and train on it (:func:`~dpmix_core.experiments.run_data.check_run_on`)."""
     checked: dict[tuple, Dataset] = {}
     for config in configs:
         run = RunConfig.from_dict(dict(config))
         where = (run.data_file, run.data_sha256, run.label_column, run.test_fraction)
         if where not in checked:
             checked[where] = load_run_dataset(run)
-        if run.method == "mixing" and run.synthesis is not None:
-            check_release_on(run.synthesis, checked[where])
+        check_run_on(run, checked[where])
 
 
 def check_seeds(spec: SweepSpec, seeds: list | tuple, repeats: int | None = None) -> None:
@@ -737,9 +726,9 @@ def custom_spec(
     the test split's even rows, public_constants.test_split_constants_file; the sweep is then read on the odd rows,
     which never touched them).
     ``own``: one's own file (:func:`~dpmix_core.experiments.run_data.open_data_file`) instead of ``dataset``: its
-    held-out records are the test split, the linear model takes its own-data protocol, and every mechanism's
-    release is checked on the file before any run is queued (the largest ℓ fits its records or classes; features
-    that are not uint8 pixels have their public ``feature_range`` where a mechanism scales to [0,1]).
+    held-out records are the test split, the linear model takes its own-data protocol, and every run is checked on
+    the file before any is queued (:func:`~dpmix_core.experiments.run_data.check_run_on`: the model suits it, each ℓ
+    fits its records or classes, float features have their public ``feature_range`` where a release scales to [0,1]).
     """
     if not mechanisms:
         raise ValueError("Pick at least one mechanism.")
@@ -777,7 +766,6 @@ def custom_spec(
     if own is not None:
         from dpmix_core.training.protocols import protocol_options
 
-        _check_own_releases(own, synthesis, mechanisms, max(values) if axis == "l" and values else l)
         data = {**own.options, **protocol_options(model, own_data=True)}
     base = RunConfig(
         "mixing",
@@ -816,7 +804,7 @@ def custom_spec(
     ident = hashlib.sha256(
         f"{run_key(base)}|{axis}|{values}|{repeats}|{mechanisms}|{baselines}{records_id}".encode()
     ).hexdigest()[:10]
-    return SweepSpec(
+    spec = SweepSpec(
         name=f"custom-{axis}-{ident}",
         base=base,
         axis=axis,
@@ -828,23 +816,10 @@ def custom_spec(
         description="" if own is None else own.dataset.source,
         test_rows=test_rows,
     )
-
-
-def _check_own_releases(own: OwnData, synthesis, mechanisms: tuple[str, ...], largest_l: float) -> None:
-    """ValueError (one line) unless every mechanism's release can be made on one's own file at the sweep's largest ℓ."""
-    for mechanism in mechanisms:
-        check_release_on(replace(synthesis, mechanism=mechanism, l=int(largest_l)), own.dataset)
-
-
-def check_release_on(synthesis, dataset: Dataset) -> None:
-    """ValueError (one line) unless ``synthesis``'s release can be made on ``dataset``: ℓ within its records (or its
-    smallest class, class-centric), public bounds where it scales features that are not uint8 pixels to [0,1]. σ is
-    not calibrated (a target ε is checked at a σ of 1: the data's limits do not depend on it)."""
-    from dpmix_core.synthesis.pipeline import planned_release
-
-    if synthesis.mechanism == "class-centric":  # names the class (the mechanism's own check numbers it)
-        check_class_sizes(dataset, synthesis.l)
-    planned_release(replace(synthesis, target_epsilon=None, accountant=None, sigma_x=synthesis.sigma_x or 1.0), dataset)
+    if own is not None:  # next to the controls, before any run is queued (one seed: the data's limits are the same)
+        for run in replace(spec, repeats=1).runs():
+            check_run_on(run, own.dataset)
+    return spec
 
 
 CLASS_CENTRIC_RECORDS = ("unit", "zscore", "zscore-test-even")  # what a custom sweep's class-centric series mix
