@@ -820,6 +820,10 @@ SPEC_VARIANTS = {
         "dpcda-table2",
         ("lr", "early_stopping", *(f"synthesis.zscore_constants{s}" for s in ("", "_file", "_sha256"))),
     ),
+    "dpcda-table2-mnist-public-pixel-zscore-l2-gn-no-early-stopping-lr1e-4": (  # the same with GroupNorm
+        "dpcda-table2",
+        ("model", "lr", "early_stopping", *(f"synthesis.zscore_constants{s}" for s in ("", "_file", "_sha256"))),
+    ),
     "dpcda-table2-quick-public-pixel-zscore": (
         "dpcda-table2-quick",
         tuple(f"synthesis.zscore_constants{s}" for s in ("", "_file", "_sha256")),

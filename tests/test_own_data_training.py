@@ -28,6 +28,14 @@ def _pets(path, n=600, seed=0):
     return path
 
 
+def _pets_in(path, unit, n=600):
+    """:func:`_pets` with every feature multiplied by ``unit`` (the same data in other units)."""
+    text = _pets(path, n=n).read_text().splitlines()
+    rows = [",".join(v if v.isalpha() else f"{float(v) * unit:.6f}" for v in line.split(",")) for line in text[1:]]
+    path.write_text("\n".join([text[0], *rows]) + "\n")
+    return path
+
+
 def _upload(y, x=None):
     x = np.arange(len(y) * 2, dtype=np.float32).reshape(len(y), 2) if x is None else x
     return Dataset("up", x, np.asarray(y), None, None, int(np.max(y)) + 1, "an upload")
@@ -148,6 +156,61 @@ def test_the_held_out_note_names_what_each_method_does_with_the_rest():
     assert "not private" in note["note"]
 
 
+def test_feature_range_is_the_data_files_and_one_pair_serves_the_release_and_the_baselines():
+    own = {"dataset": OWN_DATA, "data_file": "/a/pets.csv", "data_sha256": SHA}
+    with pytest.raises(ValueError, match="no data file"):
+        RunConfig("non-private", dataset="embedded", model="linear", feature_range=(0, 1))
+    with pytest.raises(ValueError, match="low < high"):
+        RunConfig("non-private", model="linear", feature_range=(10, -5), **own)
+    baseline = RunConfig("non-private", model="linear", feature_range=[-5, 10], **own)
+    assert baseline.feature_range == (-5.0, 10.0) and baseline.identity()["feature_range"] == [-5.0, 10.0]
+    assert run_key(baseline) != run_key(baseline.replace(feature_range=None))
+    assert RunConfig.from_dict(json.loads(json.dumps(baseline.to_dict()))) == baseline
+    syn = {"mechanism": "dpmix", "l": 4, "T": 100, "sigma_x": 1.0, "sigma_y": 1.0}
+    from_run = RunConfig.from_dict(
+        {"method": "mixing", "model": "linear", "synthesis": syn, "feature_range": [-5, 10], **own}
+    )
+    from_release = RunConfig.from_dict(
+        {"method": "mixing", "model": "linear", "synthesis": {**syn, "feature_range": [-5, 10]}, **own}
+    )
+    assert from_run.synthesis.feature_range == from_release.feature_range == (-5.0, 10.0)
+    assert from_run == from_release  # the run's bounds are the release's, and the other way round
+    assert "feature_range" not in from_run.identity()  # the release's synthesis holds it: earlier run keys stay
+    with pytest.raises(ValueError, match="give the public bounds once"):
+        RunConfig.from_dict(
+            {
+                "method": "mixing",
+                "model": "linear",
+                "synthesis": {**syn, "feature_range": [0, 1]},
+                "feature_range": [-5, 10],
+                **own,
+            }
+        )
+
+
+def test_a_baseline_learns_from_the_features_a_release_of_the_file_mixes(tmp_path):
+    from dpmix_core.experiments.methods import Privacy, real_records
+    from dpmix_core.training.data import release_feature_map
+
+    own = open_data_file(_pets(tmp_path / "pets.csv"), label_column="species")
+    ds = own.dataset
+    baseline = RunConfig("non-private", model="linear", feature_range=(-5, 10), **own.options)
+    records = real_records(baseline, ds, Privacy())
+    expected = np.clip((ds.x_train.astype(np.float64) + 5) / 15, 0, 1)
+    assert records.x.dtype == np.float32 and records.x.min() >= 0 and records.x.max() <= 1
+    np.testing.assert_allclose(records.x, expected, atol=1e-6)
+    np.testing.assert_allclose(records.test_map(ds.x_test), np.clip((ds.x_test + 5) / 15, 0, 1), atol=1e-6)
+    for mechanism in ("dpmix", "label-laplace"):  # a [0,1] release and label-only Laplace read the same features
+        method = "mixing" if mechanism == "dpmix" else "label-laplace"
+        run = RunConfig(method, model="linear", synthesis={"mechanism": mechanism, "l": 4, "T": 100, "sigma_x": 1.0,
+                        "sigma_y": 1.0, "label_epsilon": 1.0}, feature_range=(-5, 10), **own.options)  # fmt: skip
+        np.testing.assert_array_equal(
+            release_feature_map(run.synthesis, ds.x_train)(ds.x_test), records.test_map(ds.x_test)
+        )
+    unbounded = real_records(baseline.replace(feature_range=None), ds, Privacy())
+    np.testing.assert_array_equal(unbounded.x, ds.x_train.astype(np.float32))  # no bounds: the features as given
+
+
 # --------------------------------------------------------------------------- the protocol
 
 
@@ -176,6 +239,18 @@ def test_train_on_a_csv_learns_with_the_defaults_and_says_which_records_were_hel
     assert out["dataset"] == OWN_DATA and out["data"]["test_records"] == 121 and out["data"]["train_records"] == 479
     assert out["test_accuracy"] > 0.85  # MNIST's linear protocol (Adam 1e-3, batch 128, 5 epochs) stays at 0.39
     assert not out["collapsed"]
+
+
+def test_a_baseline_with_public_bounds_does_not_depend_on_the_features_units(capsys, tmp_path):
+    runs = {}
+    for unit, bounds in ((1, "-5,10"), (1000, "-5000,10000")):
+        path = _pets_in(tmp_path / f"pets-{unit}.csv", unit)
+        runs[unit] = _train(capsys, "--data-file", str(path), "--label-column", "species", "--method", "non-private",
+                            "--feature-range", bounds, "--epochs", "10")  # fmt: skip
+    assert runs[1]["test_accuracy"] > 0.85
+    assert runs[1000]["test_accuracy"] == pytest.approx(runs[1]["test_accuracy"], abs=0.01)
+    assert runs[1000]["data"]["feature_range"] == [-5000.0, 10000.0]
+    assert "scaled with the public bounds (-5000.0, 10000.0)" in runs[1000]["data"]["note"]
 
 
 def test_the_release_on_ones_own_file_is_accounted_on_the_records_it_mixes(capsys, tmp_path):
@@ -366,3 +441,52 @@ def test_the_pages_custom_sweep_checks_every_run_on_the_file(tmp_path, changes, 
     assert len(custom_spec(**kw).series) == 2  # the controls as they are: accepted
     with pytest.raises(ValueError, match=message):
         custom_spec(**{**kw, **changes})
+
+
+# --------------------------------------------------------------------------- the inputs a model on one's own file sees
+
+
+def test_standardize_constants_centre_and_scale_each_feature():
+    from dpmix_core.training.data import standardize_constants
+
+    x = np.array([[0.2, 5.0, 1.0], [0.4, 7.0, 1.0], [0.6, 9.0, 1.0]], dtype=np.float32)
+    mean, inv_std = standardize_constants(x)
+    z = (x - mean) * inv_std
+    np.testing.assert_allclose(z.mean(axis=0), 0, atol=1e-6)
+    np.testing.assert_allclose(z.std(axis=0), [1, 1, 0], atol=1e-6)  # a constant feature is left at 0, not NaN
+    assert inv_std[2] == 1 and mean.dtype == inv_std.dtype == np.float32
+    empty_mean, empty_inv = standardize_constants(x[:0])
+    assert empty_mean.shape == (3,) and np.all(empty_inv == 1)
+
+
+def test_standardised_inputs_are_the_own_data_default_but_never_for_dp_sgd_or_corrected_lsq(tmp_path):
+    from dpmix_core.experiments.trade_offs import custom_spec
+
+    assert protocol_options("linear", own_data=True)["input_norm"] == OWN_DATA_LINEAR.input_norm == "standardize"
+    assert protocol_options("linear", method="dp-sgd", own_data=True) == {}  # DP-SGD keeps "none"
+    assert protocol_options("linear")["input_norm"] == "none"  # the papers' datasets keep their protocols
+    own = {"dataset": OWN_DATA, "data_file": "/a/pets.csv", "data_sha256": SHA}
+    with pytest.raises(ValueError, match="DP-SGD trains on private data"):
+        RunConfig("dp-sgd", model="linear", input_norm="standardize", **own)
+    with pytest.raises(ValueError, match="at one scale"):
+        RunConfig("non-private", model="corrected-lsq", input_norm="standardize", **own)
+    spec = custom_spec(
+        mechanisms=("dpmix",), axis="target_epsilon", values=(2.0, 8.0), repeats=1, model="linear", loss="ce",
+        epochs=2, l=4, T=300, sigma=0.7, accountant="auto", delta=1e-5, dataset="embedded",
+        baselines=("non-private", "dp-sgd"), own=open_data_file(_pets(tmp_path / "pets.csv"), label_column="species"),
+        feature_range=(-5.0, 10.0),
+    )  # fmt: skip
+    norms = {run.method: run.input_norm for run in spec.runs()}  # the page's own-file sweep
+    assert norms == {"mixing": "standardize", "non-private": "standardize", "dp-sgd": "none"}
+    assert {run.feature_range for run in spec.runs()} == {(-5.0, 10.0)}  # every method scales by the same bounds
+
+
+def test_a_baseline_learns_whatever_public_bounds_the_user_gives(capsys, tmp_path):
+    """Loose bounds crowd the features into a sliver of [0,1]: trained on them as they are, the linear model stayed
+    at the constant predictor (37.2 % at bounds (-50, 100)); standardised on the training inputs it does not."""
+    path = _pets(tmp_path / "pets.csv")
+    out = _train(capsys, "--data-file", str(path), "--label-column", "species", "--method", "non-private",
+                 "--feature-range", "-500,1000", "--epochs", "10")  # fmt: skip
+    assert out["config"]["input_norm"] == "standardize" and not out["collapsed"]
+    assert out["test_accuracy"] > 0.85
+    assert any("inputs standardised" in note for note in out["notes"])

@@ -621,7 +621,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     release_file: dict = _release_file_options(args) if args.release is not None else {}
     own = _own_data_file(args)
-    own_data = {} if own is None else dict(own.options)
+    own_data = {} if own is None else dict(own.options, feature_range=args.feature_range)
     own_images = own is None or own.dataset.x_train.ndim >= 3
     features = release_file.pop("features", args.features)
     dataset = release_file.pop("dataset", own_data.pop("dataset", args.dataset))

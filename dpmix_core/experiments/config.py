@@ -23,6 +23,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from dpmix_core.data import DATASET_NAMES, OWN_DATA, public_zscore_constants
+from dpmix_core.privacy.checks import check_range
 from dpmix_core.resources.files import check_sha256
 from dpmix_core.synthesis.pipeline import MECHANISMS, SynthesisConfig, resolve_preprocessing
 from dpmix_core.training.names import (
@@ -224,8 +225,11 @@ class RunConfig:
     images at the scale of the training inputs, whose noise dominates their norm, so that the running statistics
     of a BatchNorm CNN fit them. In the identity only when not "release".
     ``input_norm="rms"`` divides all inputs (train, validation, test) by the
-    root-mean-square of the training inputs: post-processing for released
-    data, not allowed for DP-SGD (it would read the private data).
+    root-mean-square of the training inputs; ``"standardize"`` subtracts each feature's mean over the training
+    inputs and divides by its standard deviation (a release scaled to [0,1] with loose public bounds crowds its
+    features into a small part of the range, where a linear model barely moves). Both are post-processing for
+    released data, and not allowed for DP-SGD (they would read the private data); corrected-lsq takes one scale
+    for the release's noise, so not "standardize".
     ``train_limit``/``test_limit`` take a fixed random subset (the same for
     every seed) of the training/test split: the quick variants.
     ``release_file`` / ``release_sha256``: train on a release made earlier by
@@ -237,6 +241,11 @@ class RunConfig:
     ``test_fraction`` of its records is held out as the test split, the same rows for every seed
     (:func:`~dpmix_core.data.held_out_split`), and never released; the release mixes the rest. The hash is the
     data's identity, the path is not; the other two enter the identity only with a data file.
+    ``feature_range``: the public (low, high) bounds of a data file's float features. The methods that train on
+    the file's own records (non-private, DP-SGD, DP-PCA, and label-only Laplace's features) scale them to [0,1]
+    with it, as a [0,1] release scales the records it mixes, so a baseline and a release learn from the same
+    features; a run with a release takes it into ``synthesis.feature_range`` (a different one there is refused),
+    where its identity then holds it.
     """
 
     method: str
@@ -281,6 +290,7 @@ class RunConfig:
     data_sha256: str | None = None  # its bytes' SHA-256: the data's identity
     label_column: str | None = None  # a data_file CSV's label column (None: "label", else the first)
     test_fraction: float = 0.2  # a data_file's records held out as the test split (stratified, never released)
+    feature_range: tuple[float, float] | None = None  # a data_file's public bounds of float features
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -400,6 +410,8 @@ class RunConfig:
                 raise ValueError(f"dataset {OWN_DATA!r} is one's own file: give data_file and data_sha256.")
             if self.label_column is not None:
                 raise ValueError("label_column names a column of a data_file CSV; this run has no data file.")
+            if self.feature_range is not None:
+                raise ValueError("feature_range bounds a data_file's float features; this run has no data file.")
             return
         if self.data_file is None or self.data_sha256 is None:
             raise ValueError("a data file needs both data_file (its path) and data_sha256 (its bytes' hash).")
@@ -411,6 +423,8 @@ class RunConfig:
         set_("data_file", str(self.data_file))
         if self.label_column is not None and not isinstance(self.label_column, str):
             raise ValueError(f"label_column must be a column's name. Found {self.label_column!r}.")
+        if self.feature_range is not None:
+            set_("feature_range", check_range("feature_range", self.feature_range))
 
     def _check_synthesis(self, set_) -> None:
         syn = self.synthesis
@@ -440,11 +454,33 @@ class RunConfig:
                         "documented constants are for pixels. Use preprocessing 'unit' with feature_range, or 'poisson'."
                     )
                 syn = resolve_preprocessing(syn, self.dataset)
-            set_("synthesis", replace(_normalised_synthesis(syn), seed=self.seed, device="cpu"))
+            set_(
+                "synthesis",
+                replace(_normalised_synthesis(self._with_data_bounds(syn, set_)), seed=self.seed, device="cpu"),
+            )
         elif syn is not None:
             raise ValueError(
                 f"synthesis applies to methods 'mixing' and 'label-laplace'; set it to None for {self.method!r}."
             )
+
+    def _with_data_bounds(self, syn: SynthesisConfig, set_) -> SynthesisConfig:
+        """One pair of bounds for a data file's run: the file's ``feature_range`` in the synthesis where it has none,
+        the synthesis's as the run's where the run has none; two different ones are refused (the records would be
+        scaled one way for the release, another for the test split)."""
+        if self.data_file is None:
+            return syn
+        if self.feature_range is None:
+            if syn.feature_range is not None:
+                set_("feature_range", check_range("synthesis.feature_range", syn.feature_range))
+            return syn
+        if syn.feature_range is None:
+            return replace(syn, feature_range=self.feature_range)
+        if check_range("synthesis.feature_range", syn.feature_range) != self.feature_range:
+            raise ValueError(
+                f"synthesis.feature_range {tuple(syn.feature_range)} differs from the data file's feature_range "
+                f"{self.feature_range}: give the public bounds once."
+            )
+        return syn
 
     def _check_combination(self) -> None:
         syn = self.synthesis
@@ -473,6 +509,11 @@ class RunConfig:
                     f"model {self.model!r} corrects for additive Gaussian noise; clamp_negative makes the released "
                     "noise non-Gaussian: set clamp_negative to false."
                 )
+            if self.input_norm == "standardize":
+                raise ValueError(
+                    f"model {self.model!r} corrects for the release's noise at one scale; 'standardize' scales each "
+                    "feature by its own: use input_norm 'rms' or 'none'."
+                )
         if self.method == "dp-sgd":
             if self.precision != "fp32":
                 raise ValueError(
@@ -486,7 +527,8 @@ class RunConfig:
                 )
             if self.input_norm != "none":
                 raise ValueError(
-                    "input_norm 'rms' reads the training inputs; DP-SGD trains on private data: use 'none'."
+                    f"input_norm {self.input_norm!r} reads the training inputs; DP-SGD trains on private data: "
+                    "use 'none'."
                 )
             if self.early_stopping is not None:
                 raise ValueError(
@@ -622,6 +664,8 @@ class RunConfig:
         if self.data_sha256 is None:  # the fields of one's own data file, absent from the runs on a named dataset
             for key in ("data_sha256", "label_column", "test_fraction"):
                 d.pop(key)
+        if self.feature_range is None or self.synthesis is not None:  # a release holds its bounds in its synthesis
+            d.pop("feature_range")
         return d
 
     def replace(self, **changes) -> RunConfig:

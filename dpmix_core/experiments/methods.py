@@ -145,11 +145,13 @@ def run_test_loaders(
     return release_test_maps(syn, x_train, ctx.config.test_inputs, scale)
 
 
-def real_records(config: RunConfig, ds, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
-    """The real training records as the model sees them: pixels/255 and one-hot (or numeric) labels."""
+def real_records(config: RunConfig, ds, privacy: Privacy) -> TrainingSet:
+    """The real training records as the model sees them (pixels/255, or a data file's features scaled by its public
+    ``feature_range``: :func:`~dpmix_core.training.data.record_feature_map`) and one-hot (or numeric) labels."""
     regression = config.task == "regression"
-    y = ds.y_train.astype(np.float32)[:, None] if regression else D.one_hot(ds.y_train, num_classes)
-    return D.pixels01(ds.x_train), y
+    y = ds.y_train.astype(np.float32)[:, None] if regression else D.one_hot(ds.y_train, ds.num_classes)
+    features = D.record_feature_map(config.feature_range)
+    return TrainingSet(features(ds.x_train), y, features, privacy)
 
 
 class Method(ABC):
@@ -161,8 +163,7 @@ class Method(ABC):
 
     def training_set(self, ctx: RunContext, ds, raw_ds, released_features: bool) -> TrainingSet:
         """Step 1 (default: the real records, no privacy)."""
-        x, y = real_records(ctx.config, ds, ds.num_classes)
-        return TrainingSet(x, y, D.pixels01, Privacy())
+        return real_records(ctx.config, ds, Privacy())
 
     def project(
         self, ctx: RunContext, splits: tuple[np.ndarray, np.ndarray, np.ndarray], input_shape: tuple[int, ...]
@@ -320,7 +321,8 @@ def release_file_training_set(ctx: RunContext, ds) -> TrainingSet:
 
 
 class LabelLaplace(Method):
-    """Label-only Laplace: the real features (pixels/255, in order) with Laplace-noised labels."""
+    """Label-only Laplace: the real features (pixels/255, or scaled by public bounds; in order) with Laplace-noised
+    labels."""
 
     name = "label-laplace"
 
@@ -328,8 +330,8 @@ class LabelLaplace(Method):
         synthesis, card = _synthesize(ctx, ds, raw_ds, released_features)
         ctx.notes.append("label-only Laplace: features are not private; epsilon covers the labels only")
         privacy = Privacy({"laplace": json_epsilon(getattr(synthesis.data.release, "epsilon", None))}, 0.0, card)
-        test_map = D.release_feature_map(synthesis.config, ds.x_train)
-        return TrainingSet(D.pixels01(ds.x_train), synthesis.data.y, test_map, privacy)
+        test_map = D.release_feature_map(synthesis.config, ds.x_train)  # the records' own features
+        return TrainingSet(test_map(ds.x_train), synthesis.data.y, test_map, privacy)
 
 
 class NonPrivate(Method):
@@ -339,8 +341,7 @@ class NonPrivate(Method):
 
     def training_set(self, ctx: RunContext, ds, raw_ds, released_features: bool) -> TrainingSet:
         ctx.notes.append("non-private baseline: trained on the real training records")
-        x, y = real_records(ctx.config, ds, ds.num_classes)
-        return TrainingSet(x, y, D.pixels01, Privacy({"none": "inf"}, None))
+        return real_records(ctx.config, ds, Privacy({"none": "inf"}, None))
 
 
 class DpPca(Method):

@@ -174,7 +174,7 @@ TRAINED_ON = {
     "label-laplace": "the release (its labels noised) and its epsilon cover the other {n:,}",
     "dp-sgd": "DP-SGD trained on the other {n:,}, which its epsilon covers",
     "dp-pca": "the DP-PCA projection's epsilon covers the other {n:,} (the classifier on it is not private)",
-    "non-private": "the model trained on the other {n:,} as they are (no privacy)",
+    "non-private": "the model trained on the other {n:,} (no privacy)",
 }
 
 
@@ -183,11 +183,14 @@ def held_out_note(config: RunConfig, dataset: Dataset) -> dict:
     the file, its hash, how many records the release mixed and how many were held out, and a sentence for a reader
     (the accuracy is read on records that were never released, and is not itself private)."""
     n_test = 0 if dataset.y_test is None else len(dataset.y_test)
+    bounds = config.feature_range
+    scaled = "" if bounds is None else f" Every method saw the features min-max scaled with the public bounds {bounds}."
     return {
         "file": config.data_file,
         "sha256": config.data_sha256,
         "label_column": config.label_column,
         "test_fraction": config.test_fraction,
+        "feature_range": None if bounds is None else list(bounds),
         "train_records": dataset.n_train,
         "test_records": n_test,
         "note": (
@@ -195,6 +198,6 @@ def held_out_note(config: RunConfig, dataset: Dataset) -> dict:
             "trained or released "
             f"(test fraction {config.test_fraction:g}, stratified, the same records for every seed); "
             f"{TRAINED_ON[config.method].format(n=dataset.n_train)}. The held-out records were never released, but "
-            "the accuracy read on them is not private: publish it as any statistic of those records."
+            f"the accuracy read on them is not private: publish it as any statistic of those records.{scaled}"
         ),
     }

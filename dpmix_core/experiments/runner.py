@@ -244,6 +244,14 @@ def run_config(
         x_tr, x_va, x_test = x_tr * scale, x_va * scale, x_test * scale
         other_tests = {name: x * scale for name, x in other_tests.items()}
         extra["input_scale"] = float(scale)
+    elif config.input_norm == "standardize":
+        mean, inv_std = D.standardize_constants(x_tr)
+        x_tr, x_va, x_test = ((x - mean) * inv_std for x in (x_tr, x_va, x_test))
+        other_tests = {name: (x - mean) * inv_std for name, x in other_tests.items()}
+        notes.append(
+            "inputs standardised: each feature minus its mean over the training inputs, divided by their standard "
+            "deviation (the same constants for the validation and test inputs; on a release, post-processing)"
+        )
 
     # ---------------------------------------------------------------- model and training
     to = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=torch.float32).to(device)  # noqa: E731

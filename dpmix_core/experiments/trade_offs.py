@@ -130,13 +130,11 @@ def with_dataset(spec: SweepSpec, dataset: str, data_dir: str | None = None) -> 
 def with_data_file(spec: SweepSpec, own: OwnData, feature_range: tuple[float, float] | None = None) -> SweepSpec:
     """The same sweep on one's own file (:func:`~dpmix_core.experiments.run_data.open_data_file`): a sweep of its
     own (``NAME@FILE-<sha256[:8]>``), scored on the file's held-out records, with no published numbers (those are
-    the papers' datasets'). ``feature_range``: the public bounds of float features, where a release scales records
-    to [0,1]. Whether its runs can train on the file is checked with its jobs (:func:`check_job_datasets`).
+    the papers' datasets'). ``feature_range``: the public bounds of float features, with which every run scales
+    them to [0,1] (its release and the records a baseline trains on). Whether its runs can train on the file is checked with its jobs (:func:`check_job_datasets`).
     """
     fields = {k: v for k, v in own.options.items() if k != "dataset"}
-    base = on_dataset(spec.base, OWN_DATA, None, **fields)
-    if base.synthesis is not None and feature_range is not None:
-        base = replace(base, synthesis=replace(base.synthesis, feature_range=feature_range))
+    base = on_dataset(spec.base, OWN_DATA, None, **fields, feature_range=feature_range)
     label = f"{own.dataset.name}-{own.options['data_sha256'][:8]}"
     name = spec.name if spec.name.endswith(f"@{label}") else f"{spec.name}@{label}"
     where = f" (on {own.dataset.name})"
@@ -798,7 +796,8 @@ def custom_spec(
             )
         if axis != "target_epsilon":
             raise ValueError("DP-SGD is compared at equal epsilon: use the target ε axis.")
-        series.append(Series("DP-SGD (Opacus)", {"method": "dp-sgd", "synthesis": None}))
+        # DP-SGD reads no statistic of its private records (one's own file's protocol standardises the inputs)
+        series.append(Series("DP-SGD (Opacus)", {"method": "dp-sgd", "synthesis": None, "input_norm": "none"}))
     # a sweep's name is its runs and reading; the defaults add nothing, so sweeps named before keep their names
     records_id = "" if records == "unit" else f"|{records}|{zscore_constants_file}"
     ident = hashlib.sha256(

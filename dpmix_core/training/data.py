@@ -26,11 +26,13 @@ __all__ = [
     "subsample",
     "flat",
     "pixels01",
+    "record_feature_map",
     "release_feature_map",
     "release_scale",
     "one_hot",
     "split_validation",
     "rms_scale",
+    "standardize_constants",
 ]
 
 SUBSET_SEED = 20240601  # train/test limits take the same subset for every run seed
@@ -80,6 +82,20 @@ def pixels01(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32, copy=True)
 
 
+def record_feature_map(feature_range: tuple[float, float] | None) -> Callable[[np.ndarray], np.ndarray]:
+    """raw records (n, ...) -> float32 (n, d) for a model trained on the records themselves (non-private, DP-SGD,
+    DP-PCA, label-only Laplace's features): :func:`pixels01` without bounds; with public ``feature_range``, min-max
+    scaled to [0,1] and clipped (:func:`~dpmix_core.mechanisms.mixing.unit_features`), as a [0,1] release scales
+    the records it mixes, so a baseline and a release of one's own file learn from the same features."""
+    if feature_range is None:
+        return pixels01
+
+    def scaled(x: np.ndarray) -> np.ndarray:
+        return unit_features(flat(x), feature_range)[0]
+
+    return scaled
+
+
 def release_scale(released_x: np.ndarray, clip: float) -> float:
     """The factor of the "release-scale" test loader: the released points' median norm over the clip radius ``clip``
     (a clipped test image of norm ``clip`` then has the median released norm; read off the release alone).
@@ -106,8 +122,8 @@ def release_feature_map(
     if not clip and not config.zscore_clipped:
         raise ValueError(f"only a class-centric z-score release has a clip to lift; found {config.mechanism!r}.")
     mech = config.mechanism
-    if mech == "label-laplace":
-        return pixels01
+    if mech == "label-laplace":  # the records' own features
+        return record_feature_map(config.feature_range)
     if config.unit_scaled:
 
         def unit(x: np.ndarray) -> np.ndarray:
@@ -179,6 +195,17 @@ def split_validation(x: np.ndarray, y: np.ndarray, fraction: float, rng: np.rand
     order = rng.permutation(n)
     tr, va = np.sort(order[n_val:]), np.sort(order[:n_val])
     return x[tr], y[tr], x[va], y[va]
+
+
+def standardize_constants(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, 1 / standard deviation) of each feature over the rows of ``x`` (n, ...), float32 with the shape of a
+    row; a constant feature (or an empty ``x``) gets 1, so ``(x - mean) * inv_std`` never divides by zero."""
+    if not len(x):
+        return np.zeros(x.shape[1:], np.float32), np.ones(x.shape[1:], np.float32)
+    mean = np.asarray(np.mean(x, axis=0, dtype=np.float64))
+    std = np.asarray(np.std(x, axis=0, dtype=np.float64))
+    inv = np.divide(1.0, std, out=np.ones_like(std), where=std > 0)
+    return mean.astype(np.float32), inv.astype(np.float32)
 
 
 def rms_scale(x: np.ndarray) -> float:

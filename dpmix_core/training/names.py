@@ -22,7 +22,7 @@ LOSSES = ("kl", "ce", "gkl", "mse")
 OPTIMIZERS = ("adam", "sgd")
 # plateau: x lr_gamma after lr_patience epochs without a lower validation loss (torch ReduceLROnPlateau)
 SCHEDULES = ("constant", "step", "multistep", "cosine", "plateau")
-INPUT_NORMS = ("none", "rms")
+INPUT_NORMS = ("none", "rms", "standardize")
 PRECISIONS = ("fp32", "bf16")  # training arithmetic: float32, or bfloat16 autocast (training.precision)
 INITS = ("torch", "keras")  # weight initialisation: torch.nn defaults, or TensorFlow/Keras defaults (the thesis)
 # what the real test split goes through: the release's own feature map, that map without its clip (DP-CDA's
