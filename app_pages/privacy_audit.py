@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.shared.widgets import controls_area, count_box, headline_area, loaded_or_stop, table_download
+from app_pages.shared.widgets import (
+    DATA_FILE_HELP,
+    controls_area,
+    count_box,
+    data_file_upload,
+    feature_bounds,
+    headline_area,
+    loaded_or_stop,
+    table_download,
+)
 from dpmix_core.audit import AuditConfig, audit_mechanism, run_audit
-from dpmix_core.audit.membership import job_config
+from dpmix_core.audit.membership import default_members, job_config
 from dpmix_core.audit.reidentification import nearest_records
-from dpmix_core.data import default_dataset
-from dpmix_core.data.choice import describe_dataset
-from dpmix_core.experiments.audits import membership_attack, submit_membership_attack
+from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
+from dpmix_core.experiments.audits import attack_data_upload, membership_attack, submit_membership_attack
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.views.exports import image_grid_png
 from dpmix_core.views.inputs import format_count
@@ -20,9 +28,14 @@ from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 K = "aud_"
 
 
-@st.cache_resource(show_spinner="Loading data…", max_entries=1)
-def cached_dataset():
-    return default_dataset()
+@st.cache_resource(show_spinner="Loading data…", max_entries=4)  # bounded: uploads are not kept forever
+def cached_dataset(upload: bytes | None, filename: str | None, label_column: str | None):
+    return app_dataset(upload, filename, None, label_column)
+
+
+@st.cache_resource(show_spinner="Keeping your file for the attack…", max_entries=4)
+def cached_attack_data(upload: bytes, filename: str, label_column: str | None, feature_range) -> dict:
+    return attack_data_upload(upload, filename, label_column, feature_range)
 
 
 @st.cache_data(show_spinner="Auditing…", max_entries=64)
@@ -115,7 +128,7 @@ def _empirical() -> None:
     )
 
 
-def _membership(dataset, key: str) -> None:
+def _membership(dataset, data_key: str, own: dict) -> None:
     st.markdown(
         "Can an attacker tell whether a person's record was used, by looking at the **trained model**? The "
         "loss-threshold attack (Yeom et al. 2018) guesses *member* when the model's loss on a record is low. "
@@ -127,9 +140,10 @@ def _membership(dataset, key: str) -> None:
     l = count_box(c1, "ℓ (records per point)", K + "mia_l", maximum=10**5)
     T = count_box(c1, "T (points released)", K + "mia_T", maximum=10**6)
     eps_text = c2.text_input("ε values (comma-separated)", "8, 1", key=K + "mia_eps")
-    members = c2.number_input(
-        "Member records", min_value=50, max_value=100_000, value=300, step=50, key=K + "mia_members"
-    )
+    if st.session_state.get(K + "mia_data") != data_key:  # new data: as many members as it can pair
+        st.session_state[K + "mia_data"] = data_key
+        st.session_state[K + "mia_members"] = default_members(dataset.n_train)
+    members = c2.number_input("Member records", min_value=50, max_value=100_000, step=50, key=K + "mia_members")
     epochs = c3.number_input(
         "Training epochs (more = more overfitting)", min_value=1, max_value=2000, value=100, key=K + "mia_epochs"
     )
@@ -144,6 +158,8 @@ def _membership(dataset, key: str) -> None:
             members=members,
             epochs=epochs,
             seed=seed,
+            records=dataset.n_train,
+            **own,
         )
     except ValueError as exc:
         st.error(str(exc) if "could not convert" not in str(exc) else f"ε values must be numbers: {eps_text!r}.")
@@ -183,7 +199,7 @@ def _submit_attack(config: dict) -> None:
     st.session_state[K + "mia_job"] = submit_membership_attack(config)
 
 
-def _reidentification(dataset, key: str) -> None:
+def _reidentification(dataset, key: str, feature_range) -> None:
     st.markdown(
         "For a few released points, the closest real training records. With little mixing and little noise the "
         "nearest record is the source itself — a recognisable person. With more records mixed and more noise "
@@ -198,7 +214,15 @@ def _reidentification(dataset, key: str) -> None:
     points = c2.number_input("Released points to inspect", min_value=1, max_value=24, value=6, key=K + "re_points")
     seed = c3.number_input("Seed", min_value=0, max_value=2**32 - 1, value=0, key=K + "re_seed")
     try:
-        config = SynthesisConfig(mechanism=mechanism, l=l, T=10000, sigma_x=sigma, preprocessing="unit", seed=seed)
+        config = SynthesisConfig(
+            mechanism=mechanism,
+            l=l,
+            T=10000,
+            sigma_x=sigma,
+            preprocessing="unit",
+            feature_range=feature_range,
+            seed=seed,
+        )
         result = cached_reid(dataset, key, config, points)
     except ValueError as exc:
         st.error(str(exc))
@@ -206,7 +230,11 @@ def _reidentification(dataset, key: str) -> None:
     st.metric(
         "Released points that match one training record (nearest ≪ typical distance)", f"{result.leaked_fraction:.0%}"
     )
-    for i in range(len(result.released)):
+    if not result.images:  # rows of numbers: each released point, then the records nearest to it
+        rows = result.rows(dataset.feature_names, dataset.label_names)
+        st.dataframe(rows, hide_index=True, width="stretch")
+        table_download(rows, K + "re_rows", "dpmix_reidentification")
+    for i in range(len(result.released) if result.images else 0):
         cols = st.columns([1, 3])
         cols[0].image(result.released[i].clip(0, 1), width=84, caption="released")
         cols[1].image(
@@ -214,15 +242,16 @@ def _reidentification(dataset, key: str) -> None:
             width=84,
             caption=[f"d={d:.2f}" for d in result.distances[i]],
         )
-    rows = [[result.released[i], *result.neighbours[i]] for i in range(len(result.released))]
-    st.download_button(
-        "Images (PNG): each released point, then its nearest training records",
-        lambda: image_grid_png(rows),  # drawn when clicked
-        "dpmix_reidentification.png",
-        "image/png",
-        key=K + "re_png",
-        on_click="ignore",
-    )
+    if result.images:
+        grid = [[result.released[i], *result.neighbours[i]] for i in range(len(result.released))]
+        st.download_button(
+            "Images (PNG): each released point, then its nearest training records",
+            lambda: image_grid_png(grid),  # drawn when clicked
+            "dpmix_reidentification.png",
+            "image/png",
+            key=K + "re_png",
+            on_click="ignore",
+        )
     st.caption(
         f"Distances in {result.space}; typical nearest-neighbour distance between training records "
         f"{result.reference_distance:.2f}. ε of the full release (T = 10,000; rigorous upper bounds): "
@@ -235,7 +264,21 @@ st.write(
     "Accountants promise an upper bound on ε. This page looks for evidence from the other side: attacks "
     "on the mechanism, on models trained from the release, and on the released points themselves."
 )
-dataset = loaded_or_stop(cached_dataset)
+own_box = st.expander("Use your own data (CSV with a label column, or .npz with x and y)")
+with own_box:
+    upload, label_column = data_file_upload(
+        K + "own_",
+        help_text=DATA_FILE_HELP + " The membership attack and re-identification then run on it; the ε check "
+        "plants its canary in data of its own.",
+    )
+dataset = loaded_or_stop(
+    cached_dataset, upload.getvalue() if upload else None, upload.name if upload else None, label_column
+)
+dataset_key = f"{upload.file_id}:{label_column}" if upload else dataset.source
+feature_range = None
+if upload is not None and needs_feature_range(dataset):
+    with own_box:  # below the upload: float features are scaled to [0,1] with bounds known without the data
+        feature_range = feature_bounds(K + "own_")
 if isinstance(shared := st.session_state.get(SHARED_RELEASE_KEY), SharedRelease):
     st.button(
         f"Use the release set on {shared.label()}",
@@ -249,7 +292,14 @@ with tab1:
     _empirical()
 with tab2:
     st.caption(f"Data: {describe_dataset(dataset)}")
-    _membership(dataset, dataset.source)
+    own: dict = {}
+    if upload is not None:
+        try:
+            own = cached_attack_data(upload.getvalue(), upload.name, label_column, feature_range)
+        except ValueError as exc:
+            st.error(str(exc))
+    if upload is None or own:
+        _membership(dataset, dataset_key, own)
 with tab3:
     st.caption(f"Data: {describe_dataset(dataset)}")
-    _reidentification(dataset, dataset.source)
+    _reidentification(dataset, f"{dataset_key}:{feature_range}", feature_range)

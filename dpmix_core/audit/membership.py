@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from dpmix_core.data import Dataset
+from dpmix_core.privacy.checks import check_range
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 
 __all__ = [
@@ -207,14 +208,19 @@ def membership_inference(
     lr: float = 1e-3,
     batch_size: int = 128,
     seed: int = 0,
+    feature_range: tuple[float, float] | None = None,
+    standardize: bool = False,
 ) -> MembershipResult:
     """Train on ``members`` private records (or on a mixing release of them) and attack with the loss threshold.
 
-    ``setting``: "non-private" (train on the real members, pixels/255, one-hot labels) or
+    ``setting``: "non-private" (train on the real members, pixels/255 or float features scaled to [0,1] by the
+    public ``feature_range`` as a release of them is (its synthesis holds the same bounds), one-hot labels) or
     "mixing" (``synthesize(synthesis, members-only dataset)``; the model trains on the release
     with the KL loss to its soft labels, and is attacked in the release's feature space).
     ``seed`` picks members / non-members, the model initialisation and the batch order; the
-    release itself uses ``synthesis.seed``. Torch's global RNG is left as it was.
+    release itself uses ``synthesis.seed``. Torch's global RNG is left as it was. ``standardize``: the model's
+    inputs minus the training inputs' per-feature mean, over their standard deviation (post-processing of a
+    release; what the own-data linear protocol does, :data:`~dpmix_core.training.protocols.OWN_DATA_LINEAR`).
 
     Args:
         dataset: the private dataset; members (and by default non-members) come from its training split.
@@ -311,11 +317,18 @@ def membership_inference(
         )
         loss_name = "kl"
     else:
-        feature_map = D.pixels01
-        x_train, y_train = D.pixels01(x_mem), D.one_hot(y_mem, k)
-        notes.append("non-private: model trained on the real members (pixels/255)")
+        feature_map = D.record_feature_map(feature_range)
+        x_train, y_train = feature_map(x_mem), D.one_hot(y_mem, k)
+        scaled = "pixels/255" if feature_range is None else f"scaled to [0,1] by the public bounds {feature_range}"
+        notes.append(f"non-private: model trained on the real members ({scaled})")
         loss_name = "ce"
 
+    if standardize:
+        mean, inv_std = D.standardize_constants(x_train)
+        record_map = feature_map
+        feature_map = lambda x: (record_map(x) - mean) * inv_std  # noqa: E731
+        x_train = (x_train - mean) * inv_std
+        notes.append("inputs standardised with the training inputs' per-feature mean and standard deviation")
     to = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=torch.float32)  # noqa: E731
     settings = OptimSettings(optimizer="adam", lr=float(lr), epochs=int(epochs), batch_size=int(batch_size))
     with torch.random.fork_rng(devices=[]):
@@ -404,33 +417,78 @@ def membership_table(
 
 
 def default_configs(
-    *, l: int = 16, T: int = 2000, epsilons: tuple[float, ...] = (8.0, 1.0), accountant: str = "rdp-wor", seed: int = 0
+    *,
+    l: int = 16,
+    T: int = 2000,
+    epsilons: tuple[float, ...] = (8.0, 1.0),
+    accountant: str = "rdp-wor",
+    seed: int = 0,
+    feature_range: tuple[float, float] | None = None,
 ) -> list[tuple[str, str, SynthesisConfig | None]]:
-    """The 'Table 4' rows: non-private, DPMix without noise, DPMix calibrated to each epsilon."""
+    """The 'Table 4' rows: non-private, DPMix without noise, DPMix calibrated to each epsilon (float features
+    scaled to [0,1] by the public ``feature_range``; pass the same to :func:`membership_inference`)."""
+    dpmix: dict[str, Any] = dict(l=l, T=T, seed=seed, feature_range=feature_range)
     rows: list[tuple[str, str, SynthesisConfig | None]] = [
         ("non-private", "non-private", None),
-        (f"DPMix l={l}, no noise", "mixing", SynthesisConfig("dpmix", l=l, T=T, sigma_x=0.0, sigma_y=0.0, seed=seed)),
+        (f"DPMix l={l}, no noise", "mixing", SynthesisConfig("dpmix", sigma_x=0.0, sigma_y=0.0, **dpmix)),
     ]
     for eps in epsilons:
         rows.append(
             (
                 f"DPMix l={l}, eps={eps:g} ({accountant})",
                 "mixing",
-                SynthesisConfig("dpmix", l=l, T=T, target_epsilon=eps, accountant=accountant, seed=seed),
+                SynthesisConfig("dpmix", target_epsilon=eps, accountant=accountant, **dpmix),
             )
         )
     return rows
 
 
 JOB_KIND = "dpmix_core.audit.membership:run_job"
+DEFAULT_MEMBERS = 300  # the page's member records: as many non-members come from the same records
+
+
+def default_members(records: int) -> int:
+    """The page's member records for data of ``records`` records: :data:`DEFAULT_MEMBERS`, or fewer where the data
+    cannot give as many non-members (a multiple of 50, at least 50)."""
+    return max(50, min(DEFAULT_MEMBERS, records // 2 // 50 * 50))
 
 
 def job_config(
-    *, l: int, T: int, epsilons: tuple[float, ...], members: int, epochs: int, seed: int, dataset: str = "default"
+    *,
+    l: int,
+    T: int,
+    epsilons: tuple[float, ...],
+    members: int,
+    epochs: int,
+    seed: int,
+    dataset: str = "default",
+    records: int | None = None,
+    data_file: str | None = None,
+    data_sha256: str | None = None,
+    label_column: str | None = None,
+    feature_range: tuple[float, float] | None = None,
 ) -> dict:
-    """The background job's JSON config for the 'Table 4' attack table (see :func:`run_job`)."""
+    """The background job's JSON config for the 'Table 4' attack table (see :func:`run_job`): on ``dataset``, or on
+    one's own ``data_file`` (every record a candidate member; the job refuses the file if its bytes no longer hash to
+    ``data_sha256``), whose float features are scaled to [0,1] by the public ``feature_range``. ``records``: the
+    data's training records where known, so that too many members are refused here, before the job starts."""
     if not epsilons:
         raise ValueError("Give at least one epsilon.")
+    if (data_file is None) != (data_sha256 is None):
+        raise ValueError("an attack on a data file needs both its path and its SHA-256.")
+    if records is not None and 2 * int(members) > records:
+        raise ValueError(
+            f"{members} member records need as many non-members: the data has {records:,} records "
+            f"(at most {records // 2:,} members)."
+        )
+    if feature_range is not None:
+        feature_range = check_range("public bounds of the features", feature_range)
+    own = {
+        "data_file": data_file,
+        "data_sha256": data_sha256,
+        "label_column": label_column,
+        "feature_range": None if feature_range is None else [float(v) for v in feature_range],
+    }
     return {
         "l": int(l),
         "T": int(T),
@@ -439,18 +497,44 @@ def job_config(
         "epochs": int(epochs),
         "seed": int(seed),
         "dataset": dataset,
+        **(own if data_file is not None else {}),  # the named datasets' attacks keep their keys
     }
 
 
 def run_job(config: dict, reporter) -> dict:
     """Worker entry point: train and attack every row in a background process (never in the app thread)."""
-    from dpmix_core.data import default_dataset, load_dataset
+    from pathlib import Path
 
-    dataset = default_dataset() if config["dataset"] == "default" else load_dataset(config["dataset"])
+    from dpmix_core.data import default_dataset, load_dataset, load_user_data, read_data_file
+
+    if config.get("data_file") is not None:
+        data = read_data_file(config["data_file"], config["data_sha256"])
+        name = Path(config["data_file"]).name
+        dataset = load_user_data(data, filename=name, label_column=config.get("label_column"))
+    else:
+        dataset = default_dataset() if config["dataset"] == "default" else load_dataset(config["dataset"])
+    bounds = config.get("feature_range")
+    feature_range = None if bounds is None else (float(bounds[0]), float(bounds[1]))
+    protocol: dict[str, Any] = {}
+    if config.get("data_file") is not None:  # a small table: the own-data linear protocol's step size and inputs
+        from dpmix_core.training.protocols import OWN_DATA_LINEAR
+
+        protocol = {
+            "lr": OWN_DATA_LINEAR.lr,
+            "batch_size": OWN_DATA_LINEAR.batch_size,
+            "standardize": OWN_DATA_LINEAR.input_norm == "standardize",
+            "feature_range": feature_range,
+        }
     reporter.progress(phase="training and attacking", rows=2 + len(config["epsilons"]))
-    rows = default_configs(l=config["l"], T=config["T"], epsilons=tuple(config["epsilons"]), seed=config["seed"])
+    rows = default_configs(
+        l=config["l"],
+        T=config["T"],
+        epsilons=tuple(config["epsilons"]),
+        seed=config["seed"],
+        feature_range=feature_range,
+    )
     table = membership_table(
-        dataset, configs=rows, members=config["members"], epochs=config["epochs"], seed=config["seed"]
+        dataset, configs=rows, members=config["members"], epochs=config["epochs"], seed=config["seed"], **protocol
     )
     table = table.replace([math.inf], "inf")
     return {"rows": table.to_dict("records"), "dataset": dataset.source}

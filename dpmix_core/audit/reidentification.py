@@ -56,6 +56,44 @@ class ReidResult:
     def mean_ratio(self) -> float:
         return float(np.mean(self.ratios))
 
+    @property
+    def images(self) -> bool:
+        """Image records (shown as pictures) or rows of numbers (shown as a table, :meth:`rows`)."""
+        return self.released.ndim >= 3
+
+    def rows(self, feature_names: tuple[str, ...] = (), label_names: tuple[str, ...] = ()) -> list[dict]:
+        """Rows of numbers as a table: each released point, then its nearest training records, with their class,
+        distance, distance over the typical one (``ratio``) and features in the release's space (named by
+        ``feature_names`` where given, else x1, x2, ...; classes by ``label_names``)."""
+        d = int(np.prod(self.released.shape[1:]))
+        names = list(feature_names) if len(feature_names) == d else [f"x{j + 1}" for j in range(d)]
+        label = lambda c: label_names[int(c)] if int(c) < len(label_names) else str(int(c))  # noqa: E731
+        out: list[dict] = []
+        for i in range(len(self.released)):
+            point = {"point": i + 1, "row": "released", "class": label(self.released_labels[i])}
+            out.append(
+                {
+                    **point,
+                    "distance": None,
+                    "ratio": None,
+                    **dict(zip(names, map(float, self.released[i].ravel()), strict=True)),
+                }
+            )
+            for j in range(self.neighbours.shape[1]):
+                out.append(
+                    {
+                        "point": i + 1,
+                        "row": f"record #{int(self.neighbour_indices[i, j])}",
+                        "class": label(self.neighbour_labels[i, j]),
+                        "distance": float(self.distances[i, j]),
+                        "ratio": float(self.distances[i, j] / self.reference_distance)
+                        if self.reference_distance > 0
+                        else None,
+                        **dict(zip(names, map(float, self.neighbours[i, j].ravel()), strict=True)),
+                    }
+                )
+        return out
+
 
 def pairwise_sq_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(p, q) squared L2 distances between rows of a (p, d) and b (q, d), via one matrix product (float64)."""

@@ -36,7 +36,7 @@ from dpmix_core.data.catalog import (
 )
 from dpmix_core.data.download import Mirror, Progress, RemoteFile
 from dpmix_core.data.embedded import load_embedded
-from dpmix_core.data.user import OWN_DATA, held_out_split, load_user_data
+from dpmix_core.data.user import OWN_DATA, held_out_split, load_user_data, read_data_file
 
 __all__ = [
     "TEST_ROWS",
@@ -61,6 +61,7 @@ __all__ = [
     "load_dataset",
     "load_embedded",
     "load_user_data",
+    "read_data_file",
     "OWN_DATA",
     "held_out_split",
 ]

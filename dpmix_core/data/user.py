@@ -21,6 +21,7 @@ and the accuracy read on them is an ordinary, non-private statistic of theirs.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 import os
@@ -35,7 +36,15 @@ from dpmix_core.data.base import Dataset, DatasetError
 from dpmix_core.data.embedded import stratified_split
 from dpmix_core.data.formats import read_npz
 
-__all__ = ["OWN_DATA", "SPLIT_SEED", "csv_columns", "default_label_column", "held_out_split", "load_user_data"]
+__all__ = [
+    "OWN_DATA",
+    "SPLIT_SEED",
+    "csv_columns",
+    "default_label_column",
+    "held_out_split",
+    "load_user_data",
+    "read_data_file",
+]
 
 OWN_DATA = "file"  # a run's dataset name when it trains on a user's file (RunConfig.data_file)
 SPLIT_SEED = 0  # the held-out split's seed: a file's test rows do not change with the run's seed
@@ -286,6 +295,22 @@ def _is_uint8_image(x: np.ndarray) -> bool:
     """uint8 records of shape (n, H, W) or (n, H, W, 3): images, kept as the built-in datasets keep theirs (pixels
     0..255 by their type, so no bounds to state; previewed as images)."""
     return x.dtype == np.uint8 and (x.ndim == 3 or (x.ndim == 4 and x.shape[-1] == 3))
+
+
+def read_data_file(path: str | os.PathLike[str], sha256: str | None = None) -> bytes:
+    """A data file's bytes for a run or a background job that chose it earlier; DatasetError with one line when it
+    cannot be read, is over :data:`MAX_BYTES`, or (``sha256`` given) its bytes are no longer those it was chosen
+    with (a run on edited data would not be the run that was defined)."""
+    try:
+        data = _read_limited(Path(path), str(path), MAX_BYTES)
+    except OSError as exc:
+        raise DatasetError(f"cannot read the data file {str(path)!r}: {exc.strerror or exc}.") from None
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        raise DatasetError(
+            f"{path} has changed since this run was defined (its SHA-256 is no longer {sha256[:12]}...); "
+            "define the run again on the file as it is now."
+        )
+    return data
 
 
 def load_user_data(

@@ -23,8 +23,8 @@ from dpmix_core.data import (
     held_out_split,
     load_dataset,
     load_user_data,
+    read_data_file,
 )
-from dpmix_core.data.user import MAX_BYTES
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.resources.files import write_files_atomically
 from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release
@@ -58,17 +58,6 @@ class OwnData:
             raise ValueError("OwnData holds a data file's run options and its split (open_data_file makes both).")
 
 
-def _read(path: str | os.PathLike) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise DatasetError(f"cannot read the data file {str(path)!r}: {exc.strerror or exc}.") from None
-    if len(data) > MAX_BYTES:
-        raise DatasetError(f"{path} is larger than the limit of {MAX_BYTES:,} bytes.")
-    return data
-
-
 def _own_dataset(data: bytes, path: str, label_column: str | None, test_fraction: float) -> Dataset:
     """The file's records, split; named (in messages and the data's source) by the file's name, not its folder (an
     upload's is its hash)."""
@@ -79,7 +68,7 @@ def open_data_file(path: str | os.PathLike, *, label_column: str | None = None, 
     """One's own ``.csv`` / ``.npz`` file, read and split, with the RunConfig fields of a run on it; DatasetError with
     one line when it does not parse or split."""
     path = str(Path(path).expanduser().absolute())  # a run in a worker elsewhere finds it too
-    data = _read(path)
+    data = read_data_file(path)
     dataset = _own_dataset(data, path, label_column, test_fraction)
     options = {
         "dataset": OWN_DATA,
@@ -123,7 +112,7 @@ def own_data_sizes(config: RunConfig) -> tuple[int, int, int]:
 @functools.lru_cache(maxsize=8)
 def _sizes(path: str, sha256: str | None, label_column: str | None, test_fraction: float) -> tuple[int, int, int]:
     del sha256  # part of the cache key: an edited file is read again
-    dataset = _own_dataset(_read(path), path, label_column, test_fraction)
+    dataset = _own_dataset(read_data_file(path), path, label_column, test_fraction)
     return dataset.n_train, 0 if dataset.y_test is None else len(dataset.y_test), dataset.feature_dim
 
 
@@ -132,12 +121,7 @@ def load_run_dataset(config: RunConfig) -> Dataset:
     line when the file cannot be read, parsed or split, or its bytes are no longer those of ``config.data_sha256``)."""
     if config.data_file is None:
         return load_dataset(config.dataset, data_dir=config.data_dir)
-    data = _read(config.data_file)
-    if hashlib.sha256(data).hexdigest() != config.data_sha256:
-        raise DatasetError(
-            f"{config.data_file} has changed since this run was defined (its SHA-256 is no longer "
-            f"{str(config.data_sha256)[:12]}...); define the run again on the file as it is now."
-        )
+    data = read_data_file(config.data_file, config.data_sha256)
     return _own_dataset(data, config.data_file, config.label_column, config.test_fraction)
 
 
