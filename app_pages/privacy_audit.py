@@ -17,7 +17,13 @@ from app_pages.shared.widgets import (
 from dpmix_core.audit import AuditConfig, audit_mechanism, run_audit
 from dpmix_core.audit.membership import default_members, job_config
 from dpmix_core.audit.reidentification import nearest_records
-from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
+from dpmix_core.data.choice import (
+    app_dataset,
+    available_datasets,
+    default_choice,
+    describe_dataset,
+    needs_feature_range,
+)
 from dpmix_core.experiments.audits import attack_data_upload, membership_attack, submit_membership_attack
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.views.exports import image_grid_png
@@ -28,9 +34,14 @@ from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 K = "aud_"
 
 
+@st.cache_data(show_spinner=False, ttl=60)
+def cached_datasets() -> dict[str, str]:
+    return available_datasets()
+
+
 @st.cache_resource(show_spinner="Loading data…", max_entries=4)  # bounded: uploads are not kept forever
-def cached_dataset(upload: bytes | None, filename: str | None, label_column: str | None):
-    return app_dataset(upload, filename, None, label_column)
+def cached_dataset(upload: bytes | None, filename: str | None, name: str | None, label_column: str | None):
+    return app_dataset(upload, filename, name, label_column)
 
 
 @st.cache_resource(show_spinner="Keeping your file for the attack…", max_entries=4)
@@ -264,6 +275,17 @@ st.write(
     "Accountants promise an upper bound on ε. This page looks for evidence from the other side: attacks "
     "on the mechanism, on models trained from the release, and on the released points themselves."
 )
+datasets = cached_datasets()
+name = None
+if len(datasets) > 1:  # another official dataset on disk (DPMIX_DATA_DIR, the cache, /usr/share/datasets)
+    st.session_state.setdefault(K + "dataset", default_choice(datasets))
+    name = st.selectbox(
+        "Data",
+        list(datasets),
+        format_func=datasets.get,
+        key=K + "dataset",
+        help="The records the membership attack and re-identification run on.",
+    )
 own_box = st.expander("Use your own data (CSV with a label column, or .npz with x and y)")
 with own_box:
     upload, label_column = data_file_upload(
@@ -271,8 +293,10 @@ with own_box:
         help_text=DATA_FILE_HELP + " The membership attack and re-identification then run on it; the ε check "
         "plants its canary in data of its own.",
     )
+    if upload is not None and name is not None:
+        st.caption("The uploaded file is used instead of the data picked above; remove it to go back.")
 dataset = loaded_or_stop(
-    cached_dataset, upload.getvalue() if upload else None, upload.name if upload else None, label_column
+    cached_dataset, upload.getvalue() if upload else None, upload.name if upload else None, name, label_column
 )
 dataset_key = f"{upload.file_id}:{label_column}" if upload else dataset.source
 feature_range = None
@@ -292,7 +316,7 @@ with tab1:
     _empirical()
 with tab2:
     st.caption(f"Data: {describe_dataset(dataset)}")
-    own: dict = {}
+    own: dict = {} if upload is not None or name is None else {"dataset": name}
     if upload is not None:
         try:
             own = cached_attack_data(upload.getvalue(), upload.name, label_column, feature_range)

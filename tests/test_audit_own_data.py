@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from dpmix_core.audit.membership import default_members, job_config, run_job
 from dpmix_core.audit.reidentification import nearest_records
 from dpmix_core.data import DatasetError, load_user_data
-from dpmix_core.experiments.audits import attack_data_upload
+from dpmix_core.experiments.audits import attack_data_upload, membership_attack
 from dpmix_core.runtime.store import ResultStore
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 
@@ -126,3 +126,39 @@ def test_the_members_fit_the_file_and_too_many_is_one_error_that_launches_nothin
 
 def test_default_members_pair_with_as_many_non_members():
     assert [default_members(n) for n in (60_000, 3_600, 600, 300, 299, 120, 40)] == [300, 300, 300, 150, 100, 50, 50]
+
+
+def test_the_audit_runs_on_another_dataset_on_disk(tmp_path, monkeypatch):
+    """With Fashion-MNIST in DPMIX_DATA_DIR the page offers it, and both attacks run on it (the job loads it by name)."""
+    import streamlit as st
+    from fake_datasets import tiny_arrays, write_idx_folder
+
+    write_idx_folder(tmp_path / "fashion-mnist", tiny_arrays(1, n_train=600, n_test=50))
+    monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("DPMIX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
+    st.cache_data.clear()  # the list of datasets on disk is cached for a minute
+    st.cache_resource.clear()
+    try:
+        at = AppTest.from_file(PAGE, default_timeout=120).run()
+        assert at.selectbox(key="aud_dataset").value == "embedded"  # no full MNIST here: the sample, as before
+        at.selectbox(key="aud_dataset").set_value("fashion-mnist").run()
+        assert not at.exception and not at.error
+        assert any(f"local folder {tmp_path / 'fashion-mnist'}" in c.value for c in at.caption)
+        assert at.number_input(key="aud_mia_members").value == 300  # 600 records: 300 members and 300 non-members
+        assert [b for b in at.get("download_button") if "Images (PNG)" in b.proto.label]  # images, not a table
+        at.number_input(key="aud_mia_members").set_value(100)
+        at.number_input(key="aud_mia_epochs").set_value(5)
+        at.text_input(key="aud_mia_eps").input("8").run()
+        at.button(key="aud_mia_run").click().run()
+        deadline = time.time() + 120
+        while time.time() < deadline and not any("AUC" in str(d.value.columns) for d in at.dataframe):
+            time.sleep(1.0)
+            at.run()
+        assert not at.exception and not at.error
+        assert any("AUC" in str(d.value.columns) for d in at.dataframe)
+        run = membership_attack(at.session_state["aud_mia_job"], ResultStore(tmp_path / "results.sqlite"))
+        assert run.config["dataset"] == "fashion-mnist" and "fashion-mnist" in run.result["dataset"]
+    finally:
+        st.cache_data.clear()
+        st.cache_resource.clear()
