@@ -9,7 +9,14 @@ from dpmix_core.data import TEST_ROWS, cache_dir, load_dataset
 from dpmix_core.data.choice import available_datasets, default_choice, needs_feature_range
 from dpmix_core.experiments.presets import DEMO_PRESET, get_preset, preset_names
 from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, QuickVsFull, quick_vs_full_by_test_inputs
-from dpmix_core.experiments.release_files import CardCheck, ReleaseFile, save_release_upload, verify_card
+from dpmix_core.experiments.release_files import (
+    CardCheck,
+    ReleaseFile,
+    held_out_records,
+    held_out_upload,
+    save_release_upload,
+    verify_card,
+)
 from dpmix_core.experiments.results import no_signal_note
 from dpmix_core.experiments.run_data import OwnData, open_data_file, save_data_upload
 from dpmix_core.experiments.runtime_estimate import estimate_sweep_runtime
@@ -121,6 +128,11 @@ def saved_data(data: bytes, filename: str, label_column: str | None, test_fracti
     return open_data_file(path, label_column=label_column, test_fraction=test_fraction)
 
 
+@st.cache_resource(show_spinner="Reading your file…", max_entries=4)
+def saved_held_out(release_sha256: str, _release: ReleaseFile, data: bytes, filename: str, folder: str) -> OwnData:
+    return held_out_upload(_release, data, filename, folder)  # keyed by the release's hash and the data
+
+
 def _own_data() -> OwnData | None:
     """One's own file for a sweep: uploaded, its label column, the share of records held out as the test split."""
     upload, label_column = data_file_upload(K + "own_", label="Your data file (.csv or .npz)")
@@ -178,6 +190,29 @@ def _release_file_builder():
             ("Verified: " if check.matches else "Not verified: ") + check.reason
         )
         st.dataframe(check.rows, hide_index=True)
+    own = None
+    if (held := held_out_records(release.card)) is not None:  # a release of one's own file that held records out
+        data_upload = st.file_uploader(
+            "The data file it was made from (.csv / .npz)",
+            type=["csv", "npz"],
+            key=K + "release_data",
+            help="Its card names the file by its SHA-256 and says which records were held out; the models are scored "
+            "on those, which the release never saw.",
+        )
+        if data_upload is None:
+            st.info(
+                f"This release held {held:,} records of its data file out and has no public test split: upload that "
+                "file to score models on them."
+            )
+            return None
+        try:
+            own = saved_held_out(
+                release.sha256, release, data_upload.getvalue(), data_upload.name, str(store().path.parent / "data")
+            )
+        except ValueError as exc:
+            st.error(str(exc))
+            return None
+        st.caption(f"**Scored on:** {own.dataset.source}.")
     choices, default = release_model_choices(release)
     c1, c2, c3 = st.columns(3)
     models = c1.multiselect("Models", choices, default=list(default), key=K + "release_models")
@@ -193,6 +228,7 @@ def _release_file_builder():
             display_name=name,
             available=cached_datasets(),
             description=summary,
+            own=own,
         )
     except ValueError as exc:
         st.error(str(exc))

@@ -378,11 +378,19 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     from dpmix_core.synthesis.pipeline import planned_release, synthesize
 
     if args.memmap is not None:
+        if args.test_fraction is not None:
+            raise CliError("--test-fraction holds records of a --data-file out, not of --memmap arrays")
         return _synthesize_streaming(args)
     check_output_path(args.out)
     if args.label_column is not None and (args.data_file is None or not args.data_file.lower().endswith(".csv")):
         raise CliError("--label-column names a column of a --data-file CSV")
-    if args.data_file is not None:
+    own = None  # --test-fraction: the file's records but a held-out split, which the card names
+    if args.test_fraction is not None:
+        if args.data_file is None:
+            raise CliError("--test-fraction holds records of a --data-file out; the datasets have their own test split")
+        own = _own_data_file(args)
+        dataset = own.dataset
+    elif args.data_file is not None:
         path = args.data_file
         try:
             with open(path, "rb") as fh:
@@ -401,12 +409,21 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         synthesis = synthesize(config, dataset, job=True)  # your own process: the job time limit, same memory limit
         release = synthesis.data.release
         card = privacy_card(synthesis, epsilons=epsilons_for(release) if isinstance(release, MixingRelease) else None)
+    if own is not None:
+        from dpmix_core.experiments.release_files import with_held_out
+
+        card = with_held_out(card, own)
     data_path, card_path = write_release(synthesis, args.out, card=card)
     if args.json:
         print(json.dumps({"out": str(data_path), "card": str(card_path), **card}, allow_nan=False))
     else:
         print(f"wrote {data_path} ({synthesis.data.num_points} points) and {card_path}")
         print(f"dataset: {dataset.source}, n={dataset.n_train}")
+        if own is not None:
+            print(
+                f"held out: {own.held_out_records:,} records, named in the card; score models on them with "
+                f"train --release {data_path} --data-file {args.data_file}"
+            )
         if (note := label_columns_note(synthesis)) is not None:
             print(note)
         for e in card["epsilons"]:
@@ -517,6 +534,13 @@ def _add_synthesize(sub) -> None:
         required=True,
         help="FILE.npz or FILE.csv (a FILE.card.json is written beside it); with --memmap: an output folder",
     )
+    p.add_argument(
+        "--test-fraction",
+        type=finite_float,
+        metavar="F",
+        help="--data-file: hold this share of its records out (stratified, never released; the card says which), "
+        "so that train --release OUT --data-file FILE can score models on them. Default: release every record",
+    )
     p.add_argument("--memmap", help="X.npy (n, d) read memory-mapped in chunks: releases larger than memory")
     p.add_argument("--labels", help="Y.npy (n,) integer labels for --memmap")
     p.add_argument("--num-classes", type=positive_int, help="K for --memmap")
@@ -564,7 +588,7 @@ def _synthesis_config(args: argparse.Namespace, clamp_by_default: bool = False):
     return config
 
 
-_RELEASE_FILE_KEEPS = ("data_dir", "seed", "device", "json")  # release options that --release still uses
+_RELEASE_FILE_KEEPS = ("data_dir", "seed", "device", "json", "data_file")  # release options --release still uses
 
 
 def _options_given(
@@ -581,20 +605,31 @@ def _options_given(
     ]
 
 
-def _release_file_options(args: argparse.Namespace) -> dict:
-    """--release FILE: the run's dataset, release parameters and file identity, all from the file's card.
+def _release_file_options(args: argparse.Namespace):
+    """--release FILE: the run's dataset, release parameters and file identity, all from the file's card, and with
+    --data-file the data it was made from (:class:`~dpmix_core.experiments.run_data.OwnData`, split as the card says
+    its records were held out; else None).
 
     Options that describe a release (--mechanism, --l, --dataset, ...) would contradict the card: refused.
     """
-    from dpmix_core.experiments.release_files import check_release_memory, read_release, release_run_options
+    from dpmix_core.experiments.release_files import (
+        check_release_memory,
+        held_out_data,
+        read_release,
+        release_run_options,
+    )
 
     given = _options_given(args, lambda p: _add_release_arguments(p, mechanism_required=False), _RELEASE_FILE_KEEPS)
     if given:
         raise CliError(f"--release takes the release's parameters from its card; drop {', '.join(given)}")
     if args.method != "mixing":
         raise CliError(f"--release trains on a mixing release; drop --method {args.method}")
+    if args.test_fraction is not None:
+        raise CliError("--release: its card says which records of its data file were held out; drop --test-fraction")
     check_release_memory(args.release)
-    return release_run_options(read_release(args.release))
+    release = read_release(args.release)
+    own = held_out_data(release, args.data_file) if args.data_file is not None else None
+    return release_run_options(release, own), own
 
 
 def _own_data_file(args: argparse.Namespace, *, also: tuple[str, ...] = ()):
@@ -619,9 +654,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     from dpmix_core.cli.train import train_repeats
     from dpmix_core.training.protocols import PROTOCOLS
 
-    release_file: dict = _release_file_options(args) if args.release is not None else {}
-    own = _own_data_file(args)
-    own_data = {} if own is None else dict(own.options, feature_range=args.feature_range)
+    release_file: dict = {}
+    if args.release is not None:  # the data and the release parameters from the card (and --data-file)
+        release_file, own = _release_file_options(args)
+        own_data: dict = {}
+    else:
+        own = _own_data_file(args)
+        own_data = {} if own is None else dict(own.options, feature_range=args.feature_range)
     own_images = own is None or own.dataset.x_train.ndim >= 3
     features = release_file.pop("features", args.features)
     dataset = release_file.pop("dataset", own_data.pop("dataset", args.dataset))

@@ -240,7 +240,9 @@ class RunConfig:
     (dataset ``"file"``, read by :func:`~dpmix_core.data.load_user_data` with ``label_column``): a stratified
     ``test_fraction`` of its records is held out as the test split, the same rows for every seed
     (:func:`~dpmix_core.data.held_out_split`), and never released; the release mixes the rest. The hash is the
-    data's identity, the path is not; the other two enter the identity only with a data file.
+    data's identity, the path is not; the other two enter the identity only with a data file. With a release
+    file too, the release was made from the file's other records (``synthesize --test-fraction``, its card says
+    which: :func:`~dpmix_core.experiments.release_files.held_out_data`) and the run is scored on the held-out ones.
     ``feature_range``: the public (low, high) bounds of a data file's float features. The methods that train on
     the file's own records (non-private, DP-SGD, DP-PCA, and label-only Laplace's features) scale them to [0,1]
     with it, as a [0,1] release scales the records it mixes, so a baseline and a release learn from the same
@@ -417,8 +419,6 @@ class RunConfig:
             raise ValueError("a data file needs both data_file (its path) and data_sha256 (its bytes' hash).")
         if self.dataset != OWN_DATA:
             raise ValueError(f"a run on a data file has dataset {OWN_DATA!r}. Found {self.dataset!r}.")
-        if self.release_file is not None:
-            raise ValueError("a run trains on a release file or on a data file, not both.")
         check_sha256("data_sha256", self.data_sha256)
         set_("data_file", str(self.data_file))
         if self.label_column is not None and not isinstance(self.label_column, str):

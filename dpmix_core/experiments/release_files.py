@@ -11,6 +11,10 @@ this release?", with any model, on the real test split:
   test split), the release's mechanism parameters with the noise scales it was made with (so
   ``corrected-lsq`` knows σx, σy), and the file's SHA-256, which is the run's identity (a run on the same
   bytes is the same run, wherever the file lies);
+* a release of one's own file has no public test split, unless it held records out: ``synthesize --data-file
+  FILE --test-fraction F`` releases the rest and says in its card which records (:func:`with_held_out`); the data
+  holder, who has the file, scores models on exactly those (:func:`held_out_data`, ``train --release R
+  --data-file FILE``);
 * :func:`verify_card` (``verify FILE``) recomputes the card's epsilons from its own parameters and sizes with
   this version's accountants, so a recipient need not take the numbers on trust;
 * :func:`save_release_upload` keeps a file uploaded on the Train & trade-offs page under its hash beside the
@@ -39,9 +43,10 @@ from typing import Any
 
 import numpy as np
 
-from dpmix_core.data import DATASET_NAMES
+from dpmix_core.data import DATASET_NAMES, SPLIT_SEED
 from dpmix_core.data.formats import read_npz
 from dpmix_core.experiments.config import synthesis_from_dict
+from dpmix_core.experiments.run_data import OwnData, open_data_file, save_data_upload
 from dpmix_core.privacy.checks import check_positive_int, check_sigma
 from dpmix_core.privacy.release import MixingRelease
 from dpmix_core.resources.files import check_sha256, write_files_atomically
@@ -57,12 +62,16 @@ __all__ = [
     "card_synthesis",
     "check_release_memory",
     "file_sha256",
+    "held_out_data",
+    "held_out_records",
+    "held_out_upload",
     "read_card",
     "read_release",
     "release_run_options",
     "release_synthesis",
     "save_release_upload",
     "verify_card",
+    "with_held_out",
 ]
 
 RELEASE_SUFFIXES = (".npz", ".csv")
@@ -200,20 +209,83 @@ def card_synthesis(card: dict, *, where: str = "the card") -> SynthesisConfig:
     return syn
 
 
-def release_run_options(release: ReleaseFile) -> dict[str, Any]:
-    """RunConfig fields for training on ``release``: dataset, synthesis (as released), features, file and hash."""
+def with_held_out(card: dict, own: OwnData) -> dict:
+    """The card of a release of ``own``'s records but its held-out test split, saying which records those are: the
+    file's SHA-256, label column, test fraction, split seed and count (``dataset.held_out``), so that whoever has the
+    file can score models on exactly them (:func:`held_out_data`). The records themselves are not in the card."""
+    held = {
+        "file_sha256": own.options["data_sha256"],
+        "label_column": own.options["label_column"],
+        "test_fraction": own.options["test_fraction"],
+        "split_seed": SPLIT_SEED,
+        "records": own.held_out_records,
+    }
+    return {**card, "dataset": {**card["dataset"], "held_out": held}}
+
+
+def held_out_data(release: ReleaseFile, data_file: str | os.PathLike) -> OwnData:
+    """``data_file`` split as the release's card says its records were held out (:func:`with_held_out`): the test split
+    is the records the release never saw. ValueError (one line) when the card held nothing out, or the file is not
+    the one the release was made from (another SHA-256, or another split)."""
+    held = release.card["dataset"].get("held_out")
+    where = f"the card of {release.path!r}"
+    if not isinstance(held, dict):
+        raise ValueError(
+            f"{where} held no record of its data out: every record may be in the release, so none is left to score "
+            "on. Release with synthesize --data-file FILE --test-fraction F, or train on the file (train --data-file)."
+        )
+    try:
+        fraction, sha256, records = float(held["test_fraction"]), str(held["file_sha256"]), int(held["records"])
+        label_column = held.get("label_column")
+        if int(held.get("split_seed", SPLIT_SEED)) != SPLIT_SEED:
+            raise ValueError(f"split seed {held['split_seed']}, not this version's {SPLIT_SEED}")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{where} does not say which records it held out in a form this version reads ({exc})."
+        ) from None
+    own = open_data_file(data_file, label_column=label_column, test_fraction=fraction)
+    if own.options["data_sha256"] != sha256:
+        raise ValueError(
+            f"{data_file} is not the file the release {release.path!r} was made from (its SHA-256 is not the card's "
+            f"{sha256[:12]}...)."
+        )
+    if own.held_out_records != records:
+        raise ValueError(f"{data_file} splits into other held-out records than {where} names ({records}).")
+    return own
+
+
+def held_out_records(card: dict) -> int | None:
+    """How many records of its data file a release's card says were held out (:func:`with_held_out`); None when it
+    held none out (a release of a named dataset, or of every record of a file)."""
+    held = card.get("dataset", {}).get("held_out")
+    try:
+        return int(held["records"]) if isinstance(held, dict) else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def held_out_upload(release: ReleaseFile, data: bytes, filename: str, folder: str | os.PathLike) -> OwnData:
+    """The uploaded data file a release was made from, kept under ``folder`` (:func:`~dpmix_core.experiments.run_data.
+    save_data_upload`, where background runs read it) and split as the card says (:func:`held_out_data`)."""
+    return held_out_data(release, save_data_upload(data, filename, folder))
+
+
+def release_run_options(release: ReleaseFile, own: OwnData | None = None) -> dict[str, Any]:
+    """RunConfig fields for training on ``release``: dataset, synthesis (as released), features, file and hash;
+    with ``own`` (:func:`held_out_data`), the data file whose held-out records are the test split."""
     card = release.card
     dataset = card["dataset"].get("name")
-    if dataset not in DATASET_NAMES:
+    if own is None and dataset not in DATASET_NAMES:
         raise ValueError(
             f"the card of {release.path!r} names dataset {dataset!r}, which has no public test split here "
-            f"(one of: {', '.join(DATASET_NAMES)}): every record of it may be in the release. To score models on your "
-            "own data, train on the data file itself (train --data-file, or Train & trade-offs → Your own file), "
-            "which holds test records out before it releases the rest."
+            f"(one of: {', '.join(DATASET_NAMES)}). If you made it with synthesize --data-file FILE --test-fraction F, "
+            "give --data-file FILE: its held-out records are the test split. Otherwise every record may be in the "
+            "release: train on the data file itself (train --data-file, or Train & trade-offs → Your own file)."
         )
     syn = release_synthesis(card, where=f"the card of {release.path!r}")
     return {
         "dataset": dataset,
+        **({} if own is None else own.options),
         "synthesis": syn,
         "features": syn.features,
         "release_file": release.path,

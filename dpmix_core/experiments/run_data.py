@@ -57,6 +57,11 @@ class OwnData:
         if self.options.get("dataset") != OWN_DATA or self.dataset.x_test is None:
             raise ValueError("OwnData holds a data file's run options and its split (open_data_file makes both).")
 
+    @property
+    def held_out_records(self) -> int:
+        """How many of the file's records are held out (its test split)."""
+        return len(self.dataset.x_test) if self.dataset.x_test is not None else 0
+
 
 def _own_dataset(data: bytes, path: str, label_column: str | None, test_fraction: float) -> Dataset:
     """The file's records, split; named (in messages and the data's source) by the file's name, not its folder (an
@@ -162,11 +167,16 @@ TRAINED_ON = {
 }
 
 
+# a release made earlier (synthesize --test-fraction) of the records not held out
+RELEASE_FILE_TRAINED_ON = "the release file was made from the other {n:,}, which its card's epsilon covers"
+
+
 def held_out_note(config: RunConfig, dataset: Dataset) -> dict:
     """What a run on one's own file (``dataset``: its split, subsampled as the run reads it) says about its records:
     the file, its hash, how many records the release mixed and how many were held out, and a sentence for a reader
     (the accuracy is read on records that were never released, and is not itself private)."""
     n_test = 0 if dataset.y_test is None else len(dataset.y_test)
+    trained_on = RELEASE_FILE_TRAINED_ON if config.release_file is not None else TRAINED_ON[config.method]
     bounds = config.feature_range
     scaled = "" if bounds is None else f" Every method saw the features min-max scaled with the public bounds {bounds}."
     return {
@@ -181,7 +191,7 @@ def held_out_note(config: RunConfig, dataset: Dataset) -> dict:
             f"accuracy on {n_test:,} records of {Path(str(config.data_file)).name} held out before anything was "
             "trained or released "
             f"(test fraction {config.test_fraction:g}, stratified, the same records for every seed); "
-            f"{TRAINED_ON[config.method].format(n=dataset.n_train)}. The held-out records were never released, but "
+            f"{trained_on.format(n=dataset.n_train)}. The held-out records were never released, but "
             f"the accuracy read on them is not private: publish it as any statistic of those records.{scaled}"
         ),
     }

@@ -506,12 +506,12 @@ def _load_data(ctx: RunContext):
     t0 = time.perf_counter()
     ds = load_run_dataset(config)
     ds = D.subsample(ds, train_limit=config.train_limit, test_limit=config.test_limit)
+    if config.data_file is not None:  # one's own file: which records were held out, in words and numbers
+        ctx.extra["data"] = held_out_note(config, ds)
     if config.release_file is not None:  # the release is made already: the private training split is not read
         ds = dataclasses.replace(ds, x_train=ds.x_train[:0], y_train=ds.y_train[:0])
     if ds.x_test is None or ds.y_test is None:
         raise ValueError(f"dataset {config.dataset!r} has no test split to evaluate on.")
-    if config.data_file is not None:  # one's own file: which records were held out, in words and numbers
-        ctx.extra["data"] = held_out_note(config, ds)
     x_test_raw = ds.x_test
     ctx.tick("data", t0)
     raw_ds, input_shape = ds, tuple(ds.x_train.shape[1:])

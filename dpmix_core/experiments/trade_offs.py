@@ -871,6 +871,7 @@ def release_file_spec(
     display_name: str | None = None,
     available: Collection[str] | None = None,
     description: str | None = None,
+    own: OwnData | None = None,
 ) -> SweepSpec:
     """Several models trained on one release file: a series per model, each on its paper's protocol.
 
@@ -879,7 +880,10 @@ def release_file_spec(
     ``display_name``: the file's name for the title (an upload is stored under its hash). ``available``: the
     datasets this machine has (:func:`dpmix_core.data.choice.available_datasets`); a release of another one is refused here,
     before its runs would fail in the background. ``description``: the sweep's (default: the file and its hash;
-    the page passes :func:`dpmix_core.views.release_card.release_summary`).
+    the page passes :func:`dpmix_core.views.release_card.release_summary`). ``own``: the data file a release of
+    one's own records was made from, split as its card says (:func:`~dpmix_core.experiments.release_files.
+    held_out_upload`): the models are scored on its held-out records, and each must suit that data
+    (:func:`~dpmix_core.experiments.run_data.check_run_on`).
     """
     if not models:
         raise ValueError("Pick at least one model.")
@@ -892,13 +896,19 @@ def release_file_spec(
     from dpmix_core.experiments.spec import Series
     from dpmix_core.training.protocols import protocol_options
 
-    options = release_run_options(release)
+    options = release_run_options(release, own)
     syn = options["synthesis"]
     base = RunConfig("mixing", model=models[0], epochs=epochs, **options)
+    on_file = own is not None
     series = tuple(
-        Series(model, {**protocol_options(model, mechanism=syn.mechanism), "model": model}) for model in models
+        Series(model, {**protocol_options(model, mechanism=syn.mechanism, own_data=on_file), "model": model})
+        for model in models
     )
-    ident = hashlib.sha256(f"{release.sha256}|{models}|{epochs}|{repeats}".encode()).hexdigest()[:10]
+    if own is not None:
+        for model in models:
+            check_run_on(base.replace(model=model), own.dataset)
+    data = "" if own is None else f"|{own.options['data_sha256']}"
+    ident = hashlib.sha256(f"{release.sha256}|{models}|{epochs}|{repeats}{data}".encode()).hexdigest()[:10]
     name = display_name or Path(release.path).name
     return SweepSpec(
         name=f"release-{release.sha256[:8]}-{ident}",
