@@ -24,13 +24,12 @@ from dpmix_core.data.choice import (
     describe_dataset,
     needs_feature_range,
 )
-from dpmix_core.synthesis.export import npz_bytes, privacy_card
+from dpmix_core.experiments.release_files import release_npz, upload_held_out
 from dpmix_core.synthesis.pipeline import (
     MECHANISM_DESCRIPTIONS,
     SynthesisConfig,
     calibration_accountants,
     release_refusal,
-    synthesize,
 )
 from dpmix_core.synthesis.previews import PREVIEW_MECHANISMS, mixing_preview
 from dpmix_core.synthesis.public_constants import (
@@ -76,8 +75,14 @@ def cached_datasets() -> dict[str, str]:
 
 
 @st.cache_resource(show_spinner="Loading data…", max_entries=4)  # bounded: uploads are not kept forever
-def cached_dataset(upload: bytes | None, filename: str | None, name: str | None, label_column: str | None = None):
-    return app_dataset(upload, filename, name, label_column)
+def cached_dataset(
+    upload: bytes | None,
+    filename: str | None,
+    name: str | None,
+    label_column: str | None = None,
+    test_fraction: float | None = None,
+):
+    return app_dataset(upload, filename, name, label_column, test_fraction)
 
 
 @st.cache_data(
@@ -87,10 +92,14 @@ def cached_preview(_dataset, dataset_key: str, config: SynthesisConfig):
     return mixing_preview(_dataset, config)
 
 
+@st.cache_data(show_spinner=False, max_entries=4)
+def cached_held_out(upload: bytes, label_column: str | None, fraction: float, _dataset) -> dict:
+    return upload_held_out(upload, label_column, fraction, _dataset.n_test)  # what the card says was held out
+
+
 @st.cache_data(show_spinner="Preparing the export…", max_entries=4)
-def cached_export(_dataset, dataset_key: str, config: SynthesisConfig) -> bytes:
-    synthesis = synthesize(config, _dataset)
-    return npz_bytes(synthesis, privacy_card(synthesis))
+def cached_export(_dataset, dataset_key: str, config: SynthesisConfig, held_out: dict | None) -> bytes:
+    return release_npz(_dataset, config, held_out)
 
 
 @st.cache_data(show_spinner="Computing the public per-feature constants…", max_entries=8)
@@ -132,11 +141,21 @@ with st.expander("Use your own data (CSV with a label column, or .npz with x and
     )
     if upload is not None and name is not None:
         st.caption("The uploaded file is used instead of the data picked above; remove it to go back.")
+    hold = None  # a share of the upload's records held out of the release, to score models on later
+    if upload is not None and st.checkbox(
+        "Hold out a share of the records: never mixed nor released, to score models on them later",
+        key=K + "hold",
+        help="The release and its ε then cover the other records only; its card names the held-out ones (by the "
+        "file's SHA-256 and the split), so that on Train & trade-offs → Models on a release file you can score models "
+        "on them by uploading this file with the release.",
+    ):
+        hold = st.slider("Held-out share", 0.05, 0.5, 0.2, step=0.05, key=K + "hold_fraction")
 dataset = loaded_or_stop(
-    cached_dataset, upload.getvalue() if upload else None, upload.name if upload else None, name, label_column
+    cached_dataset, upload.getvalue() if upload else None, upload.name if upload else None, name, label_column, hold
 )
 st.caption(f"Data: {describe_dataset(dataset)}")
-dataset_key = f"{upload.file_id}:{label_column}" if upload else dataset.source
+dataset_key = f"{upload.file_id}:{label_column}:{hold}" if upload else dataset.source
+held_out = None if upload is None or hold is None else cached_held_out(upload.getvalue(), label_column, hold, dataset)
 public_z = public_zscore_constants(dataset.name)
 if st.session_state.get(K + "data_key") != dataset_key:  # new data: z-scoring only where public constants exist
     st.session_state[K + "data_key"] = dataset_key
@@ -371,7 +390,7 @@ if too_big is not None:
 if st.button("Prepare the full release for download", key=K + "prepare", disabled=too_big is not None):
     st.download_button(
         f"Download {used.T:,} points (.npz with privacy card)",
-        data=cached_export(dataset, dataset_key, used),
+        data=cached_export(dataset, dataset_key, used, held_out),
         file_name=f"dpmix_{used.mechanism}_T{used.T}_seed{used.seed}.npz",
         mime="application/octet-stream",
         key=K + "download",
@@ -380,3 +399,9 @@ if st.button("Prepare the full release for download", key=K + "prepare", disable
         "Whoever receives the file can train models on it (*Train & trade-offs* → *Models on a release file*, or "
         "`python -m dpmix_core train --release FILE`) and recompute its card's ε (`python -m dpmix_core verify FILE`)."
     )
+    if held_out is not None:
+        st.caption(
+            f"It mixes {dataset.n_train:,} records of your file; the other {held_out['records']:,} were held out and "
+            "never released, and its card names them. To score models on them: *Train & trade-offs* → *Models on a "
+            "release file* with this release and your file (or `train --release FILE --data-file YOURS`)."
+        )

@@ -114,3 +114,46 @@ def test_the_page_scores_a_release_of_ones_own_file_on_its_held_out_records(caps
     results = at.dataframe[-1].value
     assert not at.exception and set(results["label"]) == {"linear", "corrected-lsq"}
     assert (results["test_accuracy_mean"] > 0.6).all() and not results["collapsed"].any()  # on the 121 held out
+
+
+def test_the_apps_download_of_a_held_out_release_pairs_with_its_file(tmp_path):
+    """Mixed samples' download (release_npz with the upload's held-out section) names the records the page held
+    out, and the file they came from gives them back (held_out_data): the same records a run on the file holds out."""
+    from dpmix_core.data.choice import app_dataset
+    from dpmix_core.experiments.release_files import release_npz, upload_held_out
+    from dpmix_core.synthesis.pipeline import SynthesisConfig
+
+    data = _pets(tmp_path / "pets.csv")
+    raw = data.read_bytes()
+    dataset = app_dataset(raw, "pets.csv", None, "species", 0.2)
+    config = SynthesisConfig("dpmix", l=4, T=300, sigma_x=0.3, sigma_y=0.3, feature_range=(-5.0, 10.0))
+    (tmp_path / "rel.npz").write_bytes(
+        release_npz(dataset, config, upload_held_out(raw, "species", 0.2, dataset.n_test))
+    )
+    release = read_release(tmp_path / "rel.npz")
+    assert (
+        release.card["dataset"]["n"] == dataset.n_train == 479 and release.card["dataset"]["held_out"]["records"] == 121
+    )
+    own = held_out_data(release, data)
+    np.testing.assert_array_equal(own.dataset.x_test, dataset.x_test)
+    np.testing.assert_array_equal(own.dataset.x_test, open_data_file(data, label_column="species").dataset.x_test)
+
+
+def test_mixed_samples_holds_records_of_an_upload_out_of_the_release(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+    from test_app_mixed_samples import PAGE
+
+    monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path / "no-data"))
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    csv = _pets(tmp_path / "pets.csv").read_text().replace("species", "label", 1).encode()
+    at.file_uploader(key="mix_upload").set_value([("pets.csv", csv, "text/csv")]).run()
+    at.number_input(key="mix_lo").set_value(-5.0)
+    at.number_input(key="mix_hi").set_value(10.0).run()
+    assert not at.exception and not at.error and any("600 training records" in c.value for c in at.caption)
+    at.checkbox(key="mix_hold").check().run()
+    assert not at.exception and not at.error
+    assert any("stratified 479 train / 121 held-out test records" in c.value for c in at.caption)
+    at.text_input(key="mix_T").input("200").run()
+    at.button(key="mix_prepare").click().run()
+    assert not at.exception and not at.error
+    assert any("It mixes 479 records of your file; the other 121 were held out" in c.value for c in at.caption)

@@ -410,9 +410,9 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         release = synthesis.data.release
         card = privacy_card(synthesis, epsilons=epsilons_for(release) if isinstance(release, MixingRelease) else None)
     if own is not None:
-        from dpmix_core.experiments.release_files import with_held_out
+        from dpmix_core.experiments.release_files import own_held_out, with_held_out
 
-        card = with_held_out(card, own)
+        card = with_held_out(card, own_held_out(own))
     data_path, card_path = write_release(synthesis, args.out, card=card)
     if args.json:
         print(json.dumps({"out": str(data_path), "card": str(card_path), **card}, allow_nan=False))

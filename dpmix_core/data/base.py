@@ -117,6 +117,11 @@ class Dataset:
         return len(self.x_train)
 
     @property
+    def n_test(self) -> int:
+        """Records in the test split (0 without one)."""
+        return 0 if self.x_test is None else len(self.x_test)
+
+    @property
     def feature_dim(self) -> int:
         """Length of one flattened record (784 for MNIST, 3072 for CIFAR-10)."""
         return int(np.prod(self.x_train.shape[1:]))

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from dpmix_core.data import DATASET_NAMES, SPLIT_SEED
+from dpmix_core.data import DATASET_NAMES, SPLIT_SEED, Dataset
 from dpmix_core.data.formats import read_npz
 from dpmix_core.experiments.config import synthesis_from_dict
 from dpmix_core.experiments.run_data import OwnData, open_data_file, save_data_upload
@@ -209,18 +209,46 @@ def card_synthesis(card: dict, *, where: str = "the card") -> SynthesisConfig:
     return syn
 
 
-def with_held_out(card: dict, own: OwnData) -> dict:
-    """The card of a release of ``own``'s records but its held-out test split, saying which records those are: the
-    file's SHA-256, label column, test fraction, split seed and count (``dataset.held_out``), so that whoever has the
-    file can score models on exactly them (:func:`held_out_data`). The records themselves are not in the card."""
-    held = {
-        "file_sha256": own.options["data_sha256"],
-        "label_column": own.options["label_column"],
-        "test_fraction": own.options["test_fraction"],
+def held_out_section(data_sha256: str, label_column: str | None, test_fraction: float, records: int) -> dict[str, Any]:
+    """What a card says about the records of a data file (SHA-256 ``data_sha256``) that a release held out: the
+    file's hash, label column, test fraction, split seed and count. The records themselves are not in the card."""
+    return {
+        "file_sha256": check_sha256("data_sha256", data_sha256),
+        "label_column": label_column,
+        "test_fraction": float(test_fraction),
         "split_seed": SPLIT_SEED,
-        "records": own.held_out_records,
+        "records": int(records),
     }
-    return {**card, "dataset": {**card["dataset"], "held_out": held}}
+
+
+def with_held_out(card: dict, held_out: dict[str, Any]) -> dict:
+    """The card of a release that held records of its data file out, saying which (``dataset.held_out``:
+    :func:`held_out_section`), so that whoever has the file can score models on exactly them (:func:`held_out_data`)."""
+    return {**card, "dataset": {**card["dataset"], "held_out": held_out}}
+
+
+def own_held_out(own: OwnData) -> dict[str, Any]:
+    """:func:`held_out_section` of a data file as a run reads it (:func:`~dpmix_core.experiments.run_data.open_data_file`)."""
+    options = own.options
+    return held_out_section(
+        options["data_sha256"], options["label_column"], options["test_fraction"], own.held_out_records
+    )
+
+
+def upload_held_out(data: bytes, label_column: str | None, test_fraction: float, records: int) -> dict[str, Any]:
+    """:func:`held_out_section` of an uploaded file's bytes ``data``."""
+    return held_out_section(hashlib.sha256(data).hexdigest(), label_column, test_fraction, records)
+
+
+def release_npz(dataset: Dataset, config: SynthesisConfig, held_out: dict[str, Any] | None = None) -> bytes:
+    """The release of ``dataset``'s training records made with ``config``, as an ``.npz`` with its privacy card;
+    ``held_out``: the card's :func:`held_out_section` where the data's test split was held out of one's own file."""
+    from dpmix_core.synthesis.export import npz_bytes, privacy_card
+    from dpmix_core.synthesis.pipeline import synthesize
+
+    synthesis = synthesize(config, dataset)
+    card = privacy_card(synthesis)
+    return npz_bytes(synthesis, card if held_out is None else with_held_out(card, held_out))
 
 
 def held_out_data(release: ReleaseFile, data_file: str | os.PathLike) -> OwnData:

@@ -60,7 +60,7 @@ class OwnData:
     @property
     def held_out_records(self) -> int:
         """How many of the file's records are held out (its test split)."""
-        return len(self.dataset.x_test) if self.dataset.x_test is not None else 0
+        return self.dataset.n_test
 
 
 def _own_dataset(data: bytes, path: str, label_column: str | None, test_fraction: float) -> Dataset:
