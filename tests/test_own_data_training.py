@@ -448,7 +448,7 @@ def test_the_pages_custom_sweep_checks_every_run_on_the_file(tmp_path, changes, 
 
 
 def test_standardize_constants_centre_and_scale_each_feature():
-    from dpmix_core.training.data import standardize_constants
+    from dpmix_core.training.data import standardize_constants, standardizer
 
     x = np.array([[0.2, 5.0, 1.0], [0.4, 7.0, 1.0], [0.6, 9.0, 1.0]], dtype=np.float32)
     mean, inv_std = standardize_constants(x)
@@ -458,6 +458,7 @@ def test_standardize_constants_centre_and_scale_each_feature():
     assert inv_std[2] == 1 and mean.dtype == inv_std.dtype == np.float32
     empty_mean, empty_inv = standardize_constants(x[:0])
     assert empty_mean.shape == (3,) and np.all(empty_inv == 1)
+    np.testing.assert_allclose(standardizer(x)(x[:1] + 0.2), (x[:1] + 0.2 - mean) * inv_std)  # one map for all inputs
 
 
 def test_standardised_inputs_are_the_own_data_default_but_never_for_dp_sgd_or_corrected_lsq(tmp_path):

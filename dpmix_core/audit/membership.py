@@ -324,10 +324,9 @@ def membership_inference(
         loss_name = "ce"
 
     if standardize:
-        mean, inv_std = D.standardize_constants(x_train)
-        record_map = feature_map
-        feature_map = lambda x: (record_map(x) - mean) * inv_std  # noqa: E731
-        x_train = (x_train - mean) * inv_std
+        to_inputs, record_map = D.standardizer(x_train), feature_map
+        feature_map = lambda x: to_inputs(record_map(x))  # noqa: E731
+        x_train = to_inputs(x_train)
         notes.append("inputs standardised with the training inputs' per-feature mean and standard deviation")
     to = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=torch.float32)  # noqa: E731
     settings = OptimSettings(optimizer="adam", lr=float(lr), epochs=int(epochs), batch_size=int(batch_size))

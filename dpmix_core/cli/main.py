@@ -421,7 +421,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         print(f"dataset: {dataset.source}, n={dataset.n_train}")
         if own is not None:
             print(
-                f"held out: {own.held_out_records:,} records, named in the card; score models on them with "
+                f"held out: {own.dataset.n_test:,} records, named in the card; score models on them with "
                 f"train --release {data_path} --data-file {args.data_file}"
             )
         if (note := label_columns_note(synthesis)) is not None:

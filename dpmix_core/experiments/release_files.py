@@ -64,12 +64,16 @@ __all__ = [
     "file_sha256",
     "held_out_data",
     "held_out_records",
+    "held_out_section",
     "held_out_upload",
+    "own_held_out",
     "read_card",
     "read_release",
+    "release_npz",
     "release_run_options",
     "release_synthesis",
     "save_release_upload",
+    "upload_held_out",
     "verify_card",
     "with_held_out",
 ]
@@ -231,7 +235,7 @@ def own_held_out(own: OwnData) -> dict[str, Any]:
     """:func:`held_out_section` of a data file as a run reads it (:func:`~dpmix_core.experiments.run_data.open_data_file`)."""
     options = own.options
     return held_out_section(
-        options["data_sha256"], options["label_column"], options["test_fraction"], own.held_out_records
+        options["data_sha256"], options["label_column"], options["test_fraction"], own.dataset.n_test
     )
 
 
@@ -277,7 +281,7 @@ def held_out_data(release: ReleaseFile, data_file: str | os.PathLike) -> OwnData
             f"{data_file} is not the file the release {release.path!r} was made from (its SHA-256 is not the card's "
             f"{sha256[:12]}...)."
         )
-    if own.held_out_records != records:
+    if own.dataset.n_test != records:
         raise ValueError(f"{data_file} splits into other held-out records than {where} names ({records}).")
     return own
 

@@ -57,11 +57,6 @@ class OwnData:
         if self.options.get("dataset") != OWN_DATA or self.dataset.x_test is None:
             raise ValueError("OwnData holds a data file's run options and its split (open_data_file makes both).")
 
-    @property
-    def held_out_records(self) -> int:
-        """How many of the file's records are held out (its test split)."""
-        return self.dataset.n_test
-
 
 def _own_dataset(data: bytes, path: str, label_column: str | None, test_fraction: float) -> Dataset:
     """The file's records, split; named (in messages and the data's source) by the file's name, not its folder (an

@@ -245,9 +245,9 @@ def run_config(
         other_tests = {name: x * scale for name, x in other_tests.items()}
         extra["input_scale"] = float(scale)
     elif config.input_norm == "standardize":
-        mean, inv_std = D.standardize_constants(x_tr)
-        x_tr, x_va, x_test = ((x - mean) * inv_std for x in (x_tr, x_va, x_test))
-        other_tests = {name: (x - mean) * inv_std for name, x in other_tests.items()}
+        standardize = D.standardizer(x_tr)
+        x_tr, x_va, x_test = standardize(x_tr), standardize(x_va), standardize(x_test)
+        other_tests = {name: standardize(x) for name, x in other_tests.items()}
         notes.append(
             "inputs standardised: each feature minus its mean over the training inputs, divided by their standard "
             "deviation (the same constants for the validation and test inputs; on a release, post-processing)"

@@ -33,6 +33,7 @@ __all__ = [
     "split_validation",
     "rms_scale",
     "standardize_constants",
+    "standardizer",
 ]
 
 SUBSET_SEED = 20240601  # train/test limits take the same subset for every run seed
@@ -206,6 +207,13 @@ def standardize_constants(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     std = np.asarray(np.std(x, axis=0, dtype=np.float64))
     inv = np.divide(1.0, std, out=np.ones_like(std), where=std > 0)
     return mean.astype(np.float32), inv.astype(np.float32)
+
+
+def standardizer(x: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """``a -> (a - mean) / std`` with each feature's mean and standard deviation over the rows of ``x``
+    (:func:`standardize_constants`): the map applied alike to training, validation and test inputs."""
+    mean, inv_std = standardize_constants(x)
+    return lambda a: (a - mean) * inv_std
 
 
 def rms_scale(x: np.ndarray) -> float:
