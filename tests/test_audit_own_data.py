@@ -85,6 +85,20 @@ def test_the_named_datasets_attacks_keep_their_job_fields():
     assert set(config) == {"l", "T", "epsilons", "members", "epochs", "seed", "dataset"}
 
 
+def _run_attack(at, *, members: int, epochs: int):
+    """Launch the page's membership attack at ε = 8 and wait for its table (a background worker trains the models)."""
+    at.number_input(key="aud_mia_members").set_value(members)
+    at.number_input(key="aud_mia_epochs").set_value(epochs)
+    at.text_input(key="aud_mia_eps").input("8").run()
+    at.button(key="aud_mia_run").click().run()
+    deadline = time.time() + 120
+    while time.time() < deadline and not any("AUC" in str(d.value.columns) for d in at.dataframe):
+        time.sleep(1.0)
+        at.run()
+    assert not at.exception and not at.error
+    return next(d.value for d in at.dataframe if "AUC" in str(d.value.columns))
+
+
 @pytest.fixture
 def at(tmp_path, monkeypatch):
     monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
@@ -101,16 +115,7 @@ def test_the_page_audits_an_uploaded_file(at, tmp_path):
     table = at.dataframe[-1].value  # re-identification: rows of numbers, not pictures
     assert {"point", "row", "class", "distance", "a", "d"} <= set(table.columns)
     assert not [b for b in at.get("download_button") if "Images (PNG)" in b.proto.label]
-    at.number_input(key="aud_mia_members").set_value(100)
-    at.number_input(key="aud_mia_epochs").set_value(10)
-    at.text_input(key="aud_mia_eps").input("8").run()
-    at.button(key="aud_mia_run").click().run()
-    deadline = time.time() + 120
-    while time.time() < deadline and not any("AUC" in str(d.value.columns) for d in at.dataframe):
-        time.sleep(1.0)
-        at.run()
-    assert not at.exception and not at.error
-    attack = next(d.value for d in at.dataframe if "AUC" in str(d.value.columns))
+    attack = _run_attack(at, members=100, epochs=10)
     assert list(attack["label"]) == ["non-private", "DPMix l=16, no noise", "DPMix l=16, eps=8 (rdp-wor)"]
     assert list((tmp_path / "data").glob("*/pets.csv"))  # kept beside the store, where the worker read it
 
@@ -147,16 +152,7 @@ def test_the_audit_runs_on_another_dataset_on_disk(tmp_path, monkeypatch):
         assert any(f"local folder {tmp_path / 'fashion-mnist'}" in c.value for c in at.caption)
         assert at.number_input(key="aud_mia_members").value == 300  # 600 records: 300 members and 300 non-members
         assert [b for b in at.get("download_button") if "Images (PNG)" in b.proto.label]  # images, not a table
-        at.number_input(key="aud_mia_members").set_value(100)
-        at.number_input(key="aud_mia_epochs").set_value(5)
-        at.text_input(key="aud_mia_eps").input("8").run()
-        at.button(key="aud_mia_run").click().run()
-        deadline = time.time() + 120
-        while time.time() < deadline and not any("AUC" in str(d.value.columns) for d in at.dataframe):
-            time.sleep(1.0)
-            at.run()
-        assert not at.exception and not at.error
-        assert any("AUC" in str(d.value.columns) for d in at.dataframe)
+        assert "AUC" in _run_attack(at, members=100, epochs=5).columns
         run = membership_attack(at.session_state["aud_mia_job"], ResultStore(tmp_path / "results.sqlite"))
         assert run.config["dataset"] == "fashion-mnist" and "fashion-mnist" in run.result["dataset"]
     finally:
