@@ -121,7 +121,7 @@ CASES = [
         ["synthesize", "--mechanism", "dpmix", "--l", "5000", "--T", "10", "--sigma-x", "1", "--out", "r.npz"],
         "must not exceed",
     ),
-    ([*SYN, "--data-file", "nothing.csv", "--out", "r.npz"], "cannot read --data-file"),
+    ([*SYN, "--data-file", "nothing.csv", "--out", "r.npz"], "cannot read the data file"),
     ([*SYN, "--data-file", "bad.csv", "--out", "r.npz"], "beyond the float32 range"),
     ([*SYN, "--data-file", "labels.csv", "--out", "r.npz"], "too large to be told apart"),
     ([*SYN, "--data-file", "pickled.npz", "--out", "r.npz"], "not a plain numpy array"),

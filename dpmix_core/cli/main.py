@@ -371,7 +371,7 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
 
 
 def cmd_synthesize(args: argparse.Namespace) -> int:
-    from dpmix_core.data import load_dataset, load_user_data
+    from dpmix_core.data import load_dataset, load_user_data, read_data_file
     from dpmix_core.privacy.release import MixingRelease
     from dpmix_core.synthesis.epsilon_job import background_epsilons
     from dpmix_core.synthesis.export import check_output_path, label_columns_note, privacy_card, write_release
@@ -390,13 +390,9 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
             raise CliError("--test-fraction holds records of a --data-file out; the datasets have their own test split")
         own = _own_data_file(args)
         dataset = own.dataset
-    elif args.data_file is not None:
-        path = args.data_file
-        try:
-            with open(path, "rb") as fh:
-                dataset = load_user_data(fh, filename=path, label_column=args.label_column)
-        except OSError as exc:
-            raise CliError(f"cannot read --data-file {path!r}: {exc.strerror}") from None
+    elif args.data_file is not None:  # every record released
+        data = read_data_file(args.data_file)
+        dataset = load_user_data(data, filename=args.data_file, label_column=args.label_column)
     else:
         dataset = load_dataset(args.dataset, data_dir=args.data_dir, progress=_progress)
     config = _synthesis_config(args)
