@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages.shared.widgets import chart, loaded_or_stop, table_download
+from app_pages.shared.widgets import chart, keep_state, loaded_or_stop, table_download
 from dpmix_core.data import Dataset, default_dataset
 from dpmix_core.teaching import (
     CLIPPED_MODELS,
@@ -156,10 +156,8 @@ def cached_pca(seed: int) -> PCAComparison:
 
 
 def _init_state() -> None:
-    for key, value in DEFAULTS.items():
-        st.session_state.setdefault(K + key, value)
-    for key, value in (UNIT_CLIP | MIX_STARTS[st.session_state[K + "mix_model"]]).items():
-        st.session_state.setdefault(K + key, value)
+    keep_state({K + key: value for key, value in DEFAULTS.items()})
+    keep_state({K + key: value for key, value in (UNIT_CLIP | MIX_STARTS[st.session_state[K + "mix_model"]]).items()})
 
 
 def _mix_model_changed() -> None:

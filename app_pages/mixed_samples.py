@@ -11,6 +11,7 @@ from app_pages.shared.widgets import (
     data_file_upload,
     delta_box,
     feature_bounds,
+    keep_state,
     loaded_or_stop,
     real_check,
     table_download,
@@ -121,8 +122,7 @@ def _new_draw() -> None:
     st.session_state[K + "seed"] += 1
 
 
-for key, value in DEFAULTS.items():
-    st.session_state.setdefault(K + key, value)
+keep_state({K + key: value for key, value in DEFAULTS.items()})
 
 st.title("Mixed samples")
 st.write(
@@ -163,7 +163,7 @@ if st.session_state.get(K + "data_key") != dataset_key:  # new data: z-scoring o
     st.session_state[K + "z_mean"], st.session_state[K + "z_std"] = public_z if public_z else (None, None)
     if public_z is None and st.session_state[K + "prep"] == "zscore":
         st.session_state[K + "prep"] = "unit"
-feature_range = feature_bounds(K) if needs_feature_range(dataset) else None
+feature_range = feature_bounds(K, dataset) if needs_feature_range(dataset) else None
 
 c1, c2, c3 = controls_area().columns(3)  # collapsed when presenting
 mechanism = c1.selectbox("Mechanism", PREVIEW_MECHANISMS, key=K + "mechanism")
@@ -268,8 +268,7 @@ if prep == "zscore" and st.session_state[K + "z_source"] != "one":
         c3.info("Upload a file of per-feature public constants, or choose another source.")
         st.stop()
 elif prep == "zscore":
-    for key, constant in zip(("z_mean", "z_std"), public_z or (None, None)):
-        st.session_state.setdefault(K + key, constant)  # Streamlit drops a widget's state while it is hidden
+    keep_state(dict(zip((K + "z_mean", K + "z_std"), public_z or (None, None))))  # shown again: not blank
     z1, z2 = c3.columns(2)
     z1.number_input(
         "public mean",

@@ -14,6 +14,7 @@ from app_pages.shared.widgets import (
     count_box,
     delta_box,
     headline_area,
+    keep_state,
     real_check,
     table_download,
 )
@@ -89,8 +90,7 @@ def cached_point_budget(name: str, setting: MixingSetting, target: float, delta:
 
 
 def _init_state() -> None:
-    for key, value in DEFAULTS.items():
-        st.session_state.setdefault(K + key, value)
+    keep_state({K + key: value for key, value in DEFAULTS.items()})
 
 
 def _setting_values(s: MixingSetting, *, sigma_ratio: float, delta: float, model: str) -> dict:
@@ -444,8 +444,7 @@ def _budget(reading: ReleaseReading | None, delta: float) -> None:
                 e = b1.number_input("ε", min_value=1e-3, max_value=1e3, value=1.0, key=K + "b_lab_eps")
                 item = label_budget_item(epsilon=e)
             else:
-                st.session_state.setdefault(K + "b_sgd_n", "60000")
-                st.session_state.setdefault(K + "b_sgd_b", "256")
+                keep_state({K + "b_sgd_n": "60000", K + "b_sgd_b": "256"})
                 n = count_box(b1, "n — training records", K + "b_sgd_n", maximum=10**9)
                 b = count_box(b2, "batch size", K + "b_sgd_b", maximum=10**7)
                 ep = b3.number_input("epochs", min_value=1, max_value=1000, value=10, key=K + "b_sgd_e")

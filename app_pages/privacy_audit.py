@@ -11,6 +11,7 @@ from app_pages.shared.widgets import (
     data_file_upload,
     feature_bounds,
     headline_area,
+    keep_state,
     loaded_or_stop,
     table_download,
 )
@@ -85,8 +86,7 @@ def _empirical() -> None:
     c1, c2, c3 = controls_area().columns(3)  # collapsed when presenting: the headline gets the screen
     # defaults that demo well: the correct mechanism is consistent with a lower bound above 0 (about 0.5 against
     # a guarantee of 3.3), and the 'buggy' switch (0.3 or 0.1 x noise) is caught
-    for key, value in {"n": "5", "l": "1", "T": "1", "sx": 4.0, "sy": 4.0}.items():
-        st.session_state.setdefault(K + key, value)
+    keep_state({K + key: value for key, value in {"n": "5", "l": "1", "T": "1", "sx": 4.0, "sy": 4.0}.items()})
     mechanism = c1.selectbox(
         "Mechanism",
         ["dpmix", "poisson"],
@@ -146,8 +146,7 @@ def _membership(dataset, data_key: str, own: dict) -> None:
         "AUC 0.5 means no better than a coin flip; a large train–test accuracy gap is a warning sign."
     )
     c1, c2, c3 = st.columns(3)
-    st.session_state.setdefault(K + "mia_l", "16")
-    st.session_state.setdefault(K + "mia_T", "2000")
+    keep_state({K + "mia_l": "16", K + "mia_T": "2000"})
     l = count_box(c1, "ℓ (records per point)", K + "mia_l", maximum=10**5)
     T = count_box(c1, "T (points released)", K + "mia_T", maximum=10**6)
     eps_text = c2.text_input("ε values (comma-separated)", "8, 1", key=K + "mia_eps")
@@ -218,8 +217,7 @@ def _reidentification(dataset, key: str, feature_range) -> None:
     )
     c1, c2, c3 = st.columns(3)
     mechanism = c1.selectbox("Mechanism", ["local", "dpmix", "class-centric"], key=K + "re_mech")
-    st.session_state.setdefault(K + "re_l", 4)
-    st.session_state.setdefault(K + "re_sigma", 0.05)
+    keep_state({K + "re_l": 4, K + "re_sigma": 0.05})
     l = c1.number_input("ℓ", min_value=1, max_value=10**5, key=K + "re_l", disabled=mechanism == "local")
     sigma = c2.number_input("σx = σy", min_value=0.0, format="%.3f", key=K + "re_sigma")
     points = c2.number_input("Released points to inspect", min_value=1, max_value=24, value=6, key=K + "re_points")
@@ -302,7 +300,7 @@ dataset_key = f"{upload.file_id}:{label_column}" if upload else dataset.source
 feature_range = None
 if upload is not None and needs_feature_range(dataset):
     with own_box:  # below the upload: float features are scaled to [0,1] with bounds known without the data
-        feature_range = feature_bounds(K + "own_")
+        feature_range = feature_bounds(K + "own_", dataset)
 if isinstance(shared := st.session_state.get(SHARED_RELEASE_KEY), SharedRelease):
     st.button(
         f"Use the release set on {shared.label()}",

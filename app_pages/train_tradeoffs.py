@@ -254,7 +254,7 @@ def _sweep_builder(datasets: dict[str, str]):
         if (own := _own_data()) is None:
             return None
         if needs_feature_range(own.dataset):
-            feature_range = feature_bounds(K + "own_")
+            feature_range = feature_bounds(K + "own_", own.dataset)
     if mode == "Published preset":
         names = preset_names()
         name = st.selectbox(

@@ -430,6 +430,9 @@ def test_a_sweep_on_ones_own_file_holds_records_out_and_trains_on_the_rest(at, t
     at.multiselect(key="tr_mechs").set_value(["class-centric"])
     at.text_input(key="tr_l").input("100").run()  # more than a class of the 192 records left to release has
     assert any("fewer than l=100" in e.value for e in at.error), [e.value for e in at.error]
+    at.number_input(key="tr_own_lo").set_value(-500.0)
+    at.number_input(key="tr_own_hi").set_value(1000.0).run()  # loose: the features fill a sliver of the width
+    assert any("Your features fill a median" in w.value for w in at.warning), [w.value for w in at.warning]
     at.number_input(key="tr_own_lo").set_value(-5.0)
     at.number_input(key="tr_own_hi").set_value(10.0)
     at.text_input(key="tr_values").input("0.3")
@@ -438,6 +441,7 @@ def test_a_sweep_on_ones_own_file_holds_records_out_and_trains_on_the_rest(at, t
     at.number_input(key="tr_epochs_own").set_value(2)
     at.number_input(key="tr_repeats").set_value(1).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
+    assert not [w for w in at.warning if "bounds" in w.value]
     assert any("**2 runs**" in m.value for m in at.markdown)  # class-centric + the non-private baseline
     at.button(key="tr_launch").click().run()
     _wait_until_finished(at)

@@ -109,9 +109,11 @@ def test_the_page_audits_an_uploaded_file(at, tmp_path):
     at.file_uploader(key="aud_own_upload").set_value([("pets.csv", _pets_bytes(label="label"), "text/csv")]).run()
     assert not at.exception and not at.error
     assert any("uploaded file pets.csv (300 records" in c.value for c in at.caption)
+    assert any("outside the bounds (0, 1)" in w.value for w in at.warning)  # the default bounds clip the file
     at.number_input(key="aud_own_lo").set_value(-5.0)
     at.number_input(key="aud_own_hi").set_value(10.0).run()
     assert not at.exception and not at.error
+    assert not [w for w in at.warning if "bounds" in w.value]  # these hold it
     table = at.dataframe[-1].value  # re-identification: rows of numbers, not pictures
     assert {"point", "row", "class", "distance", "a", "d"} <= set(table.columns)
     assert not [b for b in at.get("download_button") if "Images (PNG)" in b.proto.label]

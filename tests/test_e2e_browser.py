@@ -205,6 +205,35 @@ def test_upload_a_csv_on_mixed_samples(server, browser, tmp_path):
     assert "rigorous upper bound" in browser.page_source
 
 
+def test_an_upload_that_first_fails_leaves_the_release_controls_as_they_were(server, browser, tmp_path):
+    """A CSV whose label column is not the first: the first read fails (st.error, the page stops before ℓ, T, σ, λ
+    and δ), then the column is picked. The browser used to draw those controls blank (ℓ empty, λ = 0) and send that
+    back; the page now keeps their values (widgets.keep_state). The default bounds (0, 1) clip these features, and
+    the page says so beside them."""
+    rows = ["a,species,b"] + [f"{(i % 9) - 3:.1f},{'cat' if i % 2 else 'dog'},{(i % 5) * 1.5:.1f}" for i in range(300)]
+    csv = tmp_path / "pets.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    browser.get(server + "/mixed_samples")
+    _wait_for(
+        browser,
+        lambda: browser.find_element(By.XPATH, "//*[contains(text(), 'Use your own data')]"),
+        what="the upload expander",
+    ).click()
+    _wait_for(browser, lambda: browser.find_element(By.CSS_SELECTOR, "input[type=file]")).send_keys(str(csv))
+    _wait_for(browser, lambda: "is not a number" in browser.page_source, what="the first column read as labels")
+    _choose(browser, "Label column", "species")
+    _wait_for(browser, lambda: "outside the bounds (0, 1)" in browser.page_source, what="the bounds' warning")
+
+    def value(label: str) -> str:
+        return browser.find_element(By.XPATH, f"//input[@aria-label='{label}']").get_attribute("value")
+
+    assert (
+        value("ℓ — records per point (Poisson: expected m)") == "32"
+        and value("T — points in the full release (ε is for all T)") == "1000"
+    )
+    assert "is empty" not in browser.page_source
+
+
 def _choose(driver, label: str, option: str) -> None:
     """Pick an option of a Streamlit selectbox by typing it into its combobox."""
     box = _wait_for(

@@ -13,7 +13,8 @@ from typing import TypeVar
 import pandas as pd
 import streamlit as st
 
-from dpmix_core.data.user import csv_columns, default_label_column
+from dpmix_core.data import Dataset
+from dpmix_core.data.user import bounds_fit_note, csv_columns, default_label_column
 from dpmix_core.views.exports import (
     chart_export,
     file_stem,
@@ -71,6 +72,17 @@ def table_download(table, key: str, name: str) -> None:
             key=key + "_tex",
             on_click="ignore",
         )
+
+
+def keep_state(defaults: dict[str, object]) -> None:
+    """Each session-state key of ``defaults`` set to its value, or to itself when it has one, on every run.
+
+    A run that stops before a widget (an upload's error, say) drops the widget's state in the browser; when it is
+    drawn again the browser shows it blank (an empty ℓ, λ = 0) and sends that back, unless the run sets the value
+    (Streamlit then sends it along). ``setdefault`` sets it only on the first run; this sets it on all.
+    """
+    for key, value in defaults.items():
+        st.session_state[key] = st.session_state.get(key, value)
 
 
 def loaded_or_stop(load: Callable[..., T], *args: object) -> T:
@@ -168,10 +180,13 @@ def data_file_upload(prefix: str, *, label: str = "Dataset file", help_text: str
     return upload, label_column
 
 
-def feature_bounds(prefix: str) -> tuple[float, float]:
-    """The public (lower, upper) bounds of one's own float features (keys ``prefix + "lo"`` / ``"hi"``)."""
+def feature_bounds(prefix: str, records: Dataset) -> tuple[float, float]:
+    """The public (lower, upper) bounds of one's own float features (keys ``prefix + "lo"`` / ``"hi"``), and a
+    warning beside them where they fit the ``records`` (its training features) badly (:func:`bounds_fit_note`)."""
     r1, r2 = st.columns(2)
     lo = r1.number_input("Public lower bound of your features", value=0.0, key=prefix + "lo")
     hi = r2.number_input("Public upper bound of your features", value=1.0, key=prefix + "hi")
     st.caption("Bounds must be known without looking at the private data; values outside are clipped.")
+    if note := bounds_fit_note(records.x_train, (lo, hi)):
+        st.warning(note)
     return float(lo), float(hi)

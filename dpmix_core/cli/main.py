@@ -632,6 +632,7 @@ def _own_data_file(args: argparse.Namespace, *, also: tuple[str, ...] = ()):
     """--data-file FILE (--label-column, --test-fraction): the file read and split
     (:class:`~dpmix_core.experiments.run_data.OwnData`); None without it, when the options that describe a data
     file (and ``also``) have nothing to act on: refused."""
+    from dpmix_core.data import bounds_fit_note
     from dpmix_core.experiments.run_data import open_data_file
 
     if args.data_file is None:
@@ -643,7 +644,11 @@ def _own_data_file(args: argparse.Namespace, *, also: tuple[str, ...] = ()):
     if args.label_column is not None and not args.data_file.lower().endswith(".csv"):
         raise CliError("--label-column names a column of a --data-file CSV")
     fraction = 0.2 if args.test_fraction is None else args.test_fraction
-    return open_data_file(args.data_file, label_column=args.label_column, test_fraction=fraction)
+    own = open_data_file(args.data_file, label_column=args.label_column, test_fraction=fraction)
+    bounds = getattr(args, "feature_range", None)
+    if bounds is not None and (note := bounds_fit_note(own.dataset.x_train, bounds)):
+        print(f"note: {note}", file=sys.stderr)
+    return own
 
 
 def cmd_train(args: argparse.Namespace) -> int:

@@ -36,7 +36,14 @@ from dpmix_core.data.catalog import (
 )
 from dpmix_core.data.download import Mirror, Progress, RemoteFile
 from dpmix_core.data.embedded import load_embedded
-from dpmix_core.data.user import OWN_DATA, SPLIT_SEED, held_out_split, load_user_data, read_data_file
+from dpmix_core.data.user import (
+    OWN_DATA,
+    SPLIT_SEED,
+    bounds_fit_note,
+    held_out_split,
+    load_user_data,
+    read_data_file,
+)
 
 __all__ = [
     "TEST_ROWS",
@@ -64,5 +71,6 @@ __all__ = [
     "read_data_file",
     "SPLIT_SEED",
     "OWN_DATA",
+    "bounds_fit_note",
     "held_out_split",
 ]

@@ -37,8 +37,10 @@ from dpmix_core.data.embedded import stratified_split
 from dpmix_core.data.formats import read_npz
 
 __all__ = [
+    "BOUNDS_FILL_WARNING",
     "OWN_DATA",
     "SPLIT_SEED",
+    "bounds_fit_note",
     "csv_columns",
     "default_label_column",
     "held_out_split",
@@ -48,6 +50,11 @@ __all__ = [
 
 OWN_DATA = "file"  # a run's dataset name when it trains on a user's file (RunConfig.data_file)
 SPLIT_SEED = 0  # the held-out split's seed: a file's test rows do not change with the run's seed
+
+# below this median share of the bounds' width filled by a feature, bounds_fit_note speaks up: at bounds (-5, 10)
+# a 3-class CSV's features (about -3..6) fill 60 % and DP-SGD at eps 8 reads 86.0 % (raw 90.1 %); at (-50, 100) they
+# fill 6 % and it reads 33.1 %, the constant predictor
+BOUNDS_FILL_WARNING = 0.25
 
 MAX_BYTES = 200_000_000
 MAX_ROWS = 1_000_000
@@ -392,4 +399,42 @@ def held_out_split(dataset: Dataset, test_fraction: float, *, seed: int = SPLIT_
         ),
         label_names=dataset.label_names,
         feature_names=dataset.feature_names,
+    )
+
+
+def bounds_fit_note(x: np.ndarray, feature_range: tuple[float, float]) -> str | None:
+    """A sentence for the data holder when public bounds fit their float features badly, else None.
+
+    It reads the private records, so it is for whoever holds them (a page or the CLI beside the bounds they typed),
+    never part of a release or its card. It speaks when values lie outside the bounds (clipped to them) or when the
+    median feature fills less than :data:`BOUNDS_FILL_WARNING` of the bounds' width: every private method is
+    calibrated to the whole width (a record may lie anywhere in it), so features in a sliver of it carry little
+    signal through the noise (DP-SGD, which may read no statistic of its records, most of all).
+    """
+    lo, hi = (float(b) for b in feature_range)
+    records = np.asarray(x)
+    if records.size == 0 or not hi > lo:
+        return None
+    flat = records.reshape(len(records), -1)
+    outside = int(np.count_nonzero((flat < lo) | (flat > hi)))
+    low = np.minimum(np.maximum(flat.min(axis=0), lo), hi)
+    high = np.maximum(np.minimum(flat.max(axis=0), hi), lo)
+    fill = float(np.median((high - low) / (hi - lo)))
+    notes = []
+    if outside:
+        notes.append(
+            f"{outside:,} of your {flat.size:,} feature values ({outside / flat.size:.1%}) lie outside the bounds "
+            f"({lo:g}, {hi:g}) and are clipped to them"
+        )
+    if fill < BOUNDS_FILL_WARNING:
+        notes.append(
+            f"your features fill a median {fill:.1%} of the bounds' width ({lo:g}, {hi:g}): every private method "
+            "is calibrated to the whole width, so its noise swamps features that use a sliver of it (DP-SGD most)"
+        )
+    if not notes:
+        return None
+    return (
+        "; ".join(notes)[:1].upper() + "; ".join(notes)[1:] + ". Public bounds that hold the values your features "
+        "can take and no more (known without this file) keep the most accuracy. This reads your file: it is shown "
+        "to you, never released."
     )
