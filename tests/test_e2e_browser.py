@@ -232,6 +232,22 @@ def test_an_upload_that_first_fails_leaves_the_release_controls_as_they_were(ser
         and value("T — points in the full release (ε is for all T)") == "1000"
     )
     assert "is empty" not in browser.page_source
+    # bounds typed, then a run that stops above them (the label column back on a feature): they survive it
+    for label, bound in (("Public lower bound of your features", "-5"), ("Public upper bound of your features", "10")):
+        box = browser.find_element(By.XPATH, f"//input[@aria-label='{label}']")
+        box.send_keys(Keys.CONTROL, "a")
+        box.send_keys(bound, Keys.ENTER)
+        _wait_for(browser, lambda box=box, bound=bound: box.get_attribute("value").startswith(bound), what=label)
+    _wait_for(browser, lambda: "outside the bounds" not in browser.page_source, what="bounds that hold the file")
+    _choose(browser, "Label column", "a")
+    _wait_for(browser, lambda: "is not a number" in browser.page_source, what="the feature column read as labels")
+    _choose(browser, "Label column", "species")
+    _wait_for(browser, lambda: "Public lower bound" in browser.page_source, what="the bounds drawn again")
+    assert (
+        value("Public lower bound of your features") == "-5.00"
+        and value("ℓ — records per point (Poisson: expected m)") == "32"
+    )
+    assert value("Public upper bound of your features") == "10.00"
 
 
 def _choose(driver, label: str, option: str) -> None:

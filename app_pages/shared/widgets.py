@@ -183,9 +183,10 @@ def data_file_upload(prefix: str, *, label: str = "Dataset file", help_text: str
 def feature_bounds(prefix: str, records: Dataset) -> tuple[float, float]:
     """The public (lower, upper) bounds of one's own float features (keys ``prefix + "lo"`` / ``"hi"``), and a
     warning beside them where they fit the ``records`` (its training features) badly (:func:`bounds_fit_note`)."""
+    keep_state({prefix + "lo": 0.0, prefix + "hi": 1.0})  # typed bounds survive a run that stops above them
     r1, r2 = st.columns(2)
-    lo = r1.number_input("Public lower bound of your features", value=0.0, key=prefix + "lo")
-    hi = r2.number_input("Public upper bound of your features", value=1.0, key=prefix + "hi")
+    lo = r1.number_input("Public lower bound of your features", key=prefix + "lo")
+    hi = r2.number_input("Public upper bound of your features", key=prefix + "hi")
     st.caption("Bounds must be known without looking at the private data; values outside are clipped.")
     if note := bounds_fit_note(records.x_train, (lo, hi)):
         st.warning(note)
