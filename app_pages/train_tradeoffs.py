@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.shared.widgets import chart, data_file_upload, feature_bounds, table_download
+from app_pages.shared.widgets import chart, data_file_upload, feature_bounds, keep_state, table_download
 from dpmix_core.data import TEST_ROWS, cache_dir, load_dataset
 from dpmix_core.data.choice import available_datasets, default_choice, needs_feature_range
 from dpmix_core.experiments.presets import DEMO_PRESET, get_preset, preset_names
@@ -69,6 +69,20 @@ RECORDS = {  # what the class-centric series mix
     "zscore": "z-scored with the dataset's public mean and std, ‖x‖ ≤ 1 (DP-CDA)",
     "zscore-test-even": "z-scored per pixel, constants from the test split's even rows (read on the odd rows)",
 }
+BUILDER_DEFAULTS = {  # "Build your own": what it starts from (kept through runs that do not draw it: keep_state)
+    "mechs": ["class-centric"],
+    "records": "unit",
+    "axis": "σx",
+    "values": "0.2, 0.7, 1.5, 3.0",
+    "baselines": ["non-private"],
+    "l": "16",
+    "T": "4000",
+    "sigma": "0.7",
+    "accountant": AUTO_ACCOUNTANT,
+    "delta": "1e-05",
+    "loss": "ce",
+    "repeats": 2,
+}
 
 
 def store() -> ResultStore:
@@ -102,9 +116,9 @@ def _launch(spec) -> None:
     st.query_params["sweep"] = str(launch.sweep_id)
 
 
-def _typed(col, label: str, key: str, default: str, parse):
+def _typed(col, label: str, key: str, parse):
     """A number typed as text and parsed by the library; None (with "invalid: …" under the box) when it is bad."""
-    text = col.text_input(label, default, key=K + key)
+    text = col.text_input(label, key=K + key)
     try:
         return parse(text)
     except ValueError as exc:
@@ -236,6 +250,11 @@ def _release_file_builder():
 
 
 def _sweep_builder(datasets: dict[str, str]):
+    # what was set in "Build your own" survives a visit to a preset, a release file or one's own file before its
+    # upload (runs that do not draw it); its model and epochs start from defaults that depend on the data
+    keep_state({K + key: value for key, value in BUILDER_DEFAULTS.items()})
+    keep_state({key: st.session_state[key] for key in (K + "model", K + "model_own", K + "epochs", K + "epochs_own")
+                if key in st.session_state})  # fmt: skip
     mode = st.radio(
         "Sweep", ["Published preset", "Build your own", "Models on a release file"], horizontal=True, key=K + "mode"
     )
@@ -268,9 +287,7 @@ def _sweep_builder(datasets: dict[str, str]):
         st.caption(f"**{spec.title}** — {spec.description}")
         return with_dataset(spec, dataset)
     c1, c2, c3 = st.columns(3)
-    mechanisms = c1.multiselect(
-        "Mechanisms", ["dpmix", "class-centric", "poisson", "local"], default=["class-centric"], key=K + "mechs"
-    )
+    mechanisms = c1.multiselect("Mechanisms", ["dpmix", "class-centric", "poisson", "local"], key=K + "mechs")
     records, constants_file = "unit", None
     if "class-centric" in mechanisms and own is None:  # one's own file: [0,1] records with its public bounds
         records = c1.selectbox(
@@ -290,14 +307,12 @@ def _sweep_builder(datasets: dict[str, str]):
             return None
         c1.caption(constants_text)
     axis_label = c1.selectbox("Axis", list(AXES), key=K + "axis")
-    values_text = c1.text_input("Values (comma-separated)", "0.2, 0.7, 1.5, 3.0", key=K + "values")
-    baselines = c1.multiselect(
-        "Baselines on the same model", ["non-private", "dp-sgd"], default=["non-private"], key=K + "baselines"
-    )
+    values_text = c1.text_input("Values (comma-separated)", key=K + "values")
+    baselines = c1.multiselect("Baselines on the same model", ["non-private", "dp-sgd"], key=K + "baselines")
     # counts and delta typed as text: 1e4 parses exactly; a bad entry says "invalid: …" under its box
-    l = _typed(c2, "ℓ (Poisson: m)", "l", "16", lambda t: parse_count(t, name="ℓ", maximum=60_000))
-    T = _typed(c2, "T", "T", "4000", lambda t: parse_count(t, name="T", maximum=1_000_000))
-    sigma = _typed(c2, "σx (when not on the axis)", "sigma", "0.7", lambda t: parse_real(t, name="σx", minimum=0.0))
+    l = _typed(c2, "ℓ (Poisson: m)", "l", lambda t: parse_count(t, name="ℓ", maximum=60_000))
+    T = _typed(c2, "T", "T", lambda t: parse_count(t, name="T", maximum=1_000_000))
+    sigma = _typed(c2, "σx (when not on the axis)", "sigma", lambda t: parse_real(t, name="σx", minimum=0.0))
     accountant = c2.selectbox(
         "Accountant for target ε",
         [AUTO_ACCOUNTANT, *ACCOUNTANTS],
@@ -306,27 +321,19 @@ def _sweep_builder(datasets: dict[str, str]):
         help="auto calibrates Poisson mixing with pld-poisson and the other mechanisms with rdp-wor, so the series "
         "meet at the same certified ε. A named accountant must cover every mechanism's sampling scheme.",
     )
-    delta = _typed(
-        c2, "δ", "delta", "1e-05", lambda t: parse_real(t, name="δ", minimum=0.0, maximum=0.5, strict_minimum=True)
-    )
+    delta = _typed(c2, "δ", "delta", lambda t: parse_real(t, name="δ", minimum=0.0, maximum=0.5, strict_minimum=True))
     features_only = own is not None and own.dataset.x_train.ndim < 3  # a table of features: no image model
     own_key = "" if own is None else "_own"  # one's own file starts from its own defaults
-    model = c3.selectbox(
-        "Model", MODELS, index=MODELS.index("linear") if features_only else 0, key=K + "model" + own_key
-    )
+    keep_state({K + "model" + own_key: "linear" if features_only else MODELS[0]})
+    model = c3.selectbox("Model", MODELS, key=K + "model" + own_key)
     if model in CLOSED_FORM_MODELS:
         c3.caption(f"{model}: {PROTOCOLS[model].source}.")
     elif own is not None and model == "linear":
         c3.caption(f"linear on your file: {OWN_DATA_LINEAR.source}.")
-    loss = c3.selectbox("Loss", LOSSES, index=LOSSES.index("ce"), key=K + "loss")
-    epochs = c3.number_input(
-        "Epochs",
-        min_value=1,
-        max_value=1000,
-        value=3 if own is None else train_epochs(model, own_data=True),
-        key=K + "epochs" + own_key,
-    )
-    repeats = c3.number_input("Repeats (seeds)", min_value=1, max_value=100, value=2, key=K + "repeats")
+    loss = c3.selectbox("Loss", LOSSES, key=K + "loss")
+    keep_state({K + "epochs" + own_key: 3 if own is None else train_epochs(model, own_data=True)})
+    epochs = c3.number_input("Epochs", min_value=1, max_value=1000, key=K + "epochs" + own_key)
+    repeats = c3.number_input("Repeats (seeds)", min_value=1, max_value=100, key=K + "repeats")
     if None in (l, T, sigma, delta):
         return None
     try:

@@ -457,3 +457,23 @@ def test_ones_own_file_is_not_offered_to_the_papers_presets(at):
     at.selectbox(key="tr_dataset").set_value("own file").run()
     assert not at.exception and any("Build your own" in i.value for i in at.info)
     assert not [b for b in at.button if b.key == "tr_launch"]
+
+
+def test_what_was_set_in_build_your_own_survives_a_visit_elsewhere(at):
+    """A look at a preset, or at one's own file before its upload, draws no builder: Streamlit then drops the state of
+    its widgets, and coming back showed the defaults again (a typed l = 8 back at 16). It is kept (keep_state)."""
+    at.radio(key="tr_mode").set_value("Build your own").run()
+    at.text_input(key="tr_l").input("8")
+    at.text_input(key="tr_values").input("1, 2")
+    at.multiselect(key="tr_baselines").set_value(["non-private", "dp-sgd"])
+    at.number_input(key="tr_repeats").set_value(3).run()
+    for away in ({"tr_dataset": "own file"}, {"tr_mode": "Published preset"}, {"tr_mode": "Models on a release file"}):
+        key, value = next(iter(away.items()))
+        back = at.selectbox(key=key).value if key == "tr_dataset" else "Build your own"
+        (at.selectbox(key=key) if key == "tr_dataset" else at.radio(key=key)).set_value(value).run()
+        assert not at.exception and not [t for t in at.text_input if t.key == "tr_l"]  # the builder is not drawn
+        (at.selectbox(key=key) if key == "tr_dataset" else at.radio(key=key)).set_value(back).run()
+        assert not at.exception
+        assert at.text_input(key="tr_l").value == "8" and at.text_input(key="tr_values").value == "1, 2"
+        assert at.multiselect(key="tr_baselines").value == ["non-private", "dp-sgd"]
+        assert at.number_input(key="tr_repeats").value == 3
