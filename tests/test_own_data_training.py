@@ -13,7 +13,13 @@ from dpmix_core.data.user import BOUNDS_FILL_WARNING
 from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.run_data import TRAINED_ON, held_out_note, load_run_dataset, open_data_file
 from dpmix_core.training.names import METHODS
-from dpmix_core.training.protocols import OWN_DATA_LINEAR, TRAIN_EPOCHS, protocol_options, train_epochs
+from dpmix_core.training.protocols import (
+    OWN_DATA_LINEAR,
+    TRAIN_EPOCHS,
+    own_data_protocol_note,
+    protocol_options,
+    train_epochs,
+)
 
 SHA = "0" * 64
 
@@ -372,7 +378,8 @@ def test_sweep_on_ones_own_file_is_a_sweep_of_its_own_on_the_records_it_may_rele
     data = _pets(tmp_path / "pets.csv")
     args = ["sweep", str(_spec(tmp_path / "spec.json")), "--data-file", str(data), "--label-column", "species"]
     assert main([*args, "--feature-range", "-5,10", "--max-parallel", "1", "--threads", "1"]) == 0
-    capsys.readouterr()
+    err = capsys.readouterr().err  # the spec's linear protocol (Adam 1e-3, batch 128, 2 epochs) is kept, and said
+    assert "note: the linear model trains on your file with the spec's protocol (" in err and "epochs 2" in err
     store = ResultStore(tmp_path / "results.sqlite")
     sha = open_data_file(data, label_column="species").options["data_sha256"]
     (sweep,) = store.list_sweeps()
@@ -557,3 +564,22 @@ def test_the_cli_says_when_the_bounds_fit_the_file_badly(capsys, tmp_path):
         assert json.loads(out)["config"]["feature_range"] == [float(b) for b in bounds.split(",")]  # stdout: JSON
     assert "note: Your features" not in errors["-5,10"]  # they fill 60 % of it
     assert errors["-500,1000"].count("note: Your features fill a median") == 1
+    release = ["--mechanism", "dpmix", "--l", "4", "--T", "50", "--sigma-x", "1", "--out", str(tmp_path / "r.npz")]
+    synthesize = ["synthesize", "--data-file", str(path), "--label-column", "species", *release]
+    assert main([*synthesize, "--feature-range", "-500,1000"]) == 0  # text: with the release's other lines
+    assert capsys.readouterr().out.count("note: Your features fill a median") == 1
+    assert main([*synthesize, "--feature-range", "-500,1000", "--l", "0"]) == 2  # a refusal stays one line
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_linear_run_on_ones_file_off_the_own_data_protocol_is_named():
+    own = {"dataset": OWN_DATA, "data_file": "/a/pets.csv", "data_sha256": SHA}
+    steps = {**protocol_options("linear", own_data=True), "epochs": train_epochs("linear", own_data=True)}
+    followed = RunConfig("non-private", model="linear", **own, **steps).to_dict()
+    dpsgd = RunConfig("dp-sgd", model="linear", **own, **{**steps, "input_norm": "none"}).to_dict()
+    assert own_data_protocol_note([followed, dpsgd]) is None
+    assert own_data_protocol_note([RunConfig("non-private", model="linear").to_dict()]) is None  # not on a file
+    assert own_data_protocol_note([RunConfig("non-private", model="thesis-cnn", **own).to_dict()]) is None
+    note = own_data_protocol_note([followed, RunConfig("non-private", model="linear", **own, epochs=5).to_dict()])
+    assert note is not None and "lr 0.001, batch_size 128, epochs 5, input_norm none" in note
+    assert "lr 0.01, batch_size 32, epochs 50, input_norm standardize" in note

@@ -425,6 +425,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         for e in card["epsilons"]:
             eps = e["epsilon"] if isinstance(e["epsilon"], str) else _format_eps(e["epsilon"])
             print(f"  {e['accountant']:12s} eps={eps}  [{e['guarantee']}]")
+    _bounds_note(dataset.x_train, args, stream=sys.stderr if args.json else None)
     return 0
 
 
@@ -632,7 +633,6 @@ def _own_data_file(args: argparse.Namespace, *, also: tuple[str, ...] = ()):
     """--data-file FILE (--label-column, --test-fraction): the file read and split
     (:class:`~dpmix_core.experiments.run_data.OwnData`); None without it, when the options that describe a data
     file (and ``also``) have nothing to act on: refused."""
-    from dpmix_core.data import bounds_fit_note
     from dpmix_core.experiments.run_data import open_data_file
 
     if args.data_file is None:
@@ -644,11 +644,17 @@ def _own_data_file(args: argparse.Namespace, *, also: tuple[str, ...] = ()):
     if args.label_column is not None and not args.data_file.lower().endswith(".csv"):
         raise CliError("--label-column names a column of a --data-file CSV")
     fraction = 0.2 if args.test_fraction is None else args.test_fraction
-    own = open_data_file(args.data_file, label_column=args.label_column, test_fraction=fraction)
+    return open_data_file(args.data_file, label_column=args.label_column, test_fraction=fraction)
+
+
+def _bounds_note(x, args: argparse.Namespace, *, stream=None) -> None:
+    """``note: …`` when --feature-range clips a --data-file's records ``x`` or barely fits them (bounds_fit_note;
+    for the data's holder, never in a release). Printed once the command has done its work, after any refusal."""
+    from dpmix_core.data import bounds_fit_note
+
     bounds = getattr(args, "feature_range", None)
-    if bounds is not None and (note := bounds_fit_note(own.dataset.x_train, bounds)):
-        print(f"note: {note}", file=sys.stderr)
-    return own
+    if args.data_file is not None and bounds is not None and (note := bounds_fit_note(x, bounds)):
+        print(f"note: {note}", file=stream or sys.stdout)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -707,6 +713,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         **protocol,
     )
     if args.json:
+        if own is not None:
+            _bounds_note(own.dataset.x_train, args, stream=sys.stderr)
         print(json.dumps(summary, allow_nan=False))
     else:
         acc, std = summary["test_accuracy"], summary["test_accuracy_std"]
@@ -716,6 +724,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
         if summary.get("data"):
             print(f"note: {summary['data']['note']}")
+        if own is not None:
+            _bounds_note(own.dataset.x_train, args)
         _print_other_test_inputs(summary, summary["config"].get("test_inputs", "release"))
         if summary["collapsed"]:
             print(f"WARNING: {summary['collapsed']} of {summary['repeats']} run(s) {summary['collapse_reason']}")
@@ -915,10 +925,12 @@ def _add_sweep(sub) -> None:
 
 def _expand_sweep(text: str, args: argparse.Namespace):
     """The sweep named on the command line (trade_offs loads pandas and plotly: only when a sweep runs)."""
+    from dpmix_core.data import bounds_fit_note
     from dpmix_core.experiments.trade_offs import expand_cli_spec
+    from dpmix_core.training.protocols import own_data_protocol_note
 
     own = _own_data_file(args, also=("feature_range",))
-    return expand_cli_spec(
+    expanded = expand_cli_spec(
         text,
         repeats=_checked_repeats(args.repeats),
         values=args.values,
@@ -928,6 +940,11 @@ def _expand_sweep(text: str, args: argparse.Namespace):
         own=own,
         feature_range=args.feature_range,
     )
+    if own is not None:  # said by cli_sweep once every run is checked (a refusal stays one line)
+        notes = [bounds_fit_note(own.dataset.x_train, args.feature_range) if args.feature_range else None]
+        notes.append(own_data_protocol_note(config for _, config, _ in expanded[1]))
+        args.notes = [note for note in notes if note]
+    return expanded
 
 
 def _checked_repeats(repeats: int | None) -> int | None:

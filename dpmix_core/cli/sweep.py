@@ -169,6 +169,8 @@ def cli_sweep(
     except ImportError as exc:
         raise ValueError(str(exc)) from None
     retry = ("interrupted", "failed", "cancelled") if getattr(args, "retry_failed", False) else DEFAULT_RETRY
+    for note in getattr(args, "notes", ()):  # what the expansion found to say (one's own file), after the checks
+        print(f"note: {note}", file=sys.stderr)
     print(f"sweep {name!r}: {len(runs)} runs; {backend.describe()}", file=sys.stderr)
     bar = TextProgress()
     try:

@@ -10,11 +10,21 @@ import here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from dpmix_core.training.names import INITS, INPUT_NORMS, LOSSES, MODELS, OPTIMIZERS, SCHEDULES
 
-__all__ = ["ModelProtocol", "OWN_DATA_LINEAR", "PROTOCOLS", "TRAIN_EPOCHS", "protocol_options", "train_epochs"]
+__all__ = [
+    "ModelProtocol",
+    "OWN_DATA_LINEAR",
+    "PROTOCOLS",
+    "TRAIN_EPOCHS",
+    "own_data_protocol_note",
+    "protocol_options",
+    "train_epochs",
+]
 
 TRAIN_EPOCHS = 5  # ``train``'s short default where --epochs is not given (the papers' epochs are paper_epochs)
 
@@ -201,3 +211,30 @@ def protocol_options(
 def train_epochs(model: str, *, own_data: bool = False) -> int:
     """``train``'s epochs where --epochs is not given: :data:`TRAIN_EPOCHS`, or :data:`OWN_DATA_LINEAR`'s own."""
     return _OWN_DATA_EPOCHS if _protocol(model, own_data) is OWN_DATA_LINEAR else TRAIN_EPOCHS
+
+
+_OWN_DATA_FIELDS = ("optimizer", "lr", "batch_size", "epochs", "input_norm")
+
+
+def own_data_protocol_note(configs: Iterable[Mapping[str, Any]]) -> str | None:
+    """A sentence when runs of the linear model on one's own file (RunConfig dicts) train otherwise than
+    :data:`OWN_DATA_LINEAR` (a spec's own protocol, e.g. a preset's MNIST one: a few dozen steps on a few hundred
+    records may not leave the constant predictor); None when they follow it. DP-SGD's inputs stay as they are."""
+    wanted = {**OWN_DATA_LINEAR.options(), "epochs": _OWN_DATA_EPOCHS}
+    gaps: dict[str, set] = {}
+    for config in configs:
+        if config.get("model") != "linear" or config.get("data_file") is None:
+            continue
+        for name in _OWN_DATA_FIELDS:
+            want = "none" if name == "input_norm" and config.get("method") == "dp-sgd" else wanted[name]
+            if config.get(name) != want:
+                gaps.setdefault(name, set()).add(config.get(name))
+    if not gaps:
+        return None
+    theirs = ", ".join(f"{name} {' / '.join(sorted(map(str, values)))}" for name, values in gaps.items())
+    ours = ", ".join(f"{name} {wanted[name]}" for name in gaps)
+    return (
+        f"the linear model trains on your file with the spec's protocol ({theirs}), not the one `train --data-file` "
+        f"uses ({ours}: enough steps for a few hundred records); runs that never leave the constant predictor are "
+        "flagged collapsed; set those fields in the spec's base to train as `train` does."
+    )
