@@ -789,6 +789,11 @@ SPEC_VARIANTS = {
         "dpcda-table2",
         ("lr", "early_stopping", *_PAPER_RELEASE),
     ),
+    # its l = 2 runs twice as long, the rate halved every 20 epochs, read at the release's scale (REPRODUCTION §3)
+    "dpcda-table2-paper-release-l2-60-epochs-step20-lr1e-4": (
+        "dpcda-table2",
+        ("lr", "early_stopping", "epochs", "lr_step_epochs", "test_inputs", *_PAPER_RELEASE),
+    ),
     "dpcda-table2-test-unclipped": ("dpcda-table2", ("test_inputs",)),  # the same weights, another test loader
     "dpcda-table2-test-unclipped-lr1e-4": ("dpcda-table2", ("lr", "test_inputs")),
     "dpcda-table2-paper-release-test-unclipped": ("dpcda-table2", ("test_inputs", *_PAPER_RELEASE)),
