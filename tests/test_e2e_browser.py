@@ -187,9 +187,8 @@ def test_deep_link_on_a_fresh_server_renders_the_app(fresh_server, browser):
     assert "Privacy accountant" in labels and "app" not in labels  # the router, not legacy multipage mode
 
 
-def test_upload_a_csv_on_mixed_samples(server, browser, tmp_path):
-    rows = ["label,a,b,c"] + [f"{i % 2},{(i % 7) / 7:.3f},{(i % 5) / 5:.3f},{(i % 3) / 3:.3f}" for i in range(400)]
-    csv = tmp_path / "mine.csv"
+def _upload_on_mixed_samples(server, browser, csv: Path, rows: list[str]) -> None:
+    """Mixed samples opened, its "Use your own data" expander opened and ``rows`` uploaded as ``csv``."""
     csv.write_text("\n".join(rows) + "\n")
     browser.get(server + "/mixed_samples")
     _wait_for(
@@ -197,8 +196,12 @@ def test_upload_a_csv_on_mixed_samples(server, browser, tmp_path):
         lambda: browser.find_element(By.XPATH, "//*[contains(text(), 'Use your own data')]"),
         what="the upload expander",
     ).click()
-    upload = _wait_for(browser, lambda: browser.find_element(By.CSS_SELECTOR, "input[type=file]"))
-    upload.send_keys(str(csv))
+    _wait_for(browser, lambda: browser.find_element(By.CSS_SELECTOR, "input[type=file]")).send_keys(str(csv))
+
+
+def test_upload_a_csv_on_mixed_samples(server, browser, tmp_path):
+    rows = ["label,a,b,c"] + [f"{i % 2},{(i % 7) / 7:.3f},{(i % 5) / 5:.3f},{(i % 3) / 3:.3f}" for i in range(400)]
+    _upload_on_mixed_samples(server, browser, tmp_path / "mine.csv", rows)
     _wait_for(browser, lambda: "mine.csv" in browser.page_source, what="the uploaded file")
     # tabular data: the epsilons of the full release and a table preview (records -> mixture -> released)
     _wait_for(browser, lambda: "noise-free mixture" in browser.page_source, what="the tabular preview")
@@ -211,15 +214,7 @@ def test_an_upload_that_first_fails_leaves_the_release_controls_as_they_were(ser
     back; the page now keeps their values (widgets.keep_state). The default bounds (0, 1) clip these features, and
     the page says so beside them."""
     rows = ["a,species,b"] + [f"{(i % 9) - 3:.1f},{'cat' if i % 2 else 'dog'},{(i % 5) * 1.5:.1f}" for i in range(300)]
-    csv = tmp_path / "pets.csv"
-    csv.write_text("\n".join(rows) + "\n")
-    browser.get(server + "/mixed_samples")
-    _wait_for(
-        browser,
-        lambda: browser.find_element(By.XPATH, "//*[contains(text(), 'Use your own data')]"),
-        what="the upload expander",
-    ).click()
-    _wait_for(browser, lambda: browser.find_element(By.CSS_SELECTOR, "input[type=file]")).send_keys(str(csv))
+    _upload_on_mixed_samples(server, browser, tmp_path / "pets.csv", rows)
     _wait_for(browser, lambda: "is not a number" in browser.page_source, what="the first column read as labels")
     _choose(browser, "Label column", "species")
     _wait_for(browser, lambda: "outside the bounds (0, 1)" in browser.page_source, what="the bounds' warning")
