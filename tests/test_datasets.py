@@ -417,6 +417,19 @@ def _npy_bytes() -> bytes:
     ("filename", "content", "kwargs", "message"),
     [
         ("d.csv", b"label,px1,px2,px3\n1,0,0,0\n2,0,0,abc\n", {}, "d.csv: row 3, column 'px3': 'abc' is not a number."),
+        (  # a column of words among the features, the labels defaulted to the first column: it is named
+            "d.csv",
+            b"a,species,b\n0.5,cat,1\n0.2,dog,2\n",
+            {},
+            "'cat' is not a number. The labels were read from column 'a'; if 'species' holds them, choose it as the "
+            "label column (CLI: --label-column species).",
+        ),
+        (  # a label column given: nothing to suggest
+            "d.csv",
+            b"a,species,b\n0,cat,1\n1,dog,2\n",
+            {"label_column": "a"},
+            "column 'species': 'cat' is not a number.",
+        ),
         ("d.csv", b"label,px1\n1,0\n2,\n", {}, "row 3, column 'px1': missing value (empty or NaN)."),
         ("d.csv", b"label,px1\n1,nan\n2,1\n", {}, "row 2, column 'px1': missing value"),
         ("d.csv", b"label,px1\n1,0\n2,-inf\n", {}, "row 3, column 'px1': -inf is not a finite number."),

@@ -206,8 +206,14 @@ def _parse_csv(
             numeric = pd.to_numeric(frame[name], errors="coerce")
             i = _first_bad((numeric.isna() & frame[name].notna()).to_numpy())
             if i is not None:
+                hint = (  # a column of words read as features: most likely the labels, under another column
+                    f" The labels were read from column '{label}'; if '{name}' holds them, choose it as the label "
+                    f"column (CLI: --label-column {name})."
+                    if label_column is None and numeric.isna().all()
+                    else ""
+                )
                 raise DatasetError(
-                    f"{filename}: row {i + 2}, column '{name}': {frame[name].iloc[i]!r} is not a number."
+                    f"{filename}: row {i + 2}, column '{name}': {frame[name].iloc[i]!r} is not a number.{hint}"
                 )
             frame[name] = numeric
     raw_labels = frame[label].to_numpy()
