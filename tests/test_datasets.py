@@ -391,6 +391,11 @@ def test_csv_columns_offer_the_label_column_load_user_data_takes():
     assert csv_columns(data) == ["a", "b,c", "label"] and default_label_column(csv_columns(data)) == "label"
     assert load_user_data(data, "q.csv", label_column="a").feature_names == ("b,c", "label")
     assert default_label_column(["y", "a"]) == "y" and default_label_column([]) is None
+    # a column commonly named for labels, wherever it stands, before the first column; "label" first of them
+    assert default_label_column(["a", "b", "Target"]) == "Target" and default_label_column(["x1", "class"]) == "class"
+    assert default_label_column(["class", "a", "label"]) == "label" and default_label_column(["a", "b"]) == "a"
+    text = b"sepal,petal,target\n0.5,1.5,0\n0.2,1.1,1\n"  # an sklearn export: no --label-column needed
+    assert load_user_data(text, "iris.csv").feature_names == ("sepal", "petal")
     assert csv_columns(b"") == [] and csv_columns(b"\xff\xfe\x00") == []
 
 

@@ -440,7 +440,7 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
     p.add_argument(
         "--label-column",
         metavar="NAME",
-        help="--data-file CSV: the column holding the labels (default: 'label', else the first column)",
+        help="--data-file CSV: the column holding the labels (default: one named label, labels, class, target or y, else the first column)",
     )
     p.add_argument("--data-dir", help="folder with the official dataset files (or set DPMIX_DATA_DIR)")
     p.add_argument(

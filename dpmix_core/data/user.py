@@ -1,8 +1,9 @@
 """Bring your own data: a labelled ``.csv`` or ``.npz`` file, validated cell by cell.
 
-CSV: a header row, one label column (``label_column``, else the column named
-"label", else the first column) and numeric feature columns (their headers
-become ``Dataset.feature_names``). Labels are integers or class names ("cat",
+CSV: a header row, one label column (``label_column``, else the first column
+named as :data:`LABEL_COLUMN_NAMES` lists, "label", "class", "target", ...,
+else the first column) and numeric feature columns (their headers become
+``Dataset.feature_names``). Labels are integers or class names ("cat",
 "dog"), one kind throughout. Rows in messages are numbered as in a spreadsheet:
 the header is row 1, the first record row 2.
 NPZ: arrays ``x`` (n, ...) numeric and ``y`` (n,) integer labels or class-name
@@ -38,6 +39,7 @@ from dpmix_core.data.formats import read_npz
 
 __all__ = [
     "BOUNDS_FILL_WARNING",
+    "LABEL_COLUMN_NAMES",
     "OWN_DATA",
     "SPLIT_SEED",
     "bounds_fit_note",
@@ -147,9 +149,15 @@ def csv_columns(data: bytes) -> list[str]:
     return [str(c) for c in frame.columns]
 
 
+LABEL_COLUMN_NAMES = ("label", "labels", "class", "target", "y")  # what a labels column is commonly called
+
+
 def default_label_column(columns: list[str]) -> str | None:
-    """The label column :func:`load_user_data` takes when none is named: "label", else the first column."""
-    return "label" if "label" in columns else (columns[0] if columns else None)
+    """The label column :func:`load_user_data` takes when none is named: the first of :data:`LABEL_COLUMN_NAMES`
+    among ``columns`` (case aside), else the first column."""
+    lowered = {column.strip().lower(): column for column in reversed(columns)}  # the first of equal names wins
+    named = next((lowered[name] for name in LABEL_COLUMN_NAMES if name in lowered), None)
+    return named if named is not None else (columns[0] if columns else None)
 
 
 def _check_finite(matrix: np.ndarray, where: Callable[[int, int], str]) -> None:
