@@ -66,6 +66,8 @@ DEFAULTS = {
     "protect_labels": True,
     "private_norm": False,
     "pld_accuracy": 0.2,
+    "b_sgd_n": "60000",  # the budget's DP-SGD item (kept while another kind of item is shown)
+    "b_sgd_b": "256",
 }
 
 
@@ -444,7 +446,6 @@ def _budget(reading: ReleaseReading | None, delta: float) -> None:
                 e = b1.number_input("ε", min_value=1e-3, max_value=1e3, value=1.0, key=K + "b_lab_eps")
                 item = label_budget_item(epsilon=e)
             else:
-                keep_state({K + "b_sgd_n": "60000", K + "b_sgd_b": "256"})
                 n = count_box(b1, "n — training records", K + "b_sgd_n", maximum=10**9)
                 b = count_box(b2, "batch size", K + "b_sgd_b", maximum=10**7)
                 ep = b3.number_input("epochs", min_value=1, max_value=1000, value=10, key=K + "b_sgd_e")
