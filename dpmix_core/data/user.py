@@ -447,8 +447,8 @@ def bounds_fit_note(x: np.ndarray, feature_range: tuple[float, float]) -> str | 
         )
     if not notes:
         return None
+    said = "; ".join(notes)
     return (
-        "; ".join(notes)[:1].upper() + "; ".join(notes)[1:] + ". Public bounds that hold the values your features "
-        "can take and no more (known without this file) keep the most accuracy. This reads your file: it is shown "
-        "to you, never released."
+        f"{said[0].upper()}{said[1:]}. Public bounds that hold the values your features can take and no more (known "
+        "without this file) keep the most accuracy. This reads your file: it is shown to you, never released."
     )

@@ -193,7 +193,8 @@ def _protocol(model: str, own_data: bool) -> ModelProtocol:
 def protocol_options(
     model: str, *, method: str = "mixing", mechanism: str | None = None, own_data: bool = False
 ) -> dict:
-    """RunConfig fields of ``model``'s protocol; {} for DP-SGD (the papers' protocols train on released data).
+    """RunConfig fields of ``model``'s protocol; {} for DP-SGD but on one's own file (the papers' protocols train
+    on released data).
 
     DP-SGD keeps the RunConfig defaults: its step size and batch size trade
     against noise, and early stopping would select on private records.
