@@ -425,7 +425,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         for e in card["epsilons"]:
             eps = e["epsilon"] if isinstance(e["epsilon"], str) else _format_eps(e["epsilon"])
             print(f"  {e['accountant']:12s} eps={eps}  [{e['guarantee']}]")
-    _bounds_note(dataset.x_train, args, stream=sys.stderr if args.json else None)
+    _say_bounds_note(dataset.x_train, args, stream=sys.stderr if args.json else None)
     return 0
 
 
@@ -647,13 +647,18 @@ def _own_data_file(args: argparse.Namespace, *, also: tuple[str, ...] = ()):
     return open_data_file(args.data_file, label_column=args.label_column, test_fraction=fraction)
 
 
-def _bounds_note(x, args: argparse.Namespace, *, stream=None) -> None:
-    """``note: …`` when --feature-range clips a --data-file's records ``x`` or barely fits them (bounds_fit_note;
-    for the data's holder, never in a release). Printed once the command has done its work, after any refusal."""
+def _bounds_note(x, args: argparse.Namespace) -> str | None:
+    """What to say when --feature-range clips a --data-file's records ``x`` or barely fits them (bounds_fit_note;
+    for the data's holder, never in a release). Said once the command has done its work, after any refusal."""
     from dpmix_core.data import bounds_fit_note
 
     bounds = getattr(args, "feature_range", None)
-    if args.data_file is not None and bounds is not None and (note := bounds_fit_note(x, bounds)):
+    return bounds_fit_note(x, bounds) if args.data_file is not None and bounds is not None else None
+
+
+def _say_bounds_note(x, args: argparse.Namespace, *, stream=None) -> None:
+    """``note: …`` (:func:`_bounds_note`) on ``stream`` (stdout by default), when there is one."""
+    if note := _bounds_note(x, args):
         print(f"note: {note}", file=stream or sys.stdout)
 
 
@@ -714,7 +719,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
     if args.json:
         if own is not None:
-            _bounds_note(own.dataset.x_train, args, stream=sys.stderr)
+            _say_bounds_note(own.dataset.x_train, args, stream=sys.stderr)
         print(json.dumps(summary, allow_nan=False))
     else:
         acc, std = summary["test_accuracy"], summary["test_accuracy_std"]
@@ -725,7 +730,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         if summary.get("data"):
             print(f"note: {summary['data']['note']}")
         if own is not None:
-            _bounds_note(own.dataset.x_train, args)
+            _say_bounds_note(own.dataset.x_train, args)
         _print_other_test_inputs(summary, summary["config"].get("test_inputs", "release"))
         if summary["collapsed"]:
             print(f"WARNING: {summary['collapsed']} of {summary['repeats']} run(s) {summary['collapse_reason']}")
@@ -925,7 +930,6 @@ def _add_sweep(sub) -> None:
 
 def _expand_sweep(text: str, args: argparse.Namespace):
     """The sweep named on the command line (trade_offs loads pandas and plotly: only when a sweep runs)."""
-    from dpmix_core.data import bounds_fit_note
     from dpmix_core.experiments.trade_offs import expand_cli_spec
     from dpmix_core.training.protocols import own_data_protocol_note
 
@@ -941,8 +945,7 @@ def _expand_sweep(text: str, args: argparse.Namespace):
         feature_range=args.feature_range,
     )
     if own is not None:  # said by cli_sweep once every run is checked (a refusal stays one line)
-        notes = [bounds_fit_note(own.dataset.x_train, args.feature_range) if args.feature_range else None]
-        notes.append(own_data_protocol_note(config for _, config, _ in expanded[1]))
+        notes = (_bounds_note(own.dataset.x_train, args), own_data_protocol_note(c for _, c, _ in expanded[1]))
         args.notes = [note for note in notes if note]
     return expanded
 
