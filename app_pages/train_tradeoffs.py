@@ -7,6 +7,7 @@ import streamlit as st
 from app_pages.shared.widgets import chart, data_file_upload, feature_bounds, keep_state, table_download
 from dpmix_core.data import TEST_ROWS, cache_dir, load_dataset
 from dpmix_core.data.choice import available_datasets, default_choice, needs_feature_range
+from dpmix_core.experiments.best_axis import AxisPick, best_axis_caption
 from dpmix_core.experiments.presets import DEMO_PRESET, get_preset, preset_names
 from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, QuickVsFull, quick_vs_full_by_test_inputs
 from dpmix_core.experiments.release_files import (
@@ -25,6 +26,8 @@ from dpmix_core.experiments.trade_offs import (
     AUTO_ACCOUNTANT,
     REPRODUCED_WITHIN_PTS,
     TEST_INPUTS_TITLES,
+    axis_column,
+    best_axis_table,
     cancel_runs,
     custom_spec,
     default_sweep,
@@ -37,6 +40,7 @@ from dpmix_core.experiments.trade_offs import (
     runs_left_out,
     spec_problem,
     sweep_axis,
+    sweep_best_axis,
     sweep_choices,
     sweep_comparison,
     sweep_id_from_query,
@@ -600,6 +604,8 @@ def _results_panel(query_sweep: int | None) -> None:
         )
         st.dataframe(comparison, hide_index=True, width="stretch")
         table_download(comparison, K + "published", f"sweep_{chosen}_published_vs_ours")
+    if picks := sweep_best_axis(store(), chosen, test_inputs=test_inputs):
+        _best_axis_panel(chosen, picks)
     if check is not None:
         _quick_vs_full_panel(chosen, check, {name: c for name, c in checks.items() if name != test_inputs})
     st.dataframe(agg, hide_index=True, width="stretch")
@@ -612,6 +618,16 @@ def _results_panel(query_sweep: int | None) -> None:
     )
     _solve_epsilon_panel(agg, axis)
     _report_panel(chosen, metric, None if second == "(none)" else second, (test_rows, test_inputs))
+
+
+def _best_axis_panel(sweep: int, picks: tuple[AxisPick, ...]) -> None:
+    """Each series' best ℓ (or T), chosen on the even test rows and read on the odd ones, beside the paper's."""
+    name = axis_column(picks[0].axis)
+    st.markdown(f"**Best {name} per series**: chosen on the even test rows, its accuracy read on the odd rows.")
+    table = best_axis_table(picks)
+    st.dataframe(table, hide_index=True, width="stretch")
+    st.caption(best_axis_caption(name))
+    table_download(table, K + "best_axis", f"sweep_{sweep}_best_{picks[0].axis}")
 
 
 def _quick_vs_full_panel(sweep: int, check: QuickVsFull, others: dict[str, QuickVsFull]) -> None:

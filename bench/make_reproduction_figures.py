@@ -31,6 +31,8 @@ import pandas as pd  # noqa: E402
 from dpmix_core.experiments.results import all_collapsed, collapsed_note, partly_collapsed  # noqa: E402
 from dpmix_core.experiments.trade_offs import (  # noqa: E402
     AXIS_TITLES,
+    best_axis_table,
+    sweep_best_axis,
     sweep_comparison,
     sweep_published,
     sweep_results,
@@ -499,77 +501,6 @@ def combined_figure(tables: dict[str, tuple[pd.DataFrame, str | None]], path: Pa
     return "\n".join(lines)
 
 
-def best_m_table(store: ResultStore, sweep: str) -> str:
-    """DPFMix Table 1, best m per cell, from a stored ``dpfmix-table1-m`` sweep (see :func:`best_m_markdown`)."""
-    from dpmix_core.experiments.config import RunConfig
-
-    runs = []
-    for row in sweep_rows(store, sweep):
-        res = row.get("result") or {}
-        cfg = RunConfig.from_dict(row["config"])
-        halves = res.get("test_accuracy_halves")
-        runs.append(
-            (
-                cfg.label,
-                cfg.synthesis.l,
-                halves,
-                res.get("test_accuracy"),
-                res.get("epsilon") or {},
-                bool(res.get("collapsed")),
-            )
-        )
-    return best_m_markdown(runs)
-
-
-def _runs(n: int) -> str:
-    """n with its noun: 1 run, 2 runs."""
-    return f"{n} run{'s' if n != 1 else ''}"
-
-
-def best_m_markdown(runs: list[tuple[str, int, list | None, float | None, dict[str, float], bool]]) -> str:
-    """Best m per cell: m chosen on the even test rows, accuracy reported on the odd rows.
-
-    ``runs`` holds (series, m, test_accuracy_halves, test_accuracy, epsilon by accountant, collapsed), one per
-    run; runs without both halves are left out, and a collapsed run is no result, so it is never chosen (a cell
-    where every run collapsed says so). The seeds of one m are averaged, and each chosen m says how many runs its
-    mean has: a one-run mean is noisier than a two-run one, so a choice between them is weaker than it looks.
-    Series are sorted by name, as in :func:`markdown_table`. The last column is the chosen release's certified
-    epsilon (smallest guaranteed bound recorded): sigma is calibrated per m by the series' accountant, and where
-    that accountant is an approximation (gdp-clt) its error depends on m, so "the best m at nominal eps" can be a
-    release at a larger certified eps.
-    """
-    cells: dict = defaultdict(lambda: defaultdict(list))
-    eps_of: dict = {}
-    for label, m, halves, acc, eps, collapsed in runs:
-        if not halves or None in halves:
-            continue
-        cells[label]  # the cell is listed even when every one of its runs collapsed
-        if collapsed:
-            continue
-        cells[label][m].append((halves[0], halves[1], acc))
-        eps_of[label, m] = certified_epsilon(pd.Series({f"epsilon_{k}": v for k, v in eps.items()}))
-    lines = [
-        "| series | m chosen (even test rows) | acc. on odd rows (%) | acc. at m = 64 (odd rows) | "
-        "best m on the whole test set (the paper's way) | its acc. (%) | certified ε of the chosen m (accountant) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for label, by_m in sorted(cells.items()):
-        if not by_m:
-            lines.append(f"| {label} | every m collapsed (no result) | — | — | — | — | — |")
-            continue
-        mean = {m: [sum(v[i] for v in vals) / len(vals) for i in range(3)] for m, vals in by_m.items()}
-        chosen = max(mean, key=lambda m: mean[m][0])
-        paper = max(mean, key=lambda m: mean[m][2])
-        at64 = f"{100 * mean[64][1]:.2f}" if 64 in mean else "—"
-        ce = eps_of[label, chosen]
-        certified = f"{ce[0]:.3f} ({ce[1]})" if ce else "none recorded"
-        lines.append(
-            f"| {label} | {chosen} ({_runs(len(by_m[chosen]))}) | {100 * mean[chosen][1]:.2f} | {at64} "
-            f"| {paper} ({_runs(len(by_m[paper]))}) | {100 * mean[paper][2]:.2f} | {certified} |"
-        )
-    return "\n".join(lines)
-
-
 def pca_components_figure(data_dir: str, path: Path, *, seed: int = 0) -> str:
     """Item 7 (dp-stats poster): top-10 Analyze-Gauss components of all MNIST training images at eps = 10, 2, 0.1."""
     from dpmix_core.data import load_dataset
@@ -642,8 +573,8 @@ def main(argv: list[str] | None = None) -> int:
         if published:
             print("published vs ours:\n\n" + comparison_markdown(sweep_comparison(store, sweep, agg)) + "\n")
         print(markdown_table(agg, axis, sigmas) + "\n")
-        if sweep.startswith("dpfmix-table1-m"):
-            print("best m per cell:\n\n" + best_m_table(store, sweep) + "\n")
+        if picks := sweep_best_axis(store, sweep, test_inputs=args.test_inputs):  # e.g. DPFMix Table 1's best m
+            print(f"best {axis} per series:\n\n" + comparison_markdown(best_axis_table(picks)) + "\n")
         print(training_summary(store, sweep, axis) + "\n")
         path = out / (f"{sweep}-{args.test_inputs}.png" if args.test_inputs else f"{sweep}.png")
         figure(agg, axis, title, sweep, path, published)

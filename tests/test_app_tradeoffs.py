@@ -184,6 +184,44 @@ def test_stored_preset_sweep_shows_published_vs_ours(tmp_path, monkeypatch):
     assert set(table["verdict"]) == {"not reproduced", "pending"}
 
 
+def test_a_stored_sweep_along_l_shows_each_series_best_l_chosen_on_the_even_rows(tmp_path, monkeypatch):
+    """DPFMix Table 1 reports each cell's best m: the page picks it on the even test rows, reads it on the odd ones
+    and sets the paper's number beside it; the same table is in the sweep's HTML report."""
+    from dpmix_core.experiments.trade_offs import sweep_jobs
+    from dpmix_core.runtime.store import ResultStore
+    from dpmix_core.views.sweep_report import sweep_report
+
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
+    monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path))
+    spec = get_preset("dpfmix-table1-m-quick")
+    store = ResultStore()
+    sweep = store.create_sweep(spec.name, spec.to_dict())
+    series = "Poisson / gdp-clt, eps = 1"
+    card = {"epsilons": [{"accountant": "pld-poisson", "epsilon": 1.25, "upper_bound": True}]}
+    for l, halves in ((16, [0.84, 0.70]), (64, [0.80, 0.95])):  # m = 64 wins on all rows, m = 16 on the even rows
+        kind, config, key = next(j for j in sweep_jobs(spec) if j[1]["label"] == series and j[1]["synthesis"]["l"] == l)
+        run = store.submit(kind, config, key, sweep=sweep.id)
+        store.claim(run.id)
+        result = {"test_accuracy": sum(halves) / 2, "test_accuracy_halves": halves, "privacy_card": card}
+        store.finish(run.id, {**result, "epsilon": {"gdp-clt": 1.0, "pld-poisson": 1.25}, "delta": 1e-5})
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert not at.exception
+    assert any(m.value.startswith("**Best ℓ per series**") for m in at.markdown)
+    table = next(d.value for d in at.dataframe if "ℓ chosen (even rows)" in d.value.columns)
+    row = table[table["series"] == series].iloc[0]
+    assert (row["ℓ chosen (even rows)"], row["ours, odd rows (%)"], row["best ℓ on all rows (test-set search)"]) == (
+        16,
+        70.0,
+        64,
+    )
+    assert (row["published best (%)"], row["verdict"], row["certified ε of the chosen release"]) == (
+        79.19,
+        "not reproduced",
+        1.25,
+    )
+    assert "Best ℓ per series" in sweep_report(store, sweep.id)
+
+
 def _page(tmp_path, monkeypatch, store_path=None, **query):
     monkeypatch.setenv("DPMIX_STORE", str(store_path or tmp_path / "results.sqlite"))
     monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path / "no-data"))

@@ -127,31 +127,6 @@ def test_the_gpu_sweeps_driver_reads_a_job_as_a_shell_line(bench_script):
             module.parse_job(bad)
 
 
-def test_the_best_m_table_chooses_on_even_rows_and_names_the_chosen_release_certified_epsilon(figures):
-    """DPFMix Table 1's best m: chosen on the even test rows, reported on the odd ones, with the certified eps of
-    the release chosen (at m = 16 the CLT's nominal eps = 1 is a PLD-certified 1.52: the table must say so)."""
-    eps16 = {"gdp-clt": 1.0, "pld-poisson": 1.522, "rdp-poisson": 2.527}
-    eps64 = {"gdp-clt": 1.0, "pld-poisson": 1.023, "rdp-poisson": 1.106}
-    runs = [
-        ("Poisson, eps = 1", 16, [0.80, 0.81], 0.805, eps16, False),
-        ("Poisson, eps = 1", 64, [0.76, 0.90], 0.83, eps64, False),  # best on the whole test set, not on the even rows
-        ("Poisson, eps = 1", 32, None, 0.99, eps64, False),  # no halves: left out
-        ("Poisson, eps = 1", 128, [0.95, 0.95], 0.95, eps64, True),  # collapsed: no result, never chosen
-    ]
-    rows = figures.best_m_markdown(runs).splitlines()
-    assert rows[0].endswith("certified ε of the chosen m (accountant) |")
-    assert rows[2] == "| Poisson, eps = 1 | 16 (1 run) | 81.00 | 90.00 | 64 (1 run) | 83.00 | 1.522 (pld-poisson) |"
-    # a second seed at m = 16 is averaged in (and counted): its mean falls below m = 64's even rows
-    rows = figures.best_m_markdown([*runs, ("Poisson, eps = 1", 16, [0.70, 0.71], 0.705, eps16, False)]).splitlines()
-    assert rows[2] == "| Poisson, eps = 1 | 64 (1 run) | 90.00 | 90.00 | 64 (1 run) | 83.00 | 1.023 (pld-poisson) |"
-    rows = figures.best_m_markdown([("uniform", 64, [0.5, 0.5], 0.5, {"gdp-clt": 1.0}, False)]).splitlines()
-    assert rows[2].endswith("| none recorded |")  # an approximation alone certifies nothing
-    dead = [("uniform", m, [0.1135, 0.1135], 0.1135, {"rdp-wor": 1.0}, True) for m in (16, 64)]
-    assert figures.best_m_markdown(dead).splitlines()[2].startswith("| uniform | every m collapsed (no result) |")
-    both = figures.best_m_markdown(dead + runs).splitlines()[2:]  # one row per series, sorted by name
-    assert [row.split(" | ")[0] for row in both] == ["| Poisson, eps = 1", "| uniform"]
-
-
 def test_the_trajectory_script_finds_runs_that_release_no_mixture(bench_script):
     """bench/epoch_trajectory.py picks a run by its target epsilon as the sweep axis reads it: DP-SGD's too (it
     looked only at a release's synthesis.target_epsilon and said "no run" for DP-SGD)."""

@@ -19,7 +19,7 @@ from typing import Any
 from dpmix_core.data import OFFICIAL_SPLIT_SIZES
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.run_data import own_data_sizes
-from dpmix_core.experiments.spec import Published, Series, SweepSpec
+from dpmix_core.experiments.spec import Published, PublishedBest, Series, SweepSpec
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.training.names import CLOSED_FORM_MODELS
 
@@ -173,6 +173,7 @@ def _quick(
         quick=True,
         full_variant=full.name,
         published=full.published,
+        published_best=full.published_best,
     )
 
 
@@ -602,6 +603,8 @@ def _dpfmix_table1_m() -> tuple[SweepSpec, SweepSpec]:
         for s in full1.series
         for eps in full1.values
     )
+    # Table 1 prints each cell's best m (which m it does not say): the published number of a series is its best
+    table1: dict[tuple[str, float], Published] = {(p.series, p.value): p for p in full1.published}
     full = SweepSpec(
         name="dpfmix-table1-m",
         base=full1.base,
@@ -609,6 +612,12 @@ def _dpfmix_table1_m() -> tuple[SweepSpec, SweepSpec]:
         values=(16, 32, 64, 128, 256),
         series=series,
         repeats=1,
+        published_best=tuple(
+            PublishedBest(f"{s.name}, eps = {eps:g}", round(cell.accuracy, 6), f"{cell.source}, best m")
+            for s in full1.series
+            for eps in full1.values
+            if (cell := table1.get((s.name, eps))) is not None
+        ),
         title="DPFMix Table 1, best m per cell: accuracy vs m for each (sampling, eps)",
         description=(
             "DPFMix Table 1 reports the best m per cell. Same runs as dpfmix-table1 with m (= l) swept over "

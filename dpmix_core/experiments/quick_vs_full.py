@@ -201,7 +201,8 @@ def other_full_commands(quick: SweepSpec, full: SweepSpec) -> tuple[str, ...]:
     if not missing:
         return ()
     series = tuple(s for s in full.series if s.name in quick.series_names) or full.series
-    wanted = {run_key(cfg) for cfg in sweep_points(replace(full, values=missing, series=series)).values()}
+    points = replace(full, values=missing, series=series, published=(), published_best=())  # its runs alone
+    wanted = {run_key(cfg) for cfg in sweep_points(points).values()}
     found: dict[str, tuple[list, list]] = {}  # preset: (its series names, its axis values) holding those runs
     for key, (name, label, value) in _full_preset_points(quick.base.dataset, quick.base.data_dir).items():
         if key in wanted and name != full.name.split("@")[0]:

@@ -67,10 +67,12 @@ from dpmix_core.training.names import METHODS
 
 __all__ = [
     "AXES",
+    "TUNABLE_AXES",
     "AXIS_RULES",
     "AxisRule",
     "Series",
     "Published",
+    "PublishedBest",
     "SweepSpec",
     "SPEC_FILE_SUFFIXES",
     "is_spec_file",
@@ -81,6 +83,8 @@ __all__ = [
 
 AXES = ("sigma", "l", "T", "target_epsilon", "label_epsilon", "pca_epsilon", "dpsgd_epsilon")
 EPSILON_AXES = ("target_epsilon", "label_epsilon", "pca_epsilon", "dpsgd_epsilon")
+# the axes a data holder tunes at a fixed budget: the shape of the release (experiments.best_axis picks their best value)
+TUNABLE_AXES = ("l", "T")
 _SPEC_KEYS = (
     "name",
     "title",
@@ -95,6 +99,7 @@ _SPEC_KEYS = (
     "quick",
     "full_variant",
     "published",
+    "published_best",
     "test_rows",
 )
 
@@ -297,12 +302,45 @@ class Published:
 
 
 @dataclass(frozen=True)
+class PublishedBest:
+    """A number a paper printed for the best axis value of one series, not for one point: ``accuracy`` (0-1) of
+    ``series`` at whichever value of the sweep's axis the paper found best (DPFMix Table 1 reports the best m of
+    each cell and does not say which m). Compared with the value chosen on the even test rows
+    (``experiments.best_axis``). ``dataset`` as in :class:`Published`.
+    """
+
+    series: str
+    accuracy: float
+    source: str = ""
+    dataset: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.series, str) or not self.series:
+            raise ValueError(f"a published best needs the name of its series. Found {self.series!r}.")
+        accuracy = _number(self.accuracy, "published accuracy")
+        if not 0.0 <= accuracy <= 1.0:
+            raise ValueError(f"published accuracy must be a fraction in [0, 1]. Found {self.accuracy!r}.")
+        object.__setattr__(self, "accuracy", accuracy)
+        if not isinstance(self.source, str) or not isinstance(self.dataset, str):
+            raise ValueError(
+                f"a published best's source and dataset are text. Found {self.source!r}, {self.dataset!r}."
+            )
+
+    def to_dict(self) -> dict:
+        out = {"series": self.series, "accuracy": self.accuracy, "source": self.source}
+        if self.dataset:
+            out["dataset"] = self.dataset
+        return out
+
+
+@dataclass(frozen=True)
 class SweepSpec:
     """A sweep: ``base`` run, ``axis`` with ``values``, ``series`` to compare, ``repeats`` seeds each.
 
     ``quick`` marks the fast variant of a protocol (``full_variant`` names the full one: a preset, or the path of
     a spec file, a .toml or .json, from the folder the CLI or app runs in);
-    ``published`` holds the numbers the paper printed for points of this sweep (drawn next to ours).
+    ``published`` holds the numbers the paper printed for points of this sweep (drawn next to ours);
+    ``published_best`` those it printed for a series' best axis value (:class:`PublishedBest`).
     ``test_rows`` says which rows of the test split its results report (:data:`TEST_ROWS`; "odd" when the even
     rows gave the release's public constants).
     Validated on construction: every run it expands to is a valid RunConfig.
@@ -320,6 +358,7 @@ class SweepSpec:
     full_variant: str | None = None
     published: tuple[Published, ...] = ()
     test_rows: str = "all"
+    published_best: tuple[PublishedBest, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -355,6 +394,17 @@ class SweepSpec:
                     f"published point for unknown series {p.series!r}; series: {', '.join(sorted(names))}."
                 )
         object.__setattr__(self, "published", published)
+        best = tuple(PublishedBest(**b) if isinstance(b, dict) else b for b in self.published_best)
+        if best and self.axis not in TUNABLE_AXES:
+            raise ValueError(
+                f"published_best is for an axis a data holder tunes at a fixed budget (l or T), not {self.axis!r}."
+            )
+        for b in best:
+            if not isinstance(b, PublishedBest):
+                raise ValueError(f"published_best entries are tables with series, accuracy (and source). Found {b!r}.")
+            if b.series not in names:
+                raise ValueError(f"published best for unknown series {b.series!r}; series: {', '.join(sorted(names))}.")
+        object.__setattr__(self, "published_best", best)
         if self.full_variant is not None and (not isinstance(self.full_variant, str) or not self.full_variant.strip()):
             raise ValueError(f"full_variant names a preset or a spec file. Found {self.full_variant!r}.")
         if self.test_rows not in TEST_ROWS:
@@ -369,6 +419,10 @@ class SweepSpec:
         """The published points for ``dataset``: those naming it, and the untagged ones when it is the sweep's own
         (a paper's MNIST numbers are no reference for another dataset, nor for a sample of MNIST)."""
         return tuple(p for p in self.published if (p.dataset or self.base.dataset) == dataset)
+
+    def published_best_for(self, dataset: str) -> tuple[PublishedBest, ...]:
+        """The published best-value numbers for ``dataset`` (as :meth:`published_for`)."""
+        return tuple(b for b in self.published_best if (b.dataset or self.base.dataset) == dataset)
 
     @property
     def series_names(self) -> tuple[str, ...]:
@@ -421,6 +475,8 @@ class SweepSpec:
             out["published"] = [p.to_dict() for p in self.published]
         if self.test_rows != "all":  # specs that report every row keep the JSON they were stored with
             out["test_rows"] = self.test_rows
+        if self.published_best:  # likewise
+            out["published_best"] = [b.to_dict() for b in self.published_best]
         return out
 
     @classmethod
@@ -454,6 +510,7 @@ class SweepSpec:
             full_variant=d.get("full_variant"),
             published=tuple(_published_from(d.get("published", []))),
             test_rows=d.get("test_rows", "all"),
+            published_best=tuple(_published_best_from(d.get("published_best", []))),
         )
 
 
@@ -478,6 +535,22 @@ def _published_from(raw) -> list[Published]:
             out.append(Published(**entry))
         except TypeError:
             raise ValueError(f"a published point needs series, value and accuracy. Found {entry!r}.") from None
+    return out
+
+
+def _published_best_from(raw) -> list[PublishedBest]:
+    if not isinstance(raw, list):
+        raise ValueError("published_best must be a list of tables with series, accuracy (and source, dataset).")
+    out = []
+    for entry in raw:
+        if not isinstance(entry, dict) or set(entry) - {"series", "accuracy", "source", "dataset"}:
+            raise ValueError(
+                f"each published best is a table with series, accuracy, source (and dataset). Found {entry!r}."
+            )
+        try:
+            out.append(PublishedBest(**entry))
+        except TypeError:
+            raise ValueError(f"a published best needs series and accuracy. Found {entry!r}.") from None
     return out
 
 

@@ -27,6 +27,7 @@ from dpmix_core.data import (
     locate_dataset,
     public_zscore_constants,
 )
+from dpmix_core.experiments.best_axis import AxisPick, best_axis_values
 from dpmix_core.experiments.config import RunConfig, on_dataset, run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
@@ -84,6 +85,10 @@ __all__ = [
     "sweep_published",
     "stored_spec",
     "published_comparison",
+    "reproduction_verdict",
+    "sweep_best_axis",
+    "best_axis_table",
+    "axis_column",
     "REPRODUCED_WITHIN_PTS",
     "with_dataset",
 ]
@@ -124,7 +129,14 @@ def with_dataset(spec: SweepSpec, dataset: str, data_dir: str | None = None) -> 
     name = spec.name if spec.name.endswith(f"@{dataset}") else f"{spec.name}@{dataset}"
     where = f" (on {DATASET_TITLES.get(dataset, 'the embedded MNIST sample')})"  # a chart's title says the data
     title = spec.title if not spec.title or spec.title.endswith(where) else spec.title + where
-    return replace(spec, name=name, title=title, base=base, published=spec.published_for(dataset))
+    return replace(
+        spec,
+        name=name,
+        title=title,
+        base=base,
+        published=spec.published_for(dataset),
+        published_best=spec.published_best_for(dataset),
+    )
 
 
 def with_data_file(spec: SweepSpec, own: OwnData, feature_range: tuple[float, float] | None = None) -> SweepSpec:
@@ -139,7 +151,9 @@ def with_data_file(spec: SweepSpec, own: OwnData, feature_range: tuple[float, fl
     name = spec.name if spec.name.endswith(f"@{label}") else f"{spec.name}@{label}"
     where = f" (on {own.dataset.name})"
     title = spec.title if not spec.title or spec.title.endswith(where) else spec.title + where
-    return replace(spec, name=name, title=title, base=base, published=(), description=own.dataset.source)
+    return replace(
+        spec, name=name, title=title, base=base, published=(), published_best=(), description=own.dataset.source
+    )
 
 
 def estimate_minutes(spec: SweepSpec, max_parallel: int | None = None) -> float:
@@ -328,6 +342,7 @@ def narrow_spec(
                 spec,
                 series=tuple(s for s in spec.series if s.name in series),
                 published=tuple(p for p in spec.published if p.reference or p.series in series),
+                published_best=tuple(b for b in spec.published_best if b.series in series),
             )
     if repeats is not None:
         spec = replace(spec, repeats=repeats)
@@ -616,6 +631,72 @@ def sweep_comparison(store: ResultStore, sweep: int | str, agg: pd.DataFrame) ->
     return published_comparison(agg, sweep_published(store, sweep), None if spec is None else spec.values)
 
 
+def reproduction_verdict(gap: float | None) -> str:
+    """How ours reads against the paper's number, ``gap`` = ours − published in points (None: nothing of ours yet):
+    "reproduced" within REPRODUCED_WITHIN_PTS, "not reproduced" further below, "above the paper" further above (a
+    better number is not a miss, but it is not the paper's either), "pending" without a gap."""
+    if gap is None:
+        return "pending"
+    if abs(gap) <= REPRODUCED_WITHIN_PTS:
+        return "reproduced"
+    return "above the paper" if gap > 0 else "not reproduced"
+
+
+def sweep_best_axis(store: ResultStore, sweep: int | str, *, test_inputs: str | None = None) -> tuple[AxisPick, ...]:
+    """:func:`~dpmix_core.experiments.best_axis.best_axis_values` of a stored sweep along its axis, with the paper's
+    best-value numbers stored with its spec (empty when its axis is not one a data holder tunes)."""
+    stored = store.get_sweep(sweep)
+    spec = None if stored is None else stored_spec(stored)
+    if spec is None:
+        return ()
+    published = spec.published_best_for(spec.base.dataset)
+    return best_axis_values(sweep_rows(store, sweep), spec.axis, test_inputs=test_inputs, published=published)
+
+
+def best_axis_table(picks: tuple[AxisPick, ...]) -> pd.DataFrame:
+    """One row per series of :func:`sweep_best_axis` (accuracies in %, rounded for a table), with the paper's best
+    value and a verdict (:func:`reproduction_verdict`) where the spec carries one."""
+    pct = _percent
+    rows = []
+    for p in picks:
+        axis = axis_column(p.axis)
+        rows.append(
+            {
+                "series": p.series,
+                f"{axis} chosen (even rows)": None if p.chosen is None else _plain(p.chosen),
+                "ours, odd rows (%)": pct(p.accuracy),
+                "± std": pct(p.std),
+                "seeds": p.runs,
+                f"{axis} values compared": p.values_compared,
+                f"best {axis} on all rows (test-set search)": None if p.tuned is None else _plain(p.tuned),
+                "its accuracy, all rows (%)": pct(p.tuned_accuracy),
+                "certified ε of the chosen release": None if p.epsilon is None else round(p.epsilon, 3),
+                "accountant": p.accountant,
+                "published best (%)": None if p.published is None else pct(p.published.accuracy),
+                "gap (pts)": None if p.gap is None else round(p.gap, 2),
+                "verdict": "every value collapsed (no result)"
+                if p.collapsed
+                else ("" if p.published is None else reproduction_verdict(p.gap)),
+            }
+        )
+    table = pd.DataFrame(rows)
+    if not any(p.published is not None for p in picks):  # no paper number to compare with: no empty columns
+        table = table.drop(columns=["published best (%)", "gap (pts)"])
+        if not any(p.collapsed for p in picks):
+            table = table.drop(columns=["verdict"])
+    return table
+
+
+def _percent(value: float | None) -> float | None:
+    """A fraction as a table's percentage (2 decimals)."""
+    return None if value is None else round(100 * value, 2)
+
+
+def _plain(value: float) -> int | float:
+    """An axis value as a table shows it: 64, not 64.0."""
+    return int(value) if float(value).is_integer() else value
+
+
 def published_comparison(
     agg: pd.DataFrame, published: tuple[Published, ...], axis_values: tuple | list | None = None
 ) -> pd.DataFrame:
@@ -647,16 +728,7 @@ def published_comparison(
         mean = 100 * float(ours["test_accuracy_mean"]) if ours is not None and n and not collapsed else None
         std = 100 * float(ours["test_accuracy_std"]) if ours is not None and mean is not None and n > 1 else None
         gap = None if mean is None else mean - 100 * p.accuracy
-        if collapsed:
-            verdict = "collapsed (no result)"
-        elif gap is None:
-            verdict = "pending"
-        else:
-            verdict = (
-                "reproduced"
-                if abs(gap) <= REPRODUCED_WITHIN_PTS
-                else ("above the paper" if gap > 0 else "not reproduced")
-            )
+        verdict = "collapsed (no result)" if collapsed else reproduction_verdict(gap)
         rows.append(
             {
                 "series": p.series,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpmix_core.experiments.best_axis import best_axis_caption
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, quick_vs_full
 from dpmix_core.experiments.results import (
@@ -30,8 +31,11 @@ from dpmix_core.experiments.trade_offs import (
     AXIS_TITLES,
     REPRODUCED_WITHIN_PTS,
     TEST_INPUTS_TITLES,
+    axis_column,
+    best_axis_table,
     runs_left_out,
     stored_spec,
+    sweep_best_axis,
     sweep_comparison,
     sweep_published,
     sweep_results,
@@ -297,6 +301,14 @@ def sweep_report(
                 table=comparison,
                 caption=f"A gap of more than {REPRODUCED_WITHIN_PTS:g} points below the paper counts as not "
                 "reproduced; docs/REPRODUCTION.md says why where we miss.",
+            )
+        )
+    if picks := sweep_best_axis(store, stored.id, test_inputs=test_inputs):
+        sections.append(
+            Section(
+                f"Best {axis_column(picks[0].axis)} per series",
+                table=best_axis_table(picks),
+                caption=best_axis_caption(axis_column(picks[0].axis)),
             )
         )
     if check is not None:
