@@ -667,16 +667,16 @@ def best_axis_table(picks: tuple[AxisPick, ...]) -> pd.DataFrame:
                 "ours, odd rows (%)": pct(p.accuracy),
                 "± std": pct(p.std),
                 "seeds": p.runs,
-                f"{axis} values compared": p.values_compared,
-                f"best {axis} on all rows (test-set search)": None if p.tuned is None else _plain(p.tuned),
-                "its accuracy, all rows (%)": pct(p.tuned_accuracy),
-                "certified ε of the chosen release": None if p.epsilon is None else round(p.epsilon, 3),
-                "accountant": p.accountant,
                 "published best (%)": None if p.published is None else pct(p.published.accuracy),
                 "gap (pts)": None if p.gap is None else round(p.gap, 2),
                 "verdict": "every value collapsed (no result)"
                 if p.collapsed
                 else ("" if p.published is None else reproduction_verdict(p.gap)),
+                "certified ε of the chosen release": None if p.epsilon is None else round(p.epsilon, 3),
+                "accountant": p.accountant,
+                f"best {axis} on all rows (test-set search)": None if p.tuned is None else _plain(p.tuned),
+                "its accuracy, all rows (%)": pct(p.tuned_accuracy),
+                f"{axis} values compared": p.values_compared,
             }
         )
     table = pd.DataFrame(rows)
