@@ -7,7 +7,7 @@ import streamlit as st
 from app_pages.shared.widgets import chart, data_file_upload, feature_bounds, keep_state, table_download
 from dpmix_core.data import TEST_ROWS, cache_dir, load_dataset
 from dpmix_core.data.choice import available_datasets, default_choice, needs_feature_range
-from dpmix_core.experiments.best_axis import AxisPick, best_axis_caption
+from dpmix_core.experiments.best_axis import AxisPick, best_axis_caption, best_axis_notes
 from dpmix_core.experiments.presets import DEMO_PRESET, get_preset, preset_names
 from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, QuickVsFull, quick_vs_full_by_test_inputs
 from dpmix_core.experiments.release_files import (
@@ -627,6 +627,8 @@ def _best_axis_panel(sweep: int, picks: tuple[AxisPick, ...]) -> None:
     table = best_axis_table(picks)
     st.dataframe(table, hide_index=True, width="stretch")
     st.caption(best_axis_caption(name))
+    for note in best_axis_notes(picks, name):
+        st.caption(note)
     table_download(table, K + "best_axis", f"sweep_{sweep}_best_{picks[0].axis}")
 
 

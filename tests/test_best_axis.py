@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpmix_core.experiments.best_axis import AxisPick, best_axis_values, certified_epsilon
+from dpmix_core.experiments.best_axis import AxisPick, best_axis_notes, best_axis_values, certified_epsilon
 from dpmix_core.experiments.presets import get_preset
 from dpmix_core.experiments.spec import PublishedBest, SweepSpec
 from dpmix_core.experiments.trade_offs import best_axis_table, reproduction_verdict
@@ -193,3 +193,15 @@ def test_a_narrowed_or_moved_sweep_keeps_the_papers_best_only_where_it_applies()
     assert [b.series for b in narrowed.published_best] == [POISSON]
     assert with_dataset(spec, "fashion-mnist").published_best == ()  # MNIST's Table 1 is no reference for Fashion
     assert with_dataset(spec, "mnist", "/elsewhere").published_best == spec.published_best
+
+
+def test_a_series_whose_certified_epsilon_moves_along_the_axis_says_its_best_value_is_another_privacy_level():
+    """The CLT's nominal eps = 1 is certified at 1.52 at m = 16 and 1.02 at m = 64 (DPFMix Table 1's Poisson row):
+    the best m is then also a privacy level; a series calibrated by a rigorous bound has one eps and no note."""
+    (pick,) = best_axis_values(RUNS, "l")
+    assert pick.epsilon_span == (1.023, 1.522)
+    (note,) = best_axis_notes((pick,), "ℓ")
+    assert note.startswith(f"“{POISSON}”: its certified ε runs from 1.02 to 1.52 across ℓ")
+    flat = [_row(UNIFORM, m, [0.5, 0.5], card=_card(("rdp-wor", 0.99999 + m * 1e-7, True))) for m in (16, 64)]
+    (pick,) = best_axis_values(flat, "l")
+    assert pick.epsilon_span is None and best_axis_notes((pick,), "ℓ") == []

@@ -30,7 +30,7 @@ from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.results import accuracy_on_rows, aggregate, all_collapsed, reading
 from dpmix_core.experiments.spec import TUNABLE_AXES, PublishedBest, axis_value
 
-__all__ = ["TUNABLE_AXES", "AxisPick", "best_axis_caption", "best_axis_values", "certified_epsilon"]
+__all__ = ["TUNABLE_AXES", "AxisPick", "best_axis_caption", "best_axis_notes", "best_axis_values", "certified_epsilon"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,9 @@ class AxisPick:
     ``tuned_accuracy``: the value with the best mean on every test row and that mean (what a search on the test
     set reports). ``epsilon``/``accountant``: the chosen release's smallest rigorous upper bound (None when its
     runs recorded none). ``published``: the paper's number for this series' best value (:class:`PublishedBest`).
+    ``epsilon_span``: (smallest, largest) certified epsilon over the series' values when they differ by more than
+    1 % (a series at a fixed sigma, or calibrated by the CLT approximation, whose error depends on m): the best
+    value is then also another privacy level.
     """
 
     series: str
@@ -54,6 +57,7 @@ class AxisPick:
     epsilon: float | None = None
     accountant: str | None = None
     published: PublishedBest | None = None
+    epsilon_span: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if self.axis not in TUNABLE_AXES:
@@ -93,6 +97,17 @@ def best_axis_caption(name: str) -> str:
     )
 
 
+def best_axis_notes(picks: tuple[AxisPick, ...], name: str) -> list[str]:
+    """A sentence for each pick whose series does not hold its privacy fixed along the axis called ``name``."""
+    return [
+        f"“{p.series}”: its certified ε runs from {p.epsilon_span[0]:.3g} to {p.epsilon_span[1]:.3g} across {name} "
+        f"(a fixed noise, or a budget set by an approximation), so its best {name} is also another privacy level; "
+        "the chosen release's ε is in the table."
+        for p in picks
+        if p.epsilon_span is not None
+    ]
+
+
 def certified_epsilon(result: dict) -> tuple[float, str] | None:
     """(epsilon, accountant) of a run's release: the smallest finite epsilon its privacy card marks as a rigorous
     upper bound for that release; None when the card records none (no card, an approximation only, or a release
@@ -129,19 +144,20 @@ def _row(agg: pd.DataFrame, series: str, value: float) -> pd.Series | None:
     return match.iloc[0] if len(match) else None
 
 
-def _chosen_epsilon(rows: list[dict], series: str, axis: str, value: float) -> tuple[float, str] | None:
-    """The largest certified epsilon over the runs at the chosen value (its seeds share one release; the largest
-    is the safe statement if they ever differ)."""
-    found = []
+def _certified_by_value(rows: list[dict], series: str, axis: str) -> dict[float, tuple[float, str]]:
+    """Per axis value of ``series``: the largest certified epsilon over its runs (its seeds share one release; the
+    largest is the safe statement if they ever differ)."""
+    found: dict[float, tuple[float, str]] = {}
     for row in rows:
         result = row.get("result")
         if not isinstance(result, dict):
             continue
         cfg = RunConfig.from_dict(row["config"])
-        if (cfg.label or cfg.method) == series and axis_value(cfg, axis) == value:
+        value = axis_value(cfg, axis)
+        if (cfg.label or cfg.method) == series and value is not None:
             if (eps := certified_epsilon(result)) is not None:
-                found.append(eps)
-    return max(found) if found else None
+                found[float(value)] = max(found.get(float(value), eps), eps)
+    return found
 
 
 def best_axis_values(
@@ -184,7 +200,10 @@ def best_axis_values(
             continue
         tuned = _learned(every[every["label"] == series]).sort_values("axis_value")
         top = tuned.loc[tuned["test_accuracy_mean"].idxmax()] if len(tuned) else None
-        eps = _chosen_epsilon(rows, str(series), axis, chosen)
+        certified = _certified_by_value(rows, str(series), axis)
+        eps = certified.get(chosen)
+        bounds = [e for e, _ in certified.values()]
+        span = (min(bounds), max(bounds)) if bounds and max(bounds) > 1.01 * min(bounds) else None
         std = float(at["test_accuracy_std"])
         picks.append(
             AxisPick(
@@ -200,6 +219,7 @@ def best_axis_values(
                 epsilon=None if eps is None else eps[0],
                 accountant=None if eps is None else eps[1],
                 published=by_series.get(str(series)),
+                epsilon_span=span,
             )
         )
     return tuple(picks)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpmix_core.experiments.best_axis import best_axis_caption
+from dpmix_core.experiments.best_axis import best_axis_caption, best_axis_notes
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, quick_vs_full
 from dpmix_core.experiments.results import (
@@ -304,11 +304,12 @@ def sweep_report(
             )
         )
     if picks := sweep_best_axis(store, stored.id, test_inputs=test_inputs):
+        name = axis_column(picks[0].axis)
         sections.append(
             Section(
-                f"Best {axis_column(picks[0].axis)} per series",
+                f"Best {name} per series",
                 table=best_axis_table(picks),
-                caption=best_axis_caption(axis_column(picks[0].axis)),
+                caption=" ".join([best_axis_caption(name), *best_axis_notes(picks, name)]),
             )
         )
     if check is not None:
