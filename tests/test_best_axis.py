@@ -142,7 +142,7 @@ def test_the_published_best_is_compared_with_the_honest_pick():
     assert pick.gap == pytest.approx(100 * (0.81 - 0.7919))
     row = best_axis_table((pick,)).iloc[0]
     assert (row["ℓ chosen (even rows)"], row["ours, odd rows (%)"], row["published best (%)"]) == (16, 81.0, 79.19)
-    assert row["verdict"] == "reproduced" and row["certified ε of the chosen release"] == 1.522
+    assert row["verdict"] == "reproduced" and row["certified ε of the chosen release"] == 1.53  # rounded up
     assert [reproduction_verdict(g) for g in (None, 3.0, -3.01, 3.01)] == [
         "pending",
         "reproduced",

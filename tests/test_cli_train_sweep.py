@@ -230,6 +230,25 @@ def test_sweep_spec_file_runs_in_background_workers_and_resumes(tmp_path, capsys
     assert "Trade-off sweep" in out.read_text()
 
 
+def test_a_sweep_along_l_ends_with_each_series_best_l_chosen_on_the_even_rows(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
+    spec = tmp_path / "tiny-l.toml"  # little noise and a few epochs: the linear model learns (no collapsed pick)
+    spec.write_text(
+        'name = "tiny-l"\naxis = "l"\nvalues = [2, 8]\n[base]\nmethod = "mixing"\ndataset = "embedded"\n'
+        'model = "linear"\nepochs = 5\ndevice = "cpu"\n[base.synthesis]\nmechanism = "dpmix"\nl = 4\nT = 2000\n'
+        "sigma_x = 0.02\n"
+    )
+    assert main(["sweep", str(spec), "--poll", "0.2", "--json"]) == 0
+    (pick,) = json.loads(capsys.readouterr().out)["best_axis"]
+    halves = {r.config["synthesis"]["l"]: r.result["test_accuracy_halves"] for r in ResultStore().list_runs()}
+    assert pick["chosen"] == max(halves, key=lambda l: (halves[l][0], -l))  # the best even rows (a tie: smaller)
+    assert pick["accuracy_odd_rows"] == halves[pick["chosen"]][1] and pick["values_compared"] == 2
+    assert main(["sweep", str(spec), "--poll", "0.2"]) == 0
+    out = capsys.readouterr().out
+    assert "best ℓ per series (chosen on the even test rows, read on the odd" in out
+    assert f"ℓ = {pick['chosen']:g} chosen on the even test rows, {100 * pick['accuracy_odd_rows']:.2f} %" in out
+
+
 @pytest.mark.parametrize("spec, message", [("preset:nope", "Unknown preset"), ("/nonexistent.toml", "")])
 def test_sweep_bad_spec_exit_2(spec, message, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))

@@ -182,12 +182,14 @@ def cli_sweep(
     exported = None
     if getattr(args, "export", None):
         exported = export_csv(store, summary.sweep_id, args.export)
+    from dpmix_core.experiments.best_axis import best_axis_notes
     from dpmix_core.experiments.quick_vs_full import quick_vs_full_by_test_inputs
-    from dpmix_core.experiments.trade_offs import TEST_INPUTS_TITLES
+    from dpmix_core.experiments.trade_offs import TEST_INPUTS_TITLES, axis_column, sweep_best_axis
 
     # a quick variant: how far from its full protocol's stored runs, through each test loader its runs were read by
     checks = quick_vs_full_by_test_inputs(store, summary.sweep_id)
     own = next(iter(checks.values()), None)
+    picks = sweep_best_axis(store, summary.sweep_id)  # a sweep along l or T: each series' best value, chosen honestly
     if getattr(args, "json", False):
         print(
             json.dumps(
@@ -198,6 +200,7 @@ def cli_sweep(
                     "exported_rows": exported,
                     "quick_vs_full": None if own is None else own.to_json(),
                     "quick_vs_full_by_test_inputs": {loader: c.to_json() for loader, c in checks.items()},
+                    "best_axis": [p.to_dict() for p in picks],
                 }
             )
         )
@@ -209,6 +212,13 @@ def cli_sweep(
             title = TEST_INPUTS_TITLES[loader]
             reading = "" if i == 0 else f", test images {title} (sweep-report --test-inputs {loader})"
             print(f"quick vs full{reading}: {check.sentence()}")
+        if picks:
+            axis = axis_column(picks[0].axis)
+            print(
+                f"best {axis} per series (chosen on the even test rows, read on the odd; sweep-report has the table):"
+            )
+            for line in [p.sentence(axis) for p in picks] + best_axis_notes(picks, axis):
+                print(f"  {line}")
         if exported is not None:
             print(f"wrote {exported} row(s) to {args.export}")
         for run in store.list_runs(sweep=summary.sweep_id, status=("failed", "cancelled", "interrupted"), limit=20):

@@ -29,6 +29,7 @@ import pandas as pd
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.results import accuracy_on_rows, aggregate, all_collapsed, reading
 from dpmix_core.experiments.spec import TUNABLE_AXES, PublishedBest, axis_value
+from dpmix_core.privacy.statement import bound_text
 
 __all__ = ["TUNABLE_AXES", "AxisPick", "best_axis_caption", "best_axis_notes", "best_axis_values", "certified_epsilon"]
 
@@ -82,6 +83,41 @@ class AxisPick:
         if self.published is None or self.accuracy is None:
             return None
         return 100 * (self.accuracy - self.published.accuracy)
+
+    def sentence(self, name: str) -> str:
+        """The pick in words, the axis called ``name`` (e.g. "ℓ"; what ``sweep`` prints)."""
+        if self.chosen is None or self.accuracy is None:
+            return f"“{self.series}”: every {name} collapsed (no result)."
+        seeds = f"{self.runs} seed{'s' if self.runs != 1 else ''}"
+        spread = f" ± {100 * self.std:.2f}" if self.std is not None else ""
+        text = (
+            f"“{self.series}”: {name} = {self.chosen:g} chosen on the even test rows, {100 * self.accuracy:.2f}{spread} % "
+            f"on the odd ({seeds}"
+            + ("" if self.epsilon is None else f"; certified ε ≤ {bound_text(self.epsilon)}, {self.accountant}")
+            + ")"
+        )
+        if self.published is not None and self.gap is not None:
+            text += f"; the paper's best {100 * self.published.accuracy:.2f} % ({self.gap:+.2f} points)"
+        return text + "."
+
+    def to_dict(self) -> dict:
+        """JSON-ready (``sweep --json``)."""
+        return {
+            "series": self.series,
+            "axis": self.axis,
+            "values_compared": self.values_compared,
+            "chosen": self.chosen,
+            "accuracy_odd_rows": self.accuracy,
+            "std": self.std,
+            "runs": self.runs,
+            "best_on_all_rows": self.tuned,
+            "its_accuracy_all_rows": self.tuned_accuracy,
+            "certified_epsilon": self.epsilon,
+            "accountant": self.accountant,
+            "published": None if self.published is None else self.published.to_dict(),
+            "gap_points": self.gap,
+            "epsilon_span": None if self.epsilon_span is None else list(self.epsilon_span),
+        }
 
 
 def best_axis_caption(name: str) -> str:
@@ -144,19 +180,18 @@ def _row(agg: pd.DataFrame, series: str, value: float) -> pd.Series | None:
     return match.iloc[0] if len(match) else None
 
 
-def _certified_by_value(rows: list[dict], series: str, axis: str) -> dict[float, tuple[float, str]]:
-    """Per axis value of ``series``: the largest certified epsilon over its runs (its seeds share one release; the
+def _certified_by_value(rows: list[dict], axis: str) -> dict[str, dict[float, tuple[float, str]]]:
+    """Per series and axis value: the largest certified epsilon over its runs (its seeds share one release; the
     largest is the safe statement if they ever differ)."""
-    found: dict[float, tuple[float, str]] = {}
+    found: dict[str, dict[float, tuple[float, str]]] = {}
     for row in rows:
         result = row.get("result")
-        if not isinstance(result, dict):
+        if not isinstance(result, dict) or (eps := certified_epsilon(result)) is None:
             continue
         cfg = RunConfig.from_dict(row["config"])
-        value = axis_value(cfg, axis)
-        if (cfg.label or cfg.method) == series and value is not None:
-            if (eps := certified_epsilon(result)) is not None:
-                found[float(value)] = max(found.get(float(value), eps), eps)
+        if (value := axis_value(cfg, axis)) is not None:
+            series = found.setdefault(cfg.label or cfg.method, {})
+            series[float(value)] = max(series.get(float(value), eps), eps)
     return found
 
 
@@ -183,6 +218,7 @@ def best_axis_values(
     halved = [r for r in rows if _has_halves(r, test_inputs)]
     every = aggregate(halved, axis, test_rows="all", test_inputs=test_inputs)
     by_series = {b.series: b for b in published}
+    certified_by_series = _certified_by_value(rows, axis)
     picks = []
     for series, group in sorted(even.groupby("label"), key=lambda item: str(item[0])):
         compared = int(group["axis_value"].notna().sum())
@@ -200,7 +236,7 @@ def best_axis_values(
             continue
         tuned = _learned(every[every["label"] == series]).sort_values("axis_value")
         top = tuned.loc[tuned["test_accuracy_mean"].idxmax()] if len(tuned) else None
-        certified = _certified_by_value(rows, str(series), axis)
+        certified = certified_by_series.get(str(series), {})
         eps = certified.get(chosen)
         bounds = [e for e, _ in certified.values()]
         span = (min(bounds), max(bounds)) if bounds and max(bounds) > 1.01 * min(bounds) else None

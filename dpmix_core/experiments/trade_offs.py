@@ -35,6 +35,7 @@ from dpmix_core.experiments.results import aggregate, all_collapsed, runs_per_po
 from dpmix_core.experiments.run_data import OwnData, check_run_on, load_run_dataset, own_data_sizes
 from dpmix_core.experiments.spec import Published, SweepSpec, axis_value, load_spec
 from dpmix_core.experiments.sweeps import DEFAULT_RETRY, RunSpec, submit_sweep
+from dpmix_core.privacy.statement import bound_text
 from dpmix_core.resources.limits import (
     LimitExceeded,
     Limits,
@@ -672,7 +673,8 @@ def best_axis_table(picks: tuple[AxisPick, ...]) -> pd.DataFrame:
                 "verdict": "every value collapsed (no result)"
                 if p.collapsed
                 else ("" if p.published is None else reproduction_verdict(p.gap)),
-                "certified ε of the chosen release": None if p.epsilon is None else round(p.epsilon, 3),
+                # a bound is rounded up (3 significant digits), never below what the accountant computed
+                "certified ε of the chosen release": None if p.epsilon is None else float(bound_text(p.epsilon)),
                 "accountant": p.accountant,
                 f"best {axis} on all rows (test-set search)": None if p.tuned is None else _plain(p.tuned),
                 "its accuracy, all rows (%)": pct(p.tuned_accuracy),
