@@ -515,42 +515,36 @@ class SweepSpec:
 
 
 def _published_from(raw) -> list[Published]:
-    if not isinstance(raw, list):
-        raise ValueError("published must be a list of tables with series, value, accuracy (and source).")
-    out = []
-    for entry in raw:
-        if not isinstance(entry, dict) or set(entry) - {
-            "series",
-            "value",
-            "accuracy",
-            "source",
-            "reference",
-            "dataset",
-        }:
-            raise ValueError(
-                "each published point is a table with series, value, accuracy, source (and reference, dataset). "
-                f"Found {entry!r}."
-            )
-        try:
-            out.append(Published(**entry))
-        except TypeError:
-            raise ValueError(f"a published point needs series, value and accuracy. Found {entry!r}.") from None
-    return out
+    return _tables_from(
+        raw,
+        Published,
+        "published",
+        "published point",
+        ("series", "value", "accuracy"),
+        ("source", "reference", "dataset"),
+    )
 
 
 def _published_best_from(raw) -> list[PublishedBest]:
+    return _tables_from(
+        raw, PublishedBest, "published_best", "published best", ("series", "accuracy"), ("source", "dataset")
+    )
+
+
+def _tables_from(raw, cls, key: str, what: str, needs: tuple[str, ...], optional: tuple[str, ...]) -> list:
+    """A spec's ``key``: a list of tables, each one ``cls(**table)`` (a ``what``) with the keys ``needs`` and any of
+    ``optional``."""
+    fields = f"{', '.join(needs)} (and {', '.join(optional)})"
     if not isinstance(raw, list):
-        raise ValueError("published_best must be a list of tables with series, accuracy (and source, dataset).")
+        raise ValueError(f"{key} must be a list of tables with {fields}.")
     out = []
     for entry in raw:
-        if not isinstance(entry, dict) or set(entry) - {"series", "accuracy", "source", "dataset"}:
-            raise ValueError(
-                f"each published best is a table with series, accuracy, source (and dataset). Found {entry!r}."
-            )
+        if not isinstance(entry, dict) or set(entry) - {*needs, *optional}:
+            raise ValueError(f"each {what} is a table with {fields}. Found {entry!r}.")
         try:
-            out.append(PublishedBest(**entry))
+            out.append(cls(**entry))
         except TypeError:
-            raise ValueError(f"a published best needs series and accuracy. Found {entry!r}.") from None
+            raise ValueError(f"a {what} needs {', '.join(needs[:-1])} and {needs[-1]}. Found {entry!r}.") from None
     return out
 
 
