@@ -205,3 +205,20 @@ def test_a_series_whose_certified_epsilon_moves_along_the_axis_says_its_best_val
     flat = [_row(UNIFORM, m, [0.5, 0.5], card=_card(("rdp-wor", 0.99999 + m * 1e-7, True))) for m in (16, 64)]
     (pick,) = best_axis_values(flat, "l")
     assert pick.epsilon_span is None and best_axis_notes((pick,), "ℓ") == []
+
+
+def test_the_pick_reads_the_test_loader_asked_for():
+    """A DP-CDA z-score release records the same trained model through several test loaders: the pick follows the
+    one asked for, and a run without that reading is in neither the pick nor the test-set search."""
+    runs = []
+    for l, own, other in ((16, [0.9, 0.9], [0.5, 0.6]), (64, [0.5, 0.5], [0.8, 0.7])):
+        row = _row(POISSON, l, own)
+        row["result"]["test_accuracy_by_inputs"] = {"unclipped": {"accuracy": sum(other) / 2, "halves": other}}
+        runs.append(row)
+    (own_pick,) = best_axis_values(runs, "l")
+    (other_pick,) = best_axis_values(runs, "l", test_inputs="unclipped")
+    assert (own_pick.chosen, own_pick.accuracy) == (16, 0.9)
+    assert (other_pick.chosen, other_pick.accuracy, other_pick.tuned) == (64, 0.7, 64)
+    runs.append(_row(POISSON, 32, [0.99, 0.99]))  # no unclipped reading: left out of that loader's pick
+    (other_pick,) = best_axis_values(runs, "l", test_inputs="unclipped")
+    assert other_pick.values_compared == 2 and other_pick.tuned == 64
