@@ -10,6 +10,8 @@ from dpmix_core.experiments.solve_epsilon import (
     NOT_MONOTONE,
     NOT_REACHED,
     REACHED,
+    SAME_EPSILON_RTOL,
+    curve_points,
     epsilon_choices,
     invert_curve,
     solvable_series,
@@ -138,3 +140,17 @@ def test_invert_curve_edges():
     assert invert_curve([1.0, 4.0], [0.2, 0.3], 0.4) == (None, False)
     with pytest.raises(ValueError):
         invert_curve([], [], 0.5)
+
+
+def test_releases_calibrated_to_one_target_are_one_point_not_a_curve():
+    """A sweep along ℓ at eps = 1: each release lands within the calibration's tolerance of 1 (rdp-wor 0.9999992,
+    0.9999984, ...), which is one epsilon, not a curve to read off (the page showed "ε range 1 to 1")."""
+    agg = _agg([(0.9999992, 0.36, 0.0), (0.9999984, 0.31, 0.0), (0.9999988, 0.12, 0.0)], axis="l")
+    agg["axis_value"] = [16.0, 32.0, 256.0]
+    assert solvable_series(agg, "l", "pld-poisson") == []
+    points, _ = curve_points(agg, "l", "mixing", "pld-poisson")
+    assert [p.epsilon for p in points] == [0.9999992]  # the largest: a bound is read on its safe side
+    assert points[0].mean == pytest.approx((0.36 + 0.31 + 0.12) / 3)
+    apart = _agg([(1.0, 0.5, 0.0), (1.0 * (1 + 2 * SAME_EPSILON_RTOL), 0.6, 0.0)], axis="l")
+    apart["axis_value"] = [16.0, 32.0]
+    assert solvable_series(apart, "l", "pld-poisson") == ["mixing"]

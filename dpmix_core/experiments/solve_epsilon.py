@@ -27,6 +27,7 @@ __all__ = [
     "ALREADY_REACHED",
     "NOT_MONOTONE",
     "CurvePoint",
+    "SAME_EPSILON_RTOL",
     "curve_points",
     "epsilon_choices",
     "solvable_series",
@@ -40,6 +41,7 @@ NOT_REACHED = "not reached"
 ALREADY_REACHED = "already reached"  # at the sweep's smallest epsilon
 NOT_MONOTONE = "not monotone"
 AXIS_EPSILON = "target_epsilon"  # the sweep axis whose values are epsilons
+SAME_EPSILON_RTOL = 1e-3  # epsilons this close (relative) are one point of a curve: a calibration's tolerance
 # rigorous accountants first (gdp-clt is an approximation: offered, never the default)
 _PREFERRED = ("pld-poisson", "rdp-wor", "rdp-poisson", "lee2019", "dpcda", "analytic-gaussian", "laplace")
 
@@ -180,15 +182,26 @@ def _curve_rows(agg: pd.DataFrame, axis: str | None, series: str, epsilon_name: 
 
 def curve_points(agg: pd.DataFrame, axis: str | None, series: str, epsilon_name: str) -> tuple[list[CurvePoint], int]:
     """(points sorted by epsilon, fewest seeds behind a point) of one series; collapsed and unbounded points
-    left out, points at the same epsilon averaged."""
+    left out, points at the same epsilon averaged. "The same" within SAME_EPSILON_RTOL: releases calibrated to
+    one target (a sweep along ℓ at eps = 1) land within the calibration's tolerance of it, not on it, and are one
+    point (at the largest of their epsilons, the safe reading of a bound), not a curve."""
     rows = _curve_rows(agg, axis, series, epsilon_name)
     if rows.empty:
         return [], 0
     std = rows["test_accuracy_std"].fillna(0.0).astype(float)
-    rows = rows.assign(_std=std)
-    grouped = rows.groupby("_eps", sort=True).agg(
-        mean=("test_accuracy_mean", "mean"), std=("_std", "max"), seeds=("test_accuracy_count", "min")
+    rows = rows.assign(_std=std).sort_values("_eps")
+    eps = rows["_eps"].astype(float).tolist()
+    groups = [0]
+    for before, e in zip(eps, eps[1:], strict=False):
+        groups.append(groups[-1] + (e > before * (1 + SAME_EPSILON_RTOL)))
+    rows = rows.assign(_group=groups)
+    grouped = rows.groupby("_group", sort=True).agg(
+        eps=("_eps", "max"),
+        mean=("test_accuracy_mean", "mean"),
+        std=("_std", "max"),
+        seeds=("test_accuracy_count", "min"),
     )
+    grouped = grouped.set_index("eps")
     points = [CurvePoint(float(e), float(r["mean"]), float(r["std"])) for e, r in grouped.iterrows()]
     return points, int(grouped["seeds"].min())
 
