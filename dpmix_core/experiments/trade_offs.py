@@ -657,7 +657,7 @@ def sweep_best_axis(store: ResultStore, sweep: int | str, *, test_inputs: str | 
 def best_axis_table(picks: tuple[AxisPick, ...]) -> pd.DataFrame:
     """One row per series of :func:`sweep_best_axis` (accuracies in %, rounded for a table), with the paper's best
     value and a verdict (:func:`reproduction_verdict`) where the spec carries one."""
-    pct = _percent
+    pct = _percent  # a fraction as the table's percentage
     rows = []
     for p in picks:
         axis = axis_column(p.axis)
