@@ -7,7 +7,7 @@ import streamlit as st
 from app_pages.shared.widgets import chart, data_file_upload, feature_bounds, keep_state, table_download
 from dpmix_core.data import TEST_ROWS, cache_dir, load_dataset
 from dpmix_core.data.choice import available_datasets, default_choice, needs_feature_range
-from dpmix_core.experiments.best_axis import AxisPick, best_axis_caption, best_axis_notes
+from dpmix_core.experiments.best_axis import TUNABLE_AXES, AxisPick, best_axis_caption, best_axis_notes
 from dpmix_core.experiments.presets import DEMO_PRESET, get_preset, preset_names
 from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, QuickVsFull, quick_vs_full_by_test_inputs
 from dpmix_core.experiments.release_files import (
@@ -483,7 +483,15 @@ def _solve_epsilon_panel(agg, axis: str | None) -> None:
     epsilon_name = c3.selectbox("ε from", choices, key=K + "solve_eps")
     series = solvable_series(agg, axis, epsilon_name)
     if not series:
-        st.info("No series of this sweep has two points at different ε: there is no curve to read off.")
+        st.info(
+            "No series of this sweep has two points at different ε: there is no curve to read off"
+            + (
+                f" (each series holds its ε along {axis_column(axis)}: the best-{axis_column(axis)} table above reads "
+                "this sweep)."
+                if axis in TUNABLE_AXES
+                else "."
+            )
+        )
         return
     name = c2.selectbox("Series", series, key=K + "solve_series")
     try:

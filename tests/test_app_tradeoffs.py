@@ -220,6 +220,8 @@ def test_a_stored_sweep_along_l_shows_each_series_best_l_chosen_on_the_even_rows
         1.25,
     )
     assert "Best ℓ per series" in sweep_report(store, sweep.id)
+    # one ε per series along ℓ: no curve to solve for ε on, and the page points to the table that reads it
+    assert any("each series holds its ε along ℓ: the best-ℓ table above" in i.value for i in at.info)
 
 
 def _page(tmp_path, monkeypatch, store_path=None, **query):
