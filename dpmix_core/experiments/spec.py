@@ -261,6 +261,16 @@ def axis_value(config: RunConfig | dict, axis: str) -> float | None:
     return None if rule is None else rule.get(cfg, axis)
 
 
+def _published_accuracy(series: object, accuracy: object, what: str) -> float:
+    """A published number's accuracy as a fraction in [0, 1], checked with the name of its series."""
+    if not isinstance(series, str) or not series:
+        raise ValueError(f"a {what} needs the name of its series. Found {series!r}.")
+    value = _number(accuracy, "published accuracy")
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"published accuracy must be a fraction in [0, 1]. Found {accuracy!r}.")
+    return value
+
+
 @dataclass(frozen=True)
 class Published:
     """A number a paper printed for one point of the sweep: ``accuracy`` (0-1) of ``series`` at axis ``value``.
@@ -279,13 +289,8 @@ class Published:
     dataset: str = ""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.series, str) or not self.series:
-            raise ValueError(f"a published point needs the name of its series. Found {self.series!r}.")
+        object.__setattr__(self, "accuracy", _published_accuracy(self.series, self.accuracy, "published point"))
         object.__setattr__(self, "value", _number(self.value, "published value"))
-        accuracy = _number(self.accuracy, "published accuracy")
-        if not 0.0 <= accuracy <= 1.0:
-            raise ValueError(f"published accuracy must be a fraction in [0, 1]. Found {self.accuracy!r}.")
-        object.__setattr__(self, "accuracy", accuracy)
         if not isinstance(self.reference, bool):
             raise ValueError(f"published reference must be true or false. Found {self.reference!r}.")
         if not isinstance(self.dataset, str):
@@ -315,12 +320,7 @@ class PublishedBest:
     dataset: str = ""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.series, str) or not self.series:
-            raise ValueError(f"a published best needs the name of its series. Found {self.series!r}.")
-        accuracy = _number(self.accuracy, "published accuracy")
-        if not 0.0 <= accuracy <= 1.0:
-            raise ValueError(f"published accuracy must be a fraction in [0, 1]. Found {self.accuracy!r}.")
-        object.__setattr__(self, "accuracy", accuracy)
+        object.__setattr__(self, "accuracy", _published_accuracy(self.series, self.accuracy, "published best"))
         if not isinstance(self.source, str) or not isinstance(self.dataset, str):
             raise ValueError(
                 f"a published best's source and dataset are text. Found {self.source!r}, {self.dataset!r}."

@@ -657,7 +657,6 @@ def sweep_best_axis(store: ResultStore, sweep: int | str, *, test_inputs: str | 
 def best_axis_table(picks: tuple[AxisPick, ...]) -> pd.DataFrame:
     """One row per series of :func:`sweep_best_axis` (accuracies in %, rounded for a table), with the paper's best
     value and a verdict (:func:`reproduction_verdict`) where the spec carries one."""
-    pct = _percent  # a fraction as the table's percentage
     rows = []
     for p in picks:
         axis = axis_column(p.axis)
@@ -665,10 +664,10 @@ def best_axis_table(picks: tuple[AxisPick, ...]) -> pd.DataFrame:
             {
                 "series": p.series,
                 f"{axis} chosen (even rows)": None if p.chosen is None else _plain(p.chosen),
-                "ours, odd rows (%)": pct(p.accuracy),
-                "± std": pct(p.std),
+                "ours, odd rows (%)": _percent(p.accuracy),
+                "± std": _percent(p.std),
                 "seeds": p.runs,
-                "published best (%)": None if p.published is None else pct(p.published.accuracy),
+                "published best (%)": None if p.published is None else _percent(p.published.accuracy),
                 "gap (pts)": None if p.gap is None else round(p.gap, 2),
                 "verdict": "every value collapsed (no result)"
                 if p.collapsed
@@ -677,7 +676,7 @@ def best_axis_table(picks: tuple[AxisPick, ...]) -> pd.DataFrame:
                 "certified ε of the chosen release": None if p.epsilon is None else float(bound_text(p.epsilon)),
                 "accountant": p.accountant,
                 f"best {axis} on all rows (test-set search)": None if p.tuned is None else _plain(p.tuned),
-                "its accuracy, all rows (%)": pct(p.tuned_accuracy),
+                "its accuracy, all rows (%)": _percent(p.tuned_accuracy),
                 f"{axis} values compared": p.values_compared,
             }
         )
