@@ -9,7 +9,7 @@ from dpmix_core.data import TEST_ROWS, cache_dir, load_dataset
 from dpmix_core.data.choice import available_datasets, default_choice, needs_feature_range
 from dpmix_core.experiments.best_axis import TUNABLE_AXES, AxisPick, best_axis_caption, best_axis_notes
 from dpmix_core.experiments.presets import DEMO_PRESET, get_preset, preset_names
-from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, QuickVsFull, quick_vs_full_by_test_inputs
+from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, QuickVsFull
 from dpmix_core.experiments.release_files import (
     CardCheck,
     ReleaseFile,
@@ -20,12 +20,15 @@ from dpmix_core.experiments.release_files import (
 )
 from dpmix_core.experiments.results import no_signal_note
 from dpmix_core.experiments.run_data import OwnData, open_data_file, save_data_upload
-from dpmix_core.experiments.runtime_estimate import estimate_sweep_runtime
+from dpmix_core.experiments.runtime_estimate import RuntimeEstimate, estimate_sweep_runtime
 from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_series, solve_epsilon
+from dpmix_core.experiments.spec import SweepSpec
+from dpmix_core.experiments.sweep_view import SweepView, view_sweep
 from dpmix_core.experiments.trade_offs import (
     AUTO_ACCOUNTANT,
     REPRODUCED_WITHIN_PTS,
     TEST_INPUTS_TITLES,
+    StoredSweep,
     axis_column,
     best_axis_table,
     cancel_runs,
@@ -33,23 +36,19 @@ from dpmix_core.experiments.trade_offs import (
     default_sweep,
     launch_sweep,
     pump_local,
+    read_stored_sweep,
     release_file_spec,
     release_model_choices,
     resume_runs,
     run_table,
-    runs_left_out,
     spec_problem,
     sweep_axis,
-    sweep_best_axis,
     sweep_choices,
-    sweep_comparison,
     sweep_id_from_query,
-    sweep_published,
     sweep_results,
     sweep_run_ids,
     sweep_test_inputs,
     sweep_test_rows,
-    unreadable_runs,
     waiting_without_worker,
     with_dataset,
 )
@@ -103,6 +102,27 @@ def cached_test_constants(dataset: str) -> tuple[str, str]:
     """(file, what it holds) of the per-pixel public constants of ``dataset``'s test split, even rows."""
     path, constants = test_split_constants_file(load_dataset(dataset), "even", cache_dir() / "zscore-constants")
     return str(path), f"{constants.dim} per-pixel means and stds: {constants.source}; sha256 {constants.sha256[:12]}…"
+
+
+@st.cache_resource(show_spinner="Reading the sweep…", max_entries=4)
+def stored_sweep(path: str, sweep: int, version: tuple) -> StoredSweep:
+    """One read of a sweep's runs, shared by every view of it until the store changes (``version``)."""
+    return read_stored_sweep(ResultStore(path), sweep)
+
+
+@st.cache_data(show_spinner="Reading the sweep…", max_entries=16)
+def sweep_view(path: str, sweep: int, version: tuple, test_rows: str, test_inputs: str | None) -> SweepView:
+    """The sweep as the results panel shows it, on these test rows through these test images: a click that
+    changes nothing in the store (the metric, a second ε axis, a row half seen before) reads nothing."""
+    return view_sweep(
+        ResultStore(path), stored_sweep(path, sweep, version), test_rows=test_rows, test_inputs=test_inputs
+    )
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def runtime_estimate(spec: SweepSpec, path: str, version: tuple, slots: int) -> RuntimeEstimate:
+    """The sweep's estimated wall time from this machine's past runs: read again only when a run finishes."""
+    return estimate_sweep_runtime(spec, ResultStore(path), slots=slots)
 
 
 def _launch(spec) -> None:
@@ -374,7 +394,7 @@ def _launch_panel(spec) -> None:
     runs = spec.runs()
     c1, c2 = st.columns([2, 1])
     c2.number_input("Parallel workers", min_value=1, max_value=64, value=default_max_parallel(), key=K + "parallel")
-    estimate = estimate_sweep_runtime(spec, store(), slots=st.session_state[K + "parallel"])
+    estimate = runtime_estimate(spec, str(store().path), store().results_version(), st.session_state[K + "parallel"])
     reused = f"{estimate.runs_reused} of them already in the store" if estimate.runs_reused else "Runs in the store"
     c1.markdown(f"**{len(runs)} runs**, estimated **{estimate.text}**. {reused} are reused, not recomputed.")
     st.button("Launch in the background", type="primary", on_click=_launch, args=(spec,), key=K + "launch")
@@ -397,16 +417,16 @@ def _progress_panel() -> None:
             _resume_offer(ids, "progress")
 
 
-def _watch_panel(sweep: int) -> None:
+def _watch_panel(stored: StoredSweep) -> None:
     """A shown sweep's runs still queued or running that this session did not launch (a `sweep` in a terminal,
     another browser): watched live, not started from here (whoever launched them runs them) unless resumed."""
-    ids = sweep_run_ids(store(), sweep)
+    ids = sweep_run_ids(store(), stored)
     if set(ids) <= set(st.session_state.get(K + "run_ids") or []):
         return  # already live in the progress panel above
     if any(store().counts(run_ids=ids)[status] for status in ACTIVE):
         st.caption("This sweep still has runs queued or running (launched elsewhere: a terminal or another browser).")
-        _live_runs(ids, axis=sweep_axis(store(), sweep), key=f"watch_{sweep}", pump=False)
-        _resume_offer(ids, f"watch_{sweep}")
+        _live_runs(ids, axis=sweep_axis(store(), stored), key=f"watch_{stored.id}", pump=False)
+        _resume_offer(ids, f"watch_{stored.id}")
 
 
 def _resume_offer(ids: list[int], key: str) -> None:
@@ -520,7 +540,9 @@ def _results_panel(query_sweep: int | None) -> None:
         format_func=names.get,
         key=K + "show",
     )
-    declared = sweep_test_rows(store(), chosen)  # the sweep's own reading, until the user picks another
+    path, version = str(store().path), store().results_version()
+    stored = stored_sweep(path, chosen, version)
+    declared = sweep_test_rows(store(), stored)  # the sweep's own reading, until the user picks another
     test_rows = st.radio(
         "Accuracy on the test split's",
         TEST_ROWS,
@@ -532,7 +554,7 @@ def _results_panel(query_sweep: int | None) -> None:
         "on the other half, which never touched them. Runs stored without per-half accuracy are left out of a "
         "half.",
     )
-    own_inputs, loaders = sweep_test_inputs(store(), chosen)
+    own_inputs, loaders = sweep_test_inputs(store(), stored)
     test_inputs = own_inputs
     if len(loaders) > 1:  # a clipped class-centric z-score release: the same models read through each loader
         test_inputs = st.radio(
@@ -548,15 +570,16 @@ def _results_panel(query_sweep: int | None) -> None:
             "labels). Training never reads the test split, so every reading is of the same trained models; runs "
             "stored before a reading was recorded are left out of it.",
         )
-    agg, axis, title = sweep_results(store(), chosen, test_rows=test_rows, test_inputs=test_inputs)
-    if unreadable := unreadable_runs(store(), chosen):
+    view = sweep_view(path, chosen, version, test_rows, test_inputs)
+    agg, axis, title = view.agg, view.axis, view.title
+    if unreadable := stored.unreadable:
         st.warning(
             f"{len(unreadable)} run(s) of this sweep could not be read and are left out: "
             + "; ".join(f"run {run_id}: {reason}" for run_id, reason in unreadable[:5])
         )
-    _watch_panel(chosen)
+    _watch_panel(stored)
     if agg.empty:
-        finished = not sweep_results(store(), chosen, test_rows="all")[0].empty
+        finished = not sweep_results(store(), stored, test_rows="all")[0].empty
         st.info(
             "No finished run of this sweep has this reading (they were stored before runs recorded it): read all "
             "rows, or the sweep's own test images."
@@ -564,7 +587,7 @@ def _results_panel(query_sweep: int | None) -> None:
             else "No finished runs in this sweep yet."
         )
         return
-    if left_out := runs_left_out(store(), chosen, agg):
+    if left_out := view.left_out:
         st.caption(
             f"{left_out} finished run(s) of this sweep have no reading on these test rows or test images (stored "
             "before runs recorded one) and are left out."
@@ -581,10 +604,7 @@ def _results_panel(query_sweep: int | None) -> None:
     second = c2.selectbox(
         "ε on a second axis", ["(none)", *eps_cols], key=K + "eps2", format_func=lambda c: c.removeprefix("epsilon_")
     )
-    published = sweep_published(store(), chosen)
-    # a quick variant: its full protocol's stored runs, point by point, through each test loader (the chart's: check)
-    checks = quick_vs_full_by_test_inputs(store(), chosen, test_rows=test_rows)
-    check = checks.get(test_inputs)
+    published, checks, check = view.published, view.checks, view.check
     fig = trade_off_figure(
         agg,
         axis,
@@ -603,7 +623,7 @@ def _results_panel(query_sweep: int | None) -> None:
     )
     if blind := no_signal_note(agg):
         st.caption(blind)
-    comparison = sweep_comparison(store(), chosen, agg)  # the papers' own numbers (reference points have none)
+    comparison = view.comparison  # the papers' own numbers (reference points have none)
     if len(comparison):
         st.markdown(
             "**Published vs ours** (open stars in the plot): a gap of more than "
@@ -612,7 +632,7 @@ def _results_panel(query_sweep: int | None) -> None:
         )
         st.dataframe(comparison, hide_index=True, width="stretch")
         table_download(comparison, K + "published", f"sweep_{chosen}_published_vs_ours")
-    if picks := sweep_best_axis(store(), chosen, test_inputs=test_inputs):
+    if picks := view.best_axis:
         _best_axis_panel(chosen, picks)
     if check is not None:
         _quick_vs_full_panel(chosen, check, {name: c for name, c in checks.items() if name != test_inputs})

@@ -224,6 +224,50 @@ def test_a_stored_sweep_along_l_shows_each_series_best_l_chosen_on_the_even_rows
     assert any("each series holds its ε along ℓ: the best-ℓ table above" in i.value for i in at.info)
 
 
+def test_a_click_reads_no_run_and_a_run_that_finishes_shows_on_the_next_rerun(tmp_path, monkeypatch):
+    """The results panel is cached under the store's results_version: a click that changes nothing in the store
+    (a second ε axis) reads none of the sweep's results, and a run finished meanwhile (a `sweep` in a terminal) is
+    on the next rerun."""
+    from dpmix_core.experiments.trade_offs import sweep_jobs
+    from dpmix_core.runtime.store import ResultStore
+
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
+    monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path))
+    spec = get_preset("dpfmix-table1-m-quick")
+    store = ResultStore()
+    sweep = store.create_sweep(spec.name, spec.to_dict())
+    series = "Poisson / gdp-clt, eps = 1"
+    card = {"epsilons": [{"accountant": "pld-poisson", "epsilon": 1.25, "upper_bound": True}]}
+
+    def finish(l: int, halves: list[float]) -> None:
+        kind, config, key = next(j for j in sweep_jobs(spec) if j[1]["label"] == series and j[1]["synthesis"]["l"] == l)
+        run = store.submit(kind, config, key, sweep=sweep.id)
+        store.claim(run.id)
+        result = {"test_accuracy": sum(halves) / 2, "test_accuracy_halves": halves, "privacy_card": card}
+        store.finish(run.id, {**result, "epsilon": {"gdp-clt": 1.0, "pld-poisson": 1.25}, "delta": 1e-5})
+
+    def chosen() -> int:
+        table = next(d.value for d in at.dataframe if "ℓ chosen (even rows)" in d.value.columns)
+        return int(table[table["series"] == series].iloc[0]["ℓ chosen (even rows)"])
+
+    finish(16, [0.84, 0.70])
+    finish(64, [0.80, 0.95])
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params["sweep"] = str(sweep.id)
+    at.run()
+    assert not at.exception and chosen() == 16
+    reads = []
+    list_runs = ResultStore.list_runs
+    monkeypatch.setattr(ResultStore, "list_runs", lambda self, **kw: reads.append(kw) or list_runs(self, **kw))
+    box = at.selectbox(key="tr_eps2")
+    box.set_value(box.options[-1]).run()
+    assert not at.exception and not [kw for kw in reads if "sweep" in kw or kw.get("status") == "done"]
+    # (the progress table and the workers' liveness check read their runs live: `ids=` and `status="running"`)
+    finish(32, [0.90, 0.90])  # better on the even rows than m = 16
+    at.run()
+    assert not at.exception and chosen() == 32 and any("sweep" in kw for kw in reads)  # read once the store changed
+
+
 def _page(tmp_path, monkeypatch, store_path=None, **query):
     monkeypatch.setenv("DPMIX_STORE", str(store_path or tmp_path / "results.sqlite"))
     monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path / "no-data"))

@@ -203,8 +203,17 @@ def test_a_series_whose_certified_epsilon_moves_along_the_axis_says_its_best_val
     (note,) = best_axis_notes((pick,), "ℓ")
     assert note.startswith(f"“{POISSON}”: its certified ε runs from 1.02 to 1.52 across ℓ")
     flat = [_row(UNIFORM, m, [0.5, 0.5], card=_card(("rdp-wor", 0.99999 + m * 1e-7, True))) for m in (16, 64)]
-    (pick,) = best_axis_values(flat, "l")
-    assert pick.epsilon_span is None and best_axis_notes((pick,), "ℓ") == []
+    (flat_pick,) = best_axis_values(flat, "l")
+    assert flat_pick.epsilon_span is None and best_axis_notes((flat_pick,), "ℓ") == []
+    # several such series (DPFMix Table 1's four Poisson cells): one sentence, each series with its range
+    other = [
+        _row("Poisson / gdp-clt, eps = 8", m, [0.8, 0.8], card=_card(("pld-poisson", e, True)))
+        for m, e in ((16, 10.5), (64, 9.45))
+    ]
+    picks = best_axis_values([*RUNS, *other, *flat], "l")
+    (note,) = best_axis_notes(picks, "ℓ")
+    assert note.startswith("In 2 series the certified ε moves across ℓ")
+    assert f"“{POISSON}” 1.02 to 1.52; “Poisson / gdp-clt, eps = 8” 9.45 to 10.5." in note and UNIFORM not in note
 
 
 def test_the_pick_reads_the_test_loader_asked_for():

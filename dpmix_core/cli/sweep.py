@@ -184,12 +184,13 @@ def cli_sweep(
         exported = export_csv(store, summary.sweep_id, args.export)
     from dpmix_core.experiments.best_axis import best_axis_notes
     from dpmix_core.experiments.quick_vs_full import quick_vs_full_by_test_inputs
-    from dpmix_core.experiments.trade_offs import TEST_INPUTS_TITLES, axis_column, sweep_best_axis
+    from dpmix_core.experiments.trade_offs import TEST_INPUTS_TITLES, axis_column, read_stored_sweep, sweep_best_axis
 
+    stored = read_stored_sweep(store, summary.sweep_id)  # its runs, read once for both
     # a quick variant: how far from its full protocol's stored runs, through each test loader its runs were read by
-    checks = quick_vs_full_by_test_inputs(store, summary.sweep_id)
+    checks = quick_vs_full_by_test_inputs(store, stored)
     own = next(iter(checks.values()), None)
-    picks = sweep_best_axis(store, summary.sweep_id)  # a sweep along l or T: each series' best value, chosen honestly
+    picks = sweep_best_axis(store, stored)  # a sweep along l or T: each series' best value, chosen honestly
     if getattr(args, "json", False):
         print(
             json.dumps(

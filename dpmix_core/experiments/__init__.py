@@ -8,6 +8,9 @@
 * :mod:`~dpmix_core.experiments.solve_epsilon` — ``solve_epsilon``: the epsilon a stored curve needs for X %;
 * :mod:`~dpmix_core.experiments.quick_vs_full` — ``quick_vs_full``: a stored quick sweep's points next to its full
   protocol's runs (the 5-point target);
+* :mod:`~dpmix_core.experiments.sweep_view` — ``view_sweep``: what Train & trade-offs and the sweep report show of a
+  stored sweep, from one read of its runs (``trade_offs.read_stored_sweep``; a page caches both under
+  ``ResultStore.results_version``);
 * :mod:`~dpmix_core.experiments.release_files` — ``read_release``: a release made earlier, read back with its
   card to train on (``train --release``);
 * :mod:`~dpmix_core.experiments.run_data` — ``load_run_dataset``: the dataset a run reads, one's own file split into

@@ -134,13 +134,25 @@ def best_axis_caption(name: str) -> str:
 
 
 def best_axis_notes(picks: tuple[AxisPick, ...], name: str) -> list[str]:
-    """A sentence for each pick whose series does not hold its privacy fixed along the axis called ``name``."""
+    """What to know about the series whose privacy is not fixed along the axis called ``name``: one sentence
+    naming each such series and its certified ε range (empty when every series holds its ε)."""
+    moving = [p for p in picks if p.epsilon_span is not None]
+    if not moving:
+        return []
+    why = f"(a fixed noise, or a budget set by an approximation), so {{}} best {name} is also another privacy level"
+    if len(moving) == 1:
+        (p,) = moving
+        lo, hi = p.epsilon_span or (0.0, 0.0)
+        return [
+            f"“{p.series}”: its certified ε runs from {lo:.3g} to {hi:.3g} across {name} {why.format('its')}; "
+            "the chosen release's ε is in the table."
+        ]
+    spans = "; ".join(
+        f"“{p.series}” {p.epsilon_span[0]:.3g} to {p.epsilon_span[1]:.3g}" for p in moving if p.epsilon_span
+    )
     return [
-        f"“{p.series}”: its certified ε runs from {p.epsilon_span[0]:.3g} to {p.epsilon_span[1]:.3g} across {name} "
-        f"(a fixed noise, or a budget set by an approximation), so its best {name} is also another privacy level; "
-        "the chosen release's ε is in the table."
-        for p in picks
-        if p.epsilon_span is not None
+        f"In {len(moving)} series the certified ε moves across {name} {why.format('their')}; the chosen release's ε "
+        f"is in the table. The ranges: {spans}."
     ]
 
 

@@ -34,7 +34,9 @@ from dpmix_core.experiments.presets import get_preset, preset_names
 from dpmix_core.experiments.results import aggregate, all_collapsed
 from dpmix_core.experiments.spec import SweepSpec, axis_value, is_spec_file, load_spec
 from dpmix_core.experiments.trade_offs import (
+    StoredSweep,
     narrow_spec,
+    read_stored_sweep,
     stored_spec,
     sweep_rows,
     sweep_test_inputs,
@@ -283,7 +285,7 @@ def _sides(agg: pd.DataFrame) -> dict[Point, _Side]:
 
 
 def quick_vs_full(
-    store: ResultStore, sweep: int | str, *, test_rows: str | None = None, test_inputs: str | None = None
+    store: ResultStore, sweep: int | str | StoredSweep, *, test_rows: str | None = None, test_inputs: str | None = None
 ) -> QuickVsFull | None:
     """A stored quick sweep's points next to its full protocol's (None: the sweep is not a quick preset's).
 
@@ -298,32 +300,45 @@ def quick_vs_full(
 
 
 def quick_vs_full_by_test_inputs(
-    store: ResultStore, sweep: int | str, *, test_rows: str | None = None
+    store: ResultStore, sweep: int | str | StoredSweep, *, test_rows: str | None = None
 ) -> dict[str, QuickVsFull]:
     """{test loader: :func:`quick_vs_full` read through it} for every loader a stored quick sweep's runs were
     read through, the sweep's own first ({} when the sweep is not a quick variant). A clipped class-centric
     z-score quick can preview its full protocol on one loader and not on another (REPRODUCTION 3b): the
     terminal and the page show every reading, not only the one on screen."""
+    if not isinstance(sweep, StoredSweep):
+        if _quick_spec(store, sweep) is None:
+            return {}  # not a quick variant: its runs are not read
+        sweep = read_stored_sweep(store, sweep)
     own, loaders = sweep_test_inputs(store, sweep)
     found = _comparisons(store, sweep, test_rows, (own, *(name for name in loaders if name != own)))
     return {} if found is None else {str(loader): check for loader, check in found.items()}
 
 
+def _quick_spec(store: ResultStore, sweep: int | str | StoredSweep) -> SweepSpec | None:
+    """A stored sweep's spec when it is a quick variant with a full protocol (ValueError: no such sweep)."""
+    if isinstance(sweep, StoredSweep):
+        spec = sweep.spec
+    else:
+        stored = store.get_sweep(sweep)
+        if stored is None:
+            raise ValueError(f"No sweep {sweep!r} in the results store.")
+        spec = stored_spec(stored)
+    return None if spec is None or full_protocol(spec) is None else spec
+
+
 def _comparisons(
-    store: ResultStore, sweep: int | str, test_rows: str | None, loaders: tuple[str | None, ...]
+    store: ResultStore, sweep: int | str | StoredSweep, test_rows: str | None, loaders: tuple[str | None, ...]
 ) -> dict[str | None, QuickVsFull] | None:
     """:func:`quick_vs_full` through each of ``loaders``; the sweep, both specs and the full protocol's stored
     runs are read once for all of them."""
-    stored = store.get_sweep(sweep)
-    if stored is None:
-        raise ValueError(f"No sweep {sweep!r} in the results store.")
-    spec = stored_spec(stored)
+    spec = _quick_spec(store, sweep)
     full = None if spec is None else full_protocol(spec)
     if spec is None or full is None:
         return None
     source = spec.full_variant if spec.full_variant and is_spec_file(spec.full_variant) else None
     rows_read = spec.test_rows if test_rows is None else test_rows
-    quick_rows = sweep_rows(store, stored.id)
+    quick_rows = sweep_rows(store, sweep)
     quicks = {
         loader: _sides(aggregate(quick_rows, axis=spec.axis, test_rows=rows_read, test_inputs=loader))
         for loader in loaders

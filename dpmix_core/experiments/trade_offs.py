@@ -83,6 +83,8 @@ __all__ = [
     "TEST_INPUTS_TITLES",
     "sweep_rows",
     "sweep_run_ids",
+    "StoredSweep",
+    "read_stored_sweep",
     "sweep_published",
     "stored_spec",
     "published_comparison",
@@ -201,16 +203,20 @@ def sweep_id_from_query(store: ResultStore, text: str | None) -> int | None:
     return sweep_id
 
 
-def unreadable_runs(store: ResultStore, sweep: int | str) -> list[tuple[int, str]]:
+def unreadable_runs(store: ResultStore, sweep: int | str | StoredSweep) -> list[tuple[int, str]]:
     """(run id, reason) of the sweep's finished runs whose stored config no longer loads (e.g. written
     by an older version); :func:`sweep_rows` leaves them out so the other runs still show."""
+    return list(_stored(store, sweep).unreadable)
+
+
+def _unreadable(rows: list[dict]) -> tuple[tuple[int, str], ...]:
     bad = []
-    for row in store.results(sweep):
+    for row in rows:
         try:
             RunConfig.from_dict(row["config"])
         except (ValueError, TypeError, KeyError) as exc:
             bad.append((row["id"], " ".join(str(exc).split())))
-    return bad
+    return tuple(bad)
 
 
 def sweep_jobs(spec: SweepSpec) -> list[RunSpec]:
@@ -473,10 +479,9 @@ def _axis_value_or_none(config: dict, axis: str) -> float | None:
         return None
 
 
-def sweep_axis(store: ResultStore, sweep: int | str) -> str | None:
+def sweep_axis(store: ResultStore, sweep: int | str | StoredSweep) -> str | None:
     """The axis of a stored sweep's current spec (None when it has no loadable spec or no such sweep)."""
-    stored = store.get_sweep(sweep)
-    spec = None if stored is None else stored_spec(stored)
+    spec = _spec_of(store, sweep)
     return None if spec is None else spec.axis
 
 
@@ -516,46 +521,70 @@ def stored_spec(stored) -> SweepSpec | None:
         return None
 
 
-def _current_labels(stored) -> dict[str, str]:
-    """{run key: series name} of the runs of a stored sweep's current spec ({} when it has no loadable spec)."""
-    spec = stored_spec(stored)
-    return {run_key(cfg): cfg.label for cfg in spec.runs()} if spec is not None else {}
+@dataclass(frozen=True)
+class StoredSweep:
+    """One read of a stored sweep, which every view of it shares (the page caches it under
+    :meth:`ResultStore.results_version`): its id and name, its current spec (None when it has none or it no
+    longer loads), the ids of its runs under that spec (every run when it has none: what its progress table
+    shows), its finished runs as :func:`sweep_rows` gives them, and the finished runs that no longer load.
+    Treat ``rows`` as read-only: a cached snapshot is shared."""
+
+    id: int
+    name: str
+    spec: SweepSpec | None
+    run_ids: tuple[int, ...]
+    rows: tuple[dict, ...]
+    unreadable: tuple[tuple[int, str], ...]
 
 
-def sweep_run_ids(store: ResultStore, sweep: int | str) -> list[int]:
-    """The ids of a stored sweep's runs under its current spec (every run when it has none): what its progress
-    table shows. Runs linked to the sweep under an earlier version of its spec stay in the store, unlisted."""
-    stored = store.get_sweep(sweep)
-    if stored is None:
-        raise ValueError(f"No sweep {sweep!r} in the results store.")
-    labels = _current_labels(stored)
-    return [run.id for run in store.list_runs(sweep=stored.id) if not labels or run.key in labels]
-
-
-def sweep_rows(store: ResultStore, sweep: int | str) -> list[dict]:
-    """The finished runs of a stored sweep, each ``config["label"]`` set to its series name in *this* sweep.
+def read_stored_sweep(store: ResultStore, sweep: int | str) -> StoredSweep:
+    """The sweep's :class:`StoredSweep` from one read of its runs (ValueError: no such sweep).
 
     Only the runs of the sweep's current spec count: when a spec (or preset) changes, runs linked to the
-    sweep under its earlier version are left out (they stay in the store).
+    sweep under its earlier version are left out (they stay in the store). A reused run keeps the series name
+    of *this* sweep (``config["label"]``).
     """
     stored = store.get_sweep(sweep)
     if stored is None:
         raise ValueError(f"No sweep {sweep!r} in the results store.")
-    labels = _current_labels(stored)
-    unreadable = {run_id for run_id, _ in unreadable_runs(store, stored.id)}
-    rows = [row for row in store.results(stored.id) if row["id"] not in unreadable]
-    if labels:
-        rows = [row for row in rows if row["key"] in labels]
-    for row in rows:  # a reused run keeps the series name of *this* sweep
+    spec = stored_spec(stored)
+    labels = {run_key(cfg): cfg.label for cfg in spec.runs()} if spec is not None else {}
+    runs = store.list_runs(sweep=stored.id)
+    finished = [run.result_row() for run in runs if run.status == "done"]
+    unreadable = _unreadable(finished)
+    left_out = {run_id for run_id, _ in unreadable}
+    rows = [row for row in finished if row["id"] not in left_out and (not labels or row["key"] in labels)]
+    for row in rows:
         row["config"] = {**row["config"], "label": labels.get(row["key"], row["config"].get("label"))}
-    return rows
+    run_ids = tuple(run.id for run in runs if not labels or run.key in labels)
+    return StoredSweep(stored.id, stored.name, spec, run_ids, tuple(rows), unreadable)
 
 
-def sweep_test_rows(store: ResultStore, sweep: int | str) -> str:
+def _stored(store: ResultStore, sweep: int | str | StoredSweep) -> StoredSweep:
+    """``sweep`` itself when it is a read already, else one read of it."""
+    return sweep if isinstance(sweep, StoredSweep) else read_stored_sweep(store, sweep)
+
+
+def sweep_run_ids(store: ResultStore, sweep: int | str | StoredSweep) -> list[int]:
+    """The ids of a stored sweep's runs under its current spec (every run when it has none): what its progress
+    table shows. Runs linked to the sweep under an earlier version of its spec stay in the store, unlisted."""
+    return list(_stored(store, sweep).run_ids)
+
+
+def sweep_rows(store: ResultStore, sweep: int | str | StoredSweep) -> list[dict]:
+    """The finished runs of a stored sweep (:func:`read_stored_sweep`), each ``config["label"]`` set to its series
+    name in *this* sweep."""
+    return list(_stored(store, sweep).rows)
+
+
+def sweep_test_rows(store: ResultStore, sweep: int | str | StoredSweep) -> str:
     """The test rows a stored sweep's spec reports ("all", or "even" / "odd" when the other half gave the
     release's public constants); "all" for a sweep without a loadable spec."""
-    stored = store.get_sweep(sweep)
-    spec = None if stored is None else stored_spec(stored)
+    if isinstance(sweep, StoredSweep):
+        spec = sweep.spec
+    else:
+        stored = store.get_sweep(sweep)
+        spec = None if stored is None else stored_spec(stored)
     return "all" if spec is None else spec.test_rows
 
 
@@ -572,20 +601,20 @@ def _own_test_inputs(spec: SweepSpec | None) -> str:
     return "release" if spec is None else spec.base.test_inputs
 
 
-def sweep_test_inputs(store: ResultStore, sweep: int | str) -> tuple[str, tuple[str, ...]]:
+def sweep_test_inputs(store: ResultStore, sweep: int | str | StoredSweep) -> tuple[str, tuple[str, ...]]:
     """(the test loader a stored sweep's spec reads through, every loader its finished runs can be read through, in
     ``TEST_INPUTS`` order): a clipped class-centric z-score release's runs record the same trained model through
     each (the runner's ``test_accuracy_by_inputs``); ("release", ("release",)) for a sweep without a spec."""
-    stored = store.get_sweep(sweep)
-    own = _own_test_inputs(None if stored is None else stored_spec(stored))
+    stored = _stored(store, sweep)
+    own = _own_test_inputs(stored.spec)
     seen = {own}
-    for row in sweep_rows(store, sweep):
+    for row in stored.rows:
         seen.update((row.get("result") or {}).get("test_accuracy_by_inputs") or {})
     return own, tuple(name for name in TEST_INPUTS if name in seen)
 
 
 def sweep_results(
-    store: ResultStore, sweep: int | str, *, test_rows: str | None = None, test_inputs: str | None = None
+    store: ResultStore, sweep: int | str | StoredSweep, *, test_rows: str | None = None, test_inputs: str | None = None
 ) -> tuple[pd.DataFrame, str | None, str]:
     """(aggregated results, axis, title) of a stored sweep (see :func:`sweep_rows`): loads instantly.
 
@@ -594,42 +623,47 @@ def sweep_results(
     read through; None: each run's own (:func:`results.reading`; runs without that reading are left out). The
     title names a half, and a loader other than the spec's.
     """
-    rows = sweep_rows(store, sweep)
-    stored = store.get_sweep(sweep)
-    if stored is None:
-        raise ValueError(f"No sweep {sweep!r} in the results store.")
-    spec = stored_spec(stored)
+    stored = _stored(store, sweep)
+    spec = stored.spec
     axis, title = (spec.axis, spec.title or spec.name) if spec is not None else (None, stored.name)
     rows_read = (spec.test_rows if spec is not None else "all") if test_rows is None else test_rows
     if rows_read != "all":
         title = f"{title} (accuracy on the {rows_read} test rows)"
     if test_inputs is not None and test_inputs != _own_test_inputs(spec):
         title = f"{title} (the same models read with test images {TEST_INPUTS_TITLES.get(test_inputs, test_inputs)})"
-    return aggregate(rows, axis=axis, test_rows=rows_read, test_inputs=test_inputs), axis, title
+    return aggregate(list(stored.rows), axis=axis, test_rows=rows_read, test_inputs=test_inputs), axis, title
 
 
-def runs_left_out(store: ResultStore, sweep: int | str, agg: pd.DataFrame) -> int:
+def runs_left_out(store: ResultStore, sweep: int | str | StoredSweep, agg: pd.DataFrame) -> int:
     """Finished runs of a stored sweep that its aggregate ``agg`` (:func:`sweep_results`) leaves out: those with no
     reading on the chosen test rows or test images (stored before runs recorded one)."""
-    return max(0, len(sweep_rows(store, sweep)) - int(runs_per_point(agg).sum()))
+    return max(0, len(_stored(store, sweep).rows) - int(runs_per_point(agg).sum()))
 
 
 REPRODUCED_WITHIN_PTS = 3.0  # issue 5: a miss of more than 3 points is investigated
 
 
-def sweep_published(store: ResultStore, sweep: int | str) -> tuple[Published, ...]:
-    """The paper's numbers stored with the sweep's spec for the sweep's dataset (empty for sweeps without any)."""
+def _spec_of(store: ResultStore, sweep: int | str | StoredSweep) -> SweepSpec | None:
+    """A stored sweep's current spec (None: no such sweep, or no spec that loads), without reading its runs."""
+    if isinstance(sweep, StoredSweep):
+        return sweep.spec
     stored = store.get_sweep(sweep)
-    spec = None if stored is None else stored_spec(stored)
+    return None if stored is None else stored_spec(stored)
+
+
+def sweep_published(store: ResultStore, sweep: int | str | StoredSweep) -> tuple[Published, ...]:
+    """The paper's numbers stored with the sweep's spec for the sweep's dataset (empty for sweeps without any)."""
+    spec = _spec_of(store, sweep)
     return () if spec is None else spec.published_for(spec.base.dataset)
 
 
-def sweep_comparison(store: ResultStore, sweep: int | str, agg: pd.DataFrame) -> pd.DataFrame:
+def sweep_comparison(store: ResultStore, sweep: int | str | StoredSweep, agg: pd.DataFrame) -> pd.DataFrame:
     """:func:`published_comparison` of a stored sweep's aggregate ``agg`` with the paper's numbers stored with it, at
     the axis values its spec runs (and any other value it has results at)."""
-    stored = store.get_sweep(sweep)
-    spec = None if stored is None else stored_spec(stored)
-    return published_comparison(agg, sweep_published(store, sweep), None if spec is None else spec.values)
+    spec = _spec_of(store, sweep)
+    if spec is None:
+        return published_comparison(agg, (), None)
+    return published_comparison(agg, spec.published_for(spec.base.dataset), spec.values)
 
 
 def reproduction_verdict(gap: float | None) -> str:
@@ -643,11 +677,12 @@ def reproduction_verdict(gap: float | None) -> str:
     return "above the paper" if gap > 0 else "not reproduced"
 
 
-def sweep_best_axis(store: ResultStore, sweep: int | str, *, test_inputs: str | None = None) -> tuple[AxisPick, ...]:
+def sweep_best_axis(
+    store: ResultStore, sweep: int | str | StoredSweep, *, test_inputs: str | None = None
+) -> tuple[AxisPick, ...]:
     """:func:`~dpmix_core.experiments.best_axis.best_axis_values` of a stored sweep along its axis, with the paper's
     best-value numbers stored with its spec (empty when its axis is not one a data holder tunes)."""
-    stored = store.get_sweep(sweep)
-    spec = None if stored is None else stored_spec(stored)
+    spec = _spec_of(store, sweep)
     if spec is None:
         return ()
     published = spec.published_best_for(spec.base.dataset)

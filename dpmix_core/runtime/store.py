@@ -236,6 +236,22 @@ class Run:
     def heartbeat_age_s(self, now: float | None = None) -> float | None:
         return None if self.heartbeat is None else (time.time() if now is None else now) - self.heartbeat
 
+    def result_row(self) -> dict:
+        """``{"config", "result", "id", "key", "kind", "status", "error", "started", "finished", "seconds"}``: the run
+        as :meth:`ResultStore.results` lists it."""
+        return {
+            "config": self.config,
+            "result": self.result,
+            "id": self.id,
+            "key": self.key,
+            "kind": self.kind,
+            "status": self.status,
+            "error": self.error_summary,
+            "started": self.started,
+            "finished": self.finished,
+            "seconds": None if self.started is None or self.finished is None else self.finished - self.started,
+        }
+
     def to_dict(self) -> dict:
         return {**asdict(self), "error_summary": self.error_summary, "duration_s": self.duration_s}
 
@@ -934,21 +950,7 @@ class ResultStore:
     ) -> list[dict]:
         """Rows ``{"config": ..., "result": ..., "id", "key", "kind", "status", "error", "seconds"}``
         (``keys``: only runs with these identity keys, in any sweep)."""
-        return [
-            {
-                "config": r.config,
-                "result": r.result,
-                "id": r.id,
-                "key": r.key,
-                "kind": r.kind,
-                "status": r.status,
-                "error": r.error_summary,
-                "started": r.started,
-                "finished": r.finished,
-                "seconds": None if r.started is None or r.finished is None else r.finished - r.started,
-            }
-            for r in self.list_runs(sweep=sweep, status=status, keys=keys)
-        ]
+        return [r.result_row() for r in self.list_runs(sweep=sweep, status=status, keys=keys)]
 
     def flat_rows(
         self, sweep: int | str | Sweep | None = None, *, status: str | Iterable[str] | None = "done"
@@ -1035,6 +1037,21 @@ class ResultStore:
         for sweep_id, status, n in rows:
             out.setdefault(int(sweep_id), {"queued": 0, "running": 0})[status] = int(n)
         return out
+
+    def results_version(self) -> tuple[object, ...]:
+        """A value that changes whenever what a view of finished runs reads may have changed: a run finished or
+        was deleted, a run joined or left a sweep, a sweep was created, renamed or given another spec. A page
+        caches its reading of a sweep under it (one snapshot, three aggregate queries; no result is parsed).
+
+        Runs only ever enter ``done`` through ``finish`` and ids are never reused, so (count, sum of ids, latest
+        finish) of the done rows moves with every change to them."""
+        with self._read() as conn:
+            done = conn.execute("SELECT COUNT(*), TOTAL(id), MAX(finished) FROM runs WHERE status = 'done'").fetchone()
+            links = conn.execute("SELECT COUNT(*), TOTAL(sweep_id), TOTAL(run_id) FROM sweep_runs").fetchone()
+            sweeps = hashlib.blake2b(digest_size=16)
+            for sweep_id, name, spec in conn.execute("SELECT id, name, spec_json FROM sweeps ORDER BY id"):
+                sweeps.update(f"{sweep_id}\0{name}\0{spec}\0".encode())
+        return (*tuple(done), *tuple(links), sweeps.hexdigest())
 
     def delete_sweep(self, sweep: int | str | Sweep, *, delete_runs: bool = True, force: bool = False) -> int:
         """Delete a sweep; with ``delete_runs``, also its runs that no other sweep uses (their logs too).

@@ -17,7 +17,7 @@ import pandas as pd
 
 from dpmix_core.experiments.best_axis import best_axis_caption, best_axis_notes
 from dpmix_core.experiments.config import RunConfig
-from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, quick_vs_full
+from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS
 from dpmix_core.experiments.results import (
     all_collapsed,
     collapsed_note,
@@ -27,22 +27,15 @@ from dpmix_core.experiments.results import (
     runs_per_point,
 )
 from dpmix_core.experiments.spec import axis_value
+from dpmix_core.experiments.sweep_view import view_sweep
 from dpmix_core.experiments.trade_offs import (
     AXIS_TITLES,
     REPRODUCED_WITHIN_PTS,
     TEST_INPUTS_TITLES,
+    StoredSweep,
     axis_column,
     best_axis_table,
-    runs_left_out,
-    stored_spec,
-    sweep_best_axis,
-    sweep_comparison,
-    sweep_published,
-    sweep_results,
-    sweep_rows,
-    sweep_run_ids,
-    sweep_test_inputs,
-    sweep_test_rows,
+    read_stored_sweep,
 )
 from dpmix_core.privacy.accountants import ACCOUNTANTS, get_accountant
 from dpmix_core.runtime.store import ResultStore
@@ -198,7 +191,7 @@ def _collapsed_table(rows: list[dict], axis: str | None) -> pd.DataFrame:
 
 def _settings(
     store: ResultStore,
-    stored,
+    stored: StoredSweep,
     agg: pd.DataFrame,
     axis: str | None,
     rows: list[dict],
@@ -209,7 +202,7 @@ def _settings(
     """The report's "Settings" table: which sweep and store, axis, series, datasets, models, epochs, run counts,
     which test rows the accuracy is measured on and through which test loader (``test_inputs``: (the one read,
     the sweep's own))."""
-    spec = stored_spec(stored)
+    spec = stored.spec
     configs = [row.get("config") or {} for row in rows]
     settings = {
         "sweep": f"{stored.name} (#{stored.id})",
@@ -251,13 +244,9 @@ def sweep_report(
 
     ValueError (one line): unknown sweep, no finished run yet, or an epsilon the sweep does not have.
     """
-    stored = store.get_sweep(sweep)
-    if stored is None:
-        raise ValueError(f"No sweep {sweep!r} in the results store.")
-    test_rows = sweep_test_rows(store, stored.id) if test_rows is None else test_rows
-    own_inputs = sweep_test_inputs(store, stored.id)[0]
-    test_inputs = own_inputs if test_inputs is None else test_inputs
-    agg, axis, title = sweep_results(store, stored.id, test_rows=test_rows, test_inputs=test_inputs)
+    stored = read_stored_sweep(store, sweep)
+    view = view_sweep(store, stored, test_rows=test_rows, test_inputs=test_inputs)
+    agg, axis, title = view.agg, view.axis, view.title
     if agg.empty:
         raise ValueError(f"sweep {stored.name!r} has no finished run yet: nothing to report.")
     if epsilon_column is not None:
@@ -270,18 +259,17 @@ def sweep_report(
         epsilon_column = "epsilon_" + epsilon_column.removeprefix("epsilon_")
     if metric not in ("test_accuracy", "test_mse"):
         raise ValueError(f"metric must be test_accuracy or test_mse. Found {metric!r}.")
-    rows = sweep_rows(store, stored.id)
-    statuses = Counter(run.status for run in store.list_runs(ids=sweep_run_ids(store, stored.id)))
-    published = sweep_published(store, stored.id)
-    comparison = sweep_comparison(store, stored.id, agg)  # the papers' own numbers (reference points have none)
-    settings = _settings(store, stored, agg, axis, rows, statuses, test_rows, (test_inputs, own_inputs))
+    rows = list(stored.rows)
+    statuses = Counter(run.status for run in store.list_runs(ids=stored.run_ids))
+    published, comparison = view.published, view.comparison  # the papers' own numbers (reference points have none)
+    settings = _settings(store, stored, agg, axis, rows, statuses, view.test_rows, (view.test_inputs, view.own_inputs))
     # a quick preset: its full protocol's stored runs, point by point, read like the report
-    check = quick_vs_full(store, stored.id, test_rows=test_rows, test_inputs=test_inputs)
+    check = view.check
     full_points = check.table if check is not None and check.full_runs else None
     sections = [
         Section(
             "In plain language",
-            sweep_reading(agg, axis, statuses, comparison, left_out=runs_left_out(store, stored.id, agg)),
+            sweep_reading(agg, axis, statuses, comparison, left_out=view.left_out),
         ),
         Section(
             "Accuracy versus privacy",
@@ -303,7 +291,7 @@ def sweep_report(
                 "reproduced; docs/REPRODUCTION.md says why where we miss.",
             )
         )
-    if picks := sweep_best_axis(store, stored.id, test_inputs=test_inputs):
+    if picks := view.best_axis:
         name = axis_column(picks[0].axis)
         sections.append(
             Section(
