@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.presets import (
@@ -940,3 +942,98 @@ def test_test_inputs_enters_the_identity_only_when_unclipped_and_only_for_a_zsco
     ):
         with pytest.raises(ValueError, match="test_inputs 'unclipped' lifts the clip of a class-centric z-score"):
             refused.replace(test_inputs="unclipped")
+
+
+def _pandas_groups(records: list[dict]) -> list[dict]:
+    """The group statistics as pandas computes them (the implementation aggregate had before it was rewritten in
+    plain Python for speed): the oracle the rewrite is checked against."""
+    df = pd.DataFrame.from_records(records)
+    df["axis_value"] = df["axis_value"].astype(float)
+    eps_cols = sorted(c for c in df.columns if c.startswith("epsilon_"))
+    out = []
+    for key, g in df.groupby(["label", "method", "mechanism", "axis_value"], dropna=False, sort=True):
+        n_collapsed = int(g["collapsed"].sum())
+        if n_collapsed < len(g):
+            g = g[~g["collapsed"]]
+        acc = g["test_accuracy"].astype(float)
+        mse = g["test_mse"].dropna().astype(float)
+        rec = {
+            "key": key[:3] + (None if pd.isna(key[3]) else float(key[3]),),
+            "mean": acc.mean(),
+            "std": acc.std(ddof=1) if len(acc) > 1 else math.nan,
+            "count": len(acc),
+            "mse": mse.mean() if len(mse) else math.nan,
+            "seconds": pd.to_numeric(g["seconds"], errors="coerce").mean(),
+            "delta": g["delta"].dropna().iloc[0] if g["delta"].notna().any() else None,
+            "collapsed": n_collapsed,
+        }
+        for col in eps_cols:
+            vals = g[col].dropna().astype(float)
+            rec[col] = (math.inf if (vals == math.inf).any() else vals.mean()) if len(vals) else math.nan
+        out.append(rec)
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b"]),  # series
+            st.sampled_from([None, 0.5, 2.0, 16.0]),  # axis value (None: a run the axis does not move)
+            st.floats(0, 1),  # accuracy
+            st.booleans(),  # collapsed
+            st.sampled_from([None, 1e-5]),  # delta
+            st.sampled_from([None, 1.0, 3.5]),  # seconds
+            st.sampled_from([None, 0.7, 2.0, math.inf]),  # one accountant's epsilon (None: not recorded)
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_aggregate_groups_as_pandas_would(runs):
+    """The group means, spreads, counts, first delta, ε (inf when any run's is) and the order of the groups are
+    those of a pandas groupby over the same records (no value on the axis: its own group, last)."""
+    from dpmix_core.experiments import results
+
+    rows = []
+    for series, value, acc, collapsed, delta, seconds, eps in runs:
+        if value is None and series == "a":  # a baseline: its own method, no value on the axis
+            run = RunConfig("non-private", dataset="embedded", label=series)
+        else:  # no value: a target-ε run of the same series, whose σ is calibrated, not set
+            noise = {"sigma_x": value} if value is not None else {"target_epsilon": 1.0, "accountant": "rdp-wor"}
+            syn = SynthesisConfig("dpmix", l=2, T=10, delta=1e-5, **noise)
+            run = RunConfig("mixing", dataset="embedded", label=series, synthesis=syn)
+        result = {"test_accuracy": acc, "collapsed": collapsed, "delta": delta, "seconds": seconds}
+        rows.append({"config": run.to_dict(), "result": {**result, "epsilon": {} if eps is None else {"x": eps}}})
+    agg = results.aggregate(rows, axis="sigma")
+    records = []
+    for row in rows:
+        run, res = RunConfig.from_dict(row["config"]), row["result"]
+        rec = {
+            "label": run.label,
+            "method": run.method,
+            "mechanism": run.mechanism or "",
+            "axis_value": None if run.synthesis is None else run.synthesis.sigma_x,
+            "test_accuracy": res["test_accuracy"],
+            "test_mse": None,
+            "seconds": res["seconds"],
+            "delta": res["delta"],
+            "collapsed": res["collapsed"],
+        }
+        records.append({**rec, **{f"epsilon_{k}": v for k, v in res["epsilon"].items()}})
+    expected = _pandas_groups(records)
+    assert len(agg) == len(expected)
+    for (_, got), want in zip(agg.iterrows(), expected, strict=True):
+        value = None if pd.isna(got["axis_value"]) else got["axis_value"]
+        mechanism = "" if pd.isna(got["mechanism"]) else got["mechanism"]
+        assert (got["label"], got["method"], mechanism, value) == want["key"]
+        assert got["test_accuracy_count"] == want["count"] and got["collapsed"] == want["collapsed"]
+        for ours, theirs in (
+            (got["test_accuracy_mean"], want["mean"]),
+            (got["test_accuracy_std"], want["std"]),
+            (got["seconds_mean"], want["seconds"]),
+            (got["test_mse_mean"], want["mse"]),
+            (got.get("epsilon_x", math.nan), want.get("epsilon_x", math.nan)),
+        ):
+            assert (math.isnan(ours) and math.isnan(theirs)) or ours == pytest.approx(theirs, rel=1e-12, abs=1e-15)
+        assert got["delta"] == want["delta"] or (pd.isna(got["delta"]) and want["delta"] is None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from dpmix_core.data import TEST_ROWS
@@ -187,41 +188,80 @@ def aggregate(
         for name, value in (result.get("epsilon") or {}).items():
             rec[f"epsilon_{name}"] = _eps_number(value)
         records.append(rec)
-    df = pd.DataFrame.from_records(records)
-    df["axis_value"] = df["axis_value"].astype(float)
-    eps_cols = sorted(c for c in df.columns if c.startswith("epsilon_"))
+    eps_cols = sorted({c for rec in records for c in rec if c.startswith("epsilon_")})
+    groups: dict[tuple, list[dict]] = {}
+    for rec in records:
+        groups.setdefault(_group_key(rec), []).append(rec)
     out = []
-    for key, g in df.groupby(list(GROUP_COLUMNS), dropna=False, sort=True):
+    for key in sorted(groups, key=_group_order):  # as pandas' groupby(sort=True, dropna=False): no value last
         label, method, mechanism, value = key
-        n_collapsed, n_runs, n_blind = int(g["collapsed"].sum()), int(len(g)), int(g["no_signal"].sum())
+        g = groups[key]
+        n_collapsed, n_runs = sum(r["collapsed"] for r in g), len(g)
+        n_blind = sum(r["no_signal"] for r in g)
         if n_collapsed < len(g):  # collapsed runs are no result: the mean is over the runs that learned
-            g = g[~g["collapsed"]]
-        acc = g["test_accuracy"].astype(float)
-        mse = g["test_mse"].dropna().astype(float)
+            g = [r for r in g if not r["collapsed"]]
+        acc = [float(r["test_accuracy"]) for r in g]  # a NaN accuracy counts as a run, not in the mean
+        mse = _numbers(r["test_mse"] for r in g)
+        deltas = [r["delta"] for r in g if not _missing(r["delta"])]
         rec = {
             "label": label,
             "method": method,
             "mechanism": mechanism or None,
             "axis": axis,
-            "axis_value": None if pd.isna(value) else float(value),
-            "test_accuracy_mean": acc.mean(),
-            "test_accuracy_std": acc.std(ddof=1) if len(acc) > 1 else math.nan,
-            "test_accuracy_count": int(len(acc)),
-            "test_mse_mean": mse.mean() if len(mse) else math.nan,
-            "test_mse_std": mse.std(ddof=1) if len(mse) > 1 else math.nan,
-            "test_mse_count": int(len(mse)),
-            "seconds_mean": pd.to_numeric(g["seconds"], errors="coerce").mean(),
-            "delta": g["delta"].dropna().iloc[0] if g["delta"].notna().any() else None,
-            "guarantee": "; ".join(sorted(set(g["guarantee"]))),
+            "axis_value": value,
+            "test_accuracy_mean": _mean(_numbers(acc)),
+            "test_accuracy_std": _std(_numbers(acc)),
+            "test_accuracy_count": len(acc),
+            "test_mse_mean": _mean(mse),
+            "test_mse_std": _std(mse),
+            "test_mse_count": len(mse),
+            "seconds_mean": _mean(_numbers(r["seconds"] for r in g)),
+            "delta": deltas[0] if deltas else None,
+            "guarantee": "; ".join(sorted({r["guarantee"] for r in g})),
             "collapsed": n_collapsed,
             "runs": n_runs,
             "no_signal": n_blind,
         }
-        for col in eps_cols:
-            vals = g[col].dropna().astype(float)
-            rec[col] = (math.inf if (vals == math.inf).any() else vals.mean()) if len(vals) else math.nan
+        for col in eps_cols:  # inf when any run's is (the mean of an inf is inf), NaN when none has one
+            rec[col] = _mean(_numbers(r.get(col) for r in g))
         out.append(rec)
     return pd.DataFrame.from_records(out, columns=columns + eps_cols)
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _numbers(values) -> list[float]:
+    """The values that are numbers, as floats (None, NaN and text left out: pandas' to_numeric(coerce) + dropna)."""
+    out = []
+    for v in values:
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            continue
+        if not math.isnan(x):
+            out.append(x)
+    return out
+
+
+def _mean(values: list[float]) -> float:
+    return float(np.mean(values)) if values else math.nan
+
+
+def _std(values: list[float]) -> float:
+    """The sample standard deviation (ddof 1); NaN for fewer than two values."""
+    return float(np.std(values, ddof=1)) if len(values) > 1 else math.nan
+
+
+def _group_key(rec: dict) -> tuple:
+    value = rec["axis_value"]
+    return rec["label"], rec["method"], rec["mechanism"], None if _missing(value) else float(value)
+
+
+def _group_order(key: tuple) -> tuple:
+    label, method, mechanism, value = key
+    return str(label), str(method), str(mechanism), value is None, 0.0 if value is None else value
 
 
 def runs_per_point(agg: pd.DataFrame) -> pd.Series:
