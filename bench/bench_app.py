@@ -10,7 +10,6 @@ caches of the default setting. Each change is applied, the page rerun and timed;
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -19,19 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
+from timing import median_max_ms, timed_rerun  # noqa: E402
 
 PAGE = str(ROOT / "app_pages" / "privacy_accountant.py")
-
-
-def _timed(at: AppTest) -> float:
-    t0 = time.perf_counter()
-    at.run()
-    assert not at.exception, at.exception
-    return time.perf_counter() - t0
-
-
-def _median_max(times: list[float]) -> str:
-    return f"{1000 * statistics.median(times):.0f} | {1000 * max(times):.0f}"
 
 
 def _table_and_headline(repeats: int) -> list[float]:
@@ -57,14 +46,14 @@ def main() -> None:
 
     background = shared_background()
     at = AppTest.from_file(PAGE, default_timeout=300)
-    first = _timed(at)
+    first = timed_rerun(at)
     background.wait_all(300)
-    settled = _timed(at)
+    settled = timed_rerun(at)
     print(f"first render (cold caches): {first * 1000:.0f} ms; with its curve: {settled * 1000:.0f} ms")
     print("| change | median rerun (ms) | max (ms) | reruns |")
     print("|---|---|---|---|")
     tt = _table_and_headline(args.repeats)
-    print(f"| table + headline on a miss (library calls, no page) | {_median_max(tt)} | {len(tt)} |")
+    print(f"| table + headline on a miss (library calls, no page) | {median_max_ms(tt)} | {len(tt)} |")
     changes = {
         "σ change (new table, cached curve)": ("acc_sigma_x", [0.05 + 0.001 * i for i in range(args.repeats)]),
         "class-centric toggle (accountant set changes)": ("acc_class_centric", [True, False] * args.repeats),
@@ -82,42 +71,42 @@ def main() -> None:
                 at.radio(key=key).set_value(value)
             else:
                 at.number_input(key=key).set_value(value)
-            times.append(_timed(at))
+            times.append(timed_rerun(at))
             background.wait_all(300)
-            _timed(at)
-        print(f"| {label} | {_median_max(times)} | {len(times)} |")
+            timed_rerun(at)
+        print(f"| {label} | {median_max_ms(times)} | {len(times)} |")
     # T: the sigma-curve depends on T, so it is recomputed by the background worker; the rerun does not wait
     reruns, until_curve, draws = [], [], []
     for i in range(args.repeats):
         at.text_input(key="acc_T").input(str(9000 + 100 * i))
         t0 = time.perf_counter()
-        reruns.append(_timed(at))
+        reruns.append(timed_rerun(at))
         background.wait_all(300)
         until_curve.append(time.perf_counter() - t0)
-        draws.append(_timed(at))
+        draws.append(timed_rerun(at))
         until_curve[-1] += draws[-1]
     print(
-        f"| T change (table + headline; the new σ-curve is computed in the background) | {_median_max(reruns)} "
+        f"| T change (table + headline; the new σ-curve is computed in the background) | {median_max_ms(reruns)} "
         f"| {len(reruns)} |"
     )
     print(
-        f"| T change: until the new σ-curve is drawn (background + the poll's rerun) | {_median_max(until_curve)} "
+        f"| T change: until the new σ-curve is drawn (background + the poll's rerun) | {median_max_ms(until_curve)} "
         f"| {len(until_curve)} |"
     )
-    print(f"| T change: the poll's rerun that draws the curve | {_median_max(draws)} | {len(draws)} |")
+    print(f"| T change: the poll's rerun that draws the curve | {median_max_ms(draws)} | {len(draws)} |")
     busy = []
     for i in range(args.repeats):  # a user typing fast: each change arrives while the last curve is computing
         at.text_input(key="acc_T").input(str(19000 + 100 * i))
-        busy.append(_timed(at))
+        busy.append(timed_rerun(at))
     background.wait_all(300)
-    print(f"| T change while the previous curve is still computing | {_median_max(busy)} | {len(busy)} |")
+    print(f"| T change while the previous curve is still computing | {median_max_ms(busy)} | {len(busy)} |")
     mix = AppTest.from_file(str(ROOT / "app_pages" / "mixed_samples.py"), default_timeout=300)
-    _timed(mix)
+    timed_rerun(mix)
     draws = []
     for _ in range(args.repeats):
         mix.button(key="mix_redraw").click()
-        draws.append(_timed(mix))
-    print(f"| Mixed samples: New draw (embedded data) | {_median_max(draws)} | {len(draws)} |")
+        draws.append(timed_rerun(mix))
+    print(f"| Mixed samples: New draw (embedded data) | {median_max_ms(draws)} | {len(draws)} |")
 
 
 if __name__ == "__main__":

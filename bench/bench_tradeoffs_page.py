@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -25,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
+from timing import median_max_ms, timed_rerun  # noqa: E402
 
 from dpmix_core.experiments.presets import get_preset  # noqa: E402
 from dpmix_core.experiments.trade_offs import narrow_spec, sweep_jobs  # noqa: E402
@@ -74,17 +74,6 @@ def _finish(store: ResultStore, spec, rng: random.Random) -> int:
     return sweep.id
 
 
-def _timed(at: AppTest) -> float:
-    t0 = time.perf_counter()
-    at.run()
-    assert not at.exception, at.exception
-    return time.perf_counter() - t0
-
-
-def _median_max(times: list[float]) -> str:
-    return f"{1000 * statistics.median(times):.0f} | {1000 * max(times):.0f}"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
@@ -105,7 +94,7 @@ def main() -> None:
         for name, sweep in ((f"dpfmix-table1-m ({runs} runs)", big), ("dpfmix-table1-quick", quick)):
             at = AppTest.from_file(PAGE, default_timeout=300)
             at.query_params["sweep"] = str(sweep)
-            first = _timed(at)
+            first = timed_rerun(at)
             print(f"| {name} | first render | {1000 * first:.0f} | {1000 * first:.0f} | 1 |")
             for label, (widget, values) in {
                 "test rows radio (all / even)": (f"tr_rows_{sweep}", ["all", "even"]),
@@ -118,8 +107,8 @@ def main() -> None:
                         box.set_value(box.options[i % len(box.options)])
                     else:
                         at.radio(key=widget).set_value(values[i % 2])
-                    times.append(_timed(at))
-                print(f"| {name} | {label} | {_median_max(times)} | {len(times)} |")
+                    times.append(timed_rerun(at))
+                print(f"| {name} | {label} | {median_max_ms(times)} | {len(times)} |")
 
 
 if __name__ == "__main__":

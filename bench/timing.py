@@ -15,3 +15,16 @@ def median_seconds(fn: Callable[[], object], repeats: int) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def timed_rerun(at) -> float:
+    """Seconds one ``AppTest.run()`` takes (server time, no browser); fails on an exception the page raised."""
+    t0 = time.perf_counter()
+    at.run()
+    assert not at.exception, at.exception
+    return time.perf_counter() - t0
+
+
+def median_max_ms(times: list[float]) -> str:
+    """``"median | max"`` of ``times`` (seconds) in milliseconds: two cells of a markdown table."""
+    return f"{1000 * statistics.median(times):.0f} | {1000 * max(times):.0f}"

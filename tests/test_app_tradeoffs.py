@@ -184,10 +184,27 @@ def test_stored_preset_sweep_shows_published_vs_ours(tmp_path, monkeypatch):
     assert set(table["verdict"]) == {"not reproduced", "pending"}
 
 
+BEST_M_SERIES = "Poisson / gdp-clt, eps = 1"
+
+
+def _finish_best_m_run(store, spec, sweep, l: int, halves: list[float]) -> None:
+    """A finished run of DPFMix Table 1's best-m quick sweep at m = ``l`` (its Poisson eps = 1 series) with these
+    accuracies on the even and the odd test rows, certified at eps = 1.25 by its card."""
+    from dpmix_core.experiments.trade_offs import sweep_jobs
+
+    card = {"epsilons": [{"accountant": "pld-poisson", "epsilon": 1.25, "upper_bound": True}]}
+    kind, config, key = next(
+        j for j in sweep_jobs(spec) if j[1]["label"] == BEST_M_SERIES and j[1]["synthesis"]["l"] == l
+    )
+    run = store.submit(kind, config, key, sweep=sweep.id)
+    store.claim(run.id)
+    result = {"test_accuracy": sum(halves) / 2, "test_accuracy_halves": halves, "privacy_card": card}
+    store.finish(run.id, {**result, "epsilon": {"gdp-clt": 1.0, "pld-poisson": 1.25}, "delta": 1e-5})
+
+
 def test_a_stored_sweep_along_l_shows_each_series_best_l_chosen_on_the_even_rows(tmp_path, monkeypatch):
     """DPFMix Table 1 reports each cell's best m: the page picks it on the even test rows, reads it on the odd ones
     and sets the paper's number beside it; the same table is in the sweep's HTML report."""
-    from dpmix_core.experiments.trade_offs import sweep_jobs
     from dpmix_core.runtime.store import ResultStore
     from dpmix_core.views.sweep_report import sweep_report
 
@@ -196,14 +213,9 @@ def test_a_stored_sweep_along_l_shows_each_series_best_l_chosen_on_the_even_rows
     spec = get_preset("dpfmix-table1-m-quick")
     store = ResultStore()
     sweep = store.create_sweep(spec.name, spec.to_dict())
-    series = "Poisson / gdp-clt, eps = 1"
-    card = {"epsilons": [{"accountant": "pld-poisson", "epsilon": 1.25, "upper_bound": True}]}
+    series = BEST_M_SERIES
     for l, halves in ((16, [0.84, 0.70]), (64, [0.80, 0.95])):  # m = 64 wins on all rows, m = 16 on the even rows
-        kind, config, key = next(j for j in sweep_jobs(spec) if j[1]["label"] == series and j[1]["synthesis"]["l"] == l)
-        run = store.submit(kind, config, key, sweep=sweep.id)
-        store.claim(run.id)
-        result = {"test_accuracy": sum(halves) / 2, "test_accuracy_halves": halves, "privacy_card": card}
-        store.finish(run.id, {**result, "epsilon": {"gdp-clt": 1.0, "pld-poisson": 1.25}, "delta": 1e-5})
+        _finish_best_m_run(store, spec, sweep, l, halves)
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     assert not at.exception
     assert any(m.value.startswith("**Best ℓ per series**") for m in at.markdown)
@@ -228,7 +240,6 @@ def test_a_click_reads_no_run_and_a_run_that_finishes_shows_on_the_next_rerun(tm
     """The results panel is cached under the store's results_version: a click that changes nothing in the store
     (a second ε axis) reads none of the sweep's results, and a run finished meanwhile (a `sweep` in a terminal) is
     on the next rerun."""
-    from dpmix_core.experiments.trade_offs import sweep_jobs
     from dpmix_core.runtime.store import ResultStore
 
     monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
@@ -236,19 +247,13 @@ def test_a_click_reads_no_run_and_a_run_that_finishes_shows_on_the_next_rerun(tm
     spec = get_preset("dpfmix-table1-m-quick")
     store = ResultStore()
     sweep = store.create_sweep(spec.name, spec.to_dict())
-    series = "Poisson / gdp-clt, eps = 1"
-    card = {"epsilons": [{"accountant": "pld-poisson", "epsilon": 1.25, "upper_bound": True}]}
 
     def finish(l: int, halves: list[float]) -> None:
-        kind, config, key = next(j for j in sweep_jobs(spec) if j[1]["label"] == series and j[1]["synthesis"]["l"] == l)
-        run = store.submit(kind, config, key, sweep=sweep.id)
-        store.claim(run.id)
-        result = {"test_accuracy": sum(halves) / 2, "test_accuracy_halves": halves, "privacy_card": card}
-        store.finish(run.id, {**result, "epsilon": {"gdp-clt": 1.0, "pld-poisson": 1.25}, "delta": 1e-5})
+        _finish_best_m_run(store, spec, sweep, l, halves)
 
     def chosen() -> int:
         table = next(d.value for d in at.dataframe if "ℓ chosen (even rows)" in d.value.columns)
-        return int(table[table["series"] == series].iloc[0]["ℓ chosen (even rows)"])
+        return int(table[table["series"] == BEST_M_SERIES].iloc[0]["ℓ chosen (even rows)"])
 
     finish(16, [0.84, 0.70])
     finish(64, [0.80, 0.95])
