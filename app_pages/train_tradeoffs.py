@@ -104,7 +104,7 @@ def cached_test_constants(dataset: str) -> tuple[str, str]:
     return str(path), f"{constants.dim} per-pixel means and stds: {constants.source}; sha256 {constants.sha256[:12]}…"
 
 
-@st.cache_resource(show_spinner="Reading the sweep…", max_entries=4)
+@st.cache_resource(show_spinner="Reading the sweep…", max_entries=2)  # its runs with their histories: a few MB a sweep
 def stored_sweep(path: str, sweep: int, version: tuple) -> StoredSweep:
     """One read of a sweep's runs, shared by every view of it until the store changes (``version``)."""
     return read_stored_sweep(ResultStore(path), sweep)
