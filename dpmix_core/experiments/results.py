@@ -255,8 +255,9 @@ def _std(values: list[float]) -> float:
 
 
 def _group_key(rec: dict) -> tuple:
-    value = rec["axis_value"]
-    return rec["label"], rec["method"], rec["mechanism"], None if _missing(value) else float(value)
+    """The record's (GROUP_COLUMNS) values; no axis value is None, so such records form one group."""
+    label, method, mechanism, value = (rec[column] for column in GROUP_COLUMNS)
+    return label, method, mechanism, None if _missing(value) else float(value)
 
 
 def _group_order(key: tuple) -> tuple:
