@@ -2,11 +2,16 @@
 
 import json
 import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from dpmix_core.cli.main import main
 from dpmix_core.runtime.store import ResultStore
+
+ROOT = Path(__file__).resolve().parents[1]
 
 TINY = [
     "--dataset",
@@ -247,6 +252,25 @@ def test_a_sweep_along_l_ends_with_each_series_best_l_chosen_on_the_even_rows(tm
     out = capsys.readouterr().out
     assert "best ℓ per series (chosen on the even test rows, read on the odd" in out
     assert f"ℓ = {pick['chosen']:g} chosen on the even test rows, {100 * pick['accuracy_odd_rows']:.2f} %" in out
+
+
+def test_what_the_sweeps_summary_reads_is_imported_before_its_runs_start(tmp_path):
+    """A sweep runs for hours; a checkout updated meanwhile must not meet the summary's lazy imports (an old
+    trade_offs already loaded, a new quick_vs_full from disk: ImportError after every run had finished). In a fresh
+    interpreter, every module the summary uses is loaded by the time the runs start."""
+    spec = _tiny_spec(tmp_path, 'name = "tiny"\naxis = "sigma"\nvalues = [0.1]\n')
+    code = (
+        "import sys\nimport dpmix_core.cli.sweep as s\n"
+        "def fake(*a, **k):\n"
+        "    wanted = ('dpmix_core.experiments.quick_vs_full', 'dpmix_core.experiments.best_axis')\n"
+        "    print('LOADED', all(m in sys.modules for m in wanted))\n"
+        "    raise SystemExit(0)\n"
+        "s.run_sweep = fake\n"
+        "from dpmix_core.cli.main import main\n"
+        f"main(['sweep', {str(spec)!r}, '--store', {str(tmp_path / 'r.sqlite')!r}])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "LOADED True" in out.stdout, out.stderr[-2000:]
 
 
 @pytest.mark.parametrize("spec, message", [("preset:nope", "Unknown preset"), ("/nonexistent.toml", "")])

@@ -156,7 +156,17 @@ def cli_sweep(
             store_problem(default_store_path() if getattr(args, "store", None) is None else Path(args.store), exc)
             or exc
         ) from None
-    from dpmix_core.experiments.trade_offs import check_job_datasets
+    # everything the summary at the end needs, imported now: a sweep runs for hours, and a checkout updated
+    # meanwhile must not turn its summary into an ImportError between an old module and a new one
+    from dpmix_core.experiments.best_axis import best_axis_notes
+    from dpmix_core.experiments.quick_vs_full import quick_vs_full_by_test_inputs
+    from dpmix_core.experiments.trade_offs import (
+        TEST_INPUTS_TITLES,
+        axis_column,
+        check_job_datasets,
+        read_stored_sweep,
+        sweep_best_axis,
+    )
     from dpmix_core.runtime.backends import make_backend
 
     if backend_name == "local":  # before queueing: a dataset not here fails once, not once per run (a Ray
@@ -182,10 +192,6 @@ def cli_sweep(
     exported = None
     if getattr(args, "export", None):
         exported = export_csv(store, summary.sweep_id, args.export)
-    from dpmix_core.experiments.best_axis import best_axis_notes
-    from dpmix_core.experiments.quick_vs_full import quick_vs_full_by_test_inputs
-    from dpmix_core.experiments.trade_offs import TEST_INPUTS_TITLES, axis_column, read_stored_sweep, sweep_best_axis
-
     stored = read_stored_sweep(store, summary.sweep_id)  # its runs, read once for both
     # a quick variant: how far from its full protocol's stored runs, through each test loader its runs were read by
     checks = quick_vs_full_by_test_inputs(store, stored)
