@@ -37,8 +37,8 @@ from dpmix_core.experiments.trade_offs import (
     StoredSweep,
     narrow_spec,
     read_stored_sweep,
-    stored_spec,
     sweep_rows,
+    sweep_spec,
     sweep_test_inputs,
     with_dataset,
 )
@@ -317,13 +317,7 @@ def quick_vs_full_by_test_inputs(
 
 def _quick_spec(store: ResultStore, sweep: int | str | StoredSweep) -> SweepSpec | None:
     """A stored sweep's spec when it is a quick variant with a full protocol (ValueError: no such sweep)."""
-    if isinstance(sweep, StoredSweep):
-        spec = sweep.spec
-    else:
-        stored = store.get_sweep(sweep)
-        if stored is None:
-            raise ValueError(f"No sweep {sweep!r} in the results store.")
-        spec = stored_spec(stored)
+    spec = sweep_spec(store, sweep, must_exist=True)
     return None if spec is None or full_protocol(spec) is None else spec
 
 

@@ -85,6 +85,7 @@ __all__ = [
     "sweep_run_ids",
     "StoredSweep",
     "read_stored_sweep",
+    "sweep_spec",
     "sweep_published",
     "stored_spec",
     "published_comparison",
@@ -481,7 +482,7 @@ def _axis_value_or_none(config: dict, axis: str) -> float | None:
 
 def sweep_axis(store: ResultStore, sweep: int | str | StoredSweep) -> str | None:
     """The axis of a stored sweep's current spec (None when it has no loadable spec or no such sweep)."""
-    spec = _spec_of(store, sweep)
+    spec = sweep_spec(store, sweep)
     return None if spec is None else spec.axis
 
 
@@ -580,11 +581,7 @@ def sweep_rows(store: ResultStore, sweep: int | str | StoredSweep) -> list[dict]
 def sweep_test_rows(store: ResultStore, sweep: int | str | StoredSweep) -> str:
     """The test rows a stored sweep's spec reports ("all", or "even" / "odd" when the other half gave the
     release's public constants); "all" for a sweep without a loadable spec."""
-    if isinstance(sweep, StoredSweep):
-        spec = sweep.spec
-    else:
-        stored = store.get_sweep(sweep)
-        spec = None if stored is None else stored_spec(stored)
+    spec = sweep_spec(store, sweep)
     return "all" if spec is None else spec.test_rows
 
 
@@ -643,24 +640,27 @@ def runs_left_out(store: ResultStore, sweep: int | str | StoredSweep, agg: pd.Da
 REPRODUCED_WITHIN_PTS = 3.0  # issue 5: a miss of more than 3 points is investigated
 
 
-def _spec_of(store: ResultStore, sweep: int | str | StoredSweep) -> SweepSpec | None:
-    """A stored sweep's current spec (None: no such sweep, or no spec that loads), without reading its runs."""
+def sweep_spec(store: ResultStore, sweep: int | str | StoredSweep, *, must_exist: bool = False) -> SweepSpec | None:
+    """A stored sweep's current spec, without reading its runs: None when it has no spec that loads, or when there
+    is no such sweep (``must_exist``: ValueError then)."""
     if isinstance(sweep, StoredSweep):
         return sweep.spec
     stored = store.get_sweep(sweep)
+    if stored is None and must_exist:
+        raise ValueError(f"No sweep {sweep!r} in the results store.")
     return None if stored is None else stored_spec(stored)
 
 
 def sweep_published(store: ResultStore, sweep: int | str | StoredSweep) -> tuple[Published, ...]:
     """The paper's numbers stored with the sweep's spec for the sweep's dataset (empty for sweeps without any)."""
-    spec = _spec_of(store, sweep)
+    spec = sweep_spec(store, sweep)
     return () if spec is None else spec.published_for(spec.base.dataset)
 
 
 def sweep_comparison(store: ResultStore, sweep: int | str | StoredSweep, agg: pd.DataFrame) -> pd.DataFrame:
     """:func:`published_comparison` of a stored sweep's aggregate ``agg`` with the paper's numbers stored with it, at
     the axis values its spec runs (and any other value it has results at)."""
-    spec = _spec_of(store, sweep)
+    spec = sweep_spec(store, sweep)
     if spec is None:
         return published_comparison(agg, (), None)
     return published_comparison(agg, spec.published_for(spec.base.dataset), spec.values)
@@ -682,7 +682,7 @@ def sweep_best_axis(
 ) -> tuple[AxisPick, ...]:
     """:func:`~dpmix_core.experiments.best_axis.best_axis_values` of a stored sweep along its axis, with the paper's
     best-value numbers stored with its spec (empty when its axis is not one a data holder tunes)."""
-    spec = _spec_of(store, sweep)
+    spec = sweep_spec(store, sweep)
     if spec is None:
         return ()
     published = spec.published_best_for(spec.base.dataset)
