@@ -307,7 +307,8 @@ def quick_vs_full_by_test_inputs(
     z-score quick can preview its full protocol on one loader and not on another (REPRODUCTION 3b): the
     terminal and the page show every reading, not only the one on screen."""
     if not isinstance(sweep, StoredSweep):
-        if _quick_spec(store, sweep) is None:
+        spec = sweep_spec(store, sweep, must_exist=True)
+        if spec is None or full_protocol(spec) is None:
             return {}  # not a quick variant: its runs are not read
         sweep = read_stored_sweep(store, sweep)
     own, loaders = sweep_test_inputs(store, sweep)
@@ -315,18 +316,12 @@ def quick_vs_full_by_test_inputs(
     return {} if found is None else {str(loader): check for loader, check in found.items()}
 
 
-def _quick_spec(store: ResultStore, sweep: int | str | StoredSweep) -> SweepSpec | None:
-    """A stored sweep's spec when it is a quick variant with a full protocol (ValueError: no such sweep)."""
-    spec = sweep_spec(store, sweep, must_exist=True)
-    return None if spec is None or full_protocol(spec) is None else spec
-
-
 def _comparisons(
     store: ResultStore, sweep: int | str | StoredSweep, test_rows: str | None, loaders: tuple[str | None, ...]
 ) -> dict[str | None, QuickVsFull] | None:
     """:func:`quick_vs_full` through each of ``loaders``; the sweep, both specs and the full protocol's stored
     runs are read once for all of them."""
-    spec = _quick_spec(store, sweep)
+    spec = sweep_spec(store, sweep, must_exist=True)
     full = None if spec is None else full_protocol(spec)
     if spec is None or full is None:
         return None

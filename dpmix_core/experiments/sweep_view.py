@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from dpmix_core.experiments.best_axis import AxisPick
-from dpmix_core.experiments.quick_vs_full import QuickVsFull, quick_vs_full, quick_vs_full_by_test_inputs
+from dpmix_core.experiments.quick_vs_full import QuickVsFull, quick_vs_full_by_test_inputs
 from dpmix_core.experiments.spec import Published
 from dpmix_core.experiments.trade_offs import (
     StoredSweep,
@@ -92,8 +92,6 @@ def view_sweep(
     inputs = own if test_inputs is None else test_inputs
     agg, axis, title = sweep_results(store, stored, test_rows=rows_read, test_inputs=inputs)
     checks = quick_vs_full_by_test_inputs(store, stored, test_rows=rows_read)
-    if checks and inputs not in checks:  # a loader none of its runs recorded: compared as shown (nothing)
-        checks[inputs] = quick_vs_full(store, stored, test_rows=rows_read, test_inputs=inputs)  # type: ignore[assignment]
     return SweepView(
         sweep_id=stored.id,
         name=stored.name,
