@@ -28,6 +28,7 @@ from dpmix_core.experiments.trade_offs import (
     AUTO_ACCOUNTANT,
     REPRODUCED_WITHIN_PTS,
     TEST_INPUTS_TITLES,
+    SettledCells,
     StoredSweep,
     axis_column,
     best_axis_table,
@@ -41,6 +42,7 @@ from dpmix_core.experiments.trade_offs import (
     release_model_choices,
     resume_runs,
     run_table,
+    settled_cells,
     spec_problem,
     sweep_axis,
     sweep_choices,
@@ -117,6 +119,13 @@ def sweep_view(path: str, sweep: int, version: tuple, test_rows: str, test_input
     return view_sweep(
         ResultStore(path), stored_sweep(path, sweep, version), test_rows=test_rows, test_inputs=test_inputs
     )
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def run_cells(path: str, run_ids: tuple[int, ...], axis: str | None, version: tuple) -> dict[int, SettledCells]:
+    """What the progress table shows that only changes when a run finishes (axis values, accuracies, notes): read
+    again then, not on each 2 s refresh (a 1000-run sweep's results are tens of MB)."""
+    return settled_cells(ResultStore(path), run_ids, axis=axis)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -461,7 +470,8 @@ def _live_runs(ids: list[int], *, axis: str | None, key: str, pump: bool, title:
     def live() -> None:
         # a watcher notices dead and stale workers too (their runs are not "running" forever), starting nothing
         pump_local(s, max_parallel=st.session_state.get(K + "parallel"), start=pump)
-        current = run_table(s, ids, axis=axis)
+        settled = run_cells(str(s.path), tuple(ids), axis, s.results_version())
+        current = run_table(s, ids, axis=axis, settled=settled)
         still = current["status"].isin(ACTIVE).any()
         if active and (not still or (current["status"] == "done").sum() > done):
             st.rerun()  # a run finished: redraw the results with it (and stop polling once none is active)

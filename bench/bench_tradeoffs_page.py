@@ -65,7 +65,8 @@ def _result(config: dict, rng: random.Random) -> dict:
     }
 
 
-def _finish(store: ResultStore, spec, rng: random.Random) -> int:
+def finished_sweep(store: ResultStore, spec, rng: random.Random) -> int:
+    """Create ``spec``'s sweep in ``store`` with every run finished (made-up results shaped like the runner's); its id."""
     sweep = store.create_sweep(spec.name, spec.to_dict())
     for kind, config, key in sweep_jobs(spec):
         run = store.submit(kind, config, key, sweep=sweep.id)
@@ -83,9 +84,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = ResultStore(Path(tmp) / "results.sqlite")
         t0 = time.perf_counter()
-        big = _finish(store, narrow_spec(get_preset("dpfmix-table1-m"), repeats=args.seeds), rng)
-        quick = _finish(store, narrow_spec(get_preset("dpfmix-table1-quick"), repeats=args.seeds), rng)
-        _finish(store, narrow_spec(get_preset("dpfmix-table1"), repeats=args.seeds), rng)
+        big = finished_sweep(store, narrow_spec(get_preset("dpfmix-table1-m"), repeats=args.seeds), rng)
+        quick = finished_sweep(store, narrow_spec(get_preset("dpfmix-table1-quick"), repeats=args.seeds), rng)
+        finished_sweep(store, narrow_spec(get_preset("dpfmix-table1"), repeats=args.seeds), rng)
         runs = len(store.list_runs(sweep=big))
         print(f"store: {runs} runs in the best-m sweep, built in {time.perf_counter() - t0:.1f} s")
         os.environ["DPMIX_STORE"] = str(store.path)

@@ -389,8 +389,11 @@ def test_a_sweep_running_elsewhere_is_watched_live_not_run_from_the_page(tmp_pat
     picked = at.selectbox(key="tr_show")
     assert picked.format_func(picked.value).endswith(" · 1 running, 1 queued")  # told from a finished sweep
     assert store.get(queued.id).status == "queued"  # watched, not pumped: whoever launched it runs it
-    store.request_cancel(queued.id)  # queued: cancelled at once
     store.finish(running.id, {"test_accuracy": 0.9, "test_mse": None, "epsilon": {}, "seconds": 1.0})
+    at.run()
+    table = at.dataframe[0].value.set_index("run")
+    assert not at.exception and table.loc[running.id, "test accuracy"] == 0.9  # the kept cells were read again
+    store.request_cancel(queued.id)  # queued: cancelled at once
     at.run()
     assert not at.exception
     assert not any("still has runs queued or running" in c.value for c in at.caption)

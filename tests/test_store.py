@@ -242,6 +242,19 @@ def test_failed_transaction_rolls_back(store):
     assert store.get(run.id).result == {"acc": 1.0}
 
 
+def test_list_runs_without_results_reads_every_other_column(store):
+    import dataclasses
+
+    done = store.submit(KIND, {"x": 1})
+    store.claim(done.id)
+    store.finish(done.id, {"accuracy": 0.5, "history": [{"epoch": 1}]})
+    store.submit(KIND, {"x": 2})
+    full = store.list_runs()
+    assert full[0].result == {"accuracy": 0.5, "history": [{"epoch": 1}]}
+    assert store.list_runs(results=False) == [dataclasses.replace(run, result=None) for run in full]
+    assert store.list_runs(status="done", results=False)[0].config == {"x": 1}
+
+
 def test_store_is_a_path_not_a_connection(store):
     import pickle
 

@@ -306,3 +306,45 @@ def test_a_narrowed_sweep_keeps_the_papers_numbers_at_the_values_it_runs():
     assert {(p.series, p.value) for p in spec.published_for("mnist")} == {("eps = 20", 4), ("eps = 10", 4)}
     references = narrow_spec(get_preset("all-methods"), values=[get_preset("all-methods").values[0]]).published
     assert references and all(p.reference for p in references)  # another method's number is no verdict: kept
+
+
+def test_a_progress_refresh_with_settled_cells_parses_no_result_and_shows_what_a_full_read_shows(tmp_path):
+    """The page's 2 s refresh passes the cells it read when the last run finished: the same table, no result
+    parsed (the done runs' results are made unreadable below); a run done since shows its accuracy only after the
+    cells are read again."""
+    import sqlite3
+
+    import pandas as pd
+
+    from dpmix_core.experiments.presets import get_preset
+    from dpmix_core.experiments.spec import axis_value
+    from dpmix_core.experiments.trade_offs import axis_column, narrow_spec, run_table, settled_cells, sweep_jobs
+    from dpmix_core.runtime.store import ResultStore
+
+    store = ResultStore(tmp_path / "runs.sqlite")
+    spec = narrow_spec(get_preset("dpfmix-table1-m"), repeats=1)
+    jobs = list(sweep_jobs(spec))[:4]
+    ids = [store.submit(kind, config, key).id for kind, config, key in jobs]
+    for run_id, result in zip(ids, ({"test_accuracy": 0.7}, {"test_accuracy": 0.11, "collapse_reason": "one class"})):
+        store.claim(run_id)
+        store.finish(run_id, result)
+    store.claim(ids[2])
+    store.update_progress(ids[2], {"epoch": 3, "epochs": 200, "eta_seconds": 90.0})
+    settled = settled_cells(store, ids, axis=spec.axis)
+    full = run_table(store, ids, axis=spec.axis)
+    pd.testing.assert_frame_equal(run_table(store, ids, axis=spec.axis, settled=settled), full)
+    assert list(full[axis_column(spec.axis)]) == [axis_value(config, spec.axis) for _, config, _ in jobs]
+    assert list(full["note"][:2]) == ["", "one class"] and full["test accuracy"][0] == 0.7
+
+    store.finish(ids[2], {"test_accuracy": 0.5})
+    stale = run_table(store, ids, axis=spec.axis, settled=settled)
+    assert stale["status"][2] == "done" and pd.isna(stale["test accuracy"][2])
+    settled = settled_cells(store, ids, axis=spec.axis)
+    assert run_table(store, ids, axis=spec.axis, settled=settled)["test accuracy"][2] == 0.5
+
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("UPDATE runs SET result_json = '{' WHERE status = 'done'")
+    refreshed = run_table(store, ids, axis=spec.axis, settled=settled)
+    assert list(refreshed["test accuracy"][:3]) == [0.7, 0.11, 0.5]
+    with pytest.raises(ValueError):  # without the cells, the table parses every result
+        run_table(store, ids, axis=spec.axis)

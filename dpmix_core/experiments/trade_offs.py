@@ -430,23 +430,38 @@ def cancel_runs(store: ResultStore, run_ids: list[int] | tuple[int, ...]) -> int
     return len(active)
 
 
-def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...], *, axis: str | None = None) -> pd.DataFrame:
+def run_table(
+    store: ResultStore,
+    run_ids: list[int] | tuple[int, ...],
+    *,
+    axis: str | None = None,
+    settled: Mapping[int, SettledCells] | None = None,
+) -> pd.DataFrame:
     """One row per run: what it is, where it stands, its error if any, and why it collapsed if it did.
 
     With the sweep's ``axis``, a column after "series" gives each run's value on it (runs of one series differ
     by it: ℓ = 32 and ℓ = 128 of "eps = 2" would otherwise be two identical rows); empty where it does not apply.
+    ``settled``: :func:`settled_cells` of these runs on the same axis, kept by a caller that refreshes the table
+    while runs train, so a refresh parses no result and validates no config. A run missing from it, or done since
+    it was read, shows no position, accuracy or note until the caller reads it again.
     """
+    settled = settled_cells(store, run_ids, axis=axis) if settled is None else settled
     rows = []
-    for run in store.list_runs(ids=run_ids):
+    for run in store.list_runs(ids=run_ids, results=False):
         cfg, prog = run.config, run.progress or {}
         syn = cfg.get("synthesis") or {}
         epoch, epochs = prog.get("epoch"), prog.get("epochs")
-        position = {} if axis is None else {axis_column(axis): _axis_value_or_none(cfg, axis)}
+        cells = settled.get(run.id, SettledCells(None, None, ""))
+        note = (
+            cells.note
+            if run.status == "done"
+            else _run_note({}, saved_epoch=_saved_epoch(store, run), status=run.status)
+        )
         rows.append(
             {
                 "run": run.id,
                 "series": cfg.get("label") or cfg.get("method"),
-                **position,
+                **({} if axis is None else {axis_column(axis): cells.position}),
                 "mechanism": syn.get("mechanism", ""),
                 "seed": cfg.get("seed"),
                 "status": run.status,
@@ -456,15 +471,41 @@ def run_table(store: ResultStore, run_ids: list[int] | tuple[int, ...], *, axis:
                 "phase": prog.get("phase", ""),
                 "loss": prog.get("loss"),
                 "val accuracy": prog.get("val_accuracy"),  # the release's own validation split, while it trains
-                "test accuracy": (run.result or {}).get("test_accuracy"),  # the real test split, once done
+                "test accuracy": cells.test_accuracy,  # the real test split, once done
                 "eta (s)": prog.get("eta_seconds") if run.status == "running" else None,
                 "where": ((prog.get("ray") or {}).get("node") and f"ray node {prog['ray']['node']}")
                 or (f"{run.backend} @ {run.host}" if run.host else run.backend),
                 "error": run.error_summary or "",
-                "note": _run_note(run.result or {}, saved_epoch=_saved_epoch(store, run), status=run.status),
+                "note": note,
             }
         )
     return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class SettledCells:
+    """What :func:`run_table` shows of a run that cannot change while it trains: its value on the sweep's axis
+    and, once it is done, its test accuracy and note (None and "" before)."""
+
+    position: float | None
+    test_accuracy: float | None
+    note: str
+
+
+def settled_cells(
+    store: ResultStore, run_ids: list[int] | tuple[int, ...], *, axis: str | None = None
+) -> dict[int, SettledCells]:
+    """:class:`SettledCells` of each of ``run_ids``: the part of :func:`run_table` that parses results (a
+    200-epoch history each) and validates configs. It changes only when a run finishes, so a page keeps it under
+    :meth:`ResultStore.results_version` and passes it to every refresh."""
+    return {
+        run.id: SettledCells(
+            None if axis is None else _axis_value_or_none(run.config, axis),
+            (run.result or {}).get("test_accuracy"),
+            _run_note(run.result) if run.result is not None else "",
+        )
+        for run in store.list_runs(ids=run_ids)
+    }
 
 
 def axis_column(axis: str) -> str:

@@ -301,6 +301,13 @@ class Sweep:
         )
 
 
+# Every column of ``runs`` with the result left unread (``list_runs(results=False)``); a test checks it
+# against the table.
+_RUN_COLUMNS_WITHOUT_RESULT = (
+    "runs.id, runs.key, runs.kind, runs.config_json, runs.status, runs.progress_json, runs.heartbeat, runs.created,"
+    " runs.started, runs.finished, NULL AS result_json, runs.error, runs.sweep_id, runs.pid, runs.host, runs.backend,"
+    " runs.cancel_requested, runs.attempts, runs.log_path"
+)
 _STATUS_CHECK = ", ".join(f"'{s}'" for s in STATUSES)
 # Schema migrations: version -> statements taking the store from version-1 to version.
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -867,8 +874,12 @@ class ResultStore:
         backend: str | None = None,
         limit: int | None = None,
         newest_first: bool = False,
+        results: bool = True,
     ) -> list[Run]:
-        """Runs filtered by sweep (id or name; in the sweep's order), status(es), ids, identity keys, backend."""
+        """Runs filtered by sweep (id or name; in the sweep's order), status(es), ids, identity keys, backend.
+
+        ``results=False`` leaves every ``result`` None unread: a finished run's result holds its whole training
+        history (tens of kB), which a view of where runs stand does not need."""
         where: list[str] = []
         args: list[Any] = []
         statuses = _as_statuses(status)
@@ -890,14 +901,15 @@ class ResultStore:
         if backend is not None:
             where.append("runs.backend = ?")
             args.append(backend)
+        columns = "runs.*" if results else _RUN_COLUMNS_WITHOUT_RESULT
         with self._read() as conn:
             if sweep is not None:
-                sql = "SELECT runs.* FROM runs JOIN sweep_runs ON sweep_runs.run_id = runs.id"
+                sql = f"SELECT {columns} FROM runs JOIN sweep_runs ON sweep_runs.run_id = runs.id"
                 where.insert(0, "sweep_runs.sweep_id = ?")
                 args.insert(0, self._sweep_id(conn, sweep))
                 order = "sweep_runs.position"
             else:
-                sql, order = "SELECT runs.* FROM runs", "runs.id"
+                sql, order = f"SELECT {columns} FROM runs", "runs.id"
             if where:
                 sql += " WHERE " + " AND ".join(where)
             sql += f" ORDER BY {order}{' DESC' if newest_first else ''}"
