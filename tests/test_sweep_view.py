@@ -126,3 +126,23 @@ def test_results_version_moves_with_what_a_view_reads_and_only_with_it(tmp_path)
     store.delete_run(run.id, force=True)
     assert moved()  # a result gone
     assert len(set(seen)) == len(seen) - 1  # every change gave a new value, and no value came back
+
+
+def test_the_views_of_one_read_parse_no_run_config_again(best_m, monkeypatch):
+    """read_stored_sweep parses each finished run's config once (``row["run_config"]``, under its series name in this
+    sweep); aggregating and the best-m table read that, not the stored dict: parsing and validating each config in
+    every view was most of a 1000-run sweep's report time."""
+    from dpmix_core.experiments.config import RunConfig
+
+    store, sweep = best_m
+    stored = read_stored_sweep(store, sweep)
+    assert all(row["run_config"] == RunConfig.from_dict(row["config"]) for row in stored.rows)
+    expected = (sweep_results(store, sweep), sweep_best_axis(store, sweep))
+    parsed = []
+    from_dict = RunConfig.from_dict
+    monkeypatch.setattr(RunConfig, "from_dict", lambda d: parsed.append(d) or from_dict(d))
+    agg, axis, title = sweep_results(store, stored)
+    best = sweep_best_axis(store, stored)
+    assert parsed == []
+    pd.testing.assert_frame_equal(agg, expected[0][0])
+    assert (axis, title, best) == (*expected[0][1:], expected[1])

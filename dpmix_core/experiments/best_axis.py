@@ -26,8 +26,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from dpmix_core.experiments.config import RunConfig
-from dpmix_core.experiments.results import accuracy_on_rows, aggregate, all_collapsed, reading
+from dpmix_core.experiments.results import accuracy_on_rows, aggregate, all_collapsed, reading, row_config
 from dpmix_core.experiments.spec import TUNABLE_AXES, PublishedBest, axis_value
 from dpmix_core.privacy.statement import bound_text
 
@@ -200,7 +199,7 @@ def _certified_by_value(rows: list[dict], axis: str) -> dict[str, dict[float, tu
         result = row.get("result")
         if not isinstance(result, dict) or (eps := certified_epsilon(result)) is None:
             continue
-        cfg = RunConfig.from_dict(row["config"])
+        cfg = row_config(row)
         if (value := axis_value(cfg, axis)) is not None:
             series = found.setdefault(cfg.label or cfg.method, {})
             series[float(value)] = max(series.get(float(value), eps), eps)

@@ -107,13 +107,21 @@ def infer_axis(configs: list[RunConfig]) -> str | None:
     return None
 
 
+def row_config(row: dict) -> RunConfig:
+    """A finished-run row's :class:`RunConfig`: the one its reader parsed once (``row["run_config"]``, as
+    ``trade_offs.read_stored_sweep`` leaves it), else parsed from ``row["config"]`` now. A page's views of one sweep
+    aggregate its rows several times; parsing and validating each config every time was most of their cost."""
+    parsed = row.get("run_config")
+    return parsed if isinstance(parsed, RunConfig) else RunConfig.from_dict(row["config"])
+
+
 def aggregate(
     rows: list[dict], axis: str | None = None, *, test_rows: str = "all", test_inputs: str | None = None
 ) -> pd.DataFrame:
     """One row per (label, method, mechanism, axis value) of finished runs.
 
-    ``rows``: ``{"config": RunConfig.to_dict(), "result": run_job(...) output}``
-    (rows without a result or a test_accuracy are skipped). ``axis``: a sweep
+    ``rows``: ``{"config": RunConfig.to_dict(), "result": run_job(...) output}``, optionally with the config
+    already parsed (:func:`row_config`) (rows without a result or a test_accuracy are skipped). ``axis``: a sweep
     axis name; by default each row's ``"axis"`` key, else the axis along which
     the runs vary. ``label`` is the series name (RunConfig.label), so two
     series of one method (e.g. DP-CDA at eps = 20 and eps = 10) stay apart.
@@ -145,7 +153,7 @@ def aggregate(
             continue
         if (accuracy := accuracy_on_rows(read, test_rows)) is None:
             continue
-        finished.append((RunConfig.from_dict(row["config"]), {**read, "test_accuracy": accuracy}, row.get("axis")))
+        finished.append((row_config(row), {**read, "test_accuracy": accuracy}, row.get("axis")))
     columns = [
         "label",
         "method",

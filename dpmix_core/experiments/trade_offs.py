@@ -210,16 +210,6 @@ def unreadable_runs(store: ResultStore, sweep: int | str | StoredSweep) -> list[
     return list(_stored(store, sweep).unreadable)
 
 
-def _unreadable(rows: list[dict]) -> tuple[tuple[int, str], ...]:
-    bad = []
-    for row in rows:
-        try:
-            RunConfig.from_dict(row["config"])
-        except (ValueError, TypeError, KeyError) as exc:
-            bad.append((row["id"], " ".join(str(exc).split())))
-    return tuple(bad)
-
-
 def sweep_jobs(spec: SweepSpec) -> list[RunSpec]:
     """The sweep as (job kind, config, run key) triples for the results store."""
     return [(JOB_KIND, cfg.to_dict(), run_key(cfg)) for cfg in spec.runs()]
@@ -281,7 +271,7 @@ def check_job_datasets(jobs: list[RunSpec], store: ResultStore | None = None) ->
     reused, not run, so their datasets are not needed (a finished sweep reports without its data)."""
     if store is not None:
         keys = [key or config_key(config) for _, config, key in jobs]
-        done = {run.key for run in store.list_runs(keys=keys, status="done")}
+        done = {run.key for run in store.list_runs(keys=keys, status="done", results=False)}
         jobs = [job for job, key in zip(jobs, keys, strict=True) if key not in done]
     _check_own_data_jobs([config for _, config, _ in jobs if config.get("data_file")])
     wanted = {
@@ -592,14 +582,20 @@ def read_stored_sweep(store: ResultStore, sweep: int | str) -> StoredSweep:
     spec = stored_spec(stored)
     labels = {run_key(cfg): cfg.label for cfg in spec.runs()} if spec is not None else {}
     runs = store.list_runs(sweep=stored.id)
-    finished = [run.result_row() for run in runs if run.status == "done"]
-    unreadable = _unreadable(finished)
-    left_out = {run_id for run_id, _ in unreadable}
-    rows = [row for row in finished if row["id"] not in left_out and (not labels or row["key"] in labels)]
-    for row in rows:
-        row["config"] = {**row["config"], "label": labels.get(row["key"], row["config"].get("label"))}
+    rows, unreadable = [], []
+    for row in (run.result_row() for run in runs if run.status == "done"):
+        shown = not labels or row["key"] in labels
+        if shown:
+            row["config"] = {**row["config"], "label": labels.get(row["key"], row["config"].get("label"))}
+        try:  # once here, not in each view (results.row_config)
+            row["run_config"] = RunConfig.from_dict(row["config"])
+        except (ValueError, TypeError, KeyError) as exc:
+            unreadable.append((row["id"], " ".join(str(exc).split())))
+            continue
+        if shown:
+            rows.append(row)
     run_ids = tuple(run.id for run in runs if not labels or run.key in labels)
-    return StoredSweep(stored.id, stored.name, spec, run_ids, tuple(rows), unreadable)
+    return StoredSweep(stored.id, stored.name, spec, run_ids, tuple(rows), tuple(unreadable))
 
 
 def _stored(store: ResultStore, sweep: int | str | StoredSweep) -> StoredSweep:

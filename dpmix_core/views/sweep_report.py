@@ -260,7 +260,7 @@ def sweep_report(
     if metric not in ("test_accuracy", "test_mse"):
         raise ValueError(f"metric must be test_accuracy or test_mse. Found {metric!r}.")
     rows = list(stored.rows)
-    statuses = Counter(run.status for run in store.list_runs(ids=stored.run_ids))
+    statuses = Counter({status: n for status, n in store.counts(run_ids=stored.run_ids).items() if n})
     published, comparison = view.published, view.comparison  # the papers' own numbers (reference points have none)
     settings = _settings(store, stored, agg, axis, rows, statuses, view.test_rows, (view.test_inputs, view.own_inputs))
     # a quick preset: its full protocol's stored runs, point by point, read like the report
