@@ -432,8 +432,8 @@ def run_table(
     With the sweep's ``axis``, a column after "series" gives each run's value on it (runs of one series differ
     by it: ℓ = 32 and ℓ = 128 of "eps = 2" would otherwise be two identical rows); empty where it does not apply.
     ``settled``: :func:`settled_cells` of these runs on the same axis, kept by a caller that refreshes the table
-    while runs train, so a refresh parses no result and validates no config. A run missing from it, or done since
-    it was read, shows no position, accuracy or note until the caller reads it again.
+    while runs train, so a refresh parses no result and validates no config. A run missing from it shows no
+    position, and a run done since it was read no accuracy or note, until the caller reads it again.
     """
     settled = settled_cells(store, run_ids, axis=axis) if settled is None else settled
     rows = []
