@@ -1,6 +1,7 @@
 """train --data-file: one's own file, split into the records a release mixes and a held-out test split."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -473,13 +474,18 @@ def test_standardised_inputs_are_the_own_data_default_but_never_for_dp_sgd_or_co
     from dpmix_core.experiments.trade_offs import custom_spec
 
     assert protocol_options("linear", own_data=True)["input_norm"] == OWN_DATA_LINEAR.input_norm == "standardize"
-    dpsgd = protocol_options("linear", method="dp-sgd", own_data=True)  # the own-data steps, raw inputs
-    assert dpsgd == {**OWN_DATA_LINEAR.options(), "input_norm": "none"}
+    dpsgd = protocol_options("linear", method="dp-sgd", own_data=True)  # the own-data steps, private ranges
+    assert dpsgd == {**OWN_DATA_LINEAR.options(), "input_norm": "dp-ranges"}
     assert protocol_options("linear", method="dp-sgd") == {}  # the papers' datasets: the RunConfig defaults
     assert protocol_options("linear")["input_norm"] == "none"  # the papers' datasets keep their protocols
     own = {"dataset": OWN_DATA, "data_file": "/a/pets.csv", "data_sha256": SHA}
     with pytest.raises(ValueError, match="DP-SGD trains on private data"):
         RunConfig("dp-sgd", model="linear", input_norm="standardize", **own)
+    assert RunConfig("dp-sgd", model="linear", input_norm="dp-ranges", **own).input_norm == "dp-ranges"
+    with pytest.raises(ValueError, match="images are in \\[0,1\\] already"):
+        RunConfig("dp-sgd", model="linear", input_norm="dp-ranges")  # MNIST: nothing to narrow
+    with pytest.raises(ValueError, match="releases private feature ranges for DP-SGD"):
+        RunConfig("non-private", model="linear", input_norm="dp-ranges", **own)
     with pytest.raises(ValueError, match="at one scale"):
         RunConfig("non-private", model="corrected-lsq", input_norm="standardize", **own)
     spec = custom_spec(
@@ -489,7 +495,7 @@ def test_standardised_inputs_are_the_own_data_default_but_never_for_dp_sgd_or_co
         feature_range=(-5.0, 10.0),
     )  # fmt: skip
     norms = {run.method: run.input_norm for run in spec.runs()}  # the page's own-file sweep
-    assert norms == {"mixing": "standardize", "non-private": "standardize", "dp-sgd": "none"}
+    assert norms == {"mixing": "standardize", "non-private": "standardize", "dp-sgd": "dp-ranges"}
     assert {run.feature_range for run in spec.runs()} == {(-5.0, 10.0)}  # every method scales by the same bounds
 
 
@@ -511,8 +517,35 @@ def test_dp_sgd_on_ones_own_file_takes_the_own_data_steps_and_learns(capsys, tmp
     out = _train(capsys, "--data-file", str(path), "--label-column", "species", "--method", "dp-sgd",
                  "--target-epsilon", "8")  # fmt: skip
     config = out["config"]
-    assert (config["lr"], config["batch_size"], config["input_norm"]) == (OWN_DATA_LINEAR.lr, 32, "none")
+    assert (config["lr"], config["batch_size"], config["input_norm"]) == (OWN_DATA_LINEAR.lr, 32, "dp-ranges")
     assert out["test_accuracy"] > 0.8 and not out["collapsed"]
+
+
+def test_dp_sgd_learns_on_loose_bounds_by_its_private_ranges_and_accounts_for_them(capsys, tmp_path):
+    """Scaled by bounds (-50, 100) the features fill 5 % of [0,1]: DP-SGD on them as they are stayed at the
+    constant predictor (33.1 % at eps 8); rescaled by its privately released ranges it reached 86.8 %. Its epsilon
+    is the ranges' and the steps' together, never above the target."""
+    path = _pets(tmp_path / "pets.csv")
+    args = ["--data-file", str(path), "--label-column", "species", "--method", "dp-sgd", "--target-epsilon", "8",
+            "--feature-range", "-50,100"]  # fmt: skip
+    out = _train(capsys, *args)
+    assert out["config"]["input_norm"] == "dp-ranges" and not out["collapsed"] and out["test_accuracy"] > 0.8
+    assert set(out["epsilon"]) == {"pld-dp-accounting", "rdp-dp-accounting", "opacus-rdp", "opacus-prv"}
+    assert out["epsilon"]["pld-dp-accounting"] <= 8
+    assert any("released privately" in note for note in out["notes"])
+    from dpmix_core.experiments.runner import run_config
+
+    own = open_data_file(path, label_column="species")
+    steps = {**protocol_options("linear", method="dp-sgd", own_data=True), "epochs": 2}
+    config = RunConfig(
+        "dp-sgd", model="linear", dpsgd_epsilon=8.0, feature_range=(-50.0, 100.0), **own.options, **steps
+    )
+    result = run_config(config)  # the run's record keeps the released ranges and how z was calibrated
+    ranges = result["dpsgd_ranges"]
+    assert np.all(np.array(ranges["high"]) - np.array(ranges["low"]) < 0.5)  # narrowed from [0,1]
+    assert result["dpsgd"]["calibrated_with"] == "pld-dp-accounting"
+    unbounded = run_config(replace(config, feature_range=None))  # raw features: no public bounds to narrow
+    assert "dpsgd_ranges" not in unbounded and "pld-poisson" in unbounded["epsilon"]
 
 
 # --------------------------------------------------------------------------- how well the public bounds fit
@@ -576,8 +609,10 @@ def test_a_linear_run_on_ones_file_off_the_own_data_protocol_is_named():
     own = {"dataset": OWN_DATA, "data_file": "/a/pets.csv", "data_sha256": SHA}
     steps = {**protocol_options("linear", own_data=True), "epochs": train_epochs("linear", own_data=True)}
     followed = RunConfig("non-private", model="linear", **own, **steps).to_dict()
-    dpsgd = RunConfig("dp-sgd", model="linear", **own, **{**steps, "input_norm": "none"}).to_dict()
+    dpsgd = RunConfig("dp-sgd", model="linear", **own, **{**steps, "input_norm": "dp-ranges"}).to_dict()
     assert own_data_protocol_note([followed, dpsgd]) is None
+    raw = RunConfig("dp-sgd", model="linear", **own, **{**steps, "input_norm": "none"}).to_dict()
+    assert "input_norm none" in (own_data_protocol_note([raw]) or "")
     assert own_data_protocol_note([RunConfig("non-private", model="linear").to_dict()]) is None  # not on a file
     assert own_data_protocol_note([RunConfig("non-private", model="thesis-cnn", **own).to_dict()]) is None
     note = own_data_protocol_note([followed, RunConfig("non-private", model="linear", **own, epochs=5).to_dict()])

@@ -443,7 +443,8 @@ def bounds_fit_note(x: np.ndarray, feature_range: tuple[float, float]) -> str | 
     if fill < BOUNDS_FILL_WARNING:
         notes.append(
             f"your features fill a median {fill:.1%} of the bounds' width ({lo:g}, {hi:g}): every private method "
-            "is calibrated to the whole width, so its noise swamps features that use a sliver of it (DP-SGD most)"
+            "is calibrated to the whole width, so its noise swamps features that use a sliver of it (DP-SGD first narrows "
+            "each feature's range with a share of its epsilon, which wins back much of it, not all)"
         )
     if not notes:
         return None

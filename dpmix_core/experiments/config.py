@@ -229,7 +229,9 @@ class RunConfig:
     inputs and divides by its standard deviation (a release scaled to [0,1] with loose public bounds crowds its
     features into a small part of the range, where a linear model barely moves). Both are post-processing for
     released data, and not allowed for DP-SGD (they would read the private data); corrected-lsq takes one scale
-    for the release's noise, so not "standardize".
+    for the release's noise, so not "standardize". ``"dp-ranges"`` (DP-SGD on a data file only) rescales each
+    feature to [0,1] by its range inside the public bounds, released with Gaussian noise and accounted with the
+    DP-SGD steps (:mod:`dpmix_core.mechanisms.feature_ranges`, :mod:`dpmix_core.training.dpsgd`).
     ``train_limit``/``test_limit`` take a fixed random subset (the same for
     every seed) of the training/test split: the quick variants.
     ``release_file`` / ``release_sha256``: train on a release made earlier by
@@ -514,6 +516,11 @@ class RunConfig:
                     f"model {self.model!r} corrects for the release's noise at one scale; 'standardize' scales each "
                     "feature by its own: use input_norm 'rms' or 'none'."
                 )
+        if self.input_norm == "dp-ranges" and self.method != "dp-sgd":
+            raise ValueError(
+                "input_norm 'dp-ranges' releases private feature ranges for DP-SGD's records; "
+                f"{self.method} needs none: use 'standardize' (post-processing on a release) or 'none'."
+            )
         if self.method == "dp-sgd":
             if self.precision != "fp32":
                 raise ValueError(
@@ -525,10 +532,15 @@ class RunConfig:
                     f"model {self.model!r} uses batch-norm, which DP-SGD cannot train (per-sample gradients); "
                     "use 'dpcda-cnn-gn' (GroupNorm) or 'thesis-cnn'."
                 )
-            if self.input_norm != "none":
+            if self.input_norm not in ("none", "dp-ranges"):
                 raise ValueError(
                     f"input_norm {self.input_norm!r} reads the training inputs; DP-SGD trains on private data: "
-                    "use 'none'."
+                    "use 'none', or 'dp-ranges' (each feature's range, released privately) on a data file."
+                )
+            if self.input_norm == "dp-ranges" and self.dataset != OWN_DATA:
+                raise ValueError(
+                    "input_norm 'dp-ranges' rescales a data file's features (--data-file); images are in [0,1] "
+                    "already: use 'none'."
                 )
             if self.early_stopping is not None:
                 raise ValueError(

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpmix_core.experiments.config import RunConfig
+from dpmix_core.mechanisms.feature_ranges import FeatureRanges
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.training import data as D
 from dpmix_core.training.checkpoint import Checkpointer
@@ -78,6 +79,7 @@ class RunContext:
     extra_versions: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     checkpoint: Checkpointer | None = None  # where ordinary training saves and resumes its state (a worker's run)
+    feature_ranges: FeatureRanges | None = None  # DP-SGD's private feature ranges (step 2), accounted in step 3
 
     def tick(self, name: str, t0: float) -> None:
         """Add the seconds since ``t0`` to the timing ``name``."""
@@ -379,15 +381,54 @@ class DpPca(Method):
 
 
 class DpSgd(Method):
-    """DP-SGD (Abadi et al. 2016) with Opacus on the real records; z calibrated to the target (eps, delta)."""
+    """DP-SGD (Abadi et al. 2016) with Opacus on the real records; z calibrated to the target (eps, delta).
+
+    With ``input_norm="dp-ranges"`` step 2 rescales every split by per-feature ranges released from the training
+    records (:func:`~dpmix_core.mechanisms.feature_ranges.dp_feature_ranges`), and step 3 calibrates and accounts
+    the ranges and the steps together (:func:`~dpmix_core.training.dpsgd.dpsgd_with_ranges_epsilons`).
+    """
 
     name = "dp-sgd"
     private_validation = True
 
+    def project(self, ctx, splits, input_shape):
+        if ctx.config.input_norm != "dp-ranges":
+            return splits, input_shape, None
+        if ctx.config.feature_range is None:  # raw features: no public bounds to narrow (the clip bounds each step)
+            ctx.notes.append("no public feature range: DP-SGD trains on the features as they are, no ranges released")
+            return splits, input_shape, None
+        from dpmix_core.mechanisms.feature_ranges import dp_feature_ranges
+        from dpmix_core.training.dpsgd import RANGES_EPSILON_SHARE, ranges_noise_multiplier
+
+        config = ctx.config
+        x_tr, x_va, x_test = splits
+        z_ranges = ranges_noise_multiplier(target_epsilon=config.dpsgd_epsilon, delta=config.dpsgd_delta)
+        ranges = dp_feature_ranges(x_tr, noise_multiplier=z_ranges, seed=np.random.SeedSequence([int(ctx.seeds[3]), 1]))
+        ctx.feature_ranges = ranges
+        ctx.extra["dpsgd_ranges"] = {
+            "low": ranges.low.tolist(),
+            "high": ranges.high.tolist(),
+            "noise_multiplier": ranges.noise_multiplier,
+            "rounds": ranges.rounds,
+            "bins": ranges.bins,
+        }
+        ctx.notes.append(
+            f"inputs rescaled by each feature's range inside the public bounds, released privately: {ranges.describe()}, "
+            f"costing {RANGES_EPSILON_SHARE:.0%} of the target alone; epsilon covers the ranges and DP-SGD's steps together"
+        )
+        return (ranges.scale(x_tr), ranges.scale(x_va), ranges.scale(x_test)), input_shape, None
+
     def train(self, ctx, model, loss_fn, tensors, settings, batch_gen, on_epoch):
         import torch
 
-        from dpmix_core.training.dpsgd import calibrate_noise_multiplier, dpsgd_epsilons, steps_per_epoch, train_dpsgd
+        from dpmix_core.training.dpsgd import (
+            calibrate_noise_multiplier,
+            calibrate_with_ranges,
+            dpsgd_epsilons,
+            dpsgd_with_ranges_epsilons,
+            steps_per_epoch,
+            train_dpsgd,
+        )
 
         config = ctx.config
         xt, yt, xv, yv = tensors
@@ -396,14 +437,25 @@ class DpSgd(Method):
         t0 = time.perf_counter()
         n_priv = int(xt.shape[0])
         steps = steps_per_epoch(n_priv, config.batch_size) * config.epochs
-        z = calibrate_noise_multiplier(
-            n=n_priv,
-            batch_size=config.batch_size,
-            steps=steps,
-            target_epsilon=config.dpsgd_epsilon,
-            delta=config.dpsgd_delta,
-            accountant=config.dpsgd_accountant,
-        )
+        ranges = ctx.feature_ranges
+        if ranges is None:
+            z = calibrate_noise_multiplier(
+                n=n_priv,
+                batch_size=config.batch_size,
+                steps=steps,
+                target_epsilon=config.dpsgd_epsilon,
+                delta=config.dpsgd_delta,
+                accountant=config.dpsgd_accountant,
+            )
+        else:
+            z = calibrate_with_ranges(
+                n=n_priv,
+                batch_size=config.batch_size,
+                steps=steps,
+                target_epsilon=config.dpsgd_epsilon,
+                delta=config.dpsgd_delta,
+                ranges_event=ranges.dp_event(),
+            )
         ctx.tick("calibration", t0)
         noise_gen = torch.Generator(device=ctx.device).manual_seed(int(ctx.seeds[3]))
         t0 = time.perf_counter()
@@ -424,20 +476,25 @@ class DpSgd(Method):
             stop=ctx.stop,
         )
         ctx.tick("train", t0)
-        epsilon = dpsgd_epsilons(
-            n=n_priv, batch_size=config.batch_size, steps=steps, noise_multiplier=z, delta=config.dpsgd_delta
-        )
+        shape = {"n": n_priv, "batch_size": config.batch_size, "steps": steps, "noise_multiplier": z}
+        if ranges is None:
+            epsilon = dpsgd_epsilons(**shape, delta=config.dpsgd_delta)
+        else:
+            epsilon = dpsgd_with_ranges_epsilons(**shape, delta=config.dpsgd_delta, ranges_event=ranges.dp_event())
         ctx.extra["dpsgd"] = {
             "noise_multiplier": z,
             "sample_rate": config.batch_size / n_priv,
             "steps": steps,
             "clip": config.dpsgd_clip,
             "target_epsilon": config.dpsgd_epsilon,
-            "calibrated_with": config.dpsgd_accountant,
+            "calibrated_with": config.dpsgd_accountant if ranges is None else "pld-dp-accounting",
         }
         ctx.notes.append(
             f"DP-SGD noise multiplier calibrated with {config.dpsgd_accountant}; epsilon also from "
             "Opacus' RDP and PRV accountants on the same (q, z, steps)"
+            if ranges is None
+            else "DP-SGD noise multiplier calibrated with dp_accounting's PLD on the ranges and the steps composed; "
+            "epsilon also from dp_accounting's RDP and Opacus' RDP and PRV accountants on the same composition"
         )
         return model, fit_res, Privacy(epsilon, config.dpsgd_delta)
 

@@ -887,6 +887,7 @@ def custom_spec(
     from dpmix_core.experiments.spec import Series
     from dpmix_core.synthesis.pipeline import SynthesisConfig
     from dpmix_core.training.names import CLOSED_FORM_MODELS, SCATTER_MODELS
+    from dpmix_core.training.protocols import DPSGD_OWN_DATA_NORM
 
     features = "scattering" if model in SCATTER_MODELS else "pixels"
     if features == "scattering" and set(mechanisms) != {"poisson"}:
@@ -941,8 +942,9 @@ def custom_spec(
             )
         if axis != "target_epsilon":
             raise ValueError("DP-SGD is compared at equal epsilon: use the target ε axis.")
-        # DP-SGD reads no statistic of its private records (one's own file's protocol standardises the inputs)
-        series.append(Series("DP-SGD (Opacus)", {"method": "dp-sgd", "synthesis": None, "input_norm": "none"}))
+        # DP-SGD reads no statistic of its records outside its epsilon: on one's file, their ranges released privately
+        norm = "none" if own is None else DPSGD_OWN_DATA_NORM
+        series.append(Series("DP-SGD (Opacus)", {"method": "dp-sgd", "synthesis": None, "input_norm": norm}))
     # a sweep's name is its runs and reading; the defaults add nothing, so sweeps named before keep their names
     records_id = "" if records == "unit" else f"|{records}|{zscore_constants_file}"
     ident = hashlib.sha256(

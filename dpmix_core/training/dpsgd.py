@@ -12,6 +12,13 @@ we pass z to Opacus (``GradSampleModule`` + ``DPOptimizer``) rather than using
 rdp-poisson accountants *and* from Opacus' RDP and PRV accountants on the same
 (q, z, S).
 
+Private feature ranges (``input_norm="dp-ranges"``, one's own file): the inputs are first rescaled by per-feature
+ranges released with Gaussian noise (:mod:`dpmix_core.mechanisms.feature_ranges`), which spend
+:data:`RANGES_EPSILON_SHARE` of the target on their own; the run's event is then Composed(ranges, DP-SGD steps), z
+is calibrated so that the composition meets the target, and epsilon comes from dp_accounting's PLD (pessimistic,
+add/remove-one) and RDP accountants and from Opacus' RDP and PRV accountants on the composition
+(:func:`dpsgd_with_ranges_epsilons`).
+
 Batches are drawn by our own Poisson sampling on in-memory tensors (what
 Opacus' DPDataLoader does, without a per-sample Python DataLoader).
 """
@@ -48,6 +55,12 @@ __all__ = [
     "dpsgd_event",
     "calibrate_noise_multiplier",
     "dpsgd_epsilons",
+    "RANGES_EPSILON_SHARE",
+    "RANGES_PLD_INTERVAL",
+    "ranges_noise_multiplier",
+    "dpsgd_with_ranges_event",
+    "dpsgd_with_ranges_epsilons",
+    "calibrate_with_ranges",
     "check_dpsgd_model",
     "per_sample_module",
     "train_dpsgd",
@@ -117,23 +130,133 @@ def dpsgd_epsilons(*, n: int, batch_size: int, steps: int, noise_multiplier: flo
         ValueError: B > n, or invalid z, steps or delta for our accountants (Opacus failures are reported in
             the dict instead).
     """
-    from opacus.accountants import PRVAccountant, RDPAccountant
-
     from dpmix_core.privacy.accountants import get_accountant
 
     event = dpsgd_event(n=n, batch_size=batch_size, steps=steps, noise_multiplier=noise_multiplier).dp_event()
     out: dict = {}
     for name in ("pld-poisson", "rdp-poisson"):
         out[name] = _number(get_accountant(name).epsilon_of_event(event, delta).epsilon)
-    q = batch_size / n
+    return {**out, **_opacus_epsilons([(noise_multiplier, batch_size / n, steps)], delta)}
+
+
+def _opacus_epsilons(history: list[tuple[float, float, int]], delta: float) -> dict:
+    """{"opacus-rdp": eps, "opacus-prv": eps} of Opacus' accountants on ``history`` ((z, q, steps) entries); an
+    accountant that fails says so in its value ("error: ...") instead of failing the run."""
+    from opacus.accountants import PRVAccountant, RDPAccountant
+
+    out: dict = {}
     for name, cls in (("opacus-rdp", RDPAccountant), ("opacus-prv", PRVAccountant)):
         acc = cls()
-        acc.history = [(noise_multiplier, q, steps)]
+        acc.history = list(history)
         try:
-            out[name] = _number(float(acc.get_epsilon(delta)))
+            with warnings.catch_warnings():  # PRV takes log(1 - q) = log 0 at rate-1 steps, and handles it
+                warnings.simplefilter("ignore", RuntimeWarning)
+                out[name] = _number(float(acc.get_epsilon(delta)))
         except Exception as exc:  # noqa: BLE001 - report, do not fail the run
             out[name] = f"error: {type(exc).__name__}: {exc}"[:200]
     return out
+
+
+RANGES_EPSILON_SHARE = (
+    0.25  # of the target: what the ranges would cost alone (in the composition DP-SGD pays ~4 % more noise)
+)
+RANGES_PLD_INTERVAL = 1e-3  # dp_accounting's PLD grid for the composition (pessimistic: any grid is an upper bound)
+_RANGES_CALIBRATION_RTOL = 2e-3  # as pld-poisson's calibration of DP-SGD alone
+_RANGES_Z_FLOOR = 0.05  # the smallest z tried: below, the PLD grid of the steps gets large
+
+
+def ranges_noise_multiplier(*, target_epsilon: float, delta: float) -> float:
+    """The private feature ranges' noise multiplier: the analytic Gaussian (Balle & Wang 2018) at
+    (:data:`RANGES_EPSILON_SHARE` x target, delta) for sensitivity 1; the composition decides the total."""
+    from dpmix_core.mechanisms.descriptions import gaussian_sigma
+
+    return gaussian_sigma(
+        epsilon=RANGES_EPSILON_SHARE * target_epsilon, delta=delta, sensitivity=1.0, method="analytic"
+    )
+
+
+def dpsgd_with_ranges_event(*, n: int, batch_size: int, steps: int, noise_multiplier: float, ranges_event):
+    """Composed(``ranges_event``, DP-SGD's S Poisson-sampled Gaussian steps): the run's whole release."""
+    import dp_accounting
+
+    steps_event = dpsgd_event(n=n, batch_size=batch_size, steps=steps, noise_multiplier=noise_multiplier).dp_event()
+    return dp_accounting.ComposedDpEvent([ranges_event, steps_event])
+
+
+def _pld_epsilon(event, delta: float) -> float:
+    from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
+
+    accountant = PLDAccountant(value_discretization_interval=RANGES_PLD_INTERVAL)  # add/remove-one, pessimistic
+    accountant.compose(event)
+    return float(accountant.get_epsilon(delta))
+
+
+@functools.lru_cache(maxsize=256)
+def _calibrate_with_ranges(
+    n: int, batch_size: int, steps: int, target_epsilon: float, delta: float, ranges_z: float, rounds: int
+) -> float:
+    import dp_accounting
+
+    ranges_event = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(ranges_z), rounds)
+
+    def eps(z: float) -> float:
+        event = dpsgd_with_ranges_event(
+            n=n, batch_size=batch_size, steps=steps, noise_multiplier=z, ranges_event=ranges_event
+        )
+        return _pld_epsilon(event, delta)
+
+    if _pld_epsilon(ranges_event, delta) >= target_epsilon:
+        raise ValueError(f"the private feature ranges alone exceed epsilon = {target_epsilon:g}.")
+    lo, hi = 0.5, 1.0  # epsilon decreases in z: bracket the target (eps(lo) > target >= eps(hi)), bisect on log z
+    while eps(hi) > target_epsilon:
+        lo, hi = hi, hi * 2
+        if hi > 1e4:
+            raise ValueError(f"DP-SGD cannot reach epsilon = {target_epsilon:g} with z <= 1e4 next to the ranges.")
+    while lo > _RANGES_Z_FLOOR and eps(lo) <= target_epsilon:
+        lo, hi = lo / 2, lo
+    while hi / lo > 1 + _RANGES_CALIBRATION_RTOL:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if eps(mid) <= target_epsilon else (mid, hi)
+    return hi
+
+
+def calibrate_with_ranges(
+    *, n: int, batch_size: int, steps: int, target_epsilon: float, delta: float, ranges_event
+) -> float:
+    """DP-SGD's z for which Composed(ranges, steps) has PLD epsilon <= target (bisection on log z, within a
+    relative 0.2 % of the smallest such z >= 0.05; never above the target). ``ranges_event``: SelfComposed(Gaussian(z_r),
+    rounds) (:meth:`~dpmix_core.mechanisms.feature_ranges.FeatureRanges.dp_event`). ValueError when the ranges
+    alone use the whole target or z > 1e4 would be needed."""
+    return _calibrate_with_ranges(
+        n,
+        batch_size,
+        steps,
+        float(target_epsilon),
+        float(delta),
+        float(ranges_event.event.noise_multiplier),
+        int(ranges_event.count),
+    )
+
+
+def dpsgd_with_ranges_epsilons(
+    *, n: int, batch_size: int, steps: int, noise_multiplier: float, delta: float, ranges_event
+) -> dict:
+    """epsilon of the ranges and DP-SGD's steps together: dp_accounting's PLD ("pld-dp-accounting", pessimistic,
+    the one z is calibrated with) and RDP ("rdp-dp-accounting"), Opacus' RDP and PRV (each step kind one entry of
+    their history; the ranges as rate-1 steps). Same value conventions as :func:`dpsgd_epsilons`."""
+    from dp_accounting.rdp.rdp_privacy_accountant import RdpAccountant
+
+    event = dpsgd_with_ranges_event(
+        n=n, batch_size=batch_size, steps=steps, noise_multiplier=noise_multiplier, ranges_event=ranges_event
+    )
+    rdp = RdpAccountant()  # add/remove-one, like the PLD
+    rdp.compose(event)
+    out: dict = {
+        "pld-dp-accounting": _number(_pld_epsilon(event, delta)),
+        "rdp-dp-accounting": _number(float(rdp.get_epsilon(delta))),
+    }
+    ranges = (float(ranges_event.event.noise_multiplier), 1.0, int(ranges_event.count))
+    return {**out, **_opacus_epsilons([(noise_multiplier, batch_size / n, steps), ranges], delta)}
 
 
 def _number(x: float) -> float | str:

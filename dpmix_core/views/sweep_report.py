@@ -51,8 +51,14 @@ EPSILON_READINGS = {
     "analytic-gaussian": "DP-PCA's Analyze-Gauss noise under the analytic Gaussian mechanism (Balle & Wang 2018): "
     "a rigorous (ε, δ) bound for the projection",
     "laplace": "label-only Laplace: pure ε-DP for the labels; the features are not private",
-    "opacus-rdp": "DP-SGD's steps under Opacus's RDP accountant: a rigorous upper bound",
-    "opacus-prv": "DP-SGD's steps under Opacus's PRV accountant: an upper bound up to its numerical error",
+    "opacus-rdp": "DP-SGD's steps (with its private feature ranges, on one's own file) under Opacus's RDP "
+    "accountant: a rigorous upper bound",
+    "opacus-prv": "DP-SGD's steps (with its private feature ranges, on one's own file) under Opacus's PRV "
+    "accountant: an upper bound up to its numerical error",
+    "pld-dp-accounting": "DP-SGD on one's own file: its private feature ranges and its steps composed, under "
+    "dp_accounting's PLD accountant (pessimistic rounding): a rigorous upper bound",
+    "rdp-dp-accounting": "DP-SGD on one's own file: its private feature ranges and its steps composed, under "
+    "dp_accounting's RDP accountant: a rigorous upper bound",
 }
 
 
