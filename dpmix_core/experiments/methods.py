@@ -438,24 +438,17 @@ class DpSgd(Method):
         n_priv = int(xt.shape[0])
         steps = steps_per_epoch(n_priv, config.batch_size) * config.epochs
         ranges = ctx.feature_ranges
+        budget = {
+            "n": n_priv,
+            "batch_size": config.batch_size,
+            "steps": steps,
+            "target_epsilon": config.dpsgd_epsilon,
+            "delta": config.dpsgd_delta,
+        }
         if ranges is None:
-            z = calibrate_noise_multiplier(
-                n=n_priv,
-                batch_size=config.batch_size,
-                steps=steps,
-                target_epsilon=config.dpsgd_epsilon,
-                delta=config.dpsgd_delta,
-                accountant=config.dpsgd_accountant,
-            )
+            z = calibrate_noise_multiplier(**budget, accountant=config.dpsgd_accountant)
         else:
-            z = calibrate_with_ranges(
-                n=n_priv,
-                batch_size=config.batch_size,
-                steps=steps,
-                target_epsilon=config.dpsgd_epsilon,
-                delta=config.dpsgd_delta,
-                ranges_event=ranges.dp_event(),
-            )
+            z = calibrate_with_ranges(**budget, ranges_event=ranges.dp_event())
         ctx.tick("calibration", t0)
         noise_gen = torch.Generator(device=ctx.device).manual_seed(int(ctx.seeds[3]))
         t0 = time.perf_counter()
