@@ -523,8 +523,8 @@ def test_dp_sgd_on_ones_own_file_takes_the_own_data_steps_and_learns(capsys, tmp
 
 def test_dp_sgd_learns_on_loose_bounds_by_its_private_ranges_and_accounts_for_them(capsys, tmp_path):
     """Scaled by bounds (-50, 100) the features fill 5 % of [0,1]: DP-SGD on them as they are stayed at the
-    constant predictor (33.1 % at eps 8); rescaled by its privately released ranges it reached 86.8 %. Its epsilon
-    is the ranges' and the steps' together, never above the target."""
+    constant predictor (33.1 % at eps 8, seed 0); rescaled by its privately released ranges it reached 86.8 %. Its
+    epsilon is the ranges' and the steps' together, never above the target."""
     path = _pets(tmp_path / "pets.csv")
     args = ["--data-file", str(path), "--label-column", "species", "--method", "dp-sgd", "--target-epsilon", "8",
             "--feature-range", "-50,100"]  # fmt: skip
