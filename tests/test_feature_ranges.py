@@ -143,7 +143,7 @@ def test_the_ranges_alone_cost_their_share_of_the_target():
         assert accountant.get_epsilon(1e-5) == pytest.approx(RANGES_EPSILON_SHARE * target, rel=2e-3)
 
 
-@pytest.mark.parametrize("target", [1.0, 8.0])
+@pytest.mark.parametrize("target", [1.0, 8.0, 100.0])  # 100: a coarser PLD grid (1e-4 of the RDP epsilon)
 def test_calibration_meets_the_target_tightly_and_pays_for_the_ranges(target):
     event = _ranges_event(target)
     z = calibrate_with_ranges(**SHAPE, target_epsilon=target, delta=1e-5, ranges_event=event)

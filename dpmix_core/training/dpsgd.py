@@ -183,10 +183,23 @@ def dpsgd_with_ranges_event(*, n: int, batch_size: int, steps: int, noise_multip
     return dp_accounting.ComposedDpEvent([ranges_event, steps_event])
 
 
+def _rdp_epsilon(event, delta: float) -> float:
+    from dp_accounting.rdp.rdp_privacy_accountant import RdpAccountant
+
+    accountant = RdpAccountant()  # add/remove-one, like the PLD
+    accountant.compose(event)
+    return float(accountant.get_epsilon(delta))
+
+
 def _pld_epsilon(event, delta: float) -> float:
+    """dp_accounting's PLD epsilon (add/remove-one, pessimistic: an upper bound on any grid) on a grid of
+    :data:`RANGES_PLD_INTERVAL`, or a 1e-4 of the RDP epsilon where that is coarser (large epsilons: small z make
+    fine grids slow, and the bound stays within about that relative step)."""
     from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
 
-    accountant = PLDAccountant(value_discretization_interval=RANGES_PLD_INTERVAL)  # add/remove-one, pessimistic
+    rdp = _rdp_epsilon(event, delta)
+    interval = max(RANGES_PLD_INTERVAL, 1e-4 * rdp) if math.isfinite(rdp) else RANGES_PLD_INTERVAL
+    accountant = PLDAccountant(value_discretization_interval=interval)
     accountant.compose(event)
     return float(accountant.get_epsilon(delta))
 
@@ -244,16 +257,12 @@ def dpsgd_with_ranges_epsilons(
     """epsilon of the ranges and DP-SGD's steps together: dp_accounting's PLD ("pld-dp-accounting", pessimistic,
     the one z is calibrated with) and RDP ("rdp-dp-accounting"), Opacus' RDP and PRV (each step kind one entry of
     their history; the ranges as rate-1 steps). Same value conventions as :func:`dpsgd_epsilons`."""
-    from dp_accounting.rdp.rdp_privacy_accountant import RdpAccountant
-
     event = dpsgd_with_ranges_event(
         n=n, batch_size=batch_size, steps=steps, noise_multiplier=noise_multiplier, ranges_event=ranges_event
     )
-    rdp = RdpAccountant()  # add/remove-one, like the PLD
-    rdp.compose(event)
     out: dict = {
         "pld-dp-accounting": _number(_pld_epsilon(event, delta)),
-        "rdp-dp-accounting": _number(float(rdp.get_epsilon(delta))),
+        "rdp-dp-accounting": _number(_rdp_epsilon(event, delta)),
     }
     ranges = (float(ranges_event.event.noise_multiplier), 1.0, int(ranges_event.count))
     return {**out, **_opacus_epsilons([(noise_multiplier, batch_size / n, steps), ranges], delta)}
