@@ -533,6 +533,11 @@ def test_dp_sgd_learns_on_loose_bounds_by_its_private_ranges_and_accounts_for_th
     assert set(out["epsilon"]) == {"pld-dp-accounting", "rdp-dp-accounting", "opacus-rdp", "opacus-prv"}
     assert out["epsilon"]["pld-dp-accounting"] <= 8
     assert any("released privately" in note for note in out["notes"])
+    raw = _train(capsys, *args, "--input-norm", "none", "--epochs", "5")  # the ranges turned off: as scaled
+    assert raw["config"]["input_norm"] == "none" and "pld-poisson" in raw["epsilon"]
+    assert main(["train", *args, "--input-norm", "standardize", "--device", "cpu"]) == 2  # reads the records
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "DP-SGD trains on private data" in err
     from dpmix_core.experiments.runner import run_config
 
     own = open_data_file(path, label_column="species")

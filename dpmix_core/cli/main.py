@@ -695,6 +695,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         precision=args.precision,
         test_inputs=args.test_inputs,
         val_fraction=args.val_fraction,
+        input_norm=args.input_norm,
         pca_components=args.pca_components,
         features=features,
         **release_file,
@@ -783,7 +784,17 @@ def _print_batchnorm_shift(summary: dict) -> None:
 
 
 def _add_train(sub) -> None:
-    from dpmix_core.training.names import INITS, LOSSES, METHODS, MODELS, OPTIMIZERS, PRECISIONS, SCHEDULES, TEST_INPUTS
+    from dpmix_core.training.names import (
+        INITS,
+        INPUT_NORMS,
+        LOSSES,
+        METHODS,
+        MODELS,
+        OPTIMIZERS,
+        PRECISIONS,
+        SCHEDULES,
+        TEST_INPUTS,
+    )
 
     p = sub.add_parser("train", help="train a model on a release (or a baseline) and evaluate on the real test set")
     _add_release_arguments(p, mechanism_required=False)
@@ -841,6 +852,14 @@ def _add_train(sub) -> None:
         "which the thesis's CNN started from); default: the model's paper protocol",
     )
     p.add_argument("--val-fraction", type=finite_float, help="share of the release held out for validation (0.1)")
+    p.add_argument(
+        "--input-norm",
+        choices=INPUT_NORMS,
+        help="the training inputs' scaling: none; rms (one factor: their root mean square); standardize (each "
+        "feature by its mean and sd: post-processing on a release, refused for DP-SGD); dp-ranges (DP-SGD on a "
+        "--data-file: each feature's range released privately, composed into epsilon). Default: the model's "
+        "protocol (standardize for the linear model on a --data-file, dp-ranges for DP-SGD there)",
+    )
     p.add_argument(
         "--test-inputs",
         choices=TEST_INPUTS,
