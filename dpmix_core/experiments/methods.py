@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpmix_core.experiments.config import RunConfig
-from dpmix_core.mechanisms.feature_ranges import FeatureRanges
+from dpmix_core.mechanisms.feature_ranges import FeatureRanges, dp_feature_ranges
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.training import data as D
 from dpmix_core.training.checkpoint import Checkpointer
@@ -397,7 +397,6 @@ class DpSgd(Method):
         if ctx.config.feature_range is None:  # raw features: no public bounds to narrow (the clip bounds each step)
             ctx.notes.append("no public feature range: DP-SGD trains on the features as they are, no ranges released")
             return splits, input_shape, None
-        from dpmix_core.mechanisms.feature_ranges import dp_feature_ranges
         from dpmix_core.training.dpsgd import RANGES_EPSILON_SHARE, ranges_noise_multiplier
 
         config = ctx.config
@@ -405,7 +404,7 @@ class DpSgd(Method):
         z_ranges = ranges_noise_multiplier(target_epsilon=config.dpsgd_epsilon, delta=config.dpsgd_delta)
         ranges = dp_feature_ranges(x_tr, noise_multiplier=z_ranges, seed=np.random.SeedSequence([int(ctx.seeds[3]), 1]))
         ctx.feature_ranges = ranges
-        ctx.extra["dpsgd_ranges"] = {
+        ctx.extra["dpsgd_ranges"] = {  # in the units of the features as the public bounds scale them, [0,1]
             "low": ranges.low.tolist(),
             "high": ranges.high.tolist(),
             "noise_multiplier": ranges.noise_multiplier,

@@ -157,9 +157,7 @@ def _opacus_epsilons(history: list[tuple[float, float, int]], delta: float) -> d
     return out
 
 
-RANGES_EPSILON_SHARE = (
-    0.25  # of the target: what the ranges would cost alone (in the composition DP-SGD pays ~4 % more noise)
-)
+RANGES_EPSILON_SHARE = 0.25  # of the target, what the ranges cost alone; composed, DP-SGD adds ~4 % more noise
 RANGES_PLD_INTERVAL = 1e-3  # dp_accounting's PLD grid for the composition (pessimistic: any grid is an upper bound)
 _RANGES_CALIBRATION_RTOL = 2e-3  # as pld-poisson's calibration of DP-SGD alone
 _RANGES_Z_FLOOR = 0.05  # the smallest z tried: below, the PLD grid of the steps gets large
