@@ -553,6 +553,29 @@ def test_dp_sgd_learns_on_loose_bounds_by_its_private_ranges_and_accounts_for_th
     assert "dpsgd_ranges" not in unbounded and "pld-poisson" in unbounded["epsilon"]
 
 
+def test_the_text_output_says_how_to_read_each_baseline_epsilon(capsys, tmp_path):
+    """DP-SGD's and DP-PCA's epsilons carry no privacy card: each printed line says which accountant and whether it
+    is a rigorous bound (the run without privacy prints none)."""
+    path = _pets(tmp_path / "pets.csv")
+    common = ["train", "--data-file", str(path), "--label-column", "species", "--feature-range", "-50,100",
+              "--epochs", "2", "--device", "cpu"]  # fmt: skip
+    lines = {}
+    for method in (
+        ["dp-sgd", "--target-epsilon", "8"],
+        ["dp-pca", "--target-epsilon", "8", "--pca-components", "2"],
+        ["non-private"],
+    ):
+        assert main([*common, "--method", *method]) == 0
+        lines[method[0]] = [line for line in capsys.readouterr().out.splitlines() if " eps=" in line]
+    dpsgd = {line.split()[0]: line for line in lines["dp-sgd"]}
+    assert set(dpsgd) == {"pld-dp-accounting", "rdp-dp-accounting", "opacus-rdp", "opacus-prv"}
+    assert dpsgd["pld-dp-accounting"].endswith("composed, under dp_accounting's PLD accountant (pessimistic "
+                                               "rounding): a rigorous upper bound]")  # fmt: skip
+    assert "up to its numerical error]" in dpsgd["opacus-prv"]
+    assert lines["dp-pca"][0].split()[0] == "analytic-gaussian" and "a rigorous (ε, δ) bound" in lines["dp-pca"][0]
+    assert lines["non-private"] == ["  none         eps=inf"]
+
+
 # --------------------------------------------------------------------------- how well the public bounds fit
 
 

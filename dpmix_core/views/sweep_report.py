@@ -42,7 +42,7 @@ from dpmix_core.runtime.store import ResultStore
 from dpmix_core.views.accuracy_figure import MARKERS_CAPTION, epsilon_columns, full_protocol_caption, trade_off_figure
 from dpmix_core.views.html_report import Section, html_report
 
-__all__ = ["EPSILON_READINGS", "epsilon_readings", "sweep_reading", "sweep_report"]
+__all__ = ["EPSILON_READINGS", "epsilon_reading", "epsilon_readings", "sweep_reading", "sweep_report"]
 
 REPORT_FIGURE_HEIGHT = 680  # px: a page-width figure whose legend (one line a series) wraps below the plot
 
@@ -74,14 +74,17 @@ def epsilon_readings(agg: pd.DataFrame, rows: list[dict]) -> pd.DataFrame:
     out = []
     for column in epsilon_columns(agg):
         name = column.removeprefix("epsilon_")
-        if name in stated:
-            reading = "; ".join(sorted(stated[name]))
-        elif name in ACCOUNTANTS:
-            reading = "rigorous upper bound" if get_accountant(name).rigorous else "approximation (not an upper bound)"
-        else:
-            reading = EPSILON_READINGS.get(name, "see the runs' privacy cards")
+        reading = "; ".join(sorted(stated[name])) if name in stated else epsilon_reading(name)
         out.append({"ε column": name, "how to read it": reading})
     return pd.DataFrame(out, columns=["ε column", "how to read it"])
+
+
+def epsilon_reading(name: str) -> str:
+    """How to read an epsilon named ``name`` that no privacy card states a guarantee for: the accountant's own kind
+    (rigorous or an approximation), else :data:`EPSILON_READINGS` (DP-SGD's, DP-PCA's, label-only Laplace's)."""
+    if name in ACCOUNTANTS:
+        return "rigorous upper bound" if get_accountant(name).rigorous else "approximation (not an upper bound)"
+    return EPSILON_READINGS.get(name, "see the runs' privacy cards")
 
 
 def _point(row: pd.Series) -> str:
