@@ -156,7 +156,7 @@ def test_calibration_meets_the_target_tightly_and_pays_for_the_ranges(target):
     assert alone < z < 1.1 * alone  # the ranges cost DP-SGD a few percent more noise
     assert eps["pld-dp-accounting"] <= eps["rdp-dp-accounting"]  # PLD is the tighter of the two rigorous bounds
     if target <= 8:  # two RDP implementations; at eps 100 their order grids differ where the optimum lies
-        assert eps["opacus-rdp"] == pytest.approx(eps["rdp-dp-accounting"], rel=0.02)  # (107 against 151)
+        assert eps["opacus-rdp"] == pytest.approx(eps["rdp-dp-accounting"], rel=0.02)  # (107 against 204)
     assert eps["opacus-prv"] == pytest.approx(eps["pld-dp-accounting"], rel=0.02)  # PRV estimates the same curve
 
 

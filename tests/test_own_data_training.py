@@ -532,6 +532,8 @@ def test_dp_sgd_learns_on_loose_bounds_by_its_private_ranges_and_accounts_for_th
     assert out["config"]["input_norm"] == "dp-ranges" and not out["collapsed"] and out["test_accuracy"] > 0.8
     assert set(out["epsilon"]) == {"pld-dp-accounting", "rdp-dp-accounting", "opacus-rdp", "opacus-prv"}
     assert out["epsilon"]["pld-dp-accounting"] <= 8
+    assert out["guarantee"]["pld-dp-accounting"].endswith("a rigorous upper bound")  # the JSON says it too
+    assert "numerical error" in out["guarantee"]["opacus-prv"]
     assert any("released privately" in note for note in out["notes"])
     raw = _train(capsys, *args, "--input-norm", "none", "--epochs", "5")  # the ranges turned off: as scaled
     assert raw["config"]["input_norm"] == "none" and "pld-poisson" in raw["epsilon"]

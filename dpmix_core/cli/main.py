@@ -756,17 +756,9 @@ def cmd_train(args: argparse.Namespace) -> int:
             )
         guarantees = summary.get("guarantee") or {}
         for name, eps in summary["epsilon"].items():
-            label = f"  [{guarantees[name]}]" if name in guarantees else _baseline_reading(name)
+            label = f"  [{guarantees[name]}]" if name in guarantees else ""
             print(f"  {name:12s} eps={eps if isinstance(eps, str) else _format_eps(eps)}{label}")
     return 0
-
-
-def _baseline_reading(name: str) -> str:
-    """ "  [how to read it]" for an epsilon no privacy card labels (DP-SGD's, DP-PCA's, label-only Laplace's); "" for
-    a run without privacy."""
-    from dpmix_core.views.sweep_report import epsilon_reading
-
-    return "" if name == "none" else f"  [{epsilon_reading(name)}]"
 
 
 def _print_other_test_inputs(summary: dict, own: str) -> None:

@@ -101,6 +101,18 @@ def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
 
 
+def _guarantees(result: dict) -> dict[str, str]:
+    """How to read each of the run's epsilons: a release's are its privacy card's guarantees (only those: the card
+    decides what covers the release); a run without a card (DP-SGD, DP-PCA) reads each by
+    views.sweep_report.epsilon_reading; a run without privacy has none."""
+    from dpmix_core.views.sweep_report import epsilon_reading
+
+    card = result.get("privacy_card")
+    if card:
+        return {e["accountant"]: e["guarantee"] for e in card.get("epsilons", [])}
+    return {name: epsilon_reading(name) for name in result["epsilon"] if name != "none"}
+
+
 def train_repeats(
     *,
     method: str,
@@ -190,7 +202,7 @@ def _summary(base: RunConfig, results: list[dict]) -> dict:
         "test_mse": mse,
         "test_mse_std": mse_std,
         "epsilon": first["epsilon"],
-        "guarantee": {e["accountant"]: e["guarantee"] for e in (first.get("privacy_card") or {}).get("epsilons", [])},
+        "guarantee": _guarantees(first),
         "delta": first["delta"],
         "seconds": sum(res["seconds"] for res in results),
         "train_samples_per_second": statistics.fmean(res["train_samples_per_second"] for res in results),

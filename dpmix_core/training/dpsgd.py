@@ -182,11 +182,15 @@ def dpsgd_with_ranges_event(*, n: int, batch_size: int, steps: int, noise_multip
 
 
 def _rdp_epsilon(event, delta: float) -> float:
-    from dp_accounting.rdp.rdp_privacy_accountant import RdpAccountant
+    """The RDP bound of ``event`` (a composition, or one part of it) under add/remove-one: the privacy budget's
+    composition (:func:`~dpmix_core.privacy.budget.compose_budget`, dp_accounting's RDP with rounding guarded)."""
+    import dp_accounting
 
-    accountant = RdpAccountant()  # add/remove-one, like the PLD
-    accountant.compose(event)
-    return float(accountant.get_epsilon(delta))
+    from dpmix_core.privacy.budget import ADD_REMOVE, BudgetItem, compose_budget
+
+    parts = event.events if isinstance(event, dp_accounting.ComposedDpEvent) else [event]
+    items = [BudgetItem(f"part {i + 1}", part, ADD_REMOVE) for i, part in enumerate(parts)]
+    return compose_budget(items, delta).epsilon
 
 
 def _pld_epsilon(event, delta: float) -> float:
