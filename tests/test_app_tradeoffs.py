@@ -8,6 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dpmix_core.experiments.presets import DEMO_PRESET, get_preset
+from dpmix_core.runtime.store import ResultStore
 
 PAGE = str(Path(__file__).resolve().parents[1] / "app_pages" / "train_tradeoffs.py")
 
@@ -543,6 +544,33 @@ def test_a_sweep_on_ones_own_file_holds_records_out_and_trains_on_the_rest(at, t
     saved = list((tmp_path / "data").glob("*/*.csv"))  # kept beside the store for the background runs
     assert len(saved) == 1 and saved[0].name == "pets.csv" and saved[0].read_bytes() == _pets_csv()
     assert any(t.startswith("Custom sweep") and t.endswith("on pets") for t in _chart_titles(at))
+
+
+def test_a_sweep_on_ones_own_file_scales_each_column_with_its_own_bounds(at, tmp_path):
+    at.radio(key="tr_mode").set_value("Build your own").run()
+    at.selectbox(key="tr_dataset").set_value("own file").run()
+    at.file_uploader(key="tr_own_upload").set_value([("pets.csv", _pets_csv(), "text/csv")]).run()
+    next(s for s in at.selectbox if s.key.startswith("tr_own_label_column_")).set_value("species").run()
+    at.toggle(key="tr_own_per_column").set_value(True).run()
+    bounds = b"column,low,high\na,-5,10\nb,-6,12\nc,-5,10\n"
+    at.file_uploader(key="tr_own_bounds_file").set_value([("bounds.csv", bounds, "text/csv")])
+    at.multiselect(key="tr_mechs").set_value(["dpmix"])
+    at.text_input(key="tr_values").input("0.3")
+    at.text_input(key="tr_l").input("4")
+    at.text_input(key="tr_T").input("200")
+    at.multiselect(key="tr_baselines").set_value([])
+    at.number_input(key="tr_epochs_own").set_value(1)
+    at.number_input(key="tr_repeats").set_value(1).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert not [w for w in at.warning if "bounds" in w.value]
+    at.button(key="tr_launch").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    store, deadline = ResultStore(tmp_path / "results.sqlite"), time.time() + 150
+    while {r.status for r in store.list_runs()} - {"done"} and time.time() < deadline:
+        time.sleep(1.0)
+    runs = store.list_runs()
+    assert runs and {r.status for r in runs} == {"done"}
+    assert all(r.config["synthesis"]["feature_range"] == [[-5, 10], [-6, 12], [-5, 10]] for r in runs)
 
 
 def test_ones_own_file_is_not_offered_to_the_papers_presets(at):

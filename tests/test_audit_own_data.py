@@ -122,6 +122,21 @@ def test_the_page_audits_an_uploaded_file(at, tmp_path):
     assert list((tmp_path / "data").glob("*/pets.csv"))  # kept beside the store, where the worker read it
 
 
+def test_the_audit_page_takes_bounds_per_column(at):
+    at.file_uploader(key="aud_own_upload").set_value([("pets.csv", _pets_bytes(label="label"), "text/csv")]).run()
+    at.toggle(key="aud_own_per_column").set_value(True).run()
+    bounds = b"column,low,high\na,-5,10\nb,-5,10\nc,-5,10\nd,-6,12\n"
+    at.file_uploader(key="aud_own_bounds_file").set_value([("bounds.csv", bounds, "text/csv")]).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert not [w for w in at.warning if "bounds" in w.value]
+    table = at.dataframe[-1].value  # re-identification on the records as these bounds scale them
+    assert {"point", "row", "class", "distance", "a", "d"} <= set(table.columns)
+    at.file_uploader(key="aud_own_bounds_file").set_value([("b.csv", b"column,low,high\nlabel,0,1\n", "x")]).run()
+    assert not at.exception and [e.value for e in at.error] == [
+        "bounds: the data file has no feature column 'label'; its feature columns are 'a', 'b', 'c', 'd'."
+    ]
+
+
 def test_the_members_fit_the_file_and_too_many_is_one_error_that_launches_nothing(at):
     at.file_uploader(key="aud_own_upload").set_value([("pets.csv", _pets_bytes(label="label"), "text/csv")]).run()
     assert not at.exception and not at.error

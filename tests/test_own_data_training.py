@@ -258,7 +258,7 @@ def test_a_baseline_with_public_bounds_does_not_depend_on_the_features_units(cap
     assert runs[1]["test_accuracy"] > 0.85
     assert runs[1000]["test_accuracy"] == pytest.approx(runs[1]["test_accuracy"], abs=0.01)
     assert runs[1000]["data"]["feature_range"] == [-5000.0, 10000.0]
-    assert "scaled with the public bounds (-5000.0, 10000.0)" in runs[1000]["data"]["note"]
+    assert "scaled with the public bounds (-5000, 10000)" in runs[1000]["data"]["note"]
 
 
 def test_the_release_on_ones_own_file_is_accounted_on_the_records_it_mixes(capsys, tmp_path):

@@ -7,14 +7,16 @@ these instead of each keeping a copy.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from typing import TypeVar
 
 import pandas as pd
 import streamlit as st
 
-from dpmix_core.data import Dataset
+from dpmix_core.data import Dataset, bounds_rows, per_feature_bounds, read_feature_bounds
 from dpmix_core.data.user import bounds_fit_note, csv_columns, default_label_column
+from dpmix_core.privacy.checks import FeatureRange
 from dpmix_core.views.exports import (
     chart_export,
     file_stem,
@@ -180,14 +182,80 @@ def data_file_upload(prefix: str, *, label: str = "Dataset file", help_text: str
     return upload, label_column
 
 
-def feature_bounds(prefix: str, records: Dataset) -> tuple[float, float]:
-    """The public (lower, upper) bounds of one's own float features (keys ``prefix + "lo"`` / ``"hi"``), and a
-    warning beside them where they fit the ``records`` (its training features) badly (:func:`bounds_fit_note`)."""
+def feature_bounds(prefix: str, records: Dataset) -> FeatureRange:
+    """The public bounds of one's own float features: one (lower, upper) pair (keys ``prefix + "lo"`` / ``"hi"``) or,
+    with ``prefix + "per_column"`` on, one pair per column from a table (filled from the pair, or from a bounds file
+    ``prefix + "bounds_file"``), and a warning beside them where they fit the ``records`` (its training features)
+    badly (:func:`bounds_fit_note`). A table that does not parse: its one-line error, and the page stops there."""
     keep_state({prefix + "lo": 0.0, prefix + "hi": 1.0})  # typed bounds survive a run that stops above them
     r1, r2 = st.columns(2)
     lo = r1.number_input("Public lower bound of your features", key=prefix + "lo")
     hi = r2.number_input("Public upper bound of your features", key=prefix + "hi")
+    bounds: FeatureRange = (float(lo), float(hi))
+    d, names = records.feature_dim, records.feature_names
+    per_column = d > 1 and st.toggle(
+        "Bounds per column",
+        key=prefix + "per_column",
+        help="Columns in different units (an age, an income): give each its own public bounds, so each fills [0,1] "
+        "and the noise does not swamp the narrow ones. The same guarantee: every record still lies in [0,1]^d.",
+    )
+    if per_column:
+        bounds = _bounds_per_column(prefix, records, bounds)
     st.caption("Bounds must be known without looking at the private data; values outside are clipped.")
-    if note := bounds_fit_note(records.x_train, (lo, hi)):
+    if note := bounds_fit_note(records.x_train, bounds, names):
         st.warning(note)
-    return float(lo), float(hi)
+    return bounds
+
+
+def _bounds_per_column(prefix: str, records: Dataset, default: tuple[float, float]) -> FeatureRange:
+    """The per-column table of :func:`feature_bounds`: its bounds, or its error and a stopped page."""
+    d, names = records.feature_dim, records.feature_names
+    upload = st.file_uploader(
+        "Bounds file (optional): a CSV with the header column,low,high",
+        type=["csv"],
+        key=prefix + "bounds_file",
+        help="One row per feature column; columns it leaves out take the bounds above. The same file works with the "
+        "CLI's --feature-bounds.",
+    )
+    try:
+        start = (
+            default
+            if upload is None
+            else read_feature_bounds(upload.getvalue(), feature_names=names, d=d, default=default)
+        )
+        rows = bounds_rows(start, feature_names=names, d=d)
+    except ValueError as exc:
+        st.error(str(exc))
+        st.stop()
+    columns = zlib.crc32("\n".join(names).encode())
+    table_key = f"{prefix}bounds_{d}_{columns}_{'' if upload is None else upload.file_id}_{default}"
+    edited = st.data_editor(
+        pd.DataFrame(rows),
+        key=table_key,  # new columns, a new file or new default bounds: a fresh table
+        disabled=["column"],
+        hide_index=True,
+        num_rows="fixed",
+        width="stretch",
+        column_config={
+            "column": st.column_config.TextColumn("Column"),
+            "low": st.column_config.NumberColumn("Lower bound", format="%g"),
+            "high": st.column_config.NumberColumn("Upper bound", format="%g"),
+        },
+    )
+    try:
+        bounds = per_feature_bounds(
+            ((row.column, row.low, row.high) for row in edited.itertuples(index=False)), feature_names=names, d=d
+        )
+    except ValueError as exc:
+        st.error(str(exc))
+        st.stop()
+    st.download_button(
+        "Bounds file (CSV)",
+        table_csv(pd.DataFrame(bounds_rows(bounds, feature_names=names, d=d))),
+        "feature_bounds.csv",
+        "text/csv",
+        key=prefix + "bounds_download",
+        on_click="ignore",
+        help="These bounds as a file: load it here next time, or give it to the CLI's --feature-bounds.",
+    )
+    return bounds

@@ -31,7 +31,12 @@ from typing import Any
 import numpy as np
 
 from dpmix_core.data import Dataset
-from dpmix_core.privacy.checks import check_range
+from dpmix_core.privacy.checks import (
+    FeatureRange,
+    check_feature_range,
+    describe_feature_range,
+    json_feature_range,
+)
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 
 __all__ = [
@@ -208,7 +213,7 @@ def membership_inference(
     lr: float = 1e-3,
     batch_size: int = 128,
     seed: int = 0,
-    feature_range: tuple[float, float] | None = None,
+    feature_range: FeatureRange | None = None,
     standardize: bool = False,
 ) -> MembershipResult:
     """Train on ``members`` private records (or on a mixing release of them) and attack with the loss threshold.
@@ -319,7 +324,11 @@ def membership_inference(
     else:
         feature_map = D.record_feature_map(feature_range)
         x_train, y_train = feature_map(x_mem), D.one_hot(y_mem, k)
-        scaled = "pixels/255" if feature_range is None else f"scaled to [0,1] by the public bounds {feature_range}"
+        scaled = (
+            "pixels/255"
+            if feature_range is None
+            else f"scaled to [0,1] by the public bounds {describe_feature_range(feature_range)}"
+        )
         notes.append(f"non-private: model trained on the real members ({scaled})")
         loss_name = "ce"
 
@@ -422,7 +431,7 @@ def default_configs(
     epsilons: tuple[float, ...] = (8.0, 1.0),
     accountant: str = "rdp-wor",
     seed: int = 0,
-    feature_range: tuple[float, float] | None = None,
+    feature_range: FeatureRange | None = None,
 ) -> list[tuple[str, str, SynthesisConfig | None]]:
     """The 'Table 4' rows: non-private, DPMix without noise, DPMix calibrated to each epsilon (float features
     scaled to [0,1] by the public ``feature_range``; pass the same to :func:`membership_inference`)."""
@@ -465,7 +474,7 @@ def job_config(
     data_file: str | None = None,
     data_sha256: str | None = None,
     label_column: str | None = None,
-    feature_range: tuple[float, float] | None = None,
+    feature_range: FeatureRange | None = None,
 ) -> dict:
     """The background job's JSON config for the 'Table 4' attack table (see :func:`run_job`): on ``dataset``, or on
     one's own ``data_file`` (every record a candidate member; the job refuses the file if its bytes no longer hash to
@@ -481,12 +490,12 @@ def job_config(
             f"(at most {records // 2:,} members)."
         )
     if feature_range is not None:
-        feature_range = check_range("public bounds of the features", feature_range)
+        feature_range = check_feature_range("public bounds of the features", feature_range)
     own = {
         "data_file": data_file,
         "data_sha256": data_sha256,
         "label_column": label_column,
-        "feature_range": None if feature_range is None else [float(v) for v in feature_range],
+        "feature_range": None if feature_range is None else json_feature_range(feature_range),
     }
     return {
         "l": int(l),
@@ -513,7 +522,7 @@ def run_job(config: dict, reporter) -> dict:
     else:
         dataset = default_dataset() if config["dataset"] == "default" else load_dataset(config["dataset"])
     bounds = config.get("feature_range")
-    feature_range = None if bounds is None else (float(bounds[0]), float(bounds[1]))
+    feature_range = None if bounds is None else check_feature_range("public bounds of the features", bounds)
     protocol: dict[str, Any] = {}
     if config.get("data_file") is not None:  # a small table: the own-data linear protocol's step size and inputs
         from dpmix_core.training.protocols import OWN_DATA_LINEAR

@@ -41,6 +41,13 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(message)
 
 
+FEATURE_BOUNDS_HELP = (
+    "public bounds per feature column: a CSV with the header column,low,high, one row per feature column "
+    "(columns in different units: an age, an income); columns it leaves out take --feature-range. Known without "
+    "the data, never its own minima and maxima"
+)
+
+
 def _range(text: str) -> tuple[float, float]:
     parts = text.split(",")
     if len(parts) != 2:
@@ -316,6 +323,10 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
         labels = np.load(args.labels, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise CliError(f"cannot memory-map the source: {exc}") from None
+    if args.feature_bounds is not None:
+        if source.ndim != 2:
+            raise CliError(f"--feature-bounds needs a 2-D --memmap source (n, d). Found shape {source.shape}.")
+        _with_feature_bounds(args, (), int(source.shape[1]))  # a .npy has no column names: rows name indices
     if source.ndim == 2:
         d = int(source.shape[1])
         check_cost(
@@ -393,7 +404,10 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     elif args.data_file is not None:  # every record released
         data = read_data_file(args.data_file)
         dataset = load_user_data(data, filename=args.data_file, label_column=args.label_column)
+        _with_feature_bounds(args, dataset.feature_names, dataset.feature_dim)
     else:
+        if args.feature_bounds is not None:
+            raise CliError("--feature-bounds names the columns of a --data-file (or a --memmap source's by index)")
         dataset = load_dataset(args.dataset, data_dir=args.data_dir, progress=_progress)
     config = _synthesis_config(args)
     # the card's epsilons need only the release description: a second process computes them
@@ -425,7 +439,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         for e in card["epsilons"]:
             eps = e["epsilon"] if isinstance(e["epsilon"], str) else _format_eps(e["epsilon"])
             print(f"  {e['accountant']:12s} eps={eps}  [{e['guarantee']}]")
-    _say_bounds_note(dataset.x_train, args, stream=sys.stderr if args.json else None)
+    _say_bounds_note(dataset, args, stream=sys.stderr if args.json else None)
     return 0
 
 
@@ -510,6 +524,7 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
     p.add_argument("--label-epsilon", type=finite_float, default=1.0, help="label-laplace epsilon")
     p.add_argument("--label-task", choices=["classification", "regression"], default="classification")
     p.add_argument("--feature-range", type=_range, help="public LO,HI bounds of float features (for [0,1] scaling)")
+    p.add_argument("--feature-bounds", metavar="FILE.csv", help=FEATURE_BOUNDS_HELP)
     p.add_argument(
         "--features",
         choices=["pixels", "scattering"],
@@ -630,35 +645,56 @@ def _release_file_options(args: argparse.Namespace):
 
 
 def _own_data_file(args: argparse.Namespace, *, also: tuple[str, ...] = ()):
-    """--data-file FILE (--label-column, --test-fraction): the file read and split
-    (:class:`~dpmix_core.experiments.run_data.OwnData`); None without it, when the options that describe a data
-    file (and ``also``) have nothing to act on: refused."""
+    """--data-file FILE (--label-column, --test-fraction, --feature-bounds): the file read and split
+    (:class:`~dpmix_core.experiments.run_data.OwnData`), its bounds file read into ``args.feature_range``; None
+    without it, when the options that describe a data file (and ``also``) have nothing to act on: refused."""
     from dpmix_core.experiments.run_data import open_data_file
 
     if args.data_file is None:
-        names = ("label_column", "test_fraction", *also)
-        given = ["--" + name.replace("_", "-") for name in names if getattr(args, name) is not None]
+        names = ("label_column", "test_fraction", "feature_bounds", *also)
+        given = ["--" + name.replace("_", "-") for name in names if getattr(args, name, None) is not None]
         if given:
             raise CliError(f"{', '.join(given)}: only with --data-file (the datasets have their own test split)")
         return None
     if args.label_column is not None and not args.data_file.lower().endswith(".csv"):
         raise CliError("--label-column names a column of a --data-file CSV")
     fraction = 0.2 if args.test_fraction is None else args.test_fraction
-    return open_data_file(args.data_file, label_column=args.label_column, test_fraction=fraction)
+    own = open_data_file(args.data_file, label_column=args.label_column, test_fraction=fraction)
+    _with_feature_bounds(args, own.dataset.feature_names, own.dataset.feature_dim)
+    return own
 
 
-def _bounds_note(x, args: argparse.Namespace) -> str | None:
-    """What to say when --feature-range clips a --data-file's records ``x`` or barely fits them (bounds_fit_note;
-    for the data's holder, never in a release). Said once the command has done its work, after any refusal."""
+def _with_feature_bounds(args: argparse.Namespace, feature_names: Sequence[str], d: int) -> None:
+    """--feature-bounds FILE.csv read against the data's ``d`` features (named ``feature_names``) into
+    ``args.feature_range``, with --feature-range as the bounds of the columns it leaves out."""
+    if args.feature_bounds is None:
+        return
+    from dpmix_core.data import read_feature_bounds
+
+    args.feature_range = read_feature_bounds(
+        args.feature_bounds,
+        feature_names=feature_names,
+        d=d,
+        default=args.feature_range,
+        label_column=getattr(args, "label_column", None),
+    )
+
+
+def _bounds_note(records, args: argparse.Namespace) -> str | None:
+    """What to say when --feature-range / --feature-bounds clip a --data-file's training ``records`` (a Dataset) or
+    barely fit them (bounds_fit_note; for the data's holder, never in a release). Said once the command has done
+    its work, after any refusal."""
     from dpmix_core.data import bounds_fit_note
 
     bounds = getattr(args, "feature_range", None)
-    return bounds_fit_note(x, bounds) if args.data_file is not None and bounds is not None else None
+    if args.data_file is None or bounds is None:
+        return None
+    return bounds_fit_note(records.x_train, bounds, records.feature_names)
 
 
-def _say_bounds_note(x, args: argparse.Namespace, *, stream=None) -> None:
+def _say_bounds_note(records, args: argparse.Namespace, *, stream=None) -> None:
     """``note: …`` (:func:`_bounds_note`) on ``stream`` (stdout by default), when there is one."""
-    if note := _bounds_note(x, args):
+    if note := _bounds_note(records, args):
         print(f"note: {note}", file=stream or sys.stdout)
 
 
@@ -720,7 +756,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
     if args.json:
         if own is not None:
-            _say_bounds_note(own.dataset.x_train, args, stream=sys.stderr)
+            _say_bounds_note(own.dataset, args, stream=sys.stderr)
         print(json.dumps(summary, allow_nan=False))
     else:
         acc, std = summary["test_accuracy"], summary["test_accuracy_std"]
@@ -731,7 +767,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         if summary.get("data"):
             print(f"note: {summary['data']['note']}")
         if own is not None:
-            _say_bounds_note(own.dataset.x_train, args)
+            _say_bounds_note(own.dataset, args)
         _print_other_test_inputs(summary, summary["config"].get("test_inputs", "release"))
         if summary["collapsed"]:
             print(f"WARNING: {summary['collapsed']} of {summary['repeats']} run(s) {summary['collapse_reason']}")
@@ -944,6 +980,7 @@ def _add_sweep(sub) -> None:
     p.add_argument("--label-column", metavar="NAME", help="--data-file CSV: the column holding the labels")
     p.add_argument("--test-fraction", type=finite_float, metavar="F", help="--data-file: records held out (0.2)")
     p.add_argument("--feature-range", type=_range, help="--data-file: public LO,HI bounds of float features")
+    p.add_argument("--feature-bounds", metavar="FILE.csv", help="--data-file: " + FEATURE_BOUNDS_HELP)
     p.set_defaults(func=lambda args: cli_sweep(args, expand=lambda text: _expand_sweep(text, args)))
 
 
@@ -964,7 +1001,7 @@ def _expand_sweep(text: str, args: argparse.Namespace):
         feature_range=args.feature_range,
     )
     if own is not None:  # said by cli_sweep once every run is checked (a refusal stays one line)
-        notes = (_bounds_note(own.dataset.x_train, args), own_data_protocol_note(c for _, c, _ in expanded[1]))
+        notes = (_bounds_note(own.dataset, args), own_data_protocol_note(c for _, c, _ in expanded[1]))
         args.notes = [note for note in notes if note]
     return expanded
 

@@ -36,6 +36,7 @@ from dpmix_core.data.catalog import (
 )
 from dpmix_core.data.download import Mirror, Progress, RemoteFile
 from dpmix_core.data.embedded import load_embedded
+from dpmix_core.data.feature_bounds import bounds_rows, per_feature_bounds, read_feature_bounds
 from dpmix_core.data.user import (
     OWN_DATA,
     SPLIT_SEED,
@@ -73,4 +74,7 @@ __all__ = [
     "OWN_DATA",
     "bounds_fit_note",
     "held_out_split",
+    "bounds_rows",
+    "per_feature_bounds",
+    "read_feature_bounds",
 ]

@@ -36,6 +36,7 @@ import numpy as np
 from dpmix_core.data.base import Dataset, DatasetError
 from dpmix_core.data.embedded import stratified_split
 from dpmix_core.data.formats import read_npz
+from dpmix_core.privacy.checks import FeatureRange, feature_range_vectors
 
 __all__ = [
     "BOUNDS_FILL_WARNING",
@@ -416,33 +417,50 @@ def held_out_split(dataset: Dataset, test_fraction: float, *, seed: int = SPLIT_
     )
 
 
-def bounds_fit_note(x: np.ndarray, feature_range: tuple[float, float]) -> str | None:
+def bounds_fit_note(x: np.ndarray, feature_range: FeatureRange, feature_names: tuple[str, ...] = ()) -> str | None:
     """A sentence for the data holder when public bounds fit their float features badly, else None.
 
     It reads the private records, so it is for whoever holds them (a page or the CLI beside the bounds they typed),
     never part of a release or its card. It speaks when values lie outside the bounds (clipped to them) or when the
     median feature fills less than :data:`BOUNDS_FILL_WARNING` of the bounds' width: every private method is
     calibrated to the whole width (a record may lie anywhere in it), so features in a sliver of it carry little
-    signal through the noise (DP-SGD, which may read no statistic of its records, most of all).
+    signal through the noise (DP-SGD, which may read no statistic of its records, most of all). With bounds per
+    feature it names the feature clipped most and the one that fills least (``feature_names``, else its index).
     """
-    lo, hi = (float(b) for b in feature_range)
     records = np.asarray(x)
-    if records.size == 0 or not hi > lo:
+    if records.size == 0:
         return None
     flat = records.reshape(len(records), -1)
-    outside = int(np.count_nonzero((flat < lo) | (flat > hi)))
+    try:
+        lo, hi = feature_range_vectors(feature_range, flat.shape[1])
+    except ValueError:
+        return None  # bounds that do not fit the data are refused, one line, by whatever uses them
+    per_feature = not (np.all(lo == lo[0]) and np.all(hi == hi[0]))
+    where = "their bounds" if per_feature else f"the bounds ({lo[0]:g}, {hi[0]:g})"
+    width = "their bounds' width" if per_feature else f"the bounds' width ({lo[0]:g}, {hi[0]:g})"
+
+    def name(j: int) -> str:
+        return repr(feature_names[j]) if len(feature_names) == flat.shape[1] else f"feature {j}"
+
+    clipped = np.count_nonzero((flat < lo) | (flat > hi), axis=0)
+    outside = int(clipped.sum())
     low = np.minimum(np.maximum(flat.min(axis=0), lo), hi)
     high = np.maximum(np.minimum(flat.max(axis=0), hi), lo)
-    fill = float(np.median((high - low) / (hi - lo)))
+    fills = (high - low) / (hi - lo)
+    fill = float(np.median(fills))
     notes = []
     if outside:
+        most = int(np.argmax(clipped))
+        worst = f" ({name(most)} most: {int(clipped[most]):,})" if per_feature else ""
         notes.append(
-            f"{outside:,} of your {flat.size:,} feature values ({outside / flat.size:.1%}) lie outside the bounds "
-            f"({lo:g}, {hi:g}) and are clipped to them"
+            f"{outside:,} of your {flat.size:,} feature values ({outside / flat.size:.1%}) lie outside {where} "
+            f"and are clipped to them{worst}"
         )
     if fill < BOUNDS_FILL_WARNING:
+        least = int(np.argmin(fills))
+        worst = f"; {name(least)} fills {fills[least]:.1%}" if per_feature else ""
         notes.append(
-            f"your features fill a median {fill:.1%} of the bounds' width ({lo:g}, {hi:g}): every private method "
+            f"your features fill a median {fill:.1%} of {width}{worst}: every private method "
             "is calibrated to the whole width, so its noise swamps features that use a sliver of it (DP-SGD first narrows "
             "each feature's range with a share of its epsilon, which wins back much of it, not all)"
         )

@@ -8,6 +8,7 @@ from typing import Any
 
 from dpmix_core.audit.membership import JOB_KIND
 from dpmix_core.experiments.run_data import save_data_upload
+from dpmix_core.privacy.checks import FeatureRange
 from dpmix_core.runtime.jobs import JobManager
 from dpmix_core.runtime.store import ResultStore, Run, config_key, default_store_path
 
@@ -18,7 +19,7 @@ def attack_data_upload(
     data: bytes,
     filename: str,
     label_column: str | None,
-    feature_range: tuple[float, float] | None,
+    feature_range: FeatureRange | None,
     store: ResultStore | None = None,
 ) -> dict[str, Any]:
     """One's own uploaded file for an attack job: kept beside the results store (``<store folder>/data/<sha256>/``,

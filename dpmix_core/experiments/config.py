@@ -23,7 +23,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from dpmix_core.data import DATASET_NAMES, OWN_DATA, public_zscore_constants
-from dpmix_core.privacy.checks import check_range
+from dpmix_core.privacy.checks import FeatureRange, check_feature_range, describe_feature_range
 from dpmix_core.resources.files import check_sha256
 from dpmix_core.synthesis.pipeline import MECHANISMS, SynthesisConfig, resolve_preprocessing
 from dpmix_core.training.names import (
@@ -57,7 +57,7 @@ __all__ = [
 NON_IDENTITY_FIELDS = ("device", "data_dir", "label", "release_file", "data_file")
 _RUN_OWNED_SYNTHESIS_FIELDS = ("seed", "device")  # set by the run, not stored in the nested dict
 _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
-_SYNTHESIS_TUPLES = ("zscore_constants", "feature_range")
+_SYNTHESIS_PAIRS = ("zscore_constants",)  # (mean, std); SynthesisConfig checks its feature_range itself
 
 # The synthesis fields as stored by v0.1 (before public-constant z-scoring and label protection were explicit).
 # A stored synthesis dict with exactly these keys was written by v0.1's to_dict and keeps v0.1's meaning:
@@ -161,13 +161,13 @@ def synthesis_from_dict(d: dict) -> SynthesisConfig:
     if "mechanism" not in d:
         raise ValueError("synthesis needs a mechanism (one of: " + ", ".join(MECHANISMS) + ").")
     kw = {k: _from_json_number(v) for k, v in d.items()}
-    for name in _SYNTHESIS_TUPLES:
+    for name in _SYNTHESIS_PAIRS:
         if kw.get(name) is not None:
             value = kw[name]
             if not isinstance(value, (list, tuple)) or len(value) != 2:
                 raise ValueError(f"synthesis.{name} must be a pair of numbers. Found {value!r}.")
             kw[name] = tuple(float(v) for v in value)
-    return SynthesisConfig(**kw)
+    return SynthesisConfig(**kw)  # which checks feature_range (a pair, or one a feature)
 
 
 def _from_json_number(value: Any) -> Any:
@@ -245,7 +245,8 @@ class RunConfig:
     data's identity, the path is not; the other two enter the identity only with a data file. With a release
     file too, the release was made from the file's other records (``synthesize --test-fraction``, its card says
     which: :func:`~dpmix_core.experiments.release_files.held_out_data`) and the run is scored on the held-out ones.
-    ``feature_range``: the public (low, high) bounds of a data file's float features. The methods that train on
+    ``feature_range``: the public (low, high) bounds of a data file's float features, or one pair per feature
+    (:mod:`dpmix_core.data.feature_bounds`; pairs that are all equal are the one pair, the same run). The methods that train on
     the file's own records (non-private, DP-SGD, DP-PCA, and label-only Laplace's features) scale them to [0,1]
     with it, as a [0,1] release scales the records it mixes, so a baseline and a release learn from the same
     features; a run with a release takes it into ``synthesis.feature_range`` (a different one there is refused),
@@ -294,7 +295,9 @@ class RunConfig:
     data_sha256: str | None = None  # its bytes' SHA-256: the data's identity
     label_column: str | None = None  # a data_file CSV's label column (None: "label", else the first)
     test_fraction: float = 0.2  # a data_file's records held out as the test split (stratified, never released)
-    feature_range: tuple[float, float] | None = None  # a data_file's public bounds of float features
+    feature_range: FeatureRange | None = (
+        None  # a data_file's public bounds of float features (a pair, or one a feature)
+    )
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -426,7 +429,7 @@ class RunConfig:
         if self.label_column is not None and not isinstance(self.label_column, str):
             raise ValueError(f"label_column must be a column's name. Found {self.label_column!r}.")
         if self.feature_range is not None:
-            set_("feature_range", check_range("feature_range", self.feature_range))
+            set_("feature_range", check_feature_range("feature_range", self.feature_range))
 
     def _check_synthesis(self, set_) -> None:
         syn = self.synthesis
@@ -473,14 +476,14 @@ class RunConfig:
             return syn
         if self.feature_range is None:
             if syn.feature_range is not None:
-                set_("feature_range", check_range("synthesis.feature_range", syn.feature_range))
+                set_("feature_range", check_feature_range("synthesis.feature_range", syn.feature_range))
             return syn
         if syn.feature_range is None:
             return replace(syn, feature_range=self.feature_range)
-        if check_range("synthesis.feature_range", syn.feature_range) != self.feature_range:
+        if check_feature_range("synthesis.feature_range", syn.feature_range) != self.feature_range:
             raise ValueError(
-                f"synthesis.feature_range {tuple(syn.feature_range)} differs from the data file's feature_range "
-                f"{self.feature_range}: give the public bounds once."
+                f"synthesis.feature_range {describe_feature_range(syn.feature_range)} differs from the data file's "
+                f"feature_range {describe_feature_range(self.feature_range)}: give the public bounds once."
             )
         return syn
 
@@ -713,7 +716,7 @@ def _normalised_synthesis(syn: SynthesisConfig) -> SynthesisConfig:
             changes[f.name] = float(value)
         elif kind == "int" and isinstance(value, float) and value.is_integer():
             changes[f.name] = int(value)
-        elif f.name in _SYNTHESIS_TUPLES and value is not None:
+        elif f.name in _SYNTHESIS_PAIRS and value is not None:
             if not (isinstance(value, (list, tuple)) and len(value) == 2 and all(_is_real(v) for v in value)):
                 raise ValueError(f"synthesis.{f.name} must be a pair of numbers. Found {value!r}.")
             changes[f.name] = tuple(float(v) for v in value)

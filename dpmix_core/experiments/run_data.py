@@ -26,6 +26,7 @@ from dpmix_core.data import (
     read_data_file,
 )
 from dpmix_core.experiments.config import RunConfig
+from dpmix_core.privacy.checks import describe_feature_range, json_feature_range
 from dpmix_core.resources.files import write_files_atomically
 from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release
 from dpmix_core.training.names import IMAGE_MODELS
@@ -173,13 +174,17 @@ def held_out_note(config: RunConfig, dataset: Dataset) -> dict:
     n_test = 0 if dataset.y_test is None else len(dataset.y_test)
     trained_on = RELEASE_FILE_TRAINED_ON if config.release_file is not None else TRAINED_ON[config.method]
     bounds = config.feature_range
-    scaled = "" if bounds is None else f" Every method saw the features min-max scaled with the public bounds {bounds}."
+    scaled = (
+        ""
+        if bounds is None
+        else f" Every method saw the features min-max scaled with the public bounds {describe_feature_range(bounds)}."
+    )
     return {
         "file": config.data_file,
         "sha256": config.data_sha256,
         "label_column": config.label_column,
         "test_fraction": config.test_fraction,
-        "feature_range": None if bounds is None else list(bounds),
+        "feature_range": None if bounds is None else json_feature_range(bounds),
         "train_records": dataset.n_train,
         "test_records": n_test,
         "note": (

@@ -35,6 +35,7 @@ from dpmix_core.experiments.results import aggregate, all_collapsed, runs_per_po
 from dpmix_core.experiments.run_data import OwnData, check_run_on, load_run_dataset, own_data_sizes
 from dpmix_core.experiments.spec import Published, SweepSpec, axis_value, load_spec
 from dpmix_core.experiments.sweeps import DEFAULT_RETRY, RunSpec, submit_sweep
+from dpmix_core.privacy.checks import FeatureRange
 from dpmix_core.privacy.statement import bound_text
 from dpmix_core.resources.limits import (
     LimitExceeded,
@@ -143,7 +144,7 @@ def with_dataset(spec: SweepSpec, dataset: str, data_dir: str | None = None) -> 
     )
 
 
-def with_data_file(spec: SweepSpec, own: OwnData, feature_range: tuple[float, float] | None = None) -> SweepSpec:
+def with_data_file(spec: SweepSpec, own: OwnData, feature_range: FeatureRange | None = None) -> SweepSpec:
     """The same sweep on one's own file (:func:`~dpmix_core.experiments.run_data.open_data_file`): a sweep of its
     own (``NAME@FILE-<sha256[:8]>``), scored on the file's held-out records, with no published numbers (those are
     the papers' datasets'). ``feature_range``: the public bounds of float features, with which every run scales
@@ -220,7 +221,7 @@ def cli_spec(
     dataset: str | None = None,
     *,
     own: OwnData | None = None,
-    feature_range: tuple[float, float] | None = None,
+    feature_range: FeatureRange | None = None,
 ) -> SweepSpec:
     """The spec ``sweep SPEC`` names (a .toml/.json spec file, or ``preset:NAME``), on ``dataset`` where given
     (:func:`with_dataset`), or on one's own file (:func:`with_data_file`)."""
@@ -239,7 +240,7 @@ def expand_cli_spec(
     seeds: list | tuple | None = None,
     dataset: str | None = None,
     own: OwnData | None = None,
-    feature_range: tuple[float, float] | None = None,
+    feature_range: FeatureRange | None = None,
 ) -> tuple[str, list[RunSpec], dict]:
     """``sweep SPEC`` on the command line: a .toml/.json spec file, or ``preset:NAME``.
 
@@ -853,7 +854,7 @@ def custom_spec(
     records: str = "unit",
     zscore_constants_file: str | None = None,
     own: OwnData | None = None,
-    feature_range: tuple[float, float] | None = None,
+    feature_range: FeatureRange | None = None,
 ) -> SweepSpec:
     """A sweep built from the page's controls: one series per mechanism, plus baselines on the same model.
 

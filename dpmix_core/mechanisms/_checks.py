@@ -5,12 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from dpmix_core.privacy.checks import (
+    FeatureRange,
     check_delta,
     check_epsilon,
+    check_feature_range,
     check_positive,
     check_positive_int,
     check_range,
     check_sigma,
+    describe_feature_range,
+    feature_range_vectors,
 )
 
 __all__ = [
@@ -22,6 +26,10 @@ __all__ = [
     "check_delta",
     "check_range",
     "check_positive",
+    "FeatureRange",
+    "check_feature_range",
+    "feature_range_vectors",
+    "describe_feature_range",
 ]
 
 

@@ -20,10 +20,12 @@ import math
 import numpy as np
 
 from dpmix_core.mechanisms._checks import (
+    FeatureRange,
     check_features,
     check_labels,
     check_positive_int,
-    check_range,
+    describe_feature_range,
+    feature_range_vectors,
 )
 from dpmix_core.mechanisms.device_sampling import sample_mixture_indices_torch, sample_poisson_batches_torch
 from dpmix_core.mechanisms.engine import (
@@ -71,7 +73,7 @@ def dpmix(
     *,
     num_classes: int,
     release: MixingRelease,
-    feature_range: tuple[float, float] | None = None,
+    feature_range: FeatureRange | None = None,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     device: str = "cpu",
     index_sampling: str = "auto",
@@ -88,7 +90,8 @@ def dpmix(
             units), [0,1]^d x [0,1]^K bounds and ``clamp_negative``; or, with preprocessing "clip"
             (``MixingRelease.dpmix(clip=(Cx, Cy))``), records scaled as :func:`poisson_mix` scales them and
             clipped to ||x|| <= Cx, labels to ||y|| <= Cy (DPFMix App. E.3's DPMix).
-        feature_range: public (low, high) bounds of X, min-max scaled to [0,1] (values outside are clipped);
+        feature_range: public (low, high) bounds of X, or one pair per feature, min-max scaled to [0,1] (values
+            outside are clipped);
             None for uint8 X. It must not be computed from the private data.
         seed: int >= 0, numpy Generator, SeedSequence, or None (fresh entropy).
         device: where the sums and noise are computed: "cpu", "cuda", "cuda:N", "mps" or "auto".
@@ -165,7 +168,7 @@ def local_perturbation(
     sigma_x: float,
     sigma_y: float,
     clamp_negative: bool = False,
-    feature_range: tuple[float, float] | None = None,
+    feature_range: FeatureRange | None = None,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     device: str = "cpu",
 ) -> SyntheticData:
@@ -182,7 +185,8 @@ def local_perturbation(
         sigma_x: noise standard deviation on each released feature vector (in [0,1] feature units), >= 0.
         sigma_y: noise standard deviation on each released one-hot label, >= 0.
         clamp_negative: set negative outputs to 0 (post-processing).
-        feature_range: public (low, high) bounds of X for min-max scaling to [0,1]; None for uint8 X.
+        feature_range: public (low, high) bounds of X (or one pair per feature) for min-max scaling to [0,1]; None
+            for uint8 X.
         seed: int >= 0, numpy Generator, SeedSequence, or None (fresh entropy).
         device: "cpu", "cuda", "cuda:N", "mps" or "auto".
 
@@ -210,7 +214,7 @@ def class_centric_mix(
     release: MixingRelease,
     mean: np.ndarray | None = None,
     std: np.ndarray | None = None,
-    feature_range: tuple[float, float] | None = None,
+    feature_range: FeatureRange | None = None,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     device: str = "cpu",
     index_sampling: str = "auto",
@@ -236,7 +240,8 @@ def class_centric_mix(
         mean: (d,) public feature means, in the units of X; only with ``preprocessing="zscore"``.
         std: (d,) public feature standard deviations (>= 0; 0 only centres), in the units of X; only with
             ``preprocessing="zscore"``.
-        feature_range: public (low, high) bounds of X for ``preprocessing="unit"`` (None for uint8 X).
+        feature_range: public (low, high) bounds of X (or one pair per feature) for ``preprocessing="unit"`` (None
+            for uint8 X).
         seed: int >= 0, numpy Generator, SeedSequence, or None (fresh entropy).
         device: "cpu", "cuda", "cuda:N", "mps" or "auto".
         index_sampling: "auto", "host" or "device" (module docstring).
@@ -333,7 +338,7 @@ def _class_centric_features(
     *,
     mean: np.ndarray | None,
     std: np.ndarray | None,
-    feature_range: tuple[float, float] | None,
+    feature_range: FeatureRange | None,
 ) -> tuple[np.ndarray, float, list[str]]:
     """(table, divisor scale, notes): X z-scored by the public (or, opted in, private) mean/std and clipped to the
     release's radius, or [0,1]-scaled (``scale`` is the factor the mixed sum is divided by besides l)."""
@@ -386,7 +391,7 @@ def poisson_mix(
     *,
     num_classes: int,
     release: MixingRelease,
-    feature_range: tuple[float, float] | None = None,
+    feature_range: FeatureRange | None = None,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     device: str = "cpu",
     index_sampling: str = "auto",
@@ -406,7 +411,8 @@ def poisson_mix(
             rate m/n (under add/remove adjacency the count of X is private), m (expected batch size), T,
             sigma_x and sigma_y (noise standard deviations on each released sum / m, in the units of the
             clipped features and labels) and the clipping bounds Cx, Cy.
-        feature_range: public (low, high) bounds of X for min-max scaling to [0,1] before clipping.
+        feature_range: public (low, high) bounds of X (or one pair per feature) for min-max scaling to [0,1] before
+            clipping.
         seed: int >= 0, numpy Generator, SeedSequence, or None (fresh entropy).
         device: "cpu", "cuda", "cuda:N", "mps" or "auto".
         index_sampling: "auto", "host" or "device" (module docstring).
@@ -515,7 +521,7 @@ def _check_data(X: np.ndarray, y: np.ndarray, num_classes: int) -> tuple[np.ndar
     return X, y, X.shape[0], X.shape[1], k
 
 
-def clipped_features(X: np.ndarray, feature_range: tuple[float, float] | None, clip_x: float) -> tuple[np.ndarray, str]:
+def clipped_features(X: np.ndarray, feature_range: FeatureRange | None, clip_x: float) -> tuple[np.ndarray, str]:
     """Features for clipped mixing (DPFMix) as (float32 table, note): uint8 / 255, min-max with the public
     ``feature_range``, or as given; then each row clipped to ||x|| <= ``clip_x``."""
     if X.dtype == np.uint8 and feature_range is None:
@@ -530,7 +536,7 @@ def clipped_features(X: np.ndarray, feature_range: tuple[float, float] | None, c
     return clip_rows(feats, clip_x), note
 
 
-def check_unit_bounds(dtype: np.dtype, feature_range: tuple[float, float] | None) -> None:
+def check_unit_bounds(dtype: np.dtype, feature_range: FeatureRange | None) -> None:
     """Refuse (one line) [0,1] scaling of features that are not uint8 pixels without their public bounds."""
     if feature_range is None and dtype != np.uint8:
         raise ValueError(
@@ -540,21 +546,29 @@ def check_unit_bounds(dtype: np.dtype, feature_range: tuple[float, float] | None
         )
 
 
-def unit_features(X: np.ndarray, feature_range: tuple[float, float] | None) -> tuple[np.ndarray, float, str]:
+def unit_features(X: np.ndarray, feature_range: FeatureRange | None) -> tuple[np.ndarray, float, str]:
     """Features for [0,1] mixing as (table, scale, note): the table divided by ``scale`` lies in [0,1].
 
     uint8 without a range: the raw integers (scale 255), so sums of up to 65793
-    values are exact in float32 (float64 beyond). Otherwise min-max with public bounds.
+    values are exact in float32 (float64 beyond). Otherwise min-max with public bounds: one pair for every
+    feature, or one pair per feature (:func:`~dpmix_core.privacy.checks.feature_range_vectors`); either way a
+    record lies in [0,1]^d, the box the accountants assume.
     """
     check_unit_bounds(X.dtype, feature_range)
     if feature_range is None:
         return X, 255.0, "features: uint8 pixels divided by 255 (exact integer sums)"
-    lo, hi = check_range("feature_range", feature_range)
+    lo, hi = feature_range_vectors(feature_range, X.shape[1])
     feats = np.clip(X, lo, hi).astype(np.float32)
-    feats -= np.float32(lo)
-    feats /= np.float32(hi - lo)
+    feats -= lo.astype(np.float32)
+    feats /= (hi - lo).astype(np.float32)
     np.clip(feats, 0, 1, out=feats)
-    return feats, 1.0, f"features: min-max scaled with the public bounds ({lo:g}, {hi:g}); values outside clipped"
+    return (
+        feats,
+        1.0,
+        (
+            f"features: min-max scaled with the public bounds {describe_feature_range(feature_range)}; values outside clipped"
+        ),
+    )
 
 
 def zscore_clip(

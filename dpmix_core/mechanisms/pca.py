@@ -23,7 +23,15 @@ import math
 
 import numpy as np
 
-from dpmix_core.mechanisms._checks import check_delta, check_epsilon, check_features, check_positive_int, check_range
+from dpmix_core.mechanisms._checks import (
+    FeatureRange,
+    check_delta,
+    check_epsilon,
+    check_features,
+    check_positive_int,
+    describe_feature_range,
+    feature_range_vectors,
+)
 from dpmix_core.mechanisms.descriptions import GAUSSIAN_METHODS, GaussianRelease
 from dpmix_core.mechanisms.outputs import DPPCAResult
 
@@ -61,7 +69,7 @@ def analyze_gauss_pca(
     epsilon: float,
     delta: float,
     method: str = "classic",
-    feature_range: tuple[float, float] | None = None,
+    feature_range: FeatureRange | None = None,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
 ) -> DPPCAResult:
     """Analyze-Gauss (Dwork et al. 2014, Alg. 1): top-k eigenvectors of X^T X / n + E, E symmetric Gaussian with Delta_2 = sqrt(2)/n.
@@ -76,7 +84,8 @@ def analyze_gauss_pca(
         delta: the release's delta, in (0, 1).
         method: how sigma is calibrated: "classic" (Dwork & Roth Thm. A.1, epsilon < 1) or "analytic"
             (Balle & Wang 2018, any epsilon).
-        feature_range: public (low, high) bounds of X for min-max scaling to [0,1]; None: uint8 X is divided
+        feature_range: public (low, high) bounds of X, or one pair per feature, for min-max scaling to [0,1]; None:
+            uint8 X is divided
             by 255, other X is used as given.
         seed: anything ``numpy.random.default_rng`` accepts.
 
@@ -100,9 +109,9 @@ def analyze_gauss_pca(
         raise ValueError(f"method must be one of {GAUSSIAN_METHODS}. Found {method!r}.")
     notes = []
     if feature_range is not None:
-        lo, hi = check_range("feature_range", feature_range)
+        lo, hi = feature_range_vectors(feature_range, d)
         Xf = (np.clip(X.astype(np.float64), lo, hi) - lo) / (hi - lo)
-        notes.append(f"features min-max scaled with the public bounds ({lo:g}, {hi:g})")
+        notes.append(f"features min-max scaled with the public bounds {describe_feature_range(feature_range)}")
     elif X.dtype == np.uint8:
         Xf = X.astype(np.float64) / 255.0
         notes.append("uint8 features read as pixels/255")

@@ -20,6 +20,7 @@ from dpmix_core.mechanisms import (
 )
 from dpmix_core.mechanisms.mixing import PREPROCESSING, check_unit_bounds
 from dpmix_core.privacy.accountant_names import ACCOUNTANT_SAMPLING
+from dpmix_core.privacy.checks import FeatureRange, check_feature_range
 from dpmix_core.privacy.release import CLAMP_NEEDS_UNIT_BOX, PRIVATE_NORMALISATION, MixingRelease, Protects
 from dpmix_core.resources.files import check_sha256
 from dpmix_core.resources.limits import Cost, LimitExceeded, Limits, check_cost, limits_from_env, mixing_cost
@@ -87,7 +88,7 @@ class SynthesisConfig:
     clamp_negative: bool = False
     label_epsilon: float = 1.0  # label-laplace
     label_task: str = "classification"
-    feature_range: tuple[float, float] | None = None  # public bounds of float features (uint8 images: 0..255)
+    feature_range: FeatureRange | None = None  # public bounds of float features (a pair, or one a feature)
     features: str = "pixels"  # what is mixed: "pixels" or "scattering" (ScatterNet + per-sample GroupNorm, DPFMix)
     seed: int = 0
     device: str = "cpu"
@@ -121,6 +122,8 @@ class SynthesisConfig:
         return self.mechanism == "class-centric" and self.preprocessing in ("zscore", "zscore-private")
 
     def __post_init__(self) -> None:
+        if self.feature_range is not None:
+            object.__setattr__(self, "feature_range", check_feature_range("feature_range", self.feature_range))
         if self.mechanism not in MECHANISMS:
             raise ValueError(f"Unknown mechanism {self.mechanism!r}. Choose one of: {', '.join(MECHANISMS)}.")
         if self.features not in FEATURES:

@@ -57,6 +57,7 @@ from dpmix_core.mechanisms.engine import (
     seed_sequence,
 )
 from dpmix_core.mechanisms.sampling import sample_mixture_indices, sample_poisson_batches
+from dpmix_core.privacy.checks import FeatureRange, check_feature_range, feature_range_vectors
 from dpmix_core.privacy.release import MixingRelease
 from dpmix_core.privacy.statement import card_statement
 from dpmix_core.resources.files import check_new_file, file_mode, make_temp_dir, remove_own_temp
@@ -177,7 +178,7 @@ def synthesize_streaming(
     out_path: str | os.PathLike,
     chunk_points: int | None = None,
     device: str = "cpu",
-    feature_range: tuple[float, float] | None = None,
+    feature_range: FeatureRange | None = None,
     clip_x: float = 1.0,
     clip_y: float = 1.0,
     delta: float = 1e-5,
@@ -191,7 +192,7 @@ def synthesize_streaming(
     """Mix ``T`` points from ``source`` (n, d) / ``labels`` (n,) and write them to the folder ``out_path``.
 
     ``mechanism``: ``"dpmix"`` (mean of ``l`` distinct records; uint8 features are divided by 255,
-    float features need the public ``feature_range``) or ``"poisson"`` (each record joins a point
+    float features need the public ``feature_range``: one (low, high) pair, or one per feature) or ``"poisson"`` (each record joins a point
     w.p. l/n; features uint8/255 or min-max by ``feature_range`` or as given, rows clipped to
     ``||x|| <= clip_x``; the sum is divided by l). ``sigma_y`` defaults to ``sigma_x``.
     ``source`` and ``labels`` may be ``np.memmap`` (or any array supporting sorted fancy indexing);
@@ -240,6 +241,9 @@ def synthesize_streaming(
             f"source has dtype {source.dtype}: DPMix needs [0,1] features, give the public "
             "feature_range, e.g. (0.0, 1.0); min-max from the private data is not covered."
         )
+    if feature_range is not None:
+        feature_range = check_feature_range("feature_range", feature_range)
+        feature_range_vectors(feature_range, d)  # one pair per feature: as many as the source has
     dev = resolve_device(device)
     chunk = int(chunk_points or default_chunk_points(l, d))
     if chunk < 1:
@@ -416,7 +420,7 @@ class _MixPlan:
     sigma_x: float
     sigma_y: float
     rate: float  # Poisson: m / public n
-    feature_range: tuple[float, float] | None
+    feature_range: FeatureRange | None
     clip_x: float
     table_dtype: Any
     denom_x: float  # the feature sum is divided by this (l, or 255 * l for raw uint8 DPMix pixels)
@@ -582,12 +586,10 @@ def _features(sub: np.ndarray, mechanism: str, feature_range, clip_x: float, dty
     """The gathered rows as the mechanism's table: raw uint8 values (DPMix, divided by 255*l later),
     min-max by the public range, or (Poisson) /255 or as given, then rows clipped to ||x|| <= clip_x."""
     if feature_range is not None:
-        lo, hi = float(feature_range[0]), float(feature_range[1])
-        if not hi > lo:
-            raise ValueError(f"feature_range must be (lo, hi) with hi > lo. Found {feature_range}.")
-        feats = np.clip(sub.astype(np.float32), lo, hi)
-        feats -= np.float32(lo)
-        feats /= np.float32(hi - lo)
+        lo, hi = feature_range_vectors(feature_range, sub.shape[1])
+        feats = np.clip(sub.astype(np.float32), lo, hi).astype(np.float32)
+        feats -= lo.astype(np.float32)
+        feats /= (hi - lo).astype(np.float32)
     elif mechanism == "dpmix":
         return sub.astype(dtype, copy=False)
     elif sub.dtype == np.uint8:

@@ -18,6 +18,7 @@ import numpy as np
 
 from dpmix_core.data import Dataset
 from dpmix_core.mechanisms.mixing import clip_rows, column_mean, column_std, row_norms, unit_features
+from dpmix_core.privacy.checks import FeatureRange
 from dpmix_core.synthesis.pipeline import SynthesisConfig, public_zscore_arrays
 
 __all__ = [
@@ -83,7 +84,7 @@ def pixels01(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32, copy=True)
 
 
-def record_feature_map(feature_range: tuple[float, float] | None) -> Callable[[np.ndarray], np.ndarray]:
+def record_feature_map(feature_range: FeatureRange | None) -> Callable[[np.ndarray], np.ndarray]:
     """raw records (n, ...) -> float32 (n, d) for a model trained on the records themselves (non-private, DP-SGD,
     DP-PCA, label-only Laplace's features): :func:`pixels01` without bounds; with public ``feature_range``, min-max
     scaled to [0,1] and clipped (:func:`~dpmix_core.mechanisms.mixing.unit_features`), as a [0,1] release scales

@@ -1,0 +1,135 @@
+"""Public bounds per feature of one's own file: a table of ``column, low, high`` -> the bounds a release scales with.
+
+A table of mixed units (an age, an income, a ratio) has no one pair of bounds that fits every column: with
+(0, 200000) the ages fill a sliver of [0,1] and the noise, calibrated to the whole box, swamps them. Bounds per
+column put every feature across [0,1]; the records still lie in [0,1]^d, the box every accountant assumes, so the
+guarantee is the same. The bounds must be known without the private file (a form's limits, a codebook, a
+regulation); a table of the file's own minima and maxima would read the private data outside the guarantee.
+
+A bounds file is a CSV whose header is ``column,low,high``; each row names a feature column of the data file (for
+a file without column names, e.g. an ``.npz``, its index 0..d-1). Columns the table leaves out take the ``default``
+pair (the CLI's ``--feature-range``); without one, every feature must be listed. Everything else (a name the file
+lacks, the label column, a column twice, low >= high, a cell that is not a number) is refused in one line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from collections.abc import Iterable, Sequence
+
+from dpmix_core.data.base import DatasetError
+from dpmix_core.privacy.checks import FeatureRange, check_feature_range, check_range, feature_range_vectors
+
+__all__ = ["BOUNDS_FILE_HEADER", "MAX_BOUNDS_FILE_BYTES", "per_feature_bounds", "read_feature_bounds", "bounds_rows"]
+
+BOUNDS_FILE_HEADER = ("column", "low", "high")
+MAX_BOUNDS_FILE_BYTES = 4_000_000  # ~100,000 columns of long names: more than any data file the product reads
+
+
+def _column_index(
+    column: str, index: dict[str, int], feature_names: Sequence[str], d: int, label_column: str | None
+) -> int:
+    key = column.strip()
+    if key in index:
+        return index[key]
+    if label_column is not None and key == label_column.strip():
+        raise DatasetError(f"bounds: {column!r} is the label column, not a feature; leave it out.")
+    if not feature_names and key.isdigit() and int(key) < d:
+        return int(key)
+    shown = ", ".join(repr(n) for n in feature_names[:8]) + (", …" if len(feature_names) > 8 else "")
+    known = f"its feature columns are {shown}" if feature_names else f"name a feature by its index 0..{d - 1}"
+    raise DatasetError(f"bounds: the data file has no feature column {column!r}; {known}.")
+
+
+def per_feature_bounds(
+    rows: Iterable[tuple[str, object, object]],
+    *,
+    feature_names: Sequence[str],
+    d: int,
+    default: tuple[float, float] | None = None,
+    label_column: str | None = None,
+) -> FeatureRange:
+    """The bounds of each of ``d`` features from ``(column, low, high)`` rows and the ``default`` pair (module
+    docstring); canonical (:func:`~dpmix_core.privacy.checks.check_feature_range`): all equal -> one pair."""
+    if feature_names and len(feature_names) != d:
+        raise ValueError(f"feature_names must name {d} features. Found {len(feature_names)}.")
+    pairs: list[tuple[float, float] | None] = [None] * d
+    index = {name.strip(): j for j, name in reversed(list(enumerate(feature_names)))}  # the first of equal names
+    for column, low, high in rows:
+        j = _column_index(str(column), index, feature_names, d, label_column)
+        if pairs[j] is not None:
+            raise DatasetError(f"bounds: column {column!r} is listed twice.")
+        try:
+            pair = (float(low), float(high))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise DatasetError(
+                f"bounds of {column!r}: low and high must be numbers. Found {low!r}, {high!r}."
+            ) from None
+        if not (math.isfinite(pair[0]) and math.isfinite(pair[1]) and pair[0] < pair[1]):
+            raise DatasetError(f"bounds of {column!r} must satisfy low < high, both finite. Found {low!r}, {high!r}.")
+        pairs[j] = pair
+    if default is not None:
+        default = check_range("the default bounds", default)
+    missing = [j for j, pair in enumerate(pairs) if pair is None]
+    if missing and default is None:
+        names = [repr(feature_names[j]) if feature_names else str(j) for j in missing[:5]]
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise DatasetError(
+            f"bounds: no bounds for {', '.join(names)}{more}; list every feature column, or give default bounds "
+            "for the rest (--feature-range LO,HI)."
+        )
+    return check_feature_range("bounds", [default if pair is None else pair for pair in pairs])
+
+
+def read_feature_bounds(
+    file: str | os.PathLike[str] | bytes,
+    *,
+    feature_names: Sequence[str],
+    d: int,
+    default: tuple[float, float] | None = None,
+    label_column: str | None = None,
+) -> FeatureRange:
+    """A bounds CSV (``column,low,high``; a path or its bytes) read into the bounds of ``d`` features."""
+    if isinstance(file, bytes):
+        data, where = file, "the bounds file"
+    else:
+        where = os.fspath(file)
+        try:
+            if os.path.getsize(where) > MAX_BOUNDS_FILE_BYTES:
+                raise DatasetError(
+                    f"{where}: larger than {MAX_BOUNDS_FILE_BYTES:,} bytes; a bounds file is one row a column."
+                )
+            with open(where, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            raise DatasetError(f"cannot read the bounds file {where}: {exc.strerror or exc}") from None
+    if len(data) > MAX_BOUNDS_FILE_BYTES:
+        raise DatasetError(f"{where}: larger than {MAX_BOUNDS_FILE_BYTES:,} bytes; a bounds file is one row a column.")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise DatasetError(f"{where}: not UTF-8 text; a bounds file is a CSV of column,low,high.") from None
+    lines = [row for row in csv.reader(io.StringIO(text)) if any(cell.strip() for cell in row)]
+    if not lines or tuple(cell.strip().lower() for cell in lines[0]) != BOUNDS_FILE_HEADER:
+        found = ",".join(lines[0]) if lines else "nothing"
+        raise DatasetError(f"{where}: the first line must be the header column,low,high. Found {found!r}.")
+    for number, row in enumerate(lines[1:], start=2):
+        if len(row) != 3:
+            raise DatasetError(f"{where}, line {number}: expected column,low,high. Found {','.join(row)!r}.")
+    return per_feature_bounds(
+        ((row[0], row[1].strip(), row[2].strip()) for row in lines[1:]),
+        feature_names=feature_names,
+        d=d,
+        default=default,
+        label_column=label_column,
+    )
+
+
+def bounds_rows(feature_range: FeatureRange, *, feature_names: Sequence[str], d: int) -> list[dict]:
+    """The bounds of each feature as rows ``{"column", "low", "high"}`` (a page's table, a bounds file's lines)."""
+    lo, hi = feature_range_vectors(feature_range, d)
+    names = list(feature_names) if len(feature_names) == d else [str(j) for j in range(d)]
+    return [{"column": name, "low": float(a), "high": float(b)} for name, a, b in zip(names, lo, hi, strict=True)]
