@@ -13,9 +13,6 @@ makes it (20 % held out, the own-data linear protocol: Adam 1e-2, batch 32, 50 e
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
 import sys
 import tempfile
 from pathlib import Path
@@ -23,10 +20,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
+from own_data import mean_test_accuracy, seeds_and_eps  # noqa: E402  (bench/ is on sys.path when a script runs)
 
 from dpmix_core.experiments.config import RunConfig  # noqa: E402
 from dpmix_core.experiments.run_data import open_data_file  # noqa: E402
-from dpmix_core.experiments.runner import run_config  # noqa: E402
 from dpmix_core.training.protocols import protocol_options  # noqa: E402
 
 
@@ -58,9 +55,8 @@ def tables(folder: Path) -> list[tuple[str, Path, tuple[float, float]]]:
 def accuracy(path: Path, bounds: tuple[float, float], eps: float, norm: str, seeds: int) -> tuple[float, float]:
     own = open_data_file(path, label_column="label")
     steps = protocol_options("linear", method="dp-sgd", own_data=True)
-    out = []
-    for seed in range(seeds):
-        config = RunConfig(
+    return mean_test_accuracy(
+        RunConfig(
             "dp-sgd",
             model="linear",
             dpsgd_epsilon=eps,
@@ -70,16 +66,12 @@ def accuracy(path: Path, bounds: tuple[float, float], eps: float, norm: str, see
             **own.options,
             **{**steps, "input_norm": norm},
         )
-        with contextlib.redirect_stderr(io.StringIO()):
-            out.append(run_config(config)["test_accuracy"])
-    return 100 * float(np.mean(out)), 100 * float(np.std(out))
+        for seed in range(seeds)
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--eps", type=float, nargs="+", default=[2.0, 8.0])
-    args = parser.parse_args()
+    args = seeds_and_eps(__doc__.split("\n")[0], (2.0, 8.0))
     print("| file | public bounds | ε | as scaled (none) | private ranges (dp-ranges) |")
     print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:

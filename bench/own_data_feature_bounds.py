@@ -16,9 +16,6 @@ the non-private model are the references. Prints a markdown table of mean ± sd 
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
 import statistics
 import sys
 import tempfile
@@ -28,10 +25,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
+from own_data import mean_test_accuracy, seeds_and_eps  # noqa: E402  (bench/ is on sys.path when a script runs)
 
 from dpmix_core.experiments.config import RunConfig  # noqa: E402
 from dpmix_core.experiments.run_data import open_data_file  # noqa: E402
-from dpmix_core.experiments.runner import run_config  # noqa: E402
 from dpmix_core.synthesis.pipeline import SynthesisConfig  # noqa: E402
 from dpmix_core.training.protocols import protocol_options  # noqa: E402
 
@@ -64,33 +61,28 @@ def write_table(folder: Path) -> Path:
     return path
 
 
-def accuracy(path: Path, method: str, mechanism: str | None, bounds, eps: float, seeds: int) -> tuple[float, float]:
+def _config(path: Path, method: str, mechanism: str | None, bounds, eps: float, seed: int) -> RunConfig:
     own = open_data_file(path, label_column="label")
-    out = []
-    for seed in range(seeds):
-        if method == "mixing":
-            assert mechanism is not None
-            l, T = RELEASES[mechanism]
-            options = protocol_options("linear", mechanism=mechanism, own_data=True)
-            synthesis = SynthesisConfig(mechanism, l=l, T=T, target_epsilon=eps)
-            config = RunConfig(
-                "mixing", model="linear", synthesis=synthesis, feature_range=bounds, seed=seed, **own.options, **options
-            )
-        else:
-            options = protocol_options("linear", method=method, own_data=True)
-            config = RunConfig(
-                method, model="linear", dpsgd_epsilon=eps, feature_range=bounds, seed=seed, **own.options, **options
-            )
-        with contextlib.redirect_stderr(io.StringIO()):
-            out.append(run_config(config)["test_accuracy"])
-    return 100 * float(np.mean(out)), 100 * float(np.std(out))
+    if method == "mixing":
+        assert mechanism is not None
+        l, T = RELEASES[mechanism]
+        options = protocol_options("linear", mechanism=mechanism, own_data=True)
+        synthesis = SynthesisConfig(mechanism, l=l, T=T, target_epsilon=eps)
+        return RunConfig(
+            "mixing", model="linear", synthesis=synthesis, feature_range=bounds, seed=seed, **own.options, **options
+        )
+    options = protocol_options("linear", method=method, own_data=True)
+    return RunConfig(
+        method, model="linear", dpsgd_epsilon=eps, feature_range=bounds, seed=seed, **own.options, **options
+    )
+
+
+def accuracy(path: Path, method: str, mechanism: str | None, bounds, eps: float, seeds: int) -> tuple[float, float]:
+    return mean_test_accuracy(_config(path, method, mechanism, bounds, eps, seed) for seed in range(seeds))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--eps", type=float, nargs="+", default=[1.0, 4.0])
-    args = parser.parse_args()
+    args = seeds_and_eps(__doc__.split("\n")[0], (1.0, 4.0))
     with tempfile.TemporaryDirectory() as folder:
         path = write_table(Path(folder))
         start = time.perf_counter()
