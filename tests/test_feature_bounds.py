@@ -179,6 +179,9 @@ def test_the_bounds_note_names_the_column_that_fits_worst():
     x, _ = _table(400)
     loose = bounds_fit_note(x, (0.0, 200_000.0), NAMES)
     assert loose is not None and "of the bounds' width (0, 200000)" in loose
+    assert "your columns span very different widths ('income' fills" in loose and "--feature-bounds" in loose
+    same_units = bounds_fit_note(x[:, [0]], (0.0, 2000.0), NAMES[:1])
+    assert same_units is not None and "of the bounds' width" in same_units and "different widths" not in same_units
     assert bounds_fit_note(x, BOUNDS, NAMES) is None  # every column fills its own bounds
     tight = bounds_fit_note(x, ((18, 40), (0, 200_000), (0, 1)), NAMES)
     assert tight is not None and "outside their bounds" in tight and "('age' most:" in tight
@@ -310,3 +313,24 @@ def test_a_sweep_on_ones_own_file_takes_a_bounds_file(capsys, tmp_path, monkeypa
     assert run.status == "done" and run.config["synthesis"]["feature_range"] == [list(b) for b in BOUNDS]
     assert main(["sweep", str(tmp_path / "spec.json"), "--feature-bounds", str(bounds)]) == 2
     assert "--feature-bounds: only with --data-file" in capsys.readouterr().err
+
+
+def test_a_bounds_template_names_every_feature_column_and_never_replaces_a_file(capsys, tmp_path):
+    data = _csv(tmp_path / "t.csv", n=60)
+    assert main(["bounds-template", "--data-file", str(data), "--feature-range=-1,1"]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines() == ["column,low,high", "age,-1.0,1.0", "income,-1.0,1.0", "ratio,-1.0,1.0"]
+    assert read_feature_bounds(text.encode(), feature_names=NAMES, d=3) == (-1.0, 1.0)  # no statistic of the records
+    filled = _bounds_file(tmp_path / "filled.csv")
+    before = filled.read_bytes()
+    assert main(["bounds-template", "--data-file", str(data), "--out", str(filled)]) == 2
+    assert "exists; a template never replaces a bounds file" in capsys.readouterr().err
+    assert filled.read_bytes() == before
+    out = tmp_path / "new.csv"
+    assert main(["bounds-template", "--data-file", str(data), "--out", str(out)]) == 0
+    assert "3 feature columns at (0, 1)" in capsys.readouterr().out
+    assert read_feature_bounds(out, feature_names=NAMES, d=3) == (0.0, 1.0)
+    x, y = _table(40)
+    np.savez(tmp_path / "t.npz", x=x, y=y)
+    assert main(["bounds-template", "--data-file", str(tmp_path / "t.npz")]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == ["0,0.0,1.0", "1,0.0,1.0", "2,0.0,1.0"]

@@ -1062,6 +1062,16 @@ def _add_zscore_constants(sub) -> None:
     p.set_defaults(func=cli_zscore_constants)
 
 
+def _add_bounds_template(sub) -> None:
+    from dpmix_core.cli.bounds_template import add_bounds_template_arguments, cli_bounds_template
+
+    p = sub.add_parser(
+        "bounds-template", help="a bounds file (column,low,high) to fill in for --feature-bounds, from a file's columns"
+    )
+    add_bounds_template_arguments(p, _range)
+    p.set_defaults(func=cli_bounds_template)
+
+
 def _add_verify(sub) -> None:
     from dpmix_core.cli.verify import add_verify_arguments, cli_verify
 
@@ -1226,6 +1236,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_solve_epsilon(sub)
     _add_verify(sub)
     _add_zscore_constants(sub)
+    _add_bounds_template(sub)
     return parser
 
 

@@ -58,6 +58,7 @@ SPLIT_SEED = 0  # the held-out split's seed: a file's test rows do not change wi
 # a 3-class CSV's features (about -3..6) fill 60 % and DP-SGD at eps 8 reads 86.0 % (raw 90.1 %); at (-50, 100) they
 # fill 6 % and it reads 33.1 %, the constant predictor
 BOUNDS_FILL_WARNING = 0.25
+UNITS_SPREAD = 10  # a column filling 10x the median's width: columns in different units, bounds per column help
 
 MAX_BYTES = 200_000_000
 MAX_ROWS = 1_000_000
@@ -464,6 +465,11 @@ def bounds_fit_note(x: np.ndarray, feature_range: FeatureRange, feature_names: t
             "is calibrated to the whole width, so its noise swamps features that use a sliver of it (DP-SGD first narrows "
             "each feature's range with a share of its epsilon, which wins back much of it, not all)"
         )
+        if not per_feature and fills.max() > UNITS_SPREAD * max(fill, 1e-12):
+            notes.append(
+                f"your columns span very different widths ({name(int(np.argmax(fills)))} fills {fills.max():.1%}): "
+                "give each column its own public bounds (--feature-bounds FILE.csv, or Bounds per column on the pages)"
+            )
     if not notes:
         return None
     said = "; ".join(notes)

@@ -1,0 +1,56 @@
+"""``python -m dpmix_core bounds-template``: a bounds file to fill in, one row per feature column of a data file.
+
+It names the file's feature columns (an ``.npz``'s by index 0..d-1) and writes ``--feature-range``'s pair (default
+0,1) on every row, for you to replace with the bounds each column can take, known without the data (a form's
+limits, a codebook). It reads no statistic of the records: a template of their minima and maxima would put the
+private data into bounds the guarantee treats as public. The filled-in file is what ``--feature-bounds`` reads
+(:mod:`dpmix_core.data.feature_bounds`).
+
+Write rule: to standard output, or to ``--out FILE.csv`` written whole (a temporary renamed into place) and
+never over an existing file, so a template cannot replace bounds someone already filled in.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["add_bounds_template_arguments", "cli_bounds_template"]
+
+
+def add_bounds_template_arguments(parser: argparse.ArgumentParser, range_type) -> None:
+    """Arguments of ``bounds-template`` (wire with ``set_defaults(func=cli_bounds_template)``)."""
+    parser.add_argument("--data-file", required=True, metavar="FILE", help="your CSV (label column + features) or .npz")
+    parser.add_argument("--label-column", metavar="NAME", help="the CSV's label column (default as train reads it)")
+    parser.add_argument(
+        "--feature-range", type=range_type, default=(0.0, 1.0), help="LO,HI written on every row (default 0,1)"
+    )
+    parser.add_argument("--out", metavar="FILE.csv", help="write here (never over an existing file); default stdout")
+
+
+def cli_bounds_template(args: argparse.Namespace) -> int:
+    """Name the feature columns, write the template, say what to do with it."""
+    import sys
+    from pathlib import Path
+
+    import pandas as pd
+
+    from dpmix_core.data import bounds_rows, load_user_data, read_data_file
+    from dpmix_core.resources.files import write_files_atomically
+    from dpmix_core.views.exports import table_csv
+
+    if args.label_column is not None and not args.data_file.lower().endswith(".csv"):
+        raise ValueError("--label-column names a column of a --data-file CSV")
+    out = None if args.out is None else Path(args.out)
+    if out is not None and out.exists():
+        raise ValueError(f"--out {str(out)!r} exists; a template never replaces a bounds file. Give a new name.")
+    dataset = load_user_data(read_data_file(args.data_file), filename=args.data_file, label_column=args.label_column)
+    d = dataset.feature_dim
+    rows = bounds_rows(args.feature_range, feature_names=dataset.feature_names, d=d)
+    text = table_csv(pd.DataFrame(rows))
+    if out is None:
+        sys.stdout.write(text.decode("utf-8-sig"))
+        return 0
+    write_files_atomically({out: text})
+    print(f"wrote {out}: {d} feature columns at ({args.feature_range[0]:g}, {args.feature_range[1]:g}); put each "
+          f"column's public bounds in, then pass --feature-bounds {out}")  # fmt: skip
+    return 0
