@@ -228,10 +228,10 @@ def _bounds_per_column(prefix: str, records: Dataset, default: tuple[float, floa
         st.error(str(exc))
         st.stop()
     columns = zlib.crc32("\n".join(names).encode())
-    table_key = f"{prefix}bounds_{d}_{columns}_{'' if upload is None else upload.file_id}_{default}"
+    table_key = f"{prefix}bounds_{d}_{columns}_{'' if upload is None else upload.file_id}"
     edited = st.data_editor(
         pd.DataFrame(rows),
-        key=table_key,  # new columns, a new file or new default bounds: a fresh table
+        key=table_key,  # new columns or a new file: a fresh table; new bounds above refill the cells not edited
         disabled=["column"],
         hide_index=True,
         num_rows="fixed",
