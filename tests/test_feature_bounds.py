@@ -334,3 +334,19 @@ def test_a_bounds_template_names_every_feature_column_and_never_replaces_a_file(
     np.savez(tmp_path / "t.npz", x=x, y=y)
     assert main(["bounds-template", "--data-file", str(tmp_path / "t.npz")]) == 0
     assert capsys.readouterr().out.splitlines()[1:] == ["0,0.0,1.0", "1,0.0,1.0", "2,0.0,1.0"]
+
+
+def test_the_preview_shows_a_tables_mixtures_in_its_own_units(tmp_path):
+    from dpmix_core.data import load_user_data
+    from dpmix_core.synthesis.previews import mixing_preview
+
+    data = load_user_data(_csv(tmp_path / "t.csv", n=120).read_bytes(), filename="t.csv")
+    preview = mixing_preview(data, SynthesisConfig("dpmix", l=1, T=100, sigma_x=0.0, feature_range=BOUNDS))
+    shown = np.vstack([p.clean for p in preview.classes])
+    width = np.diff(np.array(BOUNDS), axis=1).ravel()
+    gaps = np.abs(shown[:, None, :] - data.x_train[None, :, :]) / width  # in parts of each column's width
+    assert np.all(gaps.max(axis=2).min(axis=1) < 1e-5)  # each shown row is one record, in the file's units
+    assert "mapped back from [0,1] into the same units with the public bounds per feature" in preview.display_note
+    clipped = mixing_preview(data, SynthesisConfig("poisson", l=4, T=100, sigma_x=0.0, feature_range=BOUNDS))
+    assert np.vstack([p.clean for p in clipped.classes]).max() <= 1 + 1e-6  # clipped records: the release's space
+    assert "in the release's feature space" in clipped.display_note

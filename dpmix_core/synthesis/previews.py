@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -10,6 +11,7 @@ import numpy as np
 from dpmix_core.data import Dataset
 from dpmix_core.data.scattering import scattering_shape
 from dpmix_core.privacy.accountants import EpsilonResult, applicable_accountants
+from dpmix_core.privacy.checks import describe_feature_range, feature_range_vectors
 from dpmix_core.privacy.statement import tightest_statement
 from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release, resolve_sigma, synthesize
 
@@ -80,6 +82,19 @@ def _as_shown(points: np.ndarray, image_shape: tuple[int, ...], *, features: str
     return _display(feature_maps(points, scattering_shape(image_shape)), unit=False)
 
 
+def _records_units(config: SynthesisConfig, d: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Rows of a [0,1] release of a table back in its records' units (value * (high - low) + low with the public
+    bounds; post-processing, for display); other releases' rows as they are (clipped or z-scored features)."""
+    if not config.unit_scaled or config.feature_range is None:
+        return lambda x: x
+    lo, hi = feature_range_vectors(config.feature_range, d)
+
+    def back(x: np.ndarray) -> np.ndarray:
+        return (np.asarray(x, dtype=np.float64) * (hi - lo) + lo).astype(np.float32)
+
+    return back
+
+
 def mixing_preview(
     dataset: Dataset, config: SynthesisConfig, *, per_class: int = 2, originals: int = 4
 ) -> MixingPreview:
@@ -108,6 +123,7 @@ def mixing_preview(
     owner = clean.hard_labels()
     rng = np.random.default_rng(config.seed)
     names = dataset.label_names or tuple(str(c) for c in range(k))
+    in_units = _records_units(config, dataset.feature_dim) if not images else (lambda x: x)
     previews = []
     for c in range(k):
         rows = np.flatnonzero(owner == c)[:per_class]
@@ -124,11 +140,17 @@ def mixing_preview(
             preview = ClassPreview(
                 label=names[c],
                 originals=np.asarray(dataset.x_train[pick], dtype=np.float32),
-                clean=clean.x[rows],
-                noisy=noisy.x[rows],
+                clean=in_units(clean.x[rows]),
+                noisy=in_units(noisy.x[rows]),
             )
         previews.append(preview)
-    if not images:
+    if not images and unit and config.feature_range is not None:
+        display_note = (
+            "Rows: the records as uploaded; mixtures and released points mapped back from [0,1] into the same units "
+            f"with the public bounds {describe_feature_range(config.feature_range)} (value × (high − low) + low, "
+            "post-processing), so a released value outside a column's bounds is noise."
+        )
+    elif not images:
         display_note = "Rows: the records as uploaded; mixtures and released points in the release's feature space."
     elif config.features != "pixels":
         c, h, w = scattering_shape(shape)
