@@ -1,5 +1,6 @@
 """The Privacy audit on one's own file: re-identification as a table, the membership attack as a job on the file."""
 
+import json
 import time
 from pathlib import Path
 
@@ -50,11 +51,13 @@ def test_reidentification_of_rows_of_numbers_is_a_table_of_each_point_and_its_ne
     assert mixed.leaked_fraction == 0.0
 
 
-def test_an_attack_job_on_ones_own_file_reads_the_file_it_was_given(tmp_path):
+@pytest.mark.parametrize("bounds", [(-5.0, 10.0), ((-5.0, 10.0), (-6.0, 12.0), (-5.0, 10.0), (-5.0, 10.0))])
+def test_an_attack_job_on_ones_own_file_reads_the_file_it_was_given(tmp_path, bounds):
     data = _pets_bytes()
-    own = attack_data_upload(data, "pets.csv", "species", (-5.0, 10.0), ResultStore(tmp_path / "results.sqlite"))
+    own = attack_data_upload(data, "pets.csv", "species", bounds, ResultStore(tmp_path / "results.sqlite"))
     assert Path(own["data_file"]).parent.parent == tmp_path / "data" and Path(own["data_file"]).name == "pets.csv"
     config = job_config(l=4, T=200, epsilons=(8.0,), members=100, epochs=30, seed=0, records=300, **own)
+    config = json.loads(json.dumps(config))  # as the job store keeps it
     out = run_job(config, _Reporter())
     labels = [row["label"] for row in out["rows"]]
     assert labels == ["non-private", "DPMix l=4, no noise", "DPMix l=4, eps=8 (rdp-wor)"]
