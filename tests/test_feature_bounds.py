@@ -350,3 +350,13 @@ def test_the_preview_shows_a_tables_mixtures_in_its_own_units(tmp_path):
     clipped = mixing_preview(data, SynthesisConfig("poisson", l=4, T=100, sigma_x=0.0, feature_range=BOUNDS))
     assert np.vstack([p.clean for p in clipped.classes]).max() <= 1 + 1e-6  # clipped records: the release's space
     assert "in the release's feature space" in clipped.display_note
+
+
+def test_a_bounds_file_larger_than_the_limit_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    import dpmix_core.data.feature_bounds as fb
+
+    path = _bounds_file(tmp_path / "b.csv")
+    monkeypatch.setattr(fb, "MAX_BOUNDS_FILE_BYTES", 20)
+    for source in (path, path.read_bytes()):
+        with pytest.raises(DatasetError, match="larger than 20 bytes; a bounds file is one row a column"):
+            read_feature_bounds(source, feature_names=NAMES, d=3)

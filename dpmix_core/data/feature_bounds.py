@@ -93,21 +93,20 @@ def read_feature_bounds(
     label_column: str | None = None,
 ) -> FeatureRange:
     """A bounds CSV (``column,low,high``; a path or its bytes) read into the bounds of ``d`` features."""
+    where = "the bounds file" if isinstance(file, bytes) else os.fspath(file)
+    too_big = f"{where}: larger than {MAX_BOUNDS_FILE_BYTES:,} bytes; a bounds file is one row a column."
     if isinstance(file, bytes):
-        data, where = file, "the bounds file"
+        data = file
     else:
-        where = os.fspath(file)
         try:
-            if os.path.getsize(where) > MAX_BOUNDS_FILE_BYTES:
-                raise DatasetError(
-                    f"{where}: larger than {MAX_BOUNDS_FILE_BYTES:,} bytes; a bounds file is one row a column."
-                )
+            if os.path.getsize(where) > MAX_BOUNDS_FILE_BYTES:  # before reading it
+                raise DatasetError(too_big)
             with open(where, "rb") as fh:
                 data = fh.read()
         except OSError as exc:
             raise DatasetError(f"cannot read the bounds file {where}: {exc.strerror or exc}") from None
     if len(data) > MAX_BOUNDS_FILE_BYTES:
-        raise DatasetError(f"{where}: larger than {MAX_BOUNDS_FILE_BYTES:,} bytes; a bounds file is one row a column.")
+        raise DatasetError(too_big)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:

@@ -56,6 +56,7 @@ from dpmix_core.mechanisms.engine import (
     resolve_device,
     seed_sequence,
 )
+from dpmix_core.mechanisms.mixing import unit_features
 from dpmix_core.mechanisms.sampling import sample_mixture_indices, sample_poisson_batches
 from dpmix_core.privacy.checks import FeatureRange, check_feature_range, feature_range_vectors
 from dpmix_core.privacy.release import MixingRelease
@@ -586,10 +587,7 @@ def _features(sub: np.ndarray, mechanism: str, feature_range, clip_x: float, dty
     """The gathered rows as the mechanism's table: raw uint8 values (DPMix, divided by 255*l later),
     min-max by the public range, or (Poisson) /255 or as given, then rows clipped to ||x|| <= clip_x."""
     if feature_range is not None:
-        lo, hi = feature_range_vectors(feature_range, sub.shape[1])
-        feats = np.clip(sub.astype(np.float32), lo, hi).astype(np.float32)
-        feats -= lo.astype(np.float32)
-        feats /= (hi - lo).astype(np.float32)
+        feats = unit_features(sub, feature_range)[0]  # the in-memory release's min-max, one pair or one a feature
     elif mechanism == "dpmix":
         return sub.astype(dtype, copy=False)
     elif sub.dtype == np.uint8:
