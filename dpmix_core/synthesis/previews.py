@@ -82,11 +82,11 @@ def _as_shown(points: np.ndarray, image_shape: tuple[int, ...], *, features: str
     return _display(feature_maps(points, scattering_shape(image_shape)), unit=False)
 
 
-def _records_units(config: SynthesisConfig, d: int) -> Callable[[np.ndarray], np.ndarray]:
+def _records_units(config: SynthesisConfig, d: int) -> Callable[[np.ndarray], np.ndarray] | None:
     """Rows of a [0,1] release of a table back in its records' units (value * (high - low) + low with the public
-    bounds; post-processing, for display); other releases' rows as they are (clipped or z-scored features)."""
+    bounds; post-processing, for display); None for other releases (clipped or z-scored features: their space)."""
     if not config.unit_scaled or config.feature_range is None:
-        return lambda x: x
+        return None
     lo, hi = feature_range_vectors(config.feature_range, d)
 
     def back(x: np.ndarray) -> np.ndarray:
@@ -123,7 +123,8 @@ def mixing_preview(
     owner = clean.hard_labels()
     rng = np.random.default_rng(config.seed)
     names = dataset.label_names or tuple(str(c) for c in range(k))
-    in_units = _records_units(config, dataset.feature_dim) if not images else (lambda x: x)
+    back = None if images else _records_units(config, dataset.feature_dim)
+    in_units = back or (lambda x: x)
     previews = []
     for c in range(k):
         rows = np.flatnonzero(owner == c)[:per_class]
@@ -144,7 +145,7 @@ def mixing_preview(
                 noisy=in_units(noisy.x[rows]),
             )
         previews.append(preview)
-    if not images and unit and config.feature_range is not None:
+    if back is not None and config.feature_range is not None:
         display_note = (
             "Rows: the records as uploaded; mixtures and released points mapped back from [0,1] into the same units "
             f"with the public bounds {describe_feature_range(config.feature_range)} (value × (high − low) + low, "
