@@ -5,12 +5,17 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from dpmix_core.cli.main import main
-from dpmix_core.data import DatasetError, bounds_fit_note, bounds_rows, per_feature_bounds, read_feature_bounds
+from dpmix_core.data import (
+    DatasetError,
+    bounds_csv,
+    bounds_fit_note,
+    per_feature_bounds,
+    read_feature_bounds,
+)
 from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.run_data import open_data_file
 from dpmix_core.experiments.runner import run_config
@@ -25,7 +30,6 @@ from dpmix_core.privacy.checks import (
 from dpmix_core.privacy.release import MixingRelease
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.synthesis.streaming import synthesize_streaming
-from dpmix_core.views.exports import table_csv
 
 NAMES = ("age", "income", "ratio")
 BOUNDS = ((18.0, 90.0), (0.0, 200_000.0), (0.0, 1.0))
@@ -144,9 +148,14 @@ def test_a_bounds_file_names_columns_and_leaves_the_rest_to_the_default(tmp_path
     assert read_feature_bounds(path, feature_names=NAMES, d=3) == BOUNDS
     some = _bounds_file(tmp_path / "some.csv", rows=BOUNDS[:1], names=NAMES[:1])
     assert read_feature_bounds(some, feature_names=NAMES, d=3, default=(0, 1)) == ((18, 90), (0, 1), (0, 1))
-    # a page's download (UTF-8 with BOM) reads back as the same bounds
-    data = table_csv(pd.DataFrame(bounds_rows(BOUNDS, feature_names=NAMES, d=3)))
-    assert data.startswith(b"\xef\xbb\xbf") and read_feature_bounds(data, feature_names=NAMES, d=3) == BOUNDS
+    # a page's download (and bounds-template) reads back as the same bounds, exactly; so does a spreadsheet's
+    # UTF-8 with a byte-order mark
+    odd = ((0.1, 0.30000000000000004), (-60000.5, 1e9), (0.4 - 1e-16, 1.6))
+    data = bounds_csv(odd, feature_names=("a, b", "income", "ratio"), d=3)
+    assert data.splitlines()[1] == b'"a, b",0.1,0.30000000000000004'
+    assert read_feature_bounds(data, feature_names=("a, b", "income", "ratio"), d=3) == odd
+    bom = b"\xef\xbb\xbf" + bounds_csv(BOUNDS, feature_names=NAMES, d=3)
+    assert read_feature_bounds(bom, feature_names=NAMES, d=3) == BOUNDS
     # a file without column names (.npz, a memmap): indices
     assert read_feature_bounds(b"column,low,high\n1,0,5\n", feature_names=(), d=2, default=(0, 1)) == ((0, 1), (0, 5))
 

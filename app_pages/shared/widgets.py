@@ -14,7 +14,7 @@ from typing import TypeVar
 import pandas as pd
 import streamlit as st
 
-from dpmix_core.data import Dataset, bounds_rows, per_feature_bounds, read_feature_bounds
+from dpmix_core.data import Dataset, bounds_csv, bounds_rows, per_feature_bounds, read_feature_bounds
 from dpmix_core.data.user import bounds_fit_note, csv_columns, default_label_column
 from dpmix_core.privacy.checks import FeatureRange
 from dpmix_core.views.exports import (
@@ -251,7 +251,7 @@ def _bounds_per_column(prefix: str, records: Dataset, default: tuple[float, floa
         st.stop()
     st.download_button(
         "Bounds file (CSV)",
-        table_csv(pd.DataFrame(bounds_rows(bounds, feature_names=names, d=d))),
+        bounds_csv(bounds, feature_names=names, d=d),
         "feature_bounds.csv",
         "text/csv",
         key=prefix + "bounds_download",

@@ -32,11 +32,8 @@ def cli_bounds_template(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    import pandas as pd
-
-    from dpmix_core.data import bounds_rows, load_user_data, read_data_file
+    from dpmix_core.data import bounds_csv, load_user_data, read_data_file
     from dpmix_core.resources.files import write_files_atomically
-    from dpmix_core.views.exports import table_csv
 
     if args.label_column is not None and not args.data_file.lower().endswith(".csv"):
         raise ValueError("--label-column names a column of a --data-file CSV")
@@ -45,10 +42,9 @@ def cli_bounds_template(args: argparse.Namespace) -> int:
         raise ValueError(f"--out {str(out)!r} exists; a template never replaces a bounds file. Give a new name.")
     dataset = load_user_data(read_data_file(args.data_file), filename=args.data_file, label_column=args.label_column)
     d = dataset.feature_dim
-    rows = bounds_rows(args.feature_range, feature_names=dataset.feature_names, d=d)
-    text = table_csv(pd.DataFrame(rows))
+    text = bounds_csv(args.feature_range, feature_names=dataset.feature_names, d=d)
     if out is None:
-        sys.stdout.write(text.decode("utf-8-sig"))
+        sys.stdout.write(text.decode())
         return 0
     write_files_atomically({out: text})
     print(f"wrote {out}: {d} feature columns at ({args.feature_range[0]:g}, {args.feature_range[1]:g}); put each "

@@ -36,7 +36,7 @@ from dpmix_core.data.catalog import (
 )
 from dpmix_core.data.download import Mirror, Progress, RemoteFile
 from dpmix_core.data.embedded import load_embedded
-from dpmix_core.data.feature_bounds import bounds_rows, per_feature_bounds, read_feature_bounds
+from dpmix_core.data.feature_bounds import bounds_csv, bounds_rows, per_feature_bounds, read_feature_bounds
 from dpmix_core.data.user import (
     OWN_DATA,
     SPLIT_SEED,
@@ -75,6 +75,7 @@ __all__ = [
     "bounds_fit_note",
     "held_out_split",
     "bounds_rows",
+    "bounds_csv",
     "per_feature_bounds",
     "read_feature_bounds",
 ]

@@ -23,7 +23,14 @@ from collections.abc import Iterable, Sequence
 from dpmix_core.data.base import DatasetError
 from dpmix_core.privacy.checks import FeatureRange, check_feature_range, check_range, feature_range_vectors
 
-__all__ = ["BOUNDS_FILE_HEADER", "MAX_BOUNDS_FILE_BYTES", "per_feature_bounds", "read_feature_bounds", "bounds_rows"]
+__all__ = [
+    "BOUNDS_FILE_HEADER",
+    "MAX_BOUNDS_FILE_BYTES",
+    "per_feature_bounds",
+    "read_feature_bounds",
+    "bounds_rows",
+    "bounds_csv",
+]
 
 BOUNDS_FILE_HEADER = ("column", "low", "high")
 MAX_BOUNDS_FILE_BYTES = 4_000_000  # ~100,000 columns of long names: more than any data file the product reads
@@ -132,3 +139,14 @@ def bounds_rows(feature_range: FeatureRange, *, feature_names: Sequence[str], d:
     lo, hi = feature_range_vectors(feature_range, d)
     names = list(feature_names) if len(feature_names) == d else [str(j) for j in range(d)]
     return [{"column": name, "low": float(a), "high": float(b)} for name, a, b in zip(names, lo, hi, strict=True)]
+
+
+def bounds_csv(feature_range: FeatureRange, *, feature_names: Sequence[str], d: int) -> bytes:
+    """The bounds of each feature as a bounds file (UTF-8 CSV, header ``column,low,high``; numbers that read back
+    exactly): what :func:`read_feature_bounds` reads."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(BOUNDS_FILE_HEADER)
+    for row in bounds_rows(feature_range, feature_names=feature_names, d=d):
+        writer.writerow([row["column"], repr(row["low"]), repr(row["high"])])
+    return buffer.getvalue().encode()

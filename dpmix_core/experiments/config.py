@@ -295,9 +295,7 @@ class RunConfig:
     data_sha256: str | None = None  # its bytes' SHA-256: the data's identity
     label_column: str | None = None  # a data_file CSV's label column (None: "label", else the first)
     test_fraction: float = 0.2  # a data_file's records held out as the test split (stratified, never released)
-    feature_range: FeatureRange | None = (
-        None  # a data_file's public bounds of float features (a pair, or one a feature)
-    )
+    feature_range: FeatureRange | None = None  # a data_file's public bounds of float features (pair or per feature)
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -476,11 +474,11 @@ class RunConfig:
             return syn
         if self.feature_range is None:
             if syn.feature_range is not None:
-                set_("feature_range", check_feature_range("synthesis.feature_range", syn.feature_range))
+                set_("feature_range", syn.feature_range)  # canonical: SynthesisConfig checked it
             return syn
         if syn.feature_range is None:
             return replace(syn, feature_range=self.feature_range)
-        if check_feature_range("synthesis.feature_range", syn.feature_range) != self.feature_range:
+        if syn.feature_range != self.feature_range:  # both canonical (check_feature_range)
             raise ValueError(
                 f"synthesis.feature_range {describe_feature_range(syn.feature_range)} differs from the data file's "
                 f"feature_range {describe_feature_range(self.feature_range)}: give the public bounds once."
