@@ -25,7 +25,7 @@ from dpmix_core.data.choice import (
     describe_dataset,
     needs_feature_range,
 )
-from dpmix_core.experiments.release_files import release_npz, upload_held_out
+from dpmix_core.experiments.release_files import ReleaseDownloads, release_downloads, upload_held_out
 from dpmix_core.synthesis.pipeline import (
     MECHANISM_DESCRIPTIONS,
     SynthesisConfig,
@@ -99,8 +99,8 @@ def cached_held_out(upload: bytes, label_column: str | None, fraction: float, _d
 
 
 @st.cache_data(show_spinner="Preparing the export…", max_entries=4)
-def cached_export(_dataset, dataset_key: str, config: SynthesisConfig, held_out: dict | None) -> bytes:
-    return release_npz(_dataset, config, held_out)
+def cached_export(_dataset, dataset_key: str, config: SynthesisConfig, held_out: dict | None) -> ReleaseDownloads:
+    return release_downloads(_dataset, config, held_out)
 
 
 @st.cache_data(show_spinner="Computing the public per-feature constants…", max_entries=8)
@@ -387,13 +387,40 @@ too_big = release_refusal(used, dataset)  # over DPMIX_MAX_MEMORY / DPMIX_MAX_SE
 if too_big is not None:
     st.error(too_big)
 if st.button("Prepare the full release for download", key=K + "prepare", disabled=too_big is not None):
+    files = cached_export(dataset, dataset_key, used, held_out)
+    stem = f"dpmix_{used.mechanism}_T{used.T}_seed{used.seed}"
     st.download_button(
         f"Download {used.T:,} points (.npz with privacy card)",
-        data=cached_export(dataset, dataset_key, used, held_out),
-        file_name=f"dpmix_{used.mechanism}_T{used.T}_seed{used.seed}.npz",
+        data=files.npz,
+        file_name=f"{stem}.npz",
         mime="application/octet-stream",
         key=K + "download",
+        on_click="ignore",
     )
+    if files.table_csv is not None and files.table_card is not None:
+        cols = st.columns(2)
+        cols[0].download_button(
+            "… or as your table (CSV: your columns, in your units)",
+            data=files.table_csv,
+            file_name=f"{stem}.csv",
+            mime="text/csv",
+            key=K + "download_table",
+            on_click="ignore",
+        )
+        cols[1].download_button(
+            "… and its privacy card (keep it beside the CSV)",
+            data=files.table_card,
+            file_name=f"{stem}.card.json",
+            mime="application/json",
+            key=K + "download_table_card",
+            on_click="ignore",
+        )
+        st.caption(
+            "The CSV: your label column (the class with the largest released score), your feature columns mapped back "
+            "from [0,1] with the public bounds (value × (high − low) + low: post-processing, ε unchanged; noise is not "
+            "clipped, so a value can fall outside its column's bounds), then the released label scores. It is the "
+            "same release as the .npz, in your units."
+        )
     st.caption(
         "Whoever receives the file can train models on it (*Train & trade-offs* → *Models on a release file*, or "
         "`python -m dpmix_core train --release FILE`) and recompute its card's ε (`python -m dpmix_core verify FILE`)."

@@ -117,20 +117,28 @@ def test_the_page_scores_a_release_of_ones_own_file_on_its_held_out_records(caps
 
 
 def test_the_apps_download_of_a_held_out_release_pairs_with_its_file(tmp_path):
-    """Mixed samples' download (release_npz with the upload's held-out section) names the records the page held
-    out, and the file they came from gives them back (held_out_data): the same records a run on the file holds out."""
+    """Mixed samples' downloads (release_downloads with the upload's held-out section) name the records the page held
+    out, and the file they came from gives them back (held_out_data): the same records a run on the file holds out.
+    The table in its own units (.csv + .card.json) is the same release as the .npz."""
     from dpmix_core.data.choice import app_dataset
-    from dpmix_core.experiments.release_files import release_npz, upload_held_out
+    from dpmix_core.experiments.release_files import release_downloads, upload_held_out
     from dpmix_core.synthesis.pipeline import SynthesisConfig
 
     data = _pets(tmp_path / "pets.csv")
     raw = data.read_bytes()
     dataset = app_dataset(raw, "pets.csv", None, "species", 0.2)
     config = SynthesisConfig("dpmix", l=4, T=300, sigma_x=0.3, sigma_y=0.3, feature_range=(-5.0, 10.0))
-    (tmp_path / "rel.npz").write_bytes(
-        release_npz(dataset, config, upload_held_out(raw, "species", 0.2, dataset.n_test))
-    )
+    files = release_downloads(dataset, config, upload_held_out(raw, "species", 0.2, dataset.n_test))
+    assert files.table_csv is not None and files.table_card is not None
+    (tmp_path / "rel.npz").write_bytes(files.npz)
+    (tmp_path / "table.csv").write_bytes(files.table_csv)
+    (tmp_path / "table.card.json").write_bytes(files.table_card)
     release = read_release(tmp_path / "rel.npz")
+    table = read_release(tmp_path / "table.csv")
+    assert table.card["dataset"]["held_out"] == release.card["dataset"]["held_out"]
+    np.testing.assert_allclose(table.x, release.x, atol=1e-5)
+    np.testing.assert_allclose(table.y, release.y, atol=1e-5)
+    assert files.table_csv.decode().startswith("species,")
     assert (
         release.card["dataset"]["n"] == dataset.n_train == 479 and release.card["dataset"]["held_out"]["records"] == 121
     )

@@ -213,6 +213,7 @@ def test_cli_synthesize_class_names_and_a_negative_feature_range(tmp_path, capsy
     rows = ["a,b,label"] + [f"{rng.normal():.3f},{rng.normal():.3f},{('dog', 'cat', 'bird')[i % 3]}" for i in range(60)]
     (tmp_path / "pets.csv").write_text("\n".join(rows))
     args = ["synthesize", "--data-file", str(tmp_path / "pets.csv"), "--mechanism", "dpmix", "--l", "5", "--T", "10"]
+    args += ["--csv-units", "release"]  # the release's space: label columns y0.. (the default CSV is the table's)
     code = main([*args, "--sigma-x", "0.5", "--out", str(tmp_path / "o.csv"), "--feature-range", "-3,3"])
     out = capsys.readouterr().out
     assert code == 0 and "label columns: y0 = bird, y1 = cat, y2 = dog (the list of classes" in out

@@ -385,12 +385,21 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     from dpmix_core.data import load_dataset, load_user_data, read_data_file
     from dpmix_core.privacy.release import MixingRelease
     from dpmix_core.synthesis.epsilon_job import background_epsilons
-    from dpmix_core.synthesis.export import check_output_path, label_columns_note, privacy_card, write_release
+    from dpmix_core.synthesis.export import (
+        check_output_path,
+        label_columns_note,
+        privacy_card,
+        table_columns_note,
+        with_table_layout,
+        write_release,
+    )
     from dpmix_core.synthesis.pipeline import planned_release, synthesize
 
     if args.memmap is not None:
         if args.test_fraction is not None:
             raise CliError("--test-fraction holds records of a --data-file out, not of --memmap arrays")
+        if args.csv_units is not None:
+            raise CliError("--csv-units is for a FILE.csv release; --memmap writes a folder of .npy chunks")
         return _synthesize_streaming(args)
     check_output_path(args.out)
     if args.label_column is not None and (args.data_file is None or not args.data_file.lower().endswith(".csv")):
@@ -410,6 +419,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
             raise CliError("--feature-bounds names the columns of a --data-file (or a --memmap source's by index)")
         dataset = load_dataset(args.dataset, data_dir=args.data_dir, progress=_progress)
     config = _synthesis_config(args)
+    csv_units = _csv_units(args, dataset, config)
     # the card's epsilons need only the release description: a second process computes them
     # (importing the accountants) while this one imports torch and mixes
     planned = None
@@ -423,7 +433,9 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         from dpmix_core.experiments.release_files import own_held_out, with_held_out
 
         card = with_held_out(card, own_held_out(own))
-    data_path, card_path = write_release(synthesis, args.out, card=card)
+    if csv_units == "data":
+        card = with_table_layout(card, synthesis)  # the card written beside the CSV, and printed with --json
+    data_path, card_path = write_release(synthesis, args.out, card=card, csv_units=csv_units)
     if args.json:
         print(json.dumps({"out": str(data_path), "card": str(card_path), **card}, allow_nan=False))
     else:
@@ -434,7 +446,9 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
                 f"held out: {own.dataset.n_test:,} records, named in the card; score models on them with "
                 f"train --release {data_path} --data-file {args.data_file}"
             )
-        if (note := label_columns_note(synthesis)) is not None:
+        if csv_units == "data":
+            print(table_columns_note(synthesis))
+        elif (note := label_columns_note(synthesis)) is not None:
             print(note)
         for e in card["epsilons"]:
             eps = e["epsilon"] if isinstance(e["epsilon"], str) else _format_eps(e["epsilon"])
@@ -553,10 +567,34 @@ def _add_synthesize(sub) -> None:
         help="--data-file: hold this share of its records out (stratified, never released; the card says which), "
         "so that train --release OUT --data-file FILE can score models on them. Default: release every record",
     )
+    p.add_argument(
+        "--csv-units",
+        choices=["data", "release"],
+        help="FILE.csv of a --data-file table: 'data' writes the table's columns in its units (its label column, the "
+        "features mapped back with the public bounds, the released label scores); 'release' writes y0.., x0.. in "
+        "[0,1]. Default: 'data' where the release maps back (dpmix or class-centric 'unit', local), else 'release'",
+    )
     p.add_argument("--memmap", help="X.npy (n, d) read memory-mapped in chunks: releases larger than memory")
     p.add_argument("--labels", help="Y.npy (n,) integer labels for --memmap")
     p.add_argument("--num-classes", type=positive_int, help="K for --memmap")
     p.set_defaults(func=cmd_synthesize)
+
+
+def _csv_units(args: argparse.Namespace, dataset, config) -> str:
+    """--csv-units, checked before any work: "data" (a table's columns in its units) where asked for or, unset, where
+    a --data-file table's FILE.csv release maps back; else "release"."""
+    from dpmix_core.synthesis.pipeline import table_refusal
+
+    is_csv = args.out.lower().endswith(".csv")
+    if args.csv_units is None:
+        own_table = args.data_file is not None and is_csv
+        return "data" if own_table and table_refusal(config, dataset) is None else "release"
+    if args.csv_units == "data":
+        if not is_csv:
+            raise CliError(f"--csv-units data writes a FILE.csv; --out is {Path(args.out).name!r}")
+        if (why := table_refusal(config, dataset)) is not None:
+            raise CliError(f"--csv-units data: {why}. Use --csv-units release")
+    return args.csv_units
 
 
 def _synthesis_config(args: argparse.Namespace, clamp_by_default: bool = False):

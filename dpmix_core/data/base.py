@@ -73,7 +73,8 @@ class Dataset:
     uploads. Labels are int64 in
     ``0..num_classes-1``; ``label_names[k]`` is the display name of class k
     (for uploads: the original label value). ``feature_names`` names the
-    flattened features (a CSV upload's column headers; empty: x0, x1, ...).
+    flattened features (a CSV upload's column headers; empty: x0, x1, ...);
+    ``label_column`` is the header of a CSV upload's label column (empty: none).
     ``source`` says where the data came from, in words. Arrays are stored as
     read-only views.
     """
@@ -87,6 +88,7 @@ class Dataset:
     source: str
     label_names: tuple[str, ...] = ()
     feature_names: tuple[str, ...] = ()
+    label_column: str = ""
 
     def __post_init__(self) -> None:
         if self.num_classes < 2:

@@ -180,9 +180,9 @@ def _is_number(text: str) -> bool:
 
 def _parse_csv(
     data: bytes, filename: str, label_column: str | None, max_rows: int
-) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
-    """Features (n, d) float32, labels (n,) (int64, or str class names when no label is a number) and the
-    feature columns' names."""
+) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], str]:
+    """Features (n, d) float32, labels (n,) (int64, or str class names when no label is a number), the
+    feature columns' names and the label column's."""
     import pandas as pd  # only needed for uploads
 
     _check_csv_shape(data, filename, max_rows)
@@ -240,7 +240,7 @@ def _parse_csv(
         )
     )
     x = np.delete(values, columns.index(label), axis=1).astype(np.float32)
-    return x, y, tuple(c for c in columns if c != label)
+    return x, y, tuple(c for c in columns if c != label), label
 
 
 def _class_names(column, filename: str, label: str) -> np.ndarray | None:
@@ -353,8 +353,9 @@ def load_user_data(
         raise DatasetError(f"{filename}: the file is empty.")
     suffix = Path(filename).suffix.lower()
     feature_names: tuple[str, ...] = ()
+    label = ""
     if suffix == ".csv":
-        x, y, feature_names = _parse_csv(data, filename, label_column, max_rows)
+        x, y, feature_names, label = _parse_csv(data, filename, label_column, max_rows)
     elif suffix == ".npz":
         x, y = _parse_npz(data, filename, max_rows)
     else:
@@ -372,6 +373,7 @@ def load_user_data(
         source=f"uploaded file {filename} ({len(y):,} records, {_shape_words(x)})",
         label_names=tuple(str(v) for v in originals),
         feature_names=feature_names,
+        label_column=label,
     )
 
 
@@ -415,6 +417,7 @@ def held_out_split(dataset: Dataset, test_fraction: float, *, seed: int = SPLIT_
         ),
         label_names=dataset.label_names,
         feature_names=dataset.feature_names,
+        label_column=dataset.label_column,
     )
 
 

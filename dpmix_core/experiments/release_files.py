@@ -28,6 +28,7 @@ Releases whose test records cannot be mapped without private information are ref
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import json
@@ -69,7 +70,8 @@ __all__ = [
     "own_held_out",
     "read_card",
     "read_release",
-    "release_npz",
+    "ReleaseDownloads",
+    "release_downloads",
     "release_run_options",
     "release_synthesis",
     "save_release_upload",
@@ -158,7 +160,10 @@ def read_release(path: str | os.PathLike) -> ReleaseFile:
         x, y, card = _read_npz(path)
     else:
         card = _read_card(path.with_suffix(".card.json"), path)
-        x, y = _read_csv(path, label_dim=_released(card, "label_dim", path))
+        if card["released"].get("csv_units", "release") == "data":
+            x, y = _read_table_csv(path, card)
+        else:
+            x, y = _read_csv(path, label_dim=_released(card, "label_dim", path))
     _check_against_card(path, x, y, card)
     return ReleaseFile(str(path), x, y, card, sha)
 
@@ -244,15 +249,31 @@ def upload_held_out(data: bytes, label_column: str | None, test_fraction: float,
     return held_out_section(hashlib.sha256(data).hexdigest(), label_column, test_fraction, records)
 
 
-def release_npz(dataset: Dataset, config: SynthesisConfig, held_out: dict[str, Any] | None = None) -> bytes:
-    """The release of ``dataset``'s training records made with ``config``, as an ``.npz`` with its privacy card;
+@dataclass(frozen=True)
+class ReleaseDownloads:
+    """One release as files to hand out: the ``.npz`` (card inside) and, for a [0,1] release of a table, the table in
+    its own columns and units (``.csv``) with the ``.card.json`` that goes beside it (None otherwise)."""
+
+    npz: bytes
+    table_csv: bytes | None = None
+    table_card: bytes | None = None
+
+
+def release_downloads(
+    dataset: Dataset, config: SynthesisConfig, held_out: dict[str, Any] | None = None
+) -> ReleaseDownloads:
+    """The release of ``dataset``'s training records made with ``config`` (one draw, one card) as :class:`ReleaseDownloads`;
     ``held_out``: the card's :func:`held_out_section` where the data's test split was held out of one's own file."""
-    from dpmix_core.synthesis.export import npz_bytes, privacy_card
+    from dpmix_core.synthesis.export import npz_bytes, privacy_card, table_csv_bytes, with_table_layout
     from dpmix_core.synthesis.pipeline import synthesize
 
     synthesis = synthesize(config, dataset)
     card = privacy_card(synthesis)
-    return npz_bytes(synthesis, card if held_out is None else with_held_out(card, held_out))
+    card = card if held_out is None else with_held_out(card, held_out)
+    if synthesis.units is None:
+        return ReleaseDownloads(npz_bytes(synthesis, card))
+    table_card = json.dumps(with_table_layout(card, synthesis), indent=2).encode()
+    return ReleaseDownloads(npz_bytes(synthesis, card), table_csv_bytes(synthesis), table_card)
 
 
 def held_out_data(release: ReleaseFile, data_file: str | os.PathLike) -> OwnData:
@@ -541,6 +562,56 @@ def _read_csv(path: Path, *, label_dim: int) -> tuple[np.ndarray, np.ndarray]:
     if table.shape[1] != len(header):
         raise ValueError(f"{str(path)!r}: rows have {table.shape[1]} values, the header names {len(header)}.")
     return np.ascontiguousarray(table[:, label_dim:]), np.ascontiguousarray(table[:, :label_dim])
+
+
+def _read_table_csv(path: Path, card: dict) -> tuple[np.ndarray, np.ndarray]:
+    """A CSV in the table's units (:mod:`dpmix_core.synthesis.units`), back in the release's [0,1] space: the header
+    the card implies, the label column skipped (it is the argmax of the scores), features mapped with the card's
+    public bounds."""
+    from dpmix_core.synthesis.units import record_units, table_columns
+
+    where = f"the card of {str(path)!r}"
+    d, k = _released(card, "feature_dim", path), _released(card, "label_dim", path)
+    released = card["released"]
+    names, classes, label = (released.get(key) for key in ("feature_names", "label_classes", "label_column"))
+    if not (_strings(names) and _strings(classes) and isinstance(label, str) and label):
+        raise ValueError(f"{where} says its CSV is in the table's units but does not name the table's columns.")
+    config = card_synthesis(card, where=where)
+    units = record_units(config.feature_range, d, unit_scaled=config.unit_scaled)
+    if units is None:
+        raise ValueError(
+            f"{where} says its CSV is in the table's units, but a {config.mechanism} ({config.preprocessing}) release "
+            "has no map back from them."
+        )
+    expected = table_columns(d, names or (), label, classes or (), k)
+    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+        header = next(csv.reader([fh.readline().rstrip("\r\n")]), [])
+        body = fh.read()
+    if header != expected:
+        at = next(
+            (j for j, (a, b) in enumerate(zip(header, expected, strict=False)) if a != b),
+            min(len(header), len(expected)),
+        )
+        found = repr(header[at]) if at < len(header) else "nothing"
+        want = repr(expected[at]) if at < len(expected) else "nothing"
+        raise ValueError(
+            f"{str(path)!r}: column {at + 1} of the header is {found}; its card says {want} ({len(expected)} columns: "
+            "the label, the features, the label scores)."
+        )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": refused by the card's check
+            table = np.loadtxt(
+                io.StringIO(body), delimiter=",", quotechar='"', usecols=range(1, 1 + d + k), ndmin=2, dtype=np.float64
+            )
+    except ValueError as exc:
+        raise ValueError(f"{str(path)!r}: a row is not the label then {d + k} numbers ({exc}).") from None
+    return units.to_release(table[:, :d]), np.ascontiguousarray(table[:, d:], dtype=np.float32)
+
+
+def _strings(value: object) -> bool:
+    """None, or a list of strings (a card's optional list of names)."""
+    return value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value))
 
 
 MAX_CARD_BYTES = 10_000_000  # a privacy card is a few KB; an upload's is read no further than this

@@ -8,6 +8,7 @@ imported only when a card's epsilons are computed.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import io
 import json
@@ -27,6 +28,7 @@ from dpmix_core.privacy.release import MixingRelease
 from dpmix_core.privacy.statement import card_statement
 from dpmix_core.resources.files import check_new_file, write_files_atomically
 from dpmix_core.synthesis.pipeline import Synthesis
+from dpmix_core.synthesis.units import table_columns
 
 __all__ = [
     "GENERAL_CAVEATS",
@@ -37,6 +39,10 @@ __all__ = [
     "write_release",
     "npz_bytes",
     "csv_bytes",
+    "CSV_UNITS",
+    "table_columns_note",
+    "table_csv_bytes",
+    "with_table_layout",
     "check_output_path",
     "card_path_for",
     "label_columns_named",
@@ -182,6 +188,84 @@ def csv_bytes(synthesis: Synthesis) -> bytes:
     return buf.getvalue().encode()
 
 
+CSV_UNITS = ("data", "release")  # a CSV in the table's units and columns, or the release's space (y0.., x0..)
+NO_TABLE_UNITS = "the release has no map back to a table's units (a [0,1] release of a table's columns has one)."
+
+
+def _csv_line(fields: list[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow(fields)
+    return buf.getvalue()
+
+
+def table_csv_bytes(synthesis: Synthesis) -> bytes:
+    """The release in its table's units (:mod:`dpmix_core.synthesis.units`): the label column (the class with the
+    largest released score), the feature columns mapped back with the public bounds, the released label scores.
+
+    Features are written with 8 significant digits, so a file reads back into the release's [0,1] space to within
+    float32's precision even for a column far from zero (a year, 1900 to 2030). ValueError when the release has no
+    such map (:func:`dpmix_core.synthesis.pipeline.table_refusal` says why, before the release is made).
+    """
+    if synthesis.units is None:
+        raise ValueError(NO_TABLE_UNITS)
+    x, y = synthesis.data.x, synthesis.data.y
+    d, k = x.shape[1], y.shape[1]
+    header = table_columns(d, synthesis.feature_names, synthesis.label_column, synthesis.label_names, k)
+    label = header[0]
+    classes = [_csv_line([name[len(label) + 1 :]]) for name in header[1 + d :]]  # "species=setosa" -> setosa, quoted
+    buf = io.StringIO()
+    values = np.hstack([synthesis.units.to_records(x), y.astype(np.float64)])
+    np.savetxt(buf, values, delimiter=",", fmt=["%.8g"] * d + ["%.6g"] * k)
+    winners = np.argmax(y, axis=1)
+    rows = (f"{classes[c]},{line}" for c, line in zip(winners.tolist(), buf.getvalue().splitlines(), strict=True))
+    return ("\n".join([_csv_line(header), *rows]) + "\n").encode()
+
+
+def table_columns_note(synthesis: Synthesis, shown: int = 4) -> str:
+    """'columns: species (the class with the largest score), then sepal_length, ... in the table's units, then the
+    label scores species=setosa, ...' (the first ``shown`` of each) for a CSV of :func:`table_csv_bytes`."""
+    d, k = synthesis.data.x.shape[1], synthesis.data.y.shape[1]
+    header = table_columns(d, synthesis.feature_names, synthesis.label_column, synthesis.label_names, k)
+    features, scores = header[1 : 1 + d], header[1 + d :]
+
+    def listed(names: list[str]) -> str:
+        return ", ".join(names[:shown]) + (f", ... ({len(names)})" if len(names) > shown else "")
+
+    return (
+        f"columns: {header[0]} (the class with the largest released score), then {listed(features)} in the "
+        f"table's units (public bounds; not clipped), then the released label scores {listed(scores)}"
+    )
+
+
+def with_table_layout(card: dict, synthesis: Synthesis) -> dict:
+    """``card`` for a CSV in the table's units: ``released.csv_units`` "data", the label column's name, and what
+    the columns hold (readers rebuild the header with :func:`dpmix_core.synthesis.units.table_columns`). A card that
+    says so already is returned as it is."""
+    if synthesis.units is None:
+        raise ValueError(NO_TABLE_UNITS)
+    if card["released"].get("csv_units") == "data":
+        return card
+    header = table_columns(
+        synthesis.data.x.shape[1],
+        synthesis.feature_names,
+        synthesis.label_column,
+        synthesis.label_names,
+        synthesis.data.y.shape[1],
+    )
+    label = header[0]
+    out = dict(card)
+    out["released"] = {**card["released"], "csv_units": "data", "label_column": label}
+    y_columns = label_columns_note(synthesis)  # "label columns: y0 = cat, ...": the .npz's layout, not this file's
+    out["caveats"] = [
+        *(c for c in card["caveats"] if c != y_columns),
+        f"The CSV is in the table's units: each feature column is the released value × (high − low) + low with the "
+        "public bounds (post-processing; ε unchanged), so a value outside a column's bounds is noise (it is not "
+        f"clipped, which would bias averages). Columns '{label}=…' hold the released label scores; column "
+        f"'{label}' is the class with the largest score.",
+    ]
+    return out
+
+
 def check_output_path(out: str | Path) -> Path:
     """FILE.npz or FILE.csv in an existing folder (checked before any work is done)."""
     out = Path(out)
@@ -197,21 +281,31 @@ def card_path_for(out: str | Path) -> Path:
     return Path(out).with_suffix(".card.json")
 
 
-def write_release(synthesis: Synthesis, out: str | Path, *, card: dict | None = None) -> tuple[Path, Path]:
+def write_release(
+    synthesis: Synthesis, out: str | Path, *, card: dict | None = None, csv_units: str = "release"
+) -> tuple[Path, Path]:
     """Write FILE.npz (uncompressed) or FILE.csv plus FILE.card.json, both or neither; returns both paths.
 
     Both paths are checked before anything is written (a card path that is a folder refuses the
     whole release); both files go to unique temporaries first and are renamed into place together.
     ``card``: the :func:`privacy_card` of ``synthesis`` if the caller has it already (else computed here).
+    ``csv_units``: "release" (y0.., x0.. in the release's space) or "data" (:func:`table_csv_bytes`; FILE.csv only).
     """
+    if csv_units not in CSV_UNITS:
+        raise ValueError(f"csv_units must be one of {', '.join(CSV_UNITS)}. Found {csv_units!r}.")
     out = check_output_path(out)
     suffix = out.suffix.lower()
-    card = privacy_card(synthesis) if card is None else card
+    if csv_units == "data" and suffix != ".csv":
+        raise ValueError(f"a release in the table's units is a FILE.csv. Found {out.name!r}.")
+    full = privacy_card(synthesis) if card is None else card
     payload: bytes | Callable[[IO[bytes]], None]
     if suffix == ".npz":
-        payload = lambda fh: write_npz(fh, synthesis, card)  # noqa: E731 -- streamed into its temporary
+        payload = lambda fh: write_npz(fh, synthesis, full)  # noqa: E731 -- streamed into its temporary
+    elif csv_units == "data":
+        full = with_table_layout(full, synthesis)
+        payload = table_csv_bytes(synthesis)
     else:
         payload = csv_bytes(synthesis)
     card_path = card_path_for(out)
-    write_files_atomically({out: payload, card_path: json.dumps(card, indent=2).encode()})
+    write_files_atomically({out: payload, card_path: json.dumps(full, indent=2).encode()})
     return out, card_path

@@ -25,6 +25,7 @@ from dpmix_core.privacy.release import CLAMP_NEEDS_UNIT_BOX, PRIVATE_NORMALISATI
 from dpmix_core.resources.files import check_sha256
 from dpmix_core.resources.limits import Cost, LimitExceeded, Limits, check_cost, limits_from_env, mixing_cost
 from dpmix_core.synthesis.public_constants import ZScoreConstants, read_zscore_constants
+from dpmix_core.synthesis.units import RecordUnits, record_units
 
 __all__ = [
     "MECHANISMS",
@@ -37,6 +38,8 @@ __all__ = [
     "guarantee_label",
     "synthesize",
     "planned_release",
+    "table_refusal",
+    "table_units",
     "public_zscore_arrays",
     "release_cost",
     "release_description",
@@ -207,12 +210,56 @@ class Synthesis:
     n: int
     label_names: tuple[str, ...] = ()  # class k's name (the dataset's; label column k of the release)
     feature_names: tuple[str, ...] = ()  # feature column j's name where the release keeps the data's features
+    label_column: str = ""  # the table's label column (a CSV's header), for the release in the table's units
+    units: RecordUnits | None = None  # a [0,1] release of a table's columns: the map back to the records' units
+
+
+def table_units(config: SynthesisConfig, dataset: Dataset) -> RecordUnits | None:
+    """The map of ``config``'s release of ``dataset`` back to its records' units (:mod:`dpmix_core.synthesis.units`),
+    or None where there is none (:func:`table_refusal` says why)."""
+    if table_refusal(config, dataset) is not None:
+        return None
+    return record_units(config.feature_range, dataset.feature_dim, unit_scaled=config.unit_scaled)
+
+
+def table_refusal(config: SynthesisConfig, dataset: Dataset) -> str | None:
+    """Why ``config``'s release of ``dataset`` cannot be written in the table's units (one line), or None."""
+    if dataset.x_train.ndim != 2 or dataset.x_train.dtype.kind != "f":
+        return f"{dataset.name}'s records are images, not the columns of a table; its release stays in [0,1]"
+    if config.mechanism == "label-laplace":
+        return "label-laplace releases the records' features as they are, with noisy labels: nothing to map back"
+    if config.features != "pixels":
+        return f"the release mixes {config.features} features, not the table's columns"
+    if not config.unit_scaled:
+        how = (
+            "z-scores records and clips them to ||x|| <= c"
+            if config.zscore_clipped
+            else "clips records to ||x|| <= Cx"
+            if config.record_clip is not None
+            else "does not scale records to [0,1]"
+        )
+        name = config.mechanism if config.mechanism == "poisson" else f"{config.mechanism} '{config.preprocessing}'"
+        return (
+            f"{name} {how}, which cannot be undone; only a [0,1]-scaled "
+            "release (dpmix or class-centric 'unit', local) maps back to the table's units"
+        )
+    return None
 
 
 def _made(data: SyntheticData, config: SynthesisConfig, dataset: Dataset) -> Synthesis:
-    """The release of ``dataset``'s own features (its class and feature names carry over to the card)."""
+    """The release of ``dataset``'s own features (its class and feature names carry over to the card; a table's
+    [0,1] release keeps the map back to the table's units)."""
+    units = table_units(config, dataset)
     return Synthesis(
-        data, config, dataset.name, dataset.source, dataset.n_train, dataset.label_names, dataset.feature_names
+        data,
+        config,
+        dataset.name,
+        dataset.source,
+        dataset.n_train,
+        dataset.label_names,
+        dataset.feature_names,
+        dataset.label_column,
+        units,
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -11,9 +10,10 @@ import numpy as np
 from dpmix_core.data import Dataset
 from dpmix_core.data.scattering import scattering_shape
 from dpmix_core.privacy.accountants import EpsilonResult, applicable_accountants
-from dpmix_core.privacy.checks import describe_feature_range, feature_range_vectors
+from dpmix_core.privacy.checks import describe_feature_range
 from dpmix_core.privacy.statement import tightest_statement
 from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release, resolve_sigma, synthesize
+from dpmix_core.synthesis.units import record_units
 
 __all__ = ["ClassPreview", "MixingPreview", "PREVIEW_MECHANISMS", "feature_maps", "mixing_preview"]
 
@@ -82,19 +82,6 @@ def _as_shown(points: np.ndarray, image_shape: tuple[int, ...], *, features: str
     return _display(feature_maps(points, scattering_shape(image_shape)), unit=False)
 
 
-def _records_units(config: SynthesisConfig, d: int) -> Callable[[np.ndarray], np.ndarray] | None:
-    """Rows of a [0,1] release of a table back in its records' units (value * (high - low) + low with the public
-    bounds; post-processing, for display); None for other releases (clipped or z-scored features: their space)."""
-    if not config.unit_scaled or config.feature_range is None:
-        return None
-    lo, hi = feature_range_vectors(config.feature_range, d)
-
-    def back(x: np.ndarray) -> np.ndarray:
-        return (np.asarray(x, dtype=np.float64) * (hi - lo) + lo).astype(np.float32)
-
-    return back
-
-
 def mixing_preview(
     dataset: Dataset, config: SynthesisConfig, *, per_class: int = 2, originals: int = 4
 ) -> MixingPreview:
@@ -123,8 +110,10 @@ def mixing_preview(
     owner = clean.hard_labels()
     rng = np.random.default_rng(config.seed)
     names = dataset.label_names or tuple(str(c) for c in range(k))
-    back = None if images else _records_units(config, dataset.feature_dim)
-    in_units = back or (lambda x: x)
+    units = None  # a [0,1] release of a table's columns, shown in the records' units (post-processing)
+    if not images and config.feature_range is not None:
+        units = record_units(config.feature_range, dataset.feature_dim, unit_scaled=config.unit_scaled)
+    in_units = (lambda x: x) if units is None else (lambda x: units.to_records(x).astype(np.float32))
     previews = []
     for c in range(k):
         rows = np.flatnonzero(owner == c)[:per_class]
@@ -145,7 +134,7 @@ def mixing_preview(
                 noisy=in_units(noisy.x[rows]),
             )
         previews.append(preview)
-    if back is not None and config.feature_range is not None:
+    if units is not None and config.feature_range is not None:
         display_note = (
             "Rows: the records as uploaded; mixtures and released points mapped back from [0,1] into the same units "
             f"with the public bounds {describe_feature_range(config.feature_range)} (value × (high − low) + low, "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -64,8 +65,8 @@ def subsample(ds: Dataset, *, train_limit: int | None, test_limit: int | None) -
         note.append(f"train subset {len(tr)}/{ds.n_train}")
     if te is not None:
         note.append(f"test subset {len(te)}/{0 if ds.x_test is None else len(ds.x_test)}")
-    return Dataset(
-        ds.name, x_train, y_train, x_test, y_test, ds.num_classes, f"{ds.source} ({', '.join(note)})", ds.label_names
+    return replace(
+        ds, x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test, source=f"{ds.source} ({', '.join(note)})"
     )
 
 
