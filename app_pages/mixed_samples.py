@@ -82,8 +82,9 @@ def cached_dataset(
     name: str | None,
     label_column: str | None = None,
     test_fraction: float | None = None,
+    categories: tuple = (),
 ):
-    return app_dataset(upload, filename, name, label_column, test_fraction)
+    return app_dataset(upload, filename, name, label_column, test_fraction, categories)
 
 
 @st.cache_data(
@@ -94,8 +95,8 @@ def cached_preview(_dataset, dataset_key: str, config: SynthesisConfig):
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
-def cached_held_out(upload: bytes, label_column: str | None, fraction: float, _dataset) -> dict:
-    return upload_held_out(upload, label_column, fraction, _dataset.n_test)  # what the card says was held out
+def cached_held_out(upload: bytes, label_column: str | None, fraction: float, categories: tuple, _dataset) -> dict:
+    return upload_held_out(upload, label_column, fraction, _dataset.n_test, categories)  # what the card says
 
 
 @st.cache_data(show_spinner="Preparing the export…", max_entries=4)
@@ -136,7 +137,7 @@ if len(datasets) > 1:  # another official dataset on disk (DPMIX_DATA_DIR, the c
     st.session_state.setdefault(K + "dataset", default_choice(datasets))
     name = st.selectbox("Data", list(datasets), format_func=datasets.get, key=K + "dataset")
 with st.expander("Use your own data (CSV with a label column, or .npz with x and y)"):
-    upload, label_column = data_file_upload(
+    upload, label_column, categories = data_file_upload(
         K, help_text=DATA_FILE_HELP + " The release's card says which class each label column holds."
     )
     if upload is not None and name is not None:
@@ -151,11 +152,21 @@ with st.expander("Use your own data (CSV with a label column, or .npz with x and
     ):
         hold = st.slider("Held-out share", 0.05, 0.5, 0.2, step=0.05, key=K + "hold_fraction")
 dataset = loaded_or_stop(
-    cached_dataset, upload.getvalue() if upload else None, upload.name if upload else None, name, label_column, hold
+    cached_dataset,
+    upload.getvalue() if upload else None,
+    upload.name if upload else None,
+    name,
+    label_column,
+    hold,
+    categories,
 )
 st.caption(f"Data: {describe_dataset(dataset)}")
-dataset_key = f"{upload.file_id}:{label_column}:{hold}" if upload else dataset.source
-held_out = None if upload is None or hold is None else cached_held_out(upload.getvalue(), label_column, hold, dataset)
+dataset_key = f"{upload.file_id}:{label_column}:{hold}:{categories}" if upload else dataset.source
+held_out = (
+    None
+    if upload is None or hold is None
+    else cached_held_out(upload.getvalue(), label_column, hold, categories, dataset)
+)
 public_z = public_zscore_constants(dataset.name)
 if st.session_state.get(K + "data_key") != dataset_key:  # new data: z-scoring only where public constants exist
     st.session_state[K + "data_key"] = dataset_key

@@ -41,13 +41,17 @@ def cached_datasets() -> dict[str, str]:
 
 
 @st.cache_resource(show_spinner="Loading data…", max_entries=4)  # bounded: uploads are not kept forever
-def cached_dataset(upload: bytes | None, filename: str | None, name: str | None, label_column: str | None):
-    return app_dataset(upload, filename, name, label_column)
+def cached_dataset(
+    upload: bytes | None, filename: str | None, name: str | None, label_column: str | None, categories: tuple = ()
+):
+    return app_dataset(upload, filename, name, label_column, categories=categories)
 
 
 @st.cache_resource(show_spinner="Keeping your file for the attack…", max_entries=4)
-def cached_attack_data(upload: bytes, filename: str, label_column: str | None, feature_range) -> dict:
-    return attack_data_upload(upload, filename, label_column, feature_range)
+def cached_attack_data(
+    upload: bytes, filename: str, label_column: str | None, feature_range, categories: tuple = ()
+) -> dict:
+    return attack_data_upload(upload, filename, label_column, feature_range, categories=categories)
 
 
 @st.cache_data(show_spinner="Auditing…", max_entries=64)
@@ -286,7 +290,7 @@ if len(datasets) > 1:  # another official dataset on disk (DPMIX_DATA_DIR, the c
     )
 own_box = st.expander("Use your own data (CSV with a label column, or .npz with x and y)")
 with own_box:
-    upload, label_column = data_file_upload(
+    upload, label_column, categories = data_file_upload(
         K + "own_",
         help_text=DATA_FILE_HELP + " The membership attack and re-identification then run on it; the ε check "
         "plants its canary in data of its own.",
@@ -294,9 +298,14 @@ with own_box:
     if upload is not None and name is not None:
         st.caption("The uploaded file is used instead of the data picked above; remove it to go back.")
 dataset = loaded_or_stop(
-    cached_dataset, upload.getvalue() if upload else None, upload.name if upload else None, name, label_column
+    cached_dataset,
+    upload.getvalue() if upload else None,
+    upload.name if upload else None,
+    name,
+    label_column,
+    categories,
 )
-dataset_key = f"{upload.file_id}:{label_column}" if upload else dataset.source
+dataset_key = f"{upload.file_id}:{label_column}:{categories}" if upload else dataset.source
 feature_range = None
 if upload is not None and needs_feature_range(dataset):
     with own_box:  # below the upload: float features are scaled to [0,1] with bounds known without the data
@@ -317,7 +326,7 @@ with tab2:
     own: dict = {} if upload is not None or name is None else {"dataset": name}
     if upload is not None:
         try:
-            own = cached_attack_data(upload.getvalue(), upload.name, label_column, feature_range)
+            own = cached_attack_data(upload.getvalue(), upload.name, label_column, feature_range, categories)
         except ValueError as exc:
             st.error(str(exc))
     if upload is None or own:

@@ -170,9 +170,11 @@ def card_check(sha256: str, _card: dict) -> CardCheck:
 
 
 @st.cache_resource(show_spinner="Reading your file…", max_entries=4)
-def saved_data(data: bytes, filename: str, label_column: str | None, test_fraction: float, folder: str) -> OwnData:
+def saved_data(
+    data: bytes, filename: str, label_column: str | None, test_fraction: float, folder: str, categories: tuple = ()
+) -> OwnData:
     path = save_data_upload(data, filename, folder)  # kept beside the store: background runs read it from there
-    return open_data_file(path, label_column=label_column, test_fraction=test_fraction)
+    return open_data_file(path, label_column=label_column, test_fraction=test_fraction, categories=categories)
 
 
 @st.cache_resource(show_spinner="Reading your file…", max_entries=4)
@@ -182,7 +184,7 @@ def saved_held_out(release_sha256: str, _release: ReleaseFile, data: bytes, file
 
 def _own_data() -> OwnData | None:
     """One's own file for a sweep: uploaded, its label column, the share of records held out as the test split."""
-    upload, label_column = data_file_upload(K + "own_", label="Your data file (.csv or .npz)")
+    upload, label_column, categories = data_file_upload(K + "own_", label="Your data file (.csv or .npz)")
     fraction = st.slider(
         "Held-out test share",
         0.05,
@@ -197,7 +199,9 @@ def _own_data() -> OwnData | None:
         st.info("Upload a .csv or .npz to sweep a release of your own data; its held-out records score the models.")
         return None
     try:
-        own = saved_data(upload.getvalue(), upload.name, label_column, fraction, str(store().path.parent / "data"))
+        own = saved_data(
+            upload.getvalue(), upload.name, label_column, fraction, str(store().path.parent / "data"), categories
+        )
     except ValueError as exc:
         st.error(str(exc))
         return None

@@ -13,8 +13,23 @@ from typing import TypeVar
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime.uploaded_file_manager import UploadedFile
 
-from dpmix_core.data import Dataset, bounds_csv, bounds_rows, per_feature_bounds, read_feature_bounds
+from dpmix_core.data import (
+    Categories,
+    Dataset,
+    bounds_csv,
+    bounds_rows,
+    categories_csv,
+    categories_rows,
+    found_categories,
+    per_feature_bounds,
+    read_categories,
+    read_feature_bounds,
+    rows_categories,
+    with_category_bounds,
+)
+from dpmix_core.data.categories import one_hot_features
 from dpmix_core.data.user import bounds_fit_note, csv_columns, default_label_column
 from dpmix_core.privacy.checks import FeatureRange
 from dpmix_core.views.exports import (
@@ -165,21 +180,105 @@ DATA_FILE_HELP = (
 )
 
 
-def data_file_upload(prefix: str, *, label: str = "Dataset file", help_text: str = DATA_FILE_HELP):
-    """One's own ``.csv`` / ``.npz`` and, once a CSV is read, its label column: (the upload or None, the column or
-    None). Keys: ``prefix + "upload"``, and ``prefix + "label_column_" + file_id`` (a new file starts from its own
-    default column)."""
+def data_file_upload(
+    prefix: str, *, label: str = "Dataset file", help_text: str = DATA_FILE_HELP
+) -> tuple[UploadedFile | None, str | None, Categories]:
+    """One's own ``.csv`` / ``.npz`` and, once a CSV is read, its label column and the public categories of its text
+    columns: (the upload or None, the column or None, the categories). Keys: ``prefix + "upload"``, and
+    ``prefix + "label_column_" + file_id`` (a new file starts from its own default column); the categories'
+    (:func:`text_column_categories`) start with ``prefix + "categories"``."""
     upload = st.file_uploader(label, type=["csv", "npz"], key=prefix + "upload", help=help_text)
     label_column = None
+    categories: Categories = ()
     if upload is not None and upload.name.lower().endswith(".csv") and (columns := csv_columns(upload.getvalue())):
         label_column = st.selectbox(
             "Label column",
             columns,
             index=columns.index(default_label_column(columns) or columns[0]),
             key=prefix + "label_column_" + upload.file_id,
-            help="The column holding each record's class; every other column is a numeric feature.",
+            help="The column holding each record's class; every other column is a feature (numbers, or words with "
+            "public categories).",
         )
-    return upload, label_column
+        categories = text_column_categories(prefix, upload, label_column)
+    return upload, label_column, categories
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _found_categories(data: bytes, filename: str, label_column: str | None) -> Categories:
+    try:
+        return found_categories(data, filename, label_column)
+    except ValueError:  # a file that does not parse: reading it says why, next to the upload
+        return ()
+
+
+def text_column_categories(prefix: str, upload: UploadedFile, label_column: str | None) -> Categories:
+    """The public categories of a CSV's text columns: a table (column, category), filled from a categories file
+    ``prefix + "categories_file"`` or from the words the file holds, that the user checks and confirms public
+    (``prefix + "categories_public_" + file_id``); () for a file without text columns. A table that does not parse, or
+    an unconfirmed list: one line, and the page stops there."""
+    found = _found_categories(upload.getvalue(), upload.name, label_column)
+    if not found:
+        return ()
+    listed = ", ".join(f"'{column}' ({len(words)} words)" for column, words in found)
+    st.markdown(
+        f"**Text columns:** {listed}. Each becomes one-hot features *column=category* (bounds (0, 1)) over its "
+        f"public categories. If one of them holds the classes, pick it as the *Label column* above (now "
+        f"'{label_column}')."
+    )
+    file = st.file_uploader(
+        "Categories file (optional): a CSV with the header column,category",
+        type=["csv"],
+        key=prefix + "categories_file",
+        help="One row per category, as the CLI's --categories reads it. Without one, the table starts from the words "
+        "your file holds.",
+    )
+    try:
+        start = found if file is None else read_categories(file.getvalue())
+    except ValueError as exc:
+        st.error(str(exc))
+        st.stop()
+    table_key = f"{prefix}categories_{upload.file_id}_{label_column}_{'' if file is None else file.file_id}"
+    edited = st.data_editor(
+        pd.DataFrame(categories_rows(start), columns=["column", "category"]),
+        key=table_key,  # another file, label column or categories file: a fresh table
+        hide_index=True,
+        num_rows="dynamic",
+        width="stretch",
+        column_config={
+            "column": st.column_config.TextColumn("Column"),
+            "category": st.column_config.TextColumn("Category"),
+        },
+    )
+    cells = edited.fillna("").astype(str)
+    try:
+        categories = rows_categories(
+            (row.column, row.category) for row in cells.itertuples(index=False) if row.column or row.category
+        )
+    except ValueError as exc:
+        st.error(str(exc))
+        st.stop()
+    public = st.checkbox(
+        "These categories are public: known without this file (a form's choices, a codebook)",
+        key=prefix + "categories_public_" + upload.file_id,
+        help="The release's card publishes them. A word only a few records hold is not public knowledge: delete its "
+        "row (its records are then refused) or merge it into a public category in your file.",
+    )
+    st.download_button(
+        "Categories file (CSV)",
+        categories_csv(categories),
+        "categories.csv",
+        "text/csv",
+        key=prefix + "categories_download",
+        on_click="ignore",
+        help="This list as a file: load it here next time, or give it to the CLI's --categories.",
+    )
+    if not public:
+        st.warning(
+            "Check the categories (filled from the words your file holds unless you loaded a categories file): the "
+            "release's card publishes them. Then tick *These categories are public*."
+        )
+        st.stop()
+    return categories
 
 
 def feature_bounds(prefix: str, records: Dataset) -> FeatureRange:
@@ -201,7 +300,11 @@ def feature_bounds(prefix: str, records: Dataset) -> FeatureRange:
     )
     if per_column:
         bounds = _bounds_per_column(prefix, records, bounds)
-    st.caption("Bounds must be known without looking at the private data; values outside are clipped.")
+    bounds = with_category_bounds(bounds, feature_names=names, categories=records.categories) or bounds
+    st.caption(
+        "Bounds must be known without looking at the private data; values outside are clipped."
+        + (" The one-hot columns of text columns (0 or 1) have bounds (0, 1)." if records.categories else "")
+    )
     if note := bounds_fit_note(records.x_train, bounds, names):
         st.warning(note)
     return bounds
@@ -217,13 +320,16 @@ def _bounds_per_column(prefix: str, records: Dataset, default: tuple[float, floa
         help="One row per feature column; columns it leaves out take the bounds above. The same file works with the "
         "CLI's --feature-bounds.",
     )
+    one_hot = set(one_hot_features(names, records.categories))  # (0, 1) always: not in the table
     try:
         start = (
             default
             if upload is None
-            else read_feature_bounds(upload.getvalue(), feature_names=names, d=d, default=default)
+            else read_feature_bounds(
+                upload.getvalue(), feature_names=names, d=d, default=default, categories=records.categories
+            )
         )
-        rows = bounds_rows(start, feature_names=names, d=d)
+        rows = [row for j, row in enumerate(bounds_rows(start, feature_names=names, d=d)) if j not in one_hot]
     except ValueError as exc:
         st.error(str(exc))
         st.stop()
@@ -244,7 +350,10 @@ def _bounds_per_column(prefix: str, records: Dataset, default: tuple[float, floa
     )
     try:
         bounds = per_feature_bounds(
-            ((row.column, row.low, row.high) for row in edited.itertuples(index=False)), feature_names=names, d=d
+            ((row.column, row.low, row.high) for row in edited.itertuples(index=False)),
+            feature_names=names,
+            d=d,
+            categories=records.categories,
         )
     except ValueError as exc:
         st.error(str(exc))

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from dpmix_core.data import Dataset
+from dpmix_core.data import Categories, Dataset, check_categories, json_categories
 from dpmix_core.privacy.checks import (
     FeatureRange,
     check_feature_range,
@@ -475,10 +475,12 @@ def job_config(
     data_sha256: str | None = None,
     label_column: str | None = None,
     feature_range: FeatureRange | None = None,
+    categories: Categories = (),
 ) -> dict:
     """The background job's JSON config for the 'Table 4' attack table (see :func:`run_job`): on ``dataset``, or on
     one's own ``data_file`` (every record a candidate member; the job refuses the file if its bytes no longer hash to
-    ``data_sha256``), whose float features are scaled to [0,1] by the public ``feature_range``. ``records``: the
+    ``data_sha256``; ``categories``: its text columns' public categories), whose float features are scaled to [0,1]
+    by the public ``feature_range``. ``records``: the
     data's training records where known, so that too many members are refused here, before the job starts."""
     if not epsilons:
         raise ValueError("Give at least one epsilon.")
@@ -497,6 +499,8 @@ def job_config(
         "label_column": label_column,
         "feature_range": None if feature_range is None else json_feature_range(feature_range),
     }
+    if categories:  # absent from the attacks on files without text columns (their job keys stay)
+        own["categories"] = json_categories(check_categories("categories", categories))
     return {
         "l": int(l),
         "T": int(T),
@@ -513,12 +517,17 @@ def run_job(config: dict, reporter) -> dict:
     """Worker entry point: train and attack every row in a background process (never in the app thread)."""
     from pathlib import Path
 
-    from dpmix_core.data import default_dataset, load_dataset, load_user_data, read_data_file
+    from dpmix_core.data import check_categories, default_dataset, load_dataset, load_user_data, read_data_file
 
     if config.get("data_file") is not None:
         data = read_data_file(config["data_file"], config["data_sha256"])
         name = Path(config["data_file"]).name
-        dataset = load_user_data(data, filename=name, label_column=config.get("label_column"))
+        dataset = load_user_data(
+            data,
+            filename=name,
+            label_column=config.get("label_column"),
+            categories=check_categories("categories", config.get("categories") or ()),
+        )
     else:
         dataset = default_dataset() if config["dataset"] == "default" else load_dataset(config["dataset"])
     bounds = config.get("feature_range")

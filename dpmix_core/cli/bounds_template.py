@@ -24,6 +24,11 @@ def add_bounds_template_arguments(parser: argparse.ArgumentParser, range_type) -
     parser.add_argument(
         "--feature-range", type=range_type, default=(0.0, 1.0), help="LO,HI written on every row (default 0,1)"
     )
+    parser.add_argument(
+        "--categories",
+        metavar="FILE.csv",
+        help="the public categories of its text columns (column,category): their one-hot features are (0, 1), left out",
+    )
     parser.add_argument("--out", metavar="FILE.csv", help="write here (never over an existing file); default stdout")
 
 
@@ -32,7 +37,8 @@ def cli_bounds_template(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from dpmix_core.data import bounds_csv, load_user_data, read_data_file
+    from dpmix_core.data import bounds_csv, load_user_data, read_categories, read_data_file
+    from dpmix_core.data.categories import one_hot_features
     from dpmix_core.resources.files import write_files_atomically
 
     if args.label_column is not None and not args.data_file.lower().endswith(".csv"):
@@ -40,9 +46,14 @@ def cli_bounds_template(args: argparse.Namespace) -> int:
     out = None if args.out is None else Path(args.out)
     if out is not None and out.exists():
         raise ValueError(f"--out {str(out)!r} exists; a template never replaces a bounds file. Give a new name.")
-    dataset = load_user_data(read_data_file(args.data_file), filename=args.data_file, label_column=args.label_column)
-    d = dataset.feature_dim
-    text = bounds_csv(args.feature_range, feature_names=dataset.feature_names, d=d)
+    categories = () if args.categories is None else read_categories(args.categories)
+    dataset = load_user_data(
+        read_data_file(args.data_file), filename=args.data_file, label_column=args.label_column, categories=categories
+    )
+    one_hot = set(one_hot_features(dataset.feature_names, categories))  # (0, 1) always: nothing to fill in
+    names = [name for j, name in enumerate(dataset.feature_names) if j not in one_hot]
+    d = dataset.feature_dim - len(one_hot)
+    text = bounds_csv(args.feature_range, feature_names=names, d=d)
     if out is None:
         sys.stdout.write(text.decode())
         return 0

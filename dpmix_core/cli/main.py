@@ -48,6 +48,13 @@ FEATURE_BOUNDS_HELP = (
 )
 
 
+CATEGORIES_HELP = (
+    "public categories of a --data-file CSV's text columns: a CSV with the header column,category, one row per "
+    "category (a form's choices, a codebook; categories-template lists the words a file holds, to check). Each such "
+    "column becomes one-hot features column=category, bounds (0, 1)"
+)
+
+
 def _range(text: str) -> tuple[float, float]:
     parts = text.split(",")
     if len(parts) != 2:
@@ -400,6 +407,8 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
             raise CliError("--test-fraction holds records of a --data-file out, not of --memmap arrays")
         if args.csv_units is not None:
             raise CliError("--csv-units is for a FILE.csv release; --memmap writes a folder of .npy chunks")
+        if args.categories is not None:
+            raise CliError("--categories names the text columns of a --data-file CSV; --memmap reads numbers")
         return _synthesize_streaming(args)
     check_output_path(args.out)
     if args.label_column is not None and (args.data_file is None or not args.data_file.lower().endswith(".csv")):
@@ -412,11 +421,15 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         dataset = own.dataset
     elif args.data_file is not None:  # every record released
         data = read_data_file(args.data_file)
-        dataset = load_user_data(data, filename=args.data_file, label_column=args.label_column)
-        _with_feature_bounds(args, dataset.feature_names, dataset.feature_dim)
+        dataset = load_user_data(
+            data, filename=args.data_file, label_column=args.label_column, categories=_categories(args)
+        )
+        _with_feature_bounds(args, dataset.feature_names, dataset.feature_dim, dataset.categories)
     else:
         if args.feature_bounds is not None:
             raise CliError("--feature-bounds names the columns of a --data-file (or a --memmap source's by index)")
+        if args.categories is not None:
+            raise CliError("--categories names the text columns of a --data-file CSV")
         dataset = load_dataset(args.dataset, data_dir=args.data_dir, progress=_progress)
     config = _synthesis_config(args)
     csv_units = _csv_units(args, dataset, config)
@@ -539,6 +552,7 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
     p.add_argument("--label-task", choices=["classification", "regression"], default="classification")
     p.add_argument("--feature-range", type=_range, help="public LO,HI bounds of float features (for [0,1] scaling)")
     p.add_argument("--feature-bounds", metavar="FILE.csv", help=FEATURE_BOUNDS_HELP)
+    p.add_argument("--categories", metavar="FILE.csv", help=CATEGORIES_HELP)
     p.add_argument(
         "--features",
         choices=["pixels", "scattering"],
@@ -689,7 +703,7 @@ def _own_data_file(args: argparse.Namespace, *, also: tuple[str, ...] = ()):
     from dpmix_core.experiments.run_data import open_data_file
 
     if args.data_file is None:
-        names = ("label_column", "test_fraction", "feature_bounds", *also)
+        names = ("label_column", "test_fraction", "feature_bounds", "categories", *also)
         given = ["--" + name.replace("_", "-") for name in names if getattr(args, name, None) is not None]
         if given:
             raise CliError(f"{', '.join(given)}: only with --data-file (the datasets have their own test split)")
@@ -697,25 +711,45 @@ def _own_data_file(args: argparse.Namespace, *, also: tuple[str, ...] = ()):
     if args.label_column is not None and not args.data_file.lower().endswith(".csv"):
         raise CliError("--label-column names a column of a --data-file CSV")
     fraction = 0.2 if args.test_fraction is None else args.test_fraction
-    own = open_data_file(args.data_file, label_column=args.label_column, test_fraction=fraction)
-    _with_feature_bounds(args, own.dataset.feature_names, own.dataset.feature_dim)
+    own = open_data_file(
+        args.data_file, label_column=args.label_column, test_fraction=fraction, categories=_categories(args)
+    )
+    _with_feature_bounds(args, own.dataset.feature_names, own.dataset.feature_dim, own.dataset.categories)
     return own
 
 
-def _with_feature_bounds(args: argparse.Namespace, feature_names: Sequence[str], d: int) -> None:
-    """--feature-bounds FILE.csv read against the data's ``d`` features (named ``feature_names``) into
-    ``args.feature_range``, with --feature-range as the bounds of the columns it leaves out."""
-    if args.feature_bounds is None:
-        return
-    from dpmix_core.data import read_feature_bounds
+def _categories(args: argparse.Namespace):
+    """--categories FILE.csv read (:func:`~dpmix_core.data.read_categories`); () without it."""
+    if getattr(args, "categories", None) is None:
+        return ()
+    from dpmix_core.data import read_categories
 
-    args.feature_range = read_feature_bounds(
-        args.feature_bounds,
-        feature_names=feature_names,
-        d=d,
-        default=args.feature_range,
-        label_column=getattr(args, "label_column", None),
-    )
+    if not args.data_file.lower().endswith(".csv"):
+        raise CliError("--categories names the text columns of a --data-file CSV")
+    return read_categories(args.categories)
+
+
+def _with_feature_bounds(
+    args: argparse.Namespace, feature_names: Sequence[str], d: int, categories: tuple = ()
+) -> None:
+    """--feature-bounds FILE.csv read against the data's ``d`` features (named ``feature_names``) into
+    ``args.feature_range``, with --feature-range as the bounds of the columns it leaves out; the one-hot features
+    of ``categories`` (the file's text columns) take (0, 1)."""
+    from dpmix_core.data import read_feature_bounds, with_category_bounds
+
+    if args.feature_bounds is not None:
+        args.feature_range = read_feature_bounds(
+            args.feature_bounds,
+            feature_names=feature_names,
+            d=d,
+            default=args.feature_range,
+            label_column=getattr(args, "label_column", None),
+            categories=categories,
+        )
+    if categories:
+        args.feature_range = with_category_bounds(
+            args.feature_range, feature_names=feature_names, categories=categories
+        )
 
 
 def _bounds_note(records, args: argparse.Namespace) -> str | None:
@@ -1019,6 +1053,7 @@ def _add_sweep(sub) -> None:
     p.add_argument("--test-fraction", type=finite_float, metavar="F", help="--data-file: records held out (0.2)")
     p.add_argument("--feature-range", type=_range, help="--data-file: public LO,HI bounds of float features")
     p.add_argument("--feature-bounds", metavar="FILE.csv", help="--data-file: " + FEATURE_BOUNDS_HELP)
+    p.add_argument("--categories", metavar="FILE.csv", help=CATEGORIES_HELP)
     p.set_defaults(func=lambda args: cli_sweep(args, expand=lambda text: _expand_sweep(text, args)))
 
 
@@ -1098,6 +1133,17 @@ def _add_zscore_constants(sub) -> None:
     )
     add_zscore_constants_arguments(p)
     p.set_defaults(func=cli_zscore_constants)
+
+
+def _add_categories_template(sub) -> None:
+    from dpmix_core.cli.categories_template import add_categories_template_arguments, cli_categories_template
+
+    p = sub.add_parser(
+        "categories-template",
+        help="a categories file (column,category) to check for --categories: the words a CSV's text columns hold",
+    )
+    add_categories_template_arguments(p)
+    p.set_defaults(func=cli_categories_template)
 
 
 def _add_bounds_template(sub) -> None:
@@ -1275,6 +1321,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_verify(sub)
     _add_zscore_constants(sub)
     _add_bounds_template(sub)
+    _add_categories_template(sub)
     return parser
 
 

@@ -34,13 +34,30 @@ from dpmix_core.data.catalog import (
     locate_dataset,
     public_zscore_constants,
 )
+from dpmix_core.data.categories import (
+    Categories,
+    categories_csv,
+    categories_rows,
+    check_categories,
+    describe_categories,
+    json_categories,
+    read_categories,
+    rows_categories,
+)
 from dpmix_core.data.download import Mirror, Progress, RemoteFile
 from dpmix_core.data.embedded import load_embedded
-from dpmix_core.data.feature_bounds import bounds_csv, bounds_rows, per_feature_bounds, read_feature_bounds
+from dpmix_core.data.feature_bounds import (
+    bounds_csv,
+    bounds_rows,
+    per_feature_bounds,
+    read_feature_bounds,
+    with_category_bounds,
+)
 from dpmix_core.data.user import (
     OWN_DATA,
     SPLIT_SEED,
     bounds_fit_note,
+    found_categories,
     held_out_split,
     load_user_data,
     read_data_file,
@@ -78,4 +95,14 @@ __all__ = [
     "bounds_csv",
     "per_feature_bounds",
     "read_feature_bounds",
+    "with_category_bounds",
+    "Categories",
+    "categories_csv",
+    "categories_rows",
+    "check_categories",
+    "describe_categories",
+    "json_categories",
+    "read_categories",
+    "rows_categories",
+    "found_categories",
 ]

@@ -74,7 +74,9 @@ class Dataset:
     ``0..num_classes-1``; ``label_names[k]`` is the display name of class k
     (for uploads: the original label value). ``feature_names`` names the
     flattened features (a CSV upload's column headers; empty: x0, x1, ...);
-    ``label_column`` is the header of a CSV upload's label column (empty: none).
+    ``label_column`` is the header of a CSV upload's label column (empty: none);
+    ``categories`` the public categories of its text columns, each read as one-hot features named
+    "column=category" (:mod:`dpmix_core.data.categories`).
     ``source`` says where the data came from, in words. Arrays are stored as
     read-only views.
     """
@@ -89,6 +91,7 @@ class Dataset:
     label_names: tuple[str, ...] = ()
     feature_names: tuple[str, ...] = ()
     label_column: str = ""
+    categories: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def __post_init__(self) -> None:
         if self.num_classes < 2:

@@ -12,6 +12,7 @@ from dpmix_core.data.catalog import (
     load_dataset,
     locate_dataset,
 )
+from dpmix_core.data.categories import Categories
 from dpmix_core.data.user import held_out_split, load_user_data
 
 __all__ = [
@@ -56,12 +57,16 @@ def app_dataset(
     name: str | None = None,
     label_column: str | None = None,
     test_fraction: float | None = None,
+    categories: Categories = (),
 ) -> Dataset:
-    """The user's upload if given (a CSV's labels in ``label_column``, else "label", else its first column; with
-    ``test_fraction``, that share of its records held out as a test split: :func:`held_out_split`), else the dataset
-    ``name`` from disk, else ``default_dataset()`` (both honour DPMIX_DATA_DIR and never download)."""
+    """The user's upload if given (a CSV's labels in ``label_column``, else "label", else its first column; its text
+    columns read with their public ``categories``; with ``test_fraction``, that share of its records held out as a
+    test split: :func:`held_out_split`), else the dataset ``name`` from disk, else ``default_dataset()`` (both honour
+    DPMIX_DATA_DIR and never download)."""
     if upload is not None:
-        dataset = load_user_data(upload, filename=filename or "upload.csv", label_column=label_column)
+        dataset = load_user_data(
+            upload, filename=filename or "upload.csv", label_column=label_column, categories=categories
+        )
         return dataset if test_fraction is None else held_out_split(dataset, test_fraction)
     if name is not None:
         return load_dataset(name, download=False)

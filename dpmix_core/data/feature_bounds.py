@@ -10,6 +10,10 @@ A bounds file is a CSV whose header is ``column,low,high``; each row names a fea
 a file without column names, e.g. an ``.npz``, its index 0..d-1). Columns the table leaves out take the ``default``
 pair (the CLI's ``--feature-range``); without one, every feature must be listed. Everything else (a name the file
 lacks, the label column, a column twice, low >= high, a cell that is not a number) is refused in one line.
+
+The one-hot features of a text column's public categories (:mod:`dpmix_core.data.categories`) are 0 or 1: their
+bounds are (0, 1), whatever the pair or the file says for the rest (:func:`with_category_bounds`); a bounds file
+that gives one of them other bounds is refused.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import os
 from collections.abc import Iterable, Sequence
 
 from dpmix_core.data.base import DatasetError
+from dpmix_core.data.categories import Categories, one_hot_features
 from dpmix_core.privacy.checks import FeatureRange, check_feature_range, check_range, feature_range_vectors
 
 __all__ = [
@@ -30,6 +35,7 @@ __all__ = [
     "read_feature_bounds",
     "bounds_rows",
     "bounds_csv",
+    "with_category_bounds",
 ]
 
 BOUNDS_FILE_HEADER = ("column", "low", "high")
@@ -58,12 +64,15 @@ def per_feature_bounds(
     d: int,
     default: tuple[float, float] | None = None,
     label_column: str | None = None,
+    categories: Categories = (),
 ) -> FeatureRange:
-    """The bounds of each of ``d`` features from ``(column, low, high)`` rows and the ``default`` pair (module
-    docstring); canonical (:func:`~dpmix_core.privacy.checks.check_feature_range`): all equal -> one pair."""
+    """The bounds of each of ``d`` features from ``(column, low, high)`` rows and the ``default`` pair, (0, 1) for the
+    one-hot features of ``categories`` (module docstring); canonical
+    (:func:`~dpmix_core.privacy.checks.check_feature_range`): all equal -> one pair."""
     if feature_names and len(feature_names) != d:
         raise ValueError(f"feature_names must name {d} features. Found {len(feature_names)}.")
     pairs: list[tuple[float, float] | None] = [None] * d
+    one_hot = set(one_hot_features(feature_names, categories))
     index = {name.strip(): j for j, name in reversed(list(enumerate(feature_names)))}  # the first of equal names
     for column, low, high in rows:
         j = _column_index(str(column), index, feature_names, d, label_column)
@@ -77,7 +86,14 @@ def per_feature_bounds(
             ) from None
         if not (math.isfinite(pair[0]) and math.isfinite(pair[1]) and pair[0] < pair[1]):
             raise DatasetError(f"bounds of {column!r} must satisfy low < high, both finite. Found {low!r}, {high!r}.")
+        if j in one_hot and pair != (0.0, 1.0):
+            raise DatasetError(
+                f"bounds of {column!r}: it is a category's one-hot feature (0 or 1), so its bounds are (0, 1). "
+                f"Found {low!r}, {high!r}."
+            )
         pairs[j] = pair
+    for j in one_hot:
+        pairs[j] = (0.0, 1.0)
     if default is not None:
         default = check_range("the default bounds", default)
     missing = [j for j, pair in enumerate(pairs) if pair is None]
@@ -98,8 +114,10 @@ def read_feature_bounds(
     d: int,
     default: tuple[float, float] | None = None,
     label_column: str | None = None,
+    categories: Categories = (),
 ) -> FeatureRange:
-    """A bounds CSV (``column,low,high``; a path or its bytes) read into the bounds of ``d`` features."""
+    """A bounds CSV (``column,low,high``; a path or its bytes) read into the bounds of ``d`` features (``categories``:
+    see :func:`per_feature_bounds`)."""
     where = "the bounds file" if isinstance(file, bytes) else os.fspath(file)
     too_big = f"{where}: larger than {MAX_BOUNDS_FILE_BYTES:,} bytes; a bounds file is one row a column."
     if isinstance(file, bytes):
@@ -131,7 +149,21 @@ def read_feature_bounds(
         d=d,
         default=default,
         label_column=label_column,
+        categories=categories,
     )
+
+
+def with_category_bounds(
+    feature_range: FeatureRange | None, *, feature_names: Sequence[str], categories: Categories
+) -> FeatureRange | None:
+    """``feature_range`` with (0, 1) for each one-hot feature of ``categories`` (None stays None: every feature lies
+    in [0,1] already, one-hot features too); canonical."""
+    one_hot = one_hot_features(feature_names, categories)
+    if feature_range is None or not one_hot:
+        return feature_range
+    lo, hi = feature_range_vectors(feature_range, len(feature_names))
+    lo[list(one_hot)], hi[list(one_hot)] = 0.0, 1.0
+    return check_feature_range("bounds", [(float(a), float(b)) for a, b in zip(lo, hi, strict=True)])
 
 
 def bounds_rows(feature_range: FeatureRange, *, feature_names: Sequence[str], d: int) -> list[dict]:

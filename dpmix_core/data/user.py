@@ -34,6 +34,7 @@ from typing import BinaryIO
 import numpy as np
 
 from dpmix_core.data.base import Dataset, DatasetError
+from dpmix_core.data.categories import Categories, category_feature
 from dpmix_core.data.embedded import stratified_split
 from dpmix_core.data.formats import read_npz
 from dpmix_core.privacy.checks import FeatureRange, feature_range_vectors
@@ -46,6 +47,7 @@ __all__ = [
     "bounds_fit_note",
     "csv_columns",
     "default_label_column",
+    "found_categories",
     "held_out_split",
     "load_user_data",
     "read_data_file",
@@ -151,6 +153,31 @@ def csv_columns(data: bytes) -> list[str]:
     return [str(c) for c in frame.columns]
 
 
+def found_categories(data: bytes, filename: str, label_column: str | None = None) -> Categories:
+    """The words each text column of a CSV holds, sorted (its label column aside): what its records are, for the
+    data's holder to check against what is public before passing the list as categories (never released). A column
+    with one word is listed as it is (a categories file refuses it: one category is no feature)."""
+    import pandas as pd
+
+    _check_csv_shape(data, filename, MAX_ROWS)
+    try:
+        frame = pd.read_csv(
+            io.BytesIO(data), dtype=str, keep_default_na=False, skipinitialspace=True, index_col=False, nrows=MAX_ROWS
+        )
+    except ValueError as exc:
+        raise DatasetError(f"{filename}: cannot parse as CSV ({exc}).") from exc
+    columns = [str(c) for c in frame.columns]
+    label = label_column if label_column is not None else (default_label_column(columns) or "")
+    if label not in columns:
+        raise DatasetError(f"{filename}: label column '{label}' not found.")
+    out = []
+    for name, column in zip(columns, frame.columns, strict=True):
+        words = {str(v).strip() for v in frame[column]} - {""}
+        if name != label and any(not _is_number(w) for w in words):
+            out.append((name, tuple(sorted(words))))
+    return tuple(out)
+
+
 LABEL_COLUMN_NAMES = ("label", "labels", "class", "target", "y")  # what a labels column is commonly called
 
 
@@ -179,17 +206,27 @@ def _is_number(text: str) -> bool:
 
 
 def _parse_csv(
-    data: bytes, filename: str, label_column: str | None, max_rows: int
+    data: bytes, filename: str, label_column: str | None, max_rows: int, categories: Categories = ()
 ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], str]:
     """Features (n, d) float32, labels (n,) (int64, or str class names when no label is a number), the
-    feature columns' names and the label column's."""
+    feature columns' names and the label column's. A column of ``categories`` becomes its one-hot features
+    (:mod:`dpmix_core.data.categories`), where the column stood."""
     import pandas as pd  # only needed for uploads
 
     _check_csv_shape(data, filename, max_rows)
+    coded = dict(categories)
     try:
         with warnings.catch_warnings():  # pandas only warns when row 2 is longer than the header
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            frame = pd.read_csv(io.BytesIO(data), nrows=max_rows + 1, skipinitialspace=True, index_col=False)
+            frame = pd.read_csv(
+                io.BytesIO(data),
+                nrows=max_rows + 1,
+                skipinitialspace=True,
+                index_col=False,
+                dtype=dict.fromkeys(coded, str) or None,
+                keep_default_na=not coded,
+                na_values=[""] if coded else None,
+            )
     except pd.errors.ParserWarning as exc:
         raise DatasetError(f"{filename}: cannot parse as CSV (row 2 has more fields than the header row).") from exc
     except ValueError as exc:  # pandas' ParserError / EmptyDataError, UnicodeDecodeError
@@ -202,6 +239,7 @@ def _parse_csv(
     if label not in columns:
         shown = ", ".join(f"'{c}'" for c in columns[:10]) + (", ..." if len(columns) > 10 else "")
         raise DatasetError(f"{filename}: label column '{label}' not found; the columns are {shown}.")
+    _check_coded_columns(coded, columns, label, filename)
     if len(columns) < 2:
         raise DatasetError(f"{filename}: no feature columns besides the label column '{label}'.")
     if frame.empty:
@@ -211,36 +249,86 @@ def _parse_csv(
     names = _class_names(frame[label], filename, label)
     if names is not None:
         frame[label] = 0  # class names: the label column takes no part in the numeric checks below
-    for name in columns:
+    numeric = [c for c in columns if c not in coded]
+    for name in numeric:
         if not pd.api.types.is_numeric_dtype(frame[name]):
-            numeric = pd.to_numeric(frame[name], errors="coerce")
-            i = _first_bad((numeric.isna() & frame[name].notna()).to_numpy())
+            as_numbers = pd.to_numeric(frame[name], errors="coerce")
+            i = _first_bad((as_numbers.isna() & frame[name].notna()).to_numpy())
             if i is not None:
+                words = as_numbers.isna().all()
                 hint = (  # a column of words read as features: most likely the labels, under another column
                     f" The labels were read from column '{label}'; if '{name}' holds them, choose it as the label "
-                    f"column (CLI: --label-column {name})."
-                    if label_column is None and numeric.isna().all()
+                    f"column (CLI: --label-column {name}). If it is a feature of words, give its public categories "
+                    "(CLI: --categories FILE.csv, header column,category)."
+                    if label_column is None and words
+                    else " If it is a feature of words, give its public categories (CLI: --categories FILE.csv, "
+                    "header column,category)."
+                    if words
                     else ""
                 )
                 raise DatasetError(
                     f"{filename}: row {i + 2}, column '{name}': {frame[name].iloc[i]!r} is not a number.{hint}"
                 )
-            frame[name] = numeric
+            frame[name] = as_numbers
     raw_labels = frame[label].to_numpy()
-    values = frame.to_numpy(dtype=np.float64)
-    cell = lambda i, j: f"{filename}: row {i + 2}, column '{columns[j]}'"  # noqa: E731
+    values = frame[numeric].to_numpy(dtype=np.float64)
+    cell = lambda i, j: f"{filename}: row {i + 2}, column '{numeric[j]}'"  # noqa: E731
     _check_finite(values, cell)
     _check_float32_range(values, cell)
     y = (
         names
         if names is not None
         else _integer_labels(
-            raw_labels if raw_labels.dtype.kind in "iu" else values[:, columns.index(label)],
+            raw_labels if raw_labels.dtype.kind in "iu" else values[:, numeric.index(label)],
             lambda i: f"{filename}: row {i + 2}, column '{label}'",
         )
     )
-    x = np.delete(values, columns.index(label), axis=1).astype(np.float32)
-    return x, y, tuple(c for c in columns if c != label), label
+    blocks: list[np.ndarray] = []
+    feature_names: list[str] = []
+    for name in columns:
+        if name == label:
+            continue
+        if name in coded:
+            blocks.append(_one_hot(frame[name], coded[name], filename, name))
+            feature_names += [category_feature(name, c) for c in coded[name]]
+        else:
+            blocks.append(values[:, numeric.index(name), None])
+            feature_names.append(name)
+    x = np.hstack(blocks).astype(np.float32)
+    return x, y, tuple(feature_names), label
+
+
+def _check_coded_columns(coded: dict[str, tuple[str, ...]], columns: list[str], label: str, filename: str) -> None:
+    """Every column with public categories is a feature column of the file."""
+    for name in coded:
+        if name == label:
+            raise DatasetError(f"{filename}: '{name}' is the label column; its classes need no categories.")
+        if name not in columns:
+            shown = ", ".join(f"'{c}'" for c in columns[:10]) + (", ..." if len(columns) > 10 else "")
+            raise DatasetError(
+                f"{filename}: categories are given for '{name}', which it lacks; its columns are {shown}."
+            )
+
+
+def _one_hot(column, categories: tuple[str, ...], filename: str, name: str) -> np.ndarray:
+    """(n, len(categories)) 0/1: each record's word in ``column`` as a one-hot row; a missing word or one not in
+    ``categories`` is refused in one line."""
+    words = column.to_numpy(dtype=object)
+    i = _first_bad(np.array([not isinstance(w, str) or not w.strip() for w in words], dtype=bool))
+    if i is not None:
+        raise DatasetError(f"{filename}: row {i + 2}, column '{name}': missing category (empty).")
+    index = {c: k for k, c in enumerate(categories)}
+    codes = np.array([index.get(w.strip(), -1) for w in words], dtype=np.int64)
+    i = _first_bad(codes < 0)
+    if i is not None:
+        shown = ", ".join(categories[:8]) + (", ..." if len(categories) > 8 else "")
+        raise DatasetError(
+            f"{filename}: row {i + 2}, column '{name}': {words[i].strip()!r} is not one of its public categories "
+            f"({shown}); add it to the categories if it is public, or merge it into one that is."
+        )
+    out = np.zeros((len(words), len(categories)), dtype=np.float32)
+    out[np.arange(len(words)), codes] = 1.0
+    return out
 
 
 def _class_names(column, filename: str, label: str) -> np.ndarray | None:
@@ -341,12 +429,14 @@ def load_user_data(
     filename: str,
     *,
     label_column: str | None = None,
+    categories: Categories = (),
     max_bytes: int = MAX_BYTES,
     max_rows: int = MAX_ROWS,
 ) -> Dataset:
     """Parse and validate an uploaded ``.csv`` or ``.npz`` (chosen by ``filename``'s suffix).
 
-    Raises :class:`DatasetError` (a ValueError) naming the offending row/column.
+    ``categories``: the public categories of a CSV's text columns (:mod:`dpmix_core.data.categories`), each such
+    column read as its one-hot features. Raises :class:`DatasetError` (a ValueError) naming the offending row/column.
     """
     data = _read_limited(file_or_bytes, filename, max_bytes)
     if not data or data.isspace():
@@ -355,8 +445,10 @@ def load_user_data(
     feature_names: tuple[str, ...] = ()
     label = ""
     if suffix == ".csv":
-        x, y, feature_names, label = _parse_csv(data, filename, label_column, max_rows)
+        x, y, feature_names, label = _parse_csv(data, filename, label_column, max_rows, categories)
     elif suffix == ".npz":
+        if categories:
+            raise DatasetError(f"{filename}: categories name the text columns of a CSV; an .npz holds numbers only.")
         x, y = _parse_npz(data, filename, max_rows)
     else:
         raise DatasetError(f"{filename}: unsupported file type '{suffix}'; upload a .csv or .npz file.")
@@ -374,6 +466,7 @@ def load_user_data(
         label_names=tuple(str(v) for v in originals),
         feature_names=feature_names,
         label_column=label,
+        categories=categories,
     )
 
 
@@ -418,6 +511,7 @@ def held_out_split(dataset: Dataset, test_fraction: float, *, seed: int = SPLIT_
         label_names=dataset.label_names,
         feature_names=dataset.feature_names,
         label_column=dataset.label_column,
+        categories=dataset.categories,
     )
 
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpmix_core.audit.membership import JOB_KIND
+from dpmix_core.data import Categories
 from dpmix_core.experiments.run_data import save_data_upload
 from dpmix_core.privacy.checks import FeatureRange
 from dpmix_core.runtime.jobs import JobManager
@@ -21,16 +22,18 @@ def attack_data_upload(
     label_column: str | None,
     feature_range: FeatureRange | None,
     store: ResultStore | None = None,
+    categories: Categories = (),
 ) -> dict[str, Any]:
     """One's own uploaded file for an attack job: kept beside the results store (``<store folder>/data/<sha256>/``,
     written once, :func:`~dpmix_core.experiments.run_data.save_data_upload`) where the background worker reads it;
-    the ``job_config`` fields that name it (path, SHA-256, label column, public bounds)."""
+    the ``job_config`` fields that name it (path, SHA-256, label column, public bounds, public categories)."""
     folder = (store.path if store is not None else default_store_path()).parent / "data"
     return {
         "data_file": str(save_data_upload(data, filename, folder)),
         "data_sha256": hashlib.sha256(data).hexdigest(),
         "label_column": label_column,
         "feature_range": feature_range,
+        "categories": categories,
     }
 
 

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from dpmix_core.data import DATASET_NAMES, OWN_DATA, public_zscore_constants
+from dpmix_core.data import DATASET_NAMES, OWN_DATA, Categories, check_categories, public_zscore_constants
 from dpmix_core.privacy.checks import FeatureRange, check_feature_range, describe_feature_range
 from dpmix_core.resources.files import check_sha256
 from dpmix_core.synthesis.pipeline import MECHANISMS, SynthesisConfig, resolve_preprocessing
@@ -251,6 +251,8 @@ class RunConfig:
     with it, as a [0,1] release scales the records it mixes, so a baseline and a release learn from the same
     features; a run with a release takes it into ``synthesis.feature_range`` (a different one there is refused),
     where its identity then holds it.
+    ``categories``: the public categories of a data file CSV's text columns, each read as its one-hot features
+    (:mod:`dpmix_core.data.categories`; their bounds are (0, 1)); part of the identity when there are any.
     """
 
     method: str
@@ -296,6 +298,7 @@ class RunConfig:
     label_column: str | None = None  # a data_file CSV's label column (None: "label", else the first)
     test_fraction: float = 0.2  # a data_file's records held out as the test split (stratified, never released)
     feature_range: FeatureRange | None = None  # a data_file's public bounds of float features (pair or per feature)
+    categories: Categories = ()  # a data_file CSV's text columns and their public categories (one-hot features)
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -409,6 +412,7 @@ class RunConfig:
         if not (_is_real(self.test_fraction) and 0 < self.test_fraction < 1):
             raise ValueError(f"test_fraction must be between 0 and 1 (e.g. 0.2). Found {self.test_fraction!r}.")
         set_("test_fraction", float(self.test_fraction))
+        set_("categories", check_categories("categories", self.categories))
         own = self.data_file is not None or self.data_sha256 is not None
         if not own:
             if self.dataset == OWN_DATA:
@@ -417,6 +421,8 @@ class RunConfig:
                 raise ValueError("label_column names a column of a data_file CSV; this run has no data file.")
             if self.feature_range is not None:
                 raise ValueError("feature_range bounds a data_file's float features; this run has no data file.")
+            if self.categories:
+                raise ValueError("categories name the text columns of a data_file CSV; this run has no data file.")
             return
         if self.data_file is None or self.data_sha256 is None:
             raise ValueError("a data file needs both data_file (its path) and data_sha256 (its bytes' hash).")
@@ -679,6 +685,8 @@ class RunConfig:
                 d.pop(key)
         if self.feature_range is None or self.synthesis is not None:  # a release holds its bounds in its synthesis
             d.pop("feature_range")
+        if not self.categories:  # absent from the runs before text columns could be read
+            d.pop("categories")
         return d
 
     def replace(self, **changes) -> RunConfig:

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from dpmix_core.data import DATASET_NAMES, SPLIT_SEED, Dataset
+from dpmix_core.data import DATASET_NAMES, SPLIT_SEED, Categories, Dataset, check_categories, json_categories
 from dpmix_core.data.formats import read_npz
 from dpmix_core.experiments.config import synthesis_from_dict
 from dpmix_core.experiments.run_data import OwnData, open_data_file, save_data_upload
@@ -218,16 +218,22 @@ def card_synthesis(card: dict, *, where: str = "the card") -> SynthesisConfig:
     return syn
 
 
-def held_out_section(data_sha256: str, label_column: str | None, test_fraction: float, records: int) -> dict[str, Any]:
+def held_out_section(
+    data_sha256: str, label_column: str | None, test_fraction: float, records: int, categories: Categories = ()
+) -> dict[str, Any]:
     """What a card says about the records of a data file (SHA-256 ``data_sha256``) that a release held out: the
-    file's hash, label column, test fraction, split seed and count. The records themselves are not in the card."""
-    return {
+    file's hash, label column, test fraction, split seed and count, and the public categories its text columns were
+    read with (when it has any). The records themselves are not in the card."""
+    section: dict[str, Any] = {
         "file_sha256": check_sha256("data_sha256", data_sha256),
         "label_column": label_column,
         "test_fraction": float(test_fraction),
         "split_seed": SPLIT_SEED,
         "records": int(records),
     }
+    if categories:
+        section["categories"] = json_categories(categories)
+    return section
 
 
 def with_held_out(card: dict, held_out: dict[str, Any]) -> dict:
@@ -240,13 +246,19 @@ def own_held_out(own: OwnData) -> dict[str, Any]:
     """:func:`held_out_section` of a data file as a run reads it (:func:`~dpmix_core.experiments.run_data.open_data_file`)."""
     options = own.options
     return held_out_section(
-        options["data_sha256"], options["label_column"], options["test_fraction"], own.dataset.n_test
+        options["data_sha256"],
+        options["label_column"],
+        options["test_fraction"],
+        own.dataset.n_test,
+        own.dataset.categories,
     )
 
 
-def upload_held_out(data: bytes, label_column: str | None, test_fraction: float, records: int) -> dict[str, Any]:
+def upload_held_out(
+    data: bytes, label_column: str | None, test_fraction: float, records: int, categories: Categories = ()
+) -> dict[str, Any]:
     """:func:`held_out_section` of an uploaded file's bytes ``data``."""
-    return held_out_section(hashlib.sha256(data).hexdigest(), label_column, test_fraction, records)
+    return held_out_section(hashlib.sha256(data).hexdigest(), label_column, test_fraction, records, categories)
 
 
 @dataclass(frozen=True)
@@ -290,13 +302,14 @@ def held_out_data(release: ReleaseFile, data_file: str | os.PathLike) -> OwnData
     try:
         fraction, sha256, records = float(held["test_fraction"]), str(held["file_sha256"]), int(held["records"])
         label_column = held.get("label_column")
+        categories = check_categories("categories", held.get("categories") or ())
         if int(held.get("split_seed", SPLIT_SEED)) != SPLIT_SEED:
             raise ValueError(f"split seed {held['split_seed']}, not this version's {SPLIT_SEED}")
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(
             f"{where} does not say which records it held out in a form this version reads ({exc})."
         ) from None
-    own = open_data_file(data_file, label_column=label_column, test_fraction=fraction)
+    own = open_data_file(data_file, label_column=label_column, test_fraction=fraction, categories=categories)
     if own.options["data_sha256"] != sha256:
         raise ValueError(
             f"{data_file} is not the file the release {release.path!r} was made from (its SHA-256 is not the card's "

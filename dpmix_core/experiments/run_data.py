@@ -17,10 +17,12 @@ from pathlib import Path
 
 from dpmix_core.data import (
     OWN_DATA,
+    Categories,
     Dataset,
     DatasetError,
     check_class_sizes,
     held_out_split,
+    json_categories,
     load_dataset,
     load_user_data,
     read_data_file,
@@ -59,25 +61,36 @@ class OwnData:
             raise ValueError("OwnData holds a data file's run options and its split (open_data_file makes both).")
 
 
-def _own_dataset(data: bytes, path: str, label_column: str | None, test_fraction: float) -> Dataset:
+def _own_dataset(
+    data: bytes, path: str, label_column: str | None, test_fraction: float, categories: Categories = ()
+) -> Dataset:
     """The file's records, split; named (in messages and the data's source) by the file's name, not its folder (an
     upload's is its hash)."""
-    return held_out_split(load_user_data(data, filename=Path(path).name, label_column=label_column), test_fraction)
+    dataset = load_user_data(data, filename=Path(path).name, label_column=label_column, categories=categories)
+    return held_out_split(dataset, test_fraction)
 
 
-def open_data_file(path: str | os.PathLike, *, label_column: str | None = None, test_fraction: float = 0.2) -> OwnData:
-    """One's own ``.csv`` / ``.npz`` file, read and split, with the RunConfig fields of a run on it; DatasetError with
-    one line when it does not parse or split."""
+def open_data_file(
+    path: str | os.PathLike,
+    *,
+    label_column: str | None = None,
+    test_fraction: float = 0.2,
+    categories: Categories = (),
+) -> OwnData:
+    """One's own ``.csv`` / ``.npz`` file, read and split (``categories``: its text columns' public categories), with
+    the RunConfig fields of a run on it; DatasetError with one line when it does not parse or split."""
     path = str(Path(path).expanduser().absolute())  # a run in a worker elsewhere finds it too
     data = read_data_file(path)
-    dataset = _own_dataset(data, path, label_column, test_fraction)
-    options = {
+    dataset = _own_dataset(data, path, label_column, test_fraction, categories)
+    options: dict[str, object] = {
         "dataset": OWN_DATA,
         "data_file": path,
         "data_sha256": hashlib.sha256(data).hexdigest(),
         "label_column": label_column,
         "test_fraction": test_fraction,
     }
+    if categories:
+        options["categories"] = categories
     return OwnData(options, dataset)
 
 
@@ -107,13 +120,15 @@ def own_data_sizes(config: RunConfig) -> tuple[int, int, int]:
     (the runtime estimate's numbers; the run itself reads the file again)."""
     if config.data_file is None:
         raise ValueError("own_data_sizes reads a run's data file; this run has none.")
-    return _sizes(config.data_file, config.data_sha256, config.label_column, config.test_fraction)
+    return _sizes(config.data_file, config.data_sha256, config.label_column, config.test_fraction, config.categories)
 
 
 @functools.lru_cache(maxsize=8)
-def _sizes(path: str, sha256: str | None, label_column: str | None, test_fraction: float) -> tuple[int, int, int]:
+def _sizes(
+    path: str, sha256: str | None, label_column: str | None, test_fraction: float, categories: Categories
+) -> tuple[int, int, int]:
     del sha256  # part of the cache key: an edited file is read again
-    dataset = _own_dataset(read_data_file(path), path, label_column, test_fraction)
+    dataset = _own_dataset(read_data_file(path), path, label_column, test_fraction, categories)
     return dataset.n_train, 0 if dataset.y_test is None else len(dataset.y_test), dataset.feature_dim
 
 
@@ -123,7 +138,7 @@ def load_run_dataset(config: RunConfig) -> Dataset:
     if config.data_file is None:
         return load_dataset(config.dataset, data_dir=config.data_dir)
     data = read_data_file(config.data_file, config.data_sha256)
-    return _own_dataset(data, config.data_file, config.label_column, config.test_fraction)
+    return _own_dataset(data, config.data_file, config.label_column, config.test_fraction, config.categories)
 
 
 def check_release_on(synthesis: SynthesisConfig, dataset: Dataset) -> None:
@@ -185,6 +200,7 @@ def held_out_note(config: RunConfig, dataset: Dataset) -> dict:
         "label_column": config.label_column,
         "test_fraction": config.test_fraction,
         "feature_range": None if bounds is None else json_feature_range(bounds),
+        **({"categories": json_categories(config.categories)} if config.categories else {}),
         "train_records": dataset.n_train,
         "test_records": n_test,
         "note": (

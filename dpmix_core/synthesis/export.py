@@ -24,6 +24,7 @@ import numpy as np
 
 import dpmix_core
 from dpmix_core.data.base import named_classes
+from dpmix_core.data.categories import describe_categories, json_categories
 from dpmix_core.privacy.release import MixingRelease
 from dpmix_core.privacy.statement import card_statement
 from dpmix_core.resources.files import check_new_file, write_files_atomically
@@ -108,6 +109,12 @@ def privacy_card(synthesis: Synthesis, *, epsilons: list[dict] | None = None) ->
         card["released"]["label_classes"] = list(synthesis.label_names)  # label column k (y[:, k], CSV yk) is class k
     if (note := label_columns_note(synthesis)) is not None:
         card["caveats"].append(note)
+    if synthesis.categories:  # text columns read as one-hot features over lists the data's holder says are public
+        card["dataset"]["categories"] = json_categories(synthesis.categories)
+        card["caveats"].append(
+            f"text columns read as one-hot features (bounds (0, 1)) over public categories, "
+            f"{describe_categories(synthesis.categories)}: the lists are published and treated as public"
+        )
     if synthesis.feature_names and len(synthesis.feature_names) == data.x.shape[1]:
         card["released"]["feature_names"] = list(synthesis.feature_names)  # feature column j (x[:, j], CSV xj)
     if isinstance(release, MixingRelease):

@@ -212,6 +212,7 @@ class Synthesis:
     feature_names: tuple[str, ...] = ()  # feature column j's name where the release keeps the data's features
     label_column: str = ""  # the table's label column (a CSV's header), for the release in the table's units
     units: RecordUnits | None = None  # a [0,1] release of a table's columns: the map back to the records' units
+    categories: tuple[tuple[str, tuple[str, ...]], ...] = ()  # public categories of the table's text columns
 
 
 def table_units(config: SynthesisConfig, dataset: Dataset) -> RecordUnits | None:
@@ -260,6 +261,7 @@ def _made(data: SyntheticData, config: SynthesisConfig, dataset: Dataset) -> Syn
         dataset.feature_names,
         dataset.label_column,
         units,
+        dataset.categories,
     )
 
 
