@@ -429,8 +429,8 @@ if st.button("Prepare the full release for download", key=K + "prepare", disable
         st.caption(
             "The CSV: your label column (the class with the largest released score), your feature columns mapped back "
             "from [0,1] with the public bounds (value × (high − low) + low: post-processing, ε unchanged; noise is not "
-            "clipped, so a value can fall outside its column's bounds), then the released label scores. It is the "
-            "same release as the .npz, in your units."
+            "clipped, so a value can fall outside its column's bounds; a text column is its most likely category, "
+            "then its shares), then the released label scores. It is the same release as the .npz, in your units."
         )
     st.caption(
         "Whoever receives the file can train models on it (*Train & trade-offs* → *Models on a release file*, or "

@@ -198,7 +198,7 @@ def test_synthesize_with_categories_states_them_and_reads_back_for_its_held_out_
     assert card["dataset"]["held_out"]["categories"] == card["dataset"]["categories"]
     assert any("public categories, region: north, south, east, west" in c for c in card["caveats"])
     header = (tmp_path / "rel.csv").read_text().splitlines()[0].split(",")
-    assert header[:6] == ["label", "age", "region=north", "region=south", "region=east", "region=west"]
+    assert header[:7] == ["label", "age", "region", "region=north", "region=south", "region=east", "region=west"]
     capsys.readouterr()
     train = ["train", "--release", str(tmp_path / "rel.csv"), "--data-file", str(data), "--model", "linear"]
     assert main([*train, "--json"]) == 0  # the held-out records are read with the card's categories

@@ -16,7 +16,7 @@ from dpmix_core.data.base import Dataset
 from dpmix_core.experiments.release_files import read_release, release_downloads, verify_card
 from dpmix_core.synthesis.export import table_csv_bytes, with_table_layout, write_release
 from dpmix_core.synthesis.pipeline import SynthesisConfig, synthesize, table_refusal
-from dpmix_core.synthesis.units import RecordUnits, record_units, table_columns
+from dpmix_core.synthesis.units import RecordUnits, record_units, table_layout
 
 BOUNDS = ((1900.0, 2030.0), (0.0, 200_000.0), (0.0, 1.0))
 PAGE = str(Path(__file__).resolve().parents[1] / "app_pages" / "mixed_samples.py")
@@ -61,14 +61,13 @@ def test_the_map_back_is_the_inverse_of_the_scaling_and_refuses_empty_boxes():
 
 
 def test_the_header_names_the_label_the_features_and_one_score_per_class():
-    assert table_columns(2, ("a", "b"), "species", ("cat", "dog"), 2) == [
-        "species",
-        "a",
-        "b",
-        "species=cat",
-        "species=dog",
-    ]
-    assert table_columns(2, (), "", (), 3) == ["label", "x0", "x1", "label=0", "label=1", "label=2"]
+    layout = table_layout(2, ("a", "b"), "species", ("cat", "dog"), 2)
+    assert layout.header == ("species", "a", "b", "species=cat", "species=dog")
+    assert layout.features == (1, 2) and layout.scores == (3, 4) and layout.words == ()
+    assert table_layout(2, (), "", (), 3).header == ("label", "x0", "x1", "label=0", "label=1", "label=2")
+    coded = table_layout(4, ("age", "region=n", "region=s", "income"), "y", ("a", "b"), 2, (("region", ("n", "s")),))
+    assert coded.header == ("y", "age", "region", "region=n", "region=s", "income", "y=a", "y=b")
+    assert coded.features == (1, 3, 4, 5) and coded.words == ((2, (1, 2), ("n", "s")),)
 
 
 @pytest.mark.parametrize(
@@ -250,3 +249,42 @@ def test_the_table_and_its_card_open_on_train_and_tradeoffs(tmp_path, monkeypatc
     assert any("held-out test records" in c.value for c in at.caption) and [
         b for b in at.button if b.key == "tr_launch"
     ]
+
+
+def test_a_text_column_comes_back_as_its_word_before_its_shares_and_reads_back(tmp_path):
+    """A table with a text column read with public categories: the released table has the column again (the
+    category with the largest released share) before the shares, and reads back into the release's space."""
+    frame = pd.DataFrame(
+        {
+            "year": [1950 + i % 50 for i in range(600)],
+            "region": [("north", "south, far", "east")[i % 3] for i in range(600)],
+            "income": [1000 * (i % 97) for i in range(600)],
+            "species": [CLASSES[(i // 3) % 3] for i in range(600)],
+        }
+    )
+    data = tmp_path / "people.csv"
+    frame.to_csv(data, index=False)  # names with commas and quotes, quoted
+    cats = tmp_path / "cats.csv"
+    cats.write_text('column,category\nregion,north\nregion,"south, far"\nregion,east\n')
+    args = ["synthesize", "--data-file", str(data), "--label-column", "species", "--categories", str(cats)]
+    args += ["--feature-range", "0,200000", "--mechanism", "local", "--T", "100", "--sigma-x", "0", "--sigma-y", "0"]
+    assert main([*args, "--out", str(tmp_path / "t.csv")]) == 0
+    table = pd.read_csv(tmp_path / "t.csv")
+    assert list(table.columns) == [
+        "species",
+        "year",
+        "region",
+        "region=north",
+        "region=south, far",
+        "region=east",
+        "income",
+        *(f"species={c}" for c in sorted(CLASSES)),  # classes in sorted order, as the label columns take them
+    ]
+    shares = table[["region=north", "region=south, far", "region=east"]].to_numpy()
+    assert (table["region"] == np.array(["north", "south, far", "east"])[shares.argmax(axis=1)]).all()
+    assert set(table["region"]) == {"north", "south, far", "east"}  # no noise, one record a point: its own region
+    card = json.loads((tmp_path / "t.card.json").read_text())
+    assert any("Column 'region': the category whose released share" in c for c in card["caveats"])
+    back = read_release(tmp_path / "t.csv")
+    assert back.x.shape == (100, 5) and set(np.unique(back.x[:, 1:4])) <= {0.0, 1.0}
+    assert main(["verify", str(tmp_path / "t.csv")]) == 0

@@ -579,9 +579,9 @@ def _read_csv(path: Path, *, label_dim: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _read_table_csv(path: Path, card: dict) -> tuple[np.ndarray, np.ndarray]:
     """A CSV in the table's units (:mod:`dpmix_core.synthesis.units`), back in the release's [0,1] space: the header
-    the card implies, the label column skipped (it is the argmax of the scores), features mapped with the card's
-    public bounds."""
-    from dpmix_core.synthesis.units import record_units, table_columns
+    the card implies, the word columns skipped (the label's and the text columns': each is the argmax of numbers
+    beside it), features mapped with the card's public bounds."""
+    from dpmix_core.synthesis.units import record_units, table_layout
 
     where = f"the card of {str(path)!r}"
     d, k = _released(card, "feature_dim", path), _released(card, "label_dim", path)
@@ -589,6 +589,10 @@ def _read_table_csv(path: Path, card: dict) -> tuple[np.ndarray, np.ndarray]:
     names, classes, label = (released.get(key) for key in ("feature_names", "label_classes", "label_column"))
     if not (_strings(names) and _strings(classes) and isinstance(label, str) and label):
         raise ValueError(f"{where} says its CSV is in the table's units but does not name the table's columns.")
+    try:
+        categories = check_categories("categories", card["dataset"].get("categories") or ())
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
     config = card_synthesis(card, where=where)
     units = record_units(config.feature_range, d, unit_scaled=config.unit_scaled)
     if units is None:
@@ -596,7 +600,8 @@ def _read_table_csv(path: Path, card: dict) -> tuple[np.ndarray, np.ndarray]:
             f"{where} says its CSV is in the table's units, but a {config.mechanism} ({config.preprocessing}) release "
             "has no map back from them."
         )
-    expected = table_columns(d, names or (), label, classes or (), k)
+    layout = table_layout(d, names or (), label, classes or (), k, categories)
+    expected = list(layout.header)
     with open(path, encoding="utf-8", errors="replace", newline="") as fh:
         header = next(csv.reader([fh.readline().rstrip("\r\n")]), [])
         body = fh.read()
@@ -615,10 +620,15 @@ def _read_table_csv(path: Path, card: dict) -> tuple[np.ndarray, np.ndarray]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data": refused by the card's check
             table = np.loadtxt(
-                io.StringIO(body), delimiter=",", quotechar='"', usecols=range(1, 1 + d + k), ndmin=2, dtype=np.float64
+                io.StringIO(body),
+                delimiter=",",
+                quotechar='"',
+                usecols=(*layout.features, *layout.scores),
+                ndmin=2,
+                dtype=np.float64,
             )
     except ValueError as exc:
-        raise ValueError(f"{str(path)!r}: a row is not the label then {d + k} numbers ({exc}).") from None
+        raise ValueError(f"{str(path)!r}: a row is not {len(expected)} values as its header says ({exc}).") from None
     return units.to_release(table[:, :d]), np.ascontiguousarray(table[:, d:], dtype=np.float32)
 
 

@@ -29,7 +29,7 @@ from dpmix_core.privacy.release import MixingRelease
 from dpmix_core.privacy.statement import card_statement
 from dpmix_core.resources.files import check_new_file, write_files_atomically
 from dpmix_core.synthesis.pipeline import Synthesis
-from dpmix_core.synthesis.units import table_columns
+from dpmix_core.synthesis.units import TableLayout, table_layout
 
 __all__ = [
     "GENERAL_CAVEATS",
@@ -205,9 +205,22 @@ def _csv_line(fields: list[str]) -> str:
     return buf.getvalue()
 
 
+def synthesis_layout(synthesis: Synthesis) -> TableLayout:
+    """The columns of ``synthesis``'s release in its table's units (:func:`~dpmix_core.synthesis.units.table_layout`)."""
+    return table_layout(
+        synthesis.data.x.shape[1],
+        synthesis.feature_names,
+        synthesis.label_column,
+        synthesis.label_names,
+        synthesis.data.y.shape[1],
+        synthesis.categories,
+    )
+
+
 def table_csv_bytes(synthesis: Synthesis) -> bytes:
     """The release in its table's units (:mod:`dpmix_core.synthesis.units`): the label column (the class with the
-    largest released score), the feature columns mapped back with the public bounds, the released label scores.
+    largest released score), the feature columns mapped back with the public bounds (a text column's word, the
+    category with the largest released share, before its shares), the released label scores.
 
     Features are written with 8 significant digits, so a file reads back into the release's [0,1] space to within
     float32's precision even for a column far from zero (a year, 1900 to 2030). ValueError when the release has no
@@ -215,60 +228,73 @@ def table_csv_bytes(synthesis: Synthesis) -> bytes:
     """
     if synthesis.units is None:
         raise ValueError(NO_TABLE_UNITS)
+    layout = synthesis_layout(synthesis)
     x, y = synthesis.data.x, synthesis.data.y
-    d, k = x.shape[1], y.shape[1]
-    header = table_columns(d, synthesis.feature_names, synthesis.label_column, synthesis.label_names, k)
-    label = header[0]
-    classes = [_csv_line([name[len(label) + 1 :]]) for name in header[1 + d :]]  # "species=setosa" -> setosa, quoted
-    buf = io.StringIO()
-    values = np.hstack([synthesis.units.to_records(x), y.astype(np.float64)])
-    np.savetxt(buf, values, delimiter=",", fmt=["%.8g"] * d + ["%.6g"] * k)
-    winners = np.argmax(y, axis=1)
-    rows = (f"{classes[c]},{line}" for c, line in zip(winners.tolist(), buf.getvalue().splitlines(), strict=True))
-    return ("\n".join([_csv_line(header), *rows]) + "\n").encode()
+    columns: list[list] = [[] for _ in layout.header]
+    formats = ["%s"] * len(layout.header)
+    x_units = synthesis.units.to_records(x)
+    for j, at in enumerate(layout.features):
+        columns[at], formats[at] = x_units[:, j].tolist(), "%.8g"
+    for k, at in enumerate(layout.scores):
+        columns[at], formats[at] = y[:, k].astype(np.float64).tolist(), "%.6g"
+    columns[0] = _words(y, layout.classes)
+    for at, idx, cats in layout.words:
+        columns[at] = _words(x[:, list(idx)], cats)
+    row = ",".join(formats)
+    lines = [_csv_line(list(layout.header)), *(row % values for values in zip(*columns, strict=True))]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _words(scores: np.ndarray, names: tuple[str, ...]) -> list[str]:
+    """Each row's name of its largest score, quoted for a CSV where it needs to be."""
+    quoted = [_csv_line([name]) for name in names]
+    return [quoted[k] for k in np.argmax(scores, axis=1).tolist()]
 
 
 def table_columns_note(synthesis: Synthesis, shown: int = 4) -> str:
     """'columns: species (the class with the largest score), then sepal_length, ... in the table's units, then the
     label scores species=setosa, ...' (the first ``shown`` of each) for a CSV of :func:`table_csv_bytes`."""
-    d, k = synthesis.data.x.shape[1], synthesis.data.y.shape[1]
-    header = table_columns(d, synthesis.feature_names, synthesis.label_column, synthesis.label_names, k)
-    features, scores = header[1 : 1 + d], header[1 + d :]
+    layout = synthesis_layout(synthesis)
+    words = {at for at, _, _ in layout.words}
+    features = [name for at, name in enumerate(layout.header) if at in words or at in set(layout.features)]
+    scores = [layout.header[at] for at in layout.scores]
 
     def listed(names: list[str]) -> str:
         return ", ".join(names[:shown]) + (f", ... ({len(names)})" if len(names) > shown else "")
 
+    texts = "; each text column's word is its category with the largest share" if words else ""
     return (
-        f"columns: {header[0]} (the class with the largest released score), then {listed(features)} in the "
-        f"table's units (public bounds; not clipped), then the released label scores {listed(scores)}"
+        f"columns: {layout.header[0]} (the class with the largest released score), then {listed(features)} in the "
+        f"table's units (public bounds; not clipped{texts}), then the released label scores {listed(scores)}"
     )
 
 
 def with_table_layout(card: dict, synthesis: Synthesis) -> dict:
     """``card`` for a CSV in the table's units: ``released.csv_units`` "data", the label column's name, and what
-    the columns hold (readers rebuild the header with :func:`dpmix_core.synthesis.units.table_columns`). A card that
+    the columns hold (readers rebuild the header with :func:`dpmix_core.synthesis.units.table_layout`). A card that
     says so already is returned as it is."""
     if synthesis.units is None:
         raise ValueError(NO_TABLE_UNITS)
     if card["released"].get("csv_units") == "data":
         return card
-    header = table_columns(
-        synthesis.data.x.shape[1],
-        synthesis.feature_names,
-        synthesis.label_column,
-        synthesis.label_names,
-        synthesis.data.y.shape[1],
-    )
-    label = header[0]
+    layout = synthesis_layout(synthesis)
+    label = layout.header[0]
     out = dict(card)
     out["released"] = {**card["released"], "csv_units": "data", "label_column": label}
     y_columns = label_columns_note(synthesis)  # "label columns: y0 = cat, ...": the .npz's layout, not this file's
+    texts = [layout.header[at] for at, _, _ in layout.words]
+    words = (
+        f" Column{'s' if len(texts) > 1 else ''} {', '.join(repr(t) for t in texts)}: the category whose released "
+        "share (the one-hot columns after it) is largest."
+        if texts
+        else ""
+    )
     out["caveats"] = [
         *(c for c in card["caveats"] if c != y_columns),
         f"The CSV is in the table's units: each feature column is the released value × (high − low) + low with the "
         "public bounds (post-processing; ε unchanged), so a value outside a column's bounds is noise (it is not "
         f"clipped, which would bias averages). Columns '{label}=…' hold the released label scores; column "
-        f"'{label}' is the class with the largest score.",
+        f"'{label}' is the class with the largest score.{words}",
     ]
     return out
 

@@ -15,9 +15,12 @@ The table a recipient reads (``synthesize --data-file F --out FILE.csv``; Mixed 
     label column | the table's feature columns (its units) | one score column per class, "label=class"
 
 The label column holds the class whose released score is largest (the thesis trains on that argmax);
-the score columns hold the released, noisy label vector, so nothing released is lost. The privacy card
-beside the file says so (``released.csv_units = "data"``), and :func:`table_columns` rebuilds the header
-from the card, so the file reads back (``train --release``, ``verify``) into the release's space.
+the score columns hold the released, noisy label vector, so nothing released is lost. A text column read
+with public categories (:mod:`dpmix_core.data.categories`) comes back the same way: its word (the category
+whose released share is largest) just before its one-hot shares. The privacy card beside the file says so
+(``released.csv_units = "data"``), and :func:`table_layout` rebuilds the header from the card, so the file
+reads back (``train --release``, ``verify``) into the release's space; the word columns, derived from the
+numbers beside them, are skipped.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpmix_core.data.categories import Categories, category_feature
 from dpmix_core.privacy.checks import FeatureRange, feature_range_vectors
 
-__all__ = ["DEFAULT_LABEL_COLUMN", "RecordUnits", "record_units", "table_columns"]
+__all__ = ["DEFAULT_LABEL_COLUMN", "RecordUnits", "TableLayout", "record_units", "table_layout"]
 
 DEFAULT_LABEL_COLUMN = "label"  # a table's label column when the data does not name one (an .npz upload)
 
@@ -72,12 +76,48 @@ def record_units(feature_range: FeatureRange | None, d: int, *, unit_scaled: boo
     return RecordUnits(low, high)
 
 
-def table_columns(
-    d: int, feature_names: Sequence[str], label_column: str, label_names: Sequence[str], num_classes: int
-) -> list[str]:
-    """The header of a release in its table's units: the label column, the ``d`` feature columns (the data's names,
-    else x0, x1, ...), then one score column per class, "label=class" (the class's name, else its number)."""
+@dataclass(frozen=True)
+class TableLayout:
+    """Where each released value goes in the table: ``header``; ``features[j]``, the column of feature j (x[:, j]);
+    ``scores[k]``, the column of label score k (y[:, k]); ``words``, the columns of words, each ``(column, feature
+    indices, categories)``: the category whose one-hot feature is largest (the label column: over the scores)."""
+
+    header: tuple[str, ...]
+    features: tuple[int, ...]
+    scores: tuple[int, ...]
+    words: tuple[tuple[int, tuple[int, ...], tuple[str, ...]], ...]
+    classes: tuple[str, ...]
+
+
+def table_layout(
+    d: int,
+    feature_names: Sequence[str],
+    label_column: str,
+    label_names: Sequence[str],
+    num_classes: int,
+    categories: Categories = (),
+) -> TableLayout:
+    """The columns of a release in its table's units: the label column (the class with the largest score), the ``d``
+    feature columns (the data's names, else x0, x1, ...), each text column of ``categories`` as its word (the
+    category with the largest share) just before its one-hot features, then one score column per class,
+    "label=class" (the class's name, else its number)."""
     features = list(feature_names) if len(feature_names) == d else [f"x{j}" for j in range(d)]
-    classes = list(label_names) if len(label_names) == num_classes else [str(k) for k in range(num_classes)]
+    classes = tuple(label_names) if len(label_names) == num_classes else tuple(str(k) for k in range(num_classes))
     label = label_column or DEFAULT_LABEL_COLUMN
-    return [label, *features, *(f"{label}={name}" for name in classes)]
+    index = {name: j for j, name in enumerate(features)}
+    starts = {}  # feature index of a text column's first one-hot feature -> (column, its features, categories)
+    for column, cats in categories:
+        idx = tuple(index.get(category_feature(column, c), -1) for c in cats)
+        if min(idx) >= 0:
+            starts[idx[0]] = (column, idx, tuple(cats))
+    header, at, words = [label], [], []
+    for j, name in enumerate(features):
+        if j in starts:
+            column, idx, cats = starts[j]
+            words.append((len(header), idx, cats))
+            header.append(column)
+        at.append(len(header))
+        header.append(name)
+    scores = tuple(range(len(header), len(header) + num_classes))
+    header += [f"{label}={name}" for name in classes]
+    return TableLayout(tuple(header), tuple(at), scores, tuple(words), classes)
