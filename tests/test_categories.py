@@ -65,6 +65,7 @@ def _files(tmp_path, n=600):
         ([["", ["a", "b"]]], "non-empty name"),
         ("region", "pairs"),
         ([["region", "north,south"]], "list of words"),
+        ([["name", [f"person {i}" for i in range(1001)]]], "1,001 different words, more than 1,000 categories"),
     ],
 )
 def test_bad_categories_are_one_line(value, message):
@@ -274,6 +275,8 @@ def test_the_page_asks_for_public_categories_before_it_reads_the_file(mixed_samp
     at.file_uploader(key="mix_upload").set_value([("people.csv", _people().encode(), "text/csv")]).run()
     assert not at.exception and any("tick *These categories are public*" in w.value for w in at.warning)
     assert not any(c.value.startswith("Data: uploaded file people.csv") for c in at.caption)  # not read yet
+    table = next(d.value for d in at.dataframe if "category" in d.value.columns)  # filled from the file's words
+    assert list(zip(table["column"], table["category"]))[:2] == [("region", "east"), ("region", "north")]
     box = next(c for c in at.checkbox if c.key.startswith("mix_categories_public_"))
     box.check().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -327,3 +330,11 @@ def test_the_privacy_audit_reads_a_file_with_categories(tmp_path, monkeypatch):
     at.number_input(key="aud_own_hi").set_value(100_000.0).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("people.csv" in c.value and "shape 10" in c.value for c in at.caption)
+
+
+def test_an_identifier_column_is_refused_on_the_page_not_listed(mixed_samples):
+    rows = ["name,age,label"] + [f"person {i},{20 + i % 50},{i % 2}" for i in range(1200)]
+    at = mixed_samples
+    at.file_uploader(key="mix_upload").set_value([("names.csv", "\n".join(rows).encode(), "text/csv")]).run()
+    assert not at.exception and any("'name' has 1,200 different words" in e.value for e in at.error)
+    assert not [d for d in at.dataframe if "category" in d.value.columns]  # no table of 1,200 rows

@@ -29,7 +29,7 @@ from dpmix_core.data import (
     rows_categories,
     with_category_bounds,
 )
-from dpmix_core.data.categories import one_hot_features
+from dpmix_core.data.categories import MAX_CATEGORIES, one_hot_features, too_many_words
 from dpmix_core.data.user import bounds_fit_note, csv_columns, default_label_column
 from dpmix_core.privacy.checks import FeatureRange
 from dpmix_core.views.exports import (
@@ -219,6 +219,10 @@ def text_column_categories(prefix: str, upload: UploadedFile, label_column: str 
     found = _found_categories(upload.getvalue(), upload.name, label_column)
     if not found:
         return ()
+    for column, words in found:
+        if len(words) > MAX_CATEGORIES:  # names, free text: a table of thousands of rows helps nobody
+            st.error(too_many_words(column, len(words), where=upload.name))
+            st.stop()
     listed = ", ".join(f"'{column}' ({len(words)} words)" for column, words in found)
     st.markdown(
         f"**Text columns:** {listed}. Each becomes one-hot features *column=category* (bounds (0, 1)) over its "

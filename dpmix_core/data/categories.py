@@ -25,6 +25,7 @@ from dpmix_core.data.base import DatasetError
 
 __all__ = [
     "CATEGORIES_FILE_HEADER",
+    "MAX_CATEGORIES",
     "MAX_CATEGORIES_FILE_BYTES",
     "Categories",
     "categories_csv",
@@ -36,10 +37,12 @@ __all__ = [
     "one_hot_features",
     "read_categories",
     "rows_categories",
+    "too_many_words",
 ]
 
 Categories = tuple[tuple[str, tuple[str, ...]], ...]  # ((column, (category, ...)), ...), in the data's column order
 CATEGORIES_FILE_HEADER = ("column", "category")
+MAX_CATEGORIES = 1000  # one-hot features a text column may add: more is an identifier or free text, not categories
 MAX_CATEGORIES_FILE_BYTES = 4_000_000
 
 
@@ -76,8 +79,18 @@ def check_categories(name: str, value: object) -> Categories:
             raise ValueError(f"{name}: category {twice!r} of {column!r} is listed twice.")
         if len(words) < 2:
             raise ValueError(f"{name}: {column!r} needs at least 2 categories (one is the same for every record).")
+        if len(words) > MAX_CATEGORIES:
+            raise ValueError(too_many_words(column, len(words), where=name))
         out.append((column, tuple(words)))
     return tuple(out)
+
+
+def too_many_words(column: str, words: int, *, where: str = "categories") -> str:
+    """The one line for a text column with more than :data:`MAX_CATEGORIES` words."""
+    return (
+        f"{where}: {column!r} has {words:,} different words, more than {MAX_CATEGORIES:,} categories: an identifier or "
+        "free text, not categories. Remove the column from the file (or merge its words into fewer categories)."
+    )
 
 
 def json_categories(categories: Categories) -> list[list]:
