@@ -10,7 +10,11 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from dpmix_core.experiments.config import RunConfig
+from dpmix_core.experiments.run_data import OwnData
 from dpmix_core.experiments.runner import run_config
+from dpmix_core.privacy.checks import FeatureRange
+from dpmix_core.synthesis.pipeline import SynthesisConfig
+from dpmix_core.training.protocols import protocol_options
 
 
 def mean_test_accuracy(configs: Iterable[RunConfig]) -> tuple[float, float]:
@@ -20,6 +24,32 @@ def mean_test_accuracy(configs: Iterable[RunConfig]) -> tuple[float, float]:
         with contextlib.redirect_stderr(io.StringIO()):
             out.append(run_config(config)["test_accuracy"])
     return 100 * float(np.mean(out)), 100 * float(np.std(out))
+
+
+def own_run(
+    own: OwnData,
+    method: str,
+    mechanism: str | None,
+    bounds: FeatureRange,
+    eps: float,
+    seed: int,
+    releases: dict[str, tuple[int, int]],
+) -> RunConfig:
+    """A run of ``train --data-file`` on ``own`` (the own-data linear protocol): a ``mechanism`` release of
+    ``releases[mechanism]`` = (l, T) calibrated to ``eps`` (its tightest rigorous accountant), or a baseline
+    ``method`` (DP-SGD at ``eps``, non-private), every one scaling the features with ``bounds``."""
+    if method == "mixing":
+        assert mechanism is not None
+        l, T = releases[mechanism]
+        options = protocol_options("linear", mechanism=mechanism, own_data=True)
+        synthesis = SynthesisConfig(mechanism, l=l, T=T, target_epsilon=eps)
+        return RunConfig(
+            "mixing", model="linear", synthesis=synthesis, feature_range=bounds, seed=seed, **own.options, **options
+        )
+    options = protocol_options("linear", method=method, own_data=True)
+    return RunConfig(
+        method, model="linear", dpsgd_epsilon=eps, feature_range=bounds, seed=seed, **own.options, **options
+    )
 
 
 def seeds_and_eps(description: str, eps: Sequence[float]) -> argparse.Namespace:

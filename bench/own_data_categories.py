@@ -24,14 +24,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
-from own_data import mean_test_accuracy, seeds_and_eps  # noqa: E402  (bench/ is on sys.path when a script runs)
+from own_data import mean_test_accuracy, own_run, seeds_and_eps  # noqa: E402  (bench/ is on sys.path when a script runs)
 from timing import median_seconds  # noqa: E402
 
 from dpmix_core.data import load_user_data, with_category_bounds  # noqa: E402
 from dpmix_core.experiments.config import RunConfig  # noqa: E402
 from dpmix_core.experiments.run_data import open_data_file  # noqa: E402
-from dpmix_core.synthesis.pipeline import SynthesisConfig  # noqa: E402
-from dpmix_core.training.protocols import protocol_options  # noqa: E402
 
 REGIONS = ("north", "south", "east", "west")
 BLOOD = ("A", "B", "AB", "O")
@@ -72,18 +70,8 @@ def _config(path: Path, categories, method: str, mechanism: str | None, eps: flo
         feature_names=names,
         categories=categories,
     )
-    if method == "mixing":
-        assert mechanism is not None
-        l, T = RELEASES[mechanism]
-        options = protocol_options("linear", mechanism=mechanism, own_data=True)
-        synthesis = SynthesisConfig(mechanism, l=l, T=T, target_epsilon=eps)
-        return RunConfig(
-            "mixing", model="linear", synthesis=synthesis, feature_range=bounds, seed=seed, **own.options, **options
-        )
-    options = protocol_options("linear", method=method, own_data=True)
-    return RunConfig(
-        method, model="linear", dpsgd_epsilon=eps, feature_range=bounds, seed=seed, **own.options, **options
-    )
+    assert bounds is not None
+    return own_run(own, method, mechanism, bounds, eps, seed, RELEASES)
 
 
 def main() -> None:

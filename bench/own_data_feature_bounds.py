@@ -25,12 +25,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
-from own_data import mean_test_accuracy, seeds_and_eps  # noqa: E402  (bench/ is on sys.path when a script runs)
+from own_data import mean_test_accuracy, own_run, seeds_and_eps  # noqa: E402  (bench/ is on sys.path when a script runs)
 
 from dpmix_core.experiments.config import RunConfig  # noqa: E402
 from dpmix_core.experiments.run_data import open_data_file  # noqa: E402
-from dpmix_core.synthesis.pipeline import SynthesisConfig  # noqa: E402
-from dpmix_core.training.protocols import protocol_options  # noqa: E402
 
 SCALES = np.array([10, 20_000, 1, 300, 5, 1_000, 0.1, 50.0])
 CENTRES = np.array([50, 60_000, 0, 1_000, 20, 3_000, 1, 200.0])
@@ -62,19 +60,7 @@ def write_table(folder: Path) -> Path:
 
 
 def _config(path: Path, method: str, mechanism: str | None, bounds, eps: float, seed: int) -> RunConfig:
-    own = open_data_file(path, label_column="label")
-    if method == "mixing":
-        assert mechanism is not None
-        l, T = RELEASES[mechanism]
-        options = protocol_options("linear", mechanism=mechanism, own_data=True)
-        synthesis = SynthesisConfig(mechanism, l=l, T=T, target_epsilon=eps)
-        return RunConfig(
-            "mixing", model="linear", synthesis=synthesis, feature_range=bounds, seed=seed, **own.options, **options
-        )
-    options = protocol_options("linear", method=method, own_data=True)
-    return RunConfig(
-        method, model="linear", dpsgd_epsilon=eps, feature_range=bounds, seed=seed, **own.options, **options
-    )
+    return own_run(open_data_file(path, label_column="label"), method, mechanism, bounds, eps, seed, RELEASES)
 
 
 def accuracy(path: Path, method: str, mechanism: str | None, bounds, eps: float, seeds: int) -> tuple[float, float]:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from app_sweeps import launch_tiny_own_sweep
 from streamlit.testing.v1 import AppTest
 
 from dpmix_core.experiments.presets import DEMO_PRESET, get_preset
@@ -165,7 +166,6 @@ def test_launch_tiny_job_see_it_complete_and_plot(at):
 
 def test_stored_preset_sweep_shows_published_vs_ours(tmp_path, monkeypatch):
     from dpmix_core.experiments.trade_offs import sweep_jobs
-    from dpmix_core.runtime.store import ResultStore
 
     monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
     monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path))
@@ -206,7 +206,6 @@ def _finish_best_m_run(store, spec, sweep, l: int, halves: list[float]) -> None:
 def test_a_stored_sweep_along_l_shows_each_series_best_l_chosen_on_the_even_rows(tmp_path, monkeypatch):
     """DPFMix Table 1 reports each cell's best m: the page picks it on the even test rows, reads it on the odd ones
     and sets the paper's number beside it; the same table is in the sweep's HTML report."""
-    from dpmix_core.runtime.store import ResultStore
     from dpmix_core.views.sweep_report import sweep_report
 
     monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
@@ -241,7 +240,6 @@ def test_a_click_reads_no_run_and_a_run_that_finishes_shows_on_the_next_rerun(tm
     """The results panel is cached under the store's results_version: a click that changes nothing in the store
     (a second ε axis) reads none of the sweep's results, and a run finished meanwhile (a `sweep` in a terminal) is
     on the next rerun."""
-    from dpmix_core.runtime.store import ResultStore
 
     monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
     monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path))
@@ -309,7 +307,6 @@ def test_over_limit_sweep_is_refused_next_to_the_controls(tmp_path, monkeypatch)
 def test_a_run_whose_config_no_longer_loads_is_named_and_the_others_show(tmp_path, monkeypatch):
     from dpmix_core.experiments.config import RunConfig
     from dpmix_core.experiments.trade_offs import JOB_KIND, sweep_results, unreadable_runs
-    from dpmix_core.runtime.store import ResultStore
 
     store = ResultStore(tmp_path / "results.sqlite")
     sweep = store.create_sweep("old")
@@ -330,7 +327,6 @@ def test_a_run_whose_config_no_longer_loads_is_named_and_the_others_show(tmp_pat
 def test_a_fresh_session_opens_the_newest_sweep_with_results(tmp_path):
     """Not the last, cancelled one with "No finished runs yet" (issue 15)."""
     from dpmix_core.experiments.trade_offs import default_sweep
-    from dpmix_core.runtime.store import ResultStore
 
     store = ResultStore(tmp_path / "s.sqlite")
     assert default_sweep(store) is None
@@ -349,7 +345,6 @@ def test_a_stopped_run_with_a_checkpoint_says_how_to_continue_it(tmp_path, monke
     """The progress table's note, written out under it: near which epoch the training state was saved."""
     from dpmix_core.experiments.config import RunConfig
     from dpmix_core.experiments.trade_offs import JOB_KIND
-    from dpmix_core.runtime.store import ResultStore
 
     store = ResultStore(tmp_path / "results.sqlite")
     sweep = store.create_sweep("long")
@@ -368,7 +363,6 @@ def test_a_stopped_run_with_a_checkpoint_says_how_to_continue_it(tmp_path, monke
 def test_a_sweep_running_elsewhere_is_watched_live_not_run_from_the_page(tmp_path, monkeypatch):
     """A sweep launched in a terminal shows its progress when picked under Results; the page runs none of it."""
     from dpmix_core.experiments.trade_offs import sweep_jobs
-    from dpmix_core.runtime.store import ResultStore
 
     spec = get_preset("thesis-4.2-l-quick")  # axis l: the runs of its one series differ by l only
     store = ResultStore(tmp_path / "results.sqlite")
@@ -406,7 +400,6 @@ def test_a_link_to_a_stopped_sweep_starts_nothing_until_resumed(tmp_path, monkey
     """?sweep= of a sweep whose launcher stopped (Ctrl-C on `sweep`): its queued runs are shown and said to wait;
     opening the link starts no worker (it used to resume them at once); the button does, and they finish."""
     from dpmix_core.experiments.trade_offs import narrow_spec, sweep_jobs, with_dataset
-    from dpmix_core.runtime.store import ResultStore
 
     spec = narrow_spec(with_dataset(get_preset("dp-pca-quick"), "embedded"), values=[1.0, 10.0])
     store = ResultStore(tmp_path / "results.sqlite")
@@ -554,22 +547,7 @@ def test_a_sweep_on_ones_own_file_scales_each_column_with_its_own_bounds(at, tmp
     at.toggle(key="tr_own_per_column").set_value(True).run()
     bounds = b"column,low,high\na,-5,10\nb,-6,12\nc,-5,10\n"
     at.file_uploader(key="tr_own_bounds_file").set_value([("bounds.csv", bounds, "text/csv")])
-    at.multiselect(key="tr_mechs").set_value(["dpmix"])
-    at.text_input(key="tr_values").input("0.3")
-    at.text_input(key="tr_l").input("4")
-    at.text_input(key="tr_T").input("200")
-    at.multiselect(key="tr_baselines").set_value([])
-    at.number_input(key="tr_epochs_own").set_value(1)
-    at.number_input(key="tr_repeats").set_value(1).run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
-    assert not [w for w in at.warning if "bounds" in w.value]
-    at.button(key="tr_launch").click().run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
-    store, deadline = ResultStore(tmp_path / "results.sqlite"), time.time() + 150
-    while {r.status for r in store.list_runs()} - {"done"} and time.time() < deadline:
-        time.sleep(1.0)
-    runs = store.list_runs()
-    assert runs and {r.status for r in runs} == {"done"}
+    runs = launch_tiny_own_sweep(at, tmp_path / "results.sqlite")
     assert all(r.config["synthesis"]["feature_range"] == [[-5, 10], [-6, 12], [-5, 10]] for r in runs)
 
 

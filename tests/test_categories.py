@@ -2,12 +2,12 @@
 identity, the CLI (train, synthesize, sweep, templates), the attack job and the pages."""
 
 import json
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from app_sweeps import launch_tiny_own_sweep
 from streamlit.testing.v1 import AppTest
 
 from dpmix_core.audit.membership import job_config
@@ -300,21 +300,7 @@ def test_train_and_tradeoffs_sweeps_a_file_with_categories(tmp_path, monkeypatch
     next(c for c in at.checkbox if c.key.startswith("tr_own_categories_public_")).check().run()
     at.number_input(key="tr_own_lo").set_value(0.0)
     at.number_input(key="tr_own_hi").set_value(100_000.0)
-    at.multiselect(key="tr_mechs").set_value(["dpmix"])
-    at.text_input(key="tr_values").input("0.3")
-    at.text_input(key="tr_l").input("4")
-    at.text_input(key="tr_T").input("200")
-    at.multiselect(key="tr_baselines").set_value([])
-    at.number_input(key="tr_epochs_own").set_value(1)
-    at.number_input(key="tr_repeats").set_value(1).run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
-    at.button(key="tr_launch").click().run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
-    store, deadline = ResultStore(tmp_path / "results.sqlite"), time.time() + 150
-    while {r.status for r in store.list_runs()} - {"done"} and time.time() < deadline:
-        time.sleep(1.0)
-    runs = store.list_runs()
-    assert runs and {r.status for r in runs} == {"done"}
+    runs = launch_tiny_own_sweep(at, tmp_path / "results.sqlite")
     assert all(r.config["categories"][0] == ["region", sorted(REGIONS)] for r in runs)
     feature_range = runs[0].config["synthesis"]["feature_range"]
     assert feature_range[0] == [0, 100_000] and feature_range[1] == [0, 1]  # age, then region=east: (0, 1)

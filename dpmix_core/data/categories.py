@@ -22,6 +22,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from dpmix_core.data.base import DatasetError
+from dpmix_core.data.side_files import read_side_csv
 
 __all__ = [
     "CATEGORIES_FILE_HEADER",
@@ -142,31 +143,12 @@ def rows_categories(rows: Iterable[tuple[str, str]], where: str = "categories") 
 
 def read_categories(file: str | os.PathLike[str] | bytes) -> Categories:
     """A categories CSV (``column,category``; a path or its bytes) as :data:`Categories`; DatasetError (one line)."""
-    where = "the categories file" if isinstance(file, bytes) else os.fspath(file)
-    too_big = f"{where}: larger than {MAX_CATEGORIES_FILE_BYTES:,} bytes; a categories file is one row a category."
-    if isinstance(file, bytes):
-        data = file
-    else:
-        try:
-            if os.path.getsize(where) > MAX_CATEGORIES_FILE_BYTES:
-                raise DatasetError(too_big)
-            with open(where, "rb") as fh:
-                data = fh.read()
-        except OSError as exc:
-            raise DatasetError(f"cannot read the categories file {where}: {exc.strerror or exc}") from None
-    if len(data) > MAX_CATEGORIES_FILE_BYTES:
-        raise DatasetError(too_big)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise DatasetError(f"{where}: not UTF-8 text; a categories file is a CSV of column,category.") from None
-    lines = [row for row in csv.reader(io.StringIO(text)) if any(cell.strip() for cell in row)]
-    if not lines or tuple(cell.strip().lower() for cell in lines[0]) != CATEGORIES_FILE_HEADER:
-        found = ",".join(lines[0]) if lines else "nothing"
-        raise DatasetError(f"{where}: the first line must be the header column,category. Found {found!r}.")
-    for number, row in enumerate(lines[1:], start=2):
-        if len(row) != 2 or not row[0].strip() or not row[1].strip():
+    where, rows = read_side_csv(
+        file, what="categories", header=CATEGORIES_FILE_HEADER, max_bytes=MAX_CATEGORIES_FILE_BYTES, row="category"
+    )
+    for number, row in enumerate(rows, start=2):
+        if not row[0].strip() or not row[1].strip():
             raise DatasetError(f"{where}, line {number}: expected column,category. Found {','.join(row)!r}.")
-    if len(lines) == 1:
+    if not rows:
         raise DatasetError(f"{where}: no categories below the header.")
-    return rows_categories(((row[0], row[1]) for row in lines[1:]), where)
+    return rows_categories(((row[0], row[1]) for row in rows), where)

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 
 from dpmix_core.data.base import DatasetError
 from dpmix_core.data.categories import Categories, one_hot_features
+from dpmix_core.data.side_files import read_side_csv
 from dpmix_core.privacy.checks import FeatureRange, check_feature_range, check_range, feature_range_vectors
 
 __all__ = [
@@ -118,33 +119,11 @@ def read_feature_bounds(
 ) -> FeatureRange:
     """A bounds CSV (``column,low,high``; a path or its bytes) read into the bounds of ``d`` features (``categories``:
     see :func:`per_feature_bounds`)."""
-    where = "the bounds file" if isinstance(file, bytes) else os.fspath(file)
-    too_big = f"{where}: larger than {MAX_BOUNDS_FILE_BYTES:,} bytes; a bounds file is one row a column."
-    if isinstance(file, bytes):
-        data = file
-    else:
-        try:
-            if os.path.getsize(where) > MAX_BOUNDS_FILE_BYTES:  # before reading it
-                raise DatasetError(too_big)
-            with open(where, "rb") as fh:
-                data = fh.read()
-        except OSError as exc:
-            raise DatasetError(f"cannot read the bounds file {where}: {exc.strerror or exc}") from None
-    if len(data) > MAX_BOUNDS_FILE_BYTES:
-        raise DatasetError(too_big)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise DatasetError(f"{where}: not UTF-8 text; a bounds file is a CSV of column,low,high.") from None
-    lines = [row for row in csv.reader(io.StringIO(text)) if any(cell.strip() for cell in row)]
-    if not lines or tuple(cell.strip().lower() for cell in lines[0]) != BOUNDS_FILE_HEADER:
-        found = ",".join(lines[0]) if lines else "nothing"
-        raise DatasetError(f"{where}: the first line must be the header column,low,high. Found {found!r}.")
-    for number, row in enumerate(lines[1:], start=2):
-        if len(row) != 3:
-            raise DatasetError(f"{where}, line {number}: expected column,low,high. Found {','.join(row)!r}.")
+    _, rows = read_side_csv(
+        file, what="bounds", header=BOUNDS_FILE_HEADER, max_bytes=MAX_BOUNDS_FILE_BYTES, row="column"
+    )
     return per_feature_bounds(
-        ((row[0], row[1].strip(), row[2].strip()) for row in lines[1:]),
+        ((row[0], row[1].strip(), row[2].strip()) for row in rows),
         feature_names=feature_names,
         d=d,
         default=default,
