@@ -121,6 +121,7 @@ def test_found_categories_lists_the_words_of_the_text_columns_only():
     found = found_categories(_people(200).encode(), "people.csv")
     assert found == (("region", tuple(sorted(REGIONS))), ("blood", tuple(sorted(BLOOD))))
     assert found_categories(b"a,label\n1,x\n2,y\n", "p.csv") == ()  # the label column is not a feature
+    assert found_categories(b"a,zone,label\n1,north,0\n2,NA,1\n", "p.csv") == (("zone", ("NA", "north")),)
 
 
 def test_one_hot_features_take_bounds_zero_one_whatever_the_rest_take():

@@ -156,25 +156,34 @@ def csv_columns(data: bytes) -> list[str]:
 def found_categories(data: bytes, filename: str, label_column: str | None = None) -> Categories:
     """The words each text column of a CSV holds, sorted (its label column aside): what its records are, for the
     data's holder to check against what is public before passing the list as categories (never released). A column
-    with one word is listed as it is (a categories file refuses it: one category is no feature)."""
+    with one word is listed as it is (a categories file refuses it: one category is no feature). Numeric columns are
+    told apart by pandas' parser; only the others are read again as words ("NA" a word, not a missing value)."""
     import pandas as pd
 
     _check_csv_shape(data, filename, MAX_ROWS)
     try:
-        frame = pd.read_csv(
-            io.BytesIO(data), dtype=str, keep_default_na=False, skipinitialspace=True, index_col=False, nrows=MAX_ROWS
-        )
+        frame = pd.read_csv(io.BytesIO(data), skipinitialspace=True, index_col=False, nrows=MAX_ROWS)
     except ValueError as exc:
         raise DatasetError(f"{filename}: cannot parse as CSV ({exc}).") from exc
     columns = [str(c) for c in frame.columns]
     label = label_column if label_column is not None else (default_label_column(columns) or "")
     if label not in columns:
         raise DatasetError(f"{filename}: label column '{label}' not found.")
+    texts = [
+        j
+        for j, (name, column) in enumerate(zip(columns, frame.columns, strict=True))
+        if name != label and not pd.api.types.is_numeric_dtype(frame[column])
+    ]
+    if not texts:
+        return ()
+    words_of = pd.read_csv(
+        io.BytesIO(data), usecols=texts, dtype=str, keep_default_na=False, skipinitialspace=True, nrows=MAX_ROWS
+    )
     out = []
-    for name, column in zip(columns, frame.columns, strict=True):
-        words = {str(v).strip() for v in frame[column]} - {""}
-        if name != label and any(not _is_number(w) for w in words):
-            out.append((name, tuple(sorted(words))))
+    for j, column in zip(texts, words_of.columns, strict=True):
+        words = set(words_of[column].str.strip().unique()) - {""}
+        if any(not _is_number(w) for w in words):
+            out.append((columns[j], tuple(sorted(words))))
     return tuple(out)
 
 
@@ -283,6 +292,10 @@ def _parse_csv(
             lambda i: f"{filename}: row {i + 2}, column '{label}'",
         )
     )
+    if not coded:
+        x = np.delete(values, numeric.index(label), axis=1).astype(np.float32)
+        return x, y, tuple(c for c in columns if c != label), label
+    at = {name: j for j, name in enumerate(numeric)}
     blocks: list[np.ndarray] = []
     feature_names: list[str] = []
     for name in columns:
@@ -292,10 +305,9 @@ def _parse_csv(
             blocks.append(_one_hot(frame[name], coded[name], filename, name))
             feature_names += [category_feature(name, c) for c in coded[name]]
         else:
-            blocks.append(values[:, numeric.index(name), None])
+            blocks.append(values[:, at[name], None])
             feature_names.append(name)
-    x = np.hstack(blocks).astype(np.float32)
-    return x, y, tuple(feature_names), label
+    return np.hstack(blocks).astype(np.float32), y, tuple(feature_names), label
 
 
 def _check_coded_columns(coded: dict[str, tuple[str, ...]], columns: list[str], label: str, filename: str) -> None:
