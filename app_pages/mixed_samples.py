@@ -367,7 +367,7 @@ st.subheader("Per class: records → noise-free mixture → released point")
 st.caption(preview.display_note + " Uniform mixing groups points by the class with the largest label share.")
 for cls in preview.classes if not preview.images else ():
     st.markdown(f"**class {cls.label}**")
-    rows = cls.rows(dataset.feature_names)
+    rows = cls.rows(dataset.feature_names, dataset.categories)
     st.dataframe(rows, hide_index=True, width="stretch")
     table_download(rows, K + f"class_{cls.label}", f"dpmix_preview_class_{cls.label}")
 thumb = thumbnail_px()

@@ -325,3 +325,17 @@ def test_an_identifier_column_is_refused_on_the_page_not_listed(mixed_samples):
     at.file_uploader(key="mix_upload").set_value([("names.csv", "\n".join(rows).encode(), "text/csv")]).run()
     assert not at.exception and any("'name' has 1,200 different words" in e.value for e in at.error)
     assert not [d for d in at.dataframe if "category" in d.value.columns]  # no table of 1,200 rows
+
+
+def test_the_preview_shows_each_text_column_as_its_word_before_its_shares():
+    from dpmix_core.synthesis.previews import mixing_preview
+
+    ds = load_user_data(_people().encode(), "p.csv", categories=CATEGORIES)
+    bounds = with_category_bounds((0.0, 200_000.0), feature_names=ds.feature_names, categories=CATEGORIES)
+    preview = mixing_preview(ds, SynthesisConfig("dpmix", l=8, T=100, sigma_x=0.1, feature_range=bounds))
+    table = preview.classes[0].rows(ds.feature_names, ds.categories)
+    assert list(table.columns[:4]) == ["row", "age", "region", "region=north"]
+    assert list(table.columns[7:9]) == ["blood", "blood=A"]
+    for column, cats in CATEGORIES:
+        shares = table[[f"{column}={c}" for c in cats]].to_numpy()
+        assert (table[column] == np.array(cats)[shares.argmax(axis=1)]).all()  # records: their own word

@@ -7,13 +7,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dpmix_core.data import Dataset
+from dpmix_core.data import Categories, Dataset
 from dpmix_core.data.scattering import scattering_shape
 from dpmix_core.privacy.accountants import EpsilonResult, applicable_accountants
 from dpmix_core.privacy.checks import describe_feature_range
 from dpmix_core.privacy.statement import tightest_statement
 from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release, resolve_sigma, synthesize
-from dpmix_core.synthesis.units import record_units
+from dpmix_core.synthesis.units import record_units, table_layout
 
 __all__ = ["ClassPreview", "MixingPreview", "PREVIEW_MECHANISMS", "feature_maps", "mixing_preview"]
 
@@ -27,16 +27,22 @@ class ClassPreview:
     clean: np.ndarray  # (m, H, W) noise-free mixtures scaled for display (feature maps: tiled); tabular: (m, d)
     noisy: np.ndarray  # (m, H, W) released points scaled for display (feature maps: tiled); tabular: (m, d)
 
-    def rows(self, feature_names: tuple[str, ...] | None = None):
-        """Tabular previews as one table: records, then noise-free mixtures, then released points."""
+    def rows(self, feature_names: tuple[str, ...] | None = None, categories: Categories = ()):
+        """Tabular previews as one table: records, then noise-free mixtures, then released points. A text column of
+        ``categories`` shows its word (the category with the largest share, as the released table writes it) before
+        its one-hot shares."""
         import pandas as pd
 
         d = self.originals.shape[1]
         names = list(feature_names) if feature_names and len(feature_names) == d else [f"x{j}" for j in range(d)]
         parts = [("record", self.originals), ("noise-free mixture", self.clean), ("released", self.noisy)]
         frames = [pd.DataFrame(block, columns=names).assign(row=kind) for kind, block in parts if len(block)]
-        table = pd.concat(frames, ignore_index=True)
-        return table[["row", *names]]
+        table = pd.concat(frames, ignore_index=True)[["row", *names]]
+        layout = table_layout(d, names, "", (), 0, categories)
+        for at, idx, cats in layout.words:  # "row" stands where the header has the label; words go left to right
+            shares = table[[names[j] for j in idx]].to_numpy()
+            table.insert(at, layout.header[at], [cats[k] for k in shares.argmax(axis=1)])
+        return table
 
 
 @dataclass(frozen=True)
