@@ -339,3 +339,17 @@ def test_the_preview_shows_each_text_column_as_its_word_before_its_shares():
     for column, cats in CATEGORIES:
         shares = table[[f"{column}={c}" for c in cats]].to_numpy()
         assert (table[column] == np.array(cats)[shares.argmax(axis=1)]).all()  # records: their own word
+
+
+def test_a_pages_table_reads_as_categories_and_bounds_leave_one_hot_columns_out():
+    from dpmix_core.data import bounds_csv, bounds_rows, rows_categories
+
+    cells = [("region", "north"), (None, None), ("", float("nan")), (" region ", "south ")]  # a data editor's cells
+    assert rows_categories(cells) == (("region", ("north", "south")),)
+    with pytest.raises(DatasetError, match="non-empty words"):
+        rows_categories([("region", "north"), ("region", None), ("region", "south")])
+    bounds = with_category_bounds((0.0, 120.0), feature_names=NAMES, categories=CATEGORIES)
+    rows = bounds_rows(bounds, feature_names=NAMES, d=len(NAMES), categories=CATEGORIES)
+    assert [r["column"] for r in rows] == ["age", "income"]
+    text = bounds_csv(bounds, feature_names=NAMES, d=len(NAMES), categories=CATEGORIES)
+    assert read_feature_bounds(text, feature_names=NAMES, d=len(NAMES), categories=CATEGORIES) == bounds

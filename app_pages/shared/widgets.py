@@ -22,6 +22,7 @@ from dpmix_core.data import (
     bounds_rows,
     categories_csv,
     categories_rows,
+    check_categories,
     found_categories,
     per_feature_bounds,
     read_categories,
@@ -29,7 +30,6 @@ from dpmix_core.data import (
     rows_categories,
     with_category_bounds,
 )
-from dpmix_core.data.categories import MAX_CATEGORIES, one_hot_features, too_many_words
 from dpmix_core.data.user import bounds_fit_note, csv_columns, default_label_column
 from dpmix_core.privacy.checks import FeatureRange
 from dpmix_core.views.exports import (
@@ -219,10 +219,7 @@ def text_column_categories(prefix: str, upload: UploadedFile, label_column: str 
     found = _found_categories(upload.getvalue(), upload.name, label_column)
     if not found:
         return ()
-    for column, words in found:
-        if len(words) > MAX_CATEGORIES:  # names, free text: a table of thousands of rows helps nobody
-            st.error(too_many_words(column, len(words), where=upload.name))
-            st.stop()
+    loaded_or_stop(check_categories, upload.name, found)  # names, free text, one word: one line, no table
     listed = ", ".join(f"'{column}' ({len(words)} words)" for column, words in found)
     st.markdown(
         f"**Text columns:** {listed}. Each becomes one-hot features *column=category* (bounds (0, 1)) over its "
@@ -236,11 +233,7 @@ def text_column_categories(prefix: str, upload: UploadedFile, label_column: str 
         help="One row per category, as the CLI's --categories reads it. Without one, the table starts from the words "
         "your file holds.",
     )
-    try:
-        start = found if file is None else read_categories(file.getvalue())
-    except ValueError as exc:
-        st.error(str(exc))
-        st.stop()
+    start = found if file is None else loaded_or_stop(read_categories, file.getvalue())
     table_key = f"{prefix}categories_{upload.file_id}_{label_column}_{'' if file is None else file.file_id}"
     edited = st.data_editor(
         pd.DataFrame(categories_rows(start), columns=["column", "category"]),
@@ -253,14 +246,7 @@ def text_column_categories(prefix: str, upload: UploadedFile, label_column: str 
             "category": st.column_config.TextColumn("Category"),
         },
     )
-    cells = edited.fillna("").astype(str)
-    try:
-        categories = rows_categories(
-            (row.column, row.category) for row in cells.itertuples(index=False) if row.column or row.category
-        )
-    except ValueError as exc:
-        st.error(str(exc))
-        st.stop()
+    categories = loaded_or_stop(rows_categories, edited.itertuples(index=False))
     public = st.checkbox(
         "These categories are public: known without this file (a form's choices, a codebook)",
         key=prefix + "categories_public_" + upload.file_id,
@@ -304,7 +290,7 @@ def feature_bounds(prefix: str, records: Dataset) -> FeatureRange:
     )
     if per_column:
         bounds = _bounds_per_column(prefix, records, bounds)
-    bounds = with_category_bounds(bounds, feature_names=names, categories=records.categories) or bounds
+    bounds = with_category_bounds(bounds, feature_names=names, categories=records.categories)
     st.caption(
         "Bounds must be known without looking at the private data; values outside are clipped."
         + (" The one-hot columns of text columns (0 or 1) have bounds (0, 1)." if records.categories else "")
@@ -324,19 +310,15 @@ def _bounds_per_column(prefix: str, records: Dataset, default: tuple[float, floa
         help="One row per feature column; columns it leaves out take the bounds above. The same file works with the "
         "CLI's --feature-bounds.",
     )
-    one_hot = set(one_hot_features(names, records.categories))  # (0, 1) always: not in the table
-    try:
-        start = (
-            default
-            if upload is None
-            else read_feature_bounds(
-                upload.getvalue(), feature_names=names, d=d, default=default, categories=records.categories
-            )
+    cats = records.categories  # their one-hot features are (0, 1): not in the table
+    start = (
+        default
+        if upload is None
+        else loaded_or_stop(
+            lambda: read_feature_bounds(upload.getvalue(), feature_names=names, d=d, default=default, categories=cats)
         )
-        rows = [row for j, row in enumerate(bounds_rows(start, feature_names=names, d=d)) if j not in one_hot]
-    except ValueError as exc:
-        st.error(str(exc))
-        st.stop()
+    )
+    rows = bounds_rows(start, feature_names=names, d=d, categories=cats)
     columns = zlib.crc32("\n".join(names).encode())
     table_key = f"{prefix}bounds_{d}_{columns}_{'' if upload is None else upload.file_id}"
     edited = st.data_editor(
@@ -352,19 +334,12 @@ def _bounds_per_column(prefix: str, records: Dataset, default: tuple[float, floa
             "high": st.column_config.NumberColumn("Upper bound", format="%g"),
         },
     )
-    try:
-        bounds = per_feature_bounds(
-            ((row.column, row.low, row.high) for row in edited.itertuples(index=False)),
-            feature_names=names,
-            d=d,
-            categories=records.categories,
-        )
-    except ValueError as exc:
-        st.error(str(exc))
-        st.stop()
+    bounds = loaded_or_stop(
+        lambda: per_feature_bounds(edited.itertuples(index=False), feature_names=names, d=d, categories=cats)
+    )
     st.download_button(
         "Bounds file (CSV)",
-        bounds_csv(bounds, feature_names=names, d=d),
+        bounds_csv(bounds, feature_names=names, d=d, categories=cats),
         "feature_bounds.csv",
         "text/csv",
         key=prefix + "bounds_download",

@@ -50,10 +50,10 @@ def cli_bounds_template(args: argparse.Namespace) -> int:
     dataset = load_user_data(
         read_data_file(args.data_file), filename=args.data_file, label_column=args.label_column, categories=categories
     )
-    one_hot = set(one_hot_features(dataset.feature_names, categories))  # (0, 1) always: nothing to fill in
-    names = [name for j, name in enumerate(dataset.feature_names) if j not in one_hot]
-    d = dataset.feature_dim - len(one_hot)
-    text = bounds_csv(args.feature_range, feature_names=names, d=d)
+    d = dataset.feature_dim - len(one_hot_features(dataset.feature_names, categories))  # rows to fill in
+    text = bounds_csv(
+        args.feature_range, feature_names=dataset.feature_names, d=dataset.feature_dim, categories=categories
+    )
     if out is None:
         sys.stdout.write(text.decode())
         return 0

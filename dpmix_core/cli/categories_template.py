@@ -30,8 +30,7 @@ def cli_categories_template(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from dpmix_core.data import categories_csv, found_categories, read_data_file
-    from dpmix_core.data.categories import MAX_CATEGORIES, too_many_words
+    from dpmix_core.data import categories_csv, check_categories, found_categories, read_data_file
 
     if not args.data_file.lower().endswith(".csv"):
         raise ValueError("categories are the words of a CSV's text columns; an .npz holds numbers only")
@@ -39,9 +38,10 @@ def cli_categories_template(args: argparse.Namespace) -> int:
     if out is not None and out.exists():
         raise ValueError(f"--out {str(out)!r} exists; a template never replaces a categories file. Give a new name.")
     found = found_categories(read_data_file(args.data_file), args.data_file, args.label_column)
-    for column, words in found:
-        if len(words) > MAX_CATEGORIES:
-            print(f"note: {too_many_words(column, len(words), where=args.data_file)}", file=sys.stderr)
+    try:  # what --categories would refuse in this list (an identifier column, a column of one word): said first
+        check_categories(args.data_file, found)
+    except ValueError as exc:
+        print(f"note: {exc}", file=sys.stderr)
     if not found:
         print(f"{args.data_file} has no text columns besides its label column: no categories to give.", file=sys.stderr)
         return 0

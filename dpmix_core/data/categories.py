@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -38,7 +39,6 @@ __all__ = [
     "one_hot_features",
     "read_categories",
     "rows_categories",
-    "too_many_words",
 ]
 
 Categories = tuple[tuple[str, tuple[str, ...]], ...]  # ((column, (category, ...)), ...), in the data's column order
@@ -81,12 +81,12 @@ def check_categories(name: str, value: object) -> Categories:
         if len(words) < 2:
             raise ValueError(f"{name}: {column!r} needs at least 2 categories (one is the same for every record).")
         if len(words) > MAX_CATEGORIES:
-            raise ValueError(too_many_words(column, len(words), where=name))
+            raise ValueError(_too_many_words(column, len(words), where=name))
         out.append((column, tuple(words)))
     return tuple(out)
 
 
-def too_many_words(column: str, words: int, *, where: str = "categories") -> str:
+def _too_many_words(column: str, words: int, *, where: str = "categories") -> str:
     """The one line for a text column with more than :data:`MAX_CATEGORIES` words."""
     return (
         f"{where}: {column!r} has {words:,} different words, more than {MAX_CATEGORIES:,} categories: an identifier or "
@@ -130,11 +130,16 @@ def categories_csv(categories: Categories) -> bytes:
     return buffer.getvalue().encode()
 
 
-def rows_categories(rows: Iterable[tuple[str, str]], where: str = "categories") -> Categories:
-    """``(column, category)`` rows, a column's rows in its categories' order, as :data:`Categories`."""
+def rows_categories(rows: Iterable[tuple[object, object]], where: str = "categories") -> Categories:
+    """``(column, category)`` rows, a column's rows in its categories' order, as :data:`Categories`. A page's table
+    passes its cells as they are: an empty cell (None, NaN, "") is empty, and a row of two empty cells is skipped."""
     grouped: dict[str, list[str]] = {}
     for column, category in rows:
-        grouped.setdefault(str(column).strip(), []).append(str(category).strip())
+        cells = [
+            "" if c is None or (isinstance(c, float) and math.isnan(c)) else str(c).strip() for c in (column, category)
+        ]
+        if any(cells):
+            grouped.setdefault(cells[0], []).append(cells[1])
     try:
         return check_categories(where, list(grouped.items()))
     except ValueError as exc:

@@ -145,19 +145,29 @@ def with_category_bounds(
     return check_feature_range("bounds", [(float(a), float(b)) for a, b in zip(lo, hi, strict=True)])
 
 
-def bounds_rows(feature_range: FeatureRange, *, feature_names: Sequence[str], d: int) -> list[dict]:
-    """The bounds of each feature as rows ``{"column", "low", "high"}`` (a page's table, a bounds file's lines)."""
+def bounds_rows(
+    feature_range: FeatureRange, *, feature_names: Sequence[str], d: int, categories: Categories = ()
+) -> list[dict]:
+    """The bounds of each feature as rows ``{"column", "low", "high"}`` (a page's table, a bounds file's lines); the
+    one-hot features of ``categories`` are left out (their bounds are (0, 1), nothing to fill in)."""
     lo, hi = feature_range_vectors(feature_range, d)
     names = list(feature_names) if len(feature_names) == d else [str(j) for j in range(d)]
-    return [{"column": name, "low": float(a), "high": float(b)} for name, a, b in zip(names, lo, hi, strict=True)]
+    one_hot = set(one_hot_features(names, categories))
+    return [
+        {"column": name, "low": float(a), "high": float(b)}
+        for j, (name, a, b) in enumerate(zip(names, lo, hi, strict=True))
+        if j not in one_hot
+    ]
 
 
-def bounds_csv(feature_range: FeatureRange, *, feature_names: Sequence[str], d: int) -> bytes:
+def bounds_csv(
+    feature_range: FeatureRange, *, feature_names: Sequence[str], d: int, categories: Categories = ()
+) -> bytes:
     """The bounds of each feature as a bounds file (UTF-8 CSV, header ``column,low,high``; numbers that read back
-    exactly): what :func:`read_feature_bounds` reads."""
+    exactly; one-hot features left out): what :func:`read_feature_bounds` reads."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(BOUNDS_FILE_HEADER)
-    for row in bounds_rows(feature_range, feature_names=feature_names, d=d):
+    for row in bounds_rows(feature_range, feature_names=feature_names, d=d, categories=categories):
         writer.writerow([row["column"], repr(row["low"]), repr(row["high"])])
     return buffer.getvalue().encode()

@@ -255,14 +255,13 @@ def table_columns_note(synthesis: Synthesis, shown: int = 4) -> str:
     """'columns: species (the class with the largest score), then sepal_length, ... in the table's units, then the
     label scores species=setosa, ...' (the first ``shown`` of each) for a CSV of :func:`table_csv_bytes`."""
     layout = synthesis_layout(synthesis)
-    words = {at for at, _, _ in layout.words}
-    features = [name for at, name in enumerate(layout.header) if at in words or at in set(layout.features)]
-    scores = [layout.header[at] for at in layout.scores]
+    features = list(layout.header[1 : layout.scores[0]])  # the feature columns and the text columns' words
+    scores = list(layout.header[layout.scores[0] :])
 
     def listed(names: list[str]) -> str:
         return ", ".join(names[:shown]) + (f", ... ({len(names)})" if len(names) > shown else "")
 
-    texts = "; each text column's word is its category with the largest share" if words else ""
+    texts = "; each text column's word is its category with the largest share" if layout.words else ""
     return (
         f"columns: {layout.header[0]} (the class with the largest released score), then {listed(features)} in the "
         f"table's units (public bounds; not clipped{texts}), then the released label scores {listed(scores)}"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpmix_core.data import Dataset, public_zscore_constants
+from dpmix_core.data import Categories, Dataset, public_zscore_constants
 from dpmix_core.data.scattering import FEATURE_TRANSFORMS, FEATURES, feature_dataset, scattering_shape
 from dpmix_core.mechanisms import (
     SyntheticData,
@@ -212,7 +212,7 @@ class Synthesis:
     feature_names: tuple[str, ...] = ()  # feature column j's name where the release keeps the data's features
     label_column: str = ""  # the table's label column (a CSV's header), for the release in the table's units
     units: RecordUnits | None = None  # a [0,1] release of a table's columns: the map back to the records' units
-    categories: tuple[tuple[str, tuple[str, ...]], ...] = ()  # public categories of the table's text columns
+    categories: Categories = ()  # public categories of the table's text columns
 
 
 def table_units(config: SynthesisConfig, dataset: Dataset) -> RecordUnits | None:
