@@ -21,6 +21,7 @@ PAGES = [
     st.Page("app_pages/privacy_accountant.py", title="Privacy accountant", icon=":material/calculate:", default=True),
     st.Page("app_pages/mixed_samples.py", title="Mixed samples", icon=":material/grid_view:"),
     st.Page("app_pages/train_tradeoffs.py", title="Train & trade-offs", icon=":material/monitoring:"),
+    st.Page("app_pages/best_release.py", title="Best release", icon=":material/travel_explore:"),
     st.Page("app_pages/privacy_audit.py", title="Privacy audit", icon=":material/policy:"),
     st.Page("app_pages/dp_foundations.py", title="DP foundations", icon=":material/school:"),
 ]

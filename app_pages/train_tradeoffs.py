@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.shared.widgets import chart, data_file_upload, feature_bounds, keep_state, table_download
+from app_pages.shared.widgets import chart, feature_bounds, held_out_data_file, keep_state, table_download
 from dpmix_core.data import TEST_ROWS, cache_dir, load_dataset
 from dpmix_core.data.choice import available_datasets, default_choice, needs_feature_range
 from dpmix_core.experiments.best_axis import TUNABLE_AXES, AxisPick, best_axis_caption, best_axis_notes
@@ -19,7 +19,7 @@ from dpmix_core.experiments.release_files import (
     verify_card,
 )
 from dpmix_core.experiments.results import no_signal_note
-from dpmix_core.experiments.run_data import OwnData, open_data_file, save_data_upload
+from dpmix_core.experiments.run_data import OwnData
 from dpmix_core.experiments.runtime_estimate import RuntimeEstimate, estimate_sweep_runtime
 from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_series, solve_epsilon
 from dpmix_core.experiments.spec import SweepSpec
@@ -170,43 +170,17 @@ def card_check(sha256: str, _card: dict) -> CardCheck:
 
 
 @st.cache_resource(show_spinner="Reading your file…", max_entries=4)
-def saved_data(
-    data: bytes, filename: str, label_column: str | None, test_fraction: float, folder: str, categories: tuple = ()
-) -> OwnData:
-    path = save_data_upload(data, filename, folder)  # kept beside the store: background runs read it from there
-    return open_data_file(path, label_column=label_column, test_fraction=test_fraction, categories=categories)
-
-
-@st.cache_resource(show_spinner="Reading your file…", max_entries=4)
 def saved_held_out(release_sha256: str, _release: ReleaseFile, data: bytes, filename: str, folder: str) -> OwnData:
     return held_out_upload(_release, data, filename, folder)  # keyed by the release's hash and the data
 
 
 def _own_data() -> OwnData | None:
     """One's own file for a sweep: uploaded, its label column, the share of records held out as the test split."""
-    upload, label_column, categories = data_file_upload(K + "own_", label="Your data file (.csv or .npz)")
-    fraction = st.slider(
-        "Held-out test share",
-        0.05,
-        0.5,
-        0.2,
-        step=0.05,
-        key=K + "own_test_fraction",
-        help="Records of each class set aside before anything is released: the models are scored on them. They are "
-        "never mixed nor released; the release's ε covers the others only. The same records for every seed.",
+    return held_out_data_file(
+        K + "own_",
+        str(store().path.parent / "data"),
+        missing="Upload a .csv or .npz to sweep a release of your own data; its held-out records score the models.",
     )
-    if upload is None:
-        st.info("Upload a .csv or .npz to sweep a release of your own data; its held-out records score the models.")
-        return None
-    try:
-        own = saved_data(
-            upload.getvalue(), upload.name, label_column, fraction, str(store().path.parent / "data"), categories
-        )
-    except ValueError as exc:
-        st.error(str(exc))
-        return None
-    st.caption(f"**Data:** {own.dataset.source}. The accuracy read on the held-out records is not itself private.")
-    return own
 
 
 def _release_file_builder():

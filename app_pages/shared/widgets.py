@@ -31,6 +31,7 @@ from dpmix_core.data import (
     with_category_bounds,
 )
 from dpmix_core.data.user import bounds_fit_note, csv_columns, default_label_column
+from dpmix_core.experiments.run_data import OwnData, open_data_upload
 from dpmix_core.privacy.checks import FeatureRange
 from dpmix_core.views.exports import (
     chart_export,
@@ -201,6 +202,42 @@ def data_file_upload(
         )
         categories = text_column_categories(prefix, upload, label_column)
     return upload, label_column, categories
+
+
+@st.cache_resource(show_spinner="Reading your file…", max_entries=4)
+def _saved_data(
+    data: bytes, filename: str, label_column: str | None, test_fraction: float, folder: str, categories: Categories
+) -> OwnData:
+    return open_data_upload(  # kept beside the store: background runs read it from there
+        data, filename, folder, label_column=label_column, test_fraction=test_fraction, categories=categories
+    )
+
+
+def held_out_data_file(prefix: str, folder: str, *, missing: str) -> OwnData | None:
+    """One's own file (:func:`data_file_upload`) with the share of its records held out as the test split (a slider,
+    ``prefix + "test_fraction"``), kept in ``folder`` and split; None with ``missing`` (an info line) before an
+    upload, or with the file's one-line error."""
+    upload, label_column, categories = data_file_upload(prefix, label="Your data file (.csv or .npz)")
+    fraction = st.slider(
+        "Held-out test share",
+        0.05,
+        0.5,
+        0.2,
+        step=0.05,
+        key=prefix + "test_fraction",
+        help="Records of each class set aside before anything is released: the models are scored on them. They are "
+        "never mixed nor released; the release's ε covers the others only. The same records for every seed.",
+    )
+    if upload is None:
+        st.info(missing)
+        return None
+    try:
+        own = _saved_data(upload.getvalue(), upload.name, label_column, fraction, folder, categories)
+    except ValueError as exc:
+        st.error(str(exc))
+        return None
+    st.caption(f"**Data:** {own.dataset.source}. The accuracy read on the held-out records is not itself private.")
+    return own
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

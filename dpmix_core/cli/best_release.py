@@ -12,6 +12,13 @@ import sys
 from pathlib import Path
 
 from dpmix_core.cli.argtypes import finite_float, positive_float, positive_int
+from dpmix_core.cli.own_file import (
+    CATEGORIES_HELP,
+    FEATURE_BOUNDS_HELP,
+    CliError,
+    bounds_pair,
+    own_data_file,
+)
 
 __all__ = ["add_best_release_arguments", "cli_best_release", "search_from_args"]
 
@@ -31,10 +38,30 @@ def add_best_release_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--target-epsilon", type=positive_float, required=True, help="the budget's epsilon")
     parser.add_argument("--delta", type=finite_float, default=1e-5)
-    parser.add_argument("--dataset", choices=DATASET_NAMES, default="mnist")
+    parser.add_argument("--dataset", choices=DATASET_NAMES, help="a named dataset (default: mnist)")
     parser.add_argument("--data-dir", help="folder holding the dataset (default: $DPMIX_DATA_DIR, the cache)")
-    parser.add_argument("--m", type=_int_list, default=(64, 256), help="expected batch sizes m, e.g. 64,256")
-    parser.add_argument("--T", type=_int_list, default=(10000, 60000), help="released points T, e.g. 10000,60000")
+    parser.add_argument(
+        "--data-file",
+        help="your own CSV (label column + features) or .npz (x, y) instead of a named dataset: its columns are "
+        "mixed (no ScatterNet), --test-fraction of its records held out to score the chosen release only",
+    )
+    parser.add_argument("--label-column", help="--data-file CSV: the column holding the labels")
+    parser.add_argument(
+        "--test-fraction",
+        type=finite_float,
+        help="--data-file: share of its records held out as the test split (default 0.2; never released)",
+    )
+    parser.add_argument("--feature-range", type=bounds_pair, help="--data-file: public LO,HI bounds of its features")
+    parser.add_argument("--feature-bounds", metavar="FILE.csv", help=FEATURE_BOUNDS_HELP)
+    parser.add_argument("--categories", metavar="FILE.csv", help=CATEGORIES_HELP)
+    parser.add_argument(
+        "--m", type=_int_list, help="expected batch sizes m, e.g. 64,256 (default 64,256; --data-file: 16,64)"
+    )
+    parser.add_argument(
+        "--T",
+        type=_int_list,
+        help="released points T, e.g. 10000,60000 (default; --data-file: n and 4n, n its records)",
+    )
     parser.add_argument(
         "--lambda", dest="sigma_ratio", type=_float_list, default=(0.5, 1.0), help="sigma_y / sigma_x, e.g. 0.5,1"
     )
@@ -57,17 +84,23 @@ def add_best_release_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
         choices=FEATURE_MODELS,
-        default="scatter-linear",
         help="classifier every candidate trains: scatter-linear (DPFMix's, default), scatter-cnn (a small CNN on "
-        "the same features, Tramer & Boneh 2021), linear, or corrected-lsq (closed-form least squares corrected "
-        "for each release's noise: seconds a candidate, no finalist round)",
+        "the same features, Tramer & Boneh 2021), linear, or corrected-lsq (closed-form least squares corrected for "
+        "each release's noise: seconds a candidate, no finalist round; the default with --data-file)",
     )
     parser.add_argument(
         "--selection",
-        choices=("pooled", "own"),
-        default="pooled",
-        help="pooled (default): rank every candidate's model on the union of all releases' held-out points "
-        "(one set for all); own: on each release's own held-out points (splits differ between candidates)",
+        choices=("pooled", "own", "private"),
+        help="pooled (default on a named dataset): rank every candidate's model on the union of all releases' "
+        "held-out points (one set for all); own: on each release's own held-out points (splits differ between "
+        "candidates); private (default with --data-file): the most correct on the even rows of the held-out test "
+        "split, chosen by the exponential mechanism at --selection-epsilon (part of the target), the test "
+        "accuracy reported on the odd rows",
+    )
+    parser.add_argument(
+        "--selection-epsilon",
+        type=positive_float,
+        help="--selection private: the choice's epsilon, all its picks together (default: 10%% of the target)",
     )
     parser.add_argument("--val-fraction", type=finite_float, default=0.1, help="share of each release held out")
     parser.add_argument("--seed", type=int, default=0)
@@ -104,8 +137,15 @@ def cli_best_release(args: argparse.Namespace) -> int:
     print(f"  selection: {best.selection_note()}")
     print(f"  validation accuracy, pooled held-out points of every release: {_percent(t.pooled_accuracy)}")
     print(f"  validation accuracy, the release's own held-out points: {_percent(t.val_accuracy)}")
-    print(f"  test accuracy (measured after the choice, never used for it): {100 * best.test_accuracy:.2f} %")
-    for line in trial_table(best.trials, best.search.selection):
+    if best.test_rows == "odd":
+        print(
+            f"  test accuracy, odd held-out rows (never read before; the even rows chose): {100 * best.test_accuracy:.2f} %"
+        )
+    else:
+        print(f"  test accuracy (measured after the choice, never used for it): {100 * best.test_accuracy:.2f} %")
+    if best.warning:
+        print(f"  warning: {best.warning}")
+    for line in trial_table(best.trials, best.search.criterion):
         print(f"  {line}")
     print(f"  {len(best.trials)} trainings in {best.seconds:.0f} s" + (f"; written to {out}" if out else ""))
     return 0
@@ -118,9 +158,12 @@ def _percent(value: float | None) -> str:
 def trial_table(trials, selection: str) -> list[str]:
     """Every trial as a text row: candidate, epochs, certified epsilon, pooled and own validation accuracy.
 
-    The column that ranks the choice (``selection``: "pooled" or "own") is marked with a star.
+    The column that ranks the choice (``selection``: "pooled" or "own") is marked with a star; a "private" choice
+    ranks on neither (its scores are private).
     """
-    pooled, own = ("pooled val.*", "own val.") if selection == "pooled" else ("pooled val.", "own val.*")
+    pooled, own = {"pooled": ("pooled val.*", "own val."), "own": ("pooled val.", "own val.*")}.get(
+        selection, ("pooled val.", "own val.")
+    )
     rows = [f"{'candidate':<28} {'epochs':>6} {'eps':>7} {pooled:>13} {own:>13}"]
     for t in trials:
         eps = "-" if t.certified_epsilon is None else f"{t.certified_epsilon:.4g}"
@@ -133,13 +176,25 @@ def trial_table(trials, selection: str) -> list[str]:
 
 def search_from_args(args: argparse.Namespace):
     """The :class:`~dpmix_core.experiments.best_release.BestReleaseSearch` the parsed arguments describe."""
-    from dpmix_core.experiments.best_release import BestReleaseSearch, SearchSpace
+    from dpmix_core.experiments.best_release import BestReleaseSearch, SearchSpace, own_data_space
 
+    if args.data_file is not None and args.dataset is not None:
+        raise CliError("--dataset and --data-file: give one (the search releases one dataset)")
+    if args.data_file is None and args.feature_range is not None:
+        raise CliError("--feature-range: only with --data-file (the datasets have their own scaling)")
+    own = own_data_file(args)  # its split; --feature-bounds, --categories read into args.feature_range
+    file_options: dict = {}
+    if own is None:
+        space = SearchSpace(args.m or (64, 256), args.T or (10000, 60000), args.sigma_ratio)
+    else:
+        grid = own_data_space(own.dataset.n_train)
+        space = SearchSpace(args.m or grid.mix_degrees, args.T or grid.num_points, args.sigma_ratio)
+        file_options = dict(own.options, feature_range=args.feature_range)
     return BestReleaseSearch(
         target_epsilon=args.target_epsilon,
         delta=args.delta,
-        dataset=args.dataset,
-        space=SearchSpace(args.m, args.T, args.sigma_ratio),
+        dataset=file_options.pop("dataset", args.dataset or "mnist"),
+        space=space,
         short_epochs=args.short_epochs,
         long_epochs=args.long_epochs,
         finalists=args.finalists,
@@ -153,5 +208,7 @@ def search_from_args(args: argparse.Namespace):
         device=args.device,
         budget_covers=args.budget_covers,
         selection=args.selection,
+        selection_epsilon=args.selection_epsilon,
         model=args.model,
+        **file_options,
     )

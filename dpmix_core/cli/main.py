@@ -22,6 +22,15 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import dpmix_core
 from dpmix_core.cli.argtypes import attach_negative_pairs, finite_float, nonnegative_int, positive_int
+from dpmix_core.cli.own_file import (
+    CATEGORIES_HELP,
+    FEATURE_BOUNDS_HELP,
+    CliError,
+    bounds_pair,
+    own_data_file,
+    read_categories_arg,
+    with_feature_bounds,
+)
 from dpmix_core.privacy.accountant_names import ACCOUNTANT_NAMES
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION
 from dpmix_core.training.collapse import shift_note
@@ -32,37 +41,9 @@ if TYPE_CHECKING:  # the accountants (dp_accounting, scipy) and torch load only 
 EXIT_USAGE = 2
 
 
-class CliError(Exception):
-    """A user error: printed as one line, exit code 2."""
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, no usage dump
         raise CliError(message)
-
-
-FEATURE_BOUNDS_HELP = (
-    "public bounds per feature column: a CSV with the header column,low,high, one row per feature column "
-    "(columns in different units: an age, an income); columns it leaves out take --feature-range. Known without "
-    "the data, never its own minima and maxima"
-)
-
-
-CATEGORIES_HELP = (
-    "public categories of a --data-file CSV's text columns: a CSV with the header column,category, one row per "
-    "category (a form's choices, a codebook; categories-template lists the words a file holds, to check). Each such "
-    "column becomes one-hot features column=category, bounds (0, 1)"
-)
-
-
-def _range(text: str) -> tuple[float, float]:
-    parts = text.split(",")
-    if len(parts) != 2:
-        raise argparse.ArgumentTypeError(f"{text!r} is not LO,HI")
-    lo, hi = (finite_float(p) for p in parts)
-    if not lo < hi:
-        raise argparse.ArgumentTypeError(f"{text!r}: LO must be below HI")
-    return lo, hi
 
 
 def _range_pair(text: str) -> tuple[float, float]:
@@ -333,7 +314,7 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
     if args.feature_bounds is not None:
         if source.ndim != 2:
             raise CliError(f"--feature-bounds needs a 2-D --memmap source (n, d). Found shape {source.shape}.")
-        _with_feature_bounds(args, (), int(source.shape[1]))  # a .npy has no column names: rows name indices
+        with_feature_bounds(args, (), int(source.shape[1]))  # a .npy has no column names: rows name indices
     if source.ndim == 2:
         d = int(source.shape[1])
         check_cost(
@@ -417,14 +398,14 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
     if args.test_fraction is not None:
         if args.data_file is None:
             raise CliError("--test-fraction holds records of a --data-file out; the datasets have their own test split")
-        own = _own_data_file(args)
+        own = own_data_file(args)
         dataset = own.dataset
     elif args.data_file is not None:  # every record released
         data = read_data_file(args.data_file)
         dataset = load_user_data(
-            data, filename=args.data_file, label_column=args.label_column, categories=_categories(args)
+            data, filename=args.data_file, label_column=args.label_column, categories=read_categories_arg(args)
         )
-        _with_feature_bounds(args, dataset.feature_names, dataset.feature_dim, dataset.categories)
+        with_feature_bounds(args, dataset.feature_names, dataset.feature_dim, dataset.categories)
     else:
         if args.feature_bounds is not None:
             raise CliError("--feature-bounds names the columns of a --data-file (or a --memmap source's by index)")
@@ -550,7 +531,9 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
     )
     p.add_argument("--label-epsilon", type=finite_float, default=1.0, help="label-laplace epsilon")
     p.add_argument("--label-task", choices=["classification", "regression"], default="classification")
-    p.add_argument("--feature-range", type=_range, help="public LO,HI bounds of float features (for [0,1] scaling)")
+    p.add_argument(
+        "--feature-range", type=bounds_pair, help="public LO,HI bounds of float features (for [0,1] scaling)"
+    )
     p.add_argument("--feature-bounds", metavar="FILE.csv", help=FEATURE_BOUNDS_HELP)
     p.add_argument("--categories", metavar="FILE.csv", help=CATEGORIES_HELP)
     p.add_argument(
@@ -696,62 +679,6 @@ def _release_file_options(args: argparse.Namespace):
     return release_run_options(release, own), own
 
 
-def _own_data_file(args: argparse.Namespace, *, also: tuple[str, ...] = ()):
-    """--data-file FILE (--label-column, --test-fraction, --feature-bounds): the file read and split
-    (:class:`~dpmix_core.experiments.run_data.OwnData`), its bounds file read into ``args.feature_range``; None
-    without it, when the options that describe a data file (and ``also``) have nothing to act on: refused."""
-    from dpmix_core.experiments.run_data import open_data_file
-
-    if args.data_file is None:
-        names = ("label_column", "test_fraction", "feature_bounds", "categories", *also)
-        given = ["--" + name.replace("_", "-") for name in names if getattr(args, name, None) is not None]
-        if given:
-            raise CliError(f"{', '.join(given)}: only with --data-file (the datasets have their own test split)")
-        return None
-    if args.label_column is not None and not args.data_file.lower().endswith(".csv"):
-        raise CliError("--label-column names a column of a --data-file CSV")
-    fraction = 0.2 if args.test_fraction is None else args.test_fraction
-    own = open_data_file(
-        args.data_file, label_column=args.label_column, test_fraction=fraction, categories=_categories(args)
-    )
-    _with_feature_bounds(args, own.dataset.feature_names, own.dataset.feature_dim, own.dataset.categories)
-    return own
-
-
-def _categories(args: argparse.Namespace):
-    """--categories FILE.csv read (:func:`~dpmix_core.data.read_categories`); () without it."""
-    if getattr(args, "categories", None) is None:
-        return ()
-    from dpmix_core.data import read_categories
-
-    if not args.data_file.lower().endswith(".csv"):
-        raise CliError("--categories names the text columns of a --data-file CSV")
-    return read_categories(args.categories)
-
-
-def _with_feature_bounds(
-    args: argparse.Namespace, feature_names: Sequence[str], d: int, categories: tuple = ()
-) -> None:
-    """--feature-bounds FILE.csv read against the data's ``d`` features (named ``feature_names``) into
-    ``args.feature_range``, with --feature-range as the bounds of the columns it leaves out; the one-hot features
-    of ``categories`` (the file's text columns) take (0, 1)."""
-    from dpmix_core.data import read_feature_bounds, with_category_bounds
-
-    if args.feature_bounds is not None:
-        args.feature_range = read_feature_bounds(
-            args.feature_bounds,
-            feature_names=feature_names,
-            d=d,
-            default=args.feature_range,
-            label_column=getattr(args, "label_column", None),
-            categories=categories,
-        )
-    if categories:
-        args.feature_range = with_category_bounds(
-            args.feature_range, feature_names=feature_names, categories=categories
-        )
-
-
 def _bounds_note(records, args: argparse.Namespace) -> str | None:
     """What to say when --feature-range / --feature-bounds clip a --data-file's training ``records`` (a Dataset) or
     barely fit them (bounds_fit_note; for the data's holder, never in a release). Said once the command has done
@@ -779,7 +706,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         release_file, own = _release_file_options(args)
         own_data: dict = {}
     else:
-        own = _own_data_file(args)
+        own = own_data_file(args)
         own_data = {} if own is None else dict(own.options, feature_range=args.feature_range)
     own_images = own is None or own.dataset.x_train.ndim >= 3
     features = release_file.pop("features", args.features)
@@ -1051,7 +978,7 @@ def _add_sweep(sub) -> None:
     )
     p.add_argument("--label-column", metavar="NAME", help="--data-file CSV: the column holding the labels")
     p.add_argument("--test-fraction", type=finite_float, metavar="F", help="--data-file: records held out (0.2)")
-    p.add_argument("--feature-range", type=_range, help="--data-file: public LO,HI bounds of float features")
+    p.add_argument("--feature-range", type=bounds_pair, help="--data-file: public LO,HI bounds of float features")
     p.add_argument("--feature-bounds", metavar="FILE.csv", help="--data-file: " + FEATURE_BOUNDS_HELP)
     p.add_argument("--categories", metavar="FILE.csv", help=CATEGORIES_HELP)
     p.set_defaults(func=lambda args: cli_sweep(args, expand=lambda text: _expand_sweep(text, args)))
@@ -1062,7 +989,7 @@ def _expand_sweep(text: str, args: argparse.Namespace):
     from dpmix_core.experiments.trade_offs import expand_cli_spec
     from dpmix_core.training.protocols import own_data_protocol_note
 
-    own = _own_data_file(args, also=("feature_range",))
+    own = own_data_file(args, also=("feature_range",))
     expanded = expand_cli_spec(
         text,
         repeats=_checked_repeats(args.repeats),
@@ -1152,7 +1079,7 @@ def _add_bounds_template(sub) -> None:
     p = sub.add_parser(
         "bounds-template", help="a bounds file (column,low,high) to fill in for --feature-bounds, from a file's columns"
     )
-    add_bounds_template_arguments(p, _range)
+    add_bounds_template_arguments(p, bounds_pair)
     p.set_defaults(func=cli_bounds_template)
 
 

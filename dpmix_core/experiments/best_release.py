@@ -7,9 +7,9 @@ Candidates are scored on held-out parts of the *synthetic releases*, never on re
 successive halving: a short training for all of them, a longer one for the best few (the finalists); the
 winner is the finalist with the best score.
 
-Two scores per trial (both on released points only):
+Three criteria (``selection``); the first two read released points only, the third private held-out records:
 
-* ``pooled_accuracy`` (the criterion by default, ``selection="pooled"``): every candidate's release holds out
+* ``pooled_accuracy`` (the criterion by default on a named dataset, ``selection="pooled"``): every candidate's release holds out
   ``val_fraction`` of its points (its run's validation split, never trained on); their union is *one* pooled
   set (:func:`pool_held_out`, labels = argmax of the noisy labels) on which every candidate's model is scored.
   Same points, same labels for every candidate, so the scores compare models, not splits.
@@ -17,11 +17,22 @@ Two scores per trial (both on released points only):
   held-out points. Those splits differ between candidates (other T, other noise per point), so it is
   biased towards less noise per point (smaller T, smaller lambda): on MNIST at epsilon = 1 it preferred
   T = 10000 while T = 30000 scored higher on the test set.
+* **private** (the default on one's own file, ``selection="private"``): each candidate's model classifies the
+  *even* rows of the held-out test split (real records, never mixed); the choice is the exponential mechanism on
+  those counts (:func:`~dpmix_core.mechanisms.selection.gumbel_top_k`: sensitivity 1, one record changes a
+  count by at most one), at ``selection_epsilon`` (10 % of the target by default) shared by its picks (the
+  finalists, then the winner). The test accuracy reported is on the *odd* rows, which nothing read before.
+  Why: the two scores above grade models on mixtures, and a mixture's argmax label is its plurality class, not a
+  record's class. With m far apart the pooled yardstick rewards a model that predicts the majority class: on a
+  3-class table (20,000 records, ``bench/best_release_own_data.py``) it chose m = 1024 (pooled 93.6 %) whose
+  model scores 56 % on the held-out records.
 
 The test set: every training run goes through :func:`~dpmix_core.experiments.runner.run_config`, which
-also evaluates on the real test split. Those numbers never reach the choice: a :class:`Trial` holds no
-test accuracy, selection (:func:`rank_trials`) sees only trials, and the winner's test accuracy is read
-after the choice and reported apart from it. Test accuracies of the other candidates are not kept.
+also evaluates on the real test split. Those numbers never reach a "pooled" or "own" choice: a :class:`Trial`
+holds no test accuracy, selection (:func:`rank_trials`) sees only trials, and the winner's test accuracy is read
+after the choice and reported apart from it. A "private" choice reads the even test rows only through the
+exponential mechanism (its epsilon is part of the search's), and the odd rows are reported. Test accuracies of
+the other candidates are never published.
 
 Cost: the number of runs (candidates + finalists) and their estimated time are checked before any work
 (:func:`search_refusal`), against the caller's budget and :mod:`dpmix_core.resources.limits`.
@@ -30,10 +41,13 @@ Two things a reader of the result must know (docs/REPRODUCTION.md, "§5 best rel
 
 * **The search's own privacy.** Every candidate is a release of the same data and the choice reads all of
   them, so what is published (the chosen release *and* the fact that it was chosen) is bounded by
-  :func:`composed_epsilon` of every candidate release. By default (``budget_covers="search"``) the target
-  bounds that: the candidates share it (:func:`split_budget`). With ``budget_covers="release"`` each
-  candidate is certified at the target alone and the larger composed epsilon is reported beside it.
-  Finalists retrain on the same release (same seed): no extra cost.
+  :func:`composed_epsilon` of every candidate release, plus ``selection_epsilon`` for a "private" choice
+  (sequential composition of the releases' (epsilon, delta) with the choice's pure epsilon, Dwork & Roth 2014
+  Thm 3.16; the held-out records are split off as every held-out split of this package is, and a record mixed
+  into the releases or held out is covered either way). By default (``budget_covers="search"``) the target
+  bounds that: the candidates share what the choice leaves (:func:`split_budget`). With
+  ``budget_covers="release"`` each candidate is certified at the target alone and the larger total is reported
+  beside it. Finalists retrain on the same release (same seed): no extra cost.
 * **What the pooled score reads, and what covers it.** The pooled set is released data only (no test record,
   no private record): scoring on it is post-processing of the candidate releases. With
   ``budget_covers="search"`` every candidate release is composed within the target, so the pooled score, the
@@ -50,15 +64,18 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from dpmix_core.data import DATASET_NAMES
+from dpmix_core.data import DATASET_NAMES, OWN_DATA, Categories
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.presets import SPLIT_SIZES, estimate_seconds
+from dpmix_core.experiments.run_data import load_run_dataset, own_data_sizes
+from dpmix_core.mechanisms.selection import SelectionRelease, gumbel_top_k
+from dpmix_core.privacy.checks import FeatureRange
 from dpmix_core.resources.limits import (
     BYTES_PER_VALUE,
     Cost,
@@ -70,6 +87,7 @@ from dpmix_core.resources.limits import (
 )
 from dpmix_core.synthesis.pipeline import SynthesisConfig
 from dpmix_core.training.names import CLOSED_FORM_MODELS, FEATURE_MODELS
+from dpmix_core.training.protocols import protocol_options
 
 __all__ = [
     "ACCOUNTANT",
@@ -93,13 +111,26 @@ __all__ = [
     "pooled_accuracy",
     "PooledValidation",
     "SELECTIONS",
+    "PRIVATE_SHARE",
+    "certified_trials",
+    "even_row_count",
+    "odd_row_accuracy",
+    "private_choice",
+    "why_none",
+    "release_collapse",
+    "chosen_collapse",
+    "OWN_DATA_MODELS",
+    "own_data_space",
 ]
 
 BUDGET_COVERS = ("search", "release")
-SELECTIONS = ("pooled", "own")  # the pooled held-out points of every release (default), or each release's own
+SELECTIONS = ("pooled", "own", "private")  # released held-out points (pooled, or each release's own), or records
+PRIVATE_SHARE = 0.1  # the private choice's default share of the target epsilon
+_SELECTION_STREAM = 0x5E1EC7  # spawn key of the private choice's noise (apart from every release's)
 ACCOUNTANT = "pld-poisson"  # the exact PLD: every candidate is certified by a rigorous bound, not the CLT
 _PAPER_MILESTONES = (0.4, 0.6, 0.8)  # DPFMix App. E.3: lr / 10 at epochs 80, 120, 160 of 200
 SCATTER_CHANNELS = 81  # ScatterNet J=2, L=8 channels per colour channel, at 1/4 resolution
+OWN_DATA_MODELS = ("linear", *CLOSED_FORM_MODELS)  # one's own file mixes its columns: no image, no ScatterNet
 
 
 def _feature_dim(dataset: str) -> int:
@@ -179,15 +210,28 @@ class BestReleaseSearch:
         max_seconds: the budget in estimated seconds (2-core reference machine); a larger search is refused.
         train_limit, test_limit: fixed subsets of the splits (tests, quick looks); None: all records.
         val_fraction: share of each *release* held out to score candidates (their union is the pooled set).
-        selection: "pooled" (default): finalists ranked by accuracy on the pooled held-out points of every
-            candidate release; "own": by accuracy on each release's own held-out points (the earlier criterion).
+        selection: "pooled": finalists ranked by accuracy on the pooled held-out points of every candidate
+            release; "own": by accuracy on each release's own held-out points (the earlier criterion); "private":
+            chosen by the exponential mechanism on the even test rows (module docstring). None (default):
+            "pooled" on a named dataset, "private" on one's own file.
+        selection_epsilon: the private choice's epsilon (all its picks together); None: 10 % of the target for
+            "private", and no other selection takes one.
         budget_covers: "search" (default): the target bounds what is published, the chosen release *and* the
             choice, so the candidates share it (:func:`split_budget`); "release": every candidate is calibrated
             to the target by itself, and the search's composed epsilon (larger) is reported beside it.
         model: the classifier every candidate trains: "scatter-linear" (DPFMix's linear layer, default),
             "scatter-cnn" (Tramer & Boneh's small CNN on the same features), "linear", or "corrected-lsq" (least
             squares in closed form, corrected for each release's noise: no epochs, so no finalist round). Same
-            protocol for all.
+            protocol for all. None: "scatter-linear", or "corrected-lsq" on one's own file (seconds a candidate; on
+            the 3-class table of ``bench/best_release_own_data.py`` it learns where the linear model trained by Adam
+            often stays at the constant predictor).
+        data_file, data_sha256, label_column, test_fraction, categories, feature_range: one's own file (dataset
+            "file", :func:`~dpmix_core.experiments.run_data.open_data_file` gives the first four): its columns are
+            mixed as they are (no ScatterNet: the features are the table's, scaled to [0, 1] by the public
+            ``feature_range``, text columns one-hot over their public ``categories``), clipped to ||x|| <= 1 like
+            the DPFMix release, and every candidate trains the own-data protocol of ``model`` ("linear":
+            :data:`~dpmix_core.training.protocols.OWN_DATA_LINEAR` but for its epochs, or "corrected-lsq"). The
+            test accuracy, read after the choice, is on the file's held-out records (never released).
     """
 
     target_epsilon: float
@@ -206,16 +250,34 @@ class BestReleaseSearch:
     data_dir: str | None = None  # where, not what: not part of the result's meaning
     device: str = "auto"
     budget_covers: str = "search"  # "search": the target bounds everything published; "release": each candidate
-    selection: str = "pooled"  # "pooled": one held-out set for every candidate; "own": each release's own split
-    model: str = "scatter-linear"
+    selection: str | None = None  # "pooled" / "own": released points; "private": even test rows, exp. mechanism
+    selection_epsilon: float | None = None  # "private": the choice's epsilon (default 10 % of the target)
+    model: str | None = None  # None: scatter-linear, or corrected-lsq on one's own file
+    data_file: str | None = None  # one's own .csv / .npz (dataset "file"); where, not what (data_sha256 is what)
+    data_sha256: str | None = None
+    label_column: str | None = None
+    test_fraction: float = 0.2
+    categories: Categories = ()
+    feature_range: FeatureRange | None = None
 
     def __post_init__(self) -> None:
         if not (isinstance(self.target_epsilon, (int, float)) and 0 < self.target_epsilon < math.inf):
             raise ValueError(f"target epsilon must be a positive finite number. Found {self.target_epsilon!r}.")
         if not (isinstance(self.delta, (int, float)) and 0 < self.delta < 1):
             raise ValueError(f"delta must be in (0, 1). Found {self.delta!r}.")
-        if self.dataset not in DATASET_NAMES:
+        if self.dataset not in (*DATASET_NAMES, OWN_DATA):
             raise ValueError(f"Unknown dataset {self.dataset!r}. Choose one of: {', '.join(DATASET_NAMES)}.")
+        if (self.dataset == OWN_DATA) != (self.data_file is not None):
+            raise ValueError(
+                f"dataset {OWN_DATA!r} is one's own file: give data_file (and data_sha256), and no file otherwise."
+            )
+        if self.model is None:
+            object.__setattr__(self, "model", "corrected-lsq" if self.own_data else "scatter-linear")
+        if self.own_data and self.model not in OWN_DATA_MODELS:
+            raise ValueError(
+                f"model {self.model!r} trains on ScatterNet features of images; one's own file mixes its columns: "
+                f"choose one of {', '.join(OWN_DATA_MODELS)}."
+            )
         if not isinstance(self.space, SearchSpace):
             raise ValueError(f"space must be a SearchSpace. Found {type(self.space).__name__}.")
         for name in ("short_epochs", "long_epochs", "finalists", "max_runs"):
@@ -236,8 +298,11 @@ class BestReleaseSearch:
             raise ValueError(f"budget_covers must be one of {', '.join(BUDGET_COVERS)}. Found {self.budget_covers!r}.")
         if self.model not in FEATURE_MODELS:
             raise ValueError(f"model must be one of {', '.join(FEATURE_MODELS)}. Found {self.model!r}.")
+        if self.selection is None:
+            object.__setattr__(self, "selection", "private" if self.own_data else "pooled")
         if self.selection not in SELECTIONS:
             raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}. Found {self.selection!r}.")
+        self._check_selection_epsilon()
         for name in ("train_limit", "test_limit"):
             value = getattr(self, name)
             if value is not None:
@@ -247,6 +312,63 @@ class BestReleaseSearch:
         object.__setattr__(self, "max_seconds", float(self.max_seconds))
         object.__setattr__(self, "val_fraction", float(self.val_fraction))
         candidate_run(self, self.space.candidates()[0], epochs=self.short_epochs)  # seed, device: RunConfig's checks
+
+    def _check_selection_epsilon(self) -> None:
+        if self.selection != "private":
+            if self.selection_epsilon is not None:
+                raise ValueError(
+                    f"selection_epsilon is the private choice's budget; selection {self.selection!r} reads released "
+                    "points only (no epsilon): drop it or choose selection 'private'."
+                )
+            return
+        if self.selection_epsilon is None:
+            object.__setattr__(self, "selection_epsilon", PRIVATE_SHARE * self.target_epsilon)
+        eps = self.selection_epsilon
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < math.inf:
+            raise ValueError(f"selection_epsilon must be a positive finite number. Found {eps!r}.")
+        if self.budget_covers == "search" and eps >= self.target_epsilon:
+            raise ValueError(
+                f"selection_epsilon {eps:g} leaves nothing of the target {self.target_epsilon:g} for the releases: "
+                "the target covers both; lower it."
+            )
+        object.__setattr__(self, "selection_epsilon", float(eps))
+
+    @property
+    def criterion(self) -> str:
+        """The selection, resolved ("pooled", "own" or "private"; ``selection`` None takes the data's default)."""
+        assert self.selection is not None  # resolved in __post_init__
+        return self.selection
+
+    @property
+    def release_budget(self) -> float:
+        """The epsilon the candidate releases compose within: the target, less the private choice's share when the
+        target covers the whole search."""
+        if self.budget_covers == "search" and self.selection_epsilon is not None:
+            return self.target_epsilon - self.selection_epsilon
+        return self.target_epsilon
+
+    @property
+    def has_finalist_round(self) -> bool:
+        """Whether the finalists train again (longer): there are finalists and more epochs for them."""
+        return self.finalist_count > 0 and self.long_epochs > self.short_epochs
+
+    def selection_picks(self, candidates: int) -> tuple[SelectionRelease, ...]:
+        """The private choice's rounds among ``candidates`` eligible first-round trials: the finalists (top-k),
+        then the winner among them; one pick without a finalist round. They share ``selection_epsilon`` equally:
+        (finalists + 1) picks when there is a finalist round, whatever the number found eligible."""
+        if self.selection_epsilon is None:
+            raise ValueError(f"selection {self.selection!r} makes no private choice.")
+        if not self.has_finalist_round:
+            return (SelectionRelease(candidates, 1, self.selection_epsilon),)
+        k = min(self.finalist_count, candidates)
+        each = self.selection_epsilon / (self.finalist_count + 1)
+        return SelectionRelease(candidates, k, each), SelectionRelease(k, 1, each)
+
+    @property
+    def own_data(self) -> bool:
+        """Whether the search releases one's own file (its columns mixed as they are) rather than a named dataset's
+        ScatterNet features."""
+        return self.data_file is not None
 
     @property
     def finalist_count(self) -> int:
@@ -284,11 +406,13 @@ def candidate_run(
 ) -> RunConfig:
     """The training run of one candidate: the DPFMix Table 3 protocol (the search's model, scatter-linear by
     default; generalised KL, Adam 1e-3, batch 256, lr / 10 at 40/60/80 % of ``epochs``) on the candidate's
-    feature-mixing release.
+    feature-mixing release; on one's own file the own-data protocol of the search's model on the release of the
+    file's columns (see :class:`BestReleaseSearch`).
 
     With ``sigma_x``/``sigma_y`` (already calibrated) the release uses them; without, it calibrates to the target.
     """
     calibrated = sigma_x is not None and sigma_y is not None
+    features = "pixels" if search.own_data else "scattering"  # "pixels": the records' own values, a table's columns
     synthesis = SynthesisConfig(
         "poisson",
         l=candidate.m,
@@ -301,8 +425,29 @@ def candidate_run(
         delta=search.delta,
         clip_x=1.0,
         clip_y=1.0,
-        features="scattering",
+        features=features,
     )
+    assert search.model is not None  # resolved by BestReleaseSearch
+    if search.own_data:
+        return RunConfig(
+            "mixing",
+            dataset=OWN_DATA,
+            synthesis=synthesis,
+            model=search.model,
+            **{**protocol_options(search.model, mechanism="poisson", own_data=True), "epochs": epochs},
+            val_fraction=search.val_fraction,
+            train_limit=search.train_limit,
+            test_limit=search.test_limit,
+            seed=search.seed,
+            label=f"best-release {candidate.describe()}",
+            device=search.device,
+            data_file=search.data_file,
+            data_sha256=search.data_sha256,
+            label_column=search.label_column,
+            test_fraction=search.test_fraction,
+            categories=search.categories,
+            feature_range=search.feature_range,
+        )
     milestones = scaled_milestones(epochs)
     return RunConfig(
         "mixing",
@@ -343,13 +488,35 @@ def search_cost(search: BestReleaseSearch) -> Cost:
     )
     seconds = sum(first) + sum(longest[: search.finalist_count])
     biggest = max(candidates, key=lambda c: c.T * c.m)
-    n_train = SPLIT_SIZES[search.dataset][0]
+    n_train, d, k = _sizes(search)
     n = min(n_train, search.train_limit) if search.train_limit is not None else n_train
-    release = mixing_cost(T=biggest.T, l=biggest.m, d=_feature_dim(search.dataset), k=10, n=n)
-    pooled = float(pooled_size(search)) * (_feature_dim(search.dataset) + 10) * BYTES_PER_VALUE
+    release = mixing_cost(T=biggest.T, l=biggest.m, d=d, k=k, n=n)
+    pooled = float(pooled_size(search)) * (d + k) * BYTES_PER_VALUE
     return Cost(
         what=f"a search of {planned_runs(search)} training runs", memory=release.memory + pooled, seconds=seconds
     )
+
+
+def _sizes(search: BestReleaseSearch) -> tuple[int, int, int]:
+    """(training records, features a mixed record, classes) of the search's data: the named dataset's, or its own
+    file's split (read once a file, :func:`~dpmix_core.experiments.run_data.own_data_sizes`)."""
+    if not search.own_data:
+        return SPLIT_SIZES[search.dataset][0], _feature_dim(search.dataset), 10
+    n_train, _, d = own_data_sizes(candidate_run(search, search.space.candidates()[0], epochs=1))
+    return n_train, d, 10  # classes: an estimate (the memory is the features' when d is not tiny)
+
+
+def own_data_space(n_train: int) -> SearchSpace:
+    """The default grid on one's own file of ``n_train`` training records: m = 16 and 64 (those below n/4), T = n
+    and 4n (a release about the data's size, and one that trades noise per point for more points), lambda = 0.5, 1.
+
+    The papers' defaults (m = 64, 256; T = 10000, 60000) are MNIST's: on a table of a few thousand records m = 256
+    samples a large share of it into every point, and T = 60000 composes many more points than there are records.
+    """
+    if isinstance(n_train, bool) or not isinstance(n_train, int) or n_train < 8:
+        raise ValueError(f"a search on one's own file needs at least 8 training records. Found {n_train!r}.")
+    degrees = tuple(m for m in (16, 64) if m <= n_train // 4) or (max(2, n_train // 4),)
+    return SearchSpace(degrees, (n_train, 4 * n_train), (0.5, 1.0))
 
 
 def pooled_size(search: BestReleaseSearch) -> int:
@@ -392,6 +559,8 @@ class Trial:
     ``error``: why the candidate has no score (calibration impossible, a limit), or None.
     ``pooled_accuracy``: accuracy on the pooled held-out points of every candidate release (one set for all
     trials, :func:`pool_held_out`); None when the run gave no model to score.
+    ``collapsed``: the model did not learn, read on its release's held-out points and training history only
+    (:func:`release_collapse`; a run's own flag also reads the test split, which must not reach the choice).
     """
 
     candidate: Candidate
@@ -406,9 +575,12 @@ class Trial:
     pooled_accuracy: float | None = None
 
     def score(self, selection: str) -> float | None:
-        """The trial's score under ``selection``: pooled_accuracy ("pooled") or val_accuracy ("own")."""
+        """The trial's score under ``selection``: pooled_accuracy ("pooled") or val_accuracy ("own"); None for
+        "private" (its scores are private counts, never published: only the choice is)."""
         if selection not in SELECTIONS:
             raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}. Found {selection!r}.")
+        if selection == "private":
+            return None
         return self.pooled_accuracy if selection == "pooled" else self.val_accuracy
 
     @property
@@ -423,19 +595,47 @@ class Trial:
 def rank_trials(trials: Iterable[Trial], *, target_epsilon: float, selection: str = "pooled") -> list[Trial]:
     """The eligible trials certified within ``target_epsilon`` and scored, best score first.
 
-    ``selection``: "pooled" ranks by :attr:`Trial.pooled_accuracy`, "own" by :attr:`Trial.val_accuracy`.
+    ``selection``: "pooled" ranks by :attr:`Trial.pooled_accuracy`, "own" by :attr:`Trial.val_accuracy`
+    ("private" has no public score: see :func:`certified_trials` and :func:`private_choice`).
     Ties keep the cheaper release (smaller T, then smaller m), then the grid order. Trials only: the
     choice cannot see any test accuracy.
     """
-    ok = [
+    ok = [t for t in certified_trials(trials, target_epsilon=target_epsilon) if t.score(selection) is not None]
+    return sorted(ok, key=lambda t: (-(t.score(selection) or 0.0), t.candidate.T, t.candidate.m))
+
+
+def certified_trials(trials: Iterable[Trial], *, target_epsilon: float) -> list[Trial]:
+    """The eligible trials (scored, learned) certified within ``target_epsilon``, in their order."""
+    return [
         t
         for t in trials
-        if t.eligible
-        and t.score(selection) is not None
-        and t.certified_epsilon is not None
-        and t.certified_epsilon <= target_epsilon * (1 + 1e-9)
+        if t.eligible and t.certified_epsilon is not None and t.certified_epsilon <= target_epsilon * (1 + 1e-9)
     ]
-    return sorted(ok, key=lambda t: (-(t.score(selection) or 0.0), t.candidate.T, t.candidate.m))
+
+
+def even_row_count(correct: np.ndarray) -> int:
+    """Correctly classified *even* rows of the test split (0, 2, 4, ...): the private choice's score (one record
+    changes it by at most one)."""
+    return int(np.count_nonzero(np.asarray(correct, dtype=bool)[0::2]))
+
+
+def odd_row_accuracy(correct: np.ndarray) -> float:
+    """Accuracy on the *odd* rows of the test split: what a private choice reports (it read the even rows)."""
+    odd = np.asarray(correct, dtype=bool)[1::2]
+    if not len(odd):
+        raise ValueError("the test split has fewer than 2 records: no odd row to report on.")
+    return float(np.mean(odd))
+
+
+def private_choice(
+    trials: Sequence[Trial], correct: Sequence[np.ndarray], release: SelectionRelease, seed: object
+) -> list[Trial]:
+    """The ``release.k`` trials picked by Gumbel noisy max on their even-row counts (``correct[i]``: trial i's
+    correct / wrong on each test row), best first (:func:`~dpmix_core.mechanisms.selection.gumbel_top_k`)."""
+    if len(trials) != len(correct) or len(trials) != release.candidates:
+        raise ValueError(f"{len(trials)} trials, {len(correct)} score rows, a choice among {release.candidates}.")
+    picks = gumbel_top_k([even_row_count(c) for c in correct], release, seed)
+    return [trials[i] for i in picks]
 
 
 @dataclass(frozen=True)
@@ -496,16 +696,34 @@ class BestRelease:
     test_accuracy: float
     epsilons: dict  # the chosen release's privacy card: every applicable accountant's epsilon
     seconds: float
-    search_epsilon: float  # every candidate release composed (rdp-poisson): covers the search and its choice
+    search_epsilon: float  # every candidate release composed (rdp-poisson), plus a private choice's epsilon: all of it
     pooled_sources: tuple[tuple[Candidate, int], ...] = ()  # the pooled validation set: (candidate, points)
+    release_epsilon: float | None = None  # the candidate releases composed alone (None: search_epsilon)
+    picks: tuple[SelectionRelease, ...] = ()  # a private choice's rounds (finalists, then the winner)
+    warning: str | None = None  # read after the choice: the chosen model did not learn (on the reported rows)
+
+    @property
+    def test_rows(self) -> str:
+        """Which test rows ``test_accuracy`` is on: "odd" after a private choice (it read the even rows), else "all"."""
+        return "odd" if self.search.selection == "private" else "all"
 
     def privacy_note(self) -> str:
         """What the published result's epsilon is, in one sentence for the card, the CLI and the JSON."""
         count = len({t.candidate for t in self.trials if t.sigma_x is not None})
+        sel = self.search.selection_epsilon
+        releases = self.search_epsilon if self.release_epsilon is None else self.release_epsilon
+        what = "the chosen release and the choice"
+        how = f"rigorous, rdp-poisson composition, delta {self.search.delta:g}"
+        if sel is not None:
+            what = "the chosen release and the choice, made on held-out records"
+            how = (
+                f"rigorous: the releases' rdp-poisson composition {releases:.4g} at delta {self.search.delta:g} plus "
+                f"the private choice's {sel:.4g} (exponential mechanism, delta 0), composed sequentially"
+            )
         whole = (
-            f"what is published (the chosen release and the choice) depends on all {count} candidate releases of "
-            f"the same data: it is certified at epsilon {self.search_epsilon:.4g} (rigorous, rdp-poisson "
-            f"composition, delta {self.search.delta:g})"
+            f"what is published ({what}) depends on all {count} candidate releases of the same data"
+            + ("" if sel is None else " and on the held-out records")
+            + f": it is certified at epsilon {self.search_epsilon:.4g} ({how})"
         )
         if self.search.budget_covers == "search":
             return (
@@ -519,6 +737,17 @@ class BestRelease:
 
     def selection_note(self) -> str:
         """How the chosen trial was chosen, in one sentence (the CLI and the JSON)."""
+        closed = " (closed form: no finalist round)" if self.search.model in CLOSED_FORM_MODELS else ""
+        among = (
+            "the finalists" if self.search.has_finalist_round else f"the candidates{closed or ' (no finalist round)'}"
+        )
+        if self.search.selection == "private":
+            picks = " then ".join(p.describe() for p in self.picks)
+            return (
+                f"the most correct on the even rows of the held-out test split (real records, never mixed) among "
+                f"{among}, chosen privately ({picks}); the test accuracy is on the odd rows, which nothing read "
+                "before; the other candidates' scores stay private"
+            )
         pooled = (
             f"the pooled held-out points of all {len(self.pooled_sources)} candidate releases "
             f"({sum(n for _, n in self.pooled_sources)} points, labels = argmax of the noisy labels)"
@@ -528,7 +757,6 @@ class BestRelease:
             if self.search.selection == "pooled"
             else "highest validation accuracy on each release's own held-out points"
         )
-        among = "the finalists" if self.search.finalist_count else "the candidates (closed form: no finalist round)"
         return f"{criterion} among {among}; the test accuracy was computed for the chosen release only after the choice"
 
     def to_dict(self) -> dict:
@@ -541,9 +769,14 @@ class BestRelease:
             "accountant": ACCOUNTANT,
             "chosen": self.chosen.to_dict(),
             "chosen_test_accuracy": self.test_accuracy,
+            "chosen_test_rows": self.test_rows,
+            "chosen_warning": self.warning,
             "chosen_epsilons": self.epsilons,
             "search_epsilon": self.search_epsilon,
             "search_epsilon_note": self.privacy_note(),
+            "release_epsilon": self.search_epsilon if self.release_epsilon is None else self.release_epsilon,
+            "selection_epsilon": self.search.selection_epsilon,
+            "private_picks": [asdict(p) for p in self.picks],
             "pooled_validation": [{**asdict(c), "points": n} for c, n in self.pooled_sources],
             "selection": self.selection_note(),
             "trials": [t.to_dict() for t in self.trials],
@@ -609,7 +842,8 @@ def _planned(search: BestReleaseSearch, candidate: Candidate, dataset):
 
 
 def split_budget(search: BestReleaseSearch, candidates: Iterable[Candidate], dataset) -> float:
-    """The largest per-candidate epsilon t whose candidates, each calibrated to t, compose within the target.
+    """The largest per-candidate epsilon t whose candidates, each calibrated to t, compose within the target (less
+    a private choice's ``selection_epsilon``: :attr:`BestReleaseSearch.release_budget`).
 
     Everything published (the chosen release and the choice) is a function of every candidate release, so
     the search's target must bound their composition (:func:`composed_epsilon`, RDP). Each candidate is
@@ -621,7 +855,7 @@ def split_budget(search: BestReleaseSearch, candidates: Iterable[Candidate], dat
         t (<= the target; the target itself for one candidate). ValueError when no t > 1e-6 fits.
     """
     chosen = list(candidates)
-    target = search.target_epsilon
+    target = search.release_budget  # the target, less a private choice's share
     if len(chosen) <= 1:
         return target
     releases = {c: _planned(search, c, dataset) for c in chosen}
@@ -706,8 +940,13 @@ def run_with_held_out(config: RunConfig) -> dict:
     """``runner.run_config`` in this process, plus what the pooled validation needs (the search's default run).
 
     Adds "held_out": (points, noisy labels) the run held out of its release, and "predict": its model as a
-    function points -> classes. Candidate runs share one input space (the release's features, no projection,
-    no input scaling: :func:`candidate_run`), so any model can score any release's points.
+    function points -> classes. Candidate runs share one input space (the release's features, no projection;
+    :func:`candidate_run`): the held-out points are kept as released, and "predict" applies the run's own input
+    normalisation (one's own file: standardised on the run's own training points), so any model can score any
+    release's points. "test_correct": whether the model classifies each row of the test split correctly (what a
+    private choice reads on the even rows, and reports on the odd ones), with "test_labels". "release_collapse": why
+    the model did not learn, read on the released held-out points and the training history only (None: it learned):
+    the run's own "collapsed" also reads the test split, which the choice must not see.
     """
     from dpmix_core.experiments.runner import run_config
 
@@ -715,20 +954,65 @@ def run_with_held_out(config: RunConfig) -> dict:
     result = run_config(config, keep=keep)
     if keep.get("model") is None:  # pragma: no cover - run_config always keeps its model
         return result
+    classes = class_predictor(keep["model"], keep["device"])  # x_val and x_test are in the model's inputs already
+    labels = np.asarray(keep["y_test"]).reshape(-1)
     return {
         **result,
-        "held_out": (keep["x_val"], keep["y_val"]),
-        "predict": class_predictor(keep["model"], keep["device"]),
+        "held_out": (keep["x_val_raw"], keep["y_val"]),
+        "predict": class_predictor(keep["model"], keep["device"], keep["input_map"]),
+        "test_correct": classes(keep["x_test"]) == labels,
+        "test_labels": labels,
+        "release_collapse": release_collapse(result.get("history") or [], keep["y_val"], classes(keep["x_val"])),
     }
 
 
-def class_predictor(model, device) -> Callable[[np.ndarray], np.ndarray]:
-    """points (numpy rows) -> predicted classes: argmax of :func:`~dpmix_core.training.train.predict`'s outputs."""
+def release_collapse(history: list[dict], y_val: np.ndarray, predicted: np.ndarray) -> str | None:
+    """Why a candidate's model did not learn, read on released data only (None: it learned): it predicts one class
+    for nearly all of its release's held-out points, or its validation accuracy stayed at their majority rate while
+    the training loss stayed flat (:func:`~dpmix_core.training.collapse.collapse_reason` without the test split).
+    Labels of the held-out points: the argmax of their noisy labels."""
+    from dpmix_core.training.collapse import collapse_reason
+
+    labels = np.asarray(y_val).reshape(len(y_val), -1).argmax(axis=1) if len(y_val) else np.zeros(0, np.int64)
+    if not len(labels):
+        return None
+    share = float(np.bincount(np.asarray(predicted, dtype=np.int64)).max() / len(predicted)) if len(predicted) else None
+    majority = float(np.bincount(labels).max() / len(labels))
+    reason = collapse_reason(history, val_majority=majority, prediction_share=share)
+    return None if reason is None else reason.replace("test rows", "release's held-out points")
+
+
+def chosen_collapse(correct: np.ndarray, labels: np.ndarray) -> str | None:
+    """A sentence when the chosen model is no better than the majority class on the test rows it is reported on
+    (``correct`` and ``labels`` of those rows; :func:`~dpmix_core.training.collapse.chance_line`); None otherwise."""
+    from dpmix_core.training.collapse import chance_line
+
+    correct, labels = np.asarray(correct, dtype=bool), np.asarray(labels).reshape(-1)
+    if not len(labels):
+        return None
+    majority = float(np.bincount(labels).max() / len(labels))
+    accuracy = float(np.mean(correct))
+    if accuracy > (line := chance_line(majority, len(labels))):
+        return None
+    return (
+        f"the chosen model is no better than always answering the most frequent class on the reported rows "
+        f"({100 * accuracy:.1f} % against {100 * majority:.1f} %; up to {100 * line:.1f} % is chance on "
+        f"{len(labels)} rows): no candidate learned from this budget; try a larger target epsilon or fewer points T"
+    )
+
+
+def class_predictor(
+    model, device, input_map: Callable[[np.ndarray], np.ndarray] | None = None
+) -> Callable[[np.ndarray], np.ndarray]:
+    """points (numpy rows, as released) -> predicted classes: argmax of
+    :func:`~dpmix_core.training.train.predict`'s outputs on ``input_map(points)`` (the run's input normalisation;
+    None: the points as they are)."""
     import torch
 
     from dpmix_core.training.train import predict
 
     def classes(x: np.ndarray) -> np.ndarray:
+        x = x if input_map is None else input_map(x)
         rows = torch.as_tensor(np.ascontiguousarray(x), dtype=torch.float32).to(device)
         return predict(model, rows, batch_size=4096).argmax(dim=1).cpu().numpy() if len(x) else np.zeros(0, np.int64)
 
@@ -764,9 +1048,18 @@ def _train_trial(
         eps,
         result.get("val_accuracy"),
         float(result.get("seconds") or time.perf_counter() - t0),
-        collapsed=bool(result.get("collapsed")),
+        collapsed=(
+            result["release_collapse"] is not None if "release_collapse" in result else bool(result.get("collapsed"))
+        ),
     )
-    return trial, {"test_accuracy": result.get("test_accuracy"), "epsilon": dict(result.get("epsilon") or {})}, probe
+    after_choice = {
+        "test_accuracy": result.get("test_accuracy"),
+        "epsilon": dict(result.get("epsilon") or {}),
+        "test_correct": result.get("test_correct"),
+        "test_labels": result.get("test_labels"),
+        "collapsed": bool(result.get("collapsed")),
+    }
+    return trial, after_choice, probe
 
 
 def run_search(
@@ -793,7 +1086,6 @@ def run_search(
         The :class:`BestRelease`. Raises ValueError (one line) when the search is refused up front or
         no candidate could be certified, trained and scored.
     """
-    from dpmix_core.data import load_dataset
     from dpmix_core.training.data import subsample
 
     if refusal := search_refusal(search, limits):
@@ -801,7 +1093,7 @@ def run_search(
     train: Callable[[RunConfig], dict] = run or run_with_held_out
     say = progress or (lambda line: None)
     t_start = time.perf_counter()
-    ds = load_dataset(search.dataset, data_dir=search.data_dir)
+    ds = load_run_dataset(candidate_run(search, search.space.candidates()[0], epochs=1))  # a file: its split
     train_only = replace(subsample(ds, train_limit=search.train_limit, test_limit=None), x_test=None, y_test=None)
     trials: list[Trial] = []
     sigmas: dict[Candidate, tuple[float, float, float, Any]] = {}
@@ -862,30 +1154,92 @@ def run_search(
         )
     first = scored(first, predictors, "round 1")
     trials.extend(first)
-    ranked = rank_trials(first, target_epsilon=per_candidate, selection=search.selection)
+    eligible = certified_trials(first, target_epsilon=per_candidate)
+    private = search.selection == "private"
+    if private:
+        for t in eligible:
+            if held_out[(t.candidate, t.epochs)].get("test_correct") is None:
+                raise ValueError(
+                    "selection 'private' needs each run's predictions on the test rows (run results with "
+                    "'test_correct'); none came back: use selection 'pooled' or 'own'."
+                )
+        ranked = eligible
+    else:
+        ranked = rank_trials(first, target_epsilon=per_candidate, selection=search.criterion)
     if not ranked:
-        raise ValueError("no candidate was certified at the target, learned and was scored; see the trials' errors.")
-    finalists = [t.candidate for t in ranked[: search.finalist_count]]
-    if search.long_epochs > search.short_epochs:
+        raise ValueError(f"no candidate was certified at the target, learned and was scored: {why_none(first)}.")
+    picks = search.selection_picks(len(ranked)) if private else ()
+    noise = [np.random.SeedSequence(search.seed, spawn_key=(_SELECTION_STREAM, i)) for i in range(2)]  # the choice's
+    if private:
+        ranked = private_choice(ranked, [_correct(held_out, t) for t in ranked], picks[0], noise[0])
+        say(f"private choice: {picks[0].describe()}")
+    if search.has_finalist_round:
+        finalists = [t.candidate for t in ranked[: search.finalist_count]]
         final, predictors = train_round(finalists, search.long_epochs, "finalists")
         final = scored(final, predictors, "finalists")
         trials.extend(final)
-        ranked = rank_trials(final, target_epsilon=per_candidate, selection=search.selection) or ranked
+        if private:
+            # the finalists' own trials where they learned, else their first-round ones: one pick either way
+            done = {t.candidate: t for t in certified_trials(final, target_epsilon=per_candidate)}
+            pool_final = [done.get(t.candidate, t) for t in ranked[: len(finalists)]]
+            ranked = private_choice(pool_final, [_correct(held_out, t) for t in pool_final], picks[1], noise[1])
+            say(f"private choice: {picks[1].describe()}")
+        else:
+            ranked = rank_trials(final, target_epsilon=per_candidate, selection=search.criterion) or ranked
     chosen = ranked[0]
     after_choice = held_out[(chosen.candidate, chosen.epochs)]  # read only now, for the chosen trial
     say(
         f"chosen: {chosen.candidate.describe()} ({search.training_length(chosen.epochs)}, "
-        f"by {search.selection} validation accuracy)"
+        f"by {search.selection} {'choice on the even test rows' if private else 'validation accuracy'})"
     )
-    if after_choice.get("test_accuracy") is None:
+    warning = None
+    if private:
+        test_accuracy = odd_row_accuracy(after_choice["test_correct"])
+        if after_choice.get("test_labels") is not None:
+            rows = np.asarray(after_choice["test_labels"]).reshape(-1)[1::2]
+            warning = chosen_collapse(np.asarray(after_choice["test_correct"], dtype=bool)[1::2], rows)
+    elif after_choice.get("test_accuracy") is None:
         raise ValueError("the chosen run reported no test accuracy.")
+    else:
+        test_accuracy = float(after_choice["test_accuracy"])
+        if after_choice.get("collapsed"):
+            warning = "the chosen model is no better than the constant predictor on the test split (its run says so)"
+    if warning:
+        say(f"warning: {warning}")
+    release_epsilon = composed_epsilon([cal[3] for cal in sigmas.values()], search.delta)
     return BestRelease(
         search,
         tuple(trials),
         chosen,
-        float(after_choice["test_accuracy"]),
+        test_accuracy,
         after_choice["epsilon"],
         time.perf_counter() - t_start,
-        composed_epsilon([cal[3] for cal in sigmas.values()], search.delta),
+        release_epsilon + (search.selection_epsilon or 0.0),
         pool.sources if pool is not None else (),
+        release_epsilon=release_epsilon,
+        picks=picks,
+        warning=warning,
     )
+
+
+def why_none(trials: Sequence[Trial]) -> str:
+    """Why no trial is eligible, in words: how many were not calibrated (the first reason), never learned, or
+    have no score; with the usual cure."""
+    errors = [t for t in trials if t.error is not None]
+    collapsed = [t for t in trials if t.error is None and t.collapsed]
+    parts = []
+    if errors:
+        parts.append(f"{len(errors)} of {len(trials)} not calibrated or not run ({errors[0].error})")
+    if collapsed:
+        parts.append(
+            f"{len(collapsed)} of {len(trials)} never left the constant predictor (too much noise per point for "
+            "this many records: a larger target epsilon, fewer points T or a larger m)"
+        )
+    if len(errors) + len(collapsed) < len(trials):
+        parts.append(f"{len(trials) - len(errors) - len(collapsed)} of {len(trials)} have no score")
+    return "; ".join(parts) or "no candidate was trained"
+
+
+def _correct(held_out: dict, trial: Trial) -> np.ndarray:
+    """The trial's correct / wrong on each test row (held apart from the trial; read by a private choice only)."""
+    return np.asarray(held_out[(trial.candidate, trial.epochs)]["test_correct"], dtype=bool)

@@ -41,6 +41,7 @@ __all__ = [
     "held_out_note",
     "load_run_dataset",
     "open_data_file",
+    "open_data_upload",
     "own_data_sizes",
     "save_data_upload",
 ]
@@ -113,6 +114,21 @@ def save_data_upload(data: bytes, filename: str, folder: str | os.PathLike) -> P
     except OSError as exc:
         raise ValueError(f"cannot keep the upload in {str(folder)!r} ({exc.strerror or exc}).") from None
     return target
+
+
+def open_data_upload(
+    data: bytes,
+    filename: str,
+    folder: str | os.PathLike,
+    *,
+    label_column: str | None = None,
+    test_fraction: float = 0.2,
+    categories: Categories = (),
+) -> OwnData:
+    """An uploaded file kept in ``folder`` (:func:`save_data_upload`, where background runs read it), then read and
+    split (:func:`open_data_file`); one line (ValueError / DatasetError) when it cannot be kept, parsed or split."""
+    path = save_data_upload(data, filename, folder)
+    return open_data_file(path, label_column=label_column, test_fraction=test_fraction, categories=categories)
 
 
 def own_data_sizes(config: RunConfig) -> tuple[int, int, int]:

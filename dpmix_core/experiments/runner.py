@@ -167,8 +167,10 @@ def run_config(
 
     ``keep`` (in-process callers only; the result stays JSON-ready): a dict that receives the trained
     ``model``, its ``device`` and the validation split it never trained on, ``x_val`` / ``y_val`` (numpy, in
-    the model's input space; for a release, its held-out released points with their noisy labels), and the
-    real test split ``x_test`` / ``y_test`` (numpy, in the same input space).
+    the model's input space; for a release, its held-out released points with their noisy labels), the
+    real test split ``x_test`` / ``y_test`` (numpy, in the same input space), and ``input_map``, the run's
+    ``input_norm`` as a function (numpy rows before it -> the model's input space; the identity for "none"), with
+    ``x_val_raw``, the validation points before it (another run's points reach this model through ``input_map``).
     ``watch(entry, model, x_test, y_test)`` (in-process diagnostics, e.g. ``bench/epoch_trajectory.py``): called
     after each epoch with the history entry, the model and the test tensors; it must not train the model or
     draw random numbers, and nothing it computes reaches the result.
@@ -239,13 +241,16 @@ def run_config(
     if projected is not None:  # a private projection is fitted for the run's own test loader only
         other_tests = {}
 
+    x_va_raw = x_va
+    input_map: Callable[[np.ndarray], np.ndarray] = lambda a: a  # noqa: E731
     if config.input_norm == "rms":
         scale = np.float32(D.rms_scale(x_tr))
+        input_map = lambda a: a * scale  # noqa: E731
         x_tr, x_va, x_test = x_tr * scale, x_va * scale, x_test * scale
         other_tests = {name: x * scale for name, x in other_tests.items()}
         extra["input_scale"] = float(scale)
     elif config.input_norm == "standardize":
-        standardize = D.standardizer(x_tr)
+        standardize = input_map = D.standardizer(x_tr)
         x_tr, x_va, x_test = standardize(x_tr), standardize(x_va), standardize(x_test)
         other_tests = {name: standardize(x) for name, x in other_tests.items()}
         notes.append(
@@ -290,7 +295,16 @@ def run_config(
         )
 
     if keep is not None:  # e.g. best-release's pooled validation: every candidate's model on every held-out split
-        keep.update(model=model, device=device, x_val=x_va, y_val=y_va, x_test=x_test, y_test=y_test.numpy())
+        keep.update(
+            model=model,
+            device=device,
+            x_val=x_va,
+            y_val=y_va,
+            x_test=x_test,
+            y_test=y_test.numpy(),
+            input_map=input_map,
+            x_val_raw=x_va_raw,
+        )
 
     # ---------------------------------------------------------------- evaluation on the real test split
     stop(force=True)

@@ -64,3 +64,27 @@ def format_count(value: int) -> str:
 def format_real(value: float) -> str:
     """How a real is written back into a text box: short, exact enough to parse back (``1e-05``, ``0.0711``)."""
     return f"{value:.6g}"
+
+
+def parse_counts(text: str, *, name: str, minimum: int = 1, maximum: int | None = None) -> tuple[int, ...]:
+    """Whole numbers separated by commas or semicolons (``16, 64`` or ``16000; 64000``; no thousands commas in a
+    list), each as :func:`parse_count` takes it; ValueError "invalid: …" for an empty list or a bad entry."""
+    return tuple(parse_count(part, name=name, minimum=minimum, maximum=maximum) for part in _list_parts(text, name))
+
+
+def parse_reals(
+    text: str, *, name: str, minimum: float | None = None, strict_minimum: bool = False
+) -> tuple[float, ...]:
+    """Real numbers separated by commas or semicolons (``0.5, 1``), each as :func:`parse_real` takes it."""
+    return tuple(
+        parse_real(part, name=name, minimum=minimum, strict_minimum=strict_minimum) for part in _list_parts(text, name)
+    )
+
+
+def _list_parts(text: str, name: str) -> list[str]:
+    parts = [part.strip() for part in str(text).replace(";", ",").split(",")]
+    if not any(parts):
+        raise ValueError(f"invalid: {name} is empty; type values separated by commas.")
+    if not all(parts):
+        raise ValueError(f"invalid: {name} = {text!r} has an empty entry between two commas.")
+    return parts

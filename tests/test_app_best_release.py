@@ -1,0 +1,136 @@
+"""Page "Best release": the search of one's own file runs as a background job and shows the choice with its ε;
+bad entries are one error next to their box, and nothing is launched."""
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dpmix_core.experiments.best_release import own_data_space
+from dpmix_core.experiments.best_release_jobs import (
+    JOB_KIND,
+    TRIAL_COLUMNS,
+    best_release_run,
+    page_search,
+    run_job,
+    search_config,
+    search_from_config,
+    trial_rows,
+)
+from dpmix_core.experiments.run_data import open_data_file
+from dpmix_core.runtime.store import ResultStore
+
+PAGE = str(Path(__file__).resolve().parents[1] / "app_pages" / "best_release.py")
+
+
+def _pets_bytes(n=3000, seed=0) -> bytes:
+    """A 3-class CSV of four float features in about (-3, 6), its label column among them."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    x = rng.normal(size=(n, 4)) + 1.5 * y[:, None]
+    names = np.array(["bird", "cat", "dog"])[y]
+    rows = [f"{a:.3f},{b:.3f},{s},{c:.3f},{d:.3f}" for (a, b, c, d), s in zip(x, names, strict=True)]
+    return ("a,b,label,c,d\n" + "\n".join(rows) + "\n").encode()
+
+
+class _Reporter:
+    def __init__(self):
+        self.seen = []
+
+    def progress(self, **fields):
+        self.seen.append(fields)
+
+    def check(self):
+        pass
+
+
+@pytest.fixture
+def at(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
+    return AppTest.from_file(PAGE, default_timeout=120).run()
+
+
+def _upload(at):
+    at.selectbox(key="br_dataset").set_value("own file").run()
+    at.file_uploader(key="br_own_upload").set_value([("pets.csv", _pets_bytes(), "text/csv")]).run()
+    at.number_input(key="br_own_lo").set_value(-5.0)
+    at.number_input(key="br_own_hi").set_value(10.0).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+
+
+def test_the_page_searches_an_uploaded_file_in_the_background(at, tmp_path):
+    _upload(at)
+    n = open_data_file(next((tmp_path / "data").glob("*/pets.csv")), label_column="label").dataset.n_train
+    grid = own_data_space(n)  # the grid starts from the file's own defaults
+    assert at.text_input(key="br_m").value == ", ".join(map(str, grid.mix_degrees))
+    assert at.text_input(key="br_T").value == ", ".join(map(str, grid.num_points))
+    assert at.selectbox(key="br_selection_own").value == "private"
+    assert any("8 candidate releases" in c.value for c in at.caption)
+    at.button(key="br_run").click().run()
+    deadline = time.time() + 150
+    while time.time() < deadline and not at.dataframe and not at.error:
+        time.sleep(1.0)
+        at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    table = at.dataframe[0].value
+    assert len(table) == 8 and list(table["chosen"]).count("✔") == 1 and "certified ε" in table.columns
+    labels = [m.label for m in at.metric]
+    assert labels == ["Chosen release", "Accuracy", "ε of everything published"]
+    assert float(at.metric[2].value) <= 4.0 + 1e-9
+    assert float(at.metric[1].value.rstrip(" %")) > 50  # separable classes: chance is 33 %
+    assert any("odd held-out rows" in m.value and "exponential mechanism" in m.value for m in at.markdown)
+    run = best_release_run(at.session_state["br_job"], ResultStore(tmp_path / "results.sqlite"))
+    assert run.kind == JOB_KIND and run.config["selection"] == "private"
+
+
+@pytest.mark.parametrize(
+    ("key", "text", "message"),
+    [
+        ("br_eps", "abc", "invalid: ε = 'abc' is not a number"),
+        ("br_m", "16,,64", "has an empty entry"),
+        ("br_T", "0", "invalid: T = 0 must be at least 1"),
+        ("br_lambda", "-1", "invalid: λ = -1 must be greater than 0"),
+        ("br_sel_eps", "4", "leaves nothing of the target 4"),
+    ],
+)
+def test_a_bad_entry_is_one_error_and_launches_nothing(at, key, text, message):
+    _upload(at)
+    at.text_input(key=key).input(text).run()
+    assert not at.exception
+    assert [e.value for e in at.error] and all(message in e.value for e in at.error), [e.value for e in at.error]
+    assert not [b for b in at.button if b.key == "br_run"]
+
+
+def test_a_named_dataset_offers_the_papers_grid_and_the_pooled_choice(at):
+    assert at.selectbox(key="br_dataset").value == "embedded"
+    assert at.text_input(key="br_m").value == "64, 256" and at.selectbox(key="br_selection").value == "pooled"
+    assert not [t for t in at.text_input if t.key == "br_sel_eps"]  # no epsilon for a choice on released points
+    assert [b for b in at.button if b.key == "br_run"]
+
+
+def test_a_search_travels_to_the_worker_and_back(tmp_path):
+    path = tmp_path / "pets.csv"
+    path.write_bytes(_pets_bytes(n=1500))
+    own = open_data_file(path, label_column="label")
+    search = page_search(
+        target_epsilon=4.0,
+        delta=1e-5,
+        mix_degrees=(16,),
+        num_points=(1200, 2400),
+        sigma_ratios=(1.0,),
+        model="corrected-lsq",
+        selection="private",
+        own=own,
+        feature_range=(-5.0, 10.0),
+    )
+    config = json.loads(json.dumps(search_config(search)))  # as the job store keeps it
+    assert search_from_config(config) == search
+    reporter = _Reporter()
+    out = run_job(config, reporter)
+    assert out["chosen_test_rows"] == "odd" and len(out["rows"]) == 2 and out["rows"] == trial_rows(out)
+    assert all(tuple(row) == TRIAL_COLUMNS for row in out["rows"])
+    assert reporter.seen and any("chosen" in f["phase"] for f in reporter.seen)
+    json.dumps(out, allow_nan=False)  # the store keeps it as JSON: no NaN, no object it cannot write
