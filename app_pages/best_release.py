@@ -7,8 +7,15 @@ import json
 
 import streamlit as st
 
-from app_pages.shared.widgets import feature_bounds, held_out_data_file, keep_state, table_download
-from dpmix_core.data.choice import available_datasets, default_choice, needs_feature_range
+from app_pages.shared.widgets import (
+    OWN_FILE,
+    dataset_or_own_file,
+    feature_bounds,
+    held_out_data_file,
+    keep_state,
+    table_download,
+)
+from dpmix_core.data.choice import available_datasets, needs_feature_range
 from dpmix_core.experiments.best_release import OWN_DATA_MODELS, SELECTIONS, own_data_space
 from dpmix_core.experiments.best_release_jobs import (
     TRIAL_COLUMNS,
@@ -22,7 +29,6 @@ from dpmix_core.training.names import FEATURE_MODELS
 from dpmix_core.views.inputs import parse_counts, parse_real, parse_reals
 
 K = "br_"
-OWN_FILE = "own file"
 SELECTION_TITLES = {
     "private": "held-out records, privately",
     "pooled": "every release's held-out points",
@@ -63,12 +69,7 @@ def _submit(search) -> None:
 
 def _search():
     """The widgets, and the search they describe (None, with the reason shown, while they do not describe one)."""
-    datasets = cached_datasets()
-    names = [*datasets, OWN_FILE]
-    titles = {**datasets, OWN_FILE: "Your own file (.csv / .npz)…"}
-    dataset = st.selectbox(
-        "Data", names, index=names.index(default_choice(datasets)), format_func=titles.get, key=K + "dataset"
-    )
+    dataset = dataset_or_own_file("Data", K + "dataset", cached_datasets())
     own, feature_range = None, None
     if dataset == OWN_FILE:
         own = held_out_data_file(

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.shared.widgets import chart, feature_bounds, held_out_data_file, keep_state, table_download
+from app_pages.shared.widgets import (
+    OWN_FILE,
+    chart,
+    dataset_or_own_file,
+    feature_bounds,
+    held_out_data_file,
+    keep_state,
+    table_download,
+)
 from dpmix_core.data import TEST_ROWS, cache_dir, load_dataset
-from dpmix_core.data.choice import available_datasets, default_choice, needs_feature_range
+from dpmix_core.data.choice import available_datasets, needs_feature_range
 from dpmix_core.experiments.best_axis import TUNABLE_AXES, AxisPick, best_axis_caption, best_axis_notes
 from dpmix_core.experiments.presets import DEMO_PRESET, get_preset, preset_names
 from dpmix_core.experiments.quick_vs_full import QUICK_WITHIN_PTS, QuickVsFull
@@ -66,7 +74,6 @@ from dpmix_core.views.release_card import release_summary
 from dpmix_core.views.sweep_report import sweep_report
 
 K = "tr_"
-OWN_FILE = "own file"  # the Training data choice that opens an uploader
 ACTIVE = ("queued", "running")
 AXES = {"σx": "sigma", "ℓ": "l", "T": "T", "target ε": "target_epsilon"}
 RECORDS = {  # what the class-centric series mix
@@ -271,11 +278,7 @@ def _sweep_builder(datasets: dict[str, str]):
     )
     if mode == "Models on a release file":
         return _release_file_builder()
-    names = [*datasets, OWN_FILE]
-    titles = {**datasets, OWN_FILE: "Your own file (.csv / .npz)…"}
-    dataset = st.selectbox(
-        "Training data", names, index=names.index(default_choice(datasets)), format_func=titles.get, key=K + "dataset"
-    )
+    dataset = dataset_or_own_file("Training data", K + "dataset", datasets)
     own, feature_range = None, None
     if dataset == OWN_FILE:
         if mode == "Published preset":

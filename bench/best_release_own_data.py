@@ -24,9 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 from own_data import seeds_and_eps  # noqa: E402  (bench/ is on sys.path when a script runs)
-from own_data_categories import CATEGORIES, write_tables  # noqa: E402
+from own_data_categories import CATEGORIES, table_bounds, write_tables  # noqa: E402
 
-from dpmix_core.data import with_category_bounds  # noqa: E402
 from dpmix_core.experiments.best_release import (  # noqa: E402
     BestReleaseSearch,
     odd_row_accuracy,
@@ -41,12 +40,7 @@ SELECTIONS = ("pooled", "own", "private")
 
 def _search(path: Path, eps: float, seed: int, selection: str) -> BestReleaseSearch:
     own = open_data_file(path, label_column="label", categories=CATEGORIES)
-    names = own.dataset.feature_names
-    bounds = with_category_bounds(
-        tuple((0.0, 120.0) if n == "age" else (0.0, 200_000.0) if n == "income" else (0.0, 1.0) for n in names),
-        feature_names=names,
-        categories=CATEGORIES,
-    )
+    bounds = table_bounds(own.dataset.feature_names, CATEGORIES)
     options = {k: v for k, v in own.options.items() if k != "dataset"}
     return BestReleaseSearch(
         target_epsilon=eps,

@@ -30,6 +30,7 @@ from timing import median_seconds  # noqa: E402
 from dpmix_core.data import load_user_data, with_category_bounds  # noqa: E402
 from dpmix_core.experiments.config import RunConfig  # noqa: E402
 from dpmix_core.experiments.run_data import open_data_file  # noqa: E402
+from dpmix_core.privacy.checks import FeatureRange  # noqa: E402
 
 REGIONS = ("north", "south", "east", "west")
 BLOOD = ("A", "B", "AB", "O")
@@ -62,15 +63,20 @@ def write_tables(folder: Path, n: int = 20_000) -> tuple[Path, Path, Path]:
     return paths
 
 
-def _config(path: Path, categories, method: str, mechanism: str | None, eps: float, seed: int) -> RunConfig:
-    own = open_data_file(path, label_column="label", categories=categories)
-    names = own.dataset.feature_names
+def table_bounds(names, categories) -> FeatureRange:
+    """The table's public bounds: age (0, 120), income (0, 200000), each one-hot column (0, 1)."""
     bounds = with_category_bounds(
         tuple((0.0, 120.0) if n == "age" else (0.0, 200_000.0) if n == "income" else (0.0, 1.0) for n in names),
         feature_names=names,
         categories=categories,
     )
     assert bounds is not None
+    return bounds
+
+
+def _config(path: Path, categories, method: str, mechanism: str | None, eps: float, seed: int) -> RunConfig:
+    own = open_data_file(path, label_column="label", categories=categories)
+    bounds = table_bounds(own.dataset.feature_names, categories)
     return own_run(own, method, mechanism, bounds, eps, seed, RELEASES)
 
 

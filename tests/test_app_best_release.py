@@ -5,8 +5,8 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
+from own_files import pets_bytes
 from streamlit.testing.v1 import AppTest
 
 from dpmix_core.experiments.best_release import own_data_space
@@ -24,16 +24,6 @@ from dpmix_core.experiments.run_data import open_data_file
 from dpmix_core.runtime.store import ResultStore
 
 PAGE = str(Path(__file__).resolve().parents[1] / "app_pages" / "best_release.py")
-
-
-def _pets_bytes(n=3000, seed=0) -> bytes:
-    """A 3-class CSV of four float features in about (-3, 6), its label column among them."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 3, n)
-    x = rng.normal(size=(n, 4)) + 1.5 * y[:, None]
-    names = np.array(["bird", "cat", "dog"])[y]
-    rows = [f"{a:.3f},{b:.3f},{s},{c:.3f},{d:.3f}" for (a, b, c, d), s in zip(x, names, strict=True)]
-    return ("a,b,label,c,d\n" + "\n".join(rows) + "\n").encode()
 
 
 class _Reporter:
@@ -55,7 +45,7 @@ def at(tmp_path, monkeypatch):
 
 def _upload(at):
     at.selectbox(key="br_dataset").set_value("own file").run()
-    at.file_uploader(key="br_own_upload").set_value([("pets.csv", _pets_bytes(), "text/csv")]).run()
+    at.file_uploader(key="br_own_upload").set_value([("pets.csv", pets_bytes(3000, label="label"), "text/csv")]).run()
     at.number_input(key="br_own_lo").set_value(-5.0)
     at.number_input(key="br_own_hi").set_value(10.0).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -113,7 +103,7 @@ def test_a_named_dataset_offers_the_papers_grid_and_the_pooled_choice(at):
 
 def test_a_search_travels_to_the_worker_and_back(tmp_path):
     path = tmp_path / "pets.csv"
-    path.write_bytes(_pets_bytes(n=1500))
+    path.write_bytes(pets_bytes(n=1500, label="label"))
     own = open_data_file(path, label_column="label")
     search = page_search(
         target_epsilon=4.0,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from own_files import pets_bytes
 from streamlit.testing.v1 import AppTest
 
 from dpmix_core.audit.membership import default_members, job_config, run_job
@@ -20,12 +21,7 @@ PAGE = str(Path(__file__).resolve().parents[1] / "app_pages" / "privacy_audit.py
 
 def _pets_bytes(n=300, seed=0, label="species") -> bytes:
     """A 3-class CSV of four float features in about (-3, 6), its label column among them."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 3, n)
-    x = rng.normal(size=(n, 4)) + 1.5 * y[:, None]
-    names = np.array(["bird", "cat", "dog"])[y]
-    rows = [f"{a:.3f},{b:.3f},{s},{c:.3f},{d:.3f}" for (a, b, c, d), s in zip(x, names, strict=True)]
-    return (f"a,b,{label},c,d\n" + "\n".join(rows) + "\n").encode()
+    return pets_bytes(n, seed, label)
 
 
 class _Reporter:

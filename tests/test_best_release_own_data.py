@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from own_files import write_pets
 
 from dpmix_core.cli.best_release import add_best_release_arguments, search_from_args
 from dpmix_core.cli.main import main
@@ -33,17 +34,6 @@ from dpmix_core.mechanisms.selection import SelectionRelease
 
 TINY = SearchSpace(mix_degrees=(8, 32), num_points=(300, 600), sigma_ratios=(1.0,))
 ROWS = 400  # test rows of the fake runs
-
-
-def _pets(path, n=600, seed=0):
-    """A 3-class CSV ('species' between the features): separable classes."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 3, n)
-    x = rng.normal(size=(n, 4)) + 1.5 * y[:, None]
-    names = np.array(["bird", "cat", "dog"])[y]
-    rows = [f"{a:.3f},{b:.3f},{s},{c:.3f},{d:.3f}" for (a, b, c, d), s in zip(x, names, strict=True)]
-    path.write_text("a,b,species,c,d\n" + "\n".join(rows) + "\n")
-    return path
 
 
 def _search(**kw) -> BestReleaseSearch:
@@ -192,7 +182,7 @@ def test_own_data_space_scales_with_the_records():
 
 
 def test_a_search_on_a_file_mixes_its_columns_and_defaults_to_the_private_choice(tmp_path):
-    own = open_data_file(_pets(tmp_path / "pets.csv"), label_column="species")
+    own = open_data_file(write_pets(tmp_path / "pets.csv"), label_column="species")
     options = {k: v for k, v in own.options.items() if k != "dataset"}
     search = BestReleaseSearch(
         target_epsilon=4.0, dataset=OWN_DATA, space=own_data_space(own.dataset.n_train), device="cpu", **options
@@ -209,7 +199,7 @@ def test_a_search_on_a_file_mixes_its_columns_and_defaults_to_the_private_choice
 def test_the_pooled_score_reaches_a_standardised_model_through_its_input_map(tmp_path):
     """The linear model on one's file standardises its inputs: another release's points, as released, go through
     the run's own map before its model sees them."""
-    own = open_data_file(_pets(tmp_path / "pets.csv"), label_column="species")
+    own = open_data_file(write_pets(tmp_path / "pets.csv"), label_column="species")
     options = {k: v for k, v in own.options.items() if k != "dataset"}
     search = BestReleaseSearch(
         target_epsilon=4.0, dataset=OWN_DATA, model="linear", space=SearchSpace((16,), (480,), (1.0,)), **options
@@ -230,7 +220,7 @@ def _parse(argv):
 
 
 def test_cli_on_a_file_end_to_end(tmp_path, capsys):
-    data = _pets(tmp_path / "pets.csv", n=900)
+    data = write_pets(tmp_path / "pets.csv", n=900)
     out = tmp_path / "best.json"
     argv = ["best-release", "--data-file", str(data), "--label-column", "species", "--target-epsilon", "4"]
     assert main([*argv, "--m", "8,16", "--T", "700", "--lambda", "1", "--out", str(out)]) == 0
@@ -256,7 +246,7 @@ def test_cli_on_a_file_end_to_end(tmp_path, capsys):
     ],
 )
 def test_cli_bad_input_on_a_file_is_one_line_and_exit_2(capsys, tmp_path, monkeypatch, extra, message):
-    data = _pets(tmp_path / "pets.csv")
+    data = write_pets(tmp_path / "pets.csv")
     monkeypatch.chdir(tmp_path)
     argv = ["best-release", "--target-epsilon", "4", "--data-file", str(data), "--label-column", "species"]
     assert main([*argv, *extra]) == 2

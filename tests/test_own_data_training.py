@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from own_files import write_pets
 
 from dpmix_core.cli.main import main
 from dpmix_core.data import OWN_DATA, Dataset, DatasetError, bounds_fit_note, held_out_split, load_user_data
@@ -27,13 +28,7 @@ SHA = "0" * 64
 
 def _pets(path, n=600, seed=0):
     """A 3-class CSV whose label column ('species', class names) sits between the features: separable classes."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 3, n)
-    x = rng.normal(size=(n, 4)) + 1.5 * y[:, None]
-    names = np.array(["bird", "cat", "dog"])[y]
-    rows = [f"{a:.3f},{b:.3f},{s},{c:.3f},{d:.3f}" for (a, b, c, d), s in zip(x, names, strict=True)]
-    path.write_text("a,b,species,c,d\n" + "\n".join(rows) + "\n")
-    return path
+    return write_pets(path, n, seed)
 
 
 def _pets_in(path, unit, n=600):

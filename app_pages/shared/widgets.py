@@ -30,6 +30,7 @@ from dpmix_core.data import (
     rows_categories,
     with_category_bounds,
 )
+from dpmix_core.data.choice import default_choice
 from dpmix_core.data.user import bounds_fit_note, csv_columns, default_label_column
 from dpmix_core.experiments.run_data import OwnData, open_data_upload
 from dpmix_core.privacy.checks import FeatureRange
@@ -202,6 +203,17 @@ def data_file_upload(
         )
         categories = text_column_categories(prefix, upload, label_column)
     return upload, label_column, categories
+
+
+OWN_FILE = "own file"  # the data choice that opens an uploader (dataset_or_own_file)
+
+
+def dataset_or_own_file(label: str, key: str, datasets: dict[str, str]) -> str:
+    """A dataset found on this machine (``datasets``: name -> description; the app's default first chosen) or
+    :data:`OWN_FILE`, the last choice, for one's own file."""
+    names = [*datasets, OWN_FILE]
+    titles = {**datasets, OWN_FILE: "Your own file (.csv / .npz)…"}
+    return st.selectbox(label, names, index=names.index(default_choice(datasets)), format_func=titles.get, key=key)
 
 
 @st.cache_resource(show_spinner="Reading your file…", max_entries=4)

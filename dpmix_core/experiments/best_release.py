@@ -428,48 +428,37 @@ def candidate_run(
         features=features,
     )
     assert search.model is not None  # resolved by BestReleaseSearch
-    if search.own_data:
-        return RunConfig(
-            "mixing",
-            dataset=OWN_DATA,
-            synthesis=synthesis,
-            model=search.model,
-            **{**protocol_options(search.model, mechanism="poisson", own_data=True), "epochs": epochs},
-            val_fraction=search.val_fraction,
-            train_limit=search.train_limit,
-            test_limit=search.test_limit,
-            seed=search.seed,
-            label=f"best-release {candidate.describe()}",
-            device=search.device,
-            data_file=search.data_file,
-            data_sha256=search.data_sha256,
-            label_column=search.label_column,
-            test_fraction=search.test_fraction,
-            categories=search.categories,
-            feature_range=search.feature_range,
-        )
-    milestones = scaled_milestones(epochs)
-    return RunConfig(
-        "mixing",
-        dataset=search.dataset,
-        features="scattering",
+    common: dict[str, Any] = dict(
         synthesis=synthesis,
         model=search.model,
-        loss="gkl",
-        optimizer="adam",
-        lr=1e-3,
-        schedule="multistep" if milestones else "constant",
-        lr_milestones=milestones,
-        lr_gamma=0.1,
         epochs=epochs,
-        batch_size=256,
         val_fraction=search.val_fraction,
         train_limit=search.train_limit,
         test_limit=search.test_limit,
         seed=search.seed,
         label=f"best-release {candidate.describe()}",
         device=search.device,
+    )
+    if search.own_data:  # the file's own-data protocol for the model, its split and its public description
+        file_fields = ("data_file", "data_sha256", "label_column", "test_fraction", "categories", "feature_range")
+        protocol = protocol_options(search.model, mechanism="poisson", own_data=True)
+        return RunConfig(
+            "mixing", dataset=OWN_DATA, **protocol, **common, **{name: getattr(search, name) for name in file_fields}
+        )
+    milestones = scaled_milestones(epochs)
+    return RunConfig(
+        "mixing",
+        dataset=search.dataset,
+        features="scattering",
+        loss="gkl",
+        optimizer="adam",
+        lr=1e-3,
+        schedule="multistep" if milestones else "constant",
+        lr_milestones=milestones,
+        lr_gamma=0.1,
+        batch_size=256,
         data_dir=search.data_dir,
+        **common,
     )
 
 
