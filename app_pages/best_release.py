@@ -16,7 +16,7 @@ from app_pages.shared.widgets import (
     table_download,
 )
 from dpmix_core.data.choice import available_datasets, needs_feature_range
-from dpmix_core.experiments.best_release import OWN_DATA_MODELS, SELECTIONS, own_data_space
+from dpmix_core.experiments.best_release import OWN_DATA_MODELS, SELECTIONS, default_space
 from dpmix_core.experiments.best_release_jobs import (
     TRIAL_COLUMNS,
     best_release_run,
@@ -24,6 +24,7 @@ from dpmix_core.experiments.best_release_jobs import (
     search_plan,
     submit_best_release,
 )
+from dpmix_core.experiments.presets import SPLIT_SIZES
 from dpmix_core.runtime.store import ResultStore, StoreError
 from dpmix_core.training.names import FEATURE_MODELS
 from dpmix_core.views.inputs import parse_counts, parse_real, parse_reals
@@ -81,12 +82,10 @@ def _search():
             return None
         if needs_feature_range(own.dataset):
             feature_range = feature_bounds(K + "own_", own.dataset)
-        grid = own_data_space(own.dataset.n_train)
-        defaults = {"m": grid.mix_degrees, "T": grid.num_points}
-        data_key = own.options["data_sha256"]
+        grid, data_key = default_space(own.dataset.n_train), own.options["data_sha256"]
     else:
-        defaults = {"m": (64, 256), "T": (10000, 60000)}
-        data_key = dataset
+        grid, data_key = default_space(SPLIT_SIZES[dataset][0]), dataset
+    defaults = {"m": grid.mix_degrees, "T": grid.num_points}
     if st.session_state.get(K + "grid_for") != data_key:  # new data: the grid starts from its own defaults
         st.session_state[K + "grid_for"] = data_key
         st.session_state[K + "m"] = ", ".join(map(str, defaults["m"]))
@@ -152,7 +151,7 @@ def _result(payload: dict) -> None:
     c = payload["chosen"]
     cand = c["candidate"]
     rows = "odd held-out rows (never read before the choice)" if payload["chosen_test_rows"] == "odd" else "test set"
-    m1, m2, m3 = st.columns(3)
+    m1, m2, m3 = st.columns([2, 1, 1])
     m1.metric("Chosen release", f"m = {cand['m']}, T = {cand['T']:,}, λ = {cand['sigma_ratio']:g}")
     m2.metric("Accuracy", f"{100 * payload['chosen_test_accuracy']:.1f} %", help=f"On the {rows}.")
     m3.metric("ε of everything published", f"{payload['search_epsilon']:.3g}", help="Rigorous upper bound.")

@@ -513,7 +513,8 @@ def _solve_epsilon_panel(agg, axis: str | None) -> None:
     st.info(answer.sentence())
     st.caption(
         "Between the swept points the curve is read along a straight line on a log-ε axis. Beyond the sweep, "
-        "`python -m dpmix_core best-release --target-epsilon E` searches the feature-mixing release for a budget."
+        "the **Best release** page (or `python -m dpmix_core best-release --target-epsilon E`) searches the best "
+        "Poisson mixing release for a budget, of a dataset's features or of your own file."
     )
 
 

@@ -94,9 +94,10 @@ def test_a_bad_entry_is_one_error_and_launches_nothing(at, key, text, message):
     assert not [b for b in at.button if b.key == "br_run"]
 
 
-def test_a_named_dataset_offers_the_papers_grid_and_the_pooled_choice(at):
-    assert at.selectbox(key="br_dataset").value == "embedded"
-    assert at.text_input(key="br_m").value == "64, 256" and at.selectbox(key="br_selection").value == "pooled"
+def test_a_named_dataset_offers_a_grid_for_its_size_and_the_pooled_choice(at):
+    assert at.selectbox(key="br_dataset").value == "embedded"  # 4,000 records: not the papers' MNIST grid
+    assert at.text_input(key="br_m").value == "16, 64" and at.text_input(key="br_T").value == "4000, 16000"
+    assert at.selectbox(key="br_selection").value == "pooled"
     assert not [t for t in at.text_input if t.key == "br_sel_eps"]  # no epsilon for a choice on released points
     assert [b for b in at.button if b.key == "br_run"]
 

@@ -20,6 +20,7 @@ from dpmix_core.experiments.best_release import (
     candidate_run,
     chosen_collapse,
     class_predictor,
+    default_space,
     even_row_count,
     odd_row_accuracy,
     own_data_space,
@@ -170,6 +171,15 @@ def test_even_and_odd_rows():
     assert odd_row_accuracy(correct) == pytest.approx(2 / 3)  # rows 1, 3, 5: 0, 1, 1
     with pytest.raises(ValueError, match="fewer than 2"):
         odd_row_accuracy(np.array([True]))
+
+
+def test_the_default_grid_is_the_papers_from_mnists_size_up():
+    assert default_space(60_000) == SearchSpace() == SearchSpace((64, 256), (10000, 60000), (0.5, 1.0))
+    assert default_space(4000) == own_data_space(4000) == SearchSpace((16, 64), (4000, 16000), (0.5, 1.0))
+    assert _parse(["--target-epsilon", "1"]).space == SearchSpace()  # mnist
+    assert _parse(["--target-epsilon", "1", "--dataset", "embedded"]).space == own_data_space(4000)
+    assert _parse(["--target-epsilon", "1", "--train-limit", "2000"]).space == own_data_space(2000)
+    assert _parse(["--target-epsilon", "1", "--dataset", "embedded", "--m", "8"]).space.mix_degrees == (8,)
 
 
 def test_own_data_space_scales_with_the_records():

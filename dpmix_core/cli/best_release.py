@@ -55,12 +55,14 @@ def add_best_release_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feature-bounds", metavar="FILE.csv", help=FEATURE_BOUNDS_HELP)
     parser.add_argument("--categories", metavar="FILE.csv", help=CATEGORIES_HELP)
     parser.add_argument(
-        "--m", type=_int_list, help="expected batch sizes m, e.g. 64,256 (default 64,256; --data-file: 16,64)"
+        "--m",
+        type=_int_list,
+        help="expected batch sizes m, e.g. 64,256 (default 64,256 from 60,000 training records up, else 16,64)",
     )
     parser.add_argument(
         "--T",
         type=_int_list,
-        help="released points T, e.g. 10000,60000 (default; --data-file: n and 4n, n its records)",
+        help="released points T, e.g. 10000,60000 (the default from 60,000 training records up, else n and 4n)",
     )
     parser.add_argument(
         "--lambda", dest="sigma_ratio", type=_float_list, default=(0.5, 1.0), help="sigma_y / sigma_x, e.g. 0.5,1"
@@ -176,7 +178,8 @@ def trial_table(trials, selection: str) -> list[str]:
 
 def search_from_args(args: argparse.Namespace):
     """The :class:`~dpmix_core.experiments.best_release.BestReleaseSearch` the parsed arguments describe."""
-    from dpmix_core.experiments.best_release import BestReleaseSearch, SearchSpace, own_data_space
+    from dpmix_core.experiments.best_release import BestReleaseSearch, SearchSpace, default_space
+    from dpmix_core.experiments.presets import SPLIT_SIZES
 
     if args.data_file is not None and args.dataset is not None:
         raise CliError("--dataset and --data-file: give one (the search releases one dataset)")
@@ -185,11 +188,12 @@ def search_from_args(args: argparse.Namespace):
     own = own_data_file(args)  # its split; --feature-bounds, --categories read into args.feature_range
     file_options: dict = {}
     if own is None:
-        space = SearchSpace(args.m or (64, 256), args.T or (10000, 60000), args.sigma_ratio)
+        n_train = SPLIT_SIZES[args.dataset or "mnist"][0]
+        grid = default_space(n_train if args.train_limit is None else min(n_train, args.train_limit))
     else:
-        grid = own_data_space(own.dataset.n_train)
-        space = SearchSpace(args.m or grid.mix_degrees, args.T or grid.num_points, args.sigma_ratio)
+        grid = default_space(own.dataset.n_train)
         file_options = dict(own.options, feature_range=args.feature_range)
+    space = SearchSpace(args.m or grid.mix_degrees, args.T or grid.num_points, args.sigma_ratio)
     return BestReleaseSearch(
         target_epsilon=args.target_epsilon,
         delta=args.delta,
