@@ -28,6 +28,7 @@ from dpmix_core.experiments.best_release import (
     private_choice,
     release_collapse,
     run_search,
+    why_none,
 )
 from dpmix_core.experiments.run_data import open_data_file
 from dpmix_core.experiments.runner import run_config
@@ -301,3 +302,12 @@ def test_the_chosen_model_at_chance_on_the_reported_rows_is_said_so():
     labels = np.repeat([0, 1, 2], [60, 20, 20])
     assert "no better than always answering" in chosen_collapse(labels == 0, labels)  # the majority: 60 %
     assert chosen_collapse(np.ones(100, dtype=bool), labels) is None
+
+
+def test_why_none_names_the_causes_and_their_cures():
+    flat = Trial(Candidate(8, 300, 1.0), 1, 0.1, 0.1, 3.9, 0.3, 1.0, collapsed=True)
+    failed = Trial(Candidate(32, 300, 1.0), 0, None, None, None, None, 0.0, error="no sigma reaches it")
+    text = why_none([flat, failed], own_data=True)
+    assert "1 of 2 not calibrated or not run (no sigma reaches it)" in text
+    assert "1 of 2 never left the constant predictor" in text and "public bounds closer" in text
+    assert "public bounds" not in why_none([flat])

@@ -1172,7 +1172,9 @@ def run_search(
     else:
         ranked = rank_trials(first, target_epsilon=per_candidate, selection=search.criterion)
     if not ranked:
-        raise ValueError(f"no candidate was certified at the target, learned and was scored: {why_none(first)}.")
+        raise ValueError(
+            f"no candidate was certified at the target, learned and was scored: {why_none(first, own_data=search.own_data)}."
+        )
     picks = search.selection_picks(len(ranked)) if private else ()
     noise = [np.random.SeedSequence(search.seed, spawn_key=(_SELECTION_STREAM, i)) for i in range(2)]  # the choice's
     if private:
@@ -1227,9 +1229,10 @@ def run_search(
     )
 
 
-def why_none(trials: Sequence[Trial]) -> str:
+def why_none(trials: Sequence[Trial], *, own_data: bool = False) -> str:
     """Why no trial is eligible, in words: how many were not calibrated (the first reason), never learned, or
-    have no score; with the usual cure."""
+    have no score; with the usual cures (on one's own file also tighter public bounds: features squeezed into a
+    sliver of [0, 1] drown in noise calibrated to the whole width)."""
     errors = [t for t in trials if t.error is not None]
     collapsed = [t for t in trials if t.error is None and t.collapsed]
     parts = []
@@ -1238,7 +1241,8 @@ def why_none(trials: Sequence[Trial]) -> str:
     if collapsed:
         parts.append(
             f"{len(collapsed)} of {len(trials)} never left the constant predictor (too much noise per point for "
-            "this many records: a larger target epsilon, fewer points T or a larger m)"
+            "this many records: a larger target epsilon, fewer points T or a larger m"
+            + (", or public bounds closer to where your features lie)" if own_data else ")")
         )
     if len(errors) + len(collapsed) < len(trials):
         parts.append(f"{len(trials) - len(errors) - len(collapsed)} of {len(trials)} have no score")
