@@ -86,10 +86,11 @@ def _search():
     else:
         grid, data_key = default_space(SPLIT_SIZES[dataset][0]), dataset
     defaults = {"m": grid.mix_degrees, "T": grid.num_points}
+    grid_text = {K + name: ", ".join(map(str, values)) for name, values in defaults.items()}
     if st.session_state.get(K + "grid_for") != data_key:  # new data: the grid starts from its own defaults
         st.session_state[K + "grid_for"] = data_key
-        st.session_state[K + "m"] = ", ".join(map(str, defaults["m"]))
-        st.session_state[K + "T"] = ", ".join(map(str, defaults["T"]))
+        st.session_state.update(grid_text)
+    keep_state(grid_text)  # a visit to another page drops them: back at the defaults, never blank
     keep_state({K + "eps": "4", K + "delta": "1e-5", K + "lambda": "0.5, 1", K + "sel_eps": ""})
     c1, c2, c3 = st.columns(3)
     eps = _typed(

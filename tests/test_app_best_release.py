@@ -125,3 +125,16 @@ def test_a_search_travels_to_the_worker_and_back(tmp_path):
     assert all(tuple(row) == TRIAL_COLUMNS for row in out["rows"])
     assert reporter.seen and any("chosen" in f["phase"] for f in reporter.seen)
     json.dumps(out, allow_nan=False)  # the store keeps it as JSON: no NaN, no object it cannot write
+
+
+def test_the_grid_is_never_blank_after_a_visit_to_another_page(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
+    app = AppTest.from_file(str(Path(PAGE).parents[1] / "app.py"), default_timeout=120).run()
+    app.switch_page("app_pages/best_release.py").run()
+    app.text_input(key="br_T").input("1000").run()
+    app.switch_page("app_pages/dp_foundations.py").run()
+    app.switch_page("app_pages/best_release.py").run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    # Streamlit drops a widget's state on a page that does not draw it: the grid comes back as the data's default,
+    # never as a blank box that would read as "invalid: T is empty"
+    assert app.text_input(key="br_m").value == "16, 64" and app.text_input(key="br_T").value == "4000, 16000"
