@@ -20,6 +20,7 @@ from dpmix_core.experiments.best_release import OWN_DATA_MODELS, SELECTIONS, def
 from dpmix_core.experiments.best_release_jobs import (
     TRIAL_COLUMNS,
     best_release_run,
+    chosen_release_files,
     page_search,
     search_plan,
     submit_best_release,
@@ -164,6 +165,30 @@ def _result(payload: dict) -> None:
         st.warning(f"Not a result: {payload['chosen_warning']}.")
     st.dataframe(payload["rows"], hide_index=True, width="stretch", column_order=TRIAL_COLUMNS)
     table_download(payload["rows"], K + "rows", "best_release_trials")
+    if (files := chosen_release_files(payload)) is not None:
+        npz, card = files
+        c1, c2 = st.columns(2)
+        c1.download_button(
+            "The chosen release (.npz)",
+            npz.read_bytes,  # read when clicked
+            npz.name,
+            "application/octet-stream",
+            key=K + "npz",
+            on_click="ignore",
+            type="primary",
+        )
+        c2.download_button(
+            "Its privacy card (.card.json)",
+            card.read_bytes,
+            card.name,
+            "application/json",
+            key=K + "card",
+            on_click="ignore",
+        )
+        st.caption(
+            "The release is the chosen candidate's own (its seed and σ: the same points, no further ε). Its card says "
+            "it was chosen and gives the ε of everything published; keep the two files together."
+        )
     st.download_button(
         "The whole search (JSON)",
         json.dumps({k: v for k, v in payload.items() if k != "rows"}, indent=1),

@@ -149,7 +149,7 @@ def _load_card() -> None:
     for key, value in values.items():
         ss[K + key] = value
     ss[K + "preset"] = "Custom"
-    ss[K + "card"] = (upload.name, card.setting)
+    ss[K + "card"] = (upload.name, card.setting, card.chosen_note)
 
 
 def _card_loader() -> None:
@@ -241,6 +241,8 @@ def _controls() -> tuple[MixingSetting | None, float]:
         if (card := ss.get(K + "card")) is not None:
             setting, kept = with_card_data(setting, card[1])
             st.caption(card_data_note(card[0], setting, kept))
+            if card[2]:  # chosen by a search: its epsilon alone does not cover what was published
+                st.warning(card[2])
         if setting.class_sizes is not None:
             get_accountant("lee2019").release_for(setting)  # validates l against the class size
     except ValueError as exc:

@@ -14,6 +14,7 @@ from dpmix_core.experiments.best_release_jobs import (
     JOB_KIND,
     TRIAL_COLUMNS,
     best_release_run,
+    chosen_release_files,
     page_search,
     run_job,
     search_config,
@@ -74,6 +75,11 @@ def test_the_page_searches_an_uploaded_file_in_the_background(at, tmp_path):
     assert any("odd held-out rows" in m.value and "exponential mechanism" in m.value for m in at.markdown)
     run = best_release_run(at.session_state["br_job"], ResultStore(tmp_path / "results.sqlite"))
     assert run.kind == JOB_KIND and run.config["selection"] == "private"
+    npz, card = chosen_release_files(run.result)  # written beside the store, offered for download
+    assert npz.parent == tmp_path / "best_releases" and npz.suffix == ".npz"
+    assert json.loads(card.read_text())["search"]["search_epsilon"] == pytest.approx(run.result["search_epsilon"])
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "The chosen release (.npz)" in labels and "Its privacy card (.card.json)" in labels
 
 
 @pytest.mark.parametrize(
@@ -138,3 +144,23 @@ def test_the_grid_is_never_blank_after_a_visit_to_another_page(tmp_path, monkeyp
     # Streamlit drops a widget's state on a page that does not draw it: the grid comes back as the data's default,
     # never as a blank box that would read as "invalid: T is empty"
     assert app.text_input(key="br_m").value == "16, 64" and app.text_input(key="br_T").value == "4000, 16000"
+
+
+def test_a_chosen_releases_card_says_it_was_chosen_wherever_it_is_opened(tmp_path, capsys):
+    from dpmix_core.cli.main import main
+    from dpmix_core.experiments.release_files import read_release
+    from dpmix_core.views.release_card import release_summary
+
+    data = tmp_path / "pets.csv"
+    data.write_bytes(pets_bytes(900))
+    rel = tmp_path / "best.npz"
+    argv = ["best-release", "--data-file", str(data), "--label-column", "species", "--target-epsilon", "4"]
+    assert main([*argv, "--m", "8,16", "--T", "700", "--lambda", "1", "--release-out", str(rel), "--json"]) == 0
+    search_eps = json.loads(capsys.readouterr().out)["search_epsilon"]
+    assert "chosen among 2 candidate releases" in release_summary(read_release(rel))  # Models on a release file
+    at = AppTest.from_file(str(Path(PAGE).parent / "privacy_accountant.py"), default_timeout=120).run()
+    at.file_uploader(key="acc_card_file").set_value([(rel.name, rel.read_bytes(), "application/octet-stream")])
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    notes = [w.value for w in at.warning if "chosen among 2 candidate releases" in w.value]
+    assert len(notes) == 1 and f"{search_eps:.3g}"[:3] in notes[0] and "this release's alone" in notes[0]

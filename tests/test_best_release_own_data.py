@@ -2,6 +2,7 @@
 rows choose through the exponential mechanism, the odd ones are reported, and the target covers both."""
 
 import argparse
+import dataclasses
 import json
 
 import numpy as np
@@ -31,7 +32,7 @@ from dpmix_core.experiments.best_release import (
     why_none,
 )
 from dpmix_core.experiments.run_data import open_data_file
-from dpmix_core.experiments.runner import run_config
+from dpmix_core.experiments.runner import run_config, run_release
 from dpmix_core.mechanisms.selection import SelectionRelease
 
 TINY = SearchSpace(mix_degrees=(8, 32), num_points=(300, 600), sigma_ratios=(1.0,))
@@ -311,3 +312,57 @@ def test_why_none_names_the_causes_and_their_cures():
     assert "1 of 2 not calibrated or not run (no sigma reaches it)" in text
     assert "1 of 2 never left the constant predictor" in text and "public bounds closer" in text
     assert "public bounds" not in why_none([flat])
+
+
+def test_run_release_makes_the_runs_own_release_again(tmp_path):
+    own = open_data_file(write_pets(tmp_path / "pets.csv"), label_column="species")
+    options = {k: v for k, v in own.options.items() if k != "dataset"}
+    search = BestReleaseSearch(
+        target_epsilon=4.0, dataset=OWN_DATA, space=SearchSpace((16,), (480,), (1.0,)), device="cpu", **options
+    )
+    config = candidate_run(search, search.space.candidates()[0], epochs=1, sigma_x=0.2, sigma_y=0.2)
+    keep: dict = {}
+    run_config(config, keep=keep)
+    again = run_release(config)
+    assert np.array_equal(again.data.x, keep["synthesis"].data.x) and np.array_equal(
+        again.data.y, keep["synthesis"].data.y
+    )
+    other = run_release(dataclasses.replace(config, seed=1))
+    assert not np.array_equal(other.data.x, again.data.x)  # the seed is what makes it the same release
+    with pytest.raises(ValueError, match="mixing run"):
+        run_release(dataclasses.replace(config, method="non-private", synthesis=None))
+
+
+def test_cli_writes_the_chosen_release_with_a_card_that_says_it_was_chosen(tmp_path, capsys):
+    data = write_pets(tmp_path / "pets.csv", n=900)
+    rel = tmp_path / "best.npz"
+    argv = ["best-release", "--data-file", str(data), "--label-column", "species", "--target-epsilon", "4"]
+    argv += ["--m", "8,16", "--T", "700", "--lambda", "1", "--release-out", str(rel), "--json"]
+    assert main(argv) == 0
+    payload = json.loads(capsys.readouterr().out)
+    card = json.loads((tmp_path / "best.card.json").read_text())
+    assert payload["release_file"] == str(rel) and rel.is_file()
+    assert card["search"]["search_epsilon"] == pytest.approx(payload["search_epsilon"])
+    assert payload["search_epsilon"] <= 4.0 + 1e-9
+    assert card["caveats"][0].startswith("This release was chosen by best-release among 2 candidate releases")
+    chosen = payload["chosen"]
+    assert card["parameters"]["sigma_x"] == pytest.approx(chosen["sigma_x"])
+    assert card["parameters"]["l"] == chosen["candidate"]["m"] and card["dataset"]["held_out"]
+    assert main(["verify", str(rel)]) == 0  # the card's epsilons follow from its parameters
+    capsys.readouterr()
+    assert main(["train", "--release", str(rel), "--data-file", str(data), "--model", "linear", "--json"]) == 0
+    trained = json.loads(capsys.readouterr().out)
+    assert 0.0 <= trained["test_accuracy"] <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("name", "message"), [("best.json", "must end in .npz or .csv"), ("nowhere/best.npz", "does not exist")]
+)
+def test_cli_refuses_a_bad_release_path_before_any_work(tmp_path, capsys, monkeypatch, name, message):
+    data = write_pets(tmp_path / "pets.csv")
+    monkeypatch.chdir(tmp_path)
+    argv = ["best-release", "--data-file", str(data), "--label-column", "species", "--target-epsilon", "4"]
+    assert main([*argv, "--release-out", name]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pets.csv"]

@@ -110,6 +110,12 @@ def add_best_release_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--test-limit", type=positive_int, help="a fixed subset of the test records")
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda")
     parser.add_argument("--out", help="FILE.json: every trial, the choice and its test accuracy")
+    parser.add_argument(
+        "--release-out",
+        metavar="FILE.npz|FILE.csv",
+        help="write the chosen release (made again from its seed and sigmas: the same points, no further epsilon) "
+        "with FILE.card.json, whose search section and first caveat give the epsilon of everything published",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
 
@@ -124,10 +130,18 @@ def cli_best_release(args: argparse.Namespace) -> int:
         if out.suffix.lower() != ".json":
             raise ValueError(f"--out must end in .json. Found {out.name!r}.")
         check_new_file(out, what="--out")  # before any work
+    release_out = _release_path(args.release_out)
     search = search_from_args(args)
     say = None if args.json else (lambda line: print(line, file=sys.stderr))
     best = run_search(search, progress=say)
     payload = best.to_dict()
+    if release_out is not None:
+        from dpmix_core.experiments.best_release import chosen_card, chosen_release
+        from dpmix_core.synthesis.export import write_release
+
+        synthesis = chosen_release(best)
+        written, card_path = write_release(synthesis, release_out, card=chosen_card(best, synthesis))
+        payload["release_file"], payload["release_card"] = str(written), str(card_path)
     if out is not None:
         write_files_atomically({out: (json.dumps(payload, indent=1, allow_nan=False) + "\n").encode()})
     if args.json:
@@ -150,7 +164,24 @@ def cli_best_release(args: argparse.Namespace) -> int:
     for line in trial_table(best.trials, best.search.criterion):
         print(f"  {line}")
     print(f"  {len(best.trials)} trainings in {best.seconds:.0f} s" + (f"; written to {out}" if out else ""))
+    if release_out is not None:
+        print(f"  the chosen release: {payload['release_file']} with {payload['release_card']}")
     return 0
+
+
+def _release_path(text: str | None) -> Path | None:
+    """--release-out checked before any work: FILE.npz or FILE.csv in a folder that exists, its card path too."""
+    if text is None:
+        return None
+    from dpmix_core.resources.files import check_new_file
+    from dpmix_core.synthesis.export import card_path_for
+
+    path = Path(text)
+    if path.suffix.lower() not in (".npz", ".csv"):
+        raise ValueError(f"--release-out must end in .npz or .csv. Found {path.name!r}.")
+    check_new_file(path, what="--release-out")
+    check_new_file(card_path_for(path), what="--release-out's card")
+    return path
 
 
 def _percent(value: float | None) -> str:

@@ -119,6 +119,8 @@ __all__ = [
     "odd_row_accuracy",
     "private_choice",
     "why_none",
+    "chosen_release",
+    "chosen_card",
     "release_collapse",
     "chosen_collapse",
     "OWN_DATA_MODELS",
@@ -787,6 +789,52 @@ class BestRelease:
             "trials": [t.to_dict() for t in self.trials],
             "seconds": self.seconds,
         }
+
+
+def chosen_release(best: BestRelease):
+    """The chosen candidate's release (a :class:`~dpmix_core.synthesis.pipeline.Synthesis`), made again exactly as
+    its run made it (:func:`~dpmix_core.experiments.runner.run_release`: the same data, seed and sigmas, so the
+    same points, already counted in the search's epsilon)."""
+    from dpmix_core.experiments.runner import run_release
+
+    t = best.chosen
+    return run_release(candidate_run(best.search, t.candidate, epochs=t.epochs, sigma_x=t.sigma_x, sigma_y=t.sigma_y))
+
+
+def chosen_card(best: BestRelease, synthesis) -> dict:
+    """The chosen release's privacy card, saying that it was chosen by a search and what covers that: a ``search``
+    section (candidates, the epsilon of everything published, how it composes, how it was chosen) and, first among
+    the caveats, that the card's epsilons are this release's alone. On one's own file it names the held-out
+    records (:func:`~dpmix_core.experiments.release_files.with_held_out`), so ``train --release`` scores on them."""
+    from dpmix_core.experiments.release_files import own_held_out, with_held_out
+    from dpmix_core.experiments.run_data import open_data_file
+    from dpmix_core.synthesis.export import privacy_card
+
+    card = privacy_card(synthesis)
+    search = best.search
+    card["search"] = {
+        "candidates": len({t.candidate for t in best.trials}),
+        "search_epsilon": best.search_epsilon,
+        "delta": search.delta,
+        "privacy": best.privacy_note(),
+        "selection": best.selection_note(),
+    }
+    card["caveats"] = [
+        f"This release was chosen by best-release among {card['search']['candidates']} candidate releases of the "
+        f"same data: what is published (this release and the fact that it was chosen) is certified at epsilon "
+        f"{best.search_epsilon:.4g} (delta {search.delta:g}); the epsilons above are this release's alone.",
+        *card["caveats"],
+    ]
+    if search.own_data:
+        assert search.data_file is not None
+        own = open_data_file(
+            search.data_file,
+            label_column=search.label_column,
+            test_fraction=search.test_fraction,
+            categories=search.categories,
+        )
+        card = with_held_out(card, own_held_out(own))
+    return card
 
 
 def calibrated_sigmas(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from dpmix_core.experiments.best_release import BestReleaseSearch, SearchSpace, search_cost, search_refusal
@@ -31,6 +32,7 @@ __all__ = [
     "submit_best_release",
     "best_release_run",
     "trial_rows",
+    "chosen_release_files",
 ]
 
 JOB_KIND = "dpmix_core.experiments.best_release_jobs:run_job"
@@ -122,9 +124,15 @@ def search_from_config(config: Mapping[str, Any]) -> BestReleaseSearch:
 
 
 def run_job(config: dict, reporter) -> dict:
-    """Worker entry point: the search in a background process (never in the app thread), its lines as progress."""
-    from dpmix_core.experiments.best_release import run_search
+    """Worker entry point: the search in a background process (never in the app thread), its lines as progress.
 
+    With ``config["release_dir"]`` (a folder; the page passes one beside the store) the chosen release is written
+    there too, ``best_release_<key>.npz`` with its card (:func:`~dpmix_core.experiments.best_release.chosen_card`),
+    and the result names both files ("release_file", "release_card")."""
+    from dpmix_core.experiments.best_release import chosen_card, chosen_release, run_search
+
+    config = dict(config)
+    release_dir = config.pop("release_dir", None)
     search = search_from_config(config)
     lines: list[str] = []
 
@@ -134,13 +142,26 @@ def run_job(config: dict, reporter) -> dict:
         reporter.check()  # a cancelled job stops between steps
 
     best = run_search(search, progress=say)
-    return {**best.to_dict(), "rows": trial_rows(best.to_dict()), "log": lines}
+    out = {**best.to_dict(), "rows": trial_rows(best.to_dict()), "log": lines}
+    if release_dir is not None:
+        from dpmix_core.synthesis.export import write_release
+
+        say("writing the chosen release")
+        folder = Path(release_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        synthesis = chosen_release(best)
+        name = f"best_release_{config_key({'kind': JOB_KIND, **config})[:12]}.npz"
+        written, card = write_release(synthesis, folder / name, card=chosen_card(best, synthesis))
+        out["release_file"], out["release_card"] = str(written), str(card)
+    return out
 
 
 def submit_best_release(search: BestReleaseSearch, store: ResultStore | None = None) -> int:
-    """Queue the search and start it now; an identical search reuses its run."""
-    config = search_config(search)
-    manager = JobManager(store if store is not None else ResultStore())
+    """Queue the search and start it now; an identical search reuses its run. The chosen release is written beside
+    the store (``<store folder>/best_releases/``), where the page offers it for download."""
+    store = store if store is not None else ResultStore()
+    config = {**search_config(search), "release_dir": str(store.path.parent / "best_releases")}
+    manager = JobManager(store)
     return manager.submit(JOB_KIND, config, key=config_key({"kind": JOB_KIND, **config})).id
 
 
@@ -149,6 +170,15 @@ def best_release_run(run_id: int, store: ResultStore | None = None) -> Run | Non
     manager = JobManager(store if store is not None else ResultStore())
     manager.pump()
     return manager.get(run_id)
+
+
+def chosen_release_files(payload: Mapping[str, Any]) -> tuple[Path, Path] | None:
+    """(the chosen release's .npz, its card) that the search's job wrote, or None where it wrote none or they are
+    gone (a store folder cleaned by hand)."""
+    if payload.get("release_file") is None or payload.get("release_card") is None:
+        return None
+    files = Path(payload["release_file"]), Path(payload["release_card"])
+    return files if all(f.is_file() for f in files) else None
 
 
 def trial_rows(payload: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -80,6 +80,7 @@ class RunContext:
     extra: dict[str, Any] = field(default_factory=dict)
     checkpoint: Checkpointer | None = None  # where ordinary training saves and resumes its state (a worker's run)
     feature_ranges: FeatureRanges | None = None  # DP-SGD's private feature ranges (step 2), accounted in step 3
+    synthesis: Any = None  # the release a mixing run made (a Synthesis; runner.run_release hands it out)
 
     def tick(self, name: str, t0: float) -> None:
         """Add the seconds since ``t0`` to the timing ``name``."""
@@ -507,6 +508,7 @@ def _synthesize(ctx: RunContext, ds, raw_ds, released_features: bool):
     )
     ctx.tick("synthesis", t0)
     ctx.stop(force=True)
+    ctx.synthesis = synthesis
     ctx.extra["released_points"] = int(synthesis.data.x.shape[0])
     ctx.extra["release_notes"] = list(synthesis.data.notes)
     return synthesis, privacy_card(synthesis)

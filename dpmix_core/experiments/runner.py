@@ -59,6 +59,8 @@ from dpmix_core.training.precision import check_precision
 from dpmix_core.training.train import Cancelled, OptimSettings, StopCheck
 
 __all__ = [
+    "run_release",
+    "run_seeds",
     "Cancelled",
     "NullReporter",
     "Reporter",
@@ -170,7 +172,8 @@ def run_config(
     the model's input space; for a release, its held-out released points with their noisy labels), the
     real test split ``x_test`` / ``y_test`` (numpy, in the same input space), and ``input_map``, the run's
     ``input_norm`` as a function (numpy rows before it -> the model's input space; the identity for "none"), with
-    ``x_val_raw``, the validation points before it (another run's points reach this model through ``input_map``).
+    ``x_val_raw``, the validation points before it (another run's points reach this model through ``input_map``),
+    and ``synthesis``, the release a mixing run made (None for the other methods).
     ``watch(entry, model, x_test, y_test)`` (in-process diagnostics, e.g. ``bench/epoch_trajectory.py``): called
     after each epoch with the history entry, the model and the test tensors; it must not train the model or
     draw random numbers, and nothing it computes reaches the result.
@@ -194,7 +197,7 @@ def run_config(
     extra: dict[str, Any] = {}
     device = resolve_device(config.device)
     check_precision(config.precision, device)  # bf16 where the device has no bfloat16 arithmetic: refused
-    seeds = np.random.SeedSequence(config.seed).generate_state(4)  # split, batch order, torch init, DP noise
+    seeds = run_seeds(config)
 
     method = get_method(config.method)
     ctx = RunContext(config, device, seeds, stop, prog.phase, timings, notes, extra_versions, extra)
@@ -304,6 +307,7 @@ def run_config(
             y_test=y_test.numpy(),
             input_map=input_map,
             x_val_raw=x_va_raw,
+            synthesis=ctx.synthesis,
         )
 
     # ---------------------------------------------------------------- evaluation on the real test split
@@ -501,6 +505,25 @@ def checkpointer(reporter: Reporter, config: RunConfig) -> Checkpointer | None:
     if every_s is None:
         return Checkpointer(path, run_key(config))
     return Checkpointer(path, run_key(config), every_s=float(every_s))
+
+
+def run_seeds(config: RunConfig) -> np.ndarray:
+    """The run's four seeds, from ``config.seed``: split, batch order, torch init, DP noise."""
+    return np.random.SeedSequence(config.seed).generate_state(4)
+
+
+def run_release(config: RunConfig):
+    """The release a mixing run trains on, made again exactly as :func:`run_config` makes it (the same data, seeds,
+    noise and device type, so the same points: publishing it costs nothing beyond the run's release), without
+    training: a :class:`~dpmix_core.synthesis.pipeline.Synthesis`. ValueError for a run that makes no release."""
+    from dpmix_core.mechanisms import resolve_device
+
+    if config.method != "mixing" or config.release_file is not None:
+        raise ValueError("run_release remakes the release of a mixing run that synthesises one.")
+    ctx = RunContext(config, resolve_device(config.device), run_seeds(config), StopCheck(None), lambda _: None)
+    ds, raw_ds, _, released_features = _load_data(ctx)
+    get_method(config.method).training_set(ctx, ds, raw_ds, released_features)
+    return ctx.synthesis
 
 
 def _load_data(ctx: RunContext):

@@ -18,7 +18,15 @@ from dpmix_core.privacy.release import Mechanism
 from dpmix_core.views.privacy_scale import format_epsilon
 from dpmix_core.views.reports import model_accountants, release_model_of
 
-__all__ = ["CardReading", "card_data_note", "card_setting", "read_card_upload", "release_summary", "with_card_data"]
+__all__ = [
+    "CardReading",
+    "card_data_note",
+    "card_setting",
+    "read_card_upload",
+    "release_summary",
+    "search_note",
+    "with_card_data",
+]
 
 
 def release_summary(release: ReleaseFile) -> str:
@@ -35,6 +43,8 @@ def release_summary(release: ReleaseFile) -> str:
     eps = f"ε upper bounds at δ = {card['delta']:g}: {', '.join(bounds) or 'none'}"
     if others:
         eps += f" (not upper bounds: {', '.join(others)})"
+    if note := search_note(card):
+        eps += f" — {note}"
     return (
         f"{card['dataset'].get('name')} · {syn.mechanism}, {syn.features} · T = {release.num_points:,} points of "
         f"{release.x.shape[1]:,} values · σx = {syn.sigma_x:.4g}, σy = {syn.sigma_y:.4g} · {eps}"
@@ -129,6 +139,21 @@ class CardReading:
     model: str
     sigma_ratio: float
     delta: float
+    chosen_note: str | None = None  # the release was chosen by a search: what covers everything published
+
+
+def search_note(card: dict) -> str | None:
+    """A sentence when the card's release was chosen by a best-release search (its ``search`` section): its epsilon
+    is this release's alone, and what is published is certified at the search's; None otherwise."""
+    search = card.get("search")
+    if not isinstance(search, dict) or search.get("search_epsilon") is None:
+        return None
+    return (
+        f"This release was chosen among {search.get('candidates', '?')} candidate releases of the same data: what is "
+        f"published (the release and the fact that it was chosen) is certified at ε "
+        f"{format_epsilon(float(search['search_epsilon']))} (δ = {search.get('delta', card['delta']):g}). The ε here is "
+        "this release's alone."
+    )
 
 
 def read_card_upload(data: bytes, filename: str) -> CardReading:
@@ -137,4 +162,4 @@ def read_card_upload(data: bytes, filename: str) -> CardReading:
     card = card_from_upload(data, filename)
     setting, model = card_setting(card)
     ratio = setting.sigma_y / setting.sigma_x if setting.sigma_x > 0 else 1.0
-    return CardReading(setting, model, ratio, float(card["delta"]))
+    return CardReading(setting, model, ratio, float(card["delta"]), search_note(card))
