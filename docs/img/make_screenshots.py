@@ -92,6 +92,15 @@ def _own_files(folder: Path) -> tuple[Path, Path]:
     return csv, release
 
 
+def _upload_pets(d: webdriver.Chrome, csv: Path) -> None:
+    """A pets CSV uploaded, its label column picked and its public bounds (-5, 10) typed."""
+    _upload(d, csv)
+    _pick(d, "Label column", "species")
+    for label, text in (("Public lower bound of your features", "-5"), ("Public upper bound of your features", "10")):
+        _type(d, label, text)
+        _settle(d)
+
+
 def _own_data_shots(url: str, out: Path, wanted: set[str]) -> None:
     """Train & trade-offs on one's own CSV, and the Privacy accountant opened on a release's card."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -103,14 +112,7 @@ def _own_data_shots(url: str, out: Path, wanted: set[str]) -> None:
                 _settle(d)
                 _radio(d, "Build your own")
                 _pick(d, "Training data", "Your own file")
-                _upload(d, csv)
-                _pick(d, "Label column", "species")
-                for label, text in (
-                    ("Public lower bound of your features", "-5"),
-                    ("Public upper bound of your features", "10"),
-                ):
-                    _type(d, label, text)
-                    _settle(d)
+                _upload_pets(d, csv)
                 d.save_screenshot(str(out / "train_tradeoffs_own_file.png"))
             if "privacy_accountant_card.png" in wanted:
                 d.get(url + "/")
@@ -124,14 +126,7 @@ def _own_data_shots(url: str, out: Path, wanted: set[str]) -> None:
                 d.get(url + "/best_release")
                 _settle(d)
                 _pick(d, "Data", "Your own file")
-                _upload(d, _pets(Path(tmp) / "pets_3000.csv", 3000))
-                _pick(d, "Label column", "species")
-                for label, text in (
-                    ("Public lower bound of your features", "-5"),
-                    ("Public upper bound of your features", "10"),
-                ):
-                    _type(d, label, text)
-                    _settle(d)
+                _upload_pets(d, _pets(Path(tmp) / "pets_3000.csv", 3000))
                 next(b for b in d.find_elements(By.CSS_SELECTOR, "button") if "in the background" in b.text).click()
                 deadline = time.time() + 180
                 while not d.find_elements(By.CSS_SELECTOR, "[data-testid=stMetric]") and time.time() < deadline:
