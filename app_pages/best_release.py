@@ -110,15 +110,17 @@ def _search():
         help="corrected-lsq: least squares in closed form, corrected for each release's published noise "
         "(seconds a candidate). The others train by gradient (minutes).",
     )
-    keep_state({K + "selection" + ("_own" if own else ""): "private" if own is not None else "pooled"})
+    selection_key = K + "selection" + ("_own" if own is not None else "")  # a file starts from its own default
+    keep_state({selection_key: "private" if own is not None else "pooled"})
     selection = c3.selectbox(
         "Choose on",
         SELECTIONS,
         format_func=SELECTION_TITLES.get,
-        key=K + "selection" + ("_own" if own else ""),
-        help="held-out records, privately: each candidate's model classifies the even rows of your held-out "
-        "records and the exponential mechanism picks (its ε is part of the target); the accuracy shown is on the "
-        "odd rows. The other two read released points only (no ε), whose labels are mixtures' plurality classes.",
+        key=selection_key,
+        help="held-out records, privately: each candidate's model classifies the even rows of the held-out records "
+        "(your file's, or the dataset's test split) and the exponential mechanism picks (its ε is part of the "
+        "target); the accuracy shown is on the odd rows. The other two read released points only (no ε), whose "
+        "labels are mixtures' plurality classes.",
     )
     sel_eps = None
     if selection == "private":
