@@ -16,7 +16,7 @@ from app_pages.shared.widgets import (
     table_download,
 )
 from dpmix_core.data.choice import available_datasets, needs_feature_range
-from dpmix_core.experiments.best_release import OWN_DATA_MODELS, SELECTIONS, default_space
+from dpmix_core.experiments.best_release import OWN_DATA_MODELS, SELECTIONS, dataset_space, default_space
 from dpmix_core.experiments.best_release_jobs import (
     TRIAL_COLUMNS,
     best_release_run,
@@ -25,7 +25,6 @@ from dpmix_core.experiments.best_release_jobs import (
     search_plan,
     submit_best_release,
 )
-from dpmix_core.experiments.presets import SPLIT_SIZES
 from dpmix_core.runtime.store import ResultStore, StoreError
 from dpmix_core.training.names import FEATURE_MODELS
 from dpmix_core.views.inputs import parse_counts, parse_real, parse_reals
@@ -85,7 +84,7 @@ def _search():
             feature_range = feature_bounds(K + "own_", own.dataset)
         grid, data_key = default_space(own.dataset.n_train), own.options["data_sha256"]
     else:
-        grid, data_key = default_space(SPLIT_SIZES[dataset][0]), dataset
+        grid, data_key = dataset_space(dataset), dataset
     defaults = {"m": grid.mix_degrees, "T": grid.num_points}
     grid_text = {K + name: ", ".join(map(str, values)) for name, values in defaults.items()}
     if st.session_state.get(K + "grid_for") != data_key:  # new data: the grid starts from its own defaults
@@ -158,7 +157,13 @@ def _result(payload: dict) -> None:
     m1, m2, m3 = st.columns([2, 1, 1])
     m1.metric("Chosen release", f"m = {cand['m']}, T = {cand['T']:,}, λ = {cand['sigma_ratio']:g}")
     m2.metric("Accuracy", f"{100 * payload['chosen_test_accuracy']:.1f} %", help=f"On the {rows}.")
-    m3.metric("ε of everything published", f"{payload['search_epsilon']:.3g}", help="Rigorous upper bound.")
+    m3.metric(
+        "ε of everything published",
+        f"{payload['search_epsilon']:.3g}",
+        help=f"Rigorous upper bound at δ = {payload['search']['delta']:g}: the candidate releases composed with the "
+        "rdp-poisson accountant, plus the private choice's ε where it read held-out records (exponential "
+        "mechanism). Each candidate's own ε (pld-poisson, an upper bound) is in the table.",
+    )
     st.markdown(
         f"**Release:** σx = {c['sigma_x']:.4g}, σy = {c['sigma_y']:.4g}; accuracy on the {rows}.  \n"
         f"**Privacy:** {payload['search_epsilon_note']}.  \n**How it was chosen:** {payload['selection']}."
@@ -204,8 +209,8 @@ def _result(payload: dict) -> None:
 st.title("Best release for a budget")
 st.markdown(
     "For a target ε, try several Poisson mixing releases — m records per point on average, T points, noise ratio "
-    "λ — each calibrated (exact PLD) so that **all of them together, and the choice, stay within the target**; "
-    "train a model on each and keep the best. On your own file the choice reads its held-out records privately; "
+    "λ — each calibrated so that **all of them together (rdp-poisson composition), and the choice, stay within "
+    "the target** (each one's own ε is certified by the exact PLD); train a model on each and keep the best. On your own file the choice reads its held-out records privately; "
     "on a dataset, the releases' own held-out points."
 )
 search = _search()

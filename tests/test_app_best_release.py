@@ -67,7 +67,7 @@ def test_the_page_searches_an_uploaded_file_in_the_background(at, tmp_path):
         at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     table = at.dataframe[0].value
-    assert len(table) == 8 and list(table["chosen"]).count("✔") == 1 and "certified ε" in table.columns
+    assert len(table) == 8 and list(table["chosen"]).count("✔") == 1 and "ε upper bound (pld-poisson)" in table.columns
     labels = [m.label for m in at.metric]
     assert labels == ["Chosen release", "Accuracy", "ε of everything published"]
     assert float(at.metric[2].value) <= 4.0 + 1e-9

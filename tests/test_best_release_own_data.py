@@ -113,7 +113,7 @@ def test_a_small_selection_epsilon_is_a_coin_toss_and_the_seed_fixes_it():
         Candidate(32, 300, 1.0),
         Candidate(32, 600, 1.0),
     ]
-    with pytest.raises(ValueError, match="4 trials, 3 score rows"):
+    with pytest.raises(ValueError, match="4 trials and 3 score rows"):
         private_choice(trials, correct[:3], toss, 0)
 
 
@@ -301,7 +301,7 @@ def test_release_collapse_reads_the_held_out_points_and_the_history():
 
 def test_the_chosen_model_at_chance_on_the_reported_rows_is_said_so():
     labels = np.repeat([0, 1, 2], [60, 20, 20])
-    assert "no better than always answering" in chosen_collapse(labels == 0, labels)  # the majority: 60 %
+    assert "no better than always predicting the most frequent class" in chosen_collapse(labels == 0, labels)
     assert chosen_collapse(np.ones(100, dtype=bool), labels) is None
 
 

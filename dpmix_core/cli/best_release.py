@@ -209,8 +209,7 @@ def trial_table(trials, selection: str) -> list[str]:
 
 def search_from_args(args: argparse.Namespace):
     """The :class:`~dpmix_core.experiments.best_release.BestReleaseSearch` the parsed arguments describe."""
-    from dpmix_core.experiments.best_release import BestReleaseSearch, SearchSpace, default_space
-    from dpmix_core.experiments.presets import SPLIT_SIZES
+    from dpmix_core.experiments.best_release import BestReleaseSearch, SearchSpace, dataset_space, default_space
 
     if args.data_file is not None and args.dataset is not None:
         raise CliError("--dataset and --data-file: give one (the search releases one dataset)")
@@ -219,8 +218,7 @@ def search_from_args(args: argparse.Namespace):
     own = own_data_file(args)  # its split; --feature-bounds, --categories read into args.feature_range
     file_options: dict = {}
     if own is None:
-        n_train = SPLIT_SIZES[args.dataset or "mnist"][0]
-        grid = default_space(n_train if args.train_limit is None else min(n_train, args.train_limit))
+        grid = dataset_space(args.dataset or "mnist", args.train_limit)
     else:
         grid = default_space(own.dataset.n_train)
         file_options = dict(own.options, feature_range=args.feature_range)

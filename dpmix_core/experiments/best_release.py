@@ -126,6 +126,7 @@ __all__ = [
     "OWN_DATA_MODELS",
     "own_data_space",
     "default_space",
+    "dataset_space",
     "PAPER_SPACE_RECORDS",
 ]
 
@@ -513,6 +514,12 @@ def default_space(n_train: int) -> SearchSpace:
     return own_data_space(n_train)
 
 
+def dataset_space(dataset: str, train_limit: int | None = None) -> SearchSpace:
+    """:func:`default_space` of a named dataset's training split (or its first ``train_limit`` records)."""
+    n_train = SPLIT_SIZES[dataset][0]
+    return default_space(n_train if train_limit is None else min(n_train, train_limit))
+
+
 def own_data_space(n_train: int) -> SearchSpace:
     """The default grid on one's own file of ``n_train`` training records: m = 16 and 64 (those up to n/4), T = n
     and 4n (a release about the data's size, and one that trades noise per point for more points), lambda = 0.5, 1.
@@ -639,8 +646,8 @@ def private_choice(
 ) -> list[Trial]:
     """The ``release.k`` trials picked by Gumbel noisy max on their even-row counts (``correct[i]``: trial i's
     correct / wrong on each test row), best first (:func:`~dpmix_core.mechanisms.selection.gumbel_top_k`)."""
-    if len(trials) != len(correct) or len(trials) != release.candidates:
-        raise ValueError(f"{len(trials)} trials, {len(correct)} score rows, a choice among {release.candidates}.")
+    if len(trials) != len(correct):
+        raise ValueError(f"{len(trials)} trials and {len(correct)} score rows: one a trial.")
     picks = gumbel_top_k([even_row_count(c) for c in correct], release, seed)
     return [trials[i] for i in picks]
 
@@ -1024,33 +1031,33 @@ def release_collapse(history: list[dict], y_val: np.ndarray, predicted: np.ndarr
     for nearly all of its release's held-out points, or its validation accuracy stayed at their majority rate while
     the training loss stayed flat (:func:`~dpmix_core.training.collapse.collapse_reason` without the test split).
     Labels of the held-out points: the argmax of their noisy labels."""
-    from dpmix_core.training.collapse import collapse_reason
+    from dpmix_core.training.collapse import collapse_reason, majority_rate
 
-    labels = np.asarray(y_val).reshape(len(y_val), -1).argmax(axis=1) if len(y_val) else np.zeros(0, np.int64)
-    if not len(labels):
-        return None
-    share = float(np.bincount(np.asarray(predicted, dtype=np.int64)).max() / len(predicted)) if len(predicted) else None
-    majority = float(np.bincount(labels).max() / len(labels))
-    reason = collapse_reason(history, val_majority=majority, prediction_share=share)
-    return None if reason is None else reason.replace("test rows", "release's held-out points")
+    return collapse_reason(
+        history,
+        val_majority=majority_rate(y_val),
+        prediction_share=majority_rate(predicted),
+        predicted_on="its release's held-out points",
+    )
 
 
 def chosen_collapse(correct: np.ndarray, labels: np.ndarray) -> str | None:
     """A sentence when the chosen model is no better than the majority class on the test rows it is reported on
-    (``correct`` and ``labels`` of those rows; :func:`~dpmix_core.training.collapse.chance_line`); None otherwise."""
-    from dpmix_core.training.collapse import chance_line
+    (``correct`` and ``labels`` of those rows: :func:`~dpmix_core.training.collapse.collapse_reason`'s chance line);
+    None otherwise."""
+    from dpmix_core.training.collapse import collapse_reason, majority_rate
 
-    correct, labels = np.asarray(correct, dtype=bool), np.asarray(labels).reshape(-1)
-    if not len(labels):
+    correct = np.asarray(correct, dtype=bool)
+    if not len(correct):
         return None
-    majority = float(np.bincount(labels).max() / len(labels))
-    accuracy = float(np.mean(correct))
-    if accuracy > (line := chance_line(majority, len(labels))):
-        return None
-    return (
-        f"the chosen model is no better than always answering the most frequent class on the reported rows "
-        f"({100 * accuracy:.1f} % against {100 * majority:.1f} %; up to {100 * line:.1f} % is chance on "
-        f"{len(labels)} rows): no candidate learned from this budget; try a larger target epsilon or fewer points T"
+    return collapse_reason(
+        [],
+        val_majority=None,
+        prediction_share=None,
+        test_accuracy=float(np.mean(correct)),
+        test_majority=majority_rate(np.asarray(labels).reshape(-1)),
+        test_rows=len(correct),
+        cause="no candidate learned from this budget; try a larger target epsilon or fewer points T",
     )
 
 
@@ -1224,7 +1231,7 @@ def run_search(
             f"no candidate was certified at the target, learned and was scored: {why_none(first, own_data=search.own_data)}."
         )
     picks = search.selection_picks(len(ranked)) if private else ()
-    noise = [np.random.SeedSequence(search.seed, spawn_key=(_SELECTION_STREAM, i)) for i in range(2)]  # the choice's
+    noise = [np.random.SeedSequence(search.seed, spawn_key=(_SELECTION_STREAM, i)) for i in range(len(picks))]
     if private:
         ranked = private_choice(ranked, [_correct(held_out, t) for t in ranked], picks[0], noise[0])
         say(f"private choice: {picks[0].describe()}")

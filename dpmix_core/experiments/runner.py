@@ -53,7 +53,7 @@ import dpmix_core
 from dpmix_core.experiments.config import RunConfig, run_key
 from dpmix_core.experiments.methods import RunContext, get_method
 from dpmix_core.training.checkpoint import Checkpointer
-from dpmix_core.training.collapse import COLLAPSE_CAUSE, collapse_reason, selection_note, shift_note
+from dpmix_core.training.collapse import COLLAPSE_CAUSE, collapse_reason, majority_rate, selection_note, shift_note
 from dpmix_core.training.names import TEST_INPUTS
 from dpmix_core.training.precision import check_precision
 from dpmix_core.training.train import Cancelled, OptimSettings, StopCheck
@@ -146,16 +146,6 @@ class _Progress:
 def _finite_or_none(value: Any) -> Any:
     """NaN/inf (a diverged loss) -> None, so the result stays JSON-ready."""
     return None if isinstance(value, float) and not math.isfinite(value) else value
-
-
-def _majority_rate(y: np.ndarray) -> float | None:
-    """Share of the most frequent class: integer labels (n,), or one-hot/soft rows (n, K) by their argmax; None
-    when empty or not class labels (one column)."""
-    y = np.asarray(y)
-    if len(y) == 0 or (y.ndim == 2 and y.shape[1] < 2) or y.ndim > 2:
-        return None
-    classes = y.argmax(axis=1) if y.ndim == 2 else y.astype(np.int64)
-    return float(np.bincount(classes).max()) / len(y)
 
 
 def run_config(
@@ -430,7 +420,7 @@ def _selection(ctx: RunContext, fit_res, *, y_va: np.ndarray, num_classes: int) 
     note = selection_note(
         fit_res.history,
         best_epoch=fit_res.best_epoch,
-        val_majority=_majority_rate(y_va),
+        val_majority=majority_rate(y_va),
         val_rows=len(y_va),
         label_agreement=_label_agreement(ctx, num_classes),
     )
@@ -456,11 +446,11 @@ def _collapse(config: RunConfig, fit_res, metrics: dict, *, y_va, y_test: np.nda
         return None
     return collapse_reason(
         fit_res.history,
-        val_majority=_majority_rate(y_va),
+        val_majority=majority_rate(y_va),
         prediction_share=metrics["prediction_share"],
         cause=cause,
         test_accuracy=metrics["accuracy"],
-        test_majority=_majority_rate(y_test),
+        test_majority=majority_rate(y_test),
         test_rows=len(y_test),
     )
 

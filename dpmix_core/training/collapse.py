@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 __all__ = [
     "CHANCE_SDS",
     "chance_line",
+    "majority_rate",
     "ONE_CLASS_SHARE",
     "VAL_MARGIN",
     "LOSS_DROP",
@@ -46,6 +49,16 @@ def chance_line(majority: float, rows: int) -> float:
     return majority + CHANCE_SDS * math.sqrt(majority * (1 - majority) / rows)
 
 
+def majority_rate(y: np.ndarray) -> float | None:
+    """Share of the most frequent class: integer labels (n,), or one-hot/soft rows (n, K) by their argmax; None
+    when empty or not class labels (one column). Of predicted classes, the share of the most predicted one."""
+    y = np.asarray(y)
+    if len(y) == 0 or (y.ndim == 2 and y.shape[1] < 2) or y.ndim > 2:
+        return None
+    classes = y.argmax(axis=1) if y.ndim == 2 else y.astype(np.int64)
+    return float(np.bincount(classes).max()) / len(y)
+
+
 def collapse_reason(
     history: list[dict],
     *,
@@ -55,8 +68,11 @@ def collapse_reason(
     test_accuracy: float | None = None,
     test_majority: float | None = None,
     test_rows: int | None = None,
+    predicted_on: str = "the test rows",
 ) -> str | None:
     """None when the model learned; else one plain sentence saying why the run counts as collapsed.
+
+    ``predicted_on``: the rows ``prediction_share`` was read on, as the sentence names them.
 
     Collapsed: the model predicts one class for >= ONE_CLASS_SHARE of the test
     rows; or its test accuracy is at most the test split's majority-class rate p plus CHANCE_SDS binomial
@@ -68,7 +84,7 @@ def collapse_reason(
     """
     if prediction_share is not None and prediction_share >= ONE_CLASS_SHARE:
         return (
-            f"collapsed: the model predicts one class for {100 * prediction_share:.0f} % of the test rows "
+            f"collapsed: the model predicts one class for {100 * prediction_share:.0f} % of {predicted_on} "
             f"(the constant predictor); {cause}."
         )
     if test_accuracy is not None and test_majority is not None and test_rows:
