@@ -13,6 +13,7 @@ from app_pages.shared.widgets import (
     feature_bounds,
     keep_state,
     loaded_or_stop,
+    private_ranges_box,
     real_check,
     table_download,
     thumbnail_px,
@@ -175,6 +176,7 @@ if st.session_state.get(K + "data_key") != dataset_key:  # new data: z-scoring o
     if public_z is None and st.session_state[K + "prep"] == "zscore":
         st.session_state[K + "prep"] = "unit"
 feature_range = feature_bounds(K, dataset) if needs_feature_range(dataset) else None
+ranges_on, range_epsilon = private_ranges_box(K) if feature_range is not None else (False, None)
 
 c1, c2, c3 = controls_area().columns(3)  # collapsed when presenting
 mechanism = c1.selectbox("Mechanism", PREVIEW_MECHANISMS, key=K + "mechanism")
@@ -298,7 +300,9 @@ c3.number_input("Seed", min_value=0, max_value=2**32 - 1, step=1, key=K + "seed"
 c3.button("New draw (next seed)", on_click=_new_draw, key=K + "redraw")
 
 ss = st.session_state
-if None in (l_value, T_value, ratio_value, delta_value, target_value if use_target else sigma_value):
+if None in (l_value, T_value, ratio_value, delta_value, target_value if use_target else sigma_value) or (
+    ranges_on and range_epsilon is None
+):
     st.stop()  # the "invalid: …" message is under its control; nothing computed from other inputs is shown
 try:
     config = SynthesisConfig(
@@ -316,6 +320,7 @@ try:
         seed=ss[K + "seed"],
         feature_range=feature_range,
         features=features,
+        range_epsilon=range_epsilon if ranges_on else None,
         # empty fields: the dataset's documented constants, or the library's one-line refusal for an upload
         zscore_constants=(ss[K + "z_mean"], ss[K + "z_std"])
         if prep == "zscore"

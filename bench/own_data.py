@@ -34,15 +34,21 @@ def own_run(
     eps: float,
     seed: int,
     releases: dict[str, tuple[int, int]],
+    range_share: float | None = None,
 ) -> RunConfig:
     """A run of ``train --data-file`` on ``own`` (the own-data linear protocol): a ``mechanism`` release of
     ``releases[mechanism]`` = (l, T) calibrated to ``eps`` (its tightest rigorous accountant), or a baseline
-    ``method`` (DP-SGD at ``eps``, non-private), every one scaling the features with ``bounds``."""
+    ``method`` (DP-SGD at ``eps``, non-private), every one scaling the features with ``bounds``. ``range_share``:
+    the release narrows the bounds by private ranges at this share of ``eps`` (``--private-ranges``), the target
+    then covering both."""
     if method == "mixing":
         assert mechanism is not None
         l, T = releases[mechanism]
         options = protocol_options("linear", mechanism=mechanism, own_data=True)
-        synthesis = SynthesisConfig(mechanism, l=l, T=T, target_epsilon=eps)
+        ranges = None if range_share is None else range_share * eps
+        synthesis = SynthesisConfig(
+            mechanism, l=l, T=T, target_epsilon=eps, feature_range=bounds, range_epsilon=ranges
+        )
         return RunConfig(
             "mixing", model="linear", synthesis=synthesis, feature_range=bounds, seed=seed, **own.options, **options
         )

@@ -349,6 +349,25 @@ def feature_bounds(prefix: str, records: Dataset) -> FeatureRange:
     return bounds
 
 
+def private_ranges_box(prefix: str) -> tuple[bool, float | None]:
+    """A toggle (``prefix + "private_ranges"``) to narrow the public bounds to where the records lie, by noisy
+    histograms released with the points (:mod:`dpmix_core.synthesis.private_ranges`), and the ranges' epsilon under
+    it (``prefix + "ranges_eps"``): (on, that epsilon, or None when it is refused, its "invalid: …" shown)."""
+    keep_state({prefix + "ranges_eps": 0.1})
+    on = st.toggle(
+        "Narrow the bounds privately",
+        key=prefix + "private_ranges",
+        help="Bounds much wider than your records crowd them into a sliver of [0,1], where the noise swamps them. "
+        "This finds each feature's range inside the public bounds with noisy histograms, released with the points; "
+        "the release scales with those ranges. The ε shown (and a target ε) covers the ranges and the points "
+        "together. A share of ε as small as a tenth is usually enough: composed, it costs little noise.",
+    )
+    if not on:
+        return False, None
+    st.number_input("ε of the ranges (alone)", step=0.05, format="%.3f", key=prefix + "ranges_eps")
+    return True, real_check(st, st.session_state[prefix + "ranges_eps"], "ε of the ranges", minimum=1e-6)
+
+
 def _bounds_per_column(prefix: str, records: Dataset, default: tuple[float, float]) -> FeatureRange:
     """The per-column table of :func:`feature_bounds`: its bounds, or its error and a stopped page."""
     d, names = records.feature_dim, records.feature_names

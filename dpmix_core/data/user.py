@@ -571,8 +571,9 @@ def bounds_fit_note(x: np.ndarray, feature_range: FeatureRange, feature_names: t
         worst = f"; {name(least)} fills {fills[least]:.1%}" if per_feature else ""
         notes.append(
             f"your features fill a median {fill:.1%} of {width}{worst}: every private method "
-            "is calibrated to the whole width, so its noise swamps features that use a sliver of it (DP-SGD first narrows "
-            "each feature's range with a share of its epsilon, which wins back much of it, not all)"
+            "is calibrated to the whole width, so its noise swamps features that use a sliver of it (DP-SGD, and a "
+            "release with private ranges, first narrow each feature's range with a share of the epsilon, which wins "
+            "back much of it, not all)"
         )
         if not per_feature and fills.max() > UNITS_SPREAD * max(fill, 1e-12):
             notes.append(

@@ -111,7 +111,7 @@ def identity_synthesis(syn: dict) -> dict:
     """The synthesis part of a run's identity, spelled as v0.1 spelled it wherever the release is the same.
 
     New fields are left out while they hold the value that reproduces v0.1
-    (``public_n`` and ``zscore_constants_sha256`` None; ``features`` "pixels";
+    (``public_n``, ``zscore_constants_sha256`` and ``range_epsilon`` None; ``features`` "pixels";
     ``protect_labels`` on mechanisms that ignore it or False for class-centric),
     fields a mechanism ignores keep v0.1's default, and "zscore-private" is
     v0.1's "zscore" without constants: keys of stored runs stay valid, and a
@@ -125,6 +125,8 @@ def identity_synthesis(syn: dict) -> dict:
         out.pop("zscore_constants_sha256", None)
     if out.get("public_n") is None:
         out.pop("public_n", None)
+    if out.get("range_epsilon") is None:  # private feature ranges: another release
+        out.pop("range_epsilon", None)
     if out.get("features") == "pixels":
         out.pop("features")
     if mechanism != "class-centric" or out.get("protect_labels") is False:

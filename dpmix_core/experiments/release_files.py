@@ -480,8 +480,18 @@ def verify_card(card: dict, *, rtol: float = 1e-6) -> CardCheck:
         return CardCheck(
             False, (), f"the card's release description does not follow from its parameters ({', '.join(differ)})."
         )
-    recomputed = {e["accountant"]: e for e in card_epsilons(release, float(card["delta"]))}
-    rows = []
+    delta = float(card["delta"])
+    alone = card_epsilons(release, delta)
+    rows: list[dict] = []
+    ranges = card.get("feature_ranges")
+    if syn.range_epsilon is not None or ranges is not None:
+        checked = _ranges_rows(card, syn, release, alone, delta, rtol)
+        if isinstance(checked, str):
+            return CardCheck(False, (), checked, release)
+        rows, expected = checked
+    else:
+        expected = alone
+    recomputed = {e["accountant"]: e for e in expected}
     for entry in card["epsilons"]:
         name = entry.get("accountant")
         mine = recomputed.pop(name, None)
@@ -508,6 +518,67 @@ def verify_card(card: dict, *, rtol: float = 1e-6) -> CardCheck:
         return CardCheck(False, tuple(rows), reason, release)
     reason = f"all {len(rows)} epsilons on the card recomputed from its description."
     return CardCheck(True, tuple(rows), reason, release)
+
+
+def _ranges_rows(
+    card: dict, syn: SynthesisConfig, release: MixingRelease, alone: list[dict], delta: float, rtol: float
+) -> tuple[list[dict], list[dict]] | str:
+    """A card with private feature ranges: (rows of the points' epsilons alone, the composed entry the card's
+    ``epsilons`` must hold), or why its ranges section does not follow from its parameters."""
+    from dpmix_core.synthesis.private_ranges import (
+        PrivateRanges,
+        composed_epsilon,
+        range_noise_multiplier,
+    )
+
+    section = card.get("feature_ranges")
+    if syn.range_epsilon is None or not isinstance(section, dict):
+        return "the card's parameters and its feature_ranges section disagree (one without the other)."
+    try:
+        ranges = PrivateRanges(
+            epsilon=float(section["epsilon"]),
+            noise_multiplier=float(section["noise_multiplier"]),
+            rounds=int(section["rounds"]),
+            bins=int(section["bins"]),
+            relation=str(section["relation"]),
+            public=syn.feature_range or (0.0, 1.0),
+            low=tuple(float(v) for v in section["low"]),
+            high=tuple(float(v) for v in section["high"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        return f"the card's feature_ranges section cannot be read ({exc})."
+    z = range_noise_multiplier(syn.range_epsilon, delta, syn.ranges_relation)
+    if (
+        ranges.epsilon != syn.range_epsilon
+        or ranges.relation != syn.ranges_relation
+        or not _close(ranges.noise_multiplier, z, rtol)
+    ):
+        return "the card's feature ranges do not follow from its parameters (epsilon, adjacency or noise)."
+    stated = {e.get("accountant"): card_epsilon(e.get("epsilon")) for e in section.get("release_alone") or ()}
+    rows = []
+    for entry in alone:
+        mine, theirs = card_epsilon(entry["epsilon"]), stated.pop(entry["accountant"], None)
+        same = mine is not None and theirs is not None and _close(theirs, mine, rtol)
+        rows.append(
+            {
+                "accountant": f"{entry['accountant']} (points alone)",
+                "card": theirs,
+                "recomputed": mine,
+                "upper_bound": bool(entry["upper_bound"]),
+                "matches": same,
+            }
+        )
+    rows += [
+        {
+            "accountant": f"{name} (points alone)",
+            "card": eps,
+            "recomputed": None,
+            "upper_bound": False,
+            "matches": False,
+        }
+        for name, eps in stated.items()
+    ]
+    return rows, [composed_epsilon(ranges, release, delta).to_json()]
 
 
 def card_epsilon(value: Any) -> float | None:

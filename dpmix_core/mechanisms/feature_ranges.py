@@ -85,6 +85,16 @@ class FeatureRanges:
             dp_accounting.GaussianDpEvent(self.round_noise_multiplier), self.rounds
         )
 
+    def replace_one_event(self):
+        """The same rounds under replace-one adjacency (mixing without replacement): a replaced record moves one
+        count of each feature down and another up, L2 sensitivity sqrt(2d) against noise z_r sqrt(d), so each
+        round is a Gaussian with multiplier z_r / sqrt(2): SelfComposed(Gaussian(z_r / sqrt(2)), rounds)."""
+        import dp_accounting
+
+        return dp_accounting.SelfComposedDpEvent(
+            dp_accounting.GaussianDpEvent(self.round_noise_multiplier / math.sqrt(2.0)), self.rounds
+        )
+
     def describe(self) -> str:
         return (
             f"per-feature ranges from {self.rounds} rounds of {self.bins}-bin noisy histograms "

@@ -21,9 +21,19 @@ from dpmix_core.privacy.accountants.gdp_clt import GdpCltAccountant
 from dpmix_core.privacy.accountants.pld_poisson import PldPoissonAccountant
 from dpmix_core.privacy.accountants.rdp_dp_accounting import RdpPoissonAccountant
 from dpmix_core.privacy.events import SampledGaussianSteps
-from dpmix_core.privacy.release import MixingRelease
+from dpmix_core.privacy.release import MixingRelease, Sampling
 
-__all__ = ["Calibration", "PointBudget", "calibrate_sigma", "max_points", "SIGMA_MAX", "T_MAX", "TIME_BUDGET"]
+__all__ = [
+    "Calibration",
+    "ComposedCalibration",
+    "PointBudget",
+    "calibrate_sigma",
+    "calibrate_sigma_composed",
+    "max_points",
+    "SIGMA_MAX",
+    "T_MAX",
+    "TIME_BUDGET",
+]
 
 SIGMA_MAX = 1e4
 T_MAX = 10**12  # the most points max_points searches (a trillion: beyond any release that can be written)
@@ -140,6 +150,80 @@ def calibrate_sigma(
         return _calibrate_pld(accountant, evaluator, steps, target_epsilon, sigma_ratio, sigma_max, deadline)
     hi, hi_res, note = _search(evaluator(accountant), target_epsilon, sigma_max, deadline, accountant.name)
     return Calibration(hi, sigma_ratio * hi, target_epsilon, hi_res, note)
+
+
+@dataclass(frozen=True)
+class ComposedCalibration:
+    """sigma of a release calibrated so that it and another release of the same data stay within a target together."""
+
+    sigma_x: float
+    sigma_y: float
+    target_epsilon: float
+    epsilon: float  # of the composition at the returned sigma: <= target
+
+
+def calibrate_sigma_composed(
+    release: MixingRelease,
+    composed: Callable[[MixingRelease], float],
+    *,
+    target_epsilon: float,
+    delta: float,
+    sigma_ratio: float = 1.0,
+    rtol: float = _PLD_RTOL,
+) -> ComposedCalibration:
+    """The least sigma_x (to a factor 1 + ``rtol``, the feasible end, evaluated) with ``composed(release at sigma)``
+    <= target: epsilon of the release next to what else was published from the same data, decreasing in sigma.
+
+    The bracket starts at the sigma the release alone needs for the target (pld-poisson for Poisson sampling,
+    rdp-wor otherwise), walked down while the composition is still within it (a grid's rounding), its high end
+    doubles until feasible; then bisection on log sigma.
+
+    Raises:
+        ValueError: a non-positive or non-finite target, delta outside (0, 1), a bad sigma ratio, or a target the
+            rest uses up (no sigma up to :data:`SIGMA_MAX` fits).
+    """
+    from dpmix_core.privacy.accountants import get_accountant
+
+    if not (isinstance(target_epsilon, (int, float)) and math.isfinite(target_epsilon) and target_epsilon > 0):
+        raise ValueError(f"target epsilon must be a positive finite number. Found {target_epsilon}.")
+    if not (math.isfinite(sigma_ratio) and sigma_ratio > 0):
+        raise ValueError(f"sigma ratio lambda must be a positive finite number. Found {sigma_ratio}.")
+    check_delta(delta)
+
+    def eps_at(sigma_x: float) -> float:
+        return float(composed(release.with_sigma(sigma_x, sigma_ratio * sigma_x)))
+
+    alone = "pld-poisson" if release.sampling is Sampling.POISSON else "rdp-wor"
+    start = calibrate_sigma(
+        get_accountant(alone),
+        release,
+        target_epsilon=target_epsilon,
+        delta=delta,
+        sigma_ratio=sigma_ratio,
+        time_budget=REPRODUCIBLE,
+    ).sigma_x
+    lo, hi = start, start
+    hi_eps = eps_at(hi)
+    while hi_eps > target_epsilon:
+        lo, hi = hi, 2.0 * hi
+        if hi > SIGMA_MAX:
+            raise ValueError(
+                f"target epsilon {target_epsilon:g} is out of reach: what else was published uses it up on its own."
+            )
+        hi_eps = eps_at(hi)
+    while lo == hi or eps_at(lo) <= target_epsilon:  # the bracket's low end must be infeasible
+        hi, lo = lo, lo / 1.25
+        hi_eps = eps_at(hi)
+        if lo < _SIGMA_MIN:
+            return ComposedCalibration(hi, sigma_ratio * hi, float(target_epsilon), hi_eps)
+    while hi / lo > 1 + rtol:
+        mid = math.sqrt(lo * hi)
+        mid_eps = eps_at(mid)
+        if mid_eps <= target_epsilon:
+            hi, hi_eps = mid, mid_eps
+        else:
+            lo = mid
+    return ComposedCalibration(hi, sigma_ratio * hi, float(target_epsilon), hi_eps)
 
 
 def _largest_finite_sigma_x(sigma_ratio: float) -> float:

@@ -29,6 +29,7 @@ from dpmix_core.privacy.release import MixingRelease
 from dpmix_core.privacy.statement import card_statement
 from dpmix_core.resources.files import check_new_file, write_files_atomically
 from dpmix_core.synthesis.pipeline import Synthesis
+from dpmix_core.synthesis.private_ranges import PrivateRanges, ranges_sentence
 from dpmix_core.synthesis.units import TableLayout, table_layout
 
 __all__ = [
@@ -125,8 +126,12 @@ def privacy_card(synthesis: Synthesis, *, epsilons: list[dict] | None = None) ->
         card["epsilons"] = list(card_epsilons(release, config.delta) if epsilons is None else epsilons)
         if any(not e["upper_bound"] for e in card["epsilons"]):
             card["caveats"].append(GDP_CLT_CAVEAT)
+        if synthesis.ranges is not None:  # the bounds were released too: the card's epsilon is of both
+            _with_ranges(card, synthesis.ranges, release, config.delta)
         if card["epsilons"]:
             card["statement"] = card_statement(release, card["epsilons"])  # for a release note, in words
+            if synthesis.ranges is not None:
+                card["statement"] += " " + ranges_sentence(card["feature_ranges"])
     else:
         card["epsilons"].append(
             {
@@ -139,6 +144,22 @@ def privacy_card(synthesis: Synthesis, *, epsilons: list[dict] | None = None) ->
             }
         )
     return clean_json(card)
+
+
+def _with_ranges(card: dict, ranges: PrivateRanges, release: MixingRelease, delta: float) -> None:
+    """The card of a release scaled by private ranges: ``feature_ranges`` holds them, their epsilon alone and the
+    points' epsilons alone (``release_alone``); ``epsilons`` holds the one epsilon of everything published."""
+    from dpmix_core.synthesis.private_ranges import composed_epsilon
+
+    total = composed_epsilon(ranges, release, delta).to_json()
+    card["feature_ranges"] = {**ranges.to_json(), "release_alone": card["epsilons"], "total_epsilon": total["epsilon"]}
+    card["epsilons"] = [total]
+    card["caveats"].insert(
+        0,
+        f"the bounds the records were scaled with were released privately ({ranges.describe()}); the card's epsilon "
+        f"covers them and the points together ({total['accountant']}); feature_ranges.release_alone lists each "
+        "accountant's epsilon of the points alone",
+    )
 
 
 def label_columns_named(synthesis: Synthesis) -> bool:
@@ -262,9 +283,10 @@ def table_columns_note(synthesis: Synthesis, shown: int = 4) -> str:
         return ", ".join(names[:shown]) + (f", ... ({len(names)})" if len(names) > shown else "")
 
     texts = "; each text column's word is its category with the largest share" if layout.words else ""
+    bounds = "public bounds" if synthesis.ranges is None else "private ranges inside the public bounds"
     return (
         f"columns: {layout.header[0]} (the class with the largest released score), then {listed(features)} in the "
-        f"table's units (public bounds; not clipped{texts}), then the released label scores {listed(scores)}"
+        f"table's units ({bounds}; not clipped{texts}), then the released label scores {listed(scores)}"
     )
 
 

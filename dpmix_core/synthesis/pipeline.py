@@ -24,6 +24,7 @@ from dpmix_core.privacy.checks import FeatureRange, check_feature_range
 from dpmix_core.privacy.release import CLAMP_NEEDS_UNIT_BOX, PRIVATE_NORMALISATION, MixingRelease, Protects
 from dpmix_core.resources.files import check_sha256
 from dpmix_core.resources.limits import Cost, LimitExceeded, Limits, check_cost, limits_from_env, mixing_cost
+from dpmix_core.synthesis.private_ranges import PrivateRanges, check_range_epsilon, private_ranges
 from dpmix_core.synthesis.public_constants import ZScoreConstants, read_zscore_constants
 from dpmix_core.synthesis.units import RecordUnits, record_units
 
@@ -35,6 +36,7 @@ __all__ = [
     "Synthesis",
     "calibration_accountants",
     "calibration_refusal",
+    "config_ranges",
     "guarantee_label",
     "synthesize",
     "planned_release",
@@ -44,6 +46,7 @@ __all__ = [
     "release_cost",
     "release_description",
     "release_refusal",
+    "scaling_range",
     "resolve_preprocessing",
     "resolve_sigma",
 ]
@@ -93,6 +96,9 @@ class SynthesisConfig:
     label_task: str = "classification"
     feature_range: FeatureRange | None = None  # public bounds of float features (a pair, or one a feature)
     features: str = "pixels"  # what is mixed: "pixels" or "scattering" (ScatterNet + per-sample GroupNorm, DPFMix)
+    # epsilon of feature ranges released privately inside feature_range, which the release then scales with
+    # (synthesis.private_ranges); None: the public bounds as they are
+    range_epsilon: float | None = None
     seed: int = 0
     device: str = "cpu"
 
@@ -117,6 +123,12 @@ class SynthesisConfig:
         if self.mechanism == "poisson" or (self.mechanism == "dpmix" and self.preprocessing == "clip"):
             return (self.clip_x, self.clip_y)
         return None
+
+    @property
+    def ranges_relation(self) -> str:
+        """The adjacency the release (and so its private ranges) is accounted under: add/remove-one for Poisson
+        mixing, replace-one for the others."""
+        return "add/remove-one" if self.mechanism == "poisson" else "replace-one"
 
     @property
     def zscore_clipped(self) -> bool:
@@ -165,6 +177,7 @@ class SynthesisConfig:
             if not self.zscore_constants[1] > 0:
                 raise ValueError(f"z-score std must be positive. Found {self.zscore_constants[1]}.")
         self._check_constants_file()
+        self._check_range_epsilon()
         if not isinstance(self.protect_labels, bool):
             raise ValueError(f"protect_labels must be True or False. Found {self.protect_labels!r}.")
         if not self.protect_labels and self.mechanism != "class-centric":
@@ -179,6 +192,23 @@ class SynthesisConfig:
                 raise ValueError("a stated public n sets the Poisson rate m/n; it applies to mechanism 'poisson' only.")
         if not (math.isfinite(self.sigma_ratio) and self.sigma_ratio > 0):
             raise ValueError(f"sigma ratio lambda must be positive. Found {self.sigma_ratio}.")
+
+    def _check_range_epsilon(self) -> None:
+        """Private ranges narrow the public bounds a release scales features with: they need those bounds, pixels
+        (no feature transform) and a release that scales with them (not a z-score), and less than the target."""
+        if self.range_epsilon is None:
+            return
+        object.__setattr__(self, "range_epsilon", check_range_epsilon(self.range_epsilon))
+        if self.feature_range is None:
+            raise ValueError("private ranges narrow the public bounds of the features: give them (feature_range).")
+        if self.features != "pixels" or self.zscore_clipped:
+            how = f"mixes {self.features} features" if self.features != "pixels" else "z-scores the records"
+            raise ValueError(f"private ranges narrow the bounds a release scales features with; this one {how}.")
+        if self.target_epsilon is not None and self.range_epsilon >= self.target_epsilon:
+            raise ValueError(
+                f"the private ranges' epsilon {self.range_epsilon:g} must be below the target {self.target_epsilon:g} "
+                f"(it is spent on top of the release's; e.g. {0.1 * self.target_epsilon:g})."
+            )
 
     def _check_constants_file(self) -> None:
         """A constants file goes with class-centric "zscore" alone; without its sha256, the numbers are read now."""
@@ -213,14 +243,40 @@ class Synthesis:
     label_column: str = ""  # the table's label column (a CSV's header), for the release in the table's units
     units: RecordUnits | None = None  # a [0,1] release of a table's columns: the map back to the records' units
     categories: Categories = ()  # public categories of the table's text columns
+    ranges: PrivateRanges | None = None  # the bounds the release scaled with, released privately (config.range_epsilon)
 
 
-def table_units(config: SynthesisConfig, dataset: Dataset) -> RecordUnits | None:
+def table_units(config: SynthesisConfig, dataset: Dataset, ranges: PrivateRanges | None = None) -> RecordUnits | None:
     """The map of ``config``'s release of ``dataset`` back to its records' units (:mod:`dpmix_core.synthesis.units`),
-    or None where there is none (:func:`table_refusal` says why)."""
+    or None where there is none (:func:`table_refusal` says why); ``ranges``: the private ranges it scaled with."""
     if table_refusal(config, dataset) is not None:
         return None
-    return record_units(config.feature_range, dataset.feature_dim, unit_scaled=config.unit_scaled)
+    bounds = config.feature_range if ranges is None else ranges.feature_range
+    return record_units(bounds, dataset.feature_dim, unit_scaled=config.unit_scaled)
+
+
+def config_ranges(config: SynthesisConfig, x_train: np.ndarray) -> PrivateRanges | None:
+    """The private ranges ``config``'s release of these training records scales with (``config.range_epsilon``;
+    :mod:`dpmix_core.synthesis.private_ranges`), or None for the public bounds as they are. Deterministic: the
+    release and every map of records into its space (test inputs, audits) compute the same ranges."""
+    if config.range_epsilon is None or config.mechanism == "label-laplace":
+        return None
+    assert config.feature_range is not None  # SynthesisConfig refuses private ranges without public bounds
+    return private_ranges(
+        x_train,
+        config.feature_range,
+        epsilon=config.range_epsilon,
+        delta=config.delta,
+        relation=config.ranges_relation,
+        seed=config.seed,
+    )
+
+
+def scaling_range(config: SynthesisConfig, x_train: np.ndarray) -> FeatureRange | None:
+    """The bounds ``config``'s release scales these training records with: its private ranges, else its public
+    ``feature_range``."""
+    ranges = config_ranges(config, x_train)
+    return config.feature_range if ranges is None else ranges.feature_range
 
 
 def table_refusal(config: SynthesisConfig, dataset: Dataset) -> str | None:
@@ -247,10 +303,14 @@ def table_refusal(config: SynthesisConfig, dataset: Dataset) -> str | None:
     return None
 
 
-def _made(data: SyntheticData, config: SynthesisConfig, dataset: Dataset) -> Synthesis:
+def _made(
+    data: SyntheticData, config: SynthesisConfig, dataset: Dataset, ranges: PrivateRanges | None = None
+) -> Synthesis:
     """The release of ``dataset``'s own features (its class and feature names carry over to the card; a table's
-    [0,1] release keeps the map back to the table's units)."""
-    units = table_units(config, dataset)
+    [0,1] release keeps the map back to the table's units, through its private ranges where it has them)."""
+    units = table_units(config, dataset, ranges)
+    if ranges is not None:
+        data = replace(data, notes=(f"bounds: {ranges.describe()}",) + tuple(data.notes))
     return Synthesis(
         data,
         config,
@@ -262,6 +322,7 @@ def _made(data: SyntheticData, config: SynthesisConfig, dataset: Dataset) -> Syn
         dataset.label_column,
         units,
         dataset.categories,
+        ranges,
     )
 
 
@@ -423,6 +484,8 @@ def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
     if config.mechanism == "label-laplace":
         return config
     config = resolve_preprocessing(config, dataset.name)
+    if config.target_epsilon is not None and config.range_epsilon is not None:
+        return _calibrated_beside_ranges(config, dataset)
     if config.target_epsilon is not None:
         from dpmix_core.privacy.accountants import get_accountant  # lazy: dp_accounting and scipy cost ~1 s to import
         from dpmix_core.privacy.calibration import REPRODUCIBLE, calibrate_sigma
@@ -439,6 +502,27 @@ def resolve_sigma(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
         return replace(config, sigma_x=cal.sigma_x, sigma_y=cal.sigma_y, target_epsilon=None)
     sx, sy = _sigmas(config)
     return replace(config, sigma_x=sx, sigma_y=sy)
+
+
+def _calibrated_beside_ranges(config: SynthesisConfig, dataset: Dataset) -> SynthesisConfig:
+    """The config with the least sigmas whose release and its private ranges together stay within the target
+    (:func:`~dpmix_core.synthesis.private_ranges.composition_epsilon`); the ranges' noise depends on their epsilon,
+    delta and the adjacency only, so no record is read here."""
+    from dpmix_core.mechanisms.feature_ranges import RANGE_ROUNDS
+    from dpmix_core.privacy.calibration import calibrate_sigma_composed
+    from dpmix_core.synthesis.private_ranges import composition_epsilon, range_noise_multiplier, ranges_item
+
+    assert config.target_epsilon is not None and config.range_epsilon is not None
+    z = range_noise_multiplier(config.range_epsilon, config.delta, config.ranges_relation)
+    item = ranges_item(z, RANGE_ROUNDS, config.ranges_relation)
+    cal = calibrate_sigma_composed(
+        planned_release(config, dataset),
+        lambda release: composition_epsilon(item, release, config.delta),
+        target_epsilon=config.target_epsilon,
+        delta=config.delta,
+        sigma_ratio=config.sigma_ratio,
+    )
+    return replace(config, sigma_x=cal.sigma_x, sigma_y=cal.sigma_y, target_epsilon=None)
 
 
 def release_cost(config: SynthesisConfig, dataset: Dataset) -> Cost:
@@ -513,6 +597,8 @@ def synthesize(
         return _made(data, config, dataset)
     config = resolve_sigma(config, dataset)
     sx, sy = _sigmas(config)  # both set by resolve_sigma
+    ranges = config_ranges(config, X)  # the bounds the records are scaled with, released privately (or None)
+    bounds = config.feature_range if ranges is None else ranges.feature_range
     if config.mechanism == "local":
         data = local_perturbation(
             X,
@@ -524,13 +610,11 @@ def synthesize(
             clamp_negative=config.clamp_negative,
             seed=config.seed,
             device=config.device,
-            feature_range=config.feature_range,
+            feature_range=bounds,
         )
-        return _made(data, config, dataset)
+        return _made(data, config, dataset, ranges)
     release = planned_release(config, dataset)  # the one description: the mechanism runs exactly it
-    common: dict = dict(
-        num_classes=k, release=release, seed=config.seed, device=config.device, feature_range=config.feature_range
-    )
+    common: dict = dict(num_classes=k, release=release, seed=config.seed, device=config.device, feature_range=bounds)
     if config.mechanism == "class-centric":
         constants = public_zscore_arrays(config, X.shape[1])
         if constants is not None:
@@ -543,4 +627,4 @@ def synthesize(
         data = poisson_mix(X, y, **common)
     else:
         data = dpmix(X, y, **common)
-    return _made(data, config, dataset)
+    return _made(data, config, dataset, ranges)

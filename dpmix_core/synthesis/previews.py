@@ -12,7 +12,7 @@ from dpmix_core.data.scattering import scattering_shape
 from dpmix_core.privacy.accountants import EpsilonResult, applicable_accountants
 from dpmix_core.privacy.checks import describe_feature_range
 from dpmix_core.privacy.statement import tightest_statement
-from dpmix_core.synthesis.pipeline import SynthesisConfig, planned_release, resolve_sigma, synthesize
+from dpmix_core.synthesis.pipeline import SynthesisConfig, config_ranges, planned_release, resolve_sigma, synthesize
 from dpmix_core.synthesis.units import record_units, table_layout
 
 __all__ = ["ClassPreview", "MixingPreview", "PREVIEW_MECHANISMS", "feature_maps", "mixing_preview"]
@@ -104,7 +104,14 @@ def mixing_preview(
     images = dataset.x_train.ndim >= 3  # tabular uploads: rows of numbers, previewed as rows
     config = resolve_sigma(config, dataset)
     release = planned_release(config, dataset)
-    epsilons = tuple(acc.epsilon(release, config.delta) for acc in applicable_accountants(release))
+    ranges = config_ranges(config, dataset.x_train)  # bounds released privately with the points (or None)
+    if ranges is None:
+        epsilons = tuple(acc.epsilon(release, config.delta) for acc in applicable_accountants(release))
+    else:  # what is published is the ranges and the points: their one epsilon together
+        from dpmix_core.synthesis.private_ranges import composed_epsilon
+
+        epsilons = (composed_epsilon(ranges, release, config.delta),)
+    bounds = config.feature_range if ranges is None else ranges.feature_range
 
     k = dataset.num_classes
     oversample = 1 if config.mechanism == "class-centric" else 6
@@ -117,8 +124,8 @@ def mixing_preview(
     rng = np.random.default_rng(config.seed)
     names = dataset.label_names or tuple(str(c) for c in range(k))
     units = None  # a [0,1] release of a table's columns, shown in the records' units (post-processing)
-    if not images and config.feature_range is not None:
-        units = record_units(config.feature_range, dataset.feature_dim, unit_scaled=config.unit_scaled)
+    if not images and bounds is not None:
+        units = record_units(bounds, dataset.feature_dim, unit_scaled=config.unit_scaled)
     in_units = (lambda x: x) if units is None else (lambda x: units.to_records(x).astype(np.float32))
     previews = []
     for c in range(k):
@@ -140,10 +147,11 @@ def mixing_preview(
                 noisy=in_units(noisy.x[rows]),
             )
         previews.append(preview)
-    if units is not None and config.feature_range is not None:
+    if units is not None and bounds is not None:
+        which = "the public bounds" if ranges is None else "the private ranges (inside the public bounds)"
         display_note = (
             "Rows: the records as uploaded; mixtures and released points mapped back from [0,1] into the same units "
-            f"with the public bounds {describe_feature_range(config.feature_range)} (value × (high − low) + low, "
+            f"with {which} {describe_feature_range(bounds)} (value × (high − low) + low, "
             "post-processing), so a released value outside a column's bounds is noise."
         )
     elif not images:
@@ -160,4 +168,8 @@ def mixing_preview(
         display_note = "Features are z-scored/clipped, so each image is min-max scaled for display."
     caveats = release.caveats()
     statement = tightest_statement(release, epsilons) if epsilons else None
+    if ranges is not None and statement is not None:
+        from dpmix_core.synthesis.private_ranges import ranges_sentence
+
+        statement += " " + ranges_sentence(ranges.to_json())
     return MixingPreview(tuple(previews), epsilons, config, noisy.notes, caveats, display_note, images, statement)

@@ -20,7 +20,7 @@ import numpy as np
 from dpmix_core.data import Dataset
 from dpmix_core.mechanisms.mixing import clip_rows, column_mean, column_std, row_norms, unit_features
 from dpmix_core.privacy.checks import FeatureRange
-from dpmix_core.synthesis.pipeline import SynthesisConfig, public_zscore_arrays
+from dpmix_core.synthesis.pipeline import SynthesisConfig, public_zscore_arrays, scaling_range
 
 __all__ = [
     "SUBSET_SEED",
@@ -119,7 +119,8 @@ def release_feature_map(
     Mirrors :mod:`dpmix_core.mechanisms.mixing`: [0,1] scaling (DPMix, local,
     class-centric 'unit'), z-score + clip to ||x|| <= c (class-centric
     'zscore'), scale + clip to ||x|| <= Cx (Poisson). label-laplace: pixels/255.
-    ``clip=False`` leaves the class-centric z-score unclipped (``RunConfig.test_inputs = "unclipped"``: DP-CDA's
+    With private ranges (``config.range_epsilon``) the bounds are the ranges the release computed on ``x_train``
+    (the same, deterministic). ``clip=False`` leaves the class-centric z-score unclipped (``RunConfig.test_inputs = "unclipped"``: DP-CDA's
     test loader read as z-scoring only); it is refused for the other maps (``config.zscore_clipped`` is False).
     """
     if not clip and not config.zscore_clipped:
@@ -127,10 +128,11 @@ def release_feature_map(
     mech = config.mechanism
     if mech == "label-laplace":  # the records' own features
         return record_feature_map(config.feature_range)
+    bounds = scaling_range(config, flat(x_train))  # the public bounds, or the release's private ranges inside them
     if config.unit_scaled:
 
         def unit(x: np.ndarray) -> np.ndarray:
-            feats, scale, _ = unit_features(flat(x), config.feature_range)
+            feats, scale, _ = unit_features(flat(x), bounds)
             out = feats.astype(np.float32, copy=True)
             if scale != 1.0:
                 out *= np.float32(1 / scale)
@@ -160,8 +162,8 @@ def release_feature_map(
 
     def poisson(x: np.ndarray) -> np.ndarray:  # mechanism == "poisson"
         x = flat(x)
-        if config.feature_range is not None:
-            feats, _, _ = unit_features(x, config.feature_range)
+        if bounds is not None:
+            feats, _, _ = unit_features(x, bounds)
             feats = feats.astype(np.float32, copy=True)
         else:
             feats = pixels01(x)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from dpmix_core.privacy.budget import steps_per_epoch
+from dpmix_core.privacy.budget import add_remove_pld_epsilon, add_remove_rdp_epsilon, steps_per_epoch
 from dpmix_core.privacy.events import SampledGaussianSteps
 from dpmix_core.training.names import BATCHNORM_MODELS, MODELS
 from dpmix_core.training.train import (
@@ -56,7 +56,6 @@ __all__ = [
     "calibrate_noise_multiplier",
     "dpsgd_epsilons",
     "RANGES_EPSILON_SHARE",
-    "RANGES_PLD_INTERVAL",
     "ranges_noise_multiplier",
     "dpsgd_with_ranges_event",
     "dpsgd_with_ranges_epsilons",
@@ -158,7 +157,6 @@ def _opacus_epsilons(history: list[tuple[float, float, int]], delta: float) -> d
 
 
 RANGES_EPSILON_SHARE = 0.25  # of the target, what the ranges cost alone; composed, DP-SGD adds ~4 % more noise
-RANGES_PLD_INTERVAL = 1e-3  # dp_accounting's PLD grid for the composition (pessimistic: any grid is an upper bound)
 _RANGES_CALIBRATION_RTOL = 2e-3  # as pld-poisson's calibration of DP-SGD alone
 _RANGES_Z_FLOOR = 0.05  # the smallest z tried: below, the PLD grid of the steps gets large
 
@@ -181,31 +179,6 @@ def dpsgd_with_ranges_event(*, n: int, batch_size: int, steps: int, noise_multip
     return dp_accounting.ComposedDpEvent([ranges_event, steps_event])
 
 
-def _rdp_epsilon(event, delta: float) -> float:
-    """The RDP bound of ``event`` (a composition, or one part of it) under add/remove-one: the privacy budget's
-    composition (:func:`~dpmix_core.privacy.budget.compose_budget`, dp_accounting's RDP with rounding guarded)."""
-    import dp_accounting
-
-    from dpmix_core.privacy.budget import ADD_REMOVE, BudgetItem, compose_budget
-
-    parts = event.events if isinstance(event, dp_accounting.ComposedDpEvent) else [event]
-    items = [BudgetItem(f"part {i + 1}", part, ADD_REMOVE) for i, part in enumerate(parts)]
-    return compose_budget(items, delta).epsilon
-
-
-def _pld_epsilon(event, delta: float) -> float:
-    """dp_accounting's PLD epsilon (add/remove-one, pessimistic: an upper bound on any grid) on a grid of
-    :data:`RANGES_PLD_INTERVAL`, or a 1e-4 of the RDP epsilon where that is coarser (large epsilons: small z make
-    fine grids slow, and the bound stays within about that relative step)."""
-    from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
-
-    rdp = _rdp_epsilon(event, delta)
-    interval = max(RANGES_PLD_INTERVAL, 1e-4 * rdp) if math.isfinite(rdp) else RANGES_PLD_INTERVAL
-    accountant = PLDAccountant(value_discretization_interval=interval)
-    accountant.compose(event)
-    return float(accountant.get_epsilon(delta))
-
-
 @functools.lru_cache(maxsize=256)
 def _calibrate_with_ranges(
     n: int, batch_size: int, steps: int, target_epsilon: float, delta: float, ranges_z: float, rounds: int
@@ -218,9 +191,9 @@ def _calibrate_with_ranges(
         event = dpsgd_with_ranges_event(
             n=n, batch_size=batch_size, steps=steps, noise_multiplier=z, ranges_event=ranges_event
         )
-        return _pld_epsilon(event, delta)
+        return add_remove_pld_epsilon(event, delta)
 
-    if _pld_epsilon(ranges_event, delta) >= target_epsilon:
+    if add_remove_pld_epsilon(ranges_event, delta) >= target_epsilon:
         raise ValueError(f"the private feature ranges alone exceed epsilon = {target_epsilon:g}.")
     lo, hi = 0.5, 1.0  # epsilon decreases in z: bracket the target (eps(lo) > target >= eps(hi)), bisect on log z
     while eps(hi) > target_epsilon:
@@ -263,8 +236,8 @@ def dpsgd_with_ranges_epsilons(
         n=n, batch_size=batch_size, steps=steps, noise_multiplier=noise_multiplier, ranges_event=ranges_event
     )
     out: dict = {
-        "pld-dp-accounting": _number(_pld_epsilon(event, delta)),
-        "rdp-dp-accounting": _number(_rdp_epsilon(event, delta)),
+        "pld-dp-accounting": _number(add_remove_pld_epsilon(event, delta)),
+        "rdp-dp-accounting": _number(add_remove_rdp_epsilon(event, delta)),
     }
     ranges = (float(ranges_event.event.noise_multiplier), 1.0, int(ranges_event.count))
     return {**out, **_opacus_epsilons([(noise_multiplier, batch_size / n, steps), ranges], delta)}

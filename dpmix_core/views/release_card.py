@@ -144,7 +144,16 @@ class CardReading:
 
 def search_note(card: dict) -> str | None:
     """A sentence when the card's release was chosen by a best-release search (its ``search`` section): its epsilon
-    is this release's alone, and what is published is certified at the search's; None otherwise."""
+    is this release's alone, and what is published is certified at the search's; or when its bounds were released
+    privately (its ``feature_ranges`` section): what the accountants read of it is the points alone. None otherwise."""
+    ranges = card.get("feature_ranges")
+    if isinstance(ranges, dict) and card_epsilon(ranges.get("total_epsilon")) is not None:
+        return (
+            f"The bounds of this release's features were released privately with it (ε {ranges.get('epsilon')} "
+            f"alone): the points and the ranges together are certified at ε "
+            f"{format_epsilon(float(ranges['total_epsilon']))} (δ = {card['delta']:g}). An accountant's ε of the "
+            "release's parameters covers the points alone."
+        )
     search = card.get("search")
     if not isinstance(search, dict) or search.get("search_epsilon") is None:
         return None
