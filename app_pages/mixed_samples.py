@@ -203,10 +203,24 @@ target_value = sigma_value = None
 if use_target:
     c2.number_input("Target ε", step=0.5, key=K + "target")
     target_value = real_check(c2, st.session_state[K + "target"], "target ε", minimum=1e-3)
+    if ranges_on and None not in (target_value, range_epsilon) and range_epsilon >= target_value:
+        c2.error(
+            f"invalid: the ranges' ε ({range_epsilon:g}) is part of the target: it must be below {target_value:g}."
+        )
+        target_value = None
     options = calibration_accountants(mechanism)  # those of the mechanism's sampling: another would refuse it
     if st.session_state[K + "accountant"] not in options:
         st.session_state[K + "accountant"] = options[0]
-    c2.selectbox("Accountant", options, key=K + "accountant")
+    c2.selectbox(
+        "Accountant",
+        options,
+        key=K + "accountant",
+        disabled=ranges_on,
+        help="With the bounds narrowed privately, σ is calibrated so that the ranges and the points together stay "
+        "within the target (their composition, the ε shown below)."
+        if ranges_on
+        else None,
+    )
 else:
     c2.number_input("σx — feature noise std", step=0.01, format="%.4f", key=K + "sigma_x")
     sigma_value = real_check(c2, st.session_state[K + "sigma_x"], "σx", minimum=0.0)

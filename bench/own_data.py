@@ -46,9 +46,7 @@ def own_run(
         l, T = releases[mechanism]
         options = protocol_options("linear", mechanism=mechanism, own_data=True)
         ranges = None if range_share is None else range_share * eps
-        synthesis = SynthesisConfig(
-            mechanism, l=l, T=T, target_epsilon=eps, feature_range=bounds, range_epsilon=ranges
-        )
+        synthesis = SynthesisConfig(mechanism, l=l, T=T, target_epsilon=eps, feature_range=bounds, range_epsilon=ranges)
         return RunConfig(
             "mixing", model="linear", synthesis=synthesis, feature_range=bounds, seed=seed, **own.options, **options
         )

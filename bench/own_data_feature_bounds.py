@@ -81,7 +81,9 @@ def main() -> None:
         start = time.perf_counter()
         best, _ = accuracy(path, "non-private", None, COLUMN_BOUNDS, 1.0, 1)
         print(f"non-private (bounds per column): {best:.1f} %; one pair {ONE_PAIR}\n")
-        print(f"| method | ε | one pair | one pair, private ranges ({RANGE_SHARE:.0%} of ε) | bounds per column | seconds a run |")
+        print(
+            f"| method | ε | one pair | one pair, private ranges ({RANGE_SHARE:.0%} of ε) | bounds per column | seconds a run |"
+        )
         print("|---|---|---|---|---|---|")
         for method, mechanism in (("mixing", "dpmix"), ("mixing", "poisson"), ("dp-sgd", None)):
             for eps in args.eps:

@@ -325,3 +325,36 @@ def test_an_upload_picks_its_label_column(at):
     assert any("2 classes (iris, rose)" in c.value and "200 training records" in c.value for c in at.caption)
     tables = [d.value for d in at.dataframe if "row" in d.value.columns]
     assert tables and list(tables[0].columns) == ["row", "height", "width"]
+
+
+def test_private_ranges_on_the_page():
+    """One's own table with loose bounds: narrowing them privately shows one epsilon, of the ranges and the points
+    together, says so in the statement and the preview; a refused ranges epsilon stops the page under its control."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from own_files import pets_bytes
+
+    at = AppTest.from_file(PAGE, default_timeout=180)
+    at.session_state["mix_mechanism"] = "dpmix"
+    at.run()
+    at.file_uploader(key="mix_upload").set_value([("pets.csv", pets_bytes(1500), "text/csv")]).run()
+    next(s for s in at.selectbox if s.label == "Label column").set_value("species").run()
+    at.number_input(key="mix_lo").set_value(-50.0).run()
+    at.number_input(key="mix_hi").set_value(100.0).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert set(eps_table(at)["accountant"]) >= {"rdp-wor"}
+    at.toggle(key="mix_private_ranges").set_value(True).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert list(eps_table(at)["accountant"]) == ["rdp-composition"]
+    assert any("covers them and the points together" in m.value for m in at.markdown)
+    assert any("private ranges (inside the public bounds)" in c.value for c in at.caption)
+    at.number_input(key="mix_ranges_eps").set_value(0.0).run()
+    assert any("ε of the ranges" in e.value for e in at.error) and not at.dataframe
+    at.checkbox(key="mix_use_target").check().run()
+    at.number_input(key="mix_target").set_value(2.0).run()
+    at.number_input(key="mix_ranges_eps").set_value(2.0).run()
+    assert any("must be below 2" in e.value for e in at.error) and not at.dataframe
+    at.number_input(key="mix_ranges_eps").set_value(0.2).run()
+    assert not at.error and list(eps_table(at)["accountant"]) == ["rdp-composition"]
+    assert float(eps_table(at)["ε"].iloc[0]) <= 2.0

@@ -364,8 +364,9 @@ def private_ranges_box(prefix: str) -> tuple[bool, float | None]:
     )
     if not on:
         return False, None
-    st.number_input("ε of the ranges (alone)", step=0.05, format="%.3f", key=prefix + "ranges_eps")
-    return True, real_check(st, st.session_state[prefix + "ranges_eps"], "ε of the ranges", minimum=1e-6)
+    col = st.columns(3)[0]
+    col.number_input("ε of the ranges (alone)", step=0.05, format="%.3f", key=prefix + "ranges_eps")
+    return True, real_check(col, st.session_state[prefix + "ranges_eps"], "ε of the ranges", minimum=1e-6)
 
 
 def _bounds_per_column(prefix: str, records: Dataset, default: tuple[float, float]) -> FeatureRange:

@@ -4,8 +4,9 @@
     .venv/bin/python docs/img/make_screenshots.py http://127.0.0.1:8765 docs/img [NAME.png ...]
 
 Launch dp-pca-quick on Train & trade-offs first for a results chart there. Names after the folder retake only
-those screenshots. The three of one's own data (``train_tradeoffs_own_file.png``, ``privacy_accountant_card.png``,
-``best_release.png``) upload a small 3-class CSV made here, and a release of it made by ``synthesize``.
+those screenshots. The four of one's own data (``train_tradeoffs_own_file.png``, ``privacy_accountant_card.png``,
+``best_release.png``, ``mixed_samples_private_ranges.png``) upload a small 3-class CSV made here, and a release of it
+made by ``synthesize``.
 """
 
 from __future__ import annotations
@@ -62,6 +63,12 @@ def _pick(d: webdriver.Chrome, label: str, option: str) -> None:
     box.find_element(By.CSS_SELECTOR, "button[aria-label=Open]").click()
     time.sleep(1)
     next(o for o in d.find_elements(By.CSS_SELECTOR, "[role=option]") if option in o.text).click()
+    _settle(d)
+
+
+def _click_label(d: webdriver.Chrome, text: str) -> None:
+    """Click the checkbox or toggle whose label reads ``text``."""
+    next(e for e in d.find_elements(By.CSS_SELECTOR, "label") if e.text.strip() == text).click()
     _settle(d)
 
 
@@ -122,6 +129,27 @@ def _own_data_shots(url: str, out: Path, wanted: set[str]) -> None:
                 ).click()
                 _upload(d, release)
                 d.save_screenshot(str(out / "privacy_accountant_card.png"))
+            if "mixed_samples_private_ranges.png" in wanted:  # loose bounds (-50, 100), narrowed privately
+                d.get(url + "/mixed_samples")
+                _settle(d)
+                _pick(d, "Mechanism", "dpmix")
+                next(
+                    e for e in d.find_elements(By.CSS_SELECTOR, "[data-testid=stExpander] summary") if "own data" in e.text
+                ).click()
+                _upload(d, _pets(Path(tmp) / "pets_3000.csv", 3000))
+                _pick(d, "Label column", "species")
+                for label, text in (
+                    ("Public lower bound of your features", "-50"),
+                    ("Public upper bound of your features", "100"),
+                ):
+                    _type(d, label, text)
+                    _settle(d)
+                _click_label(d, "Calibrate σ to a target ε")
+                _type(d, "Target ε", "4")
+                _settle(d)
+                _click_label(d, "Narrow the bounds privately")
+                _settle(d, 120)
+                d.save_screenshot(str(out / "mixed_samples_private_ranges.png"))
             if "best_release.png" in wanted:  # 3,000 records: at 600 no candidate learns at eps 4
                 d.get(url + "/best_release")
                 _settle(d)
@@ -137,7 +165,12 @@ def _own_data_shots(url: str, out: Path, wanted: set[str]) -> None:
             d.quit()
 
 
-OWN_DATA_SHOTS = {"train_tradeoffs_own_file.png", "privacy_accountant_card.png", "best_release.png"}
+OWN_DATA_SHOTS = {
+    "train_tradeoffs_own_file.png",
+    "privacy_accountant_card.png",
+    "best_release.png",
+    "mixed_samples_private_ranges.png",
+}
 
 
 def main() -> None:

@@ -508,16 +508,15 @@ def _calibrated_beside_ranges(config: SynthesisConfig, dataset: Dataset) -> Synt
     """The config with the least sigmas whose release and its private ranges together stay within the target
     (:func:`~dpmix_core.synthesis.private_ranges.composition_epsilon`); the ranges' noise depends on their epsilon,
     delta and the adjacency only, so no record is read here."""
-    from dpmix_core.mechanisms.feature_ranges import RANGE_ROUNDS
     from dpmix_core.privacy.calibration import calibrate_sigma_composed
-    from dpmix_core.synthesis.private_ranges import composition_epsilon, range_noise_multiplier, ranges_item
+    from dpmix_core.synthesis import private_ranges as pr
 
     assert config.target_epsilon is not None and config.range_epsilon is not None
-    z = range_noise_multiplier(config.range_epsilon, config.delta, config.ranges_relation)
-    item = ranges_item(z, RANGE_ROUNDS, config.ranges_relation)
+    z = pr.range_noise_multiplier(config.range_epsilon, config.delta, config.ranges_relation)
+    item = pr.ranges_item(z, pr.ROUNDS, config.ranges_relation)
     cal = calibrate_sigma_composed(
         planned_release(config, dataset),
-        lambda release: composition_epsilon(item, release, config.delta),
+        lambda release: pr.composition_epsilon(item, release, config.delta),
         target_epsilon=config.target_epsilon,
         delta=config.delta,
         sigma_ratio=config.sigma_ratio,

@@ -6,7 +6,10 @@ a sliver of [0,1], and the noise swamps them: on ``bench/own_data_feature_bounds
 holds every column leaves a model near chance where bounds per column reach the non-private accuracy. Where the
 holder knows no tighter bounds, a small share of the budget can find them: the ranges of
 :mod:`dpmix_core.mechanisms.feature_ranges` (noisy hierarchical histograms inside the public bounds, a heuristic
-that narrows a range only where its noisy counts are clear) become the bounds the release scales with.
+that narrows a range only where its noisy counts are clear, here over :data:`ROUNDS` histograms) become the bounds the
+release scales with. On that table (20,000 records, 8 columns, one pair of bounds over units from 0.1 to 20,000), a
+DPMix release at epsilon 1 / 4 trains a linear model to 92.4 / 93.2 % with ranges at a tenth of the budget, against
+44.2 / 52.4 % without and 90.4 / 95.5 % with the codebook's bounds per column (3 seeds; docs/PERFORMANCE.md).
 
     public bounds ──► records scaled to [0,1] ──► noisy histograms ──► ranges (published, in the table's units)
                                                                            │
@@ -41,6 +44,7 @@ __all__ = [
     "COMPOSITIONS",
     "RANGES_SEED_STREAM",
     "RANGES_SHARE",
+    "ROUNDS",
     "PrivateRanges",
     "check_range_epsilon",
     "composed_epsilon",
@@ -52,6 +56,8 @@ __all__ = [
 ]
 
 RANGES_SHARE = 0.1  # the ranges' budget when only "private ranges" is asked for: this share of the target epsilon
+ROUNDS = 10  # histograms a feature's range zooms through, each at most 16/3 narrower: up to ~2e7 in all (one pair of
+# bounds over columns whose units differ by 1e5 needs ~7; extra rounds cost little, a range that fits stays)
 RANGES_SEED_STREAM = 0x52414E  # the ranges' noise: SeedSequence([seed, this]), apart from the release's own stream
 
 
@@ -154,7 +160,9 @@ def private_ranges(
     lo, hi = feature_range_vectors(check_feature_range("feature_range", public), x.shape[1])
     unit = np.clip((x - lo) / (hi - lo), 0.0, 1.0)
     z = range_noise_multiplier(epsilon, delta, relation)
-    ranges = dp_feature_ranges(unit, noise_multiplier=z, seed=np.random.SeedSequence([int(seed), RANGES_SEED_STREAM]))
+    ranges = dp_feature_ranges(
+        unit, noise_multiplier=z, rounds=ROUNDS, seed=np.random.SeedSequence([int(seed), RANGES_SEED_STREAM])
+    )
     width = hi - lo
     return PrivateRanges(
         epsilon=float(epsilon),
