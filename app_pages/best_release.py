@@ -13,6 +13,7 @@ from app_pages.shared.widgets import (
     feature_bounds,
     held_out_data_file,
     keep_state,
+    private_ranges_box,
     table_download,
 )
 from dpmix_core.data.choice import available_datasets, needs_feature_range
@@ -71,7 +72,7 @@ def _submit(search) -> None:
 def _search():
     """The widgets, and the search they describe (None, with the reason shown, while they do not describe one)."""
     dataset = dataset_or_own_file("Data", K + "dataset", cached_datasets())
-    own, feature_range = None, None
+    own, feature_range, ranges_on, range_epsilon = None, None, False, None
     if dataset == OWN_FILE:
         own = held_out_data_file(
             K + "own_",
@@ -82,6 +83,9 @@ def _search():
             return None
         if needs_feature_range(own.dataset):
             feature_range = feature_bounds(K + "own_", own.dataset)
+            ranges_on, range_epsilon = private_ranges_box(K + "own_")
+            if ranges_on and range_epsilon is None:
+                return None
         grid, data_key = default_space(own.dataset.n_train), own.options["data_sha256"]
     else:
         grid, data_key = dataset_space(dataset), dataset
@@ -144,6 +148,7 @@ def _search():
             dataset=dataset,
             own=own,
             feature_range=feature_range,
+            range_epsilon=range_epsilon if ranges_on else None,
         )
     except ValueError as exc:
         st.error(str(exc))
@@ -160,9 +165,10 @@ def _result(payload: dict) -> None:
     m3.metric(
         "ε of everything published",
         f"{payload['search_epsilon']:.3g}",
-        help=f"Rigorous upper bound at δ = {payload['search']['delta']:g}: the candidate releases composed with the "
-        "rdp-poisson accountant, plus the private choice's ε where it read held-out records (exponential "
-        "mechanism). Each candidate's own ε (pld-poisson, an upper bound) is in the table.",
+        help=f"Rigorous upper bound at δ = {payload['search']['delta']:g}: the candidate releases (and private "
+        "feature ranges, where the bounds were narrowed) composed with the rdp-poisson accountant, plus the private "
+        "choice's ε where it read held-out records (exponential mechanism). Each candidate's own ε (pld-poisson, an "
+        "upper bound) is in the table.",
     )
     st.markdown(
         f"**Release:** σx = {c['sigma_x']:.4g}, σy = {c['sigma_y']:.4g}; accuracy on the {rows}.  \n"

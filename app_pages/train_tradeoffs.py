@@ -11,6 +11,7 @@ from app_pages.shared.widgets import (
     feature_bounds,
     held_out_data_file,
     keep_state,
+    private_ranges_box,
     table_download,
 )
 from dpmix_core.data import TEST_ROWS, cache_dir, load_dataset
@@ -279,7 +280,7 @@ def _sweep_builder(datasets: dict[str, str]):
     if mode == "Models on a release file":
         return _release_file_builder()
     dataset = dataset_or_own_file("Training data", K + "dataset", datasets)
-    own, feature_range = None, None
+    own, feature_range, range_epsilon = None, None, None
     if dataset == OWN_FILE:
         if mode == "Published preset":
             st.info("The presets reproduce the papers on their datasets: pick *Build your own* to sweep your file.")
@@ -288,6 +289,9 @@ def _sweep_builder(datasets: dict[str, str]):
             return None
         if needs_feature_range(own.dataset):
             feature_range = feature_bounds(K + "own_", own.dataset)
+            ranges_on, range_epsilon = private_ranges_box(K + "own_")
+            if ranges_on and range_epsilon is None:
+                return None
     if mode == "Published preset":
         names = preset_names()
         name = st.selectbox(
@@ -371,6 +375,7 @@ def _sweep_builder(datasets: dict[str, str]):
             zscore_constants_file=constants_file,
             own=own,
             feature_range=feature_range,
+            range_epsilon=range_epsilon,
         )
     except ValueError as exc:
         st.error(str(exc) if "could not convert" not in str(exc) else f"Values must be numbers: {values_text!r}.")

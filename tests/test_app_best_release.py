@@ -164,3 +164,32 @@ def test_a_chosen_releases_card_says_it_was_chosen_wherever_it_is_opened(tmp_pat
     assert not at.exception and not at.error, [e.value for e in at.error]
     notes = [w.value for w in at.warning if "chosen among 2 candidate releases" in w.value]
     assert len(notes) == 1 and f"{search_eps:.3g}"[:3] in notes[0] and "this release's alone" in notes[0]
+
+
+def test_loose_bounds_narrowed_privately_travel_with_the_search(at):
+    """The toggle under the bounds puts the ranges' epsilon into the search the button launches; a ranges epsilon
+    that leaves the releases nothing is one error, and nothing can be launched."""
+    _upload(at)
+    at.toggle(key="br_own_private_ranges").set_value(True).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert [b for b in at.button if b.key == "br_run"]
+    at.number_input(key="br_own_ranges_eps").set_value(3.7).run()
+    assert any("leaves nothing of the target" in e.value for e in at.error)
+    assert not [b for b in at.button if b.key == "br_run"]
+    at.number_input(key="br_own_ranges_eps").set_value(0.2).run()
+    assert not at.error
+
+
+def test_page_search_passes_the_ranges_epsilon(tmp_path):
+    own = open_data_file(_pets_file(tmp_path), label_column="label")
+    common = dict(target_epsilon=4.0, delta=1e-5, mix_degrees=(8,), num_points=(500,), sigma_ratios=(1.0,))
+    common |= dict(model="corrected-lsq", selection="private", own=own, feature_range=(-50.0, 100.0))
+    search = page_search(**common, range_epsilon=0.2)
+    assert search.range_epsilon == 0.2 and search_from_config(search_config(search)) == search
+    assert "range_epsilon" not in search_config(page_search(**common))  # earlier searches keep their keys
+
+
+def _pets_file(tmp_path):
+    path = tmp_path / "pets.csv"
+    path.write_bytes(pets_bytes(600, label="label"))
+    return path

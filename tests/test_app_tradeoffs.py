@@ -575,3 +575,31 @@ def test_what_was_set_in_build_your_own_survives_a_visit_elsewhere(at):
         assert at.text_input(key="tr_l").value == "8" and at.text_input(key="tr_values").value == "1, 2"
         assert at.multiselect(key="tr_baselines").value == ["non-private", "dp-sgd"]
         assert at.number_input(key="tr_repeats").value == 3
+
+
+def test_a_sweep_on_ones_own_file_can_narrow_loose_bounds_privately(at, tmp_path):
+    """The toggle under the bounds: every release of the sweep narrows them privately, and each run's ε is of the
+    ranges and its points together."""
+    at.radio(key="tr_mode").set_value("Build your own").run()
+    at.selectbox(key="tr_dataset").set_value("own file").run()
+    at.file_uploader(key="tr_own_upload").set_value([("pets.csv", _pets_csv(), "text/csv")]).run()
+    next(s for s in at.selectbox if s.key.startswith("tr_own_label_column_")).set_value("species").run()
+    at.number_input(key="tr_own_lo").set_value(-500.0)
+    at.number_input(key="tr_own_hi").set_value(1000.0).run()
+    at.toggle(key="tr_own_private_ranges").set_value(True).run()
+    at.number_input(key="tr_own_ranges_eps").set_value(0.5)
+    at.multiselect(key="tr_mechs").set_value(["dpmix"])
+    at.text_input(key="tr_values").input("0.3")
+    at.text_input(key="tr_l").input("4")
+    at.text_input(key="tr_T").input("200")
+    at.multiselect(key="tr_baselines").set_value([])
+    at.number_input(key="tr_epochs_own").set_value(1)
+    at.number_input(key="tr_repeats").set_value(1).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    at.button(key="tr_launch").click().run()
+    results, deadline = ResultStore(tmp_path / "results.sqlite"), time.time() + 150
+    while {r.status for r in results.list_runs()} - {"done"} and time.time() < deadline:
+        time.sleep(1.0)
+    (run,) = results.list_runs()
+    assert run.status == "done" and run.config["synthesis"]["range_epsilon"] == 0.5
+    assert set(run.result["epsilon"]) == {"rdp-composition"}

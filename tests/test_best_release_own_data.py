@@ -366,3 +366,38 @@ def test_cli_refuses_a_bad_release_path_before_any_work(tmp_path, capsys, monkey
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pets.csv"]
+
+
+def test_private_ranges_are_one_more_release_the_target_covers(tmp_path, capsys):
+    """Loose bounds narrowed privately: every candidate scales with the same ranges, the search's composition counts
+    them once within the target, the chosen release's card states both, and the held-out records score better."""
+    data = write_pets(tmp_path / "pets.csv", n=1500)
+    argv = ["best-release", "--data-file", str(data), "--label-column", "species", "--target-epsilon", "4"]
+    argv += ["--feature-range=-50,100", "--m", "8,16", "--T", "1200", "--lambda", "1"]
+    plain_out, ranged_out = tmp_path / "plain.json", tmp_path / "ranged.json"
+    assert main([*argv, "--out", str(plain_out)]) == 0
+    assert main([*argv, "--private-ranges", "--out", str(ranged_out), "--release-out", str(tmp_path / "r.npz")]) == 0
+    capsys.readouterr()
+    plain, ranged = json.loads(plain_out.read_text()), json.loads(ranged_out.read_text())
+    assert ranged["search"]["range_epsilon"] == pytest.approx(0.4) and plain["search"]["range_epsilon"] is None
+    assert (
+        ranged["search_epsilon"] <= 4.0 + 1e-9 and "the feature ranges every candidate" in ranged["search_epsilon_note"]
+    )
+    # the ranges take part of the releases' budget: each candidate's own epsilon is smaller than without them
+    assert ranged["trials"][0]["certified_epsilon"] < plain["trials"][0]["certified_epsilon"]
+    assert ranged["chosen_test_accuracy"] > plain["chosen_test_accuracy"] + 0.15
+    card = json.loads((tmp_path / "r.card.json").read_text())
+    assert card["epsilons"][0]["accountant"] == "pld-composition" and "feature_ranges" in card
+    assert card["search"]["search_epsilon"] == pytest.approx(ranged["search_epsilon"])
+
+
+def test_private_ranges_in_a_search_need_a_file_bounds_and_room_in_the_target(tmp_path):
+    with pytest.raises(ValueError, match="give both"):
+        _search(range_epsilon=0.5)
+    data = write_pets(tmp_path / "pets.csv", n=300)
+    own = open_data_file(data, label_column="species")
+    file_fields = {k: v for k, v in own.options.items() if k != "dataset"}
+    with pytest.raises(ValueError, match="leaves nothing of the target"):
+        _search(
+            dataset=OWN_DATA, feature_range=(-50.0, 100.0), range_epsilon=3.8, budget_covers="search", **file_fields
+        )

@@ -16,8 +16,10 @@ from dpmix_core.cli.own_file import (
     CATEGORIES_HELP,
     FEATURE_BOUNDS_HELP,
     CliError,
+    add_private_ranges,
     bounds_pair,
     own_data_file,
+    range_epsilon_arg,
 )
 
 __all__ = ["add_best_release_arguments", "cli_best_release", "search_from_args"]
@@ -54,6 +56,7 @@ def add_best_release_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feature-range", type=bounds_pair, help="--data-file: public LO,HI bounds of its features")
     parser.add_argument("--feature-bounds", metavar="FILE.csv", help=FEATURE_BOUNDS_HELP)
     parser.add_argument("--categories", metavar="FILE.csv", help=CATEGORIES_HELP)
+    add_private_ranges(parser)
     parser.add_argument(
         "--m",
         type=_int_list,
@@ -215,7 +218,9 @@ def search_from_args(args: argparse.Namespace):
         raise CliError("--dataset and --data-file: give one (the search releases one dataset)")
     if args.data_file is None and args.feature_range is not None:
         raise CliError("--feature-range: only with --data-file (the datasets have their own scaling)")
-    own = own_data_file(args)  # its split; --feature-bounds, --categories read into args.feature_range
+    own = own_data_file(
+        args, also=("private_ranges",)
+    )  # its split; --feature-bounds, --categories read into args.feature_range
     file_options: dict = {}
     if own is None:
         grid = dataset_space(args.dataset or "mnist", args.train_limit)
@@ -237,6 +242,7 @@ def search_from_args(args: argparse.Namespace):
         seed=args.seed,
         train_limit=args.train_limit,
         test_limit=args.test_limit,
+        range_epsilon=range_epsilon_arg(args),
         data_dir=args.data_dir,
         device=args.device,
         budget_covers=args.budget_covers,

@@ -26,8 +26,10 @@ from dpmix_core.cli.own_file import (
     CATEGORIES_HELP,
     FEATURE_BOUNDS_HELP,
     CliError,
+    add_private_ranges,
     bounds_pair,
     own_data_file,
+    range_epsilon_arg,
     read_categories_arg,
     with_feature_bounds,
 )
@@ -538,16 +540,7 @@ def _add_release_arguments(p: argparse.ArgumentParser, *, mechanism_required: bo
     )
     p.add_argument("--feature-bounds", metavar="FILE.csv", help=FEATURE_BOUNDS_HELP)
     p.add_argument("--categories", metavar="FILE.csv", help=CATEGORIES_HELP)
-    p.add_argument(
-        "--private-ranges",
-        nargs="?",
-        const="share",
-        type=_private_ranges_arg,
-        metavar="EPS",
-        help="narrow the public bounds to where the records lie, by noisy histograms released with the points at "
-        "epsilon EPS alone (default: 10%% of --target-epsilon); the release scales with those ranges, and its "
-        "epsilon covers both (the target holds for both together)",
-    )
+    add_private_ranges(p)
     p.add_argument(
         "--features",
         choices=["pixels", "scattering"],
@@ -606,28 +599,6 @@ def _csv_units(args: argparse.Namespace, dataset, config) -> str:
     return args.csv_units
 
 
-def _private_ranges_arg(text: str) -> float | str:
-    """--private-ranges [EPS]: "share" (the option alone) or a positive epsilon."""
-    if text == "share":
-        return text
-    value = finite_float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: the ranges' epsilon must be positive")
-    return value
-
-
-def _range_epsilon(args: argparse.Namespace) -> float | None:
-    """The private ranges' epsilon the options ask for: --private-ranges EPS, or its share of --target-epsilon."""
-    from dpmix_core.synthesis.private_ranges import RANGES_SHARE
-
-    value = getattr(args, "private_ranges", None)
-    if value is None or isinstance(value, float):
-        return value
-    if args.target_epsilon is None:
-        raise CliError("--private-ranges without a value takes 10% of --target-epsilon: give one, or the ranges' EPS")
-    return RANGES_SHARE * args.target_epsilon
-
-
 def _synthesis_config(args: argparse.Namespace, clamp_by_default: bool = False):
     """The release the options describe. ``clamp_by_default`` (``train``: the model's paper clamps) sets
     negative released values to 0 where the user left --clamp-negative unset and the release is [0,1]-scaled."""
@@ -661,7 +632,7 @@ def _synthesis_config(args: argparse.Namespace, clamp_by_default: bool = False):
         label_task=args.label_task,
         feature_range=args.feature_range,
         features=args.features if args.mechanism != "label-laplace" else "pixels",
-        range_epsilon=_range_epsilon(args),
+        range_epsilon=range_epsilon_arg(args),
         seed=args.seed,
         device=args.device,
     )

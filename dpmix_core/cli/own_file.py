@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dpmix_core.cli.argtypes import finite_float
 
 __all__ = [
+    "add_private_ranges",
+    "range_epsilon_arg",
     "CATEGORIES_HELP",
     "FEATURE_BOUNDS_HELP",
     "CliError",
@@ -101,3 +103,39 @@ def with_feature_bounds(args: argparse.Namespace, feature_names: Sequence[str], 
         args.feature_range = with_category_bounds(
             args.feature_range, feature_names=feature_names, categories=categories
         )
+
+
+def _private_ranges(text: str) -> float | str:
+    """--private-ranges [EPS]: "share" (the option alone) or a positive epsilon."""
+    if text == "share":
+        return text
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the ranges' epsilon must be positive")
+    return value
+
+
+def add_private_ranges(parser: argparse.ArgumentParser) -> None:
+    """--private-ranges [EPS]: narrow a --data-file's public bounds privately (synthesis.private_ranges)."""
+    parser.add_argument(
+        "--private-ranges",
+        nargs="?",
+        const="share",
+        type=_private_ranges,
+        metavar="EPS",
+        help="narrow the public bounds to where the records lie, by noisy histograms released with the points at "
+        "epsilon EPS alone (default: 10%% of --target-epsilon); the release scales with those ranges, and its "
+        "epsilon covers both (the target holds for both together)",
+    )
+
+
+def range_epsilon_arg(args: argparse.Namespace) -> float | None:
+    """The private ranges' epsilon the options ask for: --private-ranges EPS, or its share of --target-epsilon."""
+    from dpmix_core.synthesis.private_ranges import RANGES_SHARE
+
+    value = getattr(args, "private_ranges", None)
+    if value is None or isinstance(value, float):
+        return value
+    if args.target_epsilon is None:
+        raise CliError("--private-ranges without a value takes 10% of --target-epsilon: give one, or the ranges' EPS")
+    return RANGES_SHARE * args.target_epsilon

@@ -239,6 +239,10 @@ class BestReleaseSearch:
             the DPFMix release, and every candidate trains the own-data protocol of ``model`` ("linear":
             :data:`~dpmix_core.training.protocols.OWN_DATA_LINEAR` but for its epochs, or "corrected-lsq"). The
             test accuracy, read after the choice, is on the file's held-out records (never released).
+        range_epsilon: one's own file with loose ``feature_range``: every candidate scales the columns with the same
+            ranges, released privately at this epsilon alone (:mod:`dpmix_core.synthesis.private_ranges`; the same
+            training records and seed give every candidate run the same ranges), and the ranges are one more release
+            in the search's composition (the target covers them). None: the public bounds as they are.
     """
 
     target_epsilon: float
@@ -266,6 +270,7 @@ class BestReleaseSearch:
     test_fraction: float = 0.2
     categories: Categories = ()
     feature_range: FeatureRange | None = None
+    range_epsilon: float | None = None
 
     def __post_init__(self) -> None:
         if not (isinstance(self.target_epsilon, (int, float)) and 0 < self.target_epsilon < math.inf):
@@ -310,6 +315,7 @@ class BestReleaseSearch:
         if self.selection not in SELECTIONS:
             raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}. Found {self.selection!r}.")
         self._check_selection_epsilon()
+        self._check_range_epsilon()
         for name in ("train_limit", "test_limit"):
             value = getattr(self, name)
             if value is not None:
@@ -339,6 +345,31 @@ class BestReleaseSearch:
                 "the target covers both; lower it."
             )
         object.__setattr__(self, "selection_epsilon", float(eps))
+
+    def _check_range_epsilon(self) -> None:
+        if self.range_epsilon is None:
+            return
+        from dpmix_core.synthesis.private_ranges import check_range_epsilon
+
+        object.__setattr__(self, "range_epsilon", check_range_epsilon(self.range_epsilon))
+        if not self.own_data or self.feature_range is None:
+            raise ValueError("private ranges narrow the public bounds of one's own file's features: give both.")
+        if self.budget_covers == "search" and self.range_epsilon >= self.release_budget:
+            raise ValueError(
+                f"the private ranges' epsilon {self.range_epsilon:g} leaves nothing of the target "
+                f"{self.target_epsilon:g} for the releases{' and the choice' if self.selection_epsilon else ''}: "
+                "the target covers them all; lower it."
+            )
+
+    def ranges_events(self) -> tuple[Any, ...]:
+        """The private ranges as dp_accounting events (add/remove-one, as the Poisson candidates): one release that
+        every candidate shares; () without them."""
+        if self.range_epsilon is None:
+            return ()
+        from dpmix_core.synthesis.private_ranges import ROUNDS, range_noise_multiplier, ranges_item
+
+        z = range_noise_multiplier(self.range_epsilon, self.delta, "add/remove-one")
+        return (ranges_item(z, ROUNDS, "add/remove-one").event,)
 
     @property
     def criterion(self) -> str:
@@ -433,6 +464,8 @@ def candidate_run(
         clip_x=1.0,
         clip_y=1.0,
         features=features,
+        feature_range=search.feature_range if search.range_epsilon is not None else None,
+        range_epsilon=search.range_epsilon,
     )
     assert search.model is not None  # resolved by BestReleaseSearch
     common: dict[str, Any] = dict(
@@ -734,6 +767,9 @@ class BestRelease:
                 f"rigorous: the releases' rdp-poisson composition {releases:.4g} at delta {self.search.delta:g} plus "
                 f"the private choice's {sel:.4g} (exponential mechanism, delta 0), composed sequentially"
             )
+        if self.search.range_epsilon is not None:
+            what += f"; the feature ranges every candidate scaled with (epsilon {self.search.range_epsilon:g} alone)"
+            how = how.replace("the releases'", "the releases' and the ranges'")
         whole = (
             f"what is published ({what}) depends on all {count} candidate releases of the same data"
             + ("" if sel is None else " and on the held-out records")
@@ -916,13 +952,14 @@ def split_budget(search: BestReleaseSearch, candidates: Iterable[Candidate], dat
     """
     chosen = list(candidates)
     target = search.release_budget  # the target, less a private choice's share
-    if len(chosen) <= 1:
+    ranges = search.ranges_events()  # private ranges: one more release in the composition
+    if len(chosen) <= 1 and not ranges:
         return target
     releases = {c: _planned(search, c, dataset) for c in chosen}
 
     def composed_at(t: float) -> float:
         calibrated = [_calibrate(r, c, search.delta, t, "rdp-poisson")[0] for c, r in releases.items()]
-        return composed_epsilon(calibrated, search.delta)
+        return composed_epsilon(calibrated, search.delta, also=ranges)
 
     lo = target / len(chosen)
     at_lo = composed_at(lo)
@@ -978,9 +1015,10 @@ def largest_feasible(
     return lo
 
 
-def composed_epsilon(releases: Iterable[Any], delta: float) -> float:
+def composed_epsilon(releases: Iterable[Any], delta: float, *, also: Sequence[Any] = ()) -> float:
     """A rigorous epsilon of several releases of the same data together: RDP composition of their Poisson-subsampled
-    Gaussian events (Mironov, Talwar, Zhang 2019; dp_accounting's RdpAccountant, add/remove adjacency).
+    Gaussian events (Mironov, Talwar, Zhang 2019; dp_accounting's RdpAccountant, add/remove adjacency), and of the
+    dp_accounting events ``also`` (e.g. the private ranges every candidate scales with).
 
     The search reads every candidate's release; the choice, and so the chosen release *with* the fact that it was
     chosen, is a function of all of them: this is the epsilon that covers the search as a whole.
@@ -988,7 +1026,7 @@ def composed_epsilon(releases: Iterable[Any], delta: float) -> float:
     import dp_accounting  # lazy: the accountants' library
     from dp_accounting import rdp
 
-    events = [r.dp_event() for r in releases]
+    events = [r.dp_event() for r in releases] + list(also)
     if not events:
         raise ValueError("composition needs at least one release.")
     accountant = rdp.RdpAccountant(neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
@@ -1268,7 +1306,7 @@ def run_search(
             warning = "the chosen model is no better than the constant predictor on the test split (its run says so)"
     if warning:
         say(f"warning: {warning}")
-    release_epsilon = composed_epsilon([cal[3] for cal in sigmas.values()], search.delta)
+    release_epsilon = composed_epsilon([cal[3] for cal in sigmas.values()], search.delta, also=search.ranges_events())
     return BestRelease(
         search,
         tuple(trials),

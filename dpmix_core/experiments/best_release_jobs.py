@@ -63,14 +63,17 @@ def page_search(
     dataset: str = "embedded",
     own: OwnData | None = None,
     feature_range: FeatureRange | None = None,
+    range_epsilon: float | None = None,
     seed: int = 0,
 ) -> BestReleaseSearch:
-    """The search a page describes: a named ``dataset``, or one's own file (``own``, with its public ``feature_range``;
-    ``dataset`` is then ignored). ValueError (one line) for a setting the search refuses."""
+    """The search a page describes: a named ``dataset``, or one's own file (``own``, with its public ``feature_range``
+    and, narrowing it privately, ``range_epsilon``; ``dataset`` is then ignored). ValueError (one line) for a setting
+    the search refuses."""
     file_options: dict[str, Any] = {}
     if own is not None:
         file_options = {k: v for k, v in own.options.items() if k != "dataset"}
         file_options["feature_range"] = feature_range
+        file_options["range_epsilon"] = range_epsilon
         dataset = str(own.options["dataset"])
     return BestReleaseSearch(
         target_epsilon=target_epsilon,
@@ -102,6 +105,8 @@ def search_config(search: BestReleaseSearch) -> dict[str, Any]:
     config["categories"] = [[name, list(words)] for name, words in search.categories]
     if search.feature_range is not None:
         config["feature_range"] = _lists(search.feature_range)
+    if search.range_epsilon is None:  # no private ranges: the key of a search stored before they existed
+        config.pop("range_epsilon")
     return config
 
 

@@ -210,6 +210,12 @@ def held_out_note(config: RunConfig, dataset: Dataset) -> dict:
         if bounds is None
         else f" Every method saw the features min-max scaled with the public bounds {describe_feature_range(bounds)}."
     )
+    if bounds is not None and config.synthesis is not None and config.synthesis.range_epsilon is not None:
+        scaled = (
+            f" The release scaled the features with ranges it released privately inside the public bounds "
+            f"{describe_feature_range(bounds)} (its epsilon covers them), and the model reads the held-out records "
+            "through the same ranges."
+        )
     return {
         "file": config.data_file,
         "sha256": config.data_sha256,

@@ -855,6 +855,7 @@ def custom_spec(
     zscore_constants_file: str | None = None,
     own: OwnData | None = None,
     feature_range: FeatureRange | None = None,
+    range_epsilon: float | None = None,
 ) -> SweepSpec:
     """A sweep built from the page's controls: one series per mechanism, plus baselines on the same model.
 
@@ -873,6 +874,8 @@ def custom_spec(
     held-out records are the test split, the linear model takes its own-data protocol, and every run is checked on
     the file before any is queued (:func:`~dpmix_core.experiments.run_data.check_run_on`: the model suits it, each ℓ
     fits its records or classes, float features have their public ``feature_range`` where a release scales to [0,1]).
+    ``range_epsilon``: every release narrows those bounds privately at this epsilon (the ranges are published with
+    its points, and each run's epsilon covers both; :mod:`dpmix_core.synthesis.private_ranges`).
     """
     if not mechanisms:
         raise ValueError("Pick at least one mechanism.")
@@ -906,6 +909,7 @@ def custom_spec(
         delta=delta,
         features=features,
         feature_range=feature_range,
+        range_epsilon=range_epsilon,
     )
     data: dict = {"dataset": dataset}
     if own is not None:
