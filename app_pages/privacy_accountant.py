@@ -241,7 +241,7 @@ def _controls() -> tuple[MixingSetting | None, float]:
         if (card := ss.get(K + "card")) is not None:
             setting, kept = with_card_data(setting, card[1])
             st.caption(card_data_note(card[0], setting, kept))
-            if card[2]:  # chosen by a search: its epsilon alone does not cover what was published
+            if card[2]:  # chosen by a search, or bounds released with it: what covers everything published
                 st.warning(card[2])
         if setting.class_sizes is not None:
             get_accountant("lee2019").release_for(setting)  # validates l against the class size

@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -212,3 +213,24 @@ def test_train_on_a_release_with_private_ranges_reads_the_test_records_through_t
     assert set(result["epsilon"]) == {"pld-composition"} and result["epsilon"]["pld-composition"] <= 8.0
     assert "ranges it released privately" in json.dumps(result)
     assert result["test_accuracy"] > 0.5  # chance is 1/3; with the bounds as they are it stays there
+
+
+def test_the_accountant_page_says_what_a_ranges_card_covers(tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    data = write_pets(tmp_path / "pets.csv", n=1500)
+    rel = tmp_path / "rel.npz"
+    args = ["synthesize", "--data-file", str(data), "--label-column", "species", "--feature-range=-50,100"]
+    args += ["--mechanism", "dpmix", "--l", "8", "--T", "1200", "--target-epsilon", "2", "--private-ranges"]
+    assert _cli(*args, "--out", str(rel)).returncode == 0
+    page = Path(__file__).resolve().parents[1] / "app_pages" / "privacy_accountant.py"
+    at = AppTest.from_file(str(page), default_timeout=120).run()
+    at.file_uploader(key="acc_card_file").set_value([(rel.name, rel.read_bytes(), "application/octet-stream")])
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    notes = [w.value for w in at.warning if "released privately with it" in w.value]
+    assert len(notes) == 1 and "covers the points alone" in notes[0]
+    report = tmp_path / "report.html"
+    done = _cli("report", "--release", str(rel), "--out", str(report))
+    assert done.returncode == 0 and "note: The bounds of this release" in done.stdout
+    assert "What this ε does not cover" in report.read_text() and "released privately with it" in report.read_text()

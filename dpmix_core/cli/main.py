@@ -1107,28 +1107,31 @@ def cmd_report(args: argparse.Namespace) -> int:
     if out.suffix.lower() not in (".html", ".htm"):
         raise CliError(f"--out must end in .html. Found {out.name!r}")
     check_new_file(out, what="--out")  # before any work
-    dataset = ""
+    dataset, note = "", None
     if args.release is not None:
-        setting, delta, model, dataset = _release_file_setting(args)
+        setting, delta, model, dataset, note = _release_file_setting(args)
     else:
         missing = [f"--{name.replace('_', '-')}" for name in ("n", "l", "T", "sigma_x") if getattr(args, name) is None]
         if missing:
             raise CliError(f"report needs {', '.join(missing)} (the release's sizes and noise), or --release FILE")
         setting, delta, model = _setting(args), args.delta, args.model
     about = None if args.release is None else {"release_file": str(args.release), "dataset": dataset}
-    page = accountant_report(setting, delta, model, about=about)
+    page = accountant_report(setting, delta, model, about=about, note=note)
     write_files_atomically({out: page.encode("utf-8")})
     print(f"wrote {out} ({len(page) / 1e6:.1f} MB, self-contained: opens offline)")
     if args.release is not None:
         print(f"release model: {model} (from the card of {args.release}), delta = {delta:g}")
+    if note is not None:
+        print(f"note: {note}")
     return 0
 
 
-def _release_file_setting(args: argparse.Namespace) -> tuple[MixingSetting, float, str, str]:
-    """The what-if, delta, release model and dataset (in words) of ``report --release FILE``; an option that
-    describes the release is refused (it would contradict the card), as ``train --release`` does."""
+def _release_file_setting(args: argparse.Namespace) -> tuple[MixingSetting, float, str, str, str | None]:
+    """The what-if, delta, release model, dataset (in words) and what the card's epsilon leaves to another number
+    (a search, private ranges) of ``report --release FILE``; an option that describes the release is refused (it
+    would contradict the card), as ``train --release`` does."""
     from dpmix_core.experiments.release_files import read_card
-    from dpmix_core.views.release_card import card_setting
+    from dpmix_core.views.release_card import card_setting, search_note
 
     def add_arguments(parser: argparse.ArgumentParser) -> None:
         add_setting_arguments(parser, with_sigma=True, with_accountant=False, required=False)
@@ -1142,7 +1145,8 @@ def _release_file_setting(args: argparse.Namespace) -> tuple[MixingSetting, floa
         setting, model = card_setting(card)
     except ValueError as exc:
         raise CliError(f"{args.release}: {exc}; report --release covers mixing releases whose card verifies") from None
-    return setting, float(card["delta"]), model, str(card["dataset"].get("source", card["dataset"].get("name", "")))
+    dataset = str(card["dataset"].get("source", card["dataset"].get("name", "")))
+    return setting, float(card["delta"]), model, dataset, search_note(card)
 
 
 def _add_report(sub) -> None:

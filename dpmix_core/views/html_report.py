@@ -104,9 +104,11 @@ def accountant_report(
     *,
     pld_accuracy: float = 0.2,
     about: Mapping[str, str] | None = None,
+    note: str | None = None,
 ) -> str:
     """The Privacy accountant page as a report: headline, privacy statement, every accountant's epsilon, curves,
-    attacker view. ``about``: lines for the settings table first (e.g. the release file it was read from)."""
+    attacker view. ``about``: lines for the settings table first (e.g. the release file it was read from); ``note``:
+    what the release's epsilon does not cover by itself (a card's search or private ranges), shown first."""
     reading = release_reading(setting, delta, model, pld_accuracy=pld_accuracy)
     table = epsilon_table(setting, delta, pld_accuracy=pld_accuracy, model=model)
     table = table.drop(columns=[c for c in ("epsilon", "reference", "upper_bound") if c in table.columns])
@@ -119,7 +121,7 @@ def accountant_report(
         f"n = {setting.n:,}, ℓ = {setting.l}, T = {setting.T:,}, σx = {setting.sigma_x:.4g}, "
         f"σy = {setting.sigma_y:.4g}, δ = {delta:.2g}"
     )
-    sections = []
+    sections = [] if note is None else [Section("What this ε does not cover", note)]
     if reading.accountant is None:
         sections.append(Section("In plain language", no_headline_text(reading)))
     else:

@@ -139,30 +139,32 @@ class CardReading:
     model: str
     sigma_ratio: float
     delta: float
-    chosen_note: str | None = None  # the release was chosen by a search: what covers everything published
+    chosen_note: str | None = None  # chosen by a search, or bounds released with it: what covers what is published
 
 
 def search_note(card: dict) -> str | None:
-    """A sentence when the card's release was chosen by a best-release search (its ``search`` section): its epsilon
-    is this release's alone, and what is published is certified at the search's; or when its bounds were released
-    privately (its ``feature_ranges`` section): what the accountants read of it is the points alone. None otherwise."""
+    """What the card's epsilon does not cover by itself, in sentences: the release was chosen by a best-release
+    search (its ``search`` section: what is published is certified at the search's epsilon), and/or its bounds were
+    released privately with it (its ``feature_ranges`` section: the points and the ranges together are certified at
+    the card's epsilon; an accountant of the release's parameters reads the points alone). None when neither."""
+    notes = []
+    search = card.get("search")
+    if isinstance(search, dict) and search.get("search_epsilon") is not None:
+        notes.append(
+            f"This release was chosen among {search.get('candidates', '?')} candidate releases of the same data: what "
+            f"is published (the release and the fact that it was chosen) is certified at ε "
+            f"{format_epsilon(float(search['search_epsilon']))} (δ = {search.get('delta', card['delta']):g}). The ε "
+            "here is this release's alone."
+        )
     ranges = card.get("feature_ranges")
     if isinstance(ranges, dict) and card_epsilon(ranges.get("total_epsilon")) is not None:
-        return (
+        notes.append(
             f"The bounds of this release's features were released privately with it (ε {ranges.get('epsilon')} "
             f"alone): the points and the ranges together are certified at ε "
             f"{format_epsilon(float(ranges['total_epsilon']))} (δ = {card['delta']:g}). An accountant's ε of the "
             "release's parameters covers the points alone."
         )
-    search = card.get("search")
-    if not isinstance(search, dict) or search.get("search_epsilon") is None:
-        return None
-    return (
-        f"This release was chosen among {search.get('candidates', '?')} candidate releases of the same data: what is "
-        f"published (the release and the fact that it was chosen) is certified at ε "
-        f"{format_epsilon(float(search['search_epsilon']))} (δ = {search.get('delta', card['delta']):g}). The ε here is "
-        "this release's alone."
-    )
+    return " ".join(notes) or None
 
 
 def read_card_upload(data: bytes, filename: str) -> CardReading:
