@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ import pytest
 from own_files import write_pets
 from scipy.stats import norm
 
+from dpmix_core.cli.main import main
 from dpmix_core.experiments.release_files import verify_card
 from dpmix_core.experiments.run_data import open_data_file
 from dpmix_core.mechanisms.feature_ranges import bin_counts
@@ -177,37 +177,49 @@ def test_private_ranges_are_refused_where_they_cannot_apply(kwargs, message):
         SynthesisConfig(**kwargs)
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dpmix_core", *args], capture_output=True, text=True, timeout=300)
+@dataclass(frozen=True)
+class _Done:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def test_the_cli_releases_with_private_ranges_and_refuses_in_one_line(tmp_path):
+def _cli(capsys, *args: str) -> _Done:
+    """The CLI in this process (as ``python -m dpmix_core``, without the interpreter's start-up)."""
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return _Done(code, out, err)
+
+
+def test_the_cli_releases_with_private_ranges_and_refuses_in_one_line(tmp_path, capsys):
     data = write_pets(tmp_path / "pets.csv", n=1500)
     out = tmp_path / "release.csv"
     common = ["synthesize", "--data-file", str(data), "--label-column", "species", "--feature-range=-50,100"]
     common += ["--mechanism", "dpmix"]
-    done = _cli(*common, "--l", "8", "--T", "1200", "--target-epsilon", "2", "--private-ranges", "--out", str(out))
+    done = _cli(
+        capsys, *common, "--l", "8", "--T", "1200", "--target-epsilon", "2", "--private-ranges", "--out", str(out)
+    )
     assert done.returncode == 0, done.stderr
     card = json.loads((tmp_path / "release.card.json").read_text())
     assert card["parameters"]["range_epsilon"] == pytest.approx(0.2)
     assert card["epsilons"][0]["accountant"] == "rdp-composition" and card["epsilons"][0]["epsilon"] <= 2.0
     assert "private ranges inside the public bounds" in done.stdout
-    checked = _cli("verify", str(tmp_path / "release.card.json"))
+    checked = _cli(capsys, "verify", str(tmp_path / "release.card.json"))
     assert checked.returncode == 0, checked.stdout + checked.stderr
     for bad, said in (
         (["--sigma-x", "1", "--private-ranges"], "10% of --target-epsilon"),
         (["--sigma-x", "1", "--private-ranges", "0"], "must be positive"),
     ):
-        refused = _cli(*common, *bad, "--out", str(tmp_path / "x.csv"))
+        refused = _cli(capsys, *common, *bad, "--out", str(tmp_path / "x.csv"))
         assert refused.returncode == 2 and said in refused.stderr and "Traceback" not in refused.stderr
         assert len(refused.stderr.strip().splitlines()) <= 2
 
 
-def test_train_on_a_release_with_private_ranges_reads_the_test_records_through_them(tmp_path):
+def test_train_on_a_release_with_private_ranges_reads_the_test_records_through_them(tmp_path, capsys):
     data = write_pets(tmp_path / "pets.csv", n=1500)
     args = ["train", "--data-file", str(data), "--label-column", "species", "--feature-range=-50,100"]
     args += ["--mechanism", "poisson", "--l", "8", "--T", "1200", "--target-epsilon", "8", "--private-ranges"]
-    done = _cli(*args, "--model", "linear", "--epochs", "5", "--json")
+    done = _cli(capsys, *args, "--model", "linear", "--epochs", "5", "--json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert set(result["epsilon"]) == {"pld-composition"} and result["epsilon"]["pld-composition"] <= 8.0
@@ -215,14 +227,14 @@ def test_train_on_a_release_with_private_ranges_reads_the_test_records_through_t
     assert result["test_accuracy"] > 0.5  # chance is 1/3; with the bounds as they are it stays there
 
 
-def test_the_accountant_page_says_what_a_ranges_card_covers(tmp_path):
+def test_the_accountant_page_says_what_a_ranges_card_covers(tmp_path, capsys):
     from streamlit.testing.v1 import AppTest
 
     data = write_pets(tmp_path / "pets.csv", n=1500)
     rel = tmp_path / "rel.npz"
     args = ["synthesize", "--data-file", str(data), "--label-column", "species", "--feature-range=-50,100"]
     args += ["--mechanism", "dpmix", "--l", "8", "--T", "1200", "--target-epsilon", "2", "--private-ranges"]
-    assert _cli(*args, "--out", str(rel)).returncode == 0
+    assert _cli(capsys, *args, "--out", str(rel)).returncode == 0
     page = Path(__file__).resolve().parents[1] / "app_pages" / "privacy_accountant.py"
     at = AppTest.from_file(str(page), default_timeout=120).run()
     at.file_uploader(key="acc_card_file").set_value([(rel.name, rel.read_bytes(), "application/octet-stream")])
@@ -231,6 +243,6 @@ def test_the_accountant_page_says_what_a_ranges_card_covers(tmp_path):
     notes = [w.value for w in at.warning if "released privately with it" in w.value]
     assert len(notes) == 1 and "covers the points alone" in notes[0]
     report = tmp_path / "report.html"
-    done = _cli("report", "--release", str(rel), "--out", str(report))
+    done = _cli(capsys, "report", "--release", str(rel), "--out", str(report))
     assert done.returncode == 0 and "note: The bounds of this release" in done.stdout
     assert "What this ε does not cover" in report.read_text() and "released privately with it" in report.read_text()

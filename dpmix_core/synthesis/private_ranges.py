@@ -20,11 +20,12 @@ feature column (one-hot features too: a record adds 1 to one bin of each of the 
 rounds)`` under the release's own adjacency (:meth:`~dpmix_core.mechanisms.feature_ranges.FeatureRanges.dp_event`
 for Poisson mixing's add/remove-one, :meth:`~dpmix_core.mechanisms.feature_ranges.FeatureRanges.replace_one_event`
 for replace-one). Given the ranges, the points are the release every accountant analyses: its records lie in
-[0,1]^d after the scaling and clipping, the box the accountants assume. The two compose (RDP, Mironov 2017, Prop. 1;
-:func:`~dpmix_core.privacy.budget.compose_budget`): that total is the rigorous epsilon of everything published, the
-one a card states first and a target calibrates to (:func:`~dpmix_core.privacy.calibration.calibrate_sigma_beside`).
-The composition is dp_accounting's PLD under add/remove-one (Poisson mixing: as tight as ``pld-poisson`` on the points
-alone) and its RDP under replace-one (mixing without replacement: what ``rdp-wor`` reads the points with). The
+[0,1]^d after the scaling and clipping, the box the accountants assume. The two compose (:func:`composition_epsilon`):
+that total is the rigorous epsilon of everything published, the one a card states and a target calibrates to
+(:func:`~dpmix_core.privacy.calibration.calibrate_sigma_composed`). The composition is dp_accounting's PLD under
+add/remove-one (Poisson mixing: as tight as ``pld-poisson`` on the points alone;
+:func:`~dpmix_core.privacy.budget.add_remove_pld_epsilon`) and RDP composition under replace-one (Mironov 2017,
+Prop. 1; mixing without replacement, which ``rdp-wor`` reads the same way; :func:`~dpmix_core.privacy.budget.compose_budget`). The
 ranges' noise multiplier is the analytic Gaussian's for their epsilon alone at the release's delta
 (:func:`range_noise_multiplier`), so it depends on that budget, delta and the adjacency only, never on the data.
 """
@@ -191,7 +192,7 @@ COMPOSITIONS = {  # relation -> (the card's name for the epsilon of the ranges a
 
 def composed_epsilon(ranges: PrivateRanges, release, delta: float):
     """The :class:`~dpmix_core.privacy.accountants.EpsilonResult` of everything published: ``ranges`` and the
-    mixing ``release`` scaled by them, composed (RDP; module docstring). A rigorous upper bound where the release is
+    mixing ``release`` scaled by them, composed (PLD or RDP: module docstring). A rigorous upper bound where the release is
     covered; labelled with the release's sampling, adjacency and what it protects."""
     from dpmix_core.privacy.accountants import EpsilonResult
 
