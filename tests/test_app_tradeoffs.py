@@ -588,18 +588,6 @@ def test_a_sweep_on_ones_own_file_can_narrow_loose_bounds_privately(at, tmp_path
     at.number_input(key="tr_own_hi").set_value(1000.0).run()
     at.toggle(key="tr_own_private_ranges").set_value(True).run()
     at.number_input(key="tr_own_ranges_eps").set_value(0.5)
-    at.multiselect(key="tr_mechs").set_value(["dpmix"])
-    at.text_input(key="tr_values").input("0.3")
-    at.text_input(key="tr_l").input("4")
-    at.text_input(key="tr_T").input("200")
-    at.multiselect(key="tr_baselines").set_value([])
-    at.number_input(key="tr_epochs_own").set_value(1)
-    at.number_input(key="tr_repeats").set_value(1).run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
-    at.button(key="tr_launch").click().run()
-    results, deadline = ResultStore(tmp_path / "results.sqlite"), time.time() + 150
-    while {r.status for r in results.list_runs()} - {"done"} and time.time() < deadline:
-        time.sleep(1.0)
-    (run,) = results.list_runs()
-    assert run.status == "done" and run.config["synthesis"]["range_epsilon"] == 0.5
+    (run,) = launch_tiny_own_sweep(at, tmp_path / "results.sqlite", loose_bounds=True)
+    assert run.config["synthesis"]["range_epsilon"] == 0.5
     assert set(run.result["epsilon"]) == {"rdp-composition"}
