@@ -34,6 +34,7 @@ from dpmix_core.synthesis.pipeline import (
     release_refusal,
 )
 from dpmix_core.synthesis.previews import PREVIEW_MECHANISMS, mixing_preview
+from dpmix_core.synthesis.private_ranges import ranges_refusal
 from dpmix_core.synthesis.public_constants import (
     stored_zscore_constants,
     test_split_constants_file,
@@ -203,11 +204,10 @@ target_value = sigma_value = None
 if use_target:
     c2.number_input("Target ε", step=0.5, key=K + "target")
     target_value = real_check(c2, st.session_state[K + "target"], "target ε", minimum=1e-3)
-    if ranges_on and None not in (target_value, range_epsilon) and range_epsilon >= target_value:
-        c2.error(
-            f"invalid: the ranges' ε ({range_epsilon:g}) is part of the target: it must be below {target_value:g}."
-        )
-        target_value = None
+    if ranges_on and None not in (target_value, range_epsilon):
+        if (refusal := ranges_refusal(range_epsilon, target_value)) is not None:
+            c2.error(f"invalid: {refusal}")
+            target_value = None
     options = calibration_accountants(mechanism)  # those of the mechanism's sampling: another would refuse it
     if st.session_state[K + "accountant"] not in options:
         st.session_state[K + "accountant"] = options[0]

@@ -354,7 +354,7 @@ def test_private_ranges_on_the_page():
     at.checkbox(key="mix_use_target").check().run()
     at.number_input(key="mix_target").set_value(2.0).run()
     at.number_input(key="mix_ranges_eps").set_value(2.0).run()
-    assert any("must be below 2" in e.value for e in at.error) and not at.dataframe
+    assert any("must be below the target 2" in e.value for e in at.error) and not at.dataframe
     at.number_input(key="mix_ranges_eps").set_value(0.2).run()
     assert not at.error and list(eps_table(at)["accountant"]) == ["rdp-composition"]
     assert float(eps_table(at)["ε"].iloc[0]) <= 2.0

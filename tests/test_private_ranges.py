@@ -16,7 +16,7 @@ from scipy.stats import norm
 from dpmix_core.cli.main import main
 from dpmix_core.experiments.release_files import verify_card
 from dpmix_core.experiments.run_data import open_data_file
-from dpmix_core.mechanisms.feature_ranges import bin_counts
+from dpmix_core.mechanisms.feature_ranges import FeatureRanges, bin_counts
 from dpmix_core.privacy.accountants import get_accountant
 from dpmix_core.privacy.budget import ADD_REMOVE, REPLACE_ONE, compose_budget, mixing_item
 from dpmix_core.privacy.release import MixingRelease
@@ -67,6 +67,8 @@ def test_the_replace_one_event_is_the_add_remove_one_scaled_by_sqrt_2():
     assert add_remove.event.event.noise_multiplier == pytest.approx(z * math.sqrt(3))
     assert replace_one.event.event.noise_multiplier == pytest.approx(z * math.sqrt(3) / math.sqrt(2))
     assert add_remove.event.count == replace_one.event.count == 3
+    ranges = FeatureRanges(np.zeros(2), np.ones(2), z, 3, 16)  # DP-SGD's ranges: the same add/remove-one event
+    assert ranges.dp_event() == add_remove.event
 
 
 @pytest.mark.parametrize("mechanism", ["poisson", "dpmix"])

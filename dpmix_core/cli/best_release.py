@@ -218,9 +218,8 @@ def search_from_args(args: argparse.Namespace):
         raise CliError("--dataset and --data-file: give one (the search releases one dataset)")
     if args.data_file is None and args.feature_range is not None:
         raise CliError("--feature-range: only with --data-file (the datasets have their own scaling)")
-    own = own_data_file(
-        args, also=("private_ranges",)
-    )  # its split; --feature-bounds, --categories read into args.feature_range
+    # its split; --feature-bounds, --categories read into args.feature_range
+    own = own_data_file(args, also=("private_ranges",))
     file_options: dict = {}
     if own is None:
         grid = dataset_space(args.dataset or "mnist", args.train_limit)

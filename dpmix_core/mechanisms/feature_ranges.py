@@ -39,7 +39,15 @@ import numpy as np
 
 from dpmix_core.mechanisms._checks import check_features, check_positive_int, check_range
 
-__all__ = ["RANGE_BINS", "RANGE_ROUNDS", "RANGE_THRESHOLD", "FeatureRanges", "bin_counts", "dp_feature_ranges"]
+__all__ = [
+    "RANGE_BINS",
+    "RANGE_ROUNDS",
+    "RANGE_THRESHOLD",
+    "FeatureRanges",
+    "bin_counts",
+    "dp_feature_ranges",
+    "ranges_event",
+]
 
 RANGE_BINS = 16  # bins a round
 RANGE_ROUNDS = 3  # each zoom narrows by at most 16 / 3 (a spare bin each side): 3 rounds reach ~150 times
@@ -79,21 +87,7 @@ class FeatureRanges:
 
     def dp_event(self):
         """dp_accounting's event: SelfComposed(Gaussian(z_r), rounds), add/remove-one (module docstring)."""
-        import dp_accounting
-
-        return dp_accounting.SelfComposedDpEvent(
-            dp_accounting.GaussianDpEvent(self.round_noise_multiplier), self.rounds
-        )
-
-    def replace_one_event(self):
-        """The same rounds under replace-one adjacency (mixing without replacement): a replaced record moves one
-        count of each feature down and another up, L2 sensitivity sqrt(2d) against noise z_r sqrt(d), so each
-        round is a Gaussian with multiplier z_r / sqrt(2): SelfComposed(Gaussian(z_r / sqrt(2)), rounds)."""
-        import dp_accounting
-
-        return dp_accounting.SelfComposedDpEvent(
-            dp_accounting.GaussianDpEvent(self.round_noise_multiplier / math.sqrt(2.0)), self.rounds
-        )
+        return ranges_event(self.noise_multiplier, self.rounds)
 
     def describe(self) -> str:
         return (
@@ -101,6 +95,17 @@ class FeatureRanges:
             f"(Gaussian, noise multiplier {self.round_noise_multiplier:.3g} a round, {self.noise_multiplier:.3g} "
             "in all)"
         )
+
+
+def ranges_event(noise_multiplier: float, rounds: int, *, replace_one: bool = False):
+    """The rounds of noisy histograms with total noise multiplier z as a dp_accounting event, known before any record is
+    read: SelfComposed(Gaussian(z_r), rounds), z_r = z sqrt(rounds), under add/remove-one (sensitivity sqrt(d) against
+    noise z_r sqrt(d)); under replace-one a replaced record moves one count of each feature down and another up, L2
+    sensitivity sqrt(2d), so each round is a Gaussian with multiplier z_r / sqrt(2)."""
+    import dp_accounting
+
+    z_r = float(noise_multiplier) * math.sqrt(rounds) / (math.sqrt(2.0) if replace_one else 1.0)
+    return dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(z_r), rounds)
 
 
 def bin_counts(X: np.ndarray, low: np.ndarray, high: np.ndarray, bins: int) -> np.ndarray:

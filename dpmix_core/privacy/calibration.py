@@ -202,20 +202,21 @@ def calibrate_sigma_composed(
         sigma_ratio=sigma_ratio,
         time_budget=REPRODUCIBLE,
     ).sigma_x
-    lo, hi = start, start
-    hi_eps = eps_at(hi)
-    while hi_eps > target_epsilon:
+    lo: float | None = None
+    hi, hi_eps = start, eps_at(start)
+    while hi_eps > target_epsilon:  # the usual case: the rest costs something, so more noise is needed
         lo, hi = hi, 2.0 * hi
         if hi > SIGMA_MAX:
             raise ValueError(
                 f"target epsilon {target_epsilon:g} is out of reach: what else was published uses it up on its own."
             )
         hi_eps = eps_at(hi)
-    while lo == hi or eps_at(lo) <= target_epsilon:  # the bracket's low end must be infeasible
-        hi, lo = lo, lo / 1.25
-        hi_eps = eps_at(hi)
-        if lo < _SIGMA_MIN:
-            return ComposedCalibration(hi, sigma_ratio * hi, float(target_epsilon), hi_eps)
+    if lo is None:  # the sigma alone is feasible next to the rest (a grid's rounding): walk down to an infeasible one
+        lo = hi / 1.25
+        while (lo_eps := eps_at(lo)) <= target_epsilon:
+            hi, hi_eps, lo = lo, lo_eps, lo / 1.25
+            if lo < _SIGMA_MIN:
+                return ComposedCalibration(hi, sigma_ratio * hi, float(target_epsilon), hi_eps)
     while hi / lo > 1 + rtol:
         mid = math.sqrt(lo * hi)
         mid_eps = eps_at(mid)

@@ -24,7 +24,7 @@ from dpmix_core.privacy.checks import FeatureRange, check_feature_range
 from dpmix_core.privacy.release import CLAMP_NEEDS_UNIT_BOX, PRIVATE_NORMALISATION, MixingRelease, Protects
 from dpmix_core.resources.files import check_sha256
 from dpmix_core.resources.limits import Cost, LimitExceeded, Limits, check_cost, limits_from_env, mixing_cost
-from dpmix_core.synthesis.private_ranges import PrivateRanges, check_range_epsilon, private_ranges
+from dpmix_core.synthesis.private_ranges import PrivateRanges, check_range_epsilon, private_ranges, ranges_refusal
 from dpmix_core.synthesis.public_constants import ZScoreConstants, read_zscore_constants
 from dpmix_core.synthesis.units import RecordUnits, record_units
 
@@ -204,11 +204,8 @@ class SynthesisConfig:
         if self.features != "pixels" or self.zscore_clipped:
             how = f"mixes {self.features} features" if self.features != "pixels" else "z-scores the records"
             raise ValueError(f"private ranges narrow the bounds a release scales features with; this one {how}.")
-        if self.target_epsilon is not None and self.range_epsilon >= self.target_epsilon:
-            raise ValueError(
-                f"the private ranges' epsilon {self.range_epsilon:g} must be below the target {self.target_epsilon:g} "
-                f"(it is spent on top of the release's; e.g. {0.1 * self.target_epsilon:g})."
-            )
+        if (refusal := ranges_refusal(self.range_epsilon, self.target_epsilon)) is not None:
+            raise ValueError(refusal)
 
     def _check_constants_file(self) -> None:
         """A constants file goes with class-centric "zscore" alone; without its sha256, the numbers are read now."""

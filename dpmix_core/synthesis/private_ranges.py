@@ -17,9 +17,8 @@ DPMix release at epsilon 1 / 4 trains a linear model to 92.4 / 93.2 % with range
 
 Privacy: everything published is the ranges and the points. The ranges are ``rounds`` Gaussian histograms of every
 feature column (one-hot features too: a record adds 1 to one bin of each of the d columns), ``SelfComposed(Gaussian,
-rounds)`` under the release's own adjacency (:meth:`~dpmix_core.mechanisms.feature_ranges.FeatureRanges.dp_event`
-for Poisson mixing's add/remove-one, :meth:`~dpmix_core.mechanisms.feature_ranges.FeatureRanges.replace_one_event`
-for replace-one). Given the ranges, the points are the release every accountant analyses: its records lie in
+rounds)`` under the release's own adjacency (:func:`~dpmix_core.mechanisms.feature_ranges.ranges_event`:
+add/remove-one for Poisson mixing, replace-one for the others). Given the ranges, the points are the release every accountant analyses: its records lie in
 [0,1]^d after the scaling and clipping, the box the accountants assume. The two compose (:func:`composition_epsilon`):
 that total is the rigorous epsilon of everything published, the one a card states and a target calibrates to
 (:func:`~dpmix_core.privacy.calibration.calibrate_sigma_composed`). The composition is dp_accounting's PLD under
@@ -38,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from dpmix_core.mechanisms.feature_ranges import RANGE_BINS, FeatureRanges, dp_feature_ranges
+from dpmix_core.mechanisms.feature_ranges import dp_feature_ranges, ranges_event
 from dpmix_core.privacy.checks import FeatureRange, check_feature_range, feature_range_vectors
 
 __all__ = [
@@ -52,6 +51,7 @@ __all__ = [
     "composition_epsilon",
     "private_ranges",
     "range_noise_multiplier",
+    "ranges_refusal",
     "ranges_sentence",
     "ranges_item",
 ]
@@ -69,17 +69,24 @@ def check_range_epsilon(value: object) -> float:
     return float(value)
 
 
-def _ranges_event(noise_multiplier: float, rounds: int, relation: str):
-    """SelfComposed(Gaussian(z_r), rounds) under add/remove-one, z_r / sqrt(2) under replace-one (module docstring)."""
-    ranges = FeatureRanges(np.zeros(1), np.ones(1), float(noise_multiplier), rounds, RANGE_BINS)
-    return ranges.dp_event() if relation == "add/remove-one" else ranges.replace_one_event()
+def ranges_refusal(range_epsilon: float, target_epsilon: float | None) -> str | None:
+    """Why the ranges' epsilon cannot go with this target (one line), or None: the target covers the ranges and the
+    points together, so the ranges alone must stay below it."""
+    if target_epsilon is None or range_epsilon < target_epsilon:
+        return None
+    return (
+        f"the private ranges' epsilon {range_epsilon:g} must be below the target {target_epsilon:g} (it is spent on top "
+        f"of the release's; e.g. {RANGES_SHARE * target_epsilon:g})."
+    )
 
 
 def ranges_item(noise_multiplier: float, rounds: int, relation: str):
-    """The ranges as one release of a privacy budget (:class:`~dpmix_core.privacy.budget.BudgetItem`)."""
+    """The ranges as one release of a privacy budget (:class:`~dpmix_core.privacy.budget.BudgetItem`), under
+    ``relation`` (:func:`~dpmix_core.mechanisms.feature_ranges.ranges_event`)."""
     from dpmix_core.privacy.budget import BudgetItem  # dp_accounting: loaded where the ranges are accounted
 
-    return BudgetItem("private feature ranges", _ranges_event(noise_multiplier, rounds, relation), relation)
+    event = ranges_event(noise_multiplier, rounds, replace_one=relation == "replace-one")
+    return BudgetItem("private feature ranges", event, relation)
 
 
 def range_noise_multiplier(epsilon: float, delta: float, relation: str) -> float:

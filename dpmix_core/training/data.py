@@ -120,8 +120,9 @@ def release_feature_map(
     class-centric 'unit'), z-score + clip to ||x|| <= c (class-centric
     'zscore'), scale + clip to ||x|| <= Cx (Poisson). label-laplace: pixels/255.
     With private ranges (``config.range_epsilon``) the bounds are the ranges the release computed on ``x_train``
-    (the same, deterministic). ``clip=False`` leaves the class-centric z-score unclipped (``RunConfig.test_inputs = "unclipped"``: DP-CDA's
-    test loader read as z-scoring only); it is refused for the other maps (``config.zscore_clipped`` is False).
+    (the same, deterministic). ``clip=False`` leaves the class-centric z-score unclipped
+    (``RunConfig.test_inputs = "unclipped"``: DP-CDA's test loader read as z-scoring only); it is refused for the
+    other maps (``config.zscore_clipped`` is False).
     """
     if not clip and not config.zscore_clipped:
         raise ValueError(f"only a class-centric z-score release has a clip to lift; found {config.mechanism!r}.")
