@@ -25,7 +25,13 @@ from dpmix_core.privacy.release import PRIVATE_NORMALISATION
 from dpmix_core.privacy.statement import privacy_statement
 from dpmix_core.views.accounting_presets import ACCOUNTING_PRESETS
 from dpmix_core.views.background import shared_background
-from dpmix_core.views.budget import budget_table, dp_pca_budget_item, dpsgd_budget_item, label_budget_item
+from dpmix_core.views.budget import (
+    budget_table,
+    dp_pca_budget_item,
+    dpsgd_budget_item,
+    label_budget_item,
+    ranges_budget_item,
+)
 from dpmix_core.views.exports import latex_text
 from dpmix_core.views.figures import CURVE_CAPTION, epsilon_curve_figure, fdp_tradeoff_figure, profile_figure
 from dpmix_core.views.html_report import accountant_report
@@ -438,7 +444,14 @@ def _budget(reading: ReleaseReading | None, delta: float) -> None:
             on_click=lambda: _add_to_budget(mixing_item(name, reading.release)),
         )
     with st.expander("Add another kind of release of the same data"):
-        kind = st.radio("Kind", ["DP-PCA", "label-only Laplace", "DP-SGD model"], horizontal=True, key=K + "b_kind")
+        kind = st.radio(
+            "Kind",
+            ["DP-PCA", "label-only Laplace", "DP-SGD model", "private feature ranges"],
+            horizontal=True,
+            key=K + "b_kind",
+            help="Private feature ranges: the noisy histograms a table's release spends a share of its ε on where "
+            "only loose public bounds are known (Narrow the bounds privately; --private-ranges).",
+        )
         b1, b2, b3, b4 = st.columns(4)
         try:
             if kind == "DP-PCA":
@@ -447,6 +460,11 @@ def _budget(reading: ReleaseReading | None, delta: float) -> None:
             elif kind == "label-only Laplace":
                 e = b1.number_input("ε", min_value=1e-3, max_value=1e3, value=1.0, key=K + "b_lab_eps")
                 item = label_budget_item(epsilon=e)
+            elif kind == "private feature ranges":
+                e = b1.number_input("ε of the ranges", min_value=1e-3, max_value=1e3, value=0.1, key=K + "b_rng_eps")
+                release = None if reading is None else reading.release  # the ranges go with it: its adjacency
+                relation = "replace-one" if release is None else release.adjacency.value
+                item = ranges_budget_item(epsilon=e, delta=delta, relation=relation)
             else:
                 n = count_box(b1, "n — training records", K + "b_sgd_n", maximum=10**9)
                 b = count_box(b2, "batch size", K + "b_sgd_b", maximum=10**7)

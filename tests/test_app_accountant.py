@@ -193,6 +193,25 @@ def test_privacy_budget_composes_releases(at):
     assert not [m for m in at.metric if m.label.startswith("Total ε")]
 
 
+def test_the_budget_adds_a_tables_private_ranges_beside_its_release(at):
+    """The what-if of --private-ranges: the default release plus ranges at 0.1 alone, composed in the budget."""
+    from dpmix_core.privacy.budget import compose_budget
+    from dpmix_core.views.budget import ranges_budget_item
+
+    at.button(key="acc_budget_add").click().run()
+    at.radio(key="acc_b_kind").set_value("private feature ranges").run()
+    add = at.button(key="acc_budget_add_other")
+    assert "private feature ranges (ε = 0.1, replace-one)" in add.label  # the default release's adjacency
+    add.click().run()
+    assert not at.exception and not at.error
+    (table,) = [d.value for d in at.dataframe if "ε alone" in d.value.columns]
+    release, ranges, total = table["ε alone"].tolist()
+    assert table["release"][1] == "private feature ranges (ε = 0.1, replace-one)"
+    expected = compose_budget([ranges_budget_item(epsilon=0.1, delta=1e-5, relation="replace-one")], 1e-5).epsilon
+    assert ranges == pytest.approx(expected) and 0.09 < ranges <= 0.12  # alone, the ranges' ε (RDP) is near 0.1
+    assert release < total < release + 0.25  # composed, they add little to the release's ε
+
+
 def test_attacker_curves_on_demand(at):
     at.toggle(key="acc_attacker").set_value(True).run()
     assert not at.exception

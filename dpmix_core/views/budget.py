@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 
 from dpmix_core.mechanisms.descriptions import gaussian_sigma
@@ -14,7 +16,7 @@ from dpmix_core.privacy.budget import (
     steps_per_epoch,
 )
 
-__all__ = ["dp_pca_budget_item", "dpsgd_budget_item", "label_budget_item", "budget_table"]
+__all__ = ["dp_pca_budget_item", "dpsgd_budget_item", "label_budget_item", "ranges_budget_item", "budget_table"]
 
 
 def dp_pca_budget_item(*, epsilon: float, delta: float) -> BudgetItem:
@@ -40,6 +42,15 @@ def dpsgd_budget_item(*, n: int, batch_size: int, epochs: int, noise_multiplier:
 
 def label_budget_item(*, epsilon: float) -> BudgetItem:
     return laplace_label_item(f"label-only Laplace (ε = {epsilon:g})", epsilon=epsilon)
+
+
+def ranges_budget_item(*, epsilon: float, delta: float, relation: str) -> BudgetItem:
+    """A table's private feature ranges at (eps, delta) alone, as ``--private-ranges EPS`` releases them beside a
+    release accounted under ``relation`` (:mod:`dpmix_core.synthesis.private_ranges`)."""
+    from dpmix_core.synthesis.private_ranges import ROUNDS, range_noise_multiplier, ranges_item
+
+    item = ranges_item(range_noise_multiplier(epsilon, delta, relation), ROUNDS, relation)
+    return replace(item, name=f"private feature ranges (ε = {epsilon:g}, {relation})")
 
 
 def budget_table(budget: Budget) -> pd.DataFrame:
