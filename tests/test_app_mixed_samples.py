@@ -314,13 +314,13 @@ def test_per_pixel_public_constants_on_the_page(at, tmp_path, monkeypatch):
 
 
 def test_an_upload_picks_its_label_column(at):
-    """A CSV whose classes sit in its last column (no 'label' column): the first column is offered by default (as
-    load_user_data takes it), and picking 'species' gives the classes and leaves the other two as features."""
+    """A CSV whose classes sit in its last column (no 'label' column): the page looks past the header and offers
+    'species' (the last column that reads like classes), which gives the classes and leaves the other two as
+    features; another column can be picked."""
     rows = ["height,width,species"] + [f"{i % 7 / 7:.3f},{i % 5 / 5:.3f},{('iris', 'rose')[i % 2]}" for i in range(200)]
     at.file_uploader(key="mix_upload").set_value([("flowers.csv", "\n".join(rows).encode(), "text/csv")]).run()
     box = next(s for s in at.selectbox if s.label == "Label column")
-    assert box.options == ["height", "width", "species"] and box.value == "height"
-    box.set_value("species").run()
+    assert box.options == ["height", "width", "species"] and box.value == "species"
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("2 classes (iris, rose)" in c.value and "200 training records" in c.value for c in at.caption)
     tables = [d.value for d in at.dataframe if "row" in d.value.columns]

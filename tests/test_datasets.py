@@ -384,6 +384,23 @@ def test_user_csv_and_npz_take_class_names():
     assert npz.label_names == ("cat", "dog") and npz.y_train.tolist() == [1, 0, 1]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (b"a,b,species,c\n0.1,2.5,cat,1.5\n0.2,2.5,dog,1.25\n0.3,1.5,cat,0.5\n", "species"),  # words: the classes
+        (b"age,region,income,outcome\n31.5,north,100,0\n40.5,south,200,1\n22.5,north,150,1\n", "outcome"),  # last
+        (b"x,klass,target\n0.5,a,7\n0.25,b,7\n", "target"),  # a label name wins, as load_user_data takes it
+        (b"height,width\n0.5,1.5\n0.25,2.5\n", "height"),  # nothing reads like classes: the first column
+        (b"id,x\n" + b"".join(b"%d,0.%d\n" % (i, i) for i in range(80)), "id"),  # 80 distinct: no class column
+        (b"", None),
+    ],
+)
+def test_the_page_suggests_the_column_that_reads_like_classes(text, expected):
+    from dpmix_core.data.user import suggested_label_column
+
+    assert suggested_label_column(text) == expected
+
+
 def test_csv_columns_offer_the_label_column_load_user_data_takes():
     from dpmix_core.data.user import csv_columns, default_label_column
 

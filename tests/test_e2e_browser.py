@@ -209,14 +209,15 @@ def test_upload_a_csv_on_mixed_samples(server, browser, tmp_path):
 
 
 def test_an_upload_that_first_fails_leaves_the_release_controls_as_they_were(server, browser, tmp_path):
-    """A CSV whose label column is not the first: the first read stops (its class names are a text column, whose
-    public categories the page asks for, before ℓ, T, σ, λ and δ), then the column is picked. The browser used to draw those controls blank (ℓ empty, λ = 0) and send that
+    """A CSV whose label column the page does not guess (the last column that reads like classes is a count, b): the
+    first read stops (its class names are a text column, whose public categories the page asks for, before ℓ, T, σ,
+    λ and δ), then the column is picked. The browser used to draw those controls blank (ℓ empty, λ = 0) and send that
     back; the page now keeps their values (widgets.keep_state). The default bounds (0, 1) clip these features, and
     the page says so beside them."""
-    rows = ["a,species,b"] + [f"{(i % 9) - 3:.1f},{'cat' if i % 2 else 'dog'},{(i % 5) * 1.5:.1f}" for i in range(300)]
+    rows = ["a,species,b"] + [f"{(i % 9) - 3:.1f},{'cat' if i % 2 else 'dog'},{i % 5}" for i in range(300)]
     _upload_on_mixed_samples(server, browser, tmp_path / "pets.csv", rows)
     hint = "pick it as the <em>Label column</em> above"  # the class names read as a text column of features
-    _wait_for(browser, lambda: hint in browser.page_source, what="the first column read as labels")
+    _wait_for(browser, lambda: hint in browser.page_source, what="the count b read as labels")
     _choose(browser, "Label column", "species")
     _wait_for(browser, lambda: "outside the bounds (0, 1)" in browser.page_source, what="the bounds' warning")
 

@@ -31,7 +31,7 @@ from dpmix_core.data import (
     with_category_bounds,
 )
 from dpmix_core.data.choice import default_choice
-from dpmix_core.data.user import bounds_fit_note, csv_columns, default_label_column
+from dpmix_core.data.user import bounds_fit_note, csv_columns, suggested_label_column
 from dpmix_core.experiments.run_data import OwnData, open_data_upload
 from dpmix_core.privacy.checks import FeatureRange
 from dpmix_core.views.exports import (
@@ -196,7 +196,7 @@ def data_file_upload(
         label_column = st.selectbox(
             "Label column",
             columns,
-            index=columns.index(default_label_column(columns) or columns[0]),
+            index=columns.index(suggested_label_column(upload.getvalue()) or columns[0]),
             key=prefix + "label_column_" + upload.file_id,
             help="The column holding each record's class; every other column is a feature (numbers, or words with "
             "public categories).",

@@ -51,6 +51,7 @@ __all__ = [
     "held_out_split",
     "load_user_data",
     "read_data_file",
+    "suggested_label_column",
 ]
 
 OWN_DATA = "file"  # a run's dataset name when it trains on a user's file (RunConfig.data_file)
@@ -196,6 +197,36 @@ def default_label_column(columns: list[str]) -> str | None:
     lowered = {column.strip().lower(): column for column in reversed(columns)}  # the first of equal names wins
     named = next((lowered[name] for name in LABEL_COLUMN_NAMES if name in lowered), None)
     return named if named is not None else (columns[0] if columns else None)
+
+
+LABEL_SNIFF_ROWS = 2000  # rows suggested_label_column reads: enough to tell a class column from a measurement
+MAX_SUGGESTED_CLASSES = 50  # a column with more distinct values is not suggested as the label
+
+
+def suggested_label_column(data: bytes) -> str | None:
+    """The label column a page preselects for a CSV (the user confirms or changes it; nothing is read into a run by
+    it): :func:`default_label_column`'s named column where the header has one; else the last column that reads like
+    classes in its first :data:`LABEL_SNIFF_ROWS` rows (words or integers, 2 to :data:`MAX_SUGGESTED_CLASSES`
+    distinct values); else the first column. None when the header cannot be read."""
+    import pandas as pd
+
+    columns = csv_columns(data)
+    if not columns:
+        return None
+    if {c.strip().lower() for c in columns} & set(LABEL_COLUMN_NAMES):
+        return default_label_column(columns)
+    try:
+        frame = pd.read_csv(io.BytesIO(data), skipinitialspace=True, index_col=False, nrows=LABEL_SNIFF_ROWS)
+    except ValueError:  # pandas' EmptyDataError / ParserError, UnicodeDecodeError: load_user_data will say why
+        return columns[0]
+    frame.columns = columns[: len(frame.columns)]
+
+    def classes(column: str) -> bool:
+        values = frame[column].dropna()
+        return values.dtype.kind in "Oiu" and 2 <= values.nunique() <= MAX_SUGGESTED_CLASSES
+
+    found = [c for c in frame.columns if classes(c)]  # the last: a table's class is usually its last column
+    return str(found[-1]) if found else columns[0]
 
 
 def _check_finite(matrix: np.ndarray, where: Callable[[int, int], str]) -> None:
