@@ -18,7 +18,7 @@ from app_pages.shared.widgets import (
     table_download,
     thumbnail_px,
 )
-from dpmix_core.data import cache_dir, public_zscore_constants
+from dpmix_core.data import cache_dir, one_hot_features, public_zscore_constants
 from dpmix_core.data.choice import (
     app_dataset,
     available_datasets,
@@ -335,6 +335,7 @@ try:
         feature_range=feature_range,
         features=features,
         range_epsilon=range_epsilon if ranges_on else None,
+        exact_features=one_hot_features(dataset.feature_names, dataset.categories),
         # empty fields: the dataset's documented constants, or the library's one-line refusal for an upload
         zscore_constants=(ss[K + "z_mean"], ss[K + "z_std"])
         if prep == "zscore"

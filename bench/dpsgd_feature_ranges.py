@@ -8,7 +8,9 @@ Three tables, each written as a CSV into a temporary folder: a synthetic 3-class
 bounds; scikit-learn's wine (178 records, 13 features, one of them in the thousands) with bounds (0, 1700); and its
 breast-cancer table (569 records, 30 features) with bounds (0, 4300). Each run is ``train --data-file`` as the CLI
 makes it (20 % held out, the own-data linear protocol: Adam 1e-2, batch 32, 50 epochs), once with
-``input_norm="none"`` and once with ``"dp-ranges"``; prints a markdown table of mean ± sd test accuracy.
+``input_norm="none"``, once with ``"dp-ranges"`` (the ranges' first version: 3 rounds) and once with
+``"private-ranges"`` (the default since 2026-12-02: 10 rounds, as a release's ``--private-ranges``); prints a
+markdown table of mean ± sd test accuracy.
 """
 
 from __future__ import annotations
@@ -72,12 +74,15 @@ def accuracy(path: Path, bounds: tuple[float, float], eps: float, norm: str, see
 
 def main() -> None:
     args = seeds_and_eps(__doc__.split("\n")[0], (2.0, 8.0))
-    print("| file | public bounds | ε | as scaled (none) | private ranges (dp-ranges) |")
-    print("|---|---|---|---|---|")
+    norms = ("none", "dp-ranges", "private-ranges")
+    print(
+        "| file | public bounds | ε | as scaled (none) | ranges, 3 rounds (dp-ranges) | ranges, 10 rounds (private-ranges) |"
+    )
+    print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name, path, bounds in tables(Path(tmp)):
             for eps in args.eps:
-                cells = [accuracy(path, bounds, eps, norm, args.seeds) for norm in ("none", "dp-ranges")]
+                cells = [accuracy(path, bounds, eps, norm, args.seeds) for norm in norms]
                 text = " | ".join(f"{m:.1f} ± {s:.1f} %" for m, s in cells)
                 print(f"| {name} | ({bounds[0]:g}, {bounds[1]:g}) | {eps:g} | {text} |", flush=True)
 

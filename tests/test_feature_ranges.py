@@ -171,3 +171,19 @@ def test_ranges_with_almost_no_cost_leave_dp_sgd_as_our_own_pld_accounts_it():
     assert composed["rdp-dp-accounting"] == pytest.approx(alone["rdp-poisson"], rel=5e-3)
     with_ranges = dpsgd_with_ranges_epsilons(**SHAPE, noise_multiplier=z, delta=1e-5, ranges_event=_ranges_event(8.0))
     assert with_ranges["pld-dp-accounting"] > composed["pld-dp-accounting"]  # composition only adds
+
+
+def test_exact_features_are_neither_counted_nor_narrowed():
+    """One-hot features (bounds (0, 1) exact) left out: the others' ranges are those of the table without them, the
+    same noise draws at the noise of d' = 2 counted features, not d = 5."""
+    rng = np.random.default_rng(0)
+    x = np.column_stack([rng.uniform(0.1, 0.2, 4000), rng.integers(0, 2, (4000, 3)), rng.uniform(0.5, 0.6, 4000)])
+    ranges = dp_feature_ranges(x, noise_multiplier=2.0, rounds=4, seed=7, exact=(1, 2, 3))
+    alone = dp_feature_ranges(x[:, [0, 4]], noise_multiplier=2.0, rounds=4, seed=7)
+    np.testing.assert_array_equal(ranges.low[[0, 4]], alone.low)
+    np.testing.assert_array_equal(ranges.high[[0, 4]], alone.high)
+    assert np.all(ranges.low[1:4] == 0.0) and np.all(ranges.high[1:4] == 1.0) and ranges.exact == (1, 2, 3)
+    assert "3 one-hot features kept at the public bounds" in ranges.describe()
+    for bad in ((5,), (-1,), (0, 1, 2, 3, 4)):
+        with pytest.raises(ValueError, match="fewer than all 5 features"):
+            dp_feature_ranges(x, noise_multiplier=2.0, exact=bad)

@@ -470,7 +470,7 @@ def test_standardised_inputs_are_the_own_data_default_but_never_for_dp_sgd_or_co
 
     assert protocol_options("linear", own_data=True)["input_norm"] == OWN_DATA_LINEAR.input_norm == "standardize"
     dpsgd = protocol_options("linear", method="dp-sgd", own_data=True)  # the own-data steps, private ranges
-    assert dpsgd == {**OWN_DATA_LINEAR.options(), "input_norm": "dp-ranges"}
+    assert dpsgd == {**OWN_DATA_LINEAR.options(), "input_norm": "private-ranges"}
     assert protocol_options("linear", method="dp-sgd") == {}  # the papers' datasets: the RunConfig defaults
     assert protocol_options("linear")["input_norm"] == "none"  # the papers' datasets keep their protocols
     own = {"dataset": OWN_DATA, "data_file": "/a/pets.csv", "data_sha256": SHA}
@@ -490,7 +490,7 @@ def test_standardised_inputs_are_the_own_data_default_but_never_for_dp_sgd_or_co
         feature_range=(-5.0, 10.0),
     )  # fmt: skip
     norms = {run.method: run.input_norm for run in spec.runs()}  # the page's own-file sweep
-    assert norms == {"mixing": "standardize", "non-private": "standardize", "dp-sgd": "dp-ranges"}
+    assert norms == {"mixing": "standardize", "non-private": "standardize", "dp-sgd": "private-ranges"}
     assert {run.feature_range for run in spec.runs()} == {(-5.0, 10.0)}  # every method scales by the same bounds
 
 
@@ -512,7 +512,7 @@ def test_dp_sgd_on_ones_own_file_takes_the_own_data_steps_and_learns(capsys, tmp
     out = _train(capsys, "--data-file", str(path), "--label-column", "species", "--method", "dp-sgd",
                  "--target-epsilon", "8")  # fmt: skip
     config = out["config"]
-    assert (config["lr"], config["batch_size"], config["input_norm"]) == (OWN_DATA_LINEAR.lr, 32, "dp-ranges")
+    assert (config["lr"], config["batch_size"], config["input_norm"]) == (OWN_DATA_LINEAR.lr, 32, "private-ranges")
     assert out["test_accuracy"] > 0.8 and not out["collapsed"]
 
 
@@ -524,7 +524,7 @@ def test_dp_sgd_learns_on_loose_bounds_by_its_private_ranges_and_accounts_for_th
     args = ["--data-file", str(path), "--label-column", "species", "--method", "dp-sgd", "--target-epsilon", "8",
             "--feature-range", "-50,100"]  # fmt: skip
     out = _train(capsys, *args)
-    assert out["config"]["input_norm"] == "dp-ranges" and not out["collapsed"] and out["test_accuracy"] > 0.8
+    assert out["config"]["input_norm"] == "private-ranges" and not out["collapsed"] and out["test_accuracy"] > 0.8
     assert set(out["epsilon"]) == {"pld-dp-accounting", "rdp-dp-accounting", "opacus-rdp", "opacus-prv"}
     assert out["epsilon"]["pld-dp-accounting"] <= 8
     assert out["guarantee"]["pld-dp-accounting"].endswith("a rigorous upper bound")  # the JSON says it too
@@ -634,7 +634,7 @@ def test_a_linear_run_on_ones_file_off_the_own_data_protocol_is_named():
     own = {"dataset": OWN_DATA, "data_file": "/a/pets.csv", "data_sha256": SHA}
     steps = {**protocol_options("linear", own_data=True), "epochs": train_epochs("linear", own_data=True)}
     followed = RunConfig("non-private", model="linear", **own, **steps).to_dict()
-    dpsgd = RunConfig("dp-sgd", model="linear", **own, **{**steps, "input_norm": "dp-ranges"}).to_dict()
+    dpsgd = RunConfig("dp-sgd", model="linear", **own, **{**steps, "input_norm": "private-ranges"}).to_dict()
     assert own_data_protocol_note([followed, dpsgd]) is None
     raw = RunConfig("dp-sgd", model="linear", **own, **{**steps, "input_norm": "none"}).to_dict()
     assert "input_norm none" in (own_data_protocol_note([raw]) or "")

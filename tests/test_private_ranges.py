@@ -3,6 +3,7 @@ card states, the calibration to a target, the release and its test map, the card
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -248,3 +249,150 @@ def test_the_accountant_page_says_what_a_ranges_card_covers(tmp_path, capsys):
     done = _cli(capsys, "report", "--release", str(rel), "--out", str(report))
     assert done.returncode == 0 and "note: The bounds of this release" in done.stdout
     assert "What this ε does not cover" in report.read_text() and "released privately with it" in report.read_text()
+
+
+# ------------------------------------------------------------------ one-hot features: exact bounds, left out
+COLOURS = ("red", "green", "blue", "grey", "black")
+
+
+def _coloured_pets(path: Path, n: int) -> Path:
+    """The pets with a text column ``colour`` (unrelated to the species) after the label: one-hot over COLOURS."""
+    lines = write_pets(path, n=n).read_text().splitlines()
+    rng = np.random.default_rng(1)
+    path.write_text("\n".join([lines[0] + ",colour", *(f"{r},{rng.choice(COLOURS)}" for r in lines[1:])]) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def coloured(tmp_path_factory):
+    path = _coloured_pets(tmp_path_factory.mktemp("coloured") / "pets.csv", n=3000)
+    return open_data_file(path, label_column="species", categories=(("colour", COLOURS),))
+
+
+def test_one_hot_features_keep_their_bounds_and_add_no_noise_to_the_others(coloured):
+    from dpmix_core.data import with_category_bounds
+
+    data = coloured.dataset
+    exact = coloured.exact_features
+    assert [data.feature_names[j] for j in exact] == [f"colour={c}" for c in COLOURS]
+    bounds = with_category_bounds(LOOSE, feature_names=data.feature_names, categories=data.categories)
+    common = dict(epsilon=0.3, delta=DELTA, relation="replace-one", seed=3)
+    ranges = private_ranges(data.x_train, bounds, exact=exact, **common)
+    assert all((ranges.low[j], ranges.high[j]) == (0.0, 1.0) for j in exact) and ranges.exact == exact
+    counted = [j for j in range(data.feature_dim) if j not in exact]
+    alone = private_ranges(data.x_train[:, counted], LOOSE, **common)  # the table without its text column
+    # the same noise draws at the same scale: the one-hot columns neither count nor widen the others' noise
+    assert [ranges.low[j] for j in counted] == list(alone.low) and [ranges.high[j] for j in counted] == list(alone.high)
+    assert alone.narrowed() == ranges.narrowed() == 4
+    counting_them = private_ranges(
+        data.x_train, bounds, **common
+    )  # as before: every column counted, sqrt(9/4) more noise
+    assert counting_them.exact == () and [counting_them.low[j] for j in counted] != list(alone.low)
+    assert "5 one-hot features kept at (0, 1)" in ranges.describe() and "of 4 counted features" in ranges.describe()
+    with pytest.raises(ValueError, match="nothing to narrow"):  # the text column alone: bounds (0, 1), a pair
+        private_ranges(data.x_train[:, list(exact)], (0.0, 1.0), exact=range(5), **common)
+
+
+@pytest.mark.parametrize(
+    ("exact", "bounds", "message"),
+    [
+        ((0,), ((-50.0, 100.0), (0.0, 1.0)), "must be \\(0, 1\\)"),
+        ((5,), ((-50.0, 100.0), (0.0, 1.0)), "not one of the 2 features"),
+        ((-1,), ((-50.0, 100.0), (0.0, 1.0)), "non-negative"),
+        ((True,), ((-50.0, 100.0), (0.0, 1.0)), "non-negative"),
+        ("1", ((-50.0, 100.0), (0.0, 1.0)), "list of feature indices"),
+    ],
+)
+def test_exact_features_are_one_hot_features_of_some_not_all_features(exact, bounds, message):
+    with pytest.raises(ValueError, match=message):
+        SynthesisConfig("dpmix", sigma_x=1.0, feature_range=bounds, range_epsilon=0.5, exact_features=exact)
+
+
+def test_exact_features_are_part_of_a_ranged_release_only_and_of_its_identity_only_when_there_are_some():
+    from dpmix_core.experiments.config import identity_synthesis, synthesis_from_dict
+
+    bounds = ((-50.0, 100.0), (0.0, 1.0), (0.0, 1.0))
+    plain = SynthesisConfig("dpmix", sigma_x=1.0, feature_range=bounds, exact_features=(2, 1))
+    assert plain.exact_features == ()  # no ranges: nothing for them to shape
+    ranged = SynthesisConfig("dpmix", sigma_x=1.0, feature_range=bounds, range_epsilon=0.5, exact_features=[2, 1, 2])
+    assert ranged.exact_features == (1, 2)
+    as_json = json.loads(json.dumps(dataclasses.asdict(ranged)))
+    assert synthesis_from_dict(as_json) == ranged
+    assert identity_synthesis(as_json)["exact_features"] == [1, 2]
+    without = json.loads(json.dumps(dataclasses.asdict(SynthesisConfig("dpmix", sigma_x=1.0, feature_range=bounds))))
+    assert "exact_features" not in identity_synthesis(without)  # the key of a release stored before the field
+
+
+def test_the_cli_leaves_a_tables_one_hot_features_out_of_its_ranges_and_the_card_says_so(tmp_path, capsys):
+    from dpmix_core.data import categories_csv
+
+    data = _coloured_pets(tmp_path / "pets.csv", n=1500)
+    cats = tmp_path / "categories.csv"
+    cats.write_bytes(categories_csv((("colour", COLOURS),)))
+    out = tmp_path / "release.csv"
+    args = ["synthesize", "--data-file", str(data), "--label-column", "species", "--categories", str(cats)]
+    args += ["--feature-range=-50,100", "--mechanism", "poisson", "--l", "8", "--T", "1200", "--target-epsilon", "2"]
+    done = _cli(capsys, *args, "--private-ranges", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    card_path = tmp_path / "release.card.json"
+    card = json.loads(card_path.read_text())
+    assert card["parameters"]["exact_features"] == card["feature_ranges"]["exact_features"] == [4, 5, 6, 7, 8]
+    assert card["feature_ranges"]["narrowed"] == 4
+    assert "The 5 one-hot features of the public categories kept their exact bounds (0, 1)." in card["statement"]
+    assert verify_card(card).matches
+    edited = json.loads(card_path.read_text())
+    edited["feature_ranges"]["exact_features"] = [4, 5]
+    assert "the features left at their exact bounds" in verify_card(edited).reason
+    train = ["train", "--data-file", str(data), "--label-column", "species", "--categories", str(cats)]
+    train += ["--feature-range=-50,100", "--mechanism", "poisson", "--l", "8", "--T", "1200", "--target-epsilon", "8"]
+    trained = _cli(capsys, *train, "--private-ranges", "--model", "linear", "--epochs", "5", "--json")
+    assert trained.returncode == 0, trained.stderr
+    assert json.loads(trained.stdout)["test_accuracy"] > 0.5  # chance 1/3: read through the same ranges
+
+
+def test_a_search_on_a_table_with_categories_leaves_its_one_hot_features_out(coloured):
+    from dpmix_core.data import with_category_bounds
+    from dpmix_core.experiments.best_release import candidate_run
+    from dpmix_core.experiments.best_release_jobs import page_search, search_config, search_from_config
+
+    data = coloured.dataset
+
+    common = dict(
+        target_epsilon=4.0,
+        delta=DELTA,
+        mix_degrees=(8,),
+        num_points=(600,),
+        sigma_ratios=(1.0,),
+        model="corrected-lsq",
+        selection="pooled",
+        own=coloured,
+        feature_range=with_category_bounds(LOOSE, feature_names=data.feature_names, categories=data.categories),
+    )
+    ranged = page_search(**common, range_epsilon=0.4)
+    assert ranged.exact_features == coloured.exact_features
+    assert search_from_config(json.loads(json.dumps(search_config(ranged)))) == ranged
+    run = candidate_run(ranged, ranged.space.candidates()[0], epochs=1)
+    assert run.synthesis.exact_features == coloured.exact_features
+    plain = page_search(**common)
+    assert plain.exact_features == () and "exact_features" not in search_config(plain)
+
+
+def test_dp_sgd_finds_its_ranges_as_a_release_does_and_keeps_the_first_version_for_stored_runs(coloured):
+    from dpmix_core.data import with_category_bounds
+    from dpmix_core.experiments.config import RunConfig, run_key
+    from dpmix_core.experiments.runner import run_config
+    from dpmix_core.synthesis.private_ranges import ROUNDS
+    from dpmix_core.training.protocols import protocol_options
+
+    data = coloured.dataset
+    bounds = with_category_bounds(LOOSE, feature_names=data.feature_names, categories=data.categories)
+    steps = {**protocol_options("linear", method="dp-sgd", own_data=True), "epochs": 1}
+    config = RunConfig("dp-sgd", model="linear", dpsgd_epsilon=4.0, feature_range=bounds, **coloured.options, **steps)
+    assert config.input_norm == "private-ranges"
+    ranges = run_config(config)["dpsgd_ranges"]
+    assert ranges["rounds"] == ROUNDS and ranges["exact_features"] == list(coloured.exact_features)
+    assert [(ranges["low"][j], ranges["high"][j]) for j in coloured.exact_features] == [(0.0, 1.0)] * 5
+    first = dataclasses.replace(config, input_norm="dp-ranges")  # as stored before: 3 rounds over every column
+    assert run_key(first) != run_key(config)
+    old = run_config(first)["dpsgd_ranges"]
+    assert old["rounds"] == 3 and old["exact_features"] == []

@@ -225,7 +225,7 @@ def search_from_args(args: argparse.Namespace):
         grid = dataset_space(args.dataset or "mnist", args.train_limit)
     else:
         grid = default_space(own.dataset.n_train)
-        file_options = dict(own.options, feature_range=args.feature_range)
+        file_options = dict(own.options, feature_range=args.feature_range, exact_features=args.exact_features)
     space = SearchSpace(args.m or grid.mix_degrees, args.T or grid.num_points, args.sigma_ratio)
     return BestReleaseSearch(
         target_epsilon=args.target_epsilon,

@@ -633,6 +633,7 @@ def _synthesis_config(args: argparse.Namespace, clamp_by_default: bool = False):
         feature_range=args.feature_range,
         features=args.features if args.mechanism != "label-laplace" else "pixels",
         range_epsilon=range_epsilon_arg(args),
+        exact_features=getattr(args, "exact_features", ()),
         seed=args.seed,
         device=args.device,
     )
@@ -897,9 +898,10 @@ def _add_train(sub) -> None:
         "--input-norm",
         choices=INPUT_NORMS,
         help="the training inputs' scaling: none; rms (one factor: their root mean square); standardize (each "
-        "feature by its mean and sd: post-processing on a release, refused for DP-SGD); dp-ranges (DP-SGD on a "
-        "--data-file: each feature's range released privately, composed into epsilon). Default: the model's "
-        "protocol (standardize for the linear model on a --data-file, dp-ranges for DP-SGD there)",
+        "feature by its mean and sd: post-processing on a release, refused for DP-SGD); private-ranges (DP-SGD on a "
+        "--data-file: each feature's range released privately, as --private-ranges finds it for a release, composed "
+        "into epsilon; dp-ranges: its first version, 3 rounds over every column). Default: the model's "
+        "protocol (standardize for the linear model on a --data-file, private-ranges for DP-SGD there)",
     )
     p.add_argument(
         "--test-inputs",

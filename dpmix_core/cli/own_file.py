@@ -87,8 +87,9 @@ def read_categories_arg(args: argparse.Namespace):
 def with_feature_bounds(args: argparse.Namespace, feature_names: Sequence[str], d: int, categories: tuple = ()) -> None:
     """--feature-bounds FILE.csv read against the data's ``d`` features (named ``feature_names``) into
     ``args.feature_range``, with --feature-range as the bounds of the columns it leaves out; the one-hot features
-    of ``categories`` (the file's text columns) take (0, 1)."""
-    from dpmix_core.data import read_feature_bounds, with_category_bounds
+    of ``categories`` (the file's text columns) take (0, 1), exactly: ``args.exact_features`` lists them, which
+    private ranges leave there."""
+    from dpmix_core.data import one_hot_features, read_feature_bounds, with_category_bounds
 
     if args.feature_bounds is not None:
         args.feature_range = read_feature_bounds(
@@ -103,6 +104,7 @@ def with_feature_bounds(args: argparse.Namespace, feature_names: Sequence[str], 
         args.feature_range = with_category_bounds(
             args.feature_range, feature_names=feature_names, categories=categories
         )
+    args.exact_features = one_hot_features(feature_names, categories) if args.feature_range is not None else ()
 
 
 def _private_ranges(text: str) -> float | str:

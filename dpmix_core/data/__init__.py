@@ -41,6 +41,7 @@ from dpmix_core.data.categories import (
     check_categories,
     describe_categories,
     json_categories,
+    one_hot_features,
     read_categories,
     rows_categories,
 )
@@ -102,6 +103,7 @@ __all__ = [
     "check_categories",
     "describe_categories",
     "json_categories",
+    "one_hot_features",
     "read_categories",
     "rows_categories",
     "found_categories",

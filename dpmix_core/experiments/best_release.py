@@ -243,6 +243,8 @@ class BestReleaseSearch:
             ranges, released privately at this epsilon alone (:mod:`dpmix_core.synthesis.private_ranges`; the same
             training records and seed give every candidate run the same ranges), and the ranges are one more release
             in the search's composition (the target covers them). None: the public bounds as they are.
+        exact_features: with ``range_epsilon``, the one-hot features of ``categories`` (bounds (0, 1) exactly),
+            which the ranges leave as they are (``SynthesisConfig.exact_features``; ``OwnData.exact_features``).
     """
 
     target_epsilon: float
@@ -271,6 +273,7 @@ class BestReleaseSearch:
     categories: Categories = ()
     feature_range: FeatureRange | None = None
     range_epsilon: float | None = None
+    exact_features: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not (isinstance(self.target_epsilon, (int, float)) and 0 < self.target_epsilon < math.inf):
@@ -348,6 +351,7 @@ class BestReleaseSearch:
 
     def _check_range_epsilon(self) -> None:
         if self.range_epsilon is None:
+            object.__setattr__(self, "exact_features", ())  # canonical: they only shape private ranges
             return
         from dpmix_core.synthesis.private_ranges import check_range_epsilon
 
@@ -466,6 +470,7 @@ def candidate_run(
         features=features,
         feature_range=search.feature_range if search.range_epsilon is not None else None,
         range_epsilon=search.range_epsilon,
+        exact_features=search.exact_features,
     )
     assert search.model is not None  # resolved by BestReleaseSearch
     common: dict[str, Any] = dict(

@@ -74,6 +74,7 @@ def page_search(
         file_options = {k: v for k, v in own.options.items() if k != "dataset"}
         file_options["feature_range"] = feature_range
         file_options["range_epsilon"] = range_epsilon
+        file_options["exact_features"] = own.exact_features
         dataset = str(own.options["dataset"])
     return BestReleaseSearch(
         target_epsilon=target_epsilon,
@@ -107,6 +108,10 @@ def search_config(search: BestReleaseSearch) -> dict[str, Any]:
         config["feature_range"] = _lists(search.feature_range)
     if search.range_epsilon is None:  # no private ranges: the key of a search stored before they existed
         config.pop("range_epsilon")
+    if not search.exact_features:  # ranges over every feature: the key of a search stored before one-hots were left out
+        config.pop("exact_features")
+    else:
+        config["exact_features"] = list(search.exact_features)
     return config
 
 
@@ -125,6 +130,7 @@ def search_from_config(config: Mapping[str, Any]) -> BestReleaseSearch:
     fields["categories"] = _tuples(fields.get("categories") or ())
     if fields.get("feature_range") is not None:
         fields["feature_range"] = _tuples(fields["feature_range"])
+    fields["exact_features"] = _tuples(fields.get("exact_features") or ())
     return BestReleaseSearch(**fields)
 
 

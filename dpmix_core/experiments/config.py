@@ -29,6 +29,7 @@ from dpmix_core.synthesis.pipeline import MECHANISMS, SynthesisConfig, resolve_p
 from dpmix_core.training.names import (
     BATCHNORM_MODELS,
     CLOSED_FORM_MODELS,
+    DP_RANGE_NORMS,
     DPSGD_ACCOUNTANTS,
     FEATURE_MODELS,
     FEATURES,
@@ -111,7 +112,8 @@ def identity_synthesis(syn: dict) -> dict:
     """The synthesis part of a run's identity, spelled as v0.1 spelled it wherever the release is the same.
 
     New fields are left out while they hold the value that reproduces v0.1
-    (``public_n``, ``zscore_constants_sha256`` and ``range_epsilon`` None; ``features`` "pixels";
+    (``public_n``, ``zscore_constants_sha256`` and ``range_epsilon`` None, ``exact_features`` empty; ``features``
+    "pixels";
     ``protect_labels`` on mechanisms that ignore it or False for class-centric),
     fields a mechanism ignores keep v0.1's default, and "zscore-private" is
     v0.1's "zscore" without constants: keys of stored runs stay valid, and a
@@ -127,6 +129,8 @@ def identity_synthesis(syn: dict) -> dict:
         out.pop("public_n", None)
     if out.get("range_epsilon") is None:  # private feature ranges: another release
         out.pop("range_epsilon", None)
+    if not out.get("exact_features"):  # features the private ranges leave at (0, 1): none is the release before them
+        out.pop("exact_features", None)
     if out.get("features") == "pixels":
         out.pop("features")
     if mechanism != "class-centric" or out.get("protect_labels") is False:
@@ -525,9 +529,9 @@ class RunConfig:
                     f"model {self.model!r} corrects for the release's noise at one scale; 'standardize' scales each "
                     "feature by its own: use input_norm 'rms' or 'none'."
                 )
-        if self.input_norm == "dp-ranges" and self.method != "dp-sgd":
+        if self.input_norm in DP_RANGE_NORMS and self.method != "dp-sgd":
             raise ValueError(
-                "input_norm 'dp-ranges' releases private feature ranges for DP-SGD's records; "
+                f"input_norm {self.input_norm!r} releases private feature ranges for DP-SGD's records; "
                 f"{self.method} needs none: use 'standardize' (post-processing on a release) or 'none'."
             )
         if self.method == "dp-sgd":
@@ -541,15 +545,15 @@ class RunConfig:
                     f"model {self.model!r} uses batch-norm, which DP-SGD cannot train (per-sample gradients); "
                     "use 'dpcda-cnn-gn' (GroupNorm) or 'thesis-cnn'."
                 )
-            if self.input_norm not in ("none", "dp-ranges"):
+            if self.input_norm not in ("none", *DP_RANGE_NORMS):
                 raise ValueError(
                     f"input_norm {self.input_norm!r} reads the training inputs; DP-SGD trains on private data: "
-                    "use 'none', or 'dp-ranges' (each feature's range, released privately) on a data file."
+                    "use 'none', or 'private-ranges' (each feature's range, released privately) on a data file."
                 )
-            if self.input_norm == "dp-ranges" and self.dataset != OWN_DATA:
+            if self.input_norm in DP_RANGE_NORMS and self.dataset != OWN_DATA:
                 raise ValueError(
-                    "input_norm 'dp-ranges' rescales a data file's features (--data-file); images are in [0,1] "
-                    "already: use 'none'."
+                    f"input_norm {self.input_norm!r} rescales a data file's features (--data-file); images are in "
+                    "[0,1] already: use 'none'."
                 )
             if self.early_stopping is not None:
                 raise ValueError(

@@ -24,12 +24,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpmix_core.data import one_hot_features
 from dpmix_core.experiments.config import RunConfig
-from dpmix_core.mechanisms.feature_ranges import FeatureRanges, dp_feature_ranges
+from dpmix_core.mechanisms.feature_ranges import RANGE_ROUNDS, FeatureRanges, dp_feature_ranges
 from dpmix_core.synthesis.pipeline import SynthesisConfig
+from dpmix_core.synthesis.private_ranges import ROUNDS
 from dpmix_core.training import data as D
 from dpmix_core.training.checkpoint import Checkpointer
-from dpmix_core.training.names import CLOSED_FORM_MODELS
+from dpmix_core.training.names import CLOSED_FORM_MODELS, DP_RANGE_NORMS
 from dpmix_core.training.names import METHODS as METHOD_NAMES
 from dpmix_core.training.train import FitResult, OptimSettings, StopCheck
 
@@ -80,6 +82,7 @@ class RunContext:
     extra: dict[str, Any] = field(default_factory=dict)
     checkpoint: Checkpointer | None = None  # where ordinary training saves and resumes its state (a worker's run)
     feature_ranges: FeatureRanges | None = None  # DP-SGD's private feature ranges (step 2), accounted in step 3
+    exact_features: tuple[int, ...] = ()  # DP-SGD: the data's one-hot features (step 1), which its ranges leave out
     synthesis: Any = None  # the release a mixing run made (a Synthesis; runner.run_release hands it out)
 
     def tick(self, name: str, t0: float) -> None:
@@ -384,16 +387,24 @@ class DpPca(Method):
 class DpSgd(Method):
     """DP-SGD (Abadi et al. 2016) with Opacus on the real records; z calibrated to the target (eps, delta).
 
-    With ``input_norm="dp-ranges"`` step 2 rescales every split by per-feature ranges released from the training
-    records (:func:`~dpmix_core.mechanisms.feature_ranges.dp_feature_ranges`), and step 3 calibrates and accounts
-    the ranges and the steps together (:func:`~dpmix_core.training.dpsgd.dpsgd_with_ranges_epsilons`).
+    With ``input_norm="private-ranges"`` step 2 rescales every split by per-feature ranges released from the
+    training records (:func:`~dpmix_core.mechanisms.feature_ranges.dp_feature_ranges`) as a release's private
+    ranges find them (:data:`~dpmix_core.synthesis.private_ranges.ROUNDS` rounds; the one-hot features of the data's
+    public categories, whose bounds (0, 1) are exact, neither counted nor narrowed), and step 3 calibrates and
+    accounts the ranges and the steps together (:func:`~dpmix_core.training.dpsgd.dpsgd_with_ranges_epsilons`).
+    ``"dp-ranges"`` is the first version of the step (3 rounds over every column), which stored runs keep.
     """
 
     name = "dp-sgd"
     private_validation = True
 
+    def training_set(self, ctx, ds, raw_ds, released_features):
+        if ctx.config.input_norm == "private-ranges":
+            ctx.exact_features = one_hot_features(ds.feature_names, ds.categories)
+        return super().training_set(ctx, ds, raw_ds, released_features)
+
     def project(self, ctx, splits, input_shape):
-        if ctx.config.input_norm != "dp-ranges":
+        if ctx.config.input_norm not in DP_RANGE_NORMS:
             return splits, input_shape, None
         if ctx.config.feature_range is None:  # raw features: no public bounds to narrow (the clip bounds each step)
             ctx.notes.append("no public feature range: DP-SGD trains on the features as they are, no ranges released")
@@ -403,7 +414,13 @@ class DpSgd(Method):
         config = ctx.config
         x_tr, x_va, x_test = splits
         z_ranges = ranges_noise_multiplier(target_epsilon=config.dpsgd_epsilon, delta=config.dpsgd_delta)
-        ranges = dp_feature_ranges(x_tr, noise_multiplier=z_ranges, seed=np.random.SeedSequence([int(ctx.seeds[3]), 1]))
+        ranges = dp_feature_ranges(
+            x_tr,
+            noise_multiplier=z_ranges,
+            rounds=RANGE_ROUNDS if config.input_norm == "dp-ranges" else ROUNDS,
+            seed=np.random.SeedSequence([int(ctx.seeds[3]), 1]),
+            exact=ctx.exact_features,
+        )
         ctx.feature_ranges = ranges
         ctx.extra["dpsgd_ranges"] = {  # in the units of the features as the public bounds scale them, [0,1]
             "low": ranges.low.tolist(),
@@ -411,6 +428,7 @@ class DpSgd(Method):
             "noise_multiplier": ranges.noise_multiplier,
             "rounds": ranges.rounds,
             "bins": ranges.bins,
+            "exact_features": list(ranges.exact),
         }
         ctx.notes.append(
             f"inputs rescaled by each feature's range inside the public bounds, released privately: {ranges.describe()}, "

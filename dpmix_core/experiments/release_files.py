@@ -544,6 +544,7 @@ def _ranges_rows(
             public=syn.feature_range or (0.0, 1.0),
             low=tuple(float(v) for v in section["low"]),
             high=tuple(float(v) for v in section["high"]),
+            exact=tuple(section.get("exact_features") or ()),  # a card written before one-hots were left out: none
         )
     except (KeyError, TypeError, ValueError) as exc:
         return f"the card's feature_ranges section cannot be read ({exc})."
@@ -552,8 +553,12 @@ def _ranges_rows(
         ranges.epsilon != syn.range_epsilon
         or ranges.relation != syn.ranges_relation
         or not _close(ranges.noise_multiplier, z, rtol)
+        or ranges.exact != syn.exact_features
     ):
-        return "the card's feature ranges do not follow from its parameters (epsilon, adjacency or noise)."
+        return (
+            "the card's feature ranges do not follow from its parameters (epsilon, adjacency, noise or the features "
+            "left at their exact bounds)."
+        )
     stated = {e.get("accountant"): card_epsilon(e.get("epsilon")) for e in section.get("release_alone") or ()}
     rows = []
     for entry in alone:

@@ -25,6 +25,7 @@ from dpmix_core.data import (
     json_categories,
     load_dataset,
     load_user_data,
+    one_hot_features,
     read_data_file,
 )
 from dpmix_core.experiments.config import RunConfig
@@ -60,6 +61,12 @@ class OwnData:
     def __post_init__(self) -> None:
         if self.options.get("dataset") != OWN_DATA or self.dataset.x_test is None:
             raise ValueError("OwnData holds a data file's run options and its split (open_data_file makes both).")
+
+    @property
+    def exact_features(self) -> tuple[int, ...]:
+        """The one-hot features of the file's public categories (bounds (0, 1), exactly): what private ranges leave
+        as they are (``SynthesisConfig.exact_features``)."""
+        return one_hot_features(self.dataset.feature_names, self.dataset.categories)
 
 
 def _own_dataset(

@@ -910,6 +910,7 @@ def custom_spec(
         features=features,
         feature_range=feature_range,
         range_epsilon=range_epsilon,
+        exact_features=() if own is None else own.exact_features,
     )
     data: dict = {"dataset": dataset}
     if own is not None:

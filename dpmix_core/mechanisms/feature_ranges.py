@@ -23,6 +23,9 @@ narrows onto part of the records. On the benchmark's five file-and-bounds pairs,
 and 8 (600 draws): the feature clipped most lost a median 0-40 % of its values (the most at epsilon 1 and tight
 bounds); in 10 draws, all at epsilon <= 2, one feature lost more than half of them.
 
+Features whose public bounds are exact (``exact``: a public category's one-hot features, 0 or 1) are not counted
+and keep the bounds; d below is then the number of features counted.
+
 Privacy: one record adds 1 to one bin of each of the d features per round, so a round's counts have L2
 sensitivity sqrt(d) under add/remove-one adjacency (DP-SGD's; sqrt(2d) under replace-one) and noise
 z_r sqrt(d) is the Gaussian mechanism with noise multiplier z_r. The rounds compose as ``rounds`` Gaussians with
@@ -33,6 +36,7 @@ quadrature), which :meth:`FeatureRanges.dp_event` states as dp_accounting's Self
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,6 +69,7 @@ class FeatureRanges:
     noise_multiplier: float  # z: the rounds together are one Gaussian with this multiplier (sensitivity 1)
     rounds: int
     bins: int
+    exact: tuple[int, ...] = ()  # features not counted, kept at the public bounds (dp_feature_ranges)
 
     def __post_init__(self) -> None:
         low, high = np.asarray(self.low, dtype=np.float64), np.asarray(self.high, dtype=np.float64)
@@ -90,10 +95,11 @@ class FeatureRanges:
         return ranges_event(self.noise_multiplier, self.rounds)
 
     def describe(self) -> str:
+        kept = f"; {len(self.exact)} one-hot features kept at the public bounds, not counted" if self.exact else ""
         return (
             f"per-feature ranges from {self.rounds} rounds of {self.bins}-bin noisy histograms "
             f"(Gaussian, noise multiplier {self.round_noise_multiplier:.3g} a round, {self.noise_multiplier:.3g} "
-            "in all)"
+            f"in all{kept})"
         )
 
 
@@ -125,6 +131,7 @@ def dp_feature_ranges(
     bins: int = RANGE_BINS,
     threshold: float = RANGE_THRESHOLD,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
+    exact: Sequence[int] = (),
 ) -> FeatureRanges:
     """Each feature's range inside the public ``bounds`` by noisy hierarchical histograms (module docstring).
 
@@ -136,12 +143,15 @@ def dp_feature_ranges(
         bins: equal bins per feature a round.
         threshold: a bin is occupied when its noisy count exceeds this many noise standard deviations.
         seed: anything ``numpy.random.default_rng`` accepts.
+        exact: features whose public bounds are exact (a public category's one-hot feature, 0 or 1): not counted,
+            so the noise on the others' counts scales with the square root of the d' counted features, not d.
 
     Returns:
         :class:`FeatureRanges` (every range inside ``bounds``, at least one bin of its round wide).
 
     Raises:
-        ValueError: X not a finite (n, d) array; bad bounds; z not positive; rounds or bins not positive ints.
+        ValueError: X not a finite (n, d) array; bad bounds; z not positive; rounds or bins not positive ints;
+            ``exact`` not distinct indices of fewer than all d features.
     """
     X = check_features(X).astype(np.float64)
     lo, hi = check_range("bounds", bounds)
@@ -149,9 +159,23 @@ def dp_feature_ranges(
         raise ValueError(f"noise multiplier must be positive and finite. Found {noise_multiplier!r}.")
     check_positive_int("rounds", rounds)
     check_positive_int("bins", bins)
+    fixed = tuple(sorted({int(j) for j in exact}))
+    if fixed and not (0 <= fixed[0] and fixed[-1] < X.shape[1] and len(fixed) < X.shape[1]):
+        raise ValueError(f"exact features must be indices of fewer than all {X.shape[1]} features. Found {fixed}.")
+    ranges = _zoom(np.delete(X, fixed, axis=1), float(noise_multiplier), lo, hi, rounds, bins, threshold, seed)
+    low, high = np.full(X.shape[1], lo), np.full(X.shape[1], hi)
+    counted = np.setdiff1d(np.arange(X.shape[1]), np.asarray(fixed, dtype=np.int64))
+    low[counted], high[counted] = ranges
+    return FeatureRanges(low, high, float(noise_multiplier), rounds, bins, fixed)
+
+
+def _zoom(
+    X: np.ndarray, noise_multiplier: float, lo: float, hi: float, rounds: int, bins: int, threshold: float, seed
+) -> tuple[np.ndarray, np.ndarray]:
+    """The (low, high) of each of X's d columns after ``rounds`` noisy zooms (:func:`dp_feature_ranges`)."""
     rng = np.random.default_rng(seed)
     d = X.shape[1]
-    sd = float(noise_multiplier) * math.sqrt(rounds) * math.sqrt(d)  # a round's noise on each count
+    sd = noise_multiplier * math.sqrt(rounds) * math.sqrt(d)  # a round's noise on each count
     low, high = np.full(d, lo), np.full(d, hi)
     for _ in range(rounds):
         width = (high - low) / bins
@@ -167,4 +191,4 @@ def dp_feature_ranges(
             few_outside = outside <= CLIPPED_SHARE * inside
             if span <= bins * ZOOM_FILL and significant and few_outside:
                 low[j], high[j] = low[j] + first * width[j], low[j] + (last + 1) * width[j]
-    return FeatureRanges(low, high, float(noise_multiplier), rounds, bins)
+    return low, high

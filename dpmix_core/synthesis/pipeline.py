@@ -24,7 +24,13 @@ from dpmix_core.privacy.checks import FeatureRange, check_feature_range
 from dpmix_core.privacy.release import CLAMP_NEEDS_UNIT_BOX, PRIVATE_NORMALISATION, MixingRelease, Protects
 from dpmix_core.resources.files import check_sha256
 from dpmix_core.resources.limits import Cost, LimitExceeded, Limits, check_cost, limits_from_env, mixing_cost
-from dpmix_core.synthesis.private_ranges import PrivateRanges, check_range_epsilon, private_ranges, ranges_refusal
+from dpmix_core.synthesis.private_ranges import (
+    PrivateRanges,
+    check_exact_features,
+    check_range_epsilon,
+    private_ranges,
+    ranges_refusal,
+)
 from dpmix_core.synthesis.public_constants import ZScoreConstants, read_zscore_constants
 from dpmix_core.synthesis.units import RecordUnits, record_units
 
@@ -99,6 +105,9 @@ class SynthesisConfig:
     # epsilon of feature ranges released privately inside feature_range, which the release then scales with
     # (synthesis.private_ranges); None: the public bounds as they are
     range_epsilon: float | None = None
+    # features whose public bounds (0, 1) are exact, a public category's one-hot features: private ranges leave them
+    # there and count the others only (less noise); unused (and so empty) without range_epsilon
+    exact_features: tuple[int, ...] = ()
     seed: int = 0
     device: str = "cpu"
 
@@ -139,6 +148,8 @@ class SynthesisConfig:
     def __post_init__(self) -> None:
         if self.feature_range is not None:
             object.__setattr__(self, "feature_range", check_feature_range("feature_range", self.feature_range))
+        if self.range_epsilon is None or self.mechanism == "label-laplace":
+            object.__setattr__(self, "exact_features", ())  # canonical: they only shape private ranges
         if self.mechanism not in MECHANISMS:
             raise ValueError(f"Unknown mechanism {self.mechanism!r}. Choose one of: {', '.join(MECHANISMS)}.")
         if self.features not in FEATURES:
@@ -201,6 +212,7 @@ class SynthesisConfig:
         object.__setattr__(self, "range_epsilon", check_range_epsilon(self.range_epsilon))
         if self.feature_range is None:
             raise ValueError("private ranges narrow the public bounds of the features: give them (feature_range).")
+        object.__setattr__(self, "exact_features", check_exact_features(self.exact_features, self.feature_range))
         if self.features != "pixels" or self.zscore_clipped:
             how = f"mixes {self.features} features" if self.features != "pixels" else "z-scores the records"
             raise ValueError(f"private ranges narrow the bounds a release scales features with; this one {how}.")
@@ -266,6 +278,7 @@ def config_ranges(config: SynthesisConfig, x_train: np.ndarray) -> PrivateRanges
         delta=config.delta,
         relation=config.ranges_relation,
         seed=config.seed,
+        exact=config.exact_features,
     )
 
 

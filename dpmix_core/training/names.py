@@ -22,8 +22,11 @@ LOSSES = ("kl", "ce", "gkl", "mse")
 OPTIMIZERS = ("adam", "sgd")
 # plateau: x lr_gamma after lr_patience epochs without a lower validation loss (torch ReduceLROnPlateau)
 SCHEDULES = ("constant", "step", "multistep", "cosine", "plateau")
-# dp-ranges: DP-SGD on one's own file rescales each feature by its range, released privately (mechanisms.feature_ranges)
-INPUT_NORMS = ("none", "rms", "standardize", "dp-ranges")
+# private-ranges: DP-SGD on one's own file rescales each feature by its range, released privately
+# (mechanisms.feature_ranges) as a release's --private-ranges finds it: 10 rounds, one-hot features left out;
+# dp-ranges: the first version (3 rounds, every column counted), kept so that the runs stored with it mean what they did
+DP_RANGE_NORMS = ("private-ranges", "dp-ranges")
+INPUT_NORMS = ("none", "rms", "standardize", *DP_RANGE_NORMS)
 PRECISIONS = ("fp32", "bf16")  # training arithmetic: float32, or bfloat16 autocast (training.precision)
 INITS = ("torch", "keras")  # weight initialisation: torch.nn defaults, or TensorFlow/Keras defaults (the thesis)
 # what the real test split goes through: the release's own feature map, that map without its clip (DP-CDA's

@@ -128,7 +128,7 @@ _LINEAR = ModelProtocol(
 # seeds' spread: DPMix at eps 30 54.1 -> 51.8 %, class-centric at eps 10 58.8 -> 56.3 %, Poisson at eps 10 38.2 ->
 # 39.9 %; so one rule for every method but DP-SGD, which may read no statistic of its records (RunConfig refuses).
 _OWN_DATA_EPOCHS = 50
-DPSGD_OWN_DATA_NORM = "dp-ranges"  # DP-SGD may read no statistic of its records outside its epsilon
+DPSGD_OWN_DATA_NORM = "private-ranges"  # DP-SGD may read no statistic of its records outside its epsilon
 OWN_DATA_LINEAR = ModelProtocol(
     "no paper: the linear model on one's own file, Adam lr 1e-2, constant, batch 32, cross-entropy, 50 epochs "
     "(enough steps for a file of a few hundred records), inputs standardised per feature on the training inputs "
@@ -204,10 +204,10 @@ def protocol_options(
     :data:`OWN_DATA_LINEAR`, DP-SGD too but for its standardised inputs (a statistic of the private records):
     at the defaults' Adam 1e-3 and batch 128 a few hundred records give DP-SGD too few steps (the 3-class CSV of
     :data:`OWN_DATA_LINEAR`'s note: 44.6 % at ε = 8), at its lr 1e-2 and batch 32 90.1 % (non-private 92.6 %).
-    Instead of standardising, DP-SGD rescales by each feature's range released privately ("dp-ranges",
+    Instead of standardising, DP-SGD rescales by each feature's range released privately ("private-ranges",
     :mod:`dpmix_core.mechanisms.feature_ranges`): as they are, features scaled by loose bounds left it at the
-    constant predictor (that CSV at bounds (-50, 100), 3 seeds: 35.8 / 37.2 % at ε = 8 / 2; with the ranges 77.1 /
-    75.5 %; ``bench/dpsgd_feature_ranges.py``).
+    constant predictor (that CSV at bounds (-50, 100), 3 seeds: 35.8 / 37.2 % at ε = 8 / 2; with the first version
+    of the ranges, 3 rounds, 77.1 / 75.5 %; ``bench/dpsgd_feature_ranges.py``).
     """
     protocol = _protocol(model, own_data)
     if method != "dp-sgd":
