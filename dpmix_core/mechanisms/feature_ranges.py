@@ -20,8 +20,11 @@ a range narrows where the noisy counts say the records sit in a small part of it
 occupied bins are clipped. Where the noise is large against the records a feature has in a bin (a few hundred
 records, many features, a small epsilon) the counts can mislead it: a range then stays at the public bounds, or
 narrows onto part of the records. On the benchmark's five file-and-bounds pairs, 40 draws each at epsilon 1, 2
-and 8 (600 draws): the feature clipped most lost a median 0-40 % of its values (the most at epsilon 1 and tight
-bounds); in 10 draws, all at epsilon <= 2, one feature lost more than half of them.
+and 8 (600 draws): the feature clipped most lost a median 0-26 % of its values with 3 rounds, 0-50 % with 10 (a
+round's noise is then sqrt(10/3) times larger); one feature lost more than half of them in 8 draws with 3 rounds, in
+83 with 10. DP-SGD still learns more with 10 (docs/PERFORMANCE.md): a clipped tail costs its linear model less than
+a range left wide; a zoom that also demanded few records outside with one noise sd to spare clipped less and
+learned less.
 
 Features whose public bounds are exact (``exact``: a public category's one-hot features, 0 or 1) are not counted
 and keep the bounds; d below is then the number of features counted.
