@@ -8,15 +8,19 @@ import streamlit as st
 from app_pages.shared.widgets import chart, keep_state, loaded_or_stop, table_download
 from dpmix_core.data import Dataset, default_dataset
 from dpmix_core.teaching import (
+    BOUNDS_HIGHS,
     CLIPPED_MODELS,
     EFFECT_MODELS,
     LABEL_ADJACENCY,
     REPLACE_ONE_LONG,
+    BoundsLesson,
     HistogramComparison,
     LabelChangeExample,
     MeanImageComparison,
     MixingEffects,
     PCAComparison,
+    bounds_figure,
+    bounds_lesson,
     dp_histograms,
     dp_mean_images,
     effect_model,
@@ -35,6 +39,7 @@ from dpmix_core.teaching import (
     pca_comparison,
     pca_grid_figure,
     release_table,
+    survey_ages,
 )
 from dpmix_core.views.shared_release import SHARED_RELEASE_KEY, SharedRelease
 
@@ -49,6 +54,9 @@ DEFAULTS = {
     "calibration": "auto",
     "digit": 3,
     "mix_model": "poisson",
+    "bounds_n": 1000,
+    "bounds_eps": 1.0,
+    "bounds_share": 0.1,
 }
 # where the mixing lesson starts for each release model: a published release
 UNIT_CLIP = {"mix_cx": 1.0, "mix_cy": 1.0}
@@ -174,7 +182,8 @@ def _header(ds: Dataset) -> int:
     shape = "×".join(str(s) for s in ds.x_train.shape[1:])
     st.info(
         f"**Data:** {ds.source}. **n = {ds.n_train:,}** training images of {shape} pixels, "
-        f"{ds.num_classes} classes. Every number on this page is computed on these images."
+        f"{ds.num_classes} classes. Every number on this page is computed on these images (lesson 5's on synthetic "
+        "ages)."
     )
     c1, c2, c3 = st.columns([1.2, 1.2, 3.6], vertical_alignment="bottom")
     c1.number_input(
@@ -465,12 +474,52 @@ def _mixing_section() -> None:
     )
 
 
+@st.cache_data(show_spinner="Drawing the noise…", max_entries=32)
+def cached_bounds(n: int, eps: float, share: float, seed: int) -> BoundsLesson:
+    return bounds_lesson(survey_ages(n, seed), epsilon=eps, range_share=share, seed=seed)
+
+
+def bounds_text() -> str:
+    return f"{BOUNDS_HIGHS[0]:,.0f} to {BOUNDS_HIGHS[-1]:,.0f}"
+
+
+def _bounds_section(seed: int) -> None:
+    st.header("5 · Public bounds: why they set the noise, and finding tighter ones privately")
+    st.markdown(
+        "A DP mean of n ages known to lie in **public bounds** (0, H) moves by at most H / n when one person's age "
+        "is swapped for another, so its noise grows with H, however young the people are. A form's bounds (an age "
+        "*between 0 and 1,000*) can be far wider than the ages. The fix this app uses on your own tables (*Narrow "
+        "the bounds privately*): spend a share of ε on finding where the values lie, with noisy histograms, then "
+        "clip to that range and spend the rest on the mean."
+    )
+    c1, c2, c3 = st.columns(3)
+    n = c1.select_slider("n — ages in the survey", [100, 300, 1000, 3000, 10000, 30000], key=K + "bounds_n")
+    eps = c2.select_slider("ε of everything released", [0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0], key=K + "bounds_eps")
+    share = c3.select_slider(
+        "share of ε for the range", [0.05, 0.1, 0.2, 0.3, 0.5], key=K + "bounds_share", format_func="{:.0%}".format
+    )
+    lesson = cached_bounds(int(n), float(eps), float(share), seed)
+    chart(
+        bounds_figure(lesson),
+        K + "chart_bounds",
+        {"n": n, "ε": eps, "δ": lesson.delta, "range share": share, "public upper bounds": bounds_text()},
+    )
+    for sentence in lesson.sentences():
+        st.markdown(f"- {sentence}")
+    st.dataframe(lesson.table(), hide_index=True, width="stretch")
+    table_download(lesson.table(), K + "bounds_table", "public_bounds")
+    st.caption(
+        f"Synthetic ages (mean 45, sd 12, seed {seed}); the true mean is {lesson.true_mean:.2f}. Each error is over "
+        f"{lesson.draws} draws of all the noise (the range's and the mean's); replace-one adjacency, n public."
+    )
+
+
 _init_state()
 st.title("DP foundations")
 st.write(
-    "Four live demos of the building blocks behind every private release: how **sensitivity** sets the noise, "
-    "the **Laplace vs Gaussian** mechanisms, **differentially private PCA**, and **why mixing is private**. Move a "
-    "slider and watch the noise."
+    "Five live demos of the building blocks behind every private release: how **sensitivity** sets the noise, "
+    "the **Laplace vs Gaussian** mechanisms, **differentially private PCA**, **why mixing is private**, and why "
+    "**public bounds** matter. Move a slider and watch the noise."
 )
 dataset = loaded_or_stop(load_data)
 noise_seed = _header(dataset)
@@ -481,3 +530,5 @@ st.divider()
 _pca_section(dataset, noise_seed)
 st.divider()
 _mixing_section()
+st.divider()
+_bounds_section(noise_seed)

@@ -26,9 +26,9 @@ def test_page_renders_all_sections(at):
     assert not at.exception and not at.error
     assert "n = " in at.info[0].value and "MNIST" in at.info[0].value
     headers = [h.value for h in at.header]
-    assert len(headers) == 4 and headers[2] == "3 · Analyze-Gauss DP-PCA"
-    assert headers[3].startswith("4 · Why mixing is private")
-    assert len(at.get("plotly_chart")) == 6
+    assert len(headers) == 5 and headers[2] == "3 · Analyze-Gauss DP-PCA"
+    assert headers[3].startswith("4 · Why mixing is private") and headers[4].startswith("5 · Public bounds")
+    assert len(at.get("plotly_chart")) == 7
     releases = frame_with(at, "guarantee (by construction)")
     assert set(releases["mechanism"]) == {"Laplace", "Gaussian"}
 
@@ -163,3 +163,21 @@ def test_the_accountant_pages_dpmix_release_arrives_in_the_lesson_as_dpmix():
     assert not at.exception and at.session_state["fnd_mix_model"] == "without-replacement"
     stages = frame_with(at, "what is released").set_index("stage")
     assert stages.loc["composition", "points T"] == shared.T
+
+
+def test_the_bounds_lesson_follows_its_sliders(at):
+    """Lesson 5: the error of a DP mean age with the public bounds as they are grows with them; a private range first
+    keeps it near the ages; the table and sentences follow n, epsilon and the range's share."""
+    table = frame_with(at, "bias (mean error, years)")
+    assert set(table["method"]) == {"public bounds as they are", "private range first"} and len(table) == 10
+    said = [m.value for m in at.markdown if "times smaller" in m.value]
+    assert len(said) == 1 and "10% of ε" in said[0]
+    at.select_slider(key="fnd_bounds_share").set_value(0.3).run()
+    at.select_slider(key="fnd_bounds_eps").set_value(4.0).run()
+    assert not at.exception and not at.error
+    assert any("30% of ε" in m.value for m in at.markdown)
+    after = frame_with(at, "bias (mean error, years)")
+    plain = after[after["method"] == "public bounds as they are"]["noise std (years)"].to_numpy()
+    before = table[table["method"] == "public bounds as they are"]["noise std (years)"].to_numpy()
+    assert (plain < before).all()  # a larger epsilon: less noise at every width
+    assert set(after["ε of everything released"]) == {4.0}

@@ -1,5 +1,5 @@
-"""Teaching helpers for the "DP foundations" page: sensitivity, Laplace vs Gaussian, Analyze-Gauss DP-PCA, and
-why a mixing release is private (averaging, subsampling, composition).
+"""Teaching helpers for the "DP foundations" page: sensitivity, Laplace vs Gaussian, Analyze-Gauss DP-PCA, why a
+mixing release is private (averaging, subsampling, composition), and why public bounds set the noise.
 
 Small pure functions over numpy arrays that call the mechanisms in
 :mod:`dpmix_core.mechanisms` and return plain dataclasses / DataFrames, plus the
@@ -19,7 +19,8 @@ Seeds: every function takes ``seed`` (an int >= 0, or None for fresh entropy);
 independent streams are spawned from it for each noisy draw, so one seed
 reproduces a whole demo.
 
-One module per lesson: label_sensitivity, laplace_vs_gaussian, dp_pca, mixing_effects (common: shared helpers).
+One module per lesson: label_sensitivity, laplace_vs_gaussian, dp_pca, mixing_effects, public_bounds (common: shared
+helpers).
 """
 
 from dpmix_core.teaching.common import (
@@ -71,6 +72,13 @@ from dpmix_core.teaching.mixing_effects import (
     mixing_effects,
     mixing_effects_figure,
 )
+from dpmix_core.teaching.public_bounds import (
+    BOUNDS_HIGHS,
+    BoundsLesson,
+    bounds_figure,
+    bounds_lesson,
+    survey_ages,
+)
 
 __all__ = [
     "LABEL_ENCODINGS",
@@ -112,4 +120,9 @@ __all__ = [
     "effect_model",
     "mixing_effects",
     "mixing_effects_figure",
+    "BOUNDS_HIGHS",
+    "BoundsLesson",
+    "bounds_figure",
+    "bounds_lesson",
+    "survey_ages",
 ]
