@@ -118,3 +118,29 @@ def test_png_and_svg_downloads_render_the_chart():
     export = chart_export(fig)
     png, svg = export.png(), export.svg()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and b"<svg" in svg[:200] and b"eps vs sigma" in svg
+
+
+def test_a_static_image_is_tried_twice_then_the_failure_is_raised(monkeypatch):
+    """kaleido's tab can render before its scripts load on a loaded machine: one retry, then the error as it is."""
+    import plotly.graph_objects as go
+
+    from dpmix_core.views.exports import chart_export
+
+    export = chart_export(go.Figure(go.Scatter(x=[1], y=[2]), layout={"title": {"text": "t"}}))
+    calls = []
+
+    def flaky(**options):
+        calls.append(options)
+        if len(calls) == 1:
+            raise RuntimeError("ReferenceError: kaleido_scopes is not defined")
+        return b"image"
+
+    monkeypatch.setattr(export.figure, "to_image", flaky)
+    assert export.png() == b"image" and calls == [{"format": "png", "scale": 2}] * 2
+
+    def broken(**options):
+        raise RuntimeError("no browser")
+
+    monkeypatch.setattr(export.figure, "to_image", broken)
+    with pytest.raises(RuntimeError, match="no browser"):
+        export.svg()

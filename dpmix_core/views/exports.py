@@ -74,11 +74,21 @@ class ChartExport:
     def svg(self) -> bytes:
         """The figure as SVG (needs kaleido: :func:`kaleido_available`; ~1-4 s: pass the method, not its value,
         to a download button, so it runs only when clicked)."""
-        return self.figure.to_image(format="svg")
+        return static_image(self.figure, format="svg")
 
     def png(self) -> bytes:
         """The figure as a PNG at twice the screen resolution, for slides (needs kaleido; run on click)."""
-        return self.figure.to_image(format="png", scale=2)
+        return static_image(self.figure, format="png", scale=2)
+
+
+def static_image(fig: go.Figure, **options) -> bytes:
+    """``fig.to_image(**options)``, tried a second time if the first fails: on a loaded machine kaleido's headless
+    tab can run the render before its own scripts have loaded (seen once in a full test run beside two benchmarks:
+    "ReferenceError: kaleido_scopes is not defined"); a second failure is raised as it is."""
+    try:
+        return fig.to_image(**options)
+    except Exception:  # noqa: BLE001 - any failure of the first render; the retry re-raises a real one
+        return fig.to_image(**options)
 
 
 def file_stem(title: str) -> str:
