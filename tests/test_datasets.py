@@ -393,6 +393,8 @@ def test_user_csv_and_npz_take_class_names():
         (b"height,width\n0.5,1.5\n0.25,2.5\n", "height"),  # nothing reads like classes: the first column
         (b"id,x\n" + b"".join(b"%d,0.%d\n" % (i, i) for i in range(80)), "id"),  # 80 distinct: no class column
         (b"", None),
+        (b"a,a,b\n0.5,x,1\n0.25,y,2\n", "b"),  # a repeated name (load_user_data will refuse it) breaks nothing
+        (b"a,b\n0.5,x,extra\n0.25,y\n", "b"),  # a ragged row: its extra field dropped, no crash
     ],
 )
 def test_the_page_suggests_the_column_that_reads_like_classes(text, expected):

@@ -216,17 +216,18 @@ def suggested_label_column(data: bytes) -> str | None:
     if {c.strip().lower() for c in columns} & set(LABEL_COLUMN_NAMES):
         return default_label_column(columns)
     try:
-        frame = pd.read_csv(io.BytesIO(data), skipinitialspace=True, index_col=False, nrows=LABEL_SNIFF_ROWS)
+        with warnings.catch_warnings():  # a ragged row is load_user_data's to report, not this guess's
+            warnings.simplefilter("ignore", pd.errors.ParserWarning)
+            frame = pd.read_csv(io.BytesIO(data), skipinitialspace=True, index_col=False, nrows=LABEL_SNIFF_ROWS)
     except ValueError:  # pandas' EmptyDataError / ParserError, UnicodeDecodeError: load_user_data will say why
         return columns[0]
-    frame.columns = columns[: len(frame.columns)]
 
-    def classes(column: str) -> bool:
-        values = frame[column].dropna()
+    def classes(j: int) -> bool:  # by position: a repeated or ragged header must not break the guess
+        values = frame.iloc[:, j].dropna()
         return values.dtype.kind in "Oiu" and 2 <= values.nunique() <= MAX_SUGGESTED_CLASSES
 
-    found = [c for c in frame.columns if classes(c)]  # the last: a table's class is usually its last column
-    return str(found[-1]) if found else columns[0]
+    found = [j for j in range(min(len(columns), frame.shape[1])) if classes(j)]
+    return columns[found[-1]] if found else columns[0]  # the last: a table's class is usually its last column
 
 
 def _check_finite(matrix: np.ndarray, where: Callable[[int, int], str]) -> None:

@@ -23,8 +23,9 @@ narrows onto part of the records. On the benchmark's five file-and-bounds pairs,
 and 8 (600 draws): the feature clipped most lost a median 0-26 % of its values with 3 rounds, 0-50 % with 10 (a
 round's noise is then sqrt(10/3) times larger); one feature lost more than half of them in 8 draws with 3 rounds, in
 83 with 10. DP-SGD still learns more with 10 (docs/PERFORMANCE.md): a clipped tail costs its linear model less than
-a range left wide; a zoom that also demanded few records outside with one noise sd to spare clipped less and
-learned less.
+a range left wide; a zoom that also demanded few records outside with one noise sd to spare, or a span holding 90 %
+of n as every feature's noisy totals estimate it, clipped less and learned less
+(``bench/dpsgd_feature_ranges.py --clipping`` counts the clipping).
 
 Features whose public bounds are exact (``exact``: a public category's one-hot features, 0 or 1) are not counted
 and keep the bounds; d below is then the number of features counted.
