@@ -457,21 +457,29 @@ def _mixing_section() -> None:
     except ValueError as exc:
         st.error(str(exc))
         return
-    chart(
+    settings = {"n": n, "m": m, "T": T, "σx": sigma_x, "σy": sigma_y, "δ": delta, "accountant": effects.accountant}
+    _lesson_output(
         mixing_effects_figure(effects),
-        K + "chart_mixing",
-        {"n": n, "m": m, "T": T, "σx": sigma_x, "σy": sigma_y, "δ": delta, "accountant": effects.accountant}
-        | ({"Cx": clip[0], "Cy": clip[1]} if model in CLIPPED_MODELS else {}),
+        "mixing",
+        settings | ({"Cx": clip[0], "Cy": clip[1]} if model in CLIPPED_MODELS else {}),
+        effects.sentences(),
+        effects.table(),
+        "mixing_effects",
     )
-    for sentence in effects.sentences():
-        st.markdown(f"- {sentence}")
-    st.dataframe(effects.table(), hide_index=True, width="stretch")
-    table_download(effects.table(), K + "mixing_table", "mixing_effects")
     st.caption(
         f"Every bar is a rigorous upper bound from {effects.accountant} at δ = {delta:.3g}, for "
         f"{effects.release.describe()}. z is the noise multiplier: noise std over one record's influence on a point "
         "(DPFMix Lemma 2.2). The Privacy accountant page gives every accountant's ε of the full release."
     )
+
+
+def _lesson_output(fig, name: str, settings: dict, sentences: list[str], table: pd.DataFrame, file: str) -> None:
+    """A lesson's chart (key ``chart_<name>``), its sentences as bullets, and its table with downloads."""
+    chart(fig, K + "chart_" + name, settings)
+    for sentence in sentences:
+        st.markdown(f"- {sentence}")
+    st.dataframe(table, hide_index=True, width="stretch")
+    table_download(table, K + name + "_table", file)
 
 
 @st.cache_data(show_spinner="Drawing the noise…", max_entries=32)
@@ -499,15 +507,8 @@ def _bounds_section(seed: int) -> None:
         "share of ε for the range", [0.05, 0.1, 0.2, 0.3, 0.5], key=K + "bounds_share", format_func="{:.0%}".format
     )
     lesson = cached_bounds(int(n), float(eps), float(share), seed)
-    chart(
-        bounds_figure(lesson),
-        K + "chart_bounds",
-        {"n": n, "ε": eps, "δ": lesson.delta, "range share": share, "public upper bounds": bounds_text()},
-    )
-    for sentence in lesson.sentences():
-        st.markdown(f"- {sentence}")
-    st.dataframe(lesson.table(), hide_index=True, width="stretch")
-    table_download(lesson.table(), K + "bounds_table", "public_bounds")
+    settings = {"n": n, "ε": eps, "δ": lesson.delta, "range share": share, "public upper bounds": bounds_text()}
+    _lesson_output(bounds_figure(lesson), "bounds", settings, lesson.sentences(), lesson.table(), "public_bounds")
     st.caption(
         f"Synthetic ages (mean 45, sd 12, seed {seed}); the true mean is {lesson.true_mean:.2f}. Each error is over "
         f"{lesson.draws} draws of all the noise (the range's and the mean's); replace-one adjacency, n public."
