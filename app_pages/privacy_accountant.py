@@ -463,8 +463,7 @@ def _budget(reading: ReleaseReading | None, delta: float) -> None:
             elif kind == "private feature ranges":
                 e = b1.number_input("ε of the ranges", min_value=1e-3, max_value=1e3, value=0.1, key=K + "b_rng_eps")
                 release = None if reading is None else reading.release  # the ranges go with it: its adjacency
-                relation = "replace-one" if release is None else release.adjacency.value
-                item = ranges_budget_item(epsilon=e, delta=delta, relation=relation)
+                item = ranges_budget_item(epsilon=e, delta=delta, release=release)
             else:
                 n = count_box(b1, "n — training records", K + "b_sgd_n", maximum=10**9)
                 b = count_box(b2, "batch size", K + "b_sgd_b", maximum=10**7)

@@ -207,7 +207,7 @@ def test_the_budget_adds_a_tables_private_ranges_beside_its_release(at):
     (table,) = [d.value for d in at.dataframe if "ε alone" in d.value.columns]
     release, ranges, total = table["ε alone"].tolist()
     assert table["release"][1] == "private feature ranges (ε = 0.1, replace-one)"
-    expected = compose_budget([ranges_budget_item(epsilon=0.1, delta=1e-5, relation="replace-one")], 1e-5).epsilon
+    expected = compose_budget([ranges_budget_item(epsilon=0.1, delta=1e-5)], 1e-5).epsilon
     assert ranges == pytest.approx(expected) and 0.09 < ranges <= 0.12  # alone, the ranges' ε (RDP) is near 0.1
     assert release < total < release + 0.25  # composed, they add little to the release's ε
 

@@ -396,3 +396,15 @@ def test_dp_sgd_finds_its_ranges_as_a_release_does_and_keeps_the_first_version_f
     assert run_key(first) != run_key(config)
     old = run_config(first)["dpsgd_ranges"]
     assert old["rounds"] == 3 and old["exact_features"] == []
+
+
+def test_the_budgets_ranges_item_takes_its_releases_adjacency():
+    from dpmix_core.views.budget import ranges_budget_item
+
+    poisson = MixingRelease.poisson(n=3000, m=16, T=3000, sigma_x=0.3, sigma_y=0.3, clip_x=1, clip_y=1)
+    dpmix = MixingRelease.dpmix(n=3000, l=16, T=3000, sigma_x=0.3, sigma_y=0.3, dx=4, dy=3)
+    for release, relation in ((poisson, ADD_REMOVE), (dpmix, REPLACE_ONE), (None, REPLACE_ONE)):
+        item = ranges_budget_item(epsilon=0.2, delta=DELTA, release=release)
+        assert item.relation == relation and item.name == f"private feature ranges (ε = 0.2, {relation})"
+        z = range_noise_multiplier(0.2, DELTA, relation)
+        assert item.event == ranges_item(z, 10, relation).event  # the ranges a release of that kind publishes

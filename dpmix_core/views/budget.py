@@ -8,6 +8,7 @@ import pandas as pd
 
 from dpmix_core.mechanisms.descriptions import gaussian_sigma
 from dpmix_core.privacy.budget import (
+    REPLACE_ONE,
     Budget,
     BudgetItem,
     dpsgd_item,
@@ -15,6 +16,7 @@ from dpmix_core.privacy.budget import (
     laplace_label_item,
     steps_per_epoch,
 )
+from dpmix_core.privacy.release import MixingRelease
 
 __all__ = ["dp_pca_budget_item", "dpsgd_budget_item", "label_budget_item", "ranges_budget_item", "budget_table"]
 
@@ -44,11 +46,12 @@ def label_budget_item(*, epsilon: float) -> BudgetItem:
     return laplace_label_item(f"label-only Laplace (ε = {epsilon:g})", epsilon=epsilon)
 
 
-def ranges_budget_item(*, epsilon: float, delta: float, relation: str) -> BudgetItem:
-    """A table's private feature ranges at (eps, delta) alone, as ``--private-ranges EPS`` releases them beside a
-    release accounted under ``relation`` (:mod:`dpmix_core.synthesis.private_ranges`)."""
+def ranges_budget_item(*, epsilon: float, delta: float, release: MixingRelease | None = None) -> BudgetItem:
+    """A table's private feature ranges at (eps, delta) alone, as ``--private-ranges EPS`` releases them beside
+    ``release``, under its adjacency (replace-one without one; :mod:`dpmix_core.synthesis.private_ranges`)."""
     from dpmix_core.synthesis.private_ranges import ROUNDS, range_noise_multiplier, ranges_item
 
+    relation = REPLACE_ONE if release is None else release.adjacency.value
     item = ranges_item(range_noise_multiplier(epsilon, delta, relation), ROUNDS, relation)
     return replace(item, name=f"private feature ranges (ε = {epsilon:g}, {relation})")
 
