@@ -133,6 +133,26 @@ def test_without_the_full_protocol_it_says_what_to_run_and_a_full_sweep_has_no_c
         quick_vs_full(store, "nope")
 
 
+def test_a_baseline_at_eps_infinity_does_not_break_what_to_run(tmp_path):
+    """DPFMix Table 3's quick has a non-private baseline (axis value ∞, on no point of the axis): with no full
+    protocol in the store the comparison still says what to run (it raised 'values [inf] are not on the axis',
+    which failed `sweep` after its runs and the page's results)."""
+    from dpmix_core.experiments.quick_vs_full import quick_vs_full_by_test_inputs
+
+    store = ResultStore(tmp_path / "results.sqlite")
+    quick = narrow_spec(get_preset("dpfmix-table3-quick"), values=[1.0])
+
+    def result(config: dict) -> dict:
+        return {"test_accuracy": 0.99 if config["method"] == "non-private" else 0.9, "delta": 1e-5}
+
+    finish_sweep(store, quick, result)
+    assert any(run.config["method"] == "non-private" for run in store.list_runs(sweep=quick.name))
+    out = quick_vs_full(store, quick.name)
+    assert out.full_runs == 0 and "run it with python -m dpmix_core sweep preset:dpfmix-table3" in out.sentence()
+    assert "--values 1" in out.sentence() and "inf" not in out.sentence()
+    assert quick_vs_full_by_test_inputs(store, quick.name)
+
+
 def test_a_quick_point_the_full_preset_leaves_to_another_is_run_by_that_one(tmp_path):
     """thesis-4.2-sigma-quick's sigma = 0.7 is not a point of thesis-4.2-sigma: the same run is thesis-4.2-l's
     l = 128, so "what to run" names both commands (the first alone would never fill that point)."""

@@ -186,8 +186,9 @@ def full_command(quick: SweepSpec, full: SweepSpec, source: str | None = None) -
 
 
 def _ran(spec: SweepSpec, points: Collection[Point]) -> SweepSpec:
-    """The quick spec narrowed to the series and axis values of ``points`` (its finished points)."""
-    values = sorted({x for _, x in points if x is not None})
+    """The quick spec narrowed to the series and axis values of ``points`` (its finished points); a baseline the
+    axis does not move (non-private at ε = ∞) has no value of the axis and narrows none."""
+    values = sorted({x for _, x in points if x is not None and x in spec.values})
     series = [s for s in spec.series_names if s in {name for name, _ in points}]
     return narrow_spec(spec, values=values or None, series=series or None)
 
