@@ -69,7 +69,7 @@ from dpmix_core.runtime.store import ResultStore, StoreError
 from dpmix_core.synthesis.public_constants import test_split_constants_file
 from dpmix_core.training.names import CLOSED_FORM_MODELS, LOSSES, MODELS
 from dpmix_core.training.protocols import OWN_DATA_LINEAR, PROTOCOLS, train_epochs
-from dpmix_core.views.accuracy_figure import MARKERS_CAPTION, epsilon_columns, full_protocol_caption, trade_off_figure
+from dpmix_core.views.accuracy_figure import AGAINST, MARKERS_CAPTION, against_title, epsilon_columns, sweep_figure
 from dpmix_core.views.inputs import parse_count, parse_real
 from dpmix_core.views.release_card import release_summary
 from dpmix_core.views.sweep_report import sweep_report
@@ -590,7 +590,7 @@ def _results_panel(query_sweep: int | None) -> None:
             "before runs recorded one) and are left out."
         )
     eps_cols = epsilon_columns(agg)
-    c1, c2 = st.columns(2)
+    c1, c2, c3 = st.columns(3)
     metric = c1.radio(
         "Metric",
         ["test_accuracy", "test_mse"],
@@ -598,25 +598,44 @@ def _results_panel(query_sweep: int | None) -> None:
         key=K + "metric",
         disabled=agg["test_mse_count"].sum() == 0,
     )
-    second = c2.selectbox(
-        "ε on a second axis", ["(none)", *eps_cols], key=K + "eps2", format_func=lambda c: c.removeprefix("epsilon_")
+    against = c2.radio(
+        "Against",
+        AGAINST,
+        horizontal=True,
+        key=K + "against",
+        format_func=lambda a: against_title(a, axis),
+        help="The sweep's own axis (what it turned: σ, ℓ, T or the target ε of each series' accountant), or each "
+        "point's certified ε: the smallest rigorous upper bound its runs recorded, so series calibrated by "
+        "different accountants (or swept along σ or ℓ) meet on one honest ε axis.",
+    )
+    second = c3.selectbox(
+        "ε on a second axis",
+        ["(none)", *eps_cols],
+        key=K + "eps2",
+        format_func=lambda c: c.removeprefix("epsilon_"),
+        disabled=against == "certified",
     )
     published, checks, check = view.published, view.checks, view.check
-    fig = trade_off_figure(
+    fig, against_caption = sweep_figure(
         agg,
         axis,
+        against=against,
         title=title,
         metric=metric,
         epsilon_column=None if second == "(none)" else second,
         published=published,
         full_protocol=check.table if check is not None and check.full_runs else None,
     )
-    chart(fig, K + "chart", {"sweep": names[chosen], "axis": axis, "metric": metric, "second axis": second})
+    chart(
+        fig,
+        K + "chart",
+        {"sweep": names[chosen], "axis": axis, "metric": metric, "second axis": second, "against": against},
+    )
     st.caption(
         "Error bars: ±1 standard deviation over repeats (seeds). Dotted lines: runs the axis does not move "
         f"(e.g. non-private). {MARKERS_CAPTION} ε columns: mean per point, from each accountant that applies "
         "(gdp-clt is an approximation; the others are upper bounds)."
-        + (f" {caption}" if (caption := full_protocol_caption(None if check is None else check.table)) else "")
+        + (f" {against_caption}" if against_caption else "")
     )
     if blind := no_signal_note(agg):
         st.caption(blind)
@@ -642,7 +661,7 @@ def _results_panel(query_sweep: int | None) -> None:
         key=K + "csv",
     )
     _solve_epsilon_panel(agg, axis)
-    _report_panel(chosen, metric, None if second == "(none)" else second, (test_rows, test_inputs))
+    _report_panel(chosen, metric, None if second == "(none)" else second, (test_rows, test_inputs), against)
 
 
 def _best_axis_panel(sweep: int, picks: tuple[AxisPick, ...]) -> None:
@@ -679,7 +698,9 @@ def _quick_vs_full_panel(sweep: int, check: QuickVsFull, others: dict[str, Quick
         table_download(check.table, K + "quick_vs_full", f"sweep_{sweep}_quick_vs_full")
 
 
-def _report_panel(sweep: int, metric: str, epsilon_column: str | None, reading: tuple[str, str]) -> None:
+def _report_panel(
+    sweep: int, metric: str, epsilon_column: str | None, reading: tuple[str, str], against: str = "axis"
+) -> None:
     """A one-file HTML report of the sweep shown (figure, reading, tables), for a deck or an e-mail."""
     st.subheader("Share")
     if st.button("Prepare a one-file HTML report of this sweep (reading, figure, tables)", key=K + "report"):
@@ -692,6 +713,7 @@ def _report_panel(sweep: int, metric: str, epsilon_column: str | None, reading: 
                 epsilon_column=epsilon_column,
                 test_rows=test_rows,
                 test_inputs=test_inputs,
+                against=against,
             )
         except ValueError as exc:
             st.error(str(exc))

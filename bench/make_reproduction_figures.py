@@ -421,30 +421,7 @@ def figure(agg: pd.DataFrame, axis: str | None, title: str, sweep: str, path: Pa
     plt.close(fig)
 
 
-# accountants whose epsilon is a guaranteed upper bound (dpmix_core.privacy.accountants: rigorous = True), plus the
-# closed-form Laplace / analytic-Gaussian values and Opacus' RDP; gdp-clt (an approximation) and the PRV
-# estimate are left out, so "certified" = the smallest guaranteed bound recorded for the run.
-CERTIFIED = (
-    "lee2019",
-    "dpcda",
-    "rdp-wor",
-    "rdp-poisson",
-    "pld-poisson",
-    "wbk",
-    "opacus-rdp",
-    "laplace",
-    "analytic-gaussian",
-)
 CAVEATS = {"label-dp": " [labels only]", "dp-pca": " [projection only]"}
-
-
-def certified_epsilon(row: pd.Series) -> tuple[float, str] | None:
-    best = None
-    for name in CERTIFIED:
-        v = row.get(f"epsilon_{name}")
-        if _finite(v) and (best is None or float(v) < best[0]):
-            best = (float(v), name)
-    return best
 
 
 def combined_figure(tables: dict[str, tuple[pd.DataFrame, str | None]], path: Path) -> str:
@@ -461,9 +438,10 @@ def combined_figure(tables: dict[str, tuple[pd.DataFrame, str | None]], path: Pa
             pts = []
             part = part.sort_values("axis_value")
             for (_, r), dead in zip(part.iterrows(), all_collapsed(part), strict=True):
-                ce = certified_epsilon(r)
-                if ce is None or "regression" in str(label):
+                certified = r.get("certified_epsilon")  # the product's reading: results.certified_epsilon
+                if certified is None or not _finite(certified) or "regression" in str(label):
                     continue
+                ce = (float(certified), str(r.get("certified_by") or ""))
                 if not dead:  # a point at the constant predictor is no result: listed as such, never plotted
                     pts.append((ce[0], 100 * r["test_accuracy_mean"]))
                 lines.append(
@@ -489,7 +467,7 @@ def combined_figure(tables: dict[str, tuple[pd.DataFrame, str | None]], path: Pa
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # 0.1, 1, 10 rather than 10^-1, 10^0, 10^1
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("certified ε (smallest guaranteed bound recorded; δ as configured per sweep)")
+    ax.set_xlabel("certified ε (smallest rigorous upper bound recorded; δ as configured per sweep)")
     ax.set_ylabel("test accuracy (%)")
     ax.grid(True, which="both", alpha=0.3)
     # the legend goes under the plot, in as many rows as the series need; the saved image grows to hold it and

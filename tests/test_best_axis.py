@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpmix_core.experiments.best_axis import AxisPick, best_axis_notes, best_axis_values, certified_epsilon
+from dpmix_core.experiments.best_axis import AxisPick, best_axis_notes, best_axis_values
 from dpmix_core.experiments.presets import get_preset
+from dpmix_core.experiments.results import certified_epsilon
 from dpmix_core.experiments.spec import PublishedBest, SweepSpec
 from dpmix_core.experiments.trade_offs import best_axis_table, reproduction_verdict
 

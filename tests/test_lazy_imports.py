@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dpmix_core.data import load_embedded
-from dpmix_core.privacy.accountant_names import ACCOUNTANT_NAMES, ACCOUNTANT_SAMPLING
+from dpmix_core.privacy.accountant_names import ACCOUNTANT_NAMES, ACCOUNTANT_SAMPLING, RIGOROUS_ACCOUNTANTS
 from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.synthesis.epsilon_job import background_epsilons
 from dpmix_core.synthesis.export import card_epsilons
@@ -48,6 +48,7 @@ def test_mechanisms_and_datasets_import_without_torch_or_accountants():
 def test_accountant_names_match_the_accountants():
     assert ACCOUNTANT_NAMES == tuple(ACCOUNTANTS)
     assert ACCOUNTANT_SAMPLING == {name: cls.sampling.value for name, cls in ACCOUNTANTS.items()}
+    assert {name for name, cls in ACCOUNTANTS.items() if cls.rigorous} == RIGOROUS_ACCOUNTANTS
 
 
 def test_background_epsilons_fall_back_to_this_process():

@@ -81,7 +81,8 @@ def test_the_combined_figure_saves_its_whole_legend_and_title(figures, tmp_path)
             "label": [x for x in labels for _ in range(2)],
             "axis_value": [1.0, 2.0] * len(labels),
             "test_accuracy_mean": [0.5, 0.6] * len(labels),
-            "epsilon_pld-poisson": [1.0, 2.0] * len(labels),
+            "certified_epsilon": [1.0, 2.0] * len(labels),  # results.aggregate's reading of each point
+            "certified_by": ["pld-poisson"] * 2 * len(labels),
         }
     )
     path = tmp_path / "combined.png"
@@ -98,7 +99,7 @@ def test_the_combined_figure_lists_a_collapsed_point_but_does_not_plot_it(figure
     table and is not on the plot; a partly collapsed one is plotted and says how many runs were left out."""
     import matplotlib.pyplot as plt
 
-    agg = _agg().assign(**{"epsilon_pld-poisson": [1.0, 2.0, 4.0]})
+    agg = _agg().assign(certified_epsilon=[1.0, 2.0, 4.0], certified_by="pld-poisson")
     plotted: list[list[float]] = []
     monkeypatch.setattr(plt.Axes, "plot", lambda self, x, y, **kw: plotted.append(list(x)))
     rows = figures.combined_figure({"dpcda-table2": (agg, "l")}, tmp_path / "c.png").splitlines()[2:]

@@ -4,7 +4,8 @@
     .venv/bin/python docs/img/make_screenshots.py http://127.0.0.1:8765 docs/img [NAME.png ...]
 
 Launch dp-pca-quick on Train & trade-offs first for a results chart there. Names after the folder retake only
-those screenshots. The four of one's own data (``train_tradeoffs_own_file.png``, ``privacy_accountant_card.png``,
+those screenshots. ``train_tradeoffs_certified_eps.png`` needs ``python -m dpmix_core sweep
+preset:dpfmix-table3-quick --dataset embedded`` in the app's store (about 4 min on 2 cores) and is taken only when asked. The four of one's own data (``train_tradeoffs_own_file.png``, ``privacy_accountant_card.png``,
 ``best_release.png``, ``mixed_samples_private_ranges.png``) upload a small 3-class CSV made here, and a release of it
 made by ``synthesize``.
 """
@@ -134,7 +135,9 @@ def _own_data_shots(url: str, out: Path, wanted: set[str]) -> None:
                 _settle(d)
                 _pick(d, "Mechanism", "dpmix")
                 next(
-                    e for e in d.find_elements(By.CSS_SELECTOR, "[data-testid=stExpander] summary") if "own data" in e.text
+                    e
+                    for e in d.find_elements(By.CSS_SELECTOR, "[data-testid=stExpander] summary")
+                    if "own data" in e.text
                 ).click()
                 _upload(d, _pets(Path(tmp) / "pets_3000.csv", 3000))
                 _pick(d, "Label column", "species")
@@ -173,9 +176,44 @@ OWN_DATA_SHOTS = {
 }
 
 
+CERTIFIED_SWEEP = "dpfmix-table3-quick@embedded"
+
+
+def _certified_shot(url: str, out: Path) -> None:
+    """Train & trade-offs' results of CERTIFIED_SWEEP drawn against each point's certified ε, cropped to the panel."""
+    from PIL import Image
+
+    d = _driver(1400, 2600)
+    try:
+        d.get(url + "/train_tradeoffs")
+        _settle(d, 120)
+        _pick(d, "Show results of", CERTIFIED_SWEEP)
+        _radio(d, "certified ε")
+        heading = next(e for e in d.find_elements(By.CSS_SELECTOR, "h1, h2, h3") if e.text.strip() == "Results")
+        d.execute_script("arguments[0].scrollIntoView({block: 'start'});", heading)
+        time.sleep(1.5)
+        top = d.execute_script("return arguments[0].getBoundingClientRect().top;", heading)
+        chart = d.find_elements(By.CSS_SELECTOR, "[data-testid=stPlotlyChart]")[-1]
+        box = d.execute_script(
+            "const r = arguments[0].getBoundingClientRect(); return [r.left, r.right, r.bottom];", chart
+        )
+        left, right, bottom = box[0] - 10, box[1] + 10, box[2] + 180  # the buttons and caption under the chart
+        shot = out / "train_tradeoffs_certified_eps.png"
+        d.save_screenshot(str(shot))
+        with Image.open(shot) as image:
+            image.crop((int(left), int(top) - 10, int(right), int(bottom))).save(shot, optimize=True)
+    finally:
+        d.quit()
+
+
 def main() -> None:
     url, out = sys.argv[1], Path(sys.argv[2])
     wanted = set(sys.argv[3:])
+    if "train_tradeoffs_certified_eps.png" in wanted:
+        _certified_shot(url, out)
+        wanted.discard("train_tradeoffs_certified_eps.png")
+        if not wanted:
+            return
     _own_data_shots(url, out, wanted & OWN_DATA_SHOTS if wanted else OWN_DATA_SHOTS)
     if wanted and not wanted - OWN_DATA_SHOTS:
         return

@@ -1190,6 +1190,7 @@ def cmd_sweep_report(args: argparse.Namespace) -> int:
         epsilon_column=args.epsilon_axis,
         test_rows=args.test_rows,
         test_inputs=args.test_inputs,
+        against=args.against,
     )
     write_files_atomically({out: page.encode("utf-8")})
     print(f"wrote {out} ({len(page) / 1e6:.1f} MB, self-contained: opens offline)")
@@ -1205,6 +1206,13 @@ def _add_sweep_report(sub) -> None:
     p.add_argument("--store", help="results store (default: $DPMIX_STORE or ~/.cache/dpmix/results.sqlite)")
     p.add_argument("--metric", choices=["test_accuracy", "test_mse"], default="test_accuracy")
     p.add_argument("--epsilon-axis", help="an accountant's epsilon on a second axis, e.g. pld-poisson")
+    p.add_argument(
+        "--against",
+        choices=["axis", "certified"],
+        default="axis",
+        help="draw the accuracy against the sweep's own axis, or against each point's certified epsilon (the "
+        "smallest rigorous upper bound its runs recorded)",
+    )
     from dpmix_core.data import TEST_ROWS
     from dpmix_core.training.names import TEST_INPUTS
 

@@ -18,7 +18,10 @@ def add_solve_epsilon_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--accuracy", type=finite_float, required=True, help="the test accuracy wanted: 0.9 or 90")
     parser.add_argument("--series", help="one series of the sweep (default: every series with a curve)")
     parser.add_argument(
-        "--epsilon", dest="epsilon_name", help="'target epsilon' or an accountant (default: the first rigorous one)"
+        "--epsilon",
+        dest="epsilon_name",
+        help="'target epsilon', 'certified' (each point's smallest rigorous bound) or an accountant "
+        "(default: the target epsilon on a target-epsilon sweep, else 'certified')",
     )
     parser.add_argument(
         "--test-rows",

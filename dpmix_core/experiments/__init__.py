@@ -3,7 +3,9 @@
 * :mod:`~dpmix_core.experiments.config` — ``RunConfig``, ``run_key``;
 * :mod:`~dpmix_core.experiments.spec` — ``SweepSpec``, ``load_spec``;
 * :mod:`~dpmix_core.experiments.presets` — ``PRESETS``, ``get_preset``, ``estimate_seconds``;
-* :mod:`~dpmix_core.experiments.results` — ``aggregate``;
+* :mod:`~dpmix_core.experiments.results` — ``aggregate``, ``certified_epsilon`` (a run's smallest rigorous bound);
+* :mod:`~dpmix_core.experiments.certified_axis` — ``on_certified_epsilon``: a sweep's points at their certified
+  ε instead of its own axis;
 * :mod:`~dpmix_core.experiments.best_release` — ``run_search``: the best feature-mixing release for a budget;
 * :mod:`~dpmix_core.experiments.solve_epsilon` — ``solve_epsilon``: the epsilon a stored curve needs for X %;
 * :mod:`~dpmix_core.experiments.quick_vs_full` — ``quick_vs_full``: a stored quick sweep's points next to its full

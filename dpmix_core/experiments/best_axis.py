@@ -26,11 +26,18 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from dpmix_core.experiments.results import accuracy_on_rows, aggregate, all_collapsed, reading, row_config
+from dpmix_core.experiments.results import (
+    accuracy_on_rows,
+    aggregate,
+    all_collapsed,
+    certified_epsilon,
+    reading,
+    row_config,
+)
 from dpmix_core.experiments.spec import TUNABLE_AXES, PublishedBest, axis_value
 from dpmix_core.privacy.statement import bound_text
 
-__all__ = ["TUNABLE_AXES", "AxisPick", "best_axis_caption", "best_axis_notes", "best_axis_values", "certified_epsilon"]
+__all__ = ["TUNABLE_AXES", "AxisPick", "best_axis_caption", "best_axis_notes", "best_axis_values"]
 
 
 @dataclass(frozen=True)
@@ -153,20 +160,6 @@ def best_axis_notes(picks: tuple[AxisPick, ...], name: str) -> list[str]:
         f"In {len(moving)} series the certified ε moves across {name} {why.format('their')}; the chosen release's ε "
         f"is in the table. The ranges: {spans}."
     ]
-
-
-def certified_epsilon(result: dict) -> tuple[float, str] | None:
-    """(epsilon, accountant) of a run's release: the smallest finite epsilon its privacy card marks as a rigorous
-    upper bound for that release; None when the card records none (no card, an approximation only, or a release
-    no accountant covers)."""
-    card = result.get("privacy_card") or {}
-    best = None
-    for entry in card.get("epsilons") or ():
-        eps = entry.get("epsilon")
-        if entry.get("upper_bound") and isinstance(eps, (int, float)) and math.isfinite(eps):
-            if best is None or eps < best[0]:
-                best = (float(eps), str(entry.get("accountant")))
-    return best
 
 
 def _has_halves(row: dict, test_inputs: str | None) -> bool:

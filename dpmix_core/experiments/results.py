@@ -10,11 +10,14 @@ import pandas as pd
 from dpmix_core.data import TEST_ROWS
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.spec import AXES, axis_value
+from dpmix_core.privacy.accountant_names import RIGOROUS_ACCOUNTANTS
 from dpmix_core.synthesis.pipeline import guarantee_label
 from dpmix_core.training.names import TEST_INPUTS
 
 __all__ = [
+    "BASELINE_UPPER_BOUNDS",
     "aggregate",
+    "certified_epsilon",
     "all_collapsed",
     "collapsed_note",
     "format_axis_value",
@@ -85,6 +88,39 @@ def accuracy_on_rows(result: dict, test_rows: str = "all", test_inputs: str | No
     return None if value is None else float(value)
 
 
+# the epsilons runs report besides the mixing accountants' (DP-SGD's, DP-PCA's, label-only Laplace's; no privacy card
+# states their guarantee), by whether each is a rigorous upper bound of what its method protects
+# (views.sweep_report.EPSILON_READINGS says how each reads): Opacus' PRV accountant is one up to its numerical error
+BASELINE_UPPER_BOUNDS: dict[str, bool] = {
+    "analytic-gaussian": True,
+    "laplace": True,
+    "opacus-rdp": True,
+    "opacus-prv": False,
+    "pld-dp-accounting": True,
+    "rdp-dp-accounting": True,
+}
+
+
+def certified_epsilon(result: dict) -> tuple[float, str] | None:
+    """(epsilon, accountant): the smallest finite epsilon among a finished run's rigorous upper bounds, or None.
+
+    A run with a privacy card (a mixing release): the entries the card marks ``upper_bound``, for the release it
+    describes (an approximation, or a release no accountant covers, has none). A run without one (DP-SGD, DP-PCA):
+    its epsilons from rigorous accountants (:data:`RIGOROUS_ACCOUNTANTS`, :data:`BASELINE_UPPER_BOUNDS`). An
+    infinite bound certifies nothing (no noise, or too little), nor does a non-private run's "none".
+    """
+    entries = (result.get("privacy_card") or {}).get("epsilons")
+    if entries:
+        named = [
+            (e.get("accountant"), e.get("epsilon")) for e in entries if isinstance(e, dict) and e.get("upper_bound")
+        ]
+    else:
+        rigorous = RIGOROUS_ACCOUNTANTS | {name for name, bound in BASELINE_UPPER_BOUNDS.items() if bound}
+        named = [(name, value) for name, value in (result.get("epsilon") or {}).items() if name in rigorous]
+    found = [(v, str(name)) for name, value in named if (v := _eps_number(value)) is not None and math.isfinite(v)]
+    return min(found) if found else None
+
+
 def _guarantee(cfg: RunConfig) -> str:
     """How the run's epsilon reads: see synthesis.guarantee_label ("none" without privacy, "covered" for DP-SGD,
     PROJECTION_ONLY for DP-PCA)."""
@@ -135,7 +171,9 @@ def aggregate(
     ``epsilon_<accountant>`` column per accountant seen (mean over the group;
     inf when any run is unbounded), delta and guarantee (how its epsilons
     read: "covered", "none", "features only; ...", "not covered: ..."). std
-    is the sample standard deviation (NaN for a single run).
+    is the sample standard deviation (NaN for a single run). ``certified_epsilon``: the largest over the group of
+    each run's :func:`certified_epsilon` (its seeds share one release; the largest is the safe statement if they
+    ever differ; NaN when no run has one), ``certified_by`` the accountants that gave it.
 
     ``collapsed``: how many of the group's runs never left the constant
     predictor (result["collapsed"]). They are left out of the mean whenever the
@@ -172,6 +210,8 @@ def aggregate(
         "collapsed",
         "runs",
         "no_signal",
+        "certified_epsilon",
+        "certified_by",
     ]
     if not finished:
         return pd.DataFrame(columns=columns)
@@ -192,6 +232,7 @@ def aggregate(
             "guarantee": _guarantee(cfg),
             "collapsed": bool(result.get("collapsed")),
             "no_signal": bool(result.get("selection_note")) and not result.get("collapsed"),
+            "certified": certified_epsilon(result),
         }
         for name, value in (result.get("epsilon") or {}).items():
             rec[f"epsilon_{name}"] = _eps_number(value)
@@ -229,6 +270,8 @@ def aggregate(
             "collapsed": n_collapsed,
             "runs": n_runs,
             "no_signal": n_blind,
+            "certified_epsilon": max((c[0] for r in g if (c := r["certified"]) is not None), default=math.nan),
+            "certified_by": "; ".join(sorted({c[1] for r in g if (c := r["certified"]) is not None})),
         }
         for col in eps_cols:  # inf when any run's is (the mean of an inf is inf), NaN when none has one
             rec[col] = _mean(_numbers(r.get(col) for r in g))

@@ -8,7 +8,8 @@ within the sweep's epsilon range, or that the curve is not monotone where it cro
 epsilon can be read off).
 
 Which epsilon: the axis value when the sweep's axis is the target epsilon (what a calibrated release was
-asked for), else one accountant's epsilon column (default: the first rigorous one the sweep recorded).
+asked for), else each point's certified epsilon (the smallest rigorous upper bound its runs recorded:
+``results.certified_epsilon``), or one accountant's epsilon column.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dpmix_core.experiments.results import all_collapsed
 
 __all__ = [
     "EpsilonAnswer",
+    "CERTIFIED",
     "REACHED",
     "NOT_REACHED",
     "ALREADY_REACHED",
@@ -41,6 +43,7 @@ NOT_REACHED = "not reached"
 ALREADY_REACHED = "already reached"  # at the sweep's smallest epsilon
 NOT_MONOTONE = "not monotone"
 AXIS_EPSILON = "target_epsilon"  # the sweep axis whose values are epsilons
+CERTIFIED = "certified"  # each point's smallest rigorous upper bound (the aggregate's certified_epsilon column)
 SAME_EPSILON_RTOL = 1e-3  # epsilons this close (relative) are one point of a curve: a calibration's tolerance
 # rigorous accountants first (gdp-clt is an approximation: offered, never the default)
 _PREFERRED = ("pld-poisson", "rdp-wor", "rdp-poisson", "lee2019", "dpcda", "analytic-gaussian", "laplace")
@@ -76,7 +79,7 @@ class EpsilonAnswer:
 
     series: str
     accuracy: float
-    epsilon_name: str  # "target epsilon" or an accountant's name
+    epsilon_name: str  # "target epsilon", "certified" or an accountant's name
     status: str
     epsilon: float | None
     epsilon_low: float | None
@@ -107,7 +110,9 @@ class EpsilonAnswer:
     def _answer(self) -> str:
         level = f"{100 * self.accuracy:g} % test accuracy"
         lo, hi = self.epsilon_range
-        where = f"ε from {self.epsilon_name}" if self.epsilon_name != "target epsilon" else "target ε"
+        where = {"target epsilon": "target ε", CERTIFIED: "certified ε: each point's smallest rigorous bound"}.get(
+            self.epsilon_name, f"ε from {self.epsilon_name}"
+        )
         bars = " Only one seed per point: no error bar, so no range." if self.seeds < 2 else self._range_words(lo, hi)
         if self.status == NOT_MONOTONE:
             return (
@@ -149,11 +154,14 @@ class EpsilonAnswer:
 
 
 def epsilon_choices(agg: pd.DataFrame, axis: str | None) -> list[str]:
-    """The epsilons a curve can be read against: "target epsilon" on a target-epsilon axis, then every
-    accountant column of the sweep (rigorous ones first)."""
+    """The epsilons a curve can be read against: "target epsilon" on a target-epsilon axis, then "certified" where
+    a point has a certified epsilon, then every accountant column of the sweep (rigorous ones first)."""
     names = [c.removeprefix("epsilon_") for c in agg.columns if c.startswith("epsilon_")]
     ordered = [n for n in _PREFERRED if n in names] + sorted(n for n in names if n not in _PREFERRED)
-    return (["target epsilon"] if axis == AXIS_EPSILON else []) + ordered
+    certified = "certified_epsilon" in agg.columns and bool(
+        pd.to_numeric(agg["certified_epsilon"], errors="coerce").map(math.isfinite).any()
+    )
+    return (["target epsilon"] if axis == AXIS_EPSILON else []) + ([CERTIFIED] if certified else []) + ordered
 
 
 def _epsilon_values(agg: pd.DataFrame, axis: str | None, epsilon_name: str) -> pd.Series:
@@ -161,7 +169,7 @@ def _epsilon_values(agg: pd.DataFrame, axis: str | None, epsilon_name: str) -> p
         if axis != AXIS_EPSILON:
             raise ValueError("this sweep's axis is not the target ε: choose an accountant's ε instead.")
         return pd.to_numeric(agg["axis_value"], errors="coerce")
-    column = f"epsilon_{epsilon_name}"
+    column = "certified_epsilon" if epsilon_name == CERTIFIED else f"epsilon_{epsilon_name}"
     if column not in agg.columns:
         raise ValueError(
             f"this sweep has no ε from {epsilon_name!r}; choose one of: {', '.join(epsilon_choices(agg, axis))}."
@@ -258,7 +266,7 @@ def solve_epsilon(
     Args:
         agg: one row per (series, axis value) with test_accuracy_mean / _std / _count and epsilon_* columns.
         axis: the sweep's axis.
-        epsilon_name: "target epsilon" or an accountant; default the first of :func:`epsilon_choices`.
+        epsilon_name: "target epsilon", "certified" or an accountant; default the first of :func:`epsilon_choices`.
 
     Returns:
         An :class:`EpsilonAnswer`; ValueError (one line) for an unknown series or epsilon, or fewer than two points.

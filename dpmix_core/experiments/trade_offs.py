@@ -112,6 +112,7 @@ AXIS_TITLES = {
     "label_epsilon": "label ε",
     "pca_epsilon": "PCA ε",
     "dpsgd_epsilon": "DP-SGD ε",
+    "certified_epsilon": "certified ε (smallest rigorous upper bound; δ as configured)",  # certified_axis
 }
 
 

@@ -4,12 +4,13 @@
 the command line builds its parser and checks ``--accountant`` from this tuple
 and loads the accountants only when a command computes an epsilon. A test
 checks that it lists exactly ``dpmix_core.privacy.accountants.ACCOUNTANTS``, in order,
-and that ``ACCOUNTANT_SAMPLING`` is each one's ``sampling`` (the ``Sampling`` values).
+that ``ACCOUNTANT_SAMPLING`` is each one's ``sampling`` (the ``Sampling`` values) and that
+``RIGOROUS_ACCOUNTANTS`` are the ones whose ``rigorous`` is true.
 """
 
 from __future__ import annotations
 
-__all__ = ["ACCOUNTANT_NAMES", "ACCOUNTANT_SAMPLING"]
+__all__ = ["ACCOUNTANT_NAMES", "ACCOUNTANT_SAMPLING", "RIGOROUS_ACCOUNTANTS"]
 
 ACCOUNTANT_NAMES: tuple[str, ...] = ("lee2019", "dpcda", "gdp-clt", "rdp-poisson", "pld-poisson", "rdp-wor")
 
@@ -22,3 +23,6 @@ ACCOUNTANT_SAMPLING: dict[str, str] = {
     "pld-poisson": "poisson",
     "rdp-wor": "without-replacement",
 }
+
+# the accountants whose epsilon is an upper bound (of a release they cover): all but the CLT approximation
+RIGOROUS_ACCOUNTANTS: frozenset[str] = frozenset({"lee2019", "dpcda", "rdp-poisson", "pld-poisson", "rdp-wor"})

@@ -5,7 +5,7 @@ points (the model never learned) as grey crosses, never as results; points where
 markers (their mean is over the runs that learned, and the hover says how many were left out); the papers' own
 numbers as open stars and
 other methods' published results ("published, not ours") as grey labelled markers; optionally each series'
-ε on a second axis. Pure plotly: it reads an aggregate (``experiments.results.aggregate``), computes nothing.
+ε on a second axis, or every point against its certified ε instead of the sweep's axis (:func:`sweep_figure`). Pure plotly: it reads an aggregate (``experiments.results.aggregate``), computes nothing.
 """
 
 from __future__ import annotations
@@ -18,18 +18,23 @@ import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 
+from dpmix_core.experiments.certified_axis import CERTIFIED_AXIS, on_certified_epsilon
 from dpmix_core.experiments.results import all_collapsed, collapsed_note, partly_collapsed
 from dpmix_core.experiments.spec import Published
 from dpmix_core.experiments.trade_offs import AXIS_TITLES
 from dpmix_core.privacy.release import PRIVATE_NORMALISATION, Protects
 
 __all__ = [
+    "AGAINST",
+    "CERTIFIED_CAPTION",
+    "against_title",
     "COLLAPSED_MARKER",
     "MARKERS_CAPTION",
     "PARTLY_COLLAPSED_NAME",
     "REFERENCE_PREFIX",
     "axis_ticks",
     "epsilon_columns",
+    "sweep_figure",
     "trade_off_figure",
     "wrap_title",
 ]
@@ -44,6 +49,66 @@ def epsilon_columns(agg: pd.DataFrame) -> list[str]:
         and c != "epsilon_none"
         and pd.to_numeric(agg[c], errors="coerce").map(lambda v: math.isfinite(v) if v == v else False).any()
     ]
+
+
+# what a sweep's accuracy is drawn against: its own axis, or each point's certified epsilon (certified_axis)
+AGAINST = ("axis", "certified")
+CERTIFIED_CAPTION = (
+    "On the certified-ε axis each private point sits at the smallest rigorous upper bound its runs recorded for "
+    "their own release (the table's certified_epsilon and certified_by columns), whatever accountant calibrated "
+    "it; open stars stay at the ε the paper printed, under the paper's own accountant."
+)
+
+
+def sweep_figure(
+    agg: pd.DataFrame,
+    axis: str | None,
+    *,
+    against: str = "axis",
+    title: str = "",
+    metric: str = "test_accuracy",
+    epsilon_column: str | None = None,
+    published: tuple[Published, ...] = (),
+    full_protocol: pd.DataFrame | None = None,
+) -> tuple[go.Figure, str]:
+    """(:func:`trade_off_figure` of a sweep, a caption for what it adds to the markers'): against its own ``axis``
+    (the caption: :func:`full_protocol_caption`), or, with
+    ``against="certified"``, against each point's certified epsilon (:func:`on_certified_epsilon`). There the
+    second epsilon axis and the full protocol's diamonds (both along the sweep's axis) are not drawn, nor are the
+    papers' points of a sweep whose axis is not an epsilon; the caption says so and names the points left out.
+    ValueError: ``against`` not one of :data:`AGAINST`."""
+    if against not in AGAINST:
+        raise ValueError(f"against must be one of {', '.join(AGAINST)}. Found {against!r}.")
+    if against == "axis":
+        figure = trade_off_figure(
+            agg,
+            axis,
+            title=title,
+            metric=metric,
+            epsilon_column=epsilon_column,
+            published=published,
+            full_protocol=full_protocol,
+        )
+        return figure, full_protocol_caption(full_protocol)
+    points = on_certified_epsilon(agg)
+    on_epsilon = (axis or "").endswith("epsilon")
+    figure = trade_off_figure(
+        points.agg, CERTIFIED_AXIS, title=title, metric=metric, published=published if on_epsilon else ()
+    )
+    dropped = [] if on_epsilon or not published else ["the papers' points (on the sweep's own axis) are not drawn"]
+    if epsilon_column is not None or full_protocol is not None:
+        dropped.append("the second ε axis and the full protocol's diamonds belong to the sweep's own axis")
+    caption = " ".join([CERTIFIED_CAPTION, *(f"{d[0].upper()}{d[1:]}." for d in dropped), points.sentence()])
+    return figure, caption.strip()
+
+
+def against_title(against: str, axis: str | None) -> str:
+    """How a choice of :data:`AGAINST` reads beside a sweep on ``axis``: "certified ε", "target ε", "ℓ", ..."""
+    if against == "certified":
+        return "certified ε"
+    if axis == "target_epsilon":
+        return "target ε (each series' accountant)"
+    return AXIS_TITLES.get(axis or "", axis or "the sweep's axis").split(" (")[0]
 
 
 def _error_bars(std: pd.Series) -> list[float]:
@@ -298,6 +363,8 @@ def trade_off_figure(
     xaxis: dict[str, Any] = {"title": x_title, "type": "log" if log_x else "linear"}
     if single:
         xaxis = {"title": f"series, all at {x_title} = {value:g}", "type": "category"}
+    elif axis == CERTIFIED_AXIS:  # bounds such as 1.0033 and 1.52 are no tick labels: 1-2-5 steps, as the ε axis
+        xaxis.update({"dtick": "D2", "tickformat": ",.6~g", "minor": {"showgrid": False}})
     elif len(finite):
         xaxis.update(axis_ticks([float(v) for v in finite["axis_value"]] + [p.value for p in published]))
     lines = wrap_title(title)

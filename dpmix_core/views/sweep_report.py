@@ -39,7 +39,7 @@ from dpmix_core.experiments.trade_offs import (
 )
 from dpmix_core.privacy.accountants import ACCOUNTANTS, get_accountant
 from dpmix_core.runtime.store import ResultStore
-from dpmix_core.views.accuracy_figure import MARKERS_CAPTION, epsilon_columns, full_protocol_caption, trade_off_figure
+from dpmix_core.views.accuracy_figure import MARKERS_CAPTION, epsilon_columns, sweep_figure
 from dpmix_core.views.html_report import Section, html_report
 
 __all__ = ["EPSILON_READINGS", "epsilon_reading", "epsilon_readings", "sweep_reading", "sweep_report"]
@@ -160,7 +160,8 @@ def sweep_reading(
 
 
 def _results_table(agg: pd.DataFrame) -> pd.DataFrame:
-    """The aggregate as a reader sees it: accuracy in %, counts, collapsed runs, guarantee and the ε columns."""
+    """The aggregate as a reader sees it: accuracy in %, counts, collapsed runs, guarantee, the certified ε (the
+    smallest rigorous bound of the point's runs) and the ε columns."""
     table = pd.DataFrame(
         {
             "series": agg["label"],
@@ -174,6 +175,11 @@ def _results_table(agg: pd.DataFrame) -> pd.DataFrame:
             "δ": agg["delta"].map(lambda v: "" if v is None or pd.isna(v) else f"{v:.3g}"),
         }
     )
+    if "certified_epsilon" in agg.columns:  # the smallest rigorous bound of each point, and whose
+        table["certified ε"] = pd.to_numeric(agg["certified_epsilon"], errors="coerce").map(
+            lambda v: "" if pd.isna(v) else format_axis_value(float(f"{v:.4g}"))
+        )
+        table["certified by"] = agg["certified_by"].fillna("")
     for column in epsilon_columns(agg):
         table[f"ε {column.removeprefix('epsilon_')}"] = pd.to_numeric(agg[column], errors="coerce").map(
             lambda v: "" if pd.isna(v) else format_axis_value(float(f"{v:.4g}"))
@@ -246,8 +252,11 @@ def sweep_report(
     epsilon_column: str | None = None,
     test_rows: str | None = None,
     test_inputs: str | None = None,
+    against: str = "axis",
 ) -> str:
     """The report of one stored sweep; ``epsilon_column`` (an accountant, e.g. "pld-poisson") goes on a second axis;
+    ``against`` ("axis" or "certified", :func:`~dpmix_core.views.accuracy_figure.sweep_figure`) what its figure draws
+    the accuracy against;
     ``test_rows`` ("all", "even", "odd"; None: what the sweep's spec reports) picks the test rows of the accuracy,
     ``test_inputs`` (``TEST_INPUTS``; None: the sweep's) the test loader its trained models are read through.
 
@@ -275,6 +284,15 @@ def sweep_report(
     # a quick preset: its full protocol's stored runs, point by point, read like the report
     check = view.check
     full_points = check.table if check is not None and check.full_runs else None
+    figure, caption = sweep_figure(
+        agg,
+        axis,
+        against=against,
+        metric=metric,
+        epsilon_column=epsilon_column,
+        published=published,
+        full_protocol=full_points,
+    )
     sections = [
         Section(
             "In plain language",
@@ -282,13 +300,10 @@ def sweep_report(
         ),
         Section(
             "Accuracy versus privacy",
-            figure=trade_off_figure(
-                agg, axis, metric=metric, epsilon_column=epsilon_column, published=published, full_protocol=full_points
-            ).update_layout(height=REPORT_FIGURE_HEIGHT),  # the report's title names the sweep; room for the legend
+            figure=figure.update_layout(height=REPORT_FIGURE_HEIGHT),  # the title names the sweep; room for the legend
             caption="Error bars: ±1 standard deviation over seeds. Dotted lines: runs the axis does not move "
             f"(e.g. non-private). {MARKERS_CAPTION} Open stars: the papers' numbers; grey markers "
-            "named 'published, not ours': other methods' published results."
-            + (f" {caption}" if (caption := full_protocol_caption(full_points)) else ""),
+            "named 'published, not ours': other methods' published results." + (f" {caption}" if caption else ""),
         ),
     ]
     if len(comparison):

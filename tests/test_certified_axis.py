@@ -1,0 +1,237 @@
+"""A sweep read against its points' certified ε: which bound certifies a run, where each point moves, and the page,
+the report, the CLI and "what ε do I need?" reading the same column."""
+
+import html
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from streamlit.testing.v1 import AppTest
+
+from dpmix_core.cli.main import build_parser, main
+from dpmix_core.experiments.certified_axis import CERTIFIED_AXIS, CertifiedPoints, on_certified_epsilon
+from dpmix_core.experiments.results import BASELINE_UPPER_BOUNDS, aggregate, certified_epsilon
+from dpmix_core.experiments.solve_epsilon import CERTIFIED, epsilon_choices, solve_epsilon
+from dpmix_core.views.accuracy_figure import AGAINST, CERTIFIED_CAPTION, against_title, sweep_figure
+
+PAGE = str(Path(__file__).resolve().parents[1] / "app_pages" / "train_tradeoffs.py")
+POISSON, UNIFORM = "Poisson / gdp-clt", "uniform / rdp-wor"
+# DPFMix Table 1's Poisson releases at CLT eps = 1, 2, 4, 8 are certified by the PLD at these (docs/REPRODUCTION.md)
+PLD_OF_CLT = {1.0: 1.52, 2.0: 2.54, 4.0: 6.63, 8.0: 10.50}
+
+
+def _entry(name: str, epsilon: float | str, bound: bool) -> dict:
+    return {"accountant": name, "epsilon": epsilon, "upper_bound": bound}
+
+
+def _poisson_card(clt: float) -> dict:
+    """A Poisson release's card: the CLT approximation below the PLD bound, which RDP's looser bound lies above."""
+    pld = PLD_OF_CLT[clt]
+    return {
+        "epsilons": [
+            _entry("gdp-clt", clt, False),
+            _entry("rdp-poisson", 1.3 * pld, True),
+            _entry("pld-poisson", pld, True),
+        ]
+    }
+
+
+def test_a_cards_rigorous_bounds_certify_its_run_and_an_approximation_never_does():
+    result = {"epsilon": {"gdp-clt": 1.0, "pld-poisson": 1.52}, "privacy_card": _poisson_card(1.0)}
+    assert certified_epsilon(result) == (1.52, "pld-poisson")  # gdp-clt is smaller, but no bound
+    uncovered = {"epsilons": [_entry("rdp-wor", 0.8, False), _entry("dpcda", 0.9, False)]}  # private normalisation
+    assert certified_epsilon({"epsilon": {"rdp-wor": 0.8}, "privacy_card": uncovered}) is None
+    # the card speaks for its release: a rigorous accountant the card does not mark is not read from the result
+    assert certified_epsilon({"epsilon": {"rdp-wor": 0.1}, "privacy_card": uncovered}) is None
+    infinite = {"epsilons": [_entry("lee2019", "inf", True), _entry("rdp-wor", math.inf, True)]}
+    assert certified_epsilon({"privacy_card": infinite}) is None
+    assert certified_epsilon({}) is None and certified_epsilon({"epsilon": {"none": "inf"}}) is None
+
+
+def test_a_run_without_a_card_is_certified_by_its_rigorous_accountants_only():
+    dpsgd = {"pld-poisson": 1.0, "rdp-poisson": 1.2, "opacus-rdp": 1.25, "opacus-prv": 0.97}
+    assert certified_epsilon({"epsilon": dpsgd}) == (1.0, "pld-poisson")  # PRV is an estimate up to its error
+    ranges = {"pld-dp-accounting": 2.0, "rdp-dp-accounting": 2.3, "opacus-prv": 1.9, "opacus-rdp": "error: x"}
+    assert certified_epsilon({"epsilon": ranges}) == (2.0, "pld-dp-accounting")
+    assert certified_epsilon({"epsilon": {"analytic-gaussian": 0.5}}) == (0.5, "analytic-gaussian")
+    assert certified_epsilon({"epsilon": {"gdp-clt": 0.5}}) is None
+    assert not BASELINE_UPPER_BOUNDS["opacus-prv"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.floats(0.01, 1e6), st.booleans()), max_size=6))
+def test_the_certified_epsilon_is_the_smallest_bound_the_card_marks(entries):
+    card = {"epsilons": [_entry(name, eps, bound) for name, eps, bound in entries]}
+    bounds = [(eps, name) for name, eps, bound in entries if bound]
+    assert certified_epsilon({"privacy_card": card}) == (min(bounds) if bounds else None)
+
+
+def _row(label: str, axis_value: float | None, accuracy: float, result: dict, *, method: str = "mixing") -> dict:
+    config = {"method": method, "label": label, "seed": 0}
+    if method == "mixing":
+        config["synthesis"] = {"mechanism": "poisson", "l": 64, "T": 1000, "target_epsilon": axis_value}
+    return {"config": config, "axis": "target_epsilon", "result": {"test_accuracy": accuracy, **result}}
+
+
+def _sweep_rows() -> list[dict]:
+    rows = []
+    for clt in (1.0, 2.0, 4.0):
+        card = _poisson_card(clt)
+        result = {"epsilon": {e["accountant"]: e["epsilon"] for e in card["epsilons"]}, "privacy_card": card}
+        rows.append(_row(POISSON, clt, 0.70 + clt / 100, result))
+        uniform = {"epsilons": [_entry("lee2019", 1.1 * clt, True), _entry("rdp-wor", clt, True)]}
+        rows.append(_row(UNIFORM, clt, 0.40 + clt / 20, {"epsilon": {"rdp-wor": clt}, "privacy_card": uniform}))
+    rows.append(_row("non-private", None, 0.99, {"epsilon": {"none": "inf"}}, method="non-private"))
+    return rows
+
+
+def test_the_aggregate_carries_each_points_certified_epsilon_and_its_accountant():
+    agg = aggregate(_sweep_rows(), "target_epsilon")
+    poisson = agg[agg["label"] == POISSON].sort_values("axis_value")
+    assert poisson["certified_epsilon"].tolist() == [1.52, 2.54, 6.63] and set(poisson["certified_by"]) == {
+        "pld-poisson"
+    }
+    assert agg[agg["label"] == UNIFORM]["certified_epsilon"].tolist() == [1.0, 2.0, 4.0]
+    assert math.isnan(agg[agg["label"] == "non-private"]["certified_epsilon"].iloc[0])
+
+
+def test_seeds_of_one_point_are_read_at_their_largest_bound():
+    rows = [
+        _row(UNIFORM, 1.0, acc, {"privacy_card": {"epsilons": [_entry("rdp-wor", e, True)]}})
+        for acc, e in ((0.5, 0.99), (0.6, 1.01))
+    ]
+    assert aggregate(rows, "target_epsilon")["certified_epsilon"].tolist() == [1.01]
+
+
+def test_points_move_to_their_certified_epsilon_and_what_cannot_move_is_named():
+    rows = _sweep_rows()
+    rows.append(_row("private z-score", 2.0, 0.8, {"privacy_card": {"epsilons": [_entry("rdp-wor", 2.0, False)]}}))
+    agg = aggregate(rows, "target_epsilon")
+    agg.loc[agg["label"] == "private z-score", "guarantee"] = "not covered: private normalisation"
+    points = on_certified_epsilon(agg)
+    moved = points.agg[points.agg["label"] == POISSON]
+    assert sorted(moved["axis_value"]) == [1.52, 2.54, 6.63] and set(points.agg["axis"]) == {CERTIFIED_AXIS}
+    assert moved["test_accuracy_mean"].tolist() == agg[agg["label"] == POISSON]["test_accuracy_mean"].tolist()
+    flat = points.agg[points.agg["label"] == "non-private"]
+    assert len(flat) == 1 and flat["axis_value"].iloc[0] is None  # no privacy: a reference line, not a point
+    assert points.left_out == ("private z-score (target_epsilon = 2): no accountant covers its release",)
+    assert points.sentence().startswith("1 point(s) have no certified ε and are not drawn on this axis")
+    assert CertifiedPoints(agg.iloc[:0]).sentence() == ""
+    with pytest.raises(ValueError, match="aggregate the runs again"):
+        on_certified_epsilon(agg.drop(columns=["certified_epsilon"]))
+
+
+def test_an_approximation_only_point_is_left_out_with_why():
+    clt_only = _row(POISSON, 1.0, 0.7, {"epsilon": {"gdp-clt": 1.0}})  # no card: gdp-clt is no bound
+    points = on_certified_epsilon(aggregate([clt_only], "target_epsilon"))
+    assert points.agg.empty and "only an approximation" in points.left_out[0]
+
+
+def test_the_figure_against_certified_epsilon_draws_the_bounds_and_keeps_the_papers_points_on_an_epsilon_axis():
+    from dpmix_core.experiments.spec import Published
+
+    agg = aggregate(_sweep_rows(), "target_epsilon")
+    published = (Published(POISSON, 1.0, 0.7919, "DPFMix Table 1"),)
+    figure, caption = sweep_figure(
+        agg, "target_epsilon", against="certified", published=published, epsilon_column="epsilon_rdp-wor"
+    )
+    traces = {t.name: t for t in figure.data}
+    assert sorted(traces[POISSON].x) == [1.52, 2.54, 6.63]
+    assert list(traces[f"published — {POISSON}"].x) == [1.0]  # the paper's own (CLT) epsilon, as printed
+    assert figure.layout.xaxis.title.text.startswith("certified ε") and figure.layout.xaxis.type == "log"
+    assert not any(t.name.startswith("ε (") for t in figure.data)  # no second epsilon axis on this one
+    assert caption.startswith(CERTIFIED_CAPTION) and "second ε axis" in caption
+    on_axis, axis_caption = sweep_figure(agg, "target_epsilon", published=published)
+    assert sorted(next(t for t in on_axis.data if t.name == POISSON).x) == [1.0, 2.0, 4.0] and axis_caption == ""
+    with pytest.raises(ValueError, match="against must be one of"):
+        sweep_figure(agg, "target_epsilon", against="nominal")
+
+
+def test_on_a_sigma_axis_the_papers_points_are_not_put_on_the_epsilon_axis():
+    from dpmix_core.experiments.spec import Published
+
+    rows = _sweep_rows()
+    for row in rows:
+        row["axis"] = "sigma"
+    agg = aggregate(rows, "sigma")
+    figure, caption = sweep_figure(agg, "sigma", against="certified", published=(Published(POISSON, 0.5, 0.8, "x"),))
+    assert not any(t.name.startswith("published") for t in figure.data) and "papers' points" in caption
+    assert against_title("axis", "sigma") == "noise σx" and against_title("certified", "sigma") == "certified ε"
+    assert against_title("axis", "target_epsilon").startswith("target ε")
+
+
+def test_what_epsilon_do_i_need_reads_the_certified_epsilon_too():
+    agg = aggregate(_sweep_rows(), "target_epsilon")
+    assert epsilon_choices(agg, "target_epsilon")[:2] == ["target epsilon", CERTIFIED]
+    answer = solve_epsilon(agg, axis="target_epsilon", series=POISSON, accuracy=0.725, epsilon_name=CERTIFIED)
+    assert answer.epsilon is not None and 2.54 < answer.epsilon < 6.63  # between the PLD bounds, not the CLT's 2 and 4
+    assert "certified ε" in answer.sentence()
+    nominal = solve_epsilon(agg, axis="target_epsilon", series=POISSON, accuracy=0.725)
+    assert nominal.epsilon is not None and 2.0 < nominal.epsilon < 4.0
+    without = agg.drop(columns=["certified_epsilon"])
+    assert CERTIFIED not in epsilon_choices(without, "target_epsilon")
+
+
+def test_the_cli_offers_what_the_figure_draws():
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    against = next(a for a in sub.choices["sweep-report"]._actions if a.dest == "against")
+    assert tuple(against.choices) == AGAINST and against.default == "axis"
+
+
+@pytest.fixture
+def stored_table1(tmp_path, monkeypatch):
+    """DPFMix Table 1's quick sweep with its Poisson series at CLT eps = 1, 2, 4 and its uniform series, finished."""
+    from dpmix_core.experiments.presets import get_preset
+    from dpmix_core.experiments.trade_offs import sweep_jobs
+    from dpmix_core.runtime.store import ResultStore
+
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
+    monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path))
+    spec = get_preset("dpfmix-table1-quick")
+    store = ResultStore()
+    sweep = store.create_sweep(spec.name, spec.to_dict())
+    for row in _sweep_rows()[:-1]:
+        label, eps = row["config"]["label"], row["config"]["synthesis"]["target_epsilon"]
+        kind, config, key = next(
+            j for j in sweep_jobs(spec) if j[1]["label"] == label and j[1]["synthesis"]["target_epsilon"] == eps
+        )
+        run = store.submit(kind, config, key, sweep=sweep.id)
+        store.claim(run.id)
+        store.finish(run.id, {**row["result"], "delta": 1e-5})
+    return store, sweep
+
+
+def test_the_report_and_the_cli_draw_a_sweep_against_its_certified_epsilon(stored_table1, tmp_path, capsys):
+    from dpmix_core.views.sweep_report import sweep_report
+
+    store, sweep = stored_table1
+    title = "certified \\u03b5 (smallest rigorous upper bound"  # the figure's x-axis, in the page's plotly JSON
+    page = sweep_report(store, sweep.id, against="certified")
+    assert title in page and CERTIFIED_CAPTION in html.unescape(page)
+    assert CERTIFIED_CAPTION not in html.unescape(sweep_report(store, sweep.id))
+    assert "<th>certified ε</th>" in page and "<td>1.52</td>" in page and "<th>certified by</th>" in page
+    out = tmp_path / "report.html"
+    assert main(["sweep-report", str(sweep.id), "--out", str(out), "--against", "certified"]) == 0
+    assert title in out.read_text()
+    assert main(["sweep-report", str(sweep.id), "--out", str(tmp_path / "x.html"), "--against", "nominal"]) == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_the_page_draws_the_sweep_against_its_certified_epsilon(stored_table1):
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert not at.exception
+    radio = at.radio(key="tr_against")
+    assert radio.value == "axis"
+    radio.set_value("certified").run()
+    assert not at.exception
+    spec = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    poisson = next(t for t in spec["data"] if t.get("name") == POISSON)
+    assert sorted(poisson["x"]) == [1.52, 2.54, 6.63]
+    assert spec["layout"]["xaxis"]["title"]["text"].startswith("certified ε")
+    assert any(CERTIFIED_CAPTION in c.value for c in at.caption)
+    assert at.selectbox(key="tr_eps2").disabled
+    table = pd.DataFrame(at.dataframe[-1].value)
+    assert {"certified_epsilon", "certified_by"} <= set(table.columns)
