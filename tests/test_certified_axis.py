@@ -62,6 +62,15 @@ def test_a_run_without_a_card_is_certified_by_its_rigorous_accountants_only():
     assert not BASELINE_UPPER_BOUNDS["opacus-prv"]
 
 
+def test_every_baseline_epsilon_has_a_reading_and_a_kind():
+    """The report's words for each baseline epsilon and whether it certifies a point name the same epsilons."""
+    from dpmix_core.views.sweep_report import EPSILON_READINGS
+
+    assert set(BASELINE_UPPER_BOUNDS) == set(EPSILON_READINGS)
+    for name, bound in BASELINE_UPPER_BOUNDS.items():
+        assert ("up to its numerical error" in EPSILON_READINGS[name]) == (not bound), name
+
+
 @given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.floats(0.01, 1e6), st.booleans()), max_size=6))
 def test_the_certified_epsilon_is_the_smallest_bound_the_card_marks(entries):
     card = {"epsilons": [_entry(name, eps, bound) for name, eps, bound in entries]}
