@@ -51,11 +51,13 @@ from dpmix_core.experiments.trade_offs import (
     release_model_choices,
     resume_runs,
     run_table,
+    runs_the_data_can_make,
     settled_cells,
     spec_problem,
     sweep_axis,
     sweep_choices,
     sweep_id_from_query,
+    sweep_jobs,
     sweep_results,
     sweep_run_ids,
     sweep_test_inputs,
@@ -140,6 +142,13 @@ def run_cells(path: str, run_ids: tuple[int, ...], axis: str | None, version: tu
 def runtime_estimate(spec: SweepSpec, path: str, version: tuple, slots: int) -> RuntimeEstimate:
     """The sweep's estimated wall time from this machine's past runs: read again only when a run finishes."""
     return estimate_sweep_runtime(spec, ResultStore(path), slots=slots)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def data_can_make(spec: SweepSpec) -> tuple[int, tuple[str, ...]]:
+    """(how many of the sweep's runs its data can make, a line per reason for the others): loads the data once."""
+    kept, left_out = runs_the_data_can_make(sweep_jobs(spec))
+    return len(kept), left_out
 
 
 def _launch(spec) -> None:
@@ -386,12 +395,21 @@ def _launch_panel(spec) -> None:
     if problem := spec_problem(spec):  # before the run list is built: that costs time too
         st.error(problem)
         return
-    runs = spec.runs()
+    try:
+        runs, left_out = data_can_make(spec)
+    except ValueError as exc:  # the data does not load
+        st.error(str(exc))
+        return
     c1, c2 = st.columns([2, 1])
     c2.number_input("Parallel workers", min_value=1, max_value=64, value=default_max_parallel(), key=K + "parallel")
     estimate = runtime_estimate(spec, str(store().path), store().results_version(), st.session_state[K + "parallel"])
     reused = f"{estimate.runs_reused} of them already in the store" if estimate.runs_reused else "Runs in the store"
-    c1.markdown(f"**{len(runs)} runs**, estimated **{estimate.text}**. {reused} are reused, not recomputed.")
+    c1.markdown(f"**{runs} runs**, estimated **{estimate.text}**. {reused} are reused, not recomputed.")
+    if not runs:
+        st.error("This data can make none of the sweep's runs: " + "; ".join(left_out))
+        return
+    if left_out:
+        st.warning("Left out, this data cannot make them (not queued): " + "; ".join(left_out))
     st.button("Launch in the background", type="primary", on_click=_launch, args=(spec,), key=K + "launch")
     if err := st.session_state.get(K + "launch_error"):
         st.error(err)

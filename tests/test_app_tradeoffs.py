@@ -42,6 +42,15 @@ def test_preset_mode_shows_estimate(at):
     assert at.selectbox(key="tr_preset").value == DEMO_PRESET and get_preset(DEMO_PRESET).quick  # a demo's default
 
 
+def test_a_preset_run_the_data_cannot_make_is_named_before_launch_and_not_counted(at):
+    """thesis-4.2-l-quick on the embedded sample: l = 512 of one class is more than its 400 records a class."""
+    at.selectbox(key="tr_preset").set_value("thesis-4.2-l-quick").run()
+    assert not at.exception and not at.error
+    assert any(w.value.startswith("Left out, this data cannot make them") and "l=512" in w.value for w in at.warning)
+    assert any(m.value.startswith("**4 runs**") for m in at.markdown)
+    assert at.button(key="tr_launch")
+
+
 def test_fashion_mnist_on_disk_is_offered_but_not_the_default(tmp_path, monkeypatch):
     """A dataset found on disk joins the Training data list; the page still starts on MNIST or the sample."""
     import streamlit as st

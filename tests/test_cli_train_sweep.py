@@ -561,3 +561,31 @@ def test_train_test_inputs_reaches_the_run_and_is_refused_where_nothing_is_clipp
     code = main(["train", "--mechanism", "dpmix", *TINY, "--test-inputs", "unclipped"])
     err = capsys.readouterr().err
     assert code == 2 and "test_inputs 'unclipped'" in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_runs_the_data_cannot_make_are_left_out_with_their_reason():
+    """thesis-4.2-l-quick on the embedded sample: l = 512 of one class needs 512 records a class, the sample has 400;
+    that run is named and left out, the others kept (it was queued and failed after the rest had run)."""
+    from dpmix_core.experiments.presets import get_preset
+    from dpmix_core.experiments.trade_offs import runs_the_data_can_make, sweep_jobs, with_dataset
+
+    jobs = sweep_jobs(with_dataset(get_preset("thesis-4.2-l-quick"), "embedded"))
+    kept, left_out = runs_the_data_can_make(jobs)
+    assert sorted(cfg["synthesis"]["l"] for _, cfg, _ in kept) == [32, 64, 128, 256]
+    assert len(left_out) == 1 and "fewer than l=512" in left_out[0] and left_out[0].endswith("(1 run)")
+    own = ("kind", {"dataset": "embedded", "data_file": "mine.csv", "method": "mixing"}, None)
+    assert runs_the_data_can_make([own]) == ([own], ())  # one's own file: check_job_datasets refuses, not this
+
+
+def test_a_sweep_runs_what_the_data_can_make_and_says_what_it_left_out(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "r.sqlite"))
+    head = 'name = "tiny-cc"\naxis = "l"\nvalues = [4, 1000]\n'
+    spec = _tiny_spec(tmp_path, head)
+    spec.write_text(spec.read_text().replace('mechanism = "dpmix"', 'mechanism = "class-centric"'))
+    assert main(["sweep", str(spec), "--poll", "0.2", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "left out (the data cannot make them; not queued): “mixing”: class" in err and "l=1000" in err
+    assert [run.config["synthesis"]["l"] for run in ResultStore().list_runs(sweep="tiny-cc")] == [4]
+    assert main(["sweep", str(spec), "--values", "1000"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: the data can make none of the sweep's runs: “mixing”: class") and err.count("\n") == 1

@@ -165,12 +165,18 @@ def cli_sweep(
         axis_column,
         check_job_datasets,
         read_stored_sweep,
+        runs_the_data_can_make,
         sweep_best_axis,
     )
     from dpmix_core.runtime.backends import make_backend
 
     if backend_name == "local":  # before queueing: a dataset not here fails once, not once per run (a Ray
         check_job_datasets(runs, store)  # cluster's workers read their own data folders)
+    runs, left_out = runs_the_data_can_make(runs)  # e.g. l = 512 of one class on the embedded sample
+    if not runs:
+        raise ValueError(f"the data can make none of the sweep's runs: {left_out[0]}")
+    for line in left_out:
+        print(f"left out (the data cannot make them; not queued): {line}", file=sys.stderr)
     options = {} if threads is None else {"threads_per_worker": threads}
     try:
         backend = make_backend(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -68,6 +69,7 @@ __all__ = [
     "expand_cli_spec",
     "narrow_spec",
     "check_job_datasets",
+    "runs_the_data_can_make",
     "with_data_file",
     "check_seeds",
     "sweep_jobs",
@@ -123,6 +125,7 @@ class Launch:
     run_ids: tuple[int, ...]
     reused: int  # runs already done in the store: not recomputed
     location: str
+    left_out: tuple[str, ...] = ()  # runs the data cannot make, not queued: one line per reason
 
 
 def with_dataset(spec: SweepSpec, dataset: str, data_dir: str | None = None) -> SweepSpec:
@@ -289,6 +292,48 @@ def check_job_datasets(jobs: list[RunSpec], store: ResultStore | None = None) ->
             raise ValueError(str(exc)) from None
 
 
+def runs_the_data_can_make(jobs: list[RunSpec]) -> tuple[list[RunSpec], tuple[str, ...]]:
+    """(the runs their named dataset can make, one line per reason the others cannot, with how many runs it holds).
+
+    Each run on a dataset found on this machine is checked as ``train`` checks one: on its dataset as the run reads
+    it (subsampled to its train and test limits), by :func:`~dpmix_core.experiments.run_data.check_run_on`. A
+    preset's ℓ = 512 of one class on the embedded sample (400 records a class) cannot be made: it is left out with
+    its reason ("“mixing”: class 0 has 400 records, fewer than l=512; ... (1 run)") instead of being queued to fail.
+    Runs on one's own file are refused by :func:`check_job_datasets` instead (the file is the user's: its problems
+    are errors), and so is a dataset not here (its one line). ValueError (one line): a dataset here that does not
+    load.
+    """
+    from dpmix_core.training.data import subsample
+
+    datasets: dict[tuple, Dataset | None] = {}
+    kept: list[RunSpec] = []
+    reasons: Counter[tuple[str, str]] = Counter()
+    for job in jobs:
+        config = job[1]
+        if config.get("data_file") or config.get("release_file") or not config.get("dataset"):
+            kept.append(job)
+            continue
+        run = RunConfig.from_dict(dict(config))
+        where = (run.dataset, run.data_dir, run.train_limit, run.test_limit)
+        if where not in datasets:
+            try:
+                here = locate_dataset(run.dataset, data_dir=run.data_dir) is not None
+                ds = load_dataset(run.dataset, data_dir=run.data_dir) if here else None
+            except DatasetError as exc:
+                raise ValueError(str(exc)) from None
+            limits = {"train_limit": run.train_limit, "test_limit": run.test_limit}
+            datasets[where] = None if ds is None else subsample(ds, **limits)
+        if (ds := datasets[where]) is not None:
+            try:
+                check_run_on(run, ds)
+            except ValueError as exc:
+                reasons[(run.label or run.method, str(exc))] += 1
+                continue
+        kept.append(job)
+    lines = tuple(f"“{label}”: {why} ({n} run{'s' if n > 1 else ''})" for (label, why), n in reasons.items())
+    return kept, lines
+
+
 def _check_own_data_jobs(configs: list[Mapping[str, Any]]) -> None:
     """ValueError (one line) unless every run on one's own file can read it (its bytes as when the run was defined)
     and train on it (:func:`~dpmix_core.experiments.run_data.check_run_on`)."""
@@ -357,13 +402,17 @@ def _same(a, b) -> bool:
 
 
 def launch_sweep(spec: SweepSpec, store: ResultStore, *, max_parallel: int | None = None) -> Launch:
-    """Queue every run of the sweep (done ones are reused) and start workers up to the limit."""
-    runs = sweep_jobs(spec)
+    """Queue every run of the sweep that its data can make (done ones are reused; the others are named in
+    ``Launch.left_out``, :func:`runs_the_data_can_make`) and start workers up to the limit. ValueError (one line):
+    the data can make none of them."""
+    runs, left_out = runs_the_data_can_make(sweep_jobs(spec))
+    if not runs:
+        raise ValueError(f"this data can make none of the sweep's runs: {left_out[0]}")
     backend = LocalProcessBackend(store, max_parallel=max_parallel)
     sweep, submitted = submit_sweep(store, spec.name, runs, backend=backend, spec=spec.to_dict())
     backend.pump()
     reused = sum(1 for run, outcome in submitted if outcome == "existing" and run.status == "done")
-    return Launch(sweep.id, sweep.name, tuple(run.id for run, _ in submitted), reused, backend.describe())
+    return Launch(sweep.id, sweep.name, tuple(run.id for run, _ in submitted), reused, backend.describe(), left_out)
 
 
 def sweep_choices(store: ResultStore) -> dict[int, str]:
