@@ -79,7 +79,7 @@ def test_the_certified_epsilon_is_the_smallest_bound_the_card_marks(entries):
 
 
 def _row(label: str, axis_value: float | None, accuracy: float, result: dict, *, method: str = "mixing") -> dict:
-    config = {"method": method, "label": label, "seed": 0}
+    config = {"method": method, "label": label, "seed": 0, **({"model": "linear"} if method == "dp-pca" else {})}
     if method == "mixing":
         config["synthesis"] = {"mechanism": "poisson", "l": 64, "T": 1000, "target_epsilon": axis_value}
     return {"config": config, "axis": "target_epsilon", "result": {"test_accuracy": accuracy, **result}}
@@ -133,10 +133,15 @@ def test_points_move_to_their_certified_epsilon_and_what_cannot_move_is_named():
         on_certified_epsilon(agg.drop(columns=["certified_epsilon"]))
 
 
-def test_an_approximation_only_point_is_left_out_with_why():
+def test_an_approximation_only_point_is_left_out_with_why_and_no_noise_is_a_reference_line():
     clt_only = _row(POISSON, 1.0, 0.7, {"epsilon": {"gdp-clt": 1.0}})  # no card: gdp-clt is no bound
     points = on_certified_epsilon(aggregate([clt_only], "target_epsilon"))
     assert points.agg.empty and "only an approximation" in points.left_out[0]
+    no_noise = _row("dp-pca", math.inf, 0.9, {"epsilon": {"analytic-gaussian": "inf"}}, method="dp-pca")
+    points = on_certified_epsilon(aggregate([no_noise, clt_only], "target_epsilon"))
+    assert points.agg["axis_value"].tolist() == [math.inf] and len(points.left_out) == 1
+    figure, _ = sweep_figure(aggregate([no_noise], "target_epsilon"), "target_epsilon", against="certified")
+    assert any("(certified ε = ∞)" in a.text for a in figure.layout.annotations)  # drawn flat, as on the axis
 
 
 def test_the_figure_against_certified_epsilon_draws_the_bounds_and_keeps_the_papers_points_on_an_epsilon_axis():

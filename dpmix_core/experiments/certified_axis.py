@@ -10,9 +10,9 @@ private point moves to the smallest rigorous upper bound its runs recorded for t
 
     aggregate (axis: the sweep's) --on_certified_epsilon--> CertifiedPoints
         agg: axis "certified_epsilon", axis_value = the point's certified ε (None for a run without privacy,
-             drawn as a flat reference line)
-        left_out: the private points with no certified ε, each with why (an approximation only, a release no
-             accountant covers, an infinite bound)
+             ∞ for one whose every ε is infinite: both drawn as flat reference lines)
+        left_out: the private points with no certified ε, each with why (an approximation only, or a release no
+             accountant covers)
 
 Nothing is recomputed: the bounds are the runs' stored ones. A point keeps its accuracy, error bar and collapse
 count; only its x moves. Label-only and projection-only bounds protect less than a release's (their series and
@@ -57,8 +57,9 @@ class CertifiedPoints:
 def on_certified_epsilon(agg: pd.DataFrame) -> CertifiedPoints:
     """``agg`` (an :func:`~dpmix_core.experiments.results.aggregate`) with each point's x moved to its certified ε.
 
-    A point whose runs have no privacy (guarantee "none") keeps no axis value, so a figure draws it as a flat
-    reference line; a private point without a certified ε is left out and named in ``left_out`` with the reason.
+    A point whose runs have no privacy (guarantee "none") keeps no axis value and one whose every ε is infinite
+    (no noise) the value ∞, so a figure draws either as a flat reference line; a private point without a certified
+    ε is left out and named in ``left_out`` with the reason.
     ValueError: an aggregate without the ``certified_epsilon`` column (one made before it was recorded).
     """
     if "certified_epsilon" not in agg.columns:
@@ -71,6 +72,8 @@ def on_certified_epsilon(agg: pd.DataFrame) -> CertifiedPoints:
             keep.append((index, None))
         elif isinstance(certified, (int, float)) and math.isfinite(certified):
             keep.append((index, float(certified)))
+        elif _unbounded(row):  # no noise (e.g. DP-PCA at eps = inf): a reference line at "certified eps = inf"
+            keep.append((index, math.inf))
         else:
             left_out.append(f"{row['label']}{_where(row)}: {_why(row)}")
     placed = agg.loc[[index for index, _ in keep]].copy()
@@ -86,15 +89,17 @@ def _where(row: pd.Series) -> str:
     return f" ({axis} = {format_axis_value(float(value))})"
 
 
-def _why(row: pd.Series) -> str:
-    guarantee = str(row.get("guarantee", ""))
-    if guarantee.startswith("not covered"):
-        return "no accountant covers its release"
+def _unbounded(row: pd.Series) -> bool:
+    """Whether every ε the point recorded is infinite (no noise: the sweep's ε = ∞ end)."""
     bounds = [
         float(v)
         for column, v in row.items()
         if str(column).startswith("epsilon_") and isinstance(v, (int, float)) and not pd.isna(v)
     ]
-    if bounds and all(math.isinf(v) for v in bounds):
-        return "its ε is infinite (no noise, or too little)"
+    return bool(bounds) and all(math.isinf(v) for v in bounds)
+
+
+def _why(row: pd.Series) -> str:
+    if str(row.get("guarantee", "")).startswith("not covered"):
+        return "no accountant covers its release"
     return "no rigorous bound recorded (only an approximation, e.g. gdp-clt)"
