@@ -187,6 +187,7 @@ def test_what_epsilon_do_i_need_reads_the_certified_epsilon_too():
     assert nominal.epsilon is not None and 2.0 < nominal.epsilon < 4.0
     without = agg.drop(columns=["certified_epsilon"])
     assert CERTIFIED not in epsilon_choices(without, "target_epsilon")
+    assert "epsilon_none" in agg.columns and "none" not in epsilon_choices(agg, "target_epsilon")  # non-private
 
 
 def test_the_cli_offers_what_the_figure_draws():

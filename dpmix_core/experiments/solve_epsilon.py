@@ -155,8 +155,9 @@ class EpsilonAnswer:
 
 def epsilon_choices(agg: pd.DataFrame, axis: str | None) -> list[str]:
     """The epsilons a curve can be read against: "target epsilon" on a target-epsilon axis, then "certified" where
-    a point has a certified epsilon, then every accountant column of the sweep (rigorous ones first)."""
-    names = [c.removeprefix("epsilon_") for c in agg.columns if c.startswith("epsilon_")]
+    a point has a certified epsilon, then every accountant column of the sweep (rigorous ones first; not a
+    non-private run's "none")."""
+    names = [c.removeprefix("epsilon_") for c in agg.columns if c.startswith("epsilon_") and c != "epsilon_none"]
     ordered = [n for n in _PREFERRED if n in names] + sorted(n for n in names if n not in _PREFERRED)
     certified = "certified_epsilon" in agg.columns and bool(
         pd.to_numeric(agg["certified_epsilon"], errors="coerce").map(math.isfinite).any()
