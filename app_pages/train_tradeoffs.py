@@ -139,16 +139,17 @@ def run_cells(path: str, run_ids: tuple[int, ...], axis: str | None, version: tu
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def runtime_estimate(spec: SweepSpec, path: str, version: tuple, slots: int) -> RuntimeEstimate:
-    """The sweep's estimated wall time from this machine's past runs: read again only when a run finishes."""
-    return estimate_sweep_runtime(spec, ResultStore(path), slots=slots)
+def runtime_estimate(spec: SweepSpec, path: str, version: tuple, slots: int, keys: frozenset[str]) -> RuntimeEstimate:
+    """The estimated wall time of the sweep's runs with ``keys`` from this machine's past runs: read again only when
+    a run finishes."""
+    return estimate_sweep_runtime(spec, ResultStore(path), slots=slots, keys=keys)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def data_can_make(spec: SweepSpec) -> tuple[int, tuple[str, ...]]:
-    """(how many of the sweep's runs its data can make, a line per reason for the others): loads the data once."""
+def data_can_make(spec: SweepSpec) -> tuple[frozenset[str], tuple[str, ...]]:
+    """(the keys of the sweep's runs its data can make, a line per reason for the others): loads the data once."""
     kept, left_out = runs_the_data_can_make(sweep_jobs(spec))
-    return len(kept), left_out
+    return frozenset(key for _, _, key in kept if key is not None), left_out
 
 
 def _launch(spec) -> None:
@@ -396,13 +397,15 @@ def _launch_panel(spec) -> None:
         st.error(problem)
         return
     try:
-        runs, left_out = data_can_make(spec)
+        keys, left_out = data_can_make(spec)
     except ValueError as exc:  # the data does not load
         st.error(str(exc))
         return
+    runs = len(keys)
     c1, c2 = st.columns([2, 1])
     c2.number_input("Parallel workers", min_value=1, max_value=64, value=default_max_parallel(), key=K + "parallel")
-    estimate = runtime_estimate(spec, str(store().path), store().results_version(), st.session_state[K + "parallel"])
+    slots = st.session_state[K + "parallel"]
+    estimate = runtime_estimate(spec, str(store().path), store().results_version(), slots, keys)
     reused = f"{estimate.runs_reused} of them already in the store" if estimate.runs_reused else "Runs in the store"
     c1.markdown(f"**{runs} runs**, estimated **{estimate.text}**. {reused} are reused, not recomputed.")
     if not runs:

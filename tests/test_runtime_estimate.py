@@ -74,6 +74,8 @@ def test_the_store_history_is_read_with_measured_wall_times(tmp_path):
     assert len(history) == 1 and history[0].seconds == pytest.approx(40.0) and history[0].model == "linear"
     est = estimate_sweep_runtime(SPEC, store, slots=1)
     assert est.runs_to_compute == len(SPEC.runs())
+    keys = {run_key(cfg) for cfg in SPEC.runs()[:2]}  # the runs the data can make, say
+    assert estimate_sweep_runtime(SPEC, store, slots=1, keys=keys).runs_to_compute == 2
 
 
 def test_invalid_estimates_are_refused():

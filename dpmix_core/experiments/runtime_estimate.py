@@ -10,7 +10,7 @@ here and now; the spread of those ratios gives the range.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from dpmix_core.experiments.config import RunConfig, run_key
@@ -156,9 +156,12 @@ def estimate_runtime(
     )
 
 
-def estimate_sweep_runtime(spec: SweepSpec, store: ResultStore, *, slots: int) -> RuntimeEstimate:
-    """:func:`estimate_runtime` of a sweep from the store's history on this host (what the page shows)."""
-    runs = spec.runs()
+def estimate_sweep_runtime(
+    spec: SweepSpec, store: ResultStore, *, slots: int, keys: Collection[str] | None = None
+) -> RuntimeEstimate:
+    """:func:`estimate_runtime` of a sweep from the store's history on this host (what the page shows); ``keys``:
+    only the runs with these keys (those its data can make, ``trade_offs.runs_the_data_can_make``)."""
+    runs = spec.runs() if keys is None else [cfg for cfg in spec.runs() if run_key(cfg) in keys]
     history = past_runs(store)
     done = frozenset(
         key for key in (run_key(cfg) for cfg in runs) if (r := store.get_by_key(key)) is not None and r.status == "done"
