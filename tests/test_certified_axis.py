@@ -199,24 +199,23 @@ def test_the_cli_offers_what_the_figure_draws():
 @pytest.fixture
 def stored_table1(tmp_path, monkeypatch):
     """DPFMix Table 1's quick sweep with its Poisson series at CLT eps = 1, 2, 4 and its uniform series, finished."""
+    from fake_jobs import finish_sweep
+
     from dpmix_core.experiments.presets import get_preset
-    from dpmix_core.experiments.trade_offs import sweep_jobs
     from dpmix_core.runtime.store import ResultStore
 
     monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
     monkeypatch.setenv("DPMIX_DATA_DIR", str(tmp_path))
-    spec = get_preset("dpfmix-table1-quick")
+    results = {
+        (r["config"]["label"], r["config"]["synthesis"]["target_epsilon"]): r["result"] for r in _sweep_rows()[:-1]
+    }
+
+    def result_for(config: dict) -> dict | None:
+        found = results.get((config["label"], config["synthesis"]["target_epsilon"]))
+        return None if found is None else {**found, "delta": 1e-5}
+
     store = ResultStore()
-    sweep = store.create_sweep(spec.name, spec.to_dict())
-    for row in _sweep_rows()[:-1]:
-        label, eps = row["config"]["label"], row["config"]["synthesis"]["target_epsilon"]
-        kind, config, key = next(
-            j for j in sweep_jobs(spec) if j[1]["label"] == label and j[1]["synthesis"]["target_epsilon"] == eps
-        )
-        run = store.submit(kind, config, key, sweep=sweep.id)
-        store.claim(run.id)
-        store.finish(run.id, {**row["result"], "delta": 1e-5})
-    return store, sweep
+    return store, finish_sweep(store, get_preset("dpfmix-table1-quick"), result_for)
 
 
 def test_the_report_and_the_cli_draw_a_sweep_against_its_certified_epsilon(stored_table1, tmp_path, capsys):
