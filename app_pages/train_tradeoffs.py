@@ -32,7 +32,7 @@ from dpmix_core.experiments.run_data import OwnData
 from dpmix_core.experiments.runtime_estimate import RuntimeEstimate, estimate_sweep_runtime
 from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_series, solve_epsilon
 from dpmix_core.experiments.spec import SweepSpec
-from dpmix_core.experiments.sweep_view import SweepView, view_sweep
+from dpmix_core.experiments.sweep_view import SweepView, overlay_aggregates, view_sweep
 from dpmix_core.experiments.trade_offs import (
     AUTO_ACCOUNTANT,
     REPRODUCED_WITHIN_PTS,
@@ -120,6 +120,12 @@ def cached_test_constants(dataset: str) -> tuple[str, str]:
 def stored_sweep(path: str, sweep: int, version: tuple) -> StoredSweep:
     """One read of a sweep's runs, shared by every view of it until the store changes (``version``)."""
     return read_stored_sweep(ResultStore(path), sweep)
+
+
+@st.cache_data(show_spinner="Reading the other sweeps…", max_entries=4)
+def overlay_views(path: str, sweeps: tuple[int, ...], version: tuple) -> dict:
+    """{name: aggregate} of the sweeps drawn beside the one shown, each read as its own view reads it."""
+    return overlay_aggregates(ResultStore(path), list(sweeps))
 
 
 @st.cache_data(show_spinner="Reading the sweep…", max_entries=16)
@@ -629,6 +635,16 @@ def _results_panel(query_sweep: int | None) -> None:
         "point's certified ε: the smallest rigorous upper bound its runs recorded, so series calibrated by "
         "different accountants (or swept along σ or ℓ) meet on one honest ε axis.",
     )
+    others: list[int] = []
+    if against == "certified":
+        others = st.multiselect(
+            "Beside other sweeps (on the same certified-ε axis)",
+            [i for i in ids if i != chosen],
+            format_func=names.get,
+            key=K + "beside",
+            help="Their points join this chart at their own certified ε, each series named after its sweep: "
+            "sweeps that turned different knobs (σ, ℓ, a target ε of another accountant) compared at one ε.",
+        )
     second = c3.selectbox(
         "ε on a second axis",
         ["(none)", *eps_cols],
@@ -646,11 +662,14 @@ def _results_panel(query_sweep: int | None) -> None:
         epsilon_column=None if second == "(none)" else second,
         published=published,
         full_protocol=check.table if check is not None and check.full_runs else None,
+        name=view.name,
+        overlay=overlay_views(path, tuple(others), version) if others else None,
     )
     chart(
         fig,
         K + "chart",
-        {"sweep": names[chosen], "axis": axis, "metric": metric, "second axis": second, "against": against},
+        {"sweep": names[chosen], "axis": axis, "metric": metric, "second axis": second, "against": against}
+        | ({"beside": ", ".join(names[i] for i in others)} if others else {}),
     )
     st.caption(
         "Error bars: ±1 standard deviation over repeats (seeds). Dotted lines: runs the axis does not move "
@@ -682,7 +701,7 @@ def _results_panel(query_sweep: int | None) -> None:
         key=K + "csv",
     )
     _solve_epsilon_panel(agg, axis)
-    _report_panel(chosen, metric, None if second == "(none)" else second, (test_rows, test_inputs), against)
+    _report_panel(chosen, metric, None if second == "(none)" else second, (test_rows, test_inputs), against, others)
 
 
 def _best_axis_panel(sweep: int, picks: tuple[AxisPick, ...]) -> None:
@@ -720,7 +739,12 @@ def _quick_vs_full_panel(sweep: int, check: QuickVsFull, others: dict[str, Quick
 
 
 def _report_panel(
-    sweep: int, metric: str, epsilon_column: str | None, reading: tuple[str, str], against: str = "axis"
+    sweep: int,
+    metric: str,
+    epsilon_column: str | None,
+    reading: tuple[str, str],
+    against: str = "axis",
+    beside: list[int] | None = None,
 ) -> None:
     """A one-file HTML report of the sweep shown (figure, reading, tables), for a deck or an e-mail."""
     st.subheader("Share")
@@ -735,6 +759,7 @@ def _report_panel(
                 test_rows=test_rows,
                 test_inputs=test_inputs,
                 against=against,
+                beside=beside or [],
             )
         except ValueError as exc:
             st.error(str(exc))

@@ -249,3 +249,85 @@ def test_the_page_draws_the_sweep_against_its_certified_epsilon(stored_table1):
     assert at.selectbox(key="tr_eps2").disabled
     table = pd.DataFrame(at.dataframe[-1].value)
     assert {"certified_epsilon", "certified_by"} <= set(table.columns)
+
+
+def test_other_sweeps_join_the_certified_axis_each_series_named_after_its_sweep():
+    from dpmix_core.experiments.certified_axis import overlaid
+    from dpmix_core.experiments.spec import Published
+
+    table1 = aggregate(_sweep_rows(), "target_epsilon")
+    sigma_rows = [
+        {**_row("mixing", None, acc, {"privacy_card": {"epsilons": [_entry("rdp-wor", eps, True)]}}), "axis": "sigma"}
+        for acc, eps in ((0.8, 3.0), (0.6, 1.0))
+    ]
+    for row, sigma in zip(sigma_rows, (0.7, 2.0), strict=True):
+        row["config"]["synthesis"] = {"mechanism": "dpmix", "l": 16, "T": 1000, "sigma_x": sigma}
+    sigma = aggregate(sigma_rows, "sigma")
+    both = overlaid({"t1": table1, "s": sigma})
+    assert set(both["label"]) >= {f"t1: {POISSON}", "s: mixing", "t1: non-private"} and len(both) == 9
+    published = (Published(POISSON, 1.0, 0.79, "paper"), Published("DP diffusion", 1.0, 0.95, "x", reference=True))
+    figure, caption = sweep_figure(
+        table1, "target_epsilon", against="certified", name="t1", overlay={"s": sigma}, published=published, title="T"
+    )
+    traces = {t.name: t for t in figure.data}
+    assert sorted(traces["s: mixing"].x) == [1.0, 3.0] and sorted(traces[f"t1: {POISSON}"].x) == [1.52, 2.54, 6.63]
+    assert f"published — t1: {POISSON}" in traces  # the papers' points follow their series' new name
+    assert any(name.startswith("published, not ours") and "DP diffusion" in name for name in traces)
+    assert "Beside t1: s" in caption and figure.layout.title.text.startswith("T and 1 other sweep(s)")
+    with pytest.raises(ValueError, match="only the certified"):
+        sweep_figure(table1, "target_epsilon", overlay={"s": sigma})
+    with pytest.raises(ValueError, match="no sweep"):
+        overlaid({})
+
+
+def test_the_report_and_the_cli_draw_other_sweeps_beside_one(stored_table1, tmp_path, capsys):
+    from fake_jobs import finish_sweep
+
+    from dpmix_core.experiments.presets import get_preset
+    from dpmix_core.views.sweep_report import sweep_report
+
+    store, sweep = stored_table1
+    card = {"epsilons": [_entry("rdp-wor", 3.3, True)]}
+    other = finish_sweep(
+        store, get_preset("thesis-4.2-l-quick"), lambda c: {"test_accuracy": 0.8, "privacy_card": card}
+    )
+    page = html.unescape(sweep_report(store, sweep.id, against="certified", beside=[other.id]))
+    assert f"Beside {sweep.name}: thesis-4.2-l-quick" in page and "thesis-4.2-l-quick: mixing" in page
+    out = tmp_path / "both.html"
+    args = [
+        "sweep-report",
+        str(sweep.id),
+        "--out",
+        str(out),
+        "--against",
+        "certified",
+        "--beside",
+        "thesis-4.2-l-quick",
+    ]
+    assert main(args) == 0 and "thesis-4.2-l-quick: mixing" in out.read_text()
+    assert main([*args[:3], str(tmp_path / "x.html"), "--beside", "thesis-4.2-l-quick"]) == 2
+    assert "--beside needs --against certified" in capsys.readouterr().err
+    assert main([*args[:3], str(tmp_path / "y.html"), "--against", "certified", "--beside", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nope" in err
+
+
+def test_the_page_draws_other_sweeps_beside_the_one_shown(stored_table1):
+    from fake_jobs import finish_sweep
+
+    from dpmix_core.experiments.presets import get_preset
+
+    store, sweep = stored_table1
+    card = {"epsilons": [_entry("rdp-wor", 3.3, True)]}
+    other = finish_sweep(
+        store, get_preset("thesis-4.2-l-quick"), lambda c: {"test_accuracy": 0.8, "privacy_card": card}
+    )
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at.selectbox(key="tr_show").set_value(sweep.id).run()
+    assert all(m.key != "tr_beside" for m in at.multiselect)  # only on the certified axis
+    at.radio(key="tr_against").set_value("certified").run()
+    at.multiselect(key="tr_beside").set_value([other.id]).run()
+    assert not at.exception
+    spec = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    names = {t.get("name") for t in spec["data"]}
+    assert "thesis-4.2-l-quick: mixing" in names and f"{sweep.name}: {POISSON}" in names

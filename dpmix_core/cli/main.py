@@ -1182,6 +1182,8 @@ def cmd_sweep_report(args: argparse.Namespace) -> int:
     if out.suffix.lower() not in (".html", ".htm"):
         raise CliError(f"--out must end in .html. Found {out.name!r}")
     check_new_file(out, what="--out")  # before any work
+    if args.beside and args.against != "certified":
+        raise CliError("--beside needs --against certified: other sweeps share only the certified-epsilon axis")
     sweep: int | str = int(args.sweep) if args.sweep.isdigit() else args.sweep
     page = sweep_report(
         ResultStore.existing(args.store),
@@ -1191,6 +1193,7 @@ def cmd_sweep_report(args: argparse.Namespace) -> int:
         test_rows=args.test_rows,
         test_inputs=args.test_inputs,
         against=args.against,
+        beside=[int(b) if b.isdigit() else b for b in args.beside or ()],
     )
     write_files_atomically({out: page.encode("utf-8")})
     print(f"wrote {out} ({len(page) / 1e6:.1f} MB, self-contained: opens offline)")
@@ -1212,6 +1215,12 @@ def _add_sweep_report(sub) -> None:
         default="axis",
         help="draw the accuracy against the sweep's own axis, or against each point's certified epsilon (the "
         "smallest rigorous upper bound its runs recorded)",
+    )
+    p.add_argument(
+        "--beside",
+        nargs="+",
+        metavar="SWEEP",
+        help="with --against certified: other sweeps (names or numbers) drawn on the same certified-epsilon axis",
     )
     from dpmix_core.data import TEST_ROWS
     from dpmix_core.training.names import TEST_INPUTS

@@ -14,7 +14,8 @@ private point moves to the smallest rigorous upper bound its runs recorded for t
         left_out: the private points with no certified ε, each with why (an approximation only, or a release no
              accountant covers)
 
-Nothing is recomputed: the bounds are the runs' stored ones. A point keeps its accuracy, error bar and collapse
+Several sweeps share that axis (:func:`overlaid`): their points are comparable there whatever each sweep turned,
+each series named after its sweep. Nothing is recomputed: the bounds are the runs' stored ones. A point keeps its accuracy, error bar and collapse
 count; only its x moves. Label-only and projection-only bounds protect less than a release's (their series and
 guarantee say so); they are placed at their own ε like the rest.
 """
@@ -22,13 +23,14 @@ guarantee say so); they are placed at their own ε like the rest.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
 
 from dpmix_core.experiments.results import format_axis_value
 
-__all__ = ["CERTIFIED_AXIS", "CertifiedPoints", "on_certified_epsilon"]
+__all__ = ["CERTIFIED_AXIS", "CertifiedPoints", "on_certified_epsilon", "overlaid"]
 
 CERTIFIED_AXIS = "certified_epsilon"  # the axis name of the points' certified epsilons (trade_offs.AXIS_TITLES)
 
@@ -103,3 +105,12 @@ def _why(row: pd.Series) -> str:
     if str(row.get("guarantee", "")).startswith("not covered"):
         return "no accountant covers its release"
     return "no rigorous bound recorded (only an approximation, e.g. gdp-clt)"
+
+
+def overlaid(aggs: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Several sweeps' aggregates as one, each series named "sweep: series" (two sweeps' "mixing" stay apart), to be
+    read on the certified axis (:func:`on_certified_epsilon`): the only axis their points share. ValueError: none."""
+    if not aggs:
+        raise ValueError("no sweep to overlay.")
+    parts = [agg.assign(label=[f"{name}: {label}" for label in agg["label"]]) for name, agg in aggs.items()]
+    return pd.concat([part for part in parts if len(part)] or parts[:1], ignore_index=True)

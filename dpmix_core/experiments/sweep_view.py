@@ -36,7 +36,7 @@ from dpmix_core.experiments.trade_offs import (
 )
 from dpmix_core.runtime.store import ResultStore
 
-__all__ = ["SweepView", "view_sweep"]
+__all__ = ["SweepView", "overlay_aggregates", "view_sweep"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,3 +108,13 @@ def view_sweep(
         best_axis=sweep_best_axis(store, stored, test_inputs=inputs),
         checks=checks,
     )
+
+
+def overlay_aggregates(store: ResultStore, sweeps: list[int | str]) -> dict[str, pd.DataFrame]:
+    """{sweep name: its aggregate, each on its own test rows through its own test images} of ``sweeps``, to draw
+    beside another on the certified-ε axis (``certified_axis.overlaid``). ValueError: no such sweep."""
+    out = {}
+    for sweep in sweeps:
+        view = view_sweep(store, sweep)
+        out[view.name] = view.agg
+    return out

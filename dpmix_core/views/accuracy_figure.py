@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 
-from dpmix_core.experiments.certified_axis import CERTIFIED_AXIS, on_certified_epsilon
+from dpmix_core.experiments.certified_axis import CERTIFIED_AXIS, on_certified_epsilon, overlaid
 from dpmix_core.experiments.results import all_collapsed, collapsed_note, partly_collapsed
 from dpmix_core.experiments.spec import Published
 from dpmix_core.experiments.trade_offs import AXIS_TITLES
@@ -70,15 +72,21 @@ def sweep_figure(
     epsilon_column: str | None = None,
     published: tuple[Published, ...] = (),
     full_protocol: pd.DataFrame | None = None,
+    name: str = "",
+    overlay: Mapping[str, pd.DataFrame] | None = None,
 ) -> tuple[go.Figure, str]:
     """(:func:`trade_off_figure` of a sweep, a caption for what it adds to the markers'): against its own ``axis``
     (the caption: :func:`full_protocol_caption`), or, with
     ``against="certified"``, against each point's certified epsilon (:func:`on_certified_epsilon`). There the
     second epsilon axis and the full protocol's diamonds (both along the sweep's axis) are not drawn, nor are the
     papers' points of a sweep whose axis is not an epsilon; the caption says so and names the points left out.
-    ValueError: ``against`` not one of :data:`AGAINST`."""
+    ``overlay`` ({sweep name: aggregate}, ``sweep_view.overlay_aggregates``): other sweeps drawn beside this one
+    (``name``) on the certified axis, every series named after its sweep (:func:`overlaid`); the papers' points are
+    then this sweep's only. ValueError: ``against`` not one of :data:`AGAINST`, or an overlay against the axis."""
     if against not in AGAINST:
         raise ValueError(f"against must be one of {', '.join(AGAINST)}. Found {against!r}.")
+    if overlay and against != "certified":
+        raise ValueError("other sweeps share only the certified-ε axis with this one: draw against 'certified'.")
     if against == "axis":
         figure = trade_off_figure(
             agg,
@@ -90,6 +98,12 @@ def sweep_figure(
             full_protocol=full_protocol,
         )
         return figure, full_protocol_caption(full_protocol)
+    if overlay:
+        agg = overlaid({name or "this sweep": agg, **overlay})
+        title = f"{title} and {len(overlay)} other sweep(s), on one certified-ε axis" if title else title
+        published = tuple(
+            p if p.reference else replace(p, series=f"{name or 'this sweep'}: {p.series}") for p in published
+        )
     points = on_certified_epsilon(agg)
     on_epsilon = (axis or "").endswith("epsilon")
     figure = trade_off_figure(
@@ -98,7 +112,10 @@ def sweep_figure(
     dropped = [] if on_epsilon or not published else ["the papers' points (on the sweep's own axis) are not drawn"]
     if epsilon_column is not None or full_protocol is not None:
         dropped.append("the second ε axis and the full protocol's diamonds belong to the sweep's own axis")
-    caption = " ".join([CERTIFIED_CAPTION, *(f"{d[0].upper()}{d[1:]}." for d in dropped), points.sentence()])
+    beside = (
+        [f"Beside {name or 'this sweep'}: {', '.join(overlay)} (each series named after its sweep)."] if overlay else []
+    )
+    caption = " ".join([CERTIFIED_CAPTION, *beside, *(f"{d[0].upper()}{d[1:]}." for d in dropped), points.sentence()])
     return figure, caption.strip()
 
 

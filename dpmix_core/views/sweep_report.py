@@ -27,7 +27,7 @@ from dpmix_core.experiments.results import (
     runs_per_point,
 )
 from dpmix_core.experiments.spec import axis_value
-from dpmix_core.experiments.sweep_view import view_sweep
+from dpmix_core.experiments.sweep_view import overlay_aggregates, view_sweep
 from dpmix_core.experiments.trade_offs import (
     AXIS_TITLES,
     REPRODUCED_WITHIN_PTS,
@@ -253,10 +253,11 @@ def sweep_report(
     test_rows: str | None = None,
     test_inputs: str | None = None,
     against: str = "axis",
+    beside: list[int | str] | tuple[int | str, ...] = (),
 ) -> str:
     """The report of one stored sweep; ``epsilon_column`` (an accountant, e.g. "pld-poisson") goes on a second axis;
     ``against`` ("axis" or "certified", :func:`~dpmix_core.views.accuracy_figure.sweep_figure`) what its figure draws
-    the accuracy against;
+    the accuracy against, ``beside`` other sweeps (ids or names) drawn with it on the certified axis;
     ``test_rows`` ("all", "even", "odd"; None: what the sweep's spec reports) picks the test rows of the accuracy,
     ``test_inputs`` (``TEST_INPUTS``; None: the sweep's) the test loader its trained models are read through.
 
@@ -292,6 +293,8 @@ def sweep_report(
         epsilon_column=epsilon_column,
         published=published,
         full_protocol=full_points,
+        name=stored.name,
+        overlay=overlay_aggregates(store, list(beside)) if beside else None,
     )
     sections = [
         Section(
