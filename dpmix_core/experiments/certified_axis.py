@@ -15,9 +15,9 @@ private point moves to the smallest rigorous upper bound its runs recorded for t
              accountant covers)
 
 Several sweeps share that axis (:func:`overlaid`): their points are comparable there whatever each sweep turned,
-each series named after its sweep. Nothing is recomputed: the bounds are the runs' stored ones. A point keeps its accuracy, error bar and collapse
-count; only its x moves. Label-only and projection-only bounds protect less than a release's (their series and
-guarantee say so); they are placed at their own ε like the rest.
+each series named after its sweep. Nothing is recomputed: the bounds are the runs' stored ones. A point keeps its
+accuracy, error bar and collapse count; only its x moves. Label-only and projection-only bounds protect less than a
+release's (their series and guarantee say so); they are placed at their own ε like the rest.
 """
 
 from __future__ import annotations

@@ -125,7 +125,6 @@ class Launch:
     run_ids: tuple[int, ...]
     reused: int  # runs already done in the store: not recomputed
     location: str
-    left_out: tuple[str, ...] = ()  # runs the data cannot make, not queued: one line per reason
 
 
 def with_dataset(spec: SweepSpec, dataset: str, data_dir: str | None = None) -> SweepSpec:
@@ -402,9 +401,9 @@ def _same(a, b) -> bool:
 
 
 def launch_sweep(spec: SweepSpec, store: ResultStore, *, max_parallel: int | None = None) -> Launch:
-    """Queue every run of the sweep that its data can make (done ones are reused; the others are named in
-    ``Launch.left_out``, :func:`runs_the_data_can_make`) and start workers up to the limit. ValueError (one line):
-    the data can make none of them."""
+    """Queue every run of the sweep that its data can make (done ones are reused; the page names the others before
+    launch, :func:`runs_the_data_can_make`) and start workers up to the limit. ValueError (one line): the data can
+    make none of them."""
     runs, left_out = runs_the_data_can_make(sweep_jobs(spec))
     if not runs:
         raise ValueError(f"this data can make none of the sweep's runs: {left_out[0]}")
@@ -412,7 +411,7 @@ def launch_sweep(spec: SweepSpec, store: ResultStore, *, max_parallel: int | Non
     sweep, submitted = submit_sweep(store, spec.name, runs, backend=backend, spec=spec.to_dict())
     backend.pump()
     reused = sum(1 for run, outcome in submitted if outcome == "existing" and run.status == "done")
-    return Launch(sweep.id, sweep.name, tuple(run.id for run, _ in submitted), reused, backend.describe(), left_out)
+    return Launch(sweep.id, sweep.name, tuple(run.id for run, _ in submitted), reused, backend.describe())
 
 
 def sweep_choices(store: ResultStore) -> dict[int, str]:

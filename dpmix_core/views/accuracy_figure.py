@@ -5,7 +5,8 @@ points (the model never learned) as grey crosses, never as results; points where
 markers (their mean is over the runs that learned, and the hover says how many were left out); the papers' own
 numbers as open stars and
 other methods' published results ("published, not ours") as grey labelled markers; optionally each series'
-ε on a second axis, or every point against its certified ε instead of the sweep's axis (:func:`sweep_figure`). Pure plotly: it reads an aggregate (``experiments.results.aggregate``), computes nothing.
+ε on a second axis, or every point against its certified ε instead of the sweep's axis (:func:`sweep_figure`).
+Pure plotly: it reads an aggregate (``experiments.results.aggregate``), computes nothing.
 """
 
 from __future__ import annotations
