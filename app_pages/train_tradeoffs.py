@@ -30,7 +30,7 @@ from dpmix_core.experiments.release_files import (
 from dpmix_core.experiments.results import no_signal_note
 from dpmix_core.experiments.run_data import OwnData
 from dpmix_core.experiments.runtime_estimate import RuntimeEstimate, estimate_sweep_runtime
-from dpmix_core.experiments.solve_epsilon import epsilon_choices, solvable_series, solve_epsilon
+from dpmix_core.experiments.solve_epsilon import CERTIFIED, epsilon_choices, solvable_series, solve_epsilon
 from dpmix_core.experiments.spec import SweepSpec
 from dpmix_core.experiments.sweep_view import SweepView, overlay_aggregates, view_sweep
 from dpmix_core.experiments.trade_offs import (
@@ -513,7 +513,7 @@ def _live_runs(ids: list[int], *, axis: str | None, key: str, pump: bool, title:
     live()
 
 
-def _solve_epsilon_panel(agg, axis: str | None) -> None:
+def _solve_epsilon_panel(agg, axis: str | None, against: str = "axis") -> None:
     """ "What ε do I need for X % accuracy?", read off the stored curve (issue #13 §5); a self-contained block."""
     choices = epsilon_choices(agg, axis)
     if not choices:
@@ -523,7 +523,8 @@ def _solve_epsilon_panel(agg, axis: str | None) -> None:
     wanted = c1.number_input(
         "Test accuracy wanted (%)", min_value=1.0, max_value=100.0, value=90.0, step=0.5, key=K + "solve_acc"
     )
-    epsilon_name = c3.selectbox("ε from", choices, key=K + "solve_eps")
+    first = CERTIFIED if against == "certified" and CERTIFIED in choices else choices[0]  # the chart's own ε
+    epsilon_name = c3.selectbox("ε from", choices, index=choices.index(first), key=K + f"solve_eps_{against}")
     series = solvable_series(agg, axis, epsilon_name)
     if not series:
         st.info(
@@ -700,7 +701,7 @@ def _results_panel(query_sweep: int | None) -> None:
         mime="text/csv",
         key=K + "csv",
     )
-    _solve_epsilon_panel(agg, axis)
+    _solve_epsilon_panel(agg, axis, against)
     _report_panel(chosen, metric, None if second == "(none)" else second, (test_rows, test_inputs), against, others)
 
 

@@ -247,6 +247,7 @@ def test_the_page_draws_the_sweep_against_its_certified_epsilon(stored_table1):
     assert spec["layout"]["xaxis"]["title"]["text"].startswith("certified ε")
     assert any(CERTIFIED_CAPTION in c.value for c in at.caption)
     assert at.selectbox(key="tr_eps2").disabled
+    assert at.selectbox(key="tr_solve_eps_certified").value == CERTIFIED  # "what ε do I need?" reads the same ε
     table = pd.DataFrame(at.dataframe[-1].value)
     assert {"certified_epsilon", "certified_by"} <= set(table.columns)
 
