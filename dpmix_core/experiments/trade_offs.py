@@ -297,7 +297,7 @@ def runs_the_data_can_make(jobs: list[RunSpec]) -> tuple[list[RunSpec], tuple[st
     Each run on a dataset found on this machine is checked as ``train`` checks one: on its dataset as the run reads
     it (subsampled to its train and test limits), by :func:`~dpmix_core.experiments.run_data.check_run_on`. A
     preset's ℓ = 512 of one class on the embedded sample (400 records a class) cannot be made: it is left out with
-    its reason ("“mixing”: class 0 has 400 records, fewer than l=512; ... (1 run)") instead of being queued to fail.
+    its reason ("“mixing”: class '0' has 400 records, fewer than l=512 (1 run)") instead of being queued to fail.
     Runs on one's own file are refused by :func:`check_job_datasets` instead (the file is the user's: its problems
     are errors), and so is a dataset not here (its one line). ValueError (one line): a dataset here that does not
     load.
