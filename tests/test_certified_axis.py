@@ -154,6 +154,7 @@ def test_the_figure_against_certified_epsilon_draws_the_bounds_and_keeps_the_pap
     )
     traces = {t.name: t for t in figure.data}
     assert sorted(traces[POISSON].x) == [1.52, 2.54, 6.63]
+    assert "certified ε ≤ 1.52 by pld-poisson (rigorous upper bound)" in traces[POISSON].hovertext  # names it
     assert list(traces[f"published — {POISSON}"].x) == [1.0]  # the paper's own (CLT) epsilon, as printed
     assert figure.layout.xaxis.title.text.startswith("certified ε") and figure.layout.xaxis.type == "log"
     assert not any(t.name.startswith("ε (") for t in figure.data)  # no second epsilon axis on this one

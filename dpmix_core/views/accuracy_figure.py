@@ -129,6 +129,16 @@ def against_title(against: str, axis: str | None) -> str:
     return AXIS_TITLES.get(axis or "", axis or "the sweep's axis").split(" (")[0]
 
 
+def _certified_hover(points: pd.DataFrame) -> list[str] | None:
+    """On the certified axis, each point's bound and the accountant that gives it (a rigorous upper bound)."""
+    if "certified_by" not in points.columns:
+        return None
+    return [
+        f"certified ε ≤ {float(value):.4g} by {by} (rigorous upper bound)" if by else ""
+        for value, by in zip(points["axis_value"], points["certified_by"].fillna(""), strict=True)
+    ]
+
+
 def _error_bars(std: pd.Series) -> list[float]:
     return [0.0 if (v is None or (isinstance(v, float) and math.isnan(v))) else float(v) for v in std]
 
@@ -250,6 +260,7 @@ def trade_off_figure(
                     error_y={"type": "data", "array": [v * scale for v in _error_bars(learned[std])], "visible": True},
                     line={"width": 2.5, "color": colors[str(label)], "dash": mark["dash"]},
                     marker={"size": mark["size"], "symbol": mark["symbol"]},
+                    hovertext=_certified_hover(learned) if axis == CERTIFIED_AXIS else None,
                 )
             )
         if len(learned) and partly.any():  # hollow on top of the line's own marker; the hover says how many
