@@ -62,6 +62,19 @@ def test_a_run_without_a_card_is_certified_by_its_rigorous_accountants_only():
     assert not BASELINE_UPPER_BOUNDS["opacus-prv"]
 
 
+def test_label_only_laplace_is_certified_by_laplace_on_new_and_old_cards():
+    from dpmix_core.data import load_embedded
+    from dpmix_core.synthesis.export import privacy_card
+    from dpmix_core.synthesis.pipeline import SynthesisConfig, synthesize
+
+    card = privacy_card(synthesize(SynthesisConfig(mechanism="label-laplace", label_epsilon=2.0), load_embedded()))
+    assert [(e["accountant"], e["epsilon"], e["upper_bound"]) for e in card["epsilons"]] == [("laplace", 2.0, True)]
+    assert certified_epsilon({"privacy_card": card}) == (2.0, "laplace")
+    # a card made before the guarantee had a name said its description's class
+    old = {"epsilons": [_entry("LaplaceLabelRelease", 2.0, True)]}
+    assert certified_epsilon({"privacy_card": old}) == (2.0, "laplace")
+
+
 def test_every_baseline_epsilon_has_a_reading_and_a_kind():
     """The report's words for each baseline epsilon and whether it certifies a point name the same epsilons."""
     from dpmix_core.views.sweep_report import EPSILON_READINGS

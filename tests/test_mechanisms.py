@@ -658,3 +658,7 @@ def test_gaussian_calibration():
         GaussianRelease(epsilon=0.5, delta=1e-5, sensitivity=1.0, sigma=1.0, what="mean")
     with pytest.raises(ValueError, match="epsilon=1.5"):
         gaussian_sigma(epsilon=1.5, delta=1e-5, sensitivity=1.0)
+    # a card names the analysis that certifies sigma, not the description's class
+    for method in ("classic", "analytic"):
+        release = GaussianRelease.calibrated(epsilon=0.5, delta=1e-5, sensitivity=1.0, what="mean", method=method)
+        assert release.accountant == f"{method}-gaussian"

@@ -101,6 +101,10 @@ BASELINE_UPPER_BOUNDS: dict[str, bool] = {
 }
 
 
+# cards made before 2026-12-02 named a Laplace or Gaussian release's guarantee by its class
+_CARD_NAMES = {"LaplaceLabelRelease": "laplace", "LaplaceRelease": "laplace"}
+
+
 def certified_epsilon(result: dict) -> tuple[float, str] | None:
     """(epsilon, accountant): the smallest finite epsilon among a finished run's rigorous upper bounds, or None.
 
@@ -112,7 +116,9 @@ def certified_epsilon(result: dict) -> tuple[float, str] | None:
     entries = (result.get("privacy_card") or {}).get("epsilons")
     if entries:
         named = [
-            (e.get("accountant"), e.get("epsilon")) for e in entries if isinstance(e, dict) and e.get("upper_bound")
+            (_CARD_NAMES.get(str(e.get("accountant")), e.get("accountant")), e.get("epsilon"))
+            for e in entries
+            if isinstance(e, dict) and e.get("upper_bound")
         ]
     else:
         rigorous = RIGOROUS_ACCOUNTANTS | {name for name, bound in BASELINE_UPPER_BOUNDS.items() if bound}

@@ -105,6 +105,11 @@ class _LaplaceNoise:
     def delta(self) -> float:
         return 0.0
 
+    @property
+    def accountant(self) -> str:
+        """The analysis that certifies epsilon, as a privacy card names it: the Laplace mechanism's own."""
+        return "laplace"
+
     def dp_event(self) -> dp_accounting.DpEvent:
         import dp_accounting
 
@@ -185,6 +190,12 @@ class GaussianRelease:
         """
         sigma = gaussian_sigma(epsilon=epsilon, delta=delta, sensitivity=sensitivity, method=method)
         return cls(epsilon, delta, sensitivity, sigma, what, method)
+
+    @property
+    def accountant(self) -> str:
+        """The analysis that certifies epsilon, as a privacy card names it: "classic-gaussian" or
+        "analytic-gaussian"."""
+        return f"{self.method}-gaussian"
 
     def dp_event(self) -> dp_accounting.DpEvent:
         import dp_accounting

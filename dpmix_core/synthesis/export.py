@@ -135,7 +135,7 @@ def privacy_card(synthesis: Synthesis, *, epsilons: list[dict] | None = None) ->
     else:
         card["epsilons"].append(
             {
-                "accountant": type(release).__name__,
+                "accountant": release.accountant,
                 "epsilon": release.epsilon,
                 "delta": release.delta,
                 "upper_bound": True,
