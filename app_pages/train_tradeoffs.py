@@ -54,6 +54,7 @@ from dpmix_core.experiments.trade_offs import (
     runs_the_data_can_make,
     settled_cells,
     spec_problem,
+    sweep_activity,
     sweep_axis,
     sweep_choices,
     sweep_id_from_query,
@@ -565,6 +566,8 @@ def _results_panel(query_sweep: int | None) -> None:
         format_func=names.get,
         key=K + "show",
     )
+    if note := sweep_activity(store(), chosen):
+        st.caption(note)
     path, version = str(store().path), store().results_version()
     stored = stored_sweep(path, chosen, version)
     declared = sweep_test_rows(store(), stored)  # the sweep's own reading, until the user picks another

@@ -348,3 +348,22 @@ def test_a_progress_refresh_with_settled_cells_parses_no_result_and_shows_what_a
     assert list(refreshed["test accuracy"][:3]) == [0.7, 0.11, 0.5]
     with pytest.raises(ValueError):  # without the cells, the table parses every result
         run_table(store, ids, axis=spec.axis)
+
+
+def test_the_sweep_picker_labels_stay_put_while_runs_move_and_activity_is_said_beside_it(tmp_path):
+    """Streamlit keeps a keyed picker's first label for its value, so a label must not carry a changing status."""
+    from dpmix_core.experiments.trade_offs import sweep_activity, sweep_choices
+    from dpmix_core.runtime.store import ResultStore
+
+    store = ResultStore(tmp_path / "s.sqlite")
+    a, b = store.create_sweep("a"), store.create_sweep("b")
+    runs = store.submit_many([("fake_jobs:quick", {"x": 1}, None), ("fake_jobs:quick", {"x": 2}, None)], sweep=a.id)
+    labels = sweep_choices(store)
+    assert sweep_activity(store, a.id) == "Still in progress: this sweep: 2 queued."
+    store.claim(runs[0][0].id, pid=1)
+    assert sweep_activity(store, b.id) == f"Still in progress: {labels[a.id]}: 1 running, 1 queued."
+    for run, _ in runs:
+        store.claim(run.id, pid=1)
+        store.finish(run.id, {"acc": 0.5}, pid=1)
+    assert sweep_activity(store, a.id) is None
+    assert sweep_choices(store) == labels == {a.id: f"a (#{a.id}, local)", b.id: f"b (#{b.id}, local)"}

@@ -55,6 +55,8 @@ from dpmix_core.training.names import TEST_INPUTS
 __all__ = [
     "cli_spec",
     "default_sweep",
+    "sweep_activity",
+    "sweep_choices",
     "cancel_runs",
     "pump_local",
     "waiting_without_worker",
@@ -415,16 +417,27 @@ def launch_sweep(spec: SweepSpec, store: ResultStore, *, max_parallel: int | Non
 
 
 def sweep_choices(store: ResultStore) -> dict[int, str]:
-    """{sweep id: its label in a picker}, oldest first: name, id, where it ran, and what is still active
-    ("dpfmix-table1 (#3, local @ vm) · 2 running, 4 queued"), so a sweep in progress is told from a finished one."""
-    active = store.active_counts()
+    """{sweep id: its label in a picker}, oldest first: name, id and where it ran ("dpfmix-table1 (#3, local @ vm)").
+
+    The labels do not change while a sweep runs: Streamlit (1.67) keeps showing a keyed picker's first label for its
+    chosen value, so what is still active is told apart by :func:`sweep_activity`, beside the picker."""
     out = {}
     for sw in store.list_sweeps():
         where = f"{sw.backend}{' @ ' + sw.location if sw.location else ''}"
-        now = active.get(sw.id, {})
-        busy = ", ".join(f"{now[s]} {s}" for s in ("running", "queued") if now.get(s))
-        out[sw.id] = f"{sw.name} (#{sw.id}, {where})" + (f" · {busy}" if busy else "")
+        out[sw.id] = f"{sw.name} (#{sw.id}, {where})"
     return out
+
+
+def sweep_activity(store: ResultStore, chosen: int | None = None) -> str | None:
+    """The sweeps with runs queued or running, in one line ("Still in progress: this sweep: 2 running, 4 queued;
+    dpfmix-table1 (#3, local @ vm): 1 queued."); None when nothing is. ``chosen`` is called "this sweep"."""
+    names = sweep_choices(store)
+    busy = []
+    for sweep_id, now in sorted(store.active_counts().items()):
+        counts = ", ".join(f"{now[s]} {s}" for s in ("running", "queued") if now.get(s))
+        name = "this sweep" if sweep_id == chosen else names.get(sweep_id, f"sweep #{sweep_id}")
+        busy.append(f"{name}: {counts}")
+    return f"Still in progress: {'; '.join(busy)}." if busy else None
 
 
 def default_sweep(store: ResultStore) -> int | None:
