@@ -101,7 +101,7 @@ def _search():
         c1, "Target ε (everything published)", "eps", lambda t: parse_real(t, name="ε", minimum=0, strict_minimum=True)
     )
     delta = _typed(c1, "δ", "delta", lambda t: parse_real(t, name="δ", minimum=0.0, maximum=0.5, strict_minimum=True))
-    m = _typed(c2, "m (expected records per point)", "m", lambda t: parse_counts(t, name="m"))
+    m = _typed(c2, "m (expected records per point)", "m", lambda t: parse_counts(t, name="m", maximum=10**7))
     T = _typed(c2, "T (points released)", "T", lambda t: parse_counts(t, name="T", maximum=10**7))
     ratios = _typed(c2, "λ = σy / σx", "lambda", lambda t: parse_reals(t, name="λ", minimum=0.0, strict_minimum=True))
     models = OWN_DATA_MODELS if own is not None else FEATURE_MODELS

@@ -100,6 +100,17 @@ def test_a_bad_entry_is_one_error_and_launches_nothing(at, key, text, message):
     assert not [b for b in at.button if b.key == "br_run"]
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("16, 5000", "m = 5,000 is more than the 4,000 training records"), ("1e400", "m = 1e400 must be at most")],
+)
+def test_an_m_above_the_records_a_point_mixes_from_is_refused_before_any_estimate(at, text, message):
+    at.text_input(key="br_m").input(text).run()  # the embedded sample: 4,000 training records
+    assert not at.exception
+    assert [e.value for e in at.error] and all(message in e.value for e in at.error)
+    assert not [b for b in at.button if b.key == "br_run"]
+
+
 def test_a_named_dataset_offers_a_grid_for_its_size_and_the_pooled_choice(at):
     assert at.selectbox(key="br_dataset").value == "embedded"  # 4,000 records: not the papers' MNIST grid
     assert at.text_input(key="br_m").value == "16, 64" and at.text_input(key="br_T").value == "4000, 16000"

@@ -142,6 +142,11 @@ def test_over_budget_searches_are_refused_before_any_work():
     assert "DPMIX_MAX_MEMORY" in search_refusal(_search(), Limits(max_memory=1000))
     with pytest.raises(LimitExceeded, match="over the budget"):
         run_search(_search(max_runs=5), run=lambda c: pytest.fail("a refused search must not train"))
+    too_big = _search(space=SearchSpace(mix_degrees=(8, 4001, 10**6), num_points=(300,)))  # 4,000 records
+    assert search_refusal(too_big).startswith("m = 4,001, 1,000,000 is more than the 4,000 training records")
+    assert "at most 1" in search_refusal(_search(space=TINY, train_limit=20))  # m = 32 > 20 records
+    with pytest.raises(ValueError, match="a point mixes from"):
+        run_search(too_big, run=lambda c: pytest.fail("a refused search must not train"))
 
 
 @pytest.mark.parametrize(

@@ -484,6 +484,13 @@ def job_config(
     data's training records where known, so that too many members are refused here, before the job starts."""
     if not epsilons:
         raise ValueError("Give at least one epsilon.")
+    if bad := [e for e in epsilons if not (math.isfinite(e) and e > 0)]:
+        raise ValueError(
+            f"each epsilon must be a positive, finite number (found {', '.join(f'{e:g}' for e in bad)}); the table "
+            "always has the non-private and the noise-free mixing rows."
+        )
+    if int(l) > int(members):
+        raise ValueError(f"ℓ = {l} records per point is more than the {members} member records a point mixes from.")
     if (data_file is None) != (data_sha256 is None):
         raise ValueError("an attack on a data file needs both its path and its SHA-256.")
     if records is not None and 2 * int(members) > records:

@@ -102,6 +102,7 @@ __all__ = [
     "candidate_run",
     "planned_runs",
     "search_cost",
+    "mix_degree_refusal",
     "search_refusal",
     "rank_trials",
     "calibrated_sigmas",
@@ -576,12 +577,27 @@ def pooled_size(search: BestReleaseSearch) -> int:
     return sum(round(search.val_fraction * c.T) for c in search.space.candidates())
 
 
+def mix_degree_refusal(search: BestReleaseSearch) -> str | None:
+    """Why an m of the grid cannot be a release of this data (Poisson rate m / n above 1), in one line, or None."""
+    n_train, _, _ = _sizes(search)
+    n = min(n_train, search.train_limit) if search.train_limit is not None else n_train
+    if too_many := [m for m in search.space.mix_degrees if m > n]:
+        return (
+            f"m = {', '.join(f'{m:,}' for m in too_many)} is more than the {n:,} training records a point mixes "
+            "from (Poisson rate m / n must be at most 1): choose smaller m values."
+        )
+    return None
+
+
 def search_refusal(search: BestReleaseSearch, limits: Limits | None = None) -> str | None:
     """Why the search would be refused before any work (one line), or None.
 
-    Refused when it needs more runs than ``search.max_runs``, more estimated seconds than
+    Refused when an m exceeds the records a point mixes from (:func:`mix_degree_refusal`), when it needs more
+    runs than ``search.max_runs``, more estimated seconds than
     ``search.max_seconds``, or more memory / job time than ``limits`` (default: the environment's).
     """
+    if too_many := mix_degree_refusal(search):
+        return too_many
     runs = planned_runs(search)
     if runs > search.max_runs:
         return (

@@ -14,7 +14,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from dpmix_core.experiments.best_release import BestReleaseSearch, SearchSpace, search_cost, search_refusal
+from dpmix_core.experiments.best_release import (
+    BestReleaseSearch,
+    SearchSpace,
+    mix_degree_refusal,
+    search_cost,
+    search_refusal,
+)
 from dpmix_core.experiments.run_data import OwnData
 from dpmix_core.privacy.checks import FeatureRange
 from dpmix_core.runtime.jobs import JobManager
@@ -92,9 +98,11 @@ def page_search(
 
 def search_plan(search: BestReleaseSearch) -> tuple[str, str | None]:
     """(what the search will do, in one sentence; why it would be refused, or None): read before anything starts."""
-    cost = search_cost(search)
     runs = len(search.space.candidates())
     finalists = f", then {search.finalist_count} finalists longer" if search.has_finalist_round else ""
+    if refusal := mix_degree_refusal(search):  # no release to estimate
+        return f"{runs} candidate releases{finalists}", refusal
+    cost = search_cost(search)
     text = f"{runs} candidate releases{finalists}: about {max(cost.seconds, 1.0) / 60:.1f} min on 2 cores (rough)"
     return text, search_refusal(search)
 
