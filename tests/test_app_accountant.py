@@ -325,7 +325,8 @@ def test_calibration_follows_the_release_model(at):
     """The accountants offered are the chosen model's, each on that model's release: rdp-wor under DPMix
     calibrates [0,1] data (it once calibrated DP-CDA's clipped release, a far smaller sigma, since the page's
     clip c is always set)."""
-    assert at.selectbox(key="acc_cal_accountant_dpmix").options == ["lee2019", "rdp-wor"]
+    assert at.selectbox(key="acc_cal_accountant_dpmix").options == ["rdp-wor", "lee2019"]  # the tighter first
+    assert at.selectbox(key="acc_cal_accountant_dpmix").value == "rdp-wor"
     at.number_input(key="acc_target").set_value(2.0)
     at.selectbox(key="acc_cal_accountant_dpmix").set_value("rdp-wor")
     calibrate_button(at).click().run()
@@ -333,7 +334,7 @@ def test_calibration_follows_the_release_model(at):
     next(b for b in at.button if b.label == "Use this σ above").click().run()
     assert float(table(at).loc["rdp-wor", "ε"]) <= 2.0  # the headline's release meets the target
     at.radio(key="acc_model").set_value("dpcda").run()
-    assert at.selectbox(key="acc_cal_accountant_dpcda").options == ["dpcda", "rdp-wor"] and not at.exception
+    assert at.selectbox(key="acc_cal_accountant_dpcda").options == ["rdp-wor", "dpcda"] and not at.exception
 
 
 def test_uniform_mixing_of_clipped_records_preset(at):

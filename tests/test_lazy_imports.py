@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 
 from dpmix_core.data import load_embedded
-from dpmix_core.privacy.accountant_names import ACCOUNTANT_NAMES, ACCOUNTANT_SAMPLING, RIGOROUS_ACCOUNTANTS
+from dpmix_core.privacy.accountant_names import (
+    ACCOUNTANT_NAMES,
+    ACCOUNTANT_SAMPLING,
+    CALIBRATION_ORDER,
+    RIGOROUS_ACCOUNTANTS,
+)
 from dpmix_core.privacy.accountants import ACCOUNTANTS
 from dpmix_core.synthesis.epsilon_job import background_epsilons
 from dpmix_core.synthesis.export import card_epsilons
@@ -49,6 +54,10 @@ def test_accountant_names_match_the_accountants():
     assert ACCOUNTANT_NAMES == tuple(ACCOUNTANTS)
     assert ACCOUNTANT_SAMPLING == {name: cls.sampling.value for name, cls in ACCOUNTANTS.items()}
     assert {name for name, cls in ACCOUNTANTS.items() if cls.rigorous} == RIGOROUS_ACCOUNTANTS
+    # every accountant is offered to calibrate, each once, the approximations after every upper bound
+    assert sorted(CALIBRATION_ORDER) == sorted(ACCOUNTANT_NAMES)
+    rigorous = [name in RIGOROUS_ACCOUNTANTS for name in CALIBRATION_ORDER]
+    assert rigorous == sorted(rigorous, reverse=True)
 
 
 def test_background_epsilons_fall_back_to_this_process():

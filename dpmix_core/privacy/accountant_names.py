@@ -10,7 +10,7 @@ that ``ACCOUNTANT_SAMPLING`` is each one's ``sampling`` (the ``Sampling`` values
 
 from __future__ import annotations
 
-__all__ = ["ACCOUNTANT_NAMES", "ACCOUNTANT_SAMPLING", "RIGOROUS_ACCOUNTANTS"]
+__all__ = ["ACCOUNTANT_NAMES", "ACCOUNTANT_SAMPLING", "CALIBRATION_ORDER", "RIGOROUS_ACCOUNTANTS"]
 
 ACCOUNTANT_NAMES: tuple[str, ...] = ("lee2019", "dpcda", "gdp-clt", "rdp-poisson", "pld-poisson", "rdp-wor")
 
@@ -26,3 +26,7 @@ ACCOUNTANT_SAMPLING: dict[str, str] = {
 
 # the accountants whose epsilon is an upper bound (of a release they cover): all but the CLT approximation
 RIGOROUS_ACCOUNTANTS: frozenset[str] = frozenset({"lee2019", "dpcda", "rdp-poisson", "pld-poisson", "rdp-wor"})
+
+# the order in which accountants are offered to calibrate sigma: the tightest rigorous bound of each sampling first
+# (pld-poisson, rdp-wor), the papers' own after them, the CLT approximation last
+CALIBRATION_ORDER: tuple[str, ...] = ("pld-poisson", "rdp-wor", "rdp-poisson", "lee2019", "dpcda", "gdp-clt")

@@ -19,7 +19,7 @@ from dpmix_core.mechanisms import (
     poisson_mix,
 )
 from dpmix_core.mechanisms.mixing import PREPROCESSING, check_unit_bounds
-from dpmix_core.privacy.accountant_names import ACCOUNTANT_SAMPLING
+from dpmix_core.privacy.accountant_names import ACCOUNTANT_SAMPLING, CALIBRATION_ORDER
 from dpmix_core.privacy.checks import FeatureRange, check_feature_range
 from dpmix_core.privacy.release import CLAMP_NEEDS_UNIT_BOX, PRIVATE_NORMALISATION, MixingRelease, Protects
 from dpmix_core.resources.files import check_sha256
@@ -460,10 +460,6 @@ def _feature_dim(config: SynthesisConfig, dataset: Dataset) -> int:
         return dataset.feature_dim
     c, h, w = scattering_shape(dataset.x_train.shape[1:])
     return c * h * w
-
-
-# tightest rigorous bound first; the CLT approximation last (offered, never the first choice)
-CALIBRATION_ORDER = ("pld-poisson", "rdp-wor", "rdp-poisson", "lee2019", "dpcda", "gdp-clt")
 
 
 def calibration_accountants(mechanism: str) -> list[str]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from dpmix_core.privacy.accountant_names import CALIBRATION_ORDER
 from dpmix_core.privacy.accountants import ACCOUNTANTS, EpsilonResult, MixingSetting, get_accountant, signed_gap
 from dpmix_core.privacy.curves import Axis, default_axis_values, epsilon_curve
 from dpmix_core.privacy.profile import (
@@ -83,13 +84,19 @@ def _variants(setting: MixingSetting, model: str | None = None) -> list[tuple[st
 
 def model_accountants(setting: MixingSetting, model: str) -> dict[str, MixingSetting]:
     """The accountants that analyse the release of ``model`` from this what-if, each with the setting it analyses
-    it from (rdp-wor's bounds follow the model); empty when none does (e.g. clipped records, class-centric)."""
+    it from (rdp-wor's bounds follow the model), in :data:`CALIBRATION_ORDER` (the tightest rigorous bound first, so
+    a calibration starts from the least noise); empty when none does (e.g. clipped records, class-centric)."""
     _check_model(model)
-    return {
+    found = {
         name: variant
         for _, name, variant in _variants(setting, model)
         if _in_model(get_accountant(name).release_for(variant), model)
     }
+    return {name: found[name] for name in sorted(found, key=_calibration_rank)}
+
+
+def _calibration_rank(name: str) -> int:
+    return CALIBRATION_ORDER.index(name) if name in CALIBRATION_ORDER else len(CALIBRATION_ORDER)
 
 
 def _check_model(model: str | None) -> None:
