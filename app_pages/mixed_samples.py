@@ -384,7 +384,7 @@ for caveat in preview.caveats:
     st.warning(f"Caveat: {caveat}.")
 
 st.subheader("Per class: records → noise-free mixture → released point")
-st.caption(preview.display_note + " Uniform mixing groups points by the class with the largest label share.")
+st.caption(preview.display_note)
 for cls in preview.classes if not preview.images else ():
     st.markdown(f"**class {cls.label}**")
     rows = cls.rows(dataset.feature_names, dataset.categories)

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from dpmix_core.data import load_embedded
 from dpmix_core.data.choice import app_dataset, describe_dataset, needs_feature_range
 from dpmix_core.synthesis.pipeline import SynthesisConfig
-from dpmix_core.synthesis.previews import mixing_preview
+from dpmix_core.synthesis.previews import GROUPING, PREVIEW_MECHANISMS, mixing_preview
 
 PAGE = str(Path(__file__).resolve().parents[1] / "app_pages" / "mixed_samples.py")
 
@@ -118,6 +118,14 @@ def test_preview_noise_free_and_released_share_the_mixture():
     cls = p.classes[0]
     np.testing.assert_allclose(cls.clean, cls.noisy, atol=1e-4)
     assert p.classes[0].originals.max() <= 1.0 and len(p.classes) == 10
+
+
+@pytest.mark.parametrize("mechanism", PREVIEW_MECHANISMS)
+def test_the_preview_says_how_its_points_are_sorted_into_classes(mechanism):
+    """Class-centric points hold one class; DPMix and Poisson points mix classes and go under their largest share."""
+    p = mixing_preview(load_embedded(), SynthesisConfig(mechanism=mechanism, l=8, T=200, sigma_x=0.5, seed=0))
+    assert p.display_note.endswith(GROUPING[mechanism])
+    assert ("largest label share" in p.display_note) == (mechanism in ("dpmix", "poisson"))
 
 
 def test_upload_and_feature_range_rules(tmp_path):

@@ -19,6 +19,14 @@ __all__ = ["ClassPreview", "MixingPreview", "PREVIEW_MECHANISMS", "feature_maps"
 
 PREVIEW_MECHANISMS = ("dpmix", "class-centric", "poisson", "local")
 
+# how the preview sorts each mechanism's points into classes (said under the per-class pictures)
+GROUPING = {
+    "dpmix": "A point mixes records of several classes: it is shown under the class with the largest label share.",
+    "poisson": "A point mixes records of several classes: it is shown under the class with the largest label share.",
+    "class-centric": "Every point mixes records of one class, shown under it.",
+    "local": "Every point is one record plus noise, shown under its class.",
+}
+
 
 @dataclass(frozen=True)
 class ClassPreview:
@@ -166,6 +174,7 @@ def mixing_preview(
         display_note = "Released points are shown clipped to [0, 1]."
     else:
         display_note = "Features are z-scored/clipped, so each image is min-max scaled for display."
+    display_note += " " + GROUPING[config.mechanism]
     caveats = release.caveats()
     statement = tightest_statement(release, epsilons) if epsilons else None
     if ranges is not None and statement is not None:
