@@ -248,4 +248,4 @@ def pca_grid_figure(pca: PCAComparison) -> go.Figure:
     )
     fig.update_layout(plot_bgcolor="white")
     title = f"Top-{k} principal components: exact vs Analyze-Gauss (δ = {pca.delta:.0e}, n = {pca.n_used:,})"
-    return _layout(fig, title, 100 + 125 * rows, top=80)
+    return _layout(fig, title, 90 + 100 * rows, top=80)  # about square cells at the page's width
