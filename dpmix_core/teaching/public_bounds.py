@@ -178,8 +178,8 @@ def bounds_figure(lesson: BoundsLesson) -> go.Figure:
                 hovertemplate="public bounds (0, %{x:,.0f})<br>error %{y:.3g} years<extra>" + method + "</extra>",
             )
         )
-    fig.update_xaxes(type="log", title="public upper bound on an age (lower bound 0)")
-    fig.update_yaxes(type="log", title="error of the DP mean age (RMSE, years)")
+    fig.update_xaxes(type="log", dtick=1, title="public upper bound on an age (lower bound 0)")
+    fig.update_yaxes(type="log", dtick=1, title="error of the DP mean age (RMSE, years)")  # one label a decade
     title = (
         f"DP mean of {lesson.n:,} ages at ε = {lesson.epsilon:g}: the noise follows the public bounds, "
         "unless a private range is found first"
