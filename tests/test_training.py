@@ -1095,3 +1095,32 @@ def test_a_release_with_one_test_loader_has_no_readings_by_inputs():
     syn = SynthesisConfig(mechanism="class-centric", l=4, T=200, sigma_x=0.3, sigma_y=0.3)  # [0,1] pixels: no clip
     assert run_config(RunConfig("mixing", model="linear", synthesis=syn, **SMALL))["test_accuracy_by_inputs"] is None
     assert run_config(RunConfig("non-private", model="linear", **SMALL))["test_accuracy_by_inputs"] is None
+
+
+class _Fixed(torch.nn.Module):
+    """A 'model' that predicts the classes it is given, one row each (as one-hot logits)."""
+
+    def __init__(self, classes: list[int], k: int):
+        super().__init__()
+        self.logits = torch.nn.functional.one_hot(torch.tensor(classes), k).float()
+
+    def forward(self, x):
+        return self.logits[: len(x)]
+
+
+def test_a_tie_in_the_released_labels_is_shared_not_given_to_the_first_class():
+    """Label-only Laplace's labels clamped to [0, 1] tie at 1: argmax alone would call class 0 their label, so a
+    model predicting class 0 everywhere would look best on them and the majority rate would read 50 %, not 25 %."""
+    from dpmix_core.training.collapse import majority_rate
+
+    y = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.2, 0.9, 0.1], [1.0, 1.0, 1.0]])
+    x = torch.zeros(4, 2)
+    assert evaluate(_Fixed([0, 0, 0, 0], 3), x, y)["accuracy"] == pytest.approx((1 / 2 + 1 / 2 + 0 + 1 / 3) / 4)
+    assert evaluate(_Fixed([1, 2, 1, 2], 3), x, y)["accuracy"] == pytest.approx((1 / 2 + 1 / 2 + 1 + 1 / 3) / 4)
+    # without ties the accuracy is argmax's, as before: one-hot rows and class indices agree
+    onehot = torch.nn.functional.one_hot(torch.tensor([2, 0, 1, 1]), 3).float()
+    assert evaluate(_Fixed([2, 0, 0, 1], 3), x, onehot)["accuracy"] == 0.75
+    assert evaluate(_Fixed([2, 0, 0, 1], 3), x, torch.tensor([2, 0, 1, 1]))["accuracy"] == 0.75
+    # shares: class 0 holds 1/2 + 1/2 + 0 + 1/3 of a row, class 1 1/2 + 0 + 1 + 1/3, class 2 0 + 1/2 + 0 + 1/3
+    assert majority_rate(y.numpy()) == pytest.approx((1 / 2 + 1 + 1 / 3) / 4)
+    assert majority_rate(onehot.numpy()) == 0.5 and majority_rate(np.array([2, 0, 1, 1])) == 0.5

@@ -50,13 +50,16 @@ def chance_line(majority: float, rows: int) -> float:
 
 
 def majority_rate(y: np.ndarray) -> float | None:
-    """Share of the most frequent class: integer labels (n,), or one-hot/soft rows (n, K) by their argmax; None
-    when empty or not class labels (one column). Of predicted classes, the share of the most predicted one."""
+    """Share of the most frequent class: integer labels (n,), or one-hot/soft rows (n, K) by their argmax, a tie
+    between k classes (label-only Laplace's labels clamped to [0, 1]) shared among them, 1/k each; None when empty
+    or not class labels (one column). Of predicted classes, the share of the most predicted one."""
     y = np.asarray(y)
     if len(y) == 0 or (y.ndim == 2 and y.shape[1] < 2) or y.ndim > 2:
         return None
-    classes = y.argmax(axis=1) if y.ndim == 2 else y.astype(np.int64)
-    return float(np.bincount(classes).max()) / len(y)
+    if y.ndim == 2:  # a row whose largest value k classes share gives each 1/k (no bias to the first of them)
+        tied = y == y.max(axis=1, keepdims=True)
+        return float((tied / tied.sum(axis=1, keepdims=True)).sum(axis=0).max()) / len(y)
+    return float(np.bincount(y.astype(np.int64)).max()) / len(y)
 
 
 def collapse_reason(

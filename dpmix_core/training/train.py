@@ -561,6 +561,10 @@ def evaluate(
 ) -> dict:
     """{accuracy, accuracy_halves, mse, loss, prediction_share}: accuracy against class indices or argmax(y).
 
+    A label row whose largest value several classes share (label-only Laplace's labels clamped to [0, 1] often
+    tie at 1) counts a prediction among its k tied classes as 1/k right: the accuracy a uniformly random tie-break
+    gives on average, where ``argmax`` alone would call the first tied class the label and favour class 0.
+
     ``prediction_share`` (classification) is the largest fraction of rows
     predicted as one class: near 1 for the constant predictor (collapse check).
 
@@ -600,9 +604,12 @@ def evaluate(
         hi = (num_classes - 1) if num_classes else None
         correct = torch.round(pred.clamp(0, hi) if hi is not None else pred) == torch.round(target)
     else:
-        labels = y.argmax(dim=1) if y.ndim == 2 else y
         pred = out.argmax(dim=1)
-        correct = pred == labels.to(out.device)
+        if y.ndim == 2:  # right with weight 1/k among the k classes that share a row's largest value
+            tied = (y == y.max(dim=1, keepdim=True).values).to(out.device)
+            correct = (tied / tied.sum(dim=1, keepdim=True)).gather(1, pred[:, None]).squeeze(1)
+        else:
+            correct = pred == y.to(out.device)
         share = float(torch.bincount(pred).max()) / len(pred)
     correct = correct.float()
     halves = [float(half.mean()) if len(half := pick_rows(correct, rows)) else None for rows in ("even", "odd")]
