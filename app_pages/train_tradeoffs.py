@@ -499,7 +499,7 @@ def _live_runs(ids: list[int], *, axis: str | None, key: str, pump: bool, title:
                 "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0),
                 "val accuracy": st.column_config.NumberColumn(format="%.3f"),
                 "test accuracy": st.column_config.NumberColumn(format="%.3f"),
-                "loss": st.column_config.NumberColumn(format="%.4g"),  # 20.1 and 0.7504 both fit
+                "loss": st.column_config.NumberColumn(format="%.3g"),  # 20.1, 0.75 and 0.0604 all fit
                 "eta (s)": st.column_config.NumberColumn(format="%.0f"),
                 "note": st.column_config.TextColumn("note", width="large"),
             },
