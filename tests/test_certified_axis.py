@@ -70,6 +70,7 @@ def test_label_only_laplace_is_certified_by_laplace_on_new_and_old_cards():
     card = privacy_card(synthesize(SynthesisConfig(mechanism="label-laplace", label_epsilon=2.0), load_embedded()))
     assert [(e["accountant"], e["epsilon"], e["upper_bound"]) for e in card["epsilons"]] == [("laplace", 2.0, True)]
     assert certified_epsilon({"privacy_card": card}) == (2.0, "laplace")
+    assert card["epsilons"][0]["guarantee"].startswith("rigorous upper bound (labels only; features not private)")
     # a card made before the guarantee had a name said its description's class
     old = {"epsilons": [_entry("LaplaceLabelRelease", 2.0, True)]}
     assert certified_epsilon({"privacy_card": old}) == (2.0, "laplace")

@@ -661,4 +661,4 @@ def test_gaussian_calibration():
     # a card names the analysis that certifies sigma, not the description's class
     for method in ("classic", "analytic"):
         release = GaussianRelease.calibrated(epsilon=0.5, delta=1e-5, sensitivity=1.0, what="mean", method=method)
-        assert release.accountant == f"{method}-gaussian"
+        assert release.accountant == f"{method}-gaussian" and f"the {method} Gaussian analysis" in release.guarantee

@@ -110,6 +110,11 @@ class _LaplaceNoise:
         """The analysis that certifies epsilon, as a privacy card names it: the Laplace mechanism's own."""
         return "laplace"
 
+    @property
+    def guarantee(self) -> str:
+        """What epsilon is, in the words of a privacy card's guarantee column."""
+        return "rigorous upper bound: pure epsilon-DP by construction (Laplace mechanism)"
+
     def dp_event(self) -> dp_accounting.DpEvent:
         import dp_accounting
 
@@ -197,6 +202,11 @@ class GaussianRelease:
         "analytic-gaussian"."""
         return f"{self.method}-gaussian"
 
+    @property
+    def guarantee(self) -> str:
+        """What epsilon is, in the words of a privacy card's guarantee column."""
+        return f"rigorous upper bound: (epsilon, delta)-DP by construction (the {self.method} Gaussian analysis)"
+
     def dp_event(self) -> dp_accounting.DpEvent:
         import dp_accounting
 
@@ -230,6 +240,11 @@ class LaplaceLabelRelease(_LaplaceNoise):
         check_positive_int("n", self.n)
         if self.task not in LABEL_TASKS:
             raise ValueError(f"task must be one of {LABEL_TASKS}. Found {self.task!r}.")
+
+    @property
+    def guarantee(self) -> str:
+        """What epsilon is, in the words of a privacy card's guarantee column: the labels' only."""
+        return "rigorous upper bound (labels only; features not private): pure epsilon-DP (Laplace mechanism)"
 
     def describe(self) -> str:
         return (

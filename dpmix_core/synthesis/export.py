@@ -139,7 +139,7 @@ def privacy_card(synthesis: Synthesis, *, epsilons: list[dict] | None = None) ->
                 "epsilon": release.epsilon,
                 "delta": release.delta,
                 "upper_bound": True,
-                "guarantee": "rigorous (pure/approximate DP by construction)",
+                "guarantee": release.guarantee,
                 "assumptions": release.describe(),
             }
         )
