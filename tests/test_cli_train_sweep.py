@@ -589,3 +589,16 @@ def test_a_sweep_runs_what_the_data_can_make_and_says_what_it_left_out(tmp_path,
     assert main(["sweep", str(spec), "--values", "1000"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: the data can make none of the sweep's runs: “mixing”: class") and err.count("\n") == 1
+
+
+def test_label_only_laplace_is_one_option_not_two(capsys):
+    """--method label-laplace or --mechanism label-laplace alone trains label-only Laplace (each alone was refused,
+    asking for the other); a mixing mechanism beside the method is a contradiction, said in one line."""
+    rest = ["--dataset", "embedded", "--label-epsilon", "4", "--model", "linear", "--epochs", "1", "--json"]
+    for flag in ("--method", "--mechanism"):
+        assert main(["train", flag, "label-laplace", *rest]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["epsilon"] == {"laplace": 4.0} and 0 <= out["test_accuracy"] <= 1
+    code = main(["train", "--method", "label-laplace", "--mechanism", "poisson", *rest])
+    err = capsys.readouterr().err
+    assert code == 2 and "drop --mechanism" in err and err.count("\n") == 1

@@ -121,11 +121,23 @@ def test_generalized_kl_trains_like_keras_kl_divergence():
 def test_cross_entropy_argmax_and_mse():
     logits = torch.tensor([[2.0, 0.0], [0.0, 2.0]])
     soft = torch.tensor([[0.6, 0.4], [-0.1, 0.3]])
-    assert torch.allclose(L.cross_entropy_argmax(logits, soft), F.cross_entropy(logits, torch.tensor([0, 1])))
+    assert torch.equal(L.cross_entropy_argmax(logits, soft), F.cross_entropy(logits, torch.tensor([0, 1])))  # as before
     out = torch.tensor([[1.0], [3.0]])
     assert float(L.mse_loss(out, torch.tensor([[2.0], [3.0]]))) == pytest.approx(0.5)
     with pytest.raises(ValueError, match="Unknown loss"):
         L.get_loss("hinge")
+
+
+def test_cross_entropy_on_tied_labels_targets_every_tied_class_alike():
+    """Label-only Laplace's labels clamped to [0, 1] tie at 1: argmax alone would teach class 0 on such rows."""
+    tied = torch.tensor([[1.0, 1.0, 0.0], [0.2, 0.9, 0.1]])
+    logits = torch.zeros(2, 3, requires_grad=True)
+    loss = L.cross_entropy_argmax(logits, tied)
+    soft = torch.tensor([[0.5, 0.5, 0.0], [0.0, 1.0, 0.0]])  # the tie shared, the other row its argmax
+    assert loss.item() == pytest.approx(float(-(soft * F.log_softmax(torch.zeros(2, 3), dim=1)).sum(1).mean()))
+    (grad,) = torch.autograd.grad(loss, logits)
+    assert grad[0, 0] == pytest.approx(grad[0, 1].item()) and grad[0, 0] < 0 < grad[0, 2]  # both tied classes pulled up
+    assert torch.allclose(grad[1], torch.autograd.grad(F.cross_entropy(logits, torch.tensor([0, 1])), logits)[0][1])
 
 
 # --------------------------------------------------------------------------------------------- models

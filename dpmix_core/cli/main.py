@@ -704,10 +704,26 @@ def _say_bounds_note(records, args: argparse.Namespace, *, stream=None) -> None:
         print(f"note: {note}", file=stream or sys.stdout)
 
 
+def _label_only(args: argparse.Namespace) -> None:
+    """Label-only Laplace is one choice, not two: ``--method label-laplace`` releases with the label-laplace
+    mechanism and ``--mechanism label-laplace`` trains with that method (either alone was refused, asking for the
+    other). A mixing mechanism named beside ``--method label-laplace`` is a contradiction: CliError."""
+    if args.mechanism == "label-laplace" and args.method == "mixing":
+        args.method = "label-laplace"
+    elif args.method == "label-laplace" and args.mechanism != "label-laplace":
+        if args.mechanism != "dpmix":  # dpmix is --mechanism's default: left unset
+            raise CliError(
+                f"--method label-laplace releases noisy labels, not a {args.mechanism} mixing release: drop "
+                "--mechanism (or use --method mixing)."
+            )
+        args.mechanism = "label-laplace"
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from dpmix_core.cli.train import train_repeats
     from dpmix_core.training.protocols import PROTOCOLS
 
+    _label_only(args)
     release_file: dict = {}
     if args.release is not None:  # the data and the release parameters from the card (and --data-file)
         release_file, own = _release_file_options(args)

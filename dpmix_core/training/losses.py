@@ -47,9 +47,19 @@ def kl_soft_labels(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 
 def cross_entropy_argmax(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy on hard labels argmax(target) (thesis §4.2; DP-CDA Eq. 1); 1-D targets are class indices."""
-    labels = target.argmax(dim=1) if target.ndim == 2 else target.long()
-    return F.cross_entropy(logits, labels)
+    """Cross-entropy on hard labels argmax(target) (thesis §4.2; DP-CDA Eq. 1); 1-D targets are class indices.
+
+    A row whose largest value k classes share (label-only Laplace's labels clamped to [0, 1] tie at 1) targets each
+    of them with 1/k: argmax alone names the first, and would teach class 0 wherever labels tie. A batch without a
+    tie is the plain cross-entropy on argmax labels, as before.
+    """
+    if target.ndim != 2:
+        return F.cross_entropy(logits, target.long())
+    tied = target == target.max(dim=1, keepdim=True).values
+    counts = tied.sum(dim=1, keepdim=True)
+    if not bool((counts > 1).any()):
+        return F.cross_entropy(logits, target.argmax(dim=1))
+    return -((tied / counts) * F.log_softmax(logits.float(), dim=1)).sum(dim=1).mean()
 
 
 def generalized_kl(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
