@@ -15,7 +15,7 @@ from dpmix_core.privacy.statement import tightest_statement
 from dpmix_core.synthesis.pipeline import SynthesisConfig, config_ranges, planned_release, resolve_sigma, synthesize
 from dpmix_core.synthesis.units import record_units, table_layout
 
-__all__ = ["ClassPreview", "MixingPreview", "PREVIEW_MECHANISMS", "feature_maps", "mixing_preview"]
+__all__ = ["ClassPreview", "GROUPING", "MixingPreview", "PREVIEW_MECHANISMS", "feature_maps", "mixing_preview"]
 
 PREVIEW_MECHANISMS = ("dpmix", "class-centric", "poisson", "local")
 
