@@ -514,7 +514,7 @@ def _live_runs(ids: list[int], *, axis: str | None, key: str, pump: bool, title:
     live()
 
 
-def _solve_epsilon_panel(agg, axis: str | None, against: str = "axis") -> None:
+def _solve_epsilon_panel(agg, axis: str | None, against: str = "axis", *, best_table: bool = False) -> None:
     """ "What ε do I need for X % accuracy?", read off the stored curve (issue #13 §5); a self-contained block."""
     choices = epsilon_choices(agg, axis)
     if not choices:
@@ -533,7 +533,7 @@ def _solve_epsilon_panel(agg, axis: str | None, against: str = "axis") -> None:
             + (
                 f" (each series holds its ε along {axis_column(axis)}: the best-{axis_column(axis)} table above reads "
                 "this sweep)."
-                if axis in TUNABLE_AXES
+                if axis in TUNABLE_AXES and best_table
                 else "."
             )
         )
@@ -704,7 +704,7 @@ def _results_panel(query_sweep: int | None) -> None:
         mime="text/csv",
         key=K + "csv",
     )
-    _solve_epsilon_panel(agg, axis, against)
+    _solve_epsilon_panel(agg, axis, against, best_table=bool(view.best_axis))  # that table is shown above
     _report_panel(chosen, metric, None if second == "(none)" else second, (test_rows, test_inputs), against, others)
 
 

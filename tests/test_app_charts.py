@@ -82,6 +82,9 @@ def test_every_chart_has_a_title_axis_titles_and_downloads_and_every_table_a_csv
         assert key + "_csv" in downloads and key + "_html" in downloads, f"{title!r} on {page} has no download"
         if images:  # PNG for slides and SVG for print wherever plotly can render static images
             assert key + "_png" in downloads and key + "_svg" in downloads, f"{title!r} on {page}: no PNG/SVG"
+        # without them, plotly's camera stays on the toolbar: a chart always has an image export
+        removed = json.loads(chart.proto.config).get("modeBarButtonsToRemove", [])
+        assert ("toImage" in removed) == images, f"{title!r} on {page}: no image export, or two"
     csv_buttons = [d for d in at.get("download_button") if "CSV" in d.proto.label]
     assert len(csv_buttons) >= len(at.dataframe), f"{page}: a table without a CSV download"
     if page.endswith(("privacy_accountant.py", "dp_foundations.py", "train_tradeoffs.py")):
@@ -104,6 +107,9 @@ def test_presentation_mode_prints_the_settings_under_each_chart(page):
         assert settings and not settings[0].proto.expanded
         assert all('"displayModeBar": false' in c.proto.config for c in charts)
     plain = _open(page, present=False)
+    for chart in plain.get("plotly_chart"):  # a short toolbar (zoom, pan, reset) that stays clear of the title
+        config = json.loads(chart.proto.config)
+        assert config["displayModeBar"] and {"zoomIn2d", "lasso2d"} <= set(config["modeBarButtonsToRemove"])
     assert not [c for c in plain.caption if c.value.startswith("Settings: ")]
     assert not [e for e in plain.expander if e.label.startswith("Settings (presentation mode")]
 
@@ -144,3 +150,15 @@ def test_a_static_image_is_tried_twice_then_the_failure_is_raised(monkeypatch):
     monkeypatch.setattr(export.figure, "to_image", broken)
     with pytest.raises(RuntimeError, match="no browser"):
         export.svg()
+
+
+def test_without_static_images_the_toolbar_keeps_its_camera(monkeypatch):
+    """No kaleido or no Chromium: the PNG / SVG buttons are hidden, so plotly's own camera is the image export."""
+    import app_pages.shared.widgets as widgets
+
+    monkeypatch.setattr(widgets, "kaleido_available", lambda: False)
+    at = _open("app_pages/dp_foundations.py", present=False)
+    charts = at.get("plotly_chart")
+    assert charts and not [d for d in at.get("download_button") if d.proto.label in ("PNG", "SVG")]
+    for chart in charts:
+        assert "toImage" not in json.loads(chart.proto.config)["modeBarButtonsToRemove"]

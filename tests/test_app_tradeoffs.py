@@ -464,6 +464,9 @@ def test_a_release_file_is_trained_on_by_the_models_picked(at, release_npz, tmp_
     results = at.dataframe[-1].value
     assert not at.exception and set(results["label"]) == {"linear", "corrected-lsq"}
     assert results["epsilon_rdp-wor"].nunique() == 1  # one release: the same card for every model
+    # one release, one epsilon: no curve to read "what epsilon do I need?" off, and no best-T table to point to
+    solve = [i.value for i in at.info if "no curve to read off" in i.value]
+    assert solve and "table above" not in solve[0]
     saved = list((tmp_path / "releases").glob("*.npz"))  # kept beside the store for the background runs
     assert len(saved) == 1 and saved[0].read_bytes() == release_npz.read_bytes()
 

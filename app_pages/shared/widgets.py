@@ -46,6 +46,9 @@ from dpmix_core.views.inputs import parse_count, parse_real
 
 T = TypeVar("T")
 PRESENT_CHART_HEIGHT = 720  # presentation mode: one chart per screen
+# plotly's toolbar keeps zoom, pan and reset: the rest only widened it over chart titles (the PNG / SVG downloads
+# under each chart make its image; without kaleido they are hidden and the toolbar keeps its camera)
+MODEBAR_LEFT_OUT = ("toImage", "zoomIn2d", "zoomOut2d", "autoScale2d", "select2d", "lasso2d")
 THUMBNAIL_PX = 64  # an image of a record or a released point (Mixed samples)
 PRESENT_THUMBNAIL_PX = 128  # the same on a projector
 
@@ -60,7 +63,9 @@ def chart(fig, key: str, settings: dict | None = None) -> None:
         fig.update_layout(height=PRESENT_CHART_HEIGHT)
     export = chart_export(fig)
     present = bool(st.session_state.get("present"))
-    st.plotly_chart(fig, width="stretch", key=key, config={"displayModeBar": not present})
+    left_out = [b for b in MODEBAR_LEFT_OUT if b != "toImage" or kaleido_available()]  # else its only image export
+    config = {"displayModeBar": not present, "modeBarButtonsToRemove": left_out, "displaylogo": False}
+    st.plotly_chart(fig, width="stretch", key=key, config=config)
     stem = export.file_stem
     with st.container(horizontal=True):
         st.download_button("Data (CSV)", export.csv, f"{stem}.csv", "text/csv", key=key + "_csv", on_click="ignore")
