@@ -70,8 +70,8 @@ def test_an_attack_job_on_ones_own_file_reads_the_file_it_was_given(tmp_path, bo
         ({"members": 200}, "the data has 300 records"),
         ({"feature_range": (10.0, -5.0)}, "low < high"),
         ({"data_sha256": None}, "needs both its path and its SHA-256"),
-        ({"epsilons": (8.0, 0.0)}, r"positive, finite number \(found 0\)"),
-        ({"epsilons": (float("inf"), -1.0)}, r"\(found inf, -1\)"),
+        ({"epsilons": (8.0, 0.0)}, "each epsilon must be a positive finite number. Found 0.0"),
+        ({"epsilons": (float("nan"),)}, "each epsilon must be a positive finite number. Found nan"),
         ({"l": 101}, "ℓ = 101 records per point is more than the 100 member records"),
     ],
 )

@@ -34,6 +34,7 @@ from dpmix_core.data import Categories, Dataset, check_categories, json_categori
 from dpmix_core.privacy.checks import (
     FeatureRange,
     check_feature_range,
+    check_positive,
     describe_feature_range,
     json_feature_range,
 )
@@ -484,11 +485,8 @@ def job_config(
     data's training records where known, so that too many members are refused here, before the job starts."""
     if not epsilons:
         raise ValueError("Give at least one epsilon.")
-    if bad := [e for e in epsilons if not (math.isfinite(e) and e > 0)]:
-        raise ValueError(
-            f"each epsilon must be a positive, finite number (found {', '.join(f'{e:g}' for e in bad)}); the table "
-            "always has the non-private and the noise-free mixing rows."
-        )
+    for eps in epsilons:  # the table has its non-private and noise-free rows already: no 0 or inf here
+        check_positive("each epsilon", eps)
     if int(l) > int(members):
         raise ValueError(f"ℓ = {l} records per point is more than the {members} member records a point mixes from.")
     if (data_file is None) != (data_sha256 is None):

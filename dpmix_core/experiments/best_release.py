@@ -523,8 +523,8 @@ def search_cost(search: BestReleaseSearch) -> Cost:
     )
     seconds = sum(first) + sum(longest[: search.finalist_count])
     biggest = max(candidates, key=lambda c: c.T * c.m)
-    n_train, d, k = _sizes(search)
-    n = min(n_train, search.train_limit) if search.train_limit is not None else n_train
+    _, d, k = _sizes(search)
+    n = _training_records(search)
     release = mixing_cost(T=biggest.T, l=biggest.m, d=d, k=k, n=n)
     pooled = float(pooled_size(search)) * (d + k) * BYTES_PER_VALUE
     return Cost(
@@ -577,10 +577,15 @@ def pooled_size(search: BestReleaseSearch) -> int:
     return sum(round(search.val_fraction * c.T) for c in search.space.candidates())
 
 
+def _training_records(search: BestReleaseSearch) -> int:
+    """The records a candidate mixes from: the data's training split, or its first ``train_limit`` records."""
+    n_train = _sizes(search)[0]
+    return n_train if search.train_limit is None else min(n_train, search.train_limit)
+
+
 def mix_degree_refusal(search: BestReleaseSearch) -> str | None:
     """Why an m of the grid cannot be a release of this data (Poisson rate m / n above 1), in one line, or None."""
-    n_train, _, _ = _sizes(search)
-    n = min(n_train, search.train_limit) if search.train_limit is not None else n_train
+    n = _training_records(search)
     if too_many := [m for m in search.space.mix_degrees if m > n]:
         return (
             f"m = {', '.join(f'{m:,}' for m in too_many)} is more than the {n:,} training records a point mixes "

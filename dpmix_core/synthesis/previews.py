@@ -20,9 +20,10 @@ __all__ = ["ClassPreview", "GROUPING", "MixingPreview", "PREVIEW_MECHANISMS", "f
 PREVIEW_MECHANISMS = ("dpmix", "class-centric", "poisson", "local")
 
 # how the preview sorts each mechanism's points into classes (said under the per-class pictures)
+_MIXES_CLASSES = "A point mixes records of several classes: it is shown under the class with the largest label share."
 GROUPING = {
-    "dpmix": "A point mixes records of several classes: it is shown under the class with the largest label share.",
-    "poisson": "A point mixes records of several classes: it is shown under the class with the largest label share.",
+    "dpmix": _MIXES_CLASSES,
+    "poisson": _MIXES_CLASSES,
     "class-centric": "Every point mixes records of one class, shown under it.",
     "local": "Every point is one record plus noise, shown under its class.",
 }

@@ -56,7 +56,7 @@ def majority_rate(y: np.ndarray) -> float | None:
     y = np.asarray(y)
     if len(y) == 0 or (y.ndim == 2 and y.shape[1] < 2) or y.ndim > 2:
         return None
-    if y.ndim == 2:  # a row whose largest value k classes share gives each 1/k (no bias to the first of them)
+    if y.ndim == 2:  # training.losses.tied_label_shares in numpy (this module loads no torch)
         tied = y == y.max(axis=1, keepdims=True)
         return float((tied / tied.sum(axis=1, keepdims=True)).sum(axis=0).max()) / len(y)
     return float(np.bincount(y.astype(np.int64)).max()) / len(y)

@@ -16,6 +16,7 @@ __all__ = [
     "clamp_renormalise",
     "kl_soft_labels",
     "cross_entropy_argmax",
+    "tied_label_shares",
     "generalized_kl",
     "mse_loss",
     "get_loss",
@@ -46,20 +47,27 @@ def kl_soft_labels(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return (torch.xlogy(t, t) - t * log_p).sum(dim=1).mean()
 
 
+def tied_label_shares(target: torch.Tensor) -> torch.Tensor:
+    """(n, K) label rows -> each row's argmax as a distribution: 1 on a row's largest value, or 1/k on each of the
+    k classes that share it (label-only Laplace's labels clamped to [0, 1] tie at 1; ``argmax`` alone would name
+    the first of them, class 0 most often)."""
+    tied = target == target.max(dim=1, keepdim=True).values
+    return tied / tied.sum(dim=1, keepdim=True)
+
+
 def cross_entropy_argmax(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Cross-entropy on hard labels argmax(target) (thesis §4.2; DP-CDA Eq. 1); 1-D targets are class indices.
 
-    A row whose largest value k classes share (label-only Laplace's labels clamped to [0, 1] tie at 1) targets each
-    of them with 1/k: argmax alone names the first, and would teach class 0 wherever labels tie. A batch without a
-    tie is the plain cross-entropy on argmax labels, as before.
+    A row whose largest value k classes share targets each of them with 1/k (:func:`tied_label_shares`): argmax
+    alone would teach class 0 wherever labels tie. A batch without a tie is the plain cross-entropy on argmax
+    labels, as before.
     """
     if target.ndim != 2:
         return F.cross_entropy(logits, target.long())
-    tied = target == target.max(dim=1, keepdim=True).values
-    counts = tied.sum(dim=1, keepdim=True)
-    if not bool((counts > 1).any()):
+    shares = tied_label_shares(target)
+    if bool((shares.amax(dim=1) == 1).all()):  # no row ties
         return F.cross_entropy(logits, target.argmax(dim=1))
-    return -((tied / counts) * F.log_softmax(logits.float(), dim=1)).sum(dim=1).mean()
+    return -(shares * F.log_softmax(logits.float(), dim=1)).sum(dim=1).mean()
 
 
 def generalized_kl(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

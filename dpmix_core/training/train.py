@@ -21,6 +21,7 @@ from torch import nn
 from dpmix_core.data import pick_rows
 from dpmix_core.training.cancel import Cancelled, StopCheck
 from dpmix_core.training.checkpoint import Checkpointer, data_fingerprint, model_spec
+from dpmix_core.training.losses import tied_label_shares
 from dpmix_core.training.names import OPTIMIZERS, PRECISIONS, SCHEDULES
 from dpmix_core.training.precision import autocast
 
@@ -606,8 +607,7 @@ def evaluate(
     else:
         pred = out.argmax(dim=1)
         if y.ndim == 2:  # right with weight 1/k among the k classes that share a row's largest value
-            tied = (y == y.max(dim=1, keepdim=True).values).to(out.device)
-            correct = (tied / tied.sum(dim=1, keepdim=True)).gather(1, pred[:, None]).squeeze(1)
+            correct = tied_label_shares(y.to(out.device)).gather(1, pred[:, None]).squeeze(1)
         else:
             correct = pred == y.to(out.device)
         share = float(torch.bincount(pred).max()) / len(pred)

@@ -92,11 +92,7 @@ def model_accountants(setting: MixingSetting, model: str) -> dict[str, MixingSet
         for _, name, variant in _variants(setting, model)
         if _in_model(get_accountant(name).release_for(variant), model)
     }
-    return {name: found[name] for name in sorted(found, key=_calibration_rank)}
-
-
-def _calibration_rank(name: str) -> int:
-    return CALIBRATION_ORDER.index(name) if name in CALIBRATION_ORDER else len(CALIBRATION_ORDER)
+    return {name: found[name] for name in sorted(found, key=CALIBRATION_ORDER.index)}
 
 
 def _check_model(model: str | None) -> None:
