@@ -180,7 +180,7 @@ def test_train_reads_text_columns_with_categories_and_learns_from_them(tmp_path,
     data, cats, bounds = _files(tmp_path)
     args = ["train", "--data-file", str(data), "--feature-bounds", str(bounds), "--model", "linear", "--json"]
     assert main([*args, "--method", "non-private"]) == 2  # words without categories: one line
-    assert "give its public categories" in capsys.readouterr().err
+    assert f"categories-template --data-file {data.name} writes one" in capsys.readouterr().err  # what to run
     assert main([*args, "--method", "non-private", "--categories", str(cats)]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["test_accuracy"] > 0.9  # the class is mostly the region: the one-hot features carry it

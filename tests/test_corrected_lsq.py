@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from dpmix_core.cli.main import main
 from dpmix_core.experiments.config import RunConfig
 from dpmix_core.experiments.runner import run_config
 from dpmix_core.synthesis.pipeline import SynthesisConfig
@@ -215,7 +216,7 @@ def test_a_noisy_mixing_release_is_fitted_with_its_published_noise():
         min(entry["floor_scores"].values())
     )
     assert corrected["test_accuracy"] > 0.6, corrected["test_accuracy"]
-    assert not any("poorly determined" in note for note in corrected["notes"])  # 2700 points for 784 features
+    assert not any("few points per coefficient" in note for note in corrected["notes"])  # 2700 points for 784 features
     assert not any("largest floor" in note for note in corrected["notes"])
     few = run_config(
         RunConfig(
@@ -249,3 +250,20 @@ def test_rescaled_inputs_give_the_same_fit_when_the_noise_is_rescaled_with_them(
     assert scaled["input_scale"] != pytest.approx(1.0)
     assert scaled["history"][0]["floor"] == plain["history"][0]["floor"]
     assert scaled["test_accuracy"] == pytest.approx(plain["test_accuracy"], abs=0.01)
+
+
+def test_train_prints_what_the_fit_chose_and_its_caveat(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    y = np.arange(300) % 3
+    x = np.clip(rng.normal(y[:, None] * 2.0, 1.0, size=(300, 8)), -5, 10)
+    data = tmp_path / "mine.csv"
+    data.write_text(
+        "a,b,c,d,e,f,g,h,species\n" + "".join(",".join(f"{v:.3f}" for v in r) + f",{k}\n" for r, k in zip(x, y))
+    )
+    args = ["train", "--data-file", str(data), "--label-column", "species", "--feature-range", "-5,10"]
+    release = ["--mechanism", "dpmix", "--l", "4", "--sigma-x", "0.05", "--model", "corrected-lsq"]
+    assert main([*args, *release, "--T", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert "note: corrected-lsq: least squares in closed form" in out and "few points per coefficient" not in out
+    assert main([*args, *release, "--T", "20"]) == 0  # 18 fitted points for 8 features
+    assert "note: corrected-lsq fitted 8 coefficients per output from 18 points" in capsys.readouterr().out

@@ -788,6 +788,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
         if summary.get("data"):
             print(f"note: {summary['data']['note']}")
+        for note in summary["notes"]:
+            if note.startswith(model):  # what the model's fit chose and its caveats (corrected-lsq's floor)
+                print(f"note: {note}")
         if own is not None:
             _say_bounds_note(own.dataset, args)
         _print_other_test_inputs(summary, summary["config"].get("test_inputs", "release"))

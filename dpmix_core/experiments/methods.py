@@ -258,8 +258,8 @@ def closed_form_step(ctx: RunContext, model, tensors: tuple, on_epoch: Callable[
     if n_fit < FEW_POINTS_PER_FEATURE * dim:
         ctx.notes.append(
             f"corrected-lsq fitted {dim} coefficients per output from {n_fit} points (fewer than "
-            f"{FEW_POINTS_PER_FEATURE} per feature): the noise correction is poorly determined here; a "
-            "gradient-trained model may do better"
+            f"{FEW_POINTS_PER_FEATURE} per feature): the noise correction rests on few points per coefficient, so "
+            "compare a gradient-trained model on the same release"
         )
     return fit_res
 
