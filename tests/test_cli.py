@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -347,3 +348,31 @@ def test_version(capsys):
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.strip() == f"DPMix Studio {dpmix_core.__version__}"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM is a POSIX signal")
+def test_sigterm_removes_the_half_written_release(tmp_path):
+    """``timeout`` or ``kill`` (SIGTERM) ends a streamed release like Ctrl-C: exit 143, one line, and its
+    ``.OUT.partial-*`` folder removed (Python's default SIGTERM skipped every ``finally`` and left it)."""
+    import signal
+    import time
+
+    import numpy as np
+
+    np.save(tmp_path / "X.npy", np.random.default_rng(0).integers(0, 256, size=(2000, 64), dtype=np.uint8))
+    np.save(tmp_path / "Y.npy", np.arange(2000) % 10)
+    argv = ["synthesize", "--memmap", "X.npy", "--labels", "Y.npy", "--num-classes", "10", "--mechanism", "dpmix"]
+    argv += ["--l", "256", "--T", "3000000", "--sigma-x", "0.1", "--out", "rel/"]  # ~20 s of writing
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dpmix_core", *argv], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob(".rel.partial-*/x.npy")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the release finished before it could be interrupted"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM and err.strip() == "error: terminated (SIGTERM)", err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["X.npy", "Y.npy"]  # no partial folder, no release

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
 import sqlite3
 import statistics
 import sys
@@ -1344,6 +1345,22 @@ def exit_without_teardown(code: int) -> NoReturn:
     os._exit(code)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``, a job scheduler), raised in the main thread as Ctrl-C's KeyboardInterrupt is,
+    so that a command's cleanup runs: a release being written leaves no ``.partial`` folder or temporary file."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM end a command as Ctrl-C does (:class:`Terminated`, exit 143). For ``python -m dpmix_core`` only:
+    a library caller keeps its own handlers. (Python's default ends the process at once, skipping every
+    ``finally``: a streamed release killed by ``timeout`` left its whole ``.OUT.partial-*`` folder behind.)"""
+    signal.signal(signal.SIGTERM, _raise_terminated)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; every user error, and MemoryError/OSError/store errors, ends as one stderr
     line and exit code 2 (``--debug``: the traceback too)."""
@@ -1359,6 +1376,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(error_line(exc), file=sys.stderr)
         return EXIT_USAGE
+    except Terminated:
+        print("error: terminated (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130

@@ -297,15 +297,15 @@ def _parse_csv(
             i = _first_bad((as_numbers.isna() & frame[name].notna()).to_numpy())
             if i is not None:
                 words = as_numbers.isna().all()
-                categories = (
+                words_hint = (
                     " If it is a feature of words, give its public categories (CLI: --categories FILE.csv, header "
                     f"column,category; categories-template --data-file {Path(filename).name} writes one to check)."
                 )
                 hint = (  # a column of words read as features: most likely the labels, under another column
                     f" The labels were read from column '{label}'; if '{name}' holds them, choose it as the label "
-                    f"column (CLI: --label-column {name}).{categories}"
+                    f"column (CLI: --label-column {name}).{words_hint}"
                     if label_column is None and words
-                    else categories
+                    else words_hint
                     if words
                     else ""
                 )
