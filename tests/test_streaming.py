@@ -13,6 +13,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
+from dpmix_core.cli.main import stream_progress
 from dpmix_core.mechanisms import dpmix
 from dpmix_core.privacy.release import MixingRelease
 from dpmix_core.synthesis.streaming import default_chunk_points, load_release, synthesize_streaming
@@ -243,3 +244,31 @@ def test_resident_and_chunked_modes_have_the_same_law(tmp_path, mechanism):
         out_path=tmp_path / "again",
     )
     np.testing.assert_array_equal(np.round(np.load(again.x_path) * l), outs["resident"])
+
+
+def test_progress_after_each_chunk_in_both_modes(tmp_path, capsys):
+    X, y = _data()
+    seen: list[int] = []
+    out = synthesize_streaming(
+        X,
+        y,
+        num_classes=3,
+        l=8,
+        T=1000,
+        sigma_x=0.5,
+        seed=3,
+        out_path=tmp_path / "c",
+        chunk_points=128,
+        on_chunk=seen.append,
+    )
+    assert seen == [*range(128, 1000, 128), 1000] and out.chunks == len(seen)  # chunked mode
+    resident: list[int] = []
+    out = synthesize_streaming(
+        X, y, num_classes=3, l=8, T=50_000, sigma_x=0.5, seed=3, out_path=tmp_path / "r", on_chunk=resident.append
+    )
+    assert resident[-1] == 50_000 and resident == sorted(set(resident)) and out.chunks == len(resident)
+    report = stream_progress(T=1000, every_s=0.0)  # the CLI's line: every call here, none at the end
+    for done in (250, 1000):
+        report(done)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("  250 of 1,000 points written (25%), about ") and "left" in lines[0]

@@ -286,6 +286,27 @@ def _progress(done: int, total: int) -> None:
             print(file=sys.stderr)
 
 
+def stream_progress(T: int, every_s: float = 5.0) -> Callable[[int], None]:
+    """A progress line on stderr at most every ``every_s`` seconds while a streamed release is written: the points
+    written, their share of ``T`` and the time left at the rate so far (a 10M-point release takes minutes)."""
+    import time
+
+    from dpmix_core.resources.limits import format_duration
+
+    start = last = time.monotonic()
+
+    def report(done: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last < every_s or done >= T:
+            return
+        last = now
+        left = format_duration((now - start) * (T - done) / max(done, 1))
+        print(f"  {done:,} of {T:,} points written ({done / T:.0%}), about {left} left", file=sys.stderr)
+
+    return report
+
+
 def _synthesize_streaming(args: argparse.Namespace) -> int:
     """--memmap X.npy --labels Y.npy: a release larger than memory, written chunk by chunk to a folder."""
     import numpy as np
@@ -361,6 +382,7 @@ def _synthesize_streaming(args: argparse.Namespace) -> int:
             delta=args.delta,
             epsilons_for=epsilons_for,
             public_n=args.public_n,
+            on_chunk=None if args.json else stream_progress(args.T),
         )
     if args.json:
         print(json.dumps({"out": str(result.out_dir), **result.card}, allow_nan=False))

@@ -189,6 +189,7 @@ def synthesize_streaming(
     epsilons_for: Callable[[MixingRelease], list[dict]] | None = None,
     resident_elements: int = RESIDENT_ELEMENTS,
     public_n: int | None = None,
+    on_chunk: Callable[[int], None] | None = None,
 ) -> StreamingRelease:
     """Mix ``T`` points from ``source`` (n, d) / ``labels`` (n,) and write them to the folder ``out_path``.
 
@@ -204,7 +205,8 @@ def synthesize_streaming(
     removes only that folder, never a path this call did not create. Output path, and free disk
     space for the T*(d+K) float32 values, are checked first. ``epsilons_for(release)``: the card's
     epsilons if the caller computes them (e.g. :func:`dpmix_core.synthesis.epsilon_job.background_epsilons`,
-    in a second process while this one streams). Returns a :class:`StreamingRelease`.
+    in a second process while this one streams). ``on_chunk(points_written)``: called after each chunk (a
+    progress line; the count is of points in the folder so far, out of ``T``). Returns a :class:`StreamingRelease`.
 
     Resident mode: when ``n * (d + K) <= resident_elements`` the source is read once (in pieces)
     into the mixing table and only the *output* is streamed, in the engine's chunks (indices drawn
@@ -282,11 +284,25 @@ def synthesize_streaming(
         if resident:
             chunk = chunk_rows_for(l)
             chunks = _mix_resident(
-                source, labels, plan, seed_seq=child_sequence(ss, 2), out=(x_out, y_out), stats=stats, chunk_rows=chunk
+                source,
+                labels,
+                plan,
+                seed_seq=child_sequence(ss, 2),
+                out=(x_out, y_out),
+                stats=stats,
+                chunk_rows=chunk,
+                on_chunk=on_chunk,
             )
         else:
             chunks = _mix_chunked(
-                source, labels, plan, seed_seq=ss, out=(x_out, y_out), stats=stats, chunk_points=chunk
+                source,
+                labels,
+                plan,
+                seed_seq=ss,
+                out=(x_out, y_out),
+                stats=stats,
+                chunk_points=chunk,
+                on_chunk=on_chunk,
             )
         x_out.flush()
         y_out.flush()
@@ -439,6 +455,7 @@ def _mix_resident(
     out: tuple[np.memmap, np.memmap],
     stats: dict,
     chunk_rows: int,
+    on_chunk: Callable[[int], None] | None = None,
 ) -> int:
     """Resident mode: the whole source as the engine's table, the output written chunk by chunk into ``out``."""
     n = int(source.shape[0])
@@ -468,6 +485,8 @@ def _mix_resident(
             for arr in out:
                 arr.flush()
                 _drop_pages(arr)
+        if on_chunk is not None:
+            on_chunk(row0 + rows)
 
     _perturb(
         plan,
@@ -493,6 +512,7 @@ def _mix_chunked(
     out: tuple[np.memmap, np.memmap],
     stats: dict,
     chunk_points: int,
+    on_chunk: Callable[[int], None] | None = None,
 ) -> int:
     """Chunked mode: per chunk of points, draw its indices, read only those rows (sorted), mix them into ``out``.
 
@@ -540,6 +560,8 @@ def _mix_chunked(
             y_out.flush()
             for arr in (source, labels, x_out, y_out):
                 _drop_pages(arr)
+        if on_chunk is not None:
+            on_chunk(a + c)
     return chunks
 
 
