@@ -629,16 +629,18 @@ def _results_panel(query_sweep: int | None) -> None:
         key=K + "metric",
         disabled=agg["test_mse_count"].sum() == 0,
     )
-    against = c2.radio(
+    against = c2.radio(  # one radio per axis kind: Streamlit keeps a keyed radio's choice by its (axis's) label
         "Against",
         AGAINST,
+        index=AGAINST.index(st.session_state.get(K + "against", AGAINST[0])),
         horizontal=True,
-        key=K + "against",
+        key=K + f"against_{axis}",
         format_func=lambda a: against_title(a, axis),
         help="The sweep's own axis (what it turned: σ, ℓ, T or the target ε of each series' accountant), or each "
         "point's certified ε: the smallest rigorous upper bound its runs recorded, so series calibrated by "
         "different accountants (or swept along σ or ℓ) meet on one honest ε axis.",
     )
+    st.session_state[K + "against"] = against  # carried to the next sweep's radio
     others: list[int] = []
     if against == "certified":
         others = st.multiselect(

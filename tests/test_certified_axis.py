@@ -252,7 +252,7 @@ def test_the_report_and_the_cli_draw_a_sweep_against_its_certified_epsilon(store
 def test_the_page_draws_the_sweep_against_its_certified_epsilon(stored_table1):
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     assert not at.exception
-    radio = at.radio(key="tr_against")
+    radio = at.radio(key="tr_against_target_epsilon")
     assert radio.value == "axis"
     radio.set_value("certified").run()
     assert not at.exception
@@ -341,9 +341,35 @@ def test_the_page_draws_other_sweeps_beside_the_one_shown(stored_table1):
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     at.selectbox(key="tr_show").set_value(sweep.id).run()
     assert all(m.key != "tr_beside" for m in at.multiselect)  # only on the certified axis
-    at.radio(key="tr_against").set_value("certified").run()
+    at.radio(key="tr_against_target_epsilon").set_value("certified").run()
     at.multiselect(key="tr_beside").set_value([other.id]).run()
     assert not at.exception
     spec = json.loads(at.get("plotly_chart")[-1].proto.spec)
     names = {t.get("name") for t in spec["data"]}
     assert "thesis-4.2-l-quick: mixing" in names and f"{sweep.name}: {POISSON}" in names
+
+
+def test_the_against_choice_survives_a_sweep_with_another_axis(stored_table1):
+    """Streamlit keeps a keyed radio's choice by its label, and "Against"'s first label names the sweep's axis
+    ("target ε ..." here, "ℓ" for a sweep along ℓ): one radio per axis kind, the choice carried between them (with
+    one radio, switching sweeps left none of its options selected in the browser and returned a label)."""
+    from fake_jobs import finish_sweep
+
+    from dpmix_core.experiments.presets import get_preset
+
+    store, sweep = stored_table1
+    card = {"epsilons": [_entry("rdp-wor", 3.3, True)]}
+    other = finish_sweep(
+        store, get_preset("thesis-4.2-l-quick"), lambda c: {"test_accuracy": 0.8, "privacy_card": card}
+    )
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at.selectbox(key="tr_show").set_value(sweep.id).run()
+    against = [r for r in at.radio if r.label == "Against"]
+    assert len(against) == 1 and against[0].value == "axis" and against[0].options[0].startswith("target ε")
+    against[0].set_value("certified").run()
+    for shown in (other.id, sweep.id, other.id):
+        at.selectbox(key="tr_show").set_value(shown).run()
+        assert not at.exception, "\n".join(at.exception[0].stack_trace)
+        (radio,) = [r for r in at.radio if r.label == "Against"]
+        assert radio.value == "certified", (shown, radio.value)
+        assert radio.options[0] == ("ℓ" if shown == other.id else "target ε (each series' accountant)")

@@ -130,12 +130,13 @@ def against_title(against: str, axis: str | None) -> str:
 
 
 def _certified_hover(points: pd.DataFrame) -> list[str] | None:
-    """On the certified axis, each point's bound and the accountant that gives it (a rigorous upper bound)."""
-    if "certified_by" not in points.columns:
+    """On the certified axis, each point's bound and the accountant that gives it (a rigorous upper bound). Read
+    from ``certified_epsilon``, not the x: series that all sit at one bound are drawn side by side, x their names."""
+    if "certified_by" not in points.columns or "certified_epsilon" not in points.columns:
         return None
     return [
         f"certified ε ≤ {float(value):.4g} by {by} (rigorous upper bound)" if by else ""
-        for value, by in zip(points["axis_value"], points["certified_by"].fillna(""), strict=True)
+        for value, by in zip(points["certified_epsilon"], points["certified_by"].fillna(""), strict=True)
     ]
 
 
