@@ -3,7 +3,8 @@
     DPMIX_DATA_DIR=$(mktemp -d) .venv/bin/streamlit run app.py --server.port 8765 --server.headless true &
     .venv/bin/python docs/img/make_screenshots.py http://127.0.0.1:8765 docs/img [NAME.png ...]
 
-Launch dp-pca-quick on Train & trade-offs first for a results chart there. Names after the folder retake only
+``train_tradeoffs.png`` shows dp-pca-quick's results: run ``python -m dpmix_core sweep preset:dp-pca-quick
+--dataset embedded`` into the app's store first. Names after the folder retake only
 those screenshots. ``train_tradeoffs_certified_eps.png`` needs ``python -m dpmix_core sweep
 preset:dpfmix-table3-quick --dataset embedded`` and ``sweep preset:dpfmix-table1-quick --dataset embedded --series
 'Poisson / gdp-clt' 'uniform, Cx = Cy = 1 / rdp-wor'`` in the app's store (about 6 min on 2 cores) and is taken only
@@ -231,6 +232,7 @@ def main() -> None:
     try:
         shots = [("privacy_accountant.png", "/", None), ("mixed_samples.png", "/mixed_samples", None)]
         shots += [("train_tradeoffs.png", "/train_tradeoffs", None), ("privacy_audit.png", "/privacy_audit", None)]
+        shots += [("dp_foundations.png", "/dp_foundations", None)]
         shots += [
             ("privacy_accountant_invalid.png", "/", ("T — synthetic points released", "0")),
             ("mixed_samples_invalid.png", "/mixed_samples", ("δ", "-0.1")),
@@ -240,6 +242,8 @@ def main() -> None:
                 continue
             d.get(url + path)
             _settle(d)
+            if name == "train_tradeoffs.png":  # the DP-PCA curve, whichever sweep ran last
+                _pick(d, "Show results of", "dp-pca-quick@")
             if edit is not None:
                 _type(d, *edit)
                 _settle(d)
