@@ -602,3 +602,26 @@ def test_label_only_laplace_is_one_option_not_two(capsys):
     code = main(["train", "--method", "label-laplace", "--mechanism", "poisson", *rest])
     err = capsys.readouterr().err
     assert code == 2 and "drop --mechanism" in err and err.count("\n") == 1
+
+
+def test_save_spec_writes_a_preset_to_edit_whose_runs_are_the_presets(tmp_path, monkeypatch, capsys):
+    from dpmix_core.experiments.trade_offs import expand_cli_spec
+
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "store.sqlite"))
+    out = tmp_path / "my_sweep.json"
+    preset = ["sweep", "preset:thesis-4.2-l-quick", "--dataset", "embedded"]
+    assert main([*preset, "--save-spec", str(out)]) == 0
+    assert "then python -m dpmix_core sweep" in capsys.readouterr().out
+    saved = json.loads(out.read_text())
+    assert saved["name"] == "my_sweep" and saved["base"]["dataset"] == "embedded" and saved["values"][0] == 32
+    assert not (tmp_path / "store.sqlite").exists()  # nothing ran, nothing was queued
+    name, jobs, _ = expand_cli_spec(str(out))
+    _, preset_jobs, _ = expand_cli_spec("preset:thesis-4.2-l-quick", dataset="embedded")
+    assert name == "my_sweep" and [key for *_, key in jobs] == [key for *_, key in preset_jobs]  # runs reused
+    before = out.read_text()
+    assert main([*preset, "--save-spec", str(out)]) == 2  # the file may hold the user's edits
+    assert "never replaced" in capsys.readouterr().err and out.read_text() == before
+    assert main([*preset, "--save-spec", str(tmp_path / "other.json"), "--values", "32"]) == 2
+    assert "leave out --values" in capsys.readouterr().err and not (tmp_path / "other.json").exists()
+    assert main([*preset, "--save-spec", str(tmp_path / "x.toml")]) == 2
+    assert "give a FILE.json" in capsys.readouterr().err

@@ -295,6 +295,10 @@ def test_text_output_prints_the_held_out_note(capsys, tmp_path):
         (["--mechanism", "dpmix", "--sigma-x", "1", "--l", "4", "--T", "10"], "--feature-range LO,HI"),
         (["--method", "non-private", "--test-fraction", "0.001"], "holds out no record"),
         (["--method", "dp-pca", "--target-epsilon", "4"], "give --pca-components 4 or fewer"),
+        (
+            ["--mechanism", "poisson", "--features", "scattering", "--l", "4", "--T", "10", "--sigma-x", "1"],
+            "ScatterNet features are computed from images",
+        ),
     ],
 )
 def test_refused_before_the_first_progress_line(capsys, tmp_path, extra, message):
@@ -393,6 +397,18 @@ def test_sweep_on_ones_own_file_is_a_sweep_of_its_own_on_the_records_it_may_rele
     ("argv", "message"),
     [
         (["preset:thesis-4.1-quick", "--data-file", "{data}", "--label-column", "species"], "takes images"),
+        (  # ScatterNet features of a table: one line, not an IndexError from the feature shape
+            [
+                "preset:dpfmix-table3-quick",
+                "--data-file",
+                "{data}",
+                "--label-column",
+                "species",
+                "--feature-range",
+                "-5,10",
+            ],
+            "ScatterNet features are computed from images",
+        ),
         (["{spec}", "--test-fraction", "0.3"], "only with --data-file"),
         (["{spec}", "--data-file", "{data}", "--label-column", "species"], "--feature-range LO,HI"),
         (["{big}", "--data-file", "{data}", "--label-column", "species", "--feature-range", "-5,10"], "class 'bird'"),

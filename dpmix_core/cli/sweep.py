@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from dpmix_core.cli.argtypes import positive_float, positive_int
 from dpmix_core.experiments.sweeps import DEFAULT_RETRY, RunSpec, export_csv, run_sweep
-from dpmix_core.resources.files import check_new_file
+from dpmix_core.resources.files import check_new_file, write_files_atomically
 from dpmix_core.resources.limits import check_sweep_cost, limits_from_env
 from dpmix_core.runtime.store import ResultStore, default_store_path, store_problem
 
@@ -108,6 +108,12 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", help="sweep name (default: the spec's name, else the file's stem)")
     parser.add_argument("--poll", type=positive_float, default=0.5, help="seconds between status checks")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    parser.add_argument(
+        "--save-spec",
+        metavar="FILE.json",
+        help="write the spec (a preset's, with --dataset or --data-file applied) to FILE.json, named after the file, "
+        "to edit into your own sweep, and run nothing (every field is there, defaults included)",
+    )
 
 
 def check_local_precision(runs: list[RunSpec]) -> None:
@@ -141,7 +147,12 @@ def cli_sweep(
         from dpmix_core.runtime.ray_backend import RAY_MISSING
 
         raise ValueError(RAY_MISSING)
+    save = getattr(args, "save_spec", None)
+    if save is not None:
+        _check_save_spec(args, Path(save))
     spec_name, runs, spec = expand(args.spec)
+    if save is not None:
+        return _save_spec(spec, Path(save))
     name = getattr(args, "name", None) or spec_name
     if not runs:
         raise ValueError(f"spec {args.spec!r} expands to no runs")
@@ -244,6 +255,35 @@ def cli_sweep(
     if summary.interrupted:
         return 130
     return 0 if summary.ok else 1
+
+
+def _check_save_spec(args: argparse.Namespace, out: Path) -> None:
+    """``--save-spec``: a new ``.json`` path, and none of the options that narrow or run the sweep."""
+    if out.suffix.lower() != ".json":
+        raise ValueError(f"--save-spec writes JSON: give a FILE.json. Found {out.name!r}.")
+    check_new_file(out, what="--save-spec")
+    if out.exists():
+        raise ValueError(
+            f"--save-spec {str(out)!r} exists: it may hold your edits, so it is never replaced. Give a new name."
+        )
+    narrowing = [f"--{n.replace('_', '-')}" for n in ("values", "series", "seeds", "repeats") if getattr(args, n, None)]
+    running = [f"--{n.replace('_', '-')}" for n in ("export", "json", "name") if getattr(args, n, None)]
+    if narrowing or running:
+        raise ValueError(
+            f"--save-spec writes the whole spec and runs nothing; leave out {', '.join(narrowing + running)} "
+            "(edit the file instead, then run it with sweep FILE.json)"
+        )
+
+
+def _save_spec(spec: Mapping[str, Any], out: Path) -> int:
+    """Write ``spec`` (JSON-ready) to ``out``, named after the file so that its sweep is not the preset's."""
+    text = json.dumps({**spec, "name": out.stem}, indent=2, allow_nan=False) + "\n"
+    write_files_atomically({out: text.encode("utf-8")})
+    print(
+        f"wrote {out} (sweep {out.stem!r}, from {spec['name']!r}): edit it (the format: dpmix_core/experiments/spec.py), "
+        f"then python -m dpmix_core sweep {shlex.quote(str(out))}"
+    )
+    return 0
 
 
 def _report_name(sweep: str) -> str:

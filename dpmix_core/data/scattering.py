@@ -67,7 +67,14 @@ def _backend():
 
 
 def scattering_shape(image_shape: tuple[int, ...], *, J: int = 2, L: int = 8) -> tuple[int, int, int]:
-    """(channels, h, w) of the features of one image of shape (H, W) or (H, W, C)."""
+    """(channels, h, w) of the features of one image of shape (H, W) or (H, W, C). ValueError: a record of
+    another shape (a table's row of features has no ScatterNet features)."""
+    if len(image_shape) not in (2, 3):
+        what = f"{image_shape[0]} features (a table)" if len(image_shape) == 1 else f"shape {tuple(image_shape)}"
+        raise ValueError(
+            f"ScatterNet features are computed from images (H, W) or (H, W, C); a record here has {what}: mix the "
+            "records' own features instead (features 'pixels', the default)"
+        )
     h, w = int(image_shape[0]), int(image_shape[1])
     c = 1 if len(image_shape) == 2 else int(image_shape[2])
     per_channel = 1 + J * L + L * L * J * (J - 1) // 2
