@@ -31,7 +31,7 @@ from dpmix_core.experiments.results import no_signal_note
 from dpmix_core.experiments.run_data import OwnData
 from dpmix_core.experiments.runtime_estimate import RuntimeEstimate, estimate_sweep_runtime
 from dpmix_core.experiments.solve_epsilon import CERTIFIED, epsilon_choices, solvable_series, solve_epsilon
-from dpmix_core.experiments.spec import SweepSpec
+from dpmix_core.experiments.spec import SweepSpec, spec_file_name, spec_file_text
 from dpmix_core.experiments.sweep_view import SweepView, overlay_aggregates, view_sweep
 from dpmix_core.experiments.trade_offs import (
     AUTO_ACCOUNTANT,
@@ -423,6 +423,17 @@ def _launch_panel(spec) -> None:
     st.button("Launch in the background", type="primary", on_click=_launch, args=(spec,), key=K + "launch")
     if err := st.session_state.get(K + "launch_error"):
         st.error(err)
+    file = spec_file_name(spec.name)
+    st.download_button(
+        "This sweep as a spec file (JSON)",
+        spec_file_text(spec, file.removesuffix(".json")),
+        file_name=file,
+        mime="application/json",
+        key=K + "spec_file",
+        help="Every field of this sweep, defaults included: edit it and run it from a terminal or on a cluster with "
+        "python -m dpmix_core sweep FILE.json (--backend ray). Its unchanged runs are these: finished ones are "
+        "reused.",
+    )
 
 
 def _progress_panel() -> None:

@@ -1,5 +1,6 @@
 """AppTest drives "Train & trade-offs": build a tiny sweep, launch it, see it finish and plot."""
 
+import json
 import time
 from pathlib import Path
 
@@ -40,6 +41,20 @@ def test_preset_mode_shows_estimate(at):
     assert any("runs**, estimated" in m.value and "rough: no past runs" in m.value for m in at.markdown)
     assert at.selectbox(key="tr_dataset").value == "embedded"
     assert at.selectbox(key="tr_preset").value == DEMO_PRESET and get_preset(DEMO_PRESET).quick  # a demo's default
+
+
+def test_the_sweep_on_screen_downloads_as_a_spec_file(at):
+    from dpmix_core.experiments.spec import load_spec, spec_file_name, spec_file_text
+    from dpmix_core.experiments.trade_offs import sweep_jobs, with_dataset
+
+    (button,) = [b for b in at.get("download_button") if "spec file" in b.proto.label]
+    assert "python -m dpmix_core sweep FILE.json" in button.proto.help
+    spec = with_dataset(get_preset(DEMO_PRESET), "embedded")  # what the page shows by default
+    file = spec_file_name(spec.name)
+    assert file == spec.name.replace(".", "_").replace("@", "_") + ".json"
+    again = load_spec(json.loads(spec_file_text(spec, file.removesuffix(".json"))))
+    assert again.name == file.removesuffix(".json") != spec.name  # a sweep of its own ...
+    assert [key for *_, key in sweep_jobs(again)] == [key for *_, key in sweep_jobs(spec)]  # ... of the same runs
 
 
 def test_a_preset_run_the_data_cannot_make_is_named_before_launch_and_not_counted(at):

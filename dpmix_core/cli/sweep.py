@@ -277,8 +277,9 @@ def _check_save_spec(args: argparse.Namespace, out: Path) -> None:
 
 def _save_spec(spec: Mapping[str, Any], out: Path) -> int:
     """Write ``spec`` (JSON-ready) to ``out``, named after the file so that its sweep is not the preset's."""
-    text = json.dumps({**spec, "name": out.stem}, indent=2, allow_nan=False) + "\n"
-    write_files_atomically({out: text.encode("utf-8")})
+    from dpmix_core.experiments.spec import spec_file_text
+
+    write_files_atomically({out: spec_file_text(dict(spec), out.stem).encode("utf-8")})
     print(
         f"wrote {out} (sweep {out.stem!r}, from {spec['name']!r}): edit it (the format: dpmix_core/experiments/spec.py), "
         f"then python -m dpmix_core sweep {shlex.quote(str(out))}"

@@ -77,6 +77,8 @@ __all__ = [
     "SPEC_FILE_SUFFIXES",
     "is_spec_file",
     "load_spec",
+    "spec_file_name",
+    "spec_file_text",
     "axis_value",
     "apply_axis",
 ]
@@ -587,6 +589,19 @@ SPEC_FILE_SUFFIXES = (".toml", ".json")
 def is_spec_file(name: str) -> bool:
     """Whether ``name`` is a spec file's path (it ends in .toml or .json) rather than a preset's name."""
     return Path(name).suffix.lower() in SPEC_FILE_SUFFIXES
+
+
+def spec_file_name(sweep: str) -> str:
+    """A spec file's name for a sweep: its name with anything but letters, digits, '-' and '_' as '_', + .json."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in sweep) + ".json"
+
+
+def spec_file_text(spec: SweepSpec | dict, name: str) -> str:
+    """``spec`` (or its :meth:`SweepSpec.to_dict`) as the JSON of a spec file whose sweep is ``name`` (the file's
+    stem, so that a preset written out and run is a sweep of its own; its unchanged runs keep their keys).
+    :func:`load_spec` reads it back."""
+    data = spec.to_dict() if isinstance(spec, SweepSpec) else dict(spec)
+    return json.dumps({**data, "name": name}, indent=2, allow_nan=False) + "\n"
 
 
 def load_spec(source: str | Path | dict) -> SweepSpec:
