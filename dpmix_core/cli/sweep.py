@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from dpmix_core.cli.argtypes import positive_float, positive_int
+from dpmix_core.experiments.spec import spec_file_text, sweep_file_stem
 from dpmix_core.experiments.sweeps import DEFAULT_RETRY, RunSpec, export_csv, run_sweep
 from dpmix_core.resources.files import check_new_file, write_files_atomically
 from dpmix_core.resources.limits import check_sweep_cost, limits_from_env
@@ -277,8 +278,6 @@ def _check_save_spec(args: argparse.Namespace, out: Path) -> None:
 
 def _save_spec(spec: Mapping[str, Any], out: Path) -> int:
     """Write ``spec`` (JSON-ready) to ``out``, named after the file so that its sweep is not the preset's."""
-    from dpmix_core.experiments.spec import spec_file_text
-
     write_files_atomically({out: spec_file_text(dict(spec), out.stem).encode("utf-8")})
     print(
         f"wrote {out} (sweep {out.stem!r}, from {spec['name']!r}): edit it (the format: dpmix_core/experiments/spec.py), "
@@ -288,5 +287,5 @@ def _save_spec(spec: Mapping[str, Any], out: Path) -> int:
 
 
 def _report_name(sweep: str) -> str:
-    """A file name for a sweep's report: its name with anything but letters, digits, '-' and '_' as '_'."""
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in sweep) + ".html"
+    """A file name for a sweep's report (:func:`~dpmix_core.experiments.spec.sweep_file_stem` + .html)."""
+    return sweep_file_stem(sweep) + ".html"

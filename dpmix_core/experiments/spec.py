@@ -79,6 +79,7 @@ __all__ = [
     "load_spec",
     "spec_file_name",
     "spec_file_text",
+    "sweep_file_stem",
     "axis_value",
     "apply_axis",
 ]
@@ -591,9 +592,15 @@ def is_spec_file(name: str) -> bool:
     return Path(name).suffix.lower() in SPEC_FILE_SUFFIXES
 
 
+def sweep_file_stem(sweep: str) -> str:
+    """A file name's stem for a sweep (its spec, its report): its name with anything but letters, digits, '-' and
+    '_' as '_'."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in sweep)
+
+
 def spec_file_name(sweep: str) -> str:
-    """A spec file's name for a sweep: its name with anything but letters, digits, '-' and '_' as '_', + .json."""
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in sweep) + ".json"
+    """A spec file's name for a sweep: :func:`sweep_file_stem` + .json."""
+    return sweep_file_stem(sweep) + ".json"
 
 
 def spec_file_text(spec: SweepSpec | dict, name: str) -> str:
