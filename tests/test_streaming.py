@@ -272,3 +272,29 @@ def test_progress_after_each_chunk_in_both_modes(tmp_path, capsys):
         report(done)
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("  250 of 1,000 points written (25%), about ") and "left" in lines[0]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [dict(mechanism="dpmix"), dict(mechanism="poisson", public_n=5000, clip_x=2.0, clip_y=0.5)],
+)
+def test_a_streamed_release_verifies_from_its_folder_or_card(tmp_path, capsys, options):
+    """Its card holds the recipe and the release description, as an in-memory release's does: ``verify`` and
+    ``report --release`` recompute every epsilon (they could not read a streamed card before)."""
+    from dpmix_core.cli.main import main
+    from dpmix_core.experiments.release_files import read_card, read_release, verify_card
+
+    X, y = _data()
+    out = synthesize_streaming(
+        X, y, num_classes=3, l=8, T=500, sigma_x=0.5, seed=3, out_path=tmp_path / "rel", **options
+    )
+    card = read_card(out.out_dir)
+    assert card == read_card(out.card_path) == out.card
+    check = verify_card(card)
+    assert check.matches and len(check.rows) == len(card["epsilons"]) >= 2, check.reason
+    assert check.release == out.release
+    edited = {**card, "epsilons": [{**card["epsilons"][0], "epsilon": card["epsilons"][0]["epsilon"] / 2}]}
+    assert not verify_card(edited).matches  # the check can fail
+    assert main(["verify", str(out.out_dir)]) == 0 and "verified" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="streamed release"):
+        read_release(out.out_dir)  # no dataset named: nothing to score a model on

@@ -151,6 +151,11 @@ def read_release(path: str | os.PathLike) -> ReleaseFile:
     """
     path = Path(path).expanduser().absolute()  # a run in a worker elsewhere finds it too
     suffix = path.suffix.lower()
+    if path.is_dir() or path.name.lower() == "card.json":
+        raise ValueError(
+            f"{str(path)!r} is a streamed release (synthesize --memmap): its card names no dataset, so no public test "
+            "split scores a model trained on it; verify and report --release read its card."
+        )
     if suffix not in RELEASE_SUFFIXES:
         raise ValueError(f"a release is FILE.npz or FILE.csv (as synthesize writes it). Found {path.name!r}.")
     if not path.is_file():
@@ -169,9 +174,12 @@ def read_release(path: str | os.PathLike) -> ReleaseFile:
 
 
 def read_card(path: str | os.PathLike) -> dict:
-    """The privacy card of a release file (``FILE.npz`` / ``FILE.csv``, checked against its data) or a ``FILE.card.json``."""
+    """The privacy card of a release file (``FILE.npz`` / ``FILE.csv``, checked against its data), a ``FILE.card.json``,
+    or a streamed release (``synthesize --memmap``: its folder, or the ``card.json`` in it)."""
     path = Path(path).expanduser()
-    if path.name.lower().endswith(".card.json"):
+    if path.is_dir() and (path / "card.json").is_file():  # a streamed release's folder: x.npy, y.npy, card.json
+        path = path / "card.json"
+    if path.name.lower().endswith(".card.json") or path.name.lower() == "card.json":
         if not path.is_file():
             raise ValueError(f"privacy card {str(path)!r} does not exist.")
         return _parse_card(path.read_text(encoding="utf-8", errors="replace"), f"privacy card {str(path)!r}")

@@ -322,6 +322,8 @@ def synthesize_streaming(
             mode="resident" if resident else "chunked",
             accountants=accountants,
             epsilons_for=epsilons_for,
+            clip=(clip_x, clip_y),
+            public_n=public_n,
         )
         _publish(tmp_dir, out_dir, card)
     except BaseException:
@@ -358,10 +360,33 @@ def streaming_card(
     accountants: bool = True,
     epsilons_for: Callable[[MixingRelease], list[dict]] | None = None,
     mode: str = "chunked",
+    clip: tuple[float, float] = (1.0, 1.0),
+    public_n: int | None = None,
 ) -> dict:
     """The privacy card of a streamed release (same fields as :func:`dpmix_core.synthesis.export.privacy_card` where
-    they apply): every accountant whose assumptions match the release, with its epsilon at ``delta``."""
+    they apply): every accountant whose assumptions match the release, with its epsilon at ``delta``.
+
+    ``parameters`` are the release's recipe as a :class:`~dpmix_core.synthesis.pipeline.SynthesisConfig` and
+    ``release`` its description, as on an in-memory release's card, so that ``verify`` and ``report --release``
+    recompute its epsilons (``clip``: Poisson's (Cx, Cy); ``public_n``: its stated n)."""
+    import dataclasses
+
     from dpmix_core.synthesis.export import GENERAL_CAVEATS, clean_json
+    from dpmix_core.synthesis.pipeline import SynthesisConfig
+
+    recipe = SynthesisConfig(
+        mechanism=mechanism,
+        l=release.mix_degree,
+        T=release.num_points,
+        sigma_x=release.sigma_x,
+        sigma_y=release.sigma_y,
+        clip_x=clip[0],
+        clip_y=clip[1],
+        public_n=public_n if mechanism == "poisson" else None,
+        feature_range=feature_range,
+        seed=seed if seed is not None else 0,
+        device=device,
+    )
 
     card: dict = {
         "dpmix_studio_version": dpmix_core.__version__,
@@ -374,16 +399,13 @@ def streaming_card(
             "files": ["x.npy", "y.npy"],
             "note": "same law as the in-memory mechanism, not bit-identical to it (random streams per chunk)",
         },
-        "parameters": {
-            "l": release.mix_degree,
-            "T": release.num_points,
-            "sigma_x": release.sigma_x,
-            "sigma_y": release.sigma_y,
-            "feature_range": feature_range,
+        "parameters": {  # a SeedSequence (a library caller's) is not recorded
+            k: v for k, v in dataclasses.asdict(recipe).items() if k != "seed" or seed is not None
         },
         "seed": seed,
         "dataset": {"n": n},
         "released": {"points": release.num_points, "feature_dim": d, "label_dim": k},
+        "release": release.to_json(),  # the one description the mechanism ran (verify rebuilds it from the recipe)
         "release_description": release.describe(),
         "delta": delta,
         "epsilons": [],
