@@ -151,7 +151,7 @@ def read_release(path: str | os.PathLike) -> ReleaseFile:
     """
     path = Path(path).expanduser().absolute()  # a run in a worker elsewhere finds it too
     suffix = path.suffix.lower()
-    if path.is_dir() or path.name.lower() == "card.json":
+    if (path.is_dir() and (path / "card.json").is_file()) or path.name.lower() == "card.json":
         raise ValueError(
             f"{str(path)!r} is a streamed release (synthesize --memmap): its card names no dataset, so no public test "
             "split scores a model trained on it; verify and report --release read its card."
