@@ -659,3 +659,27 @@ def test_a_linear_run_on_ones_file_off_the_own_data_protocol_is_named():
     note = own_data_protocol_note([followed, RunConfig("non-private", model="linear", **own, epochs=5).to_dict()])
     assert note is not None and "lr 0.001, batch_size 128, epochs 5, input_norm none" in note
     assert "lr 0.01, batch_size 32, epochs 50, input_norm standardize" in note
+
+
+def test_a_quick_preset_on_ones_own_file_ends_with_its_summary(tmp_path, monkeypatch, capsys):
+    """dp-pca-quick (a linear model: it takes a table) on a 60-feature file: every run finished, then the summary
+    looked for the papers' full protocol on the file and the command ended in an error (exit 2); the page showing
+    the sweep hit the same. A quick preset moved onto one's file has no full protocol there: no comparison."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
+    rng = np.random.default_rng(0)
+    y = np.arange(300) % 3
+    x = np.clip(rng.normal(y[:, None] * 0.5, 1.0, size=(300, 60)), -5, 10)
+    data = tmp_path / "wide.csv"
+    rows = "".join(",".join(f"{v:.3f}" for v in r) + f",{k}\n" for r, k in zip(x, y, strict=True))
+    data.write_text(",".join(f"f{i}" for i in range(60)) + ",species\n" + rows)
+    argv = ["sweep", "preset:dp-pca-quick", "--data-file", str(data), "--label-column", "species"]
+    assert main([*argv, "--feature-range", "-5,10"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "quick vs full" not in out and "report: python -m dpmix_core sweep-report" in out
+    page = str(Path(__file__).resolve().parents[1] / "app_pages" / "train_tradeoffs.py")
+    at = AppTest.from_file(page, default_timeout=120).run()  # the sweep just run is the one shown
+    assert not at.exception and any("dp-pca-quick@wide" in str(o) for o in at.selectbox(key="tr_show").options)

@@ -138,9 +138,10 @@ class QuickVsFull:
 
 
 def full_protocol(quick: SweepSpec) -> SweepSpec | None:
-    """The full protocol a quick spec previews, on the quick's dataset (None: not a quick variant, or its full
-    preset or spec file no longer loads)."""
-    if not quick.quick or not quick.full_variant:
+    """The full protocol a quick spec previews, on the quick's dataset (None: not a quick variant, its full
+    preset or spec file no longer loads, or the quick runs on one's own file: a quick preset moved onto a file is a
+    sweep of its own, with no full protocol on that file to compare with)."""
+    if not quick.quick or not quick.full_variant or quick.base.data_file is not None:
         return None
     try:
         full = _full_spec(quick.full_variant)
