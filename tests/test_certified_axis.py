@@ -249,6 +249,21 @@ def test_the_report_and_the_cli_draw_a_sweep_against_its_certified_epsilon(store
     assert "invalid choice" in capsys.readouterr().err
 
 
+@pytest.fixture
+def table1_and_l_sweep(stored_table1):
+    """``stored_table1`` and a finished thesis-4.2-l-quick sweep (an axis of ℓ, every point at rdp-wor ε 3.3)."""
+    from fake_jobs import finish_sweep
+
+    from dpmix_core.experiments.presets import get_preset
+
+    store, sweep = stored_table1
+    card = {"epsilons": [_entry("rdp-wor", 3.3, True)]}
+    other = finish_sweep(
+        store, get_preset("thesis-4.2-l-quick"), lambda c: {"test_accuracy": 0.8, "privacy_card": card}
+    )
+    return store, sweep, other
+
+
 def test_the_page_draws_the_sweep_against_its_certified_epsilon(stored_table1):
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     assert not at.exception
@@ -328,16 +343,8 @@ def test_the_report_and_the_cli_draw_other_sweeps_beside_one(stored_table1, tmp_
     assert err.count("\n") == 1 and "nope" in err
 
 
-def test_the_page_draws_other_sweeps_beside_the_one_shown(stored_table1):
-    from fake_jobs import finish_sweep
-
-    from dpmix_core.experiments.presets import get_preset
-
-    store, sweep = stored_table1
-    card = {"epsilons": [_entry("rdp-wor", 3.3, True)]}
-    other = finish_sweep(
-        store, get_preset("thesis-4.2-l-quick"), lambda c: {"test_accuracy": 0.8, "privacy_card": card}
-    )
+def test_the_page_draws_other_sweeps_beside_the_one_shown(table1_and_l_sweep):
+    _, sweep, other = table1_and_l_sweep
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     at.selectbox(key="tr_show").set_value(sweep.id).run()
     assert all(m.key != "tr_beside" for m in at.multiselect)  # only on the certified axis
@@ -349,19 +356,11 @@ def test_the_page_draws_other_sweeps_beside_the_one_shown(stored_table1):
     assert "thesis-4.2-l-quick: mixing" in names and f"{sweep.name}: {POISSON}" in names
 
 
-def test_the_against_choice_survives_a_sweep_with_another_axis(stored_table1):
+def test_the_against_choice_survives_a_sweep_with_another_axis(table1_and_l_sweep):
     """Streamlit keeps a keyed radio's choice by its label, and "Against"'s first label names the sweep's axis
     ("target ε ..." here, "ℓ" for a sweep along ℓ): one radio per axis kind, the choice carried between them (with
     one radio, switching sweeps left none of its options selected in the browser and returned a label)."""
-    from fake_jobs import finish_sweep
-
-    from dpmix_core.experiments.presets import get_preset
-
-    store, sweep = stored_table1
-    card = {"epsilons": [_entry("rdp-wor", 3.3, True)]}
-    other = finish_sweep(
-        store, get_preset("thesis-4.2-l-quick"), lambda c: {"test_accuracy": 0.8, "privacy_card": card}
-    )
+    _, sweep, other = table1_and_l_sweep
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     at.selectbox(key="tr_show").set_value(sweep.id).run()
     against = [r for r in at.radio if r.label == "Against"]
