@@ -17,8 +17,9 @@ SERIES = "ScatterNet feature mixing (Poisson), PLD-certified eps"
 CURVE = {1.0: 0.80, 2.0: 0.86, 4.0: 0.90, 8.0: 0.92}
 
 
-def _stored_sweep(path: Path) -> str:
-    """dpfmix-table3-quick at 3 seeds in a fresh store, with finished runs of one series only."""
+def _stored_sweep(path: Path, collapsed: bool = False) -> str:
+    """dpfmix-table3-quick at 3 seeds in a fresh store, with finished runs of one series only (``collapsed``: runs
+    that never learned, at chance)."""
     spec = narrow_spec(get_preset("dpfmix-table3-quick"), repeats=3)
     store = ResultStore(path)
     sweep = store.create_sweep(spec.name, spec.to_dict())
@@ -28,8 +29,9 @@ def _stored_sweep(path: Path) -> str:
         eps = config["synthesis"]["target_epsilon"]
         run = store.submit(kind, config, key, sweep=sweep.id)
         store.claim(run.id)
-        accuracy = CURVE[eps] + 0.01 * (config["seed"] - 1)
-        store.finish(run.id, {"test_accuracy": accuracy, "epsilon": {"pld-poisson": eps}, "delta": 1e-5})
+        accuracy = 0.1 if collapsed else CURVE[eps] + 0.01 * (config["seed"] - 1)
+        result = {"test_accuracy": accuracy, "epsilon": {"pld-poisson": eps}, "delta": 1e-5}
+        store.finish(run.id, {**result, "collapsed": True} if collapsed else result)
     return spec.name
 
 
@@ -61,6 +63,14 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys, extra, message):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and message in err and err.count("\n") == 1
+
+
+def test_cli_says_every_run_collapsed_rather_than_no_curve(tmp_path, capsys):
+    store = tmp_path / "results.sqlite"
+    name = _stored_sweep(store, collapsed=True)
+    assert main(["solve-epsilon", "--sweep", name, "--accuracy", "0.5", "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert "every run of sweep" in err and "collapsed" in err and err.count("\n") == 1
 
 
 def test_page_answers_in_words(tmp_path, monkeypatch):

@@ -351,5 +351,10 @@ def sweep_epsilon_answers(
         raise ValueError(f"sweep {sweep!r} has no ε from {name!r}; choose one of: {', '.join(choices)}.")
     names = [series] if series is not None else solvable_series(agg, axis, name)
     if not names:
+        if bool(all_collapsed(agg).all()):  # the points are there, but none learned: say so, not "no curve"
+            raise ValueError(
+                f"every run of sweep {sweep!r} collapsed (the model never learned): there is no accuracy to read an "
+                "ε off; the sweep report names each run and its likely cause."
+            )
         raise ValueError(f"no series of sweep {sweep!r} has two points at different finite ε.")
     return [solve_epsilon(agg, axis=axis, series=s, accuracy=accuracy, epsilon_name=name) for s in names]
