@@ -219,7 +219,7 @@ def test_the_templates_list_the_words_and_leave_one_hot_columns_out_of_the_bound
     out = tmp_path / "found.csv"
     assert main(["categories-template", "--data-file", str(data), "--out", str(out)]) == 0
     assert main(["categories-template", "--data-file", str(data), "--out", str(out)]) == 2  # never over a file
-    assert "never replaces" in capsys.readouterr().err
+    assert "never replaced" in capsys.readouterr().err
     assert main(["bounds-template", "--data-file", str(data), "--categories", str(cats)]) == 0
     assert capsys.readouterr().out.splitlines() == ["column,low,high", "age,0.0,1.0", "income,0.0,1.0"]
 

@@ -333,7 +333,7 @@ def test_a_bounds_template_names_every_feature_column_and_never_replaces_a_file(
     filled = _bounds_file(tmp_path / "filled.csv")
     before = filled.read_bytes()
     assert main(["bounds-template", "--data-file", str(data), "--out", str(filled)]) == 2
-    assert "exists; a template never replaces a bounds file" in capsys.readouterr().err
+    assert "exists and may hold bounds you filled in: it is never replaced" in capsys.readouterr().err
     assert filled.read_bytes() == before
     out = tmp_path / "new.csv"
     assert main(["bounds-template", "--data-file", str(data), "--out", str(out)]) == 0

@@ -35,17 +35,14 @@ def add_bounds_template_arguments(parser: argparse.ArgumentParser, range_type) -
 def cli_bounds_template(args: argparse.Namespace) -> int:
     """Name the feature columns, write the template, say what to do with it."""
     import sys
-    from pathlib import Path
 
     from dpmix_core.data import bounds_csv, load_user_data, read_categories, read_data_file
     from dpmix_core.data.categories import one_hot_features
-    from dpmix_core.resources.files import write_files_atomically
+    from dpmix_core.resources.files import check_unused_file, write_files_atomically
 
     if args.label_column is not None and not args.data_file.lower().endswith(".csv"):
         raise ValueError("--label-column names a column of a --data-file CSV")
-    out = None if args.out is None else Path(args.out)
-    if out is not None and out.exists():
-        raise ValueError(f"--out {str(out)!r} exists; a template never replaces a bounds file. Give a new name.")
+    out = None if args.out is None else check_unused_file(args.out, what="--out", holds="bounds you filled in")
     categories = () if args.categories is None else read_categories(args.categories)
     dataset = load_user_data(
         read_data_file(args.data_file), filename=args.data_file, label_column=args.label_column, categories=categories

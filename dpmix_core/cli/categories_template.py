@@ -28,15 +28,13 @@ def add_categories_template_arguments(parser: argparse.ArgumentParser) -> None:
 def cli_categories_template(args: argparse.Namespace) -> int:
     """List the text columns' words, write the template, say what to check."""
     import sys
-    from pathlib import Path
 
     from dpmix_core.data import categories_csv, check_categories, found_categories, read_data_file
+    from dpmix_core.resources.files import check_unused_file
 
     if not args.data_file.lower().endswith(".csv"):
         raise ValueError("categories are the words of a CSV's text columns; an .npz holds numbers only")
-    out = None if args.out is None else Path(args.out)
-    if out is not None and out.exists():
-        raise ValueError(f"--out {str(out)!r} exists; a template never replaces a categories file. Give a new name.")
+    out = None if args.out is None else check_unused_file(args.out, what="--out", holds="your checked categories")
     found = found_categories(read_data_file(args.data_file), args.data_file, args.label_column)
     try:  # what --categories would refuse in this list (an identifier column, a column of one word): said first
         check_categories(args.data_file, found)

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from dpmix_core.cli.argtypes import positive_float, positive_int
 from dpmix_core.experiments.spec import spec_file_text, sweep_file_stem
 from dpmix_core.experiments.sweeps import DEFAULT_RETRY, RunSpec, export_csv, run_sweep
-from dpmix_core.resources.files import check_new_file, write_files_atomically
+from dpmix_core.resources.files import check_new_file, check_unused_file, write_files_atomically
 from dpmix_core.resources.limits import check_sweep_cost, limits_from_env
 from dpmix_core.runtime.store import ResultStore, default_store_path, store_problem
 
@@ -262,11 +262,7 @@ def _check_save_spec(args: argparse.Namespace, out: Path) -> None:
     """``--save-spec``: a new ``.json`` path, and none of the options that narrow or run the sweep."""
     if out.suffix.lower() != ".json":
         raise ValueError(f"--save-spec writes JSON: give a FILE.json. Found {out.name!r}.")
-    check_new_file(out, what="--save-spec")
-    if out.exists():
-        raise ValueError(
-            f"--save-spec {str(out)!r} exists: it may hold your edits, so it is never replaced. Give a new name."
-        )
+    check_unused_file(out, what="--save-spec", holds="your edits")
     narrowing = [f"--{n.replace('_', '-')}" for n in ("values", "series", "seeds", "repeats") if getattr(args, n, None)]
     running = [f"--{n.replace('_', '-')}" for n in ("export", "json", "name") if getattr(args, n, None)]
     if narrowing or running:

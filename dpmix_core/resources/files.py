@@ -24,6 +24,7 @@ from typing import IO
 
 __all__ = [
     "check_new_file",
+    "check_unused_file",
     "check_sha256",
     "file_mode",
     "make_temp_dir",
@@ -68,6 +69,15 @@ def check_new_file(path: str | os.PathLike, *, what: str = "output") -> Path:
         raise ValueError(f"{what} folder {str(path.parent)!r} does not exist.")
     if not os.access(path.parent, os.W_OK | os.X_OK):
         raise ValueError(f"{what} folder {str(path.parent)!r} is not writable.")
+    return path
+
+
+def check_unused_file(path: str | os.PathLike, *, what: str, holds: str) -> Path:
+    """``path`` can be written (:func:`check_new_file`) and nothing is there yet: a file someone edits by hand
+    (``holds``: what it may hold) is never replaced. ValueError with one line, before any work."""
+    path = check_new_file(path, what=what)
+    if path.exists() or path.is_symlink():
+        raise ValueError(f"{what} {str(path)!r} exists and may hold {holds}: it is never replaced. Give a new name.")
     return path
 
 
