@@ -19,7 +19,7 @@ from dpmix_core.privacy.accountants import (
     epsilon_all,
     get_accountant,
 )
-from dpmix_core.privacy.accountants.rdp_dp_accounting import POISSON_ORDERS
+from dpmix_core.privacy.accountants.rdp_dp_accounting import POISSON_ORDERS, RDP_ROUNDING
 from dpmix_core.privacy.analysis.rdp_conversion import classic_rdp_to_dp
 from dpmix_core.privacy.analysis.wbk_subsampling import wbk_subsampled_gaussian_rdp
 from dpmix_core.privacy.events import SampledGaussianSteps
@@ -79,17 +79,48 @@ def test_rdp_poisson_matches_mpmath_oracle(setting):
     assert ours == pytest.approx(oracle, rel=0.02)
 
 
+# the orders rdp-poisson may try: its defaults, then x1.5 per step up to 4096 while the largest order is the best
+EXTENDED_POISSON_ORDERS = POISSON_ORDERS + (384, 576, 864, 1296, 1944, 2916, 4096)
+
+
 def test_rdp_poisson_is_not_zeroed_by_dp_accountings_rounding_noise():
     """T = 1e12 steps at q = 0.5, z = 7.07e8 (the CLI's n=2, l=1, sigma=1e9): the one-step RDP (~1e-19) is below double
     resolution, dp_accounting's came out negative at some orders and it returned epsilon 0 (and pld-poisson showed that
-    0). The same RDP bound in 60-digit arithmetic is 0.0196; the CLT (mu = 7e-4) puts the true epsilon near 1e-3 > 0."""
+    0). The same RDP bound in 60-digit arithmetic is 0.0196 at orders <= 256 and 0.00156 at orders <= 4096; the CLT
+    (mu = 7e-4) puts the true epsilon near 1e-3 > 0."""
     release = SampledGaussianSteps.poisson(q=0.5, z=7.07e8, steps=10**12)
-    rdp = [release.num_points * mp_poisson_rdp(0.5, 7.07e8, a) for a in POISSON_ORDERS]
-    oracle, _ = compute_epsilon(list(POISSON_ORDERS), rdp, 1e-5)
+    rdp = [release.num_points * mp_poisson_rdp(0.5, 7.07e8, a) for a in EXTENDED_POISSON_ORDERS]
+    oracle_256, _ = compute_epsilon(list(POISSON_ORDERS), rdp[: len(POISSON_ORDERS)], 1e-5)
+    oracle, _ = compute_epsilon(list(EXTENDED_POISSON_ORDERS), rdp, 1e-5)
     ours = get_accountant("rdp-poisson").epsilon(release, 1e-5).epsilon
-    assert oracle == pytest.approx(0.01955, rel=1e-3)
-    assert oracle <= ours <= oracle * 1.02  # T * 8 ulp of rounding allowance: 1.8e-3 at T = 1e12
+    assert oracle_256 == pytest.approx(0.01955, rel=1e-3) and oracle == pytest.approx(0.00156, rel=1e-2)
+    # T * 8 ulp of rounding allowance on every order's RDP: at most 1.8e-3 more epsilon at T = 1e12
+    assert oracle <= ours <= oracle + release.num_points * RDP_ROUNDING
     assert get_accountant("pld-poisson").epsilon(release, 1e-5).epsilon > 1e-3
+
+
+def test_rdp_poisson_extends_its_orders_for_a_small_budget():
+    """z = 200, q = 64/60000, T = 60000: at orders <= 256 the conversion's log(1/delta)/(alpha - 1) floor sets
+    epsilon (0.0197, mpmath); the best order is 1944 (0.00317), which rdp-poisson reaches by extending its orders,
+    and so does pld-poisson, whose grid stops near 0.014 and which reports the smaller RDP bound."""
+    release = SampledGaussianSteps.poisson(q=64 / 60000, z=200.0, steps=60000)
+    rdp = [release.num_points * mp_poisson_rdp(64 / 60000, 200.0, a) for a in EXTENDED_POISSON_ORDERS]
+    oracle_256, _ = compute_epsilon(list(POISSON_ORDERS), rdp[: len(POISSON_ORDERS)], 1e-5)
+    oracle, order = compute_epsilon(list(EXTENDED_POISSON_ORDERS), rdp, 1e-5)
+    result = get_accountant("rdp-poisson").epsilon(release, 1e-5)
+    assert order == 1944 and oracle_256 > 6 * oracle
+    assert result.epsilon == pytest.approx(oracle, rel=1e-6) and result.order == 1944
+    assert dict(result.details)["max_order"] == 2916  # the first order past the best, then it stopped
+    assert get_accountant("pld-poisson").epsilon(release, 1e-5).epsilon == pytest.approx(oracle, rel=1e-6)
+    capped = get_accountant("rdp-poisson", max_order=256).epsilon(release, 1e-5)
+    assert capped.epsilon == pytest.approx(oracle_256, rel=1e-6) and dict(capped.details)["max_order"] == 256
+
+
+def test_rdp_poisson_tries_no_larger_order_where_a_small_one_is_best():
+    """A typical release (epsilon ~ 1.5, best order 12): no order above the defaults is computed."""
+    release = SampledGaussianSteps.poisson(q=64 / 60000, z=1.0, steps=60000)
+    result = get_accountant("rdp-poisson").epsilon(release, 1e-5)
+    assert result.order < 256 and dict(result.details)["max_order"] == 256
 
 
 def test_gdp_clt_published_calibration():
