@@ -26,7 +26,12 @@ import dp_accounting
 import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 
-from dpmix_core.privacy.accountants.rdp_dp_accounting import RDP_ROUNDING, guarded_event_rdp
+from dpmix_core.privacy.accountants.rdp_dp_accounting import (
+    POISSON_MAX_ORDER,
+    POISSON_ORDER_STEP,
+    RDP_ROUNDING,
+    guarded_event_rdp,
+)
 from dpmix_core.privacy.checks import check_delta
 from dpmix_core.privacy.events import SampledGaussianSteps
 from dpmix_core.privacy.profile import python_orders
@@ -52,6 +57,10 @@ __all__ = [
 REPLACE_ONE, ADD_REMOVE, LABEL_ONLY = "replace-one", "add/remove-one", "label-only (features public)"
 RELATIONS = (REPLACE_ONE, ADD_REMOVE, LABEL_ONLY)
 BUDGET_ORDERS = tuple(float(a) for a in (*np.linspace(1.25, 10.0, 36), *range(11, 65), 80, 96, 128, 192, 256))
+# add/remove budgets extend their orders as rdp-poisson does (x1.5 per step up to 4096 while the largest is the best):
+# a small total needs large orders; replace-one stays at <= 256 (dp_accounting's without-replacement bound costs
+# O(alpha^2) steps per order)
+BUDGET_MAX_ORDER = POISSON_MAX_ORDER
 
 
 @dataclass(frozen=True)
@@ -174,10 +183,28 @@ def _replace_one_curve(item: BudgetItem, orders: Sequence[float]) -> np.ndarray:
     return (a - 0.5) / (a - 1) * double + minus
 
 
+def _composed_epsilon(events: Sequence[dp_accounting.DpEvent], relation: str, delta: float) -> float:
+    """The RDP epsilon at ``delta`` of ``events`` composed under ``relation`` (replace-one or add/remove-one).
+
+    Orders: :data:`BUDGET_ORDERS` (integers only for replace-one); under add/remove, while the largest order is the
+    best, one more order x1.5 at a time up to :data:`BUDGET_MAX_ORDER` as long as epsilon still falls.
+    """
+    orders = [o for o in BUDGET_ORDERS if relation == ADD_REMOVE or float(o).is_integer()]
+    total = sum(_rdp_curve(event, relation, orders) for event in events)
+    eps, order = rdp.compute_epsilon(python_orders(orders), total, delta)
+    top = max(orders)
+    while relation == ADD_REMOVE and order >= top and top < BUDGET_MAX_ORDER:
+        top = float(min(int(top * POISSON_ORDER_STEP[0]), BUDGET_MAX_ORDER))
+        more = sum(_rdp_curve(event, relation, [top]) for event in events)
+        new_eps, _ = rdp.compute_epsilon(python_orders([top]), more, delta)
+        if new_eps >= eps:
+            break
+        eps, order = new_eps, top
+    return float(eps)
+
+
 def _alone(item: BudgetItem, delta: float) -> float:
-    orders = [o for o in BUDGET_ORDERS if item.relation == ADD_REMOVE or float(o).is_integer()]
-    curve = _rdp_curve(item.event, ADD_REMOVE if item.relation == ADD_REMOVE else REPLACE_ONE, orders)
-    return float(rdp.compute_epsilon(python_orders(orders), curve, delta)[0])
+    return _composed_epsilon([item.event], ADD_REMOVE if item.relation == ADD_REMOVE else REPLACE_ONE, delta)
 
 
 def _pure_epsilon(event: dp_accounting.DpEvent) -> float | None:
@@ -223,9 +250,7 @@ def compose_budget(items: Sequence[BudgetItem], delta: float) -> Budget:
         )
     if len(relations) == 1:
         relation = relations.pop()
-        orders = [o for o in BUDGET_ORDERS if relation == ADD_REMOVE or float(o).is_integer()]
-        total = sum(_rdp_curve(it.event, relation, orders) for it in items)
-        eps = float(rdp.compute_epsilon(python_orders(orders), total, delta)[0])
+        eps = _composed_epsilon([it.event for it in items], relation, delta)
         pure = [p for p in (_pure_epsilon(it.event) for it in items) if p is not None]
         if len(pure) == len(items) and sum(pure) < eps:
             return Budget(
