@@ -393,10 +393,28 @@ def test_sweep_on_ones_own_file_is_a_sweep_of_its_own_on_the_records_it_may_rele
             assert run.result["privacy_card"]["dataset"]["n"] == 479  # the 121 held-out records are not in it
 
 
+def test_a_saved_spec_that_names_a_file_says_when_its_linear_protocol_is_not_trains(capsys, tmp_path, monkeypatch):
+    """--save-spec with --data-file writes the file into the spec: run later without --data-file, its linear runs'
+    protocol (2 epochs here) is still said to differ from train's own-data one (the note was for --data-file only)."""
+    monkeypatch.setenv("DPMIX_STORE", str(tmp_path / "results.sqlite"))
+    data = _pets(tmp_path / "pets.csv", n=60)
+    saved = tmp_path / "mine.json"
+    args = [str(_spec(tmp_path / "spec.json")), "--data-file", str(data), "--label-column", "species"]
+    assert main(["sweep", *args, "--feature-range", "-5,10", "--save-spec", str(saved)]) == 0
+    capsys.readouterr()
+    assert main(["sweep", str(saved), "--values", "8", "--series", "non-private", "--threads", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "note: the linear model trains on your file with the spec's protocol (" in err and "epochs 2" in err
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["preset:thesis-4.1-quick", "--data-file", "{data}", "--label-column", "species"], "takes images"),
+        (  # and what to run instead: a sweep's runs keep their model
+            ["preset:thesis-4.1-quick", "--data-file", "{data}", "--label-column", "species"],
+            "takes images (n, H, W); pets has 4 features a record, and a spec's runs keep their model and its "
+            "protocol. On a table: the Train & trade-offs page's custom sweep",
+        ),
         (  # ScatterNet features of a table: one line, not an IndexError from the feature shape
             [
                 "preset:dpfmix-table3-quick",

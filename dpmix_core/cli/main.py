@@ -1050,9 +1050,12 @@ def _expand_sweep(text: str, args: argparse.Namespace):
         own=own,
         feature_range=args.feature_range,
     )
-    if own is not None:  # said by cli_sweep once every run is checked (a refusal stays one line)
-        notes = (_bounds_note(own.dataset, args), own_data_protocol_note(c for _, c, _ in expanded[1]))
-        args.notes = [note for note in notes if note]
+    # said by cli_sweep once every run is checked (a refusal stays one line); a spec file may name a file itself
+    notes = (
+        None if own is None else _bounds_note(own.dataset, args),
+        own_data_protocol_note(c for _, c, _ in expanded[1]),
+    )
+    args.notes = [note for note in notes if note]
     return expanded
 
 

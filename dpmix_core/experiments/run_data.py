@@ -39,6 +39,7 @@ __all__ = [
     "TRAINED_ON",
     "check_release_on",
     "check_run_on",
+    "image_model_problem",
     "held_out_note",
     "load_run_dataset",
     "open_data_file",
@@ -173,15 +174,22 @@ def check_release_on(synthesis: SynthesisConfig, dataset: Dataset) -> None:
     planned_release(replace(synthesis, target_epsilon=None, accountant=None, sigma_x=synthesis.sigma_x or 1.0), dataset)
 
 
+def image_model_problem(run: RunConfig, dataset: Dataset) -> str | None:
+    """Why ``run``'s model cannot train on ``dataset`` (an image model on records that are not images), or None;
+    the caller says what to do instead (``train --model``, a page's model box, a spec's "model")."""
+    if run.model in IMAGE_MODELS and run.features == "pixels" and dataset.x_train.ndim < 3:
+        return (
+            f"model {run.model!r} takes images (n, H, W); {dataset.name} has {dataset.feature_dim:,} features a record"
+        )
+    return None
+
+
 def check_run_on(run: RunConfig, dataset: Dataset) -> None:
     """ValueError (one line) unless ``run`` can train on ``dataset`` (as the run reads it): an image model needs
     images, DP-PCA at most the data's features, a mixing release one the data can make (:func:`check_release_on`).
     ``train`` checks it before its first progress line, ``sweep`` and the page before any run is queued."""
-    if run.model in IMAGE_MODELS and run.features == "pixels" and dataset.x_train.ndim < 3:
-        raise ValueError(
-            f"model {run.model!r} takes images (n, H, W); {dataset.name} has {dataset.feature_dim:,} features a "
-            "record: use the linear model (or corrected-lsq)."
-        )
+    if (problem := image_model_problem(run, dataset)) is not None:
+        raise ValueError(f"{problem}: use the linear model (or corrected-lsq).")
     if run.method == "dp-pca" and run.pca_components > dataset.feature_dim:
         raise ValueError(
             f"DP-PCA projects to {run.pca_components} dimensions, more than the {dataset.feature_dim:,} features of "

@@ -33,7 +33,13 @@ from dpmix_core.experiments.config import RunConfig, on_dataset, run_key
 from dpmix_core.experiments.presets import estimate_sweep_seconds, get_preset
 from dpmix_core.experiments.release_files import ReleaseFile, release_run_options, release_synthesis
 from dpmix_core.experiments.results import aggregate, all_collapsed, runs_per_point
-from dpmix_core.experiments.run_data import OwnData, check_run_on, load_run_dataset, own_data_sizes
+from dpmix_core.experiments.run_data import (
+    OwnData,
+    check_run_on,
+    image_model_problem,
+    load_run_dataset,
+    own_data_sizes,
+)
 from dpmix_core.experiments.spec import Published, SweepSpec, axis_value, load_spec
 from dpmix_core.experiments.sweeps import DEFAULT_RETRY, RunSpec, submit_sweep
 from dpmix_core.privacy.checks import FeatureRange
@@ -344,6 +350,13 @@ def _check_own_data_jobs(configs: list[Mapping[str, Any]]) -> None:
         where = (run.data_file, run.data_sha256, run.label_column, run.test_fraction)
         if where not in checked:
             checked[where] = load_run_dataset(run)
+        if (problem := image_model_problem(run, checked[where])) is not None:  # a spec's runs keep their model
+            raise ValueError(
+                f"{problem}, and a spec's runs keep their model and its protocol. On a table: the Train & trade-offs "
+                "page's custom sweep (each model with its own-data protocol), or sweep preset:dp-pca-quick; or "
+                f'--save-spec FILE.json, then set "model" to "linear" where it says {run.model!r} (with lr, epochs '
+                "and batch_size for your records' count) and run sweep FILE.json."
+            )
         check_run_on(run, checked[where])
 
 

@@ -244,5 +244,5 @@ def own_data_protocol_note(configs: Iterable[Mapping[str, Any]]) -> str | None:
     return (
         f"the linear model trains on your file with the spec's protocol ({theirs}), not the one `train --data-file` "
         f"uses ({ours}: enough steps for a few hundred records); runs that never leave the constant predictor are "
-        "flagged collapsed; set those fields in the spec's base to train as `train` does."
+        "flagged collapsed; set those fields in the spec (its base, and each series that sets them) to train as `train` does."
     )
